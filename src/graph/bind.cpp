@@ -1,0 +1,144 @@
+#include "graph/bind.h"
+
+#include <charconv>
+
+#include "ops/evaluate.h"
+
+namespace grove {
+
+std::pair<std::string, Shape> parse_shape_binding(const std::string& text) {
+  auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size())
+    throw Error("bad shape '" + text + "': expected NAME=DIMS, e.g. input=1x3x224x224");
+  std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
+  Shape shape;
+  size_t pos = 0;
+  while (pos <= dims.size()) {
+    size_t end = dims.find_first_of("x,", pos);
+    if (end == std::string::npos) end = dims.size();
+    int64_t v = -1;
+    auto [p, ec] = std::from_chars(dims.data() + pos, dims.data() + end, v);
+    if (ec != std::errc() || p != dims.data() + end || v < 0)
+      throw Error("bad shape '" + text + "': dimensions must be non-negative integers separated by 'x'");
+    shape.push_back(v);
+    pos = end + 1;
+  }
+  return {name, shape};
+}
+
+ShapeMap resolve_input_shapes(const Graph& g, const ShapeMap& shapes) {
+  for (const auto& [name, shape] : shapes)
+    if (!g.find_input(name)) {
+      std::string known;
+      for (const auto& in : g.inputs) known += (known.empty() ? "" : ", ") + in.name;
+      throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known + ")");
+    }
+  ShapeMap out;
+  for (const auto& in : g.inputs) {
+    auto it = shapes.find(in.name);
+    if (it != shapes.end()) {
+      const Shape& s = it->second;
+      if (in.has_shape) {
+        if (s.size() != in.dims.size())
+          throw Error(g.path + ": input '" + in.name + "' has rank " + std::to_string(in.dims.size()) +
+                      ", but shape " + shape_str(s) + " was given");
+        for (size_t i = 0; i < s.size(); ++i)
+          if (in.dims[i].value >= 0 && in.dims[i].value != s[i])
+            throw Error(g.path + ": input '" + in.name + "' has dimension " + std::to_string(i) + " fixed at " +
+                        std::to_string(in.dims[i].value) + ", but shape " + shape_str(s) + " was given");
+      }
+      out[in.name] = s;
+      continue;
+    }
+    Shape s;
+    std::string symbolic;
+    for (const auto& d : in.dims) {
+      if (d.value < 0) symbolic += (symbolic.empty() ? "" : ", ") + d.param;
+      s.push_back(d.value);
+    }
+    if (!in.has_shape)
+      throw Error(g.path + ": input '" + in.name + "' declares no shape; give one with --shape " + in.name + "=...");
+    if (!symbolic.empty())
+      throw Error(g.path + ": input '" + in.name + "' has dynamic dimensions (" + symbolic +
+                  "); give its shape with --shape " + in.name + "=...");
+    out[in.name] = s;
+  }
+  return out;
+}
+
+namespace {
+
+// Shape and Size depend only on the input's shape, so they fold once shapes are bound.
+bool folds_on_shape_alone(const Node& n) { return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size"); }
+
+}  // namespace
+
+void bind_shapes(Graph& g, const ShapeMap& shapes) {
+  ShapeMap resolved = resolve_input_shapes(g, shapes);
+  g.values.clear();
+  g.bound_inputs = resolved;
+  for (const auto& in : g.inputs) {
+    if (in.dtype == DType::undefined || in.dtype == DType::string || in.dtype == DType::f16)
+      throw Error(g.path + ": input '" + in.name + "' has dtype " + std::string(dtype_name(in.dtype)) +
+                  ", which grove does not support");
+    g.values[in.name] = ValueInfo{in.dtype, resolved[in.name], nullptr, true};
+  }
+  for (auto& [name, t] : g.initializers) g.values[name] = ValueInfo{t.dtype(), t.shape(), nullptr, true};
+
+  std::vector<Node> kept;
+  for (auto& node : g.nodes) {
+    std::vector<ValueInfo> in;
+    bool all_constant = true;
+    for (const auto& name : node.inputs) {
+      if (name.empty()) {
+        in.push_back(ValueInfo{DType::undefined, {}, nullptr, false});
+        continue;
+      }
+      auto it = g.values.find(name);
+      if (it == g.values.end())
+        throw Error(g.path + ": " + node.describe() + ": input '" + name + "' is not produced by any node");
+      ValueInfo info = it->second;
+      auto init = g.initializers.find(name);
+      if (init != g.initializers.end()) info.data = &init->second;
+      else all_constant = false;
+      in.push_back(info);
+    }
+    std::vector<ValueInfo> out;
+    try {
+      out = infer_node(node, in);
+    } catch (const Error& e) {
+      throw Error(g.path + ": " + e.what());
+    }
+    if (all_constant || folds_on_shape_alone(node)) {
+      std::vector<Tensor> inputs_for_shape;  // Shape/Size read only shapes: stand-in zero tensors
+      inputs_for_shape.reserve(in.size());   // no reallocation: ptrs point into it
+      std::vector<const Tensor*> ptrs;
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (!in[i].present) { ptrs.push_back(nullptr); continue; }
+        if (in[i].data) { ptrs.push_back(in[i].data); continue; }
+        inputs_for_shape.emplace_back(in[i].dtype, in[i].shape);
+        ptrs.push_back(&inputs_for_shape.back());
+      }
+      std::vector<Tensor> results;
+      try {
+        results = evaluate_node(node, ptrs);
+      } catch (const Error& e) {
+        throw Error(g.path + ": " + e.what());
+      }
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        if (node.outputs[i].empty()) continue;
+        Tensor& t = g.initializers[node.outputs[i]] = std::move(results[i]);
+        g.values[node.outputs[i]] = ValueInfo{t.dtype(), t.shape(), nullptr, true};
+      }
+      continue;
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      if (!node.outputs[i].empty()) g.values[node.outputs[i]] = out[i];
+    kept.push_back(std::move(node));
+  }
+  g.nodes = std::move(kept);
+  for (const auto& o : g.outputs)
+    if (!g.values.count(o.name)) throw Error(g.path + ": graph output '" + o.name + "' is not produced by any node");
+}
+
+}  // namespace grove

@@ -1,0 +1,20 @@
+#pragma once
+// Graph passes run on a bound graph (after bind_shapes, which already folded constants).
+#include "graph/graph.h"
+
+namespace grove {
+
+// Identity and inference-mode Dropout forward their input: consumers read the input directly.
+void remove_identities(Graph& graph);
+
+// Drops nodes none of whose outputs reach a graph output.
+void remove_dead_nodes(Graph& graph);
+
+// Folds an inference BatchNormalization that follows a Conv (constant weights, the Conv's
+// only consumer) into the Conv's weights and bias.
+void fold_batchnorm_into_conv(Graph& graph);
+
+// All of the above, in an order where each helps the next.
+void optimize(Graph& graph);
+
+}  // namespace grove

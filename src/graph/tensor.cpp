@@ -1,0 +1,167 @@
+#include "graph/tensor.h"
+
+#include <cstring>
+#include <new>
+
+namespace grove {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32: case DType::i32: case DType::u32: return 4;
+    case DType::f64: case DType::i64: case DType::u64: return 8;
+    case DType::f16: case DType::i16: case DType::u16: return 2;
+    case DType::i8: case DType::u8: case DType::boolean: return 1;
+    default: return 0;
+  }
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::f16: return "float16";
+    case DType::i8: return "int8";
+    case DType::u8: return "uint8";
+    case DType::i16: return "int16";
+    case DType::u16: return "uint16";
+    case DType::i32: return "int32";
+    case DType::u32: return "uint32";
+    case DType::i64: return "int64";
+    case DType::u64: return "uint64";
+    case DType::boolean: return "bool";
+    case DType::string: return "string";
+    default: return "undefined";
+  }
+}
+
+// Numbers from onnx.proto TensorProto.DataType.
+DType dtype_from_onnx(int t) {
+  switch (t) {
+    case 1: return DType::f32;
+    case 2: return DType::u8;
+    case 3: return DType::i8;
+    case 4: return DType::u16;
+    case 5: return DType::i16;
+    case 6: return DType::i32;
+    case 7: return DType::i64;
+    case 8: return DType::string;
+    case 9: return DType::boolean;
+    case 10: return DType::f16;
+    case 11: return DType::f64;
+    case 12: return DType::u32;
+    case 13: return DType::u64;
+    default: return DType::undefined;
+  }
+}
+
+int dtype_to_onnx(DType d) {
+  switch (d) {
+    case DType::f32: return 1;
+    case DType::u8: return 2;
+    case DType::i8: return 3;
+    case DType::u16: return 4;
+    case DType::i16: return 5;
+    case DType::i32: return 6;
+    case DType::i64: return 7;
+    case DType::string: return 8;
+    case DType::boolean: return 9;
+    case DType::f16: return 10;
+    case DType::f64: return 11;
+    case DType::u32: return 12;
+    case DType::u64: return 13;
+    default: return 0;
+  }
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  if (shape.empty()) return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+namespace {
+constexpr size_t kAlign = 64;  // one cache line, and what AVX-512 loads like
+std::shared_ptr<std::byte[]> allocate(size_t bytes) {
+  size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (rounded == 0) rounded = kAlign;
+  auto* p = static_cast<std::byte*>(::operator new[](rounded, std::align_val_t(kAlign)));
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<std::byte[]>(p, [](std::byte* q) { ::operator delete[](q, std::align_val_t(kAlign)); });
+}
+}  // namespace
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  for (int64_t d : shape_)
+    if (d < 0) throw Error("tensor shape " + shape_str(shape_) + " has a negative dimension");
+  if (dtype_size(dtype) == 0) throw Error("cannot allocate a tensor of dtype " + std::string(dtype_name(dtype)));
+  numel_ = grove::numel(shape_);
+  buffer_ = allocate(bytes());
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (grove::numel(shape) != numel_)
+    throw Error("cannot reshape " + shape_str(shape_) + " to " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  if (empty()) return {};
+  Tensor t(dtype_, shape_);
+  std::memcpy(t.raw(), raw(), bytes());
+  return t;
+}
+
+std::vector<int64_t> Tensor::to_i64() const {
+  std::vector<int64_t> out(static_cast<size_t>(numel_));
+  visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = reinterpret_cast<const T*>(raw());
+    for (int64_t i = 0; i < numel_; ++i) out[i] = static_cast<int64_t>(p[i]);
+  });
+  return out;
+}
+
+std::vector<double> Tensor::to_f64() const {
+  std::vector<double> out(static_cast<size_t>(numel_));
+  visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = reinterpret_cast<const T*>(raw());
+    for (int64_t i = 0; i < numel_; ++i) out[i] = static_cast<double>(p[i]);
+  });
+  return out;
+}
+
+float f16_to_f32(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) { mant <<= 1; --exp; }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace grove

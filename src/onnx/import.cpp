@@ -1,0 +1,235 @@
+#include "onnx/import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ops/op.h"
+
+namespace grove {
+namespace {
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(what + ": cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Copies `count` elements of a typed repeated field into t, converting each with `conv`.
+template <class Dst, class Field, class Conv>
+void copy_field(Tensor& t, const Field& field, Conv conv, const std::string& name) {
+  if (static_cast<int64_t>(field.size()) != t.numel())
+    throw Error("initializer '" + name + "' has " + std::to_string(field.size()) + " values for shape " + shape_str(t.shape()));
+  Dst* p = reinterpret_cast<Dst*>(t.raw());
+  for (int i = 0; i < field.size(); ++i) p[i] = conv(field.Get(i));
+}
+
+Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& base_dir) {
+  const std::string& name = tp.name();
+  DType dtype = dtype_from_onnx(tp.data_type());
+  if (dtype == DType::undefined || dtype == DType::string)
+    throw Error("initializer '" + name + "' has unsupported data type " + std::to_string(tp.data_type()));
+  Shape shape(tp.dims().begin(), tp.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) throw Error("initializer '" + name + "' has a negative dimension");
+  Tensor t(dtype, shape);
+
+  std::string external;
+  const std::string* raw = tp.has_raw_data() ? &tp.raw_data() : nullptr;
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : tp.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    std::filesystem::path file = base_dir / location;
+    std::ifstream f(file, std::ios::binary);
+    if (location.empty() || !f)
+      throw Error("initializer '" + name + "': external data file '" + file.string() + "' is missing");
+    f.seekg(0, std::ios::end);
+    int64_t size = f.tellg();
+    if (length < 0) length = size - offset;
+    if (offset < 0 || offset + length > size)
+      throw Error("initializer '" + name + "': external data file '" + file.string() + "' is too short");
+    external.resize(static_cast<size_t>(length));
+    f.seekg(offset);
+    f.read(external.data(), length);
+    raw = &external;
+  }
+
+  if (raw) {
+    if (raw->size() != t.bytes())
+      throw Error("initializer '" + name + "' holds " + std::to_string(raw->size()) + " bytes, shape " +
+                  shape_str(shape) + " of " + std::string(dtype_name(dtype)) + " needs " + std::to_string(t.bytes()));
+    std::memcpy(t.raw(), raw->data(), raw->size());
+  } else {
+    auto same = [](auto v) { return v; };
+    switch (dtype) {
+      case DType::f32: copy_field<float>(t, tp.float_data(), same, name); break;
+      case DType::f64: copy_field<double>(t, tp.double_data(), same, name); break;
+      case DType::i64: copy_field<int64_t>(t, tp.int64_data(), same, name); break;
+      case DType::i32: copy_field<int32_t>(t, tp.int32_data(), same, name); break;
+      case DType::i16: copy_field<int16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int16_t>(v); }, name); break;
+      case DType::i8: copy_field<int8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); }, name); break;
+      case DType::u8: copy_field<uint8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint8_t>(v); }, name); break;
+      case DType::u16: case DType::f16:
+        copy_field<uint16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); }, name); break;
+      case DType::boolean: copy_field<bool>(t, tp.int32_data(), [](int32_t v) { return v != 0; }, name); break;
+      case DType::u32: copy_field<uint32_t>(t, tp.uint64_data(), [](uint64_t v) { return static_cast<uint32_t>(v); }, name); break;
+      case DType::u64: copy_field<uint64_t>(t, tp.uint64_data(), same, name); break;
+      default: throw Error("initializer '" + name + "' has unsupported data type");
+    }
+  }
+
+  // grove computes in float32: half-precision weights are widened once, here.
+  if (dtype == DType::f16) {
+    Tensor wide(DType::f32, shape);
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(t.raw());
+    float* dst = wide.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) dst[i] = f16_to_f32(src[i]);
+    return wide;
+  }
+  return t;
+}
+
+ValueDecl convert_value_info(const onnx::ValueInfoProto& vi) {
+  ValueDecl d;
+  d.name = vi.name();
+  if (vi.type().has_tensor_type()) {
+    const auto& tt = vi.type().tensor_type();
+    d.dtype = dtype_from_onnx(tt.elem_type());
+    if (tt.has_shape()) {
+      d.has_shape = true;
+      for (const auto& dim : tt.shape().dim()) {
+        Dim x;
+        if (dim.has_dim_value()) x.value = dim.dim_value();
+        else x.param = dim.has_dim_param() ? dim.dim_param() : "?";
+        d.dims.push_back(x);
+      }
+    }
+  }
+  return d;
+}
+
+Attribute convert_attribute(const onnx::AttributeProto& ap, const std::filesystem::path& base_dir) {
+  Attribute a;
+  using AP = onnx::AttributeProto;
+  switch (ap.type()) {
+    case AP::INT: a.kind = Attribute::Kind::i; a.i = ap.i(); break;
+    case AP::FLOAT: a.kind = Attribute::Kind::f; a.f = ap.f(); break;
+    case AP::STRING: a.kind = Attribute::Kind::s; a.s = ap.s(); break;
+    case AP::INTS: a.kind = Attribute::Kind::ints; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
+    case AP::FLOATS: a.kind = Attribute::Kind::floats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
+    case AP::STRINGS: a.kind = Attribute::Kind::strings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
+    case AP::TENSOR: a.kind = Attribute::Kind::tensor; a.t = convert_tensor(ap.t(), base_dir); break;
+    case AP::GRAPH: case AP::GRAPHS: a.kind = Attribute::Kind::graph; break;
+    default: a.kind = Attribute::Kind::none; break;
+  }
+  return a;
+}
+
+// A Constant node's value as a tensor (value, value_float(s), value_int(s)).
+Tensor constant_value(const Node& n) {
+  if (n.has_attr("value")) return n.attr_tensor("value");
+  if (n.has_attr("value_float")) return Tensor::scalar<float>(n.attr_float("value_float", 0));
+  if (n.has_attr("value_int")) return Tensor::scalar<int64_t>(n.attr_int("value_int", 0));
+  if (n.has_attr("value_floats")) {
+    auto v = n.attr_floats("value_floats");
+    return Tensor::from<float>({static_cast<int64_t>(v.size())}, v);
+  }
+  if (n.has_attr("value_ints")) {
+    auto v = n.attr_ints("value_ints");
+    return Tensor::from<int64_t>({static_cast<int64_t>(v.size())}, v);
+  }
+  throw Error(n.describe() + ": unsupported Constant attribute (only value, value_float(s), value_int(s))");
+}
+
+}  // namespace
+
+Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
+  onnx::ModelProto model;
+  if (bytes.empty()) throw Error(path + ": file is empty, not an ONNX model");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(path + ": models over 2 GiB must keep their weights in external data files");
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(path + ": not a valid ONNX model (the protobuf is truncated or corrupt)");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    throw Error(path + ": the model has no graph nodes (truncated or not an ONNX model?)");
+
+  std::filesystem::path base_dir = std::filesystem::path(path).parent_path();
+  Graph g;
+  g.path = path;
+  const auto& gp = model.graph();
+  g.name = gp.name();
+  for (const auto& op : model.opset_import())
+    g.opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = static_cast<int>(op.version());
+  if (!g.opsets.count("")) g.opsets[""] = model.ir_version() >= 3 ? 1 : 1;
+
+  try {
+    for (const auto& tp : gp.initializer()) g.initializers[tp.name()] = convert_tensor(tp, base_dir);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  for (const auto& vi : gp.input())
+    if (!g.initializers.count(vi.name())) g.inputs.push_back(convert_value_info(vi));
+  for (const auto& vi : gp.output()) g.outputs.push_back(convert_value_info(vi));
+
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    Node n;
+    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
+    ++index;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    auto op = g.opsets.find(n.domain);
+    n.opset = op == g.opsets.end() ? 0 : op->second;
+    try {
+      for (const auto& ap : np.attribute()) n.attrs[ap.name()] = convert_attribute(ap, base_dir);
+      if (n.op_type == "Constant" && n.domain.empty()) {
+        if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant must have one output");
+        g.initializers[n.outputs[0]] = constant_value(n);
+        continue;
+      }
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      throw Error(path + ": " + (msg.rfind("node '", 0) == 0 ? msg : n.describe() + ": " + msg));
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  check_supported_ops(g);
+  return g;
+}
+
+Graph load_onnx(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not an ONNX model");
+  std::string bytes = read_file(path, "load");
+  return load_onnx_bytes(bytes, path);
+}
+
+void check_supported_ops(const Graph& g) {
+  std::map<std::string, std::vector<std::string>> missing;
+  const OpRegistry& reg = OpRegistry::builtin();
+  for (const auto& n : g.nodes)
+    if (!reg.find(n)) missing[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type].push_back(n.name);
+  if (missing.empty()) return;
+  std::string msg = g.path + ": unsupported ops:";
+  for (const auto& [op, names] : missing) {
+    msg += "\n  " + op + " (" + std::to_string(names.size()) + (names.size() == 1 ? " node: " : " nodes: ");
+    for (size_t i = 0; i < names.size() && i < 5; ++i) msg += (i ? ", " : "") + names[i];
+    if (names.size() > 5) msg += ", ...";
+    msg += ")";
+  }
+  throw Error(msg);
+}
+
+}  // namespace grove

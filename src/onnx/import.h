@@ -1,0 +1,23 @@
+#pragma once
+// ONNX import: protobuf (Debian's libonnx-dev classes) -> grove::Graph.
+// Handles initializers in raw_data and typed fields, external data files beside the model,
+// float16 initializers (up-converted to float32) and Constant nodes (turned into
+// initializers). Unsupported ops are reported all at once, before anything runs.
+#include <string>
+#include <string_view>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+// Loads and converts a model file. Throws Error naming the file for unreadable, truncated or
+// corrupt files, missing external data and unsupported ops.
+Graph load_onnx(const std::string& path);
+
+// The same from bytes in memory; `path` is used in messages and to find external data.
+Graph load_onnx_bytes(std::string_view bytes, const std::string& path);
+
+// Throws one Error listing every op type the registry lacks, with its node count and names.
+void check_supported_ops(const Graph& graph);
+
+}  // namespace grove

@@ -1,0 +1,17 @@
+#pragma once
+// Runs one node's infer or reference through the registry, turning any failure into an
+// Error that names the node and op. Shared by shape binding, constant folding and the
+// reference executor.
+#include <span>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+std::vector<ValueInfo> infer_node(const Node& node, std::span<const ValueInfo> in);
+
+// in[i] is nullptr for a missing optional input.
+std::vector<Tensor> evaluate_node(const Node& node, std::span<const Tensor* const> in);
+
+}  // namespace grove

@@ -1,0 +1,54 @@
+#pragma once
+// An operator is two plain functions: `infer` gives output dtypes and shapes from input
+// infos (with input data when it is constant, which Reshape, Slice and friends need), and
+// `reference` computes outputs naively. The reference is the oracle every fast path is
+// tested against, so it stays obviously correct rather than fast.
+//
+// Callers guarantee: `in` has one entry per node input ("" inputs are present=false /
+// nullptr), `out` one per node output; `reference` outputs are already allocated with the
+// dtypes and shapes `infer` returned (nullptr for an optional output the node leaves
+// unnamed and infer left undefined). Both throw grove::Error on bad input; the caller
+// prefixes the message with the node and op.
+#include <map>
+#include <span>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+using InferFn = void (*)(const Node&, std::span<const ValueInfo> in, std::span<ValueInfo> out);
+using ReferenceFn = void (*)(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out);
+
+struct OpDef {
+  InferFn infer = nullptr;
+  ReferenceFn reference = nullptr;
+};
+
+class OpRegistry {
+ public:
+  void add(const std::string& op_type, OpDef def) { ops_[op_type] = def; }
+  // Default-domain ops only; nullptr when grove does not support the op.
+  const OpDef* find(const Node& node) const;
+  const std::map<std::string, OpDef>& all() const { return ops_; }
+
+  // Every operator grove ships, built once on first use and never changed after.
+  static const OpRegistry& builtin();
+
+ private:
+  std::map<std::string, OpDef> ops_;
+};
+
+// Each family file in src/ops adds its operators through one of these.
+void register_elementwise_ops(OpRegistry&);   // elementwise.cpp: arithmetic, math, compare, logic, Where, Cast
+void register_activation_ops(OpRegistry&);    // activation.cpp: Relu, Sigmoid, Clip, HardSwish, ...
+void register_conv_ops(OpRegistry&);          // conv.cpp: Conv, ConvTranspose
+void register_pool_ops(OpRegistry&);          // pool.cpp: MaxPool, AveragePool, Global*Pool
+void register_normalization_ops(OpRegistry&); // normalization.cpp: BatchNormalization, LayerNormalization, Softmax
+void register_linalg_ops(OpRegistry&);        // linalg.cpp: MatMul, Gemm
+void register_reduce_ops(OpRegistry&);        // reduce.cpp: ReduceMean/Sum/Max/...
+void register_shape_ops(OpRegistry&);         // shape.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Shape, Expand, ...
+void register_movement_ops(OpRegistry&);      // movement.cpp: Transpose, Concat, Split, Slice, Gather, Pad
+void register_resize_ops(OpRegistry&);        // resize.cpp: Resize, Upsample
+
+}  // namespace grove

@@ -1,0 +1,57 @@
+#include "ops/op_util.h"
+
+namespace grove {
+
+void require_inputs(const Node& node, size_t count, size_t min, int max) {
+  if (count < min || (max >= 0 && count > static_cast<size_t>(max)))
+    throw Error(node.describe() + ": expected " + std::to_string(min) +
+                (max < 0 ? " or more" : (static_cast<size_t>(max) == min ? "" : " to " + std::to_string(max))) +
+                " inputs, got " + std::to_string(count));
+}
+
+int64_t normalize_axis(const Node& node, int64_t axis, int64_t rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw Error(node.describe() + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return a;
+}
+
+Shape broadcast_shapes(const Node& node, const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw Error(node.describe() + ": shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::vector<int64_t> strides_of(const Shape& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to) {
+  std::vector<int64_t> own = strides_of(from), out(to.size(), 0);
+  size_t offset = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) out[offset + i] = from[i] == 1 ? 0 : own[i];
+  return out;
+}
+
+const Tensor& constant_input(const Node& node, std::span<const ValueInfo> in, size_t i, const char* what) {
+  if (i >= in.size() || !in[i].present) throw Error(node.describe() + ": missing input " + what);
+  if (!in[i].data)
+    throw Error(node.describe() + ": " + what + " is computed at run time, so shapes cannot be bound; "
+                "give the model's input shapes (--shape NAME=1x3x224x224) so it folds to a constant");
+  return *in[i].data;
+}
+
+}  // namespace grove

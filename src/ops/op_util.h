@@ -1,0 +1,36 @@
+#pragma once
+// Small helpers shared by the operator families.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+// Throws unless the node has between min and max inputs (max < 0: no upper bound).
+void require_inputs(const Node& node, size_t count, size_t min, int max);
+
+// Maps a possibly negative axis into [0, rank); throws when out of range.
+int64_t normalize_axis(const Node& node, int64_t axis, int64_t rank);
+
+// numpy-style broadcast of two shapes; throws when they are incompatible.
+Shape broadcast_shapes(const Node& node, const Shape& a, const Shape& b);
+
+// Row-major element strides of a shape.
+std::vector<int64_t> strides_of(const Shape& shape);
+
+// For broadcasting: the strides to read `from` (right-aligned) while walking `to`; 0 on broadcast dims.
+std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to);
+
+// The input at i, or nullptr when the node omits it.
+inline const Tensor* optional_input(std::span<const Tensor* const> in, size_t i) {
+  return i < in.size() ? in[i] : nullptr;
+}
+inline bool has_input(std::span<const ValueInfo> in, size_t i) { return i < in.size() && in[i].present; }
+
+// The constant data of an input that must be known to compute shapes (Reshape's shape,
+// Slice's starts, ...). Throws a message telling the user to bind input shapes.
+const Tensor& constant_input(const Node& node, std::span<const ValueInfo> in, size_t i, const char* what);
+
+}  // namespace grove

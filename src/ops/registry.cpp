@@ -1,0 +1,29 @@
+#include "ops/op.h"
+
+namespace grove {
+
+const OpDef* OpRegistry::find(const Node& node) const {
+  if (!node.domain.empty() && node.domain != "ai.onnx") return nullptr;
+  auto it = ops_.find(node.op_type);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+const OpRegistry& OpRegistry::builtin() {
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    register_elementwise_ops(r);
+    register_activation_ops(r);
+    register_conv_ops(r);
+    register_pool_ops(r);
+    register_normalization_ops(r);
+    register_linalg_ops(r);
+    register_reduce_ops(r);
+    register_shape_ops(r);
+    register_movement_ops(r);
+    register_resize_ops(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace grove

@@ -1,0 +1,52 @@
+#include "runtime/model.h"
+
+#include "graph/passes.h"
+#include "onnx/import.h"
+
+namespace grove {
+
+Model::Model(Graph imported, const ShapeMap& shapes) : imported_(std::move(imported)) {
+  if (!shapes.empty()) {
+    bind(shapes);
+    return;
+  }
+  // Bind now when every input shape is declared statically; else wait for the first inputs.
+  try {
+    resolve_input_shapes(imported_, {});
+  } catch (const Error&) {
+    return;
+  }
+  bind({});
+}
+
+Model Model::load(const std::string& path, const ShapeMap& shapes) { return Model(load_onnx(path), shapes); }
+
+void Model::bind(const ShapeMap& shapes) {
+  Graph g = imported_;
+  bind_shapes(g, shapes);
+  optimize(g);
+  bound_ = std::move(g);
+}
+
+const Graph& Model::graph() const {
+  if (!bound_) {
+    std::string dyn;
+    for (const auto& in : imported_.inputs) dyn += (dyn.empty() ? "" : ", ") + in.name;
+    throw Error(imported_.path + ": input shapes are not bound yet; give them with --shape (inputs: " + dyn + ")");
+  }
+  return *bound_;
+}
+
+TensorMap Model::run_reference(const TensorMap& inputs) {
+  ShapeMap shapes;
+  for (const auto& [name, t] : inputs) shapes[name] = t.shape();
+  if (!bound_ || bound_->bound_inputs != shapes) {
+    // Validate names before binding so a typo reads as "no input named", not a shape error.
+    for (const auto& [name, t] : inputs)
+      if (!imported_.find_input(name)) check_inputs(imported_, inputs);
+    bind(shapes);
+  }
+  return grove::run_reference(*bound_, inputs);
+}
+
+}  // namespace grove

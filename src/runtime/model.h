@@ -1,0 +1,36 @@
+#pragma once
+// A loaded model: the graph as imported, and a copy bound to concrete input shapes and
+// optimised. Binding happens at load when every input shape is known (declared or given),
+// otherwise on the first run; inputs of a new shape re-bind.
+#include <optional>
+#include <string>
+
+#include "graph/bind.h"
+#include "runtime/reference_executor.h"
+
+namespace grove {
+
+class Model {
+ public:
+  explicit Model(Graph imported, const ShapeMap& shapes = {});
+
+  // Loads an ONNX file; binds now if the input shapes can be resolved from `shapes` and the
+  // model's declarations. Errors from binding are raised only when `shapes` was non-empty
+  // (the user asked for these shapes); otherwise binding waits for the first inputs.
+  static Model load(const std::string& path, const ShapeMap& shapes = {});
+
+  bool is_bound() const { return bound_.has_value(); }
+  void bind(const ShapeMap& shapes);
+  const Graph& imported() const { return imported_; }
+  // The bound, optimised graph; throws when no shapes have been bound yet.
+  const Graph& graph() const;
+
+  // Runs with the reference executor, re-binding first when the input shapes changed.
+  TensorMap run_reference(const TensorMap& inputs);
+
+ private:
+  Graph imported_;
+  std::optional<Graph> bound_;
+};
+
+}  // namespace grove

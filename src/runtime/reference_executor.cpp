@@ -1,0 +1,69 @@
+#include "runtime/reference_executor.h"
+
+#include <set>
+
+#include "ops/evaluate.h"
+
+namespace grove {
+
+void check_inputs(const Graph& g, const TensorMap& inputs) {
+  for (const auto& [name, t] : inputs)
+    if (!g.find_input(name)) {
+      std::string known;
+      for (const auto& in : g.inputs) known += (known.empty() ? "" : ", ") + in.name;
+      throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known + ")");
+    }
+  for (const auto& in : g.inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end()) throw Error(g.path + ": input '" + in.name + "' was not given");
+    const Tensor& t = it->second;
+    if (t.dtype() != in.dtype)
+      throw Error(g.path + ": input '" + in.name + "' must be " + std::string(dtype_name(in.dtype)) + ", got " +
+                  std::string(dtype_name(t.dtype())));
+    auto bound = g.bound_inputs.find(in.name);
+    if (bound != g.bound_inputs.end() && bound->second != t.shape())
+      throw Error(g.path + ": input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model is bound to " +
+                  shape_str(bound->second));
+  }
+}
+
+TensorMap run_reference(const Graph& g, const TensorMap& inputs) {
+  check_inputs(g, inputs);
+  // Last node index that reads each value; graph outputs are never dropped.
+  std::map<std::string, size_t> last_use;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& name : g.nodes[i].inputs) last_use[name] = i;
+  std::set<std::string> outputs;
+  for (const auto& o : g.outputs) outputs.insert(o.name);
+
+  TensorMap live = inputs;
+  auto lookup = [&](const std::string& name) -> const Tensor* {
+    auto it = live.find(name);
+    if (it != live.end()) return &it->second;
+    auto init = g.initializers.find(name);
+    if (init != g.initializers.end()) return &init->second;
+    throw Error(g.path + ": value '" + name + "' is used before it is computed");
+  };
+
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& node = g.nodes[i];
+    std::vector<const Tensor*> in;
+    for (const auto& name : node.inputs) in.push_back(name.empty() ? nullptr : lookup(name));
+    std::vector<Tensor> out;
+    try {
+      out = evaluate_node(node, in);
+    } catch (const Error& e) {
+      throw Error(g.path + ": " + e.what());
+    }
+    for (size_t k = 0; k < node.outputs.size(); ++k)
+      if (!node.outputs[k].empty()) live[node.outputs[k]] = std::move(out[k]);
+    for (const auto& name : node.inputs)
+      if (!name.empty() && last_use[name] == i && !outputs.count(name)) live.erase(name);
+  }
+
+  TensorMap result;
+  for (const auto& o : g.outputs) result[o.name] = *lookup(o.name);
+  return result;
+}
+
+}  // namespace grove

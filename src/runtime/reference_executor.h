@@ -1,0 +1,21 @@
+#pragma once
+// The reference executor: runs a bound graph node by node with each op's reference
+// implementation. It stays simple forever; it is the oracle every fast path is tested against.
+#include <map>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+using TensorMap = std::map<std::string, Tensor>;
+
+// Checks that `inputs` match the graph's bound inputs by name, dtype and shape; throws an
+// Error naming the input otherwise.
+void check_inputs(const Graph& bound, const TensorMap& inputs);
+
+// Runs `bound` (after bind_shapes) and returns its outputs by name. Intermediate tensors are
+// dropped after their last use, so peak memory stays near the live set.
+TensorMap run_reference(const Graph& bound, const TensorMap& inputs);
+
+}  // namespace grove
