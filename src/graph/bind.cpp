@@ -79,7 +79,7 @@ void bind_shapes(Graph& g, const ShapeMap& shapes) {
   g.bound_inputs = resolved;
   for (const auto& in : g.inputs) {
     if (in.dtype == DType::undefined || in.dtype == DType::string || in.dtype == DType::f16)
-      throw Error(g.path + ": input '" + in.name + "' has dtype " + std::string(dtype_name(in.dtype)) +
+      throw Unsupported(g.path + ": input '" + in.name + "' has dtype " + std::string(dtype_name(in.dtype)) +
                   ", which grove does not support");
     g.values[in.name] = ValueInfo{in.dtype, resolved[in.name], nullptr, true};
   }
@@ -107,7 +107,7 @@ void bind_shapes(Graph& g, const ShapeMap& shapes) {
     try {
       out = infer_node(node, in);
     } catch (const Error& e) {
-      throw Error(g.path + ": " + e.what());
+      throw e.prefixed(g.path + ": ");
     }
     if (all_constant || folds_on_shape_alone(node)) {
       std::vector<Tensor> inputs_for_shape;  // Shape/Size read only shapes: stand-in zero tensors
@@ -123,7 +123,7 @@ void bind_shapes(Graph& g, const ShapeMap& shapes) {
       try {
         results = evaluate_node(node, ptrs);
       } catch (const Error& e) {
-        throw Error(g.path + ": " + e.what());
+        throw e.prefixed(g.path + ": ");
       }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i].empty()) continue;

@@ -105,7 +105,7 @@ decltype(auto) visit_dtype(DType dtype, F&& f) {
     case DType::i64: return f(int64_t{});
     case DType::u64: return f(uint64_t{});
     case DType::boolean: return f(bool{});
-    default: throw Error("dtype " + std::string(dtype_name(dtype)) + " is not supported");
+    default: throw Unsupported("dtype " + std::string(dtype_name(dtype)) + " is not supported");
   }
 }
 

@@ -33,7 +33,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& 
   const std::string& name = tp.name();
   DType dtype = dtype_from_onnx(tp.data_type());
   if (dtype == DType::undefined || dtype == DType::string)
-    throw Error("initializer '" + name + "' has unsupported data type " + std::to_string(tp.data_type()));
+    throw Unsupported("initializer '" + name + "' has unsupported data type " + std::to_string(tp.data_type()));
   Shape shape(tp.dims().begin(), tp.dims().end());
   for (int64_t d : shape)
     if (d < 0) throw Error("initializer '" + name + "' has a negative dimension");
@@ -84,7 +84,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& 
       case DType::boolean: copy_field<bool>(t, tp.int32_data(), [](int32_t v) { return v != 0; }, name); break;
       case DType::u32: copy_field<uint32_t>(t, tp.uint64_data(), [](uint64_t v) { return static_cast<uint32_t>(v); }, name); break;
       case DType::u64: copy_field<uint64_t>(t, tp.uint64_data(), same, name); break;
-      default: throw Error("initializer '" + name + "' has unsupported data type");
+      default: throw Unsupported("initializer '" + name + "' has unsupported data type");
     }
   }
 
@@ -148,7 +148,7 @@ Tensor constant_value(const Node& n) {
     auto v = n.attr_ints("value_ints");
     return Tensor::from<int64_t>({static_cast<int64_t>(v.size())}, v);
   }
-  throw Error(n.describe() + ": unsupported Constant attribute (only value, value_float(s), value_int(s))");
+  throw Unsupported(n.describe() + ": unsupported Constant attribute (only value, value_float(s), value_int(s))");
 }
 
 }  // namespace
@@ -175,7 +175,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
   try {
     for (const auto& tp : gp.initializer()) g.initializers[tp.name()] = convert_tensor(tp, base_dir);
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+    throw e.prefixed(path + ": ");
   }
   for (const auto& vi : gp.input())
     if (!g.initializers.count(vi.name())) g.inputs.push_back(convert_value_info(vi));
@@ -201,7 +201,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
       }
     } catch (const Error& e) {
       std::string msg = e.what();
-      throw Error(path + ": " + (msg.rfind("node '", 0) == 0 ? msg : n.describe() + ": " + msg));
+      throw e.prefixed(path + ": " + (msg.rfind("node '", 0) == 0 ? "" : n.describe() + ": "));
     }
     g.nodes.push_back(std::move(n));
   }
@@ -229,7 +229,7 @@ void check_supported_ops(const Graph& g) {
     if (names.size() > 5) msg += ", ...";
     msg += ")";
   }
-  throw Error(msg);
+  throw Unsupported(msg);
 }
 
 }  // namespace grove

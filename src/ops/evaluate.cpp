@@ -9,7 +9,7 @@ namespace {
 
 const OpDef& lookup(const Node& node) {
   const OpDef* def = OpRegistry::builtin().find(node);
-  if (!def || !def->infer || !def->reference) throw Error(node.describe() + ": unsupported op");
+  if (!def || !def->infer || !def->reference) throw Unsupported(node.describe() + ": unsupported op");
   return *def;
 }
 
@@ -19,7 +19,7 @@ const OpDef& lookup(const Node& node) {
   } catch (const Error& e) {
     std::string msg = e.what();
     if (msg.find("node '") != std::string::npos) throw;
-    throw Error(node.describe() + ": " + msg);
+    throw e.prefixed(node.describe() + ": ");
   } catch (const std::exception& e) {
     // std::out_of_range from .at(), std::bad_alloc from a huge bogus shape, ...
     throw Error(node.describe() + ": " + e.what());

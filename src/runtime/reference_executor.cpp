@@ -53,7 +53,7 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs) {
     try {
       out = evaluate_node(node, in);
     } catch (const Error& e) {
-      throw Error(g.path + ": " + e.what());
+      throw e.prefixed(g.path + ": ");
     }
     for (size_t k = 0; k < node.outputs.size(); ++k)
       if (!node.outputs[k].empty()) live[node.outputs[k]] = std::move(out[k]);
