@@ -216,6 +216,17 @@ Graph load_onnx(const std::string& path) {
   return load_onnx_bytes(bytes, path);
 }
 
+Tensor load_tensor_pb(const std::string& path) {
+  std::string bytes = read_file(path, "load tensor");
+  onnx::TensorProto tp;
+  if (!tp.ParseFromString(bytes)) throw Error(path + ": not a valid serialized ONNX TensorProto");
+  try {
+    return convert_tensor(tp, std::filesystem::path(path).parent_path());
+  } catch (const Error& e) {
+    throw e.prefixed(path + ": ");
+  }
+}
+
 void check_supported_ops(const Graph& g) {
   std::map<std::string, std::vector<std::string>> missing;
   const OpRegistry& reg = OpRegistry::builtin();

@@ -17,6 +17,9 @@ Graph load_onnx(const std::string& path);
 // The same from bytes in memory; `path` is used in messages and to find external data.
 Graph load_onnx_bytes(std::string_view bytes, const std::string& path);
 
+// Reads a serialized TensorProto file (the ONNX test data format: input_0.pb, output_0.pb).
+Tensor load_tensor_pb(const std::string& path);
+
 // Throws one Error listing every op type the registry lacks, with its node count and names.
 void check_supported_ops(const Graph& graph);
 

@@ -1,0 +1,214 @@
+// Runs the ONNX backend node tests (Debian's libonnx-testdata) through grove's import,
+// shape binding and reference executor, and prints passed / failed / skipped per op.
+// A case is skipped only when grove reports it as unsupported (an op, dtype or attribute
+// grove does not claim); every skip reason is printed. Each case runs in a forked child so
+// one crashing op cannot hide the others' results.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compare.h"
+#include "onnx/import.h"
+#include "runtime/model.h"
+
+namespace fs = std::filesystem;
+using namespace grove;
+
+namespace {
+
+enum class Outcome { pass, fail, skip };
+
+struct CaseResult {
+  Outcome outcome = Outcome::fail;
+  std::string op;      // the op the case is counted under
+  std::string detail;  // failure or skip reason
+};
+
+// The op a case tests: its single op type, or "composite" for function-expanded cases.
+std::string case_op(const Graph& g) {
+  std::set<std::string> types;
+  for (const auto& n : g.nodes) types.insert(n.op_type);
+  if (types.size() == 1) return *types.begin();
+  return types.empty() ? "Constant" : "composite";
+}
+
+std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> files;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    files.push_back(p);
+  }
+  return files;
+}
+
+CaseResult run_case(const fs::path& dir) {
+  CaseResult r;
+  r.op = "?";
+  try {
+    Graph imported;
+    try {
+      imported = load_onnx((dir / "model.onnx").string());
+    } catch (const Error& e) {
+      // The model could not even be imported: count it under the first op type named in it.
+      r.outcome = e.unsupported() ? Outcome::skip : Outcome::fail;
+      r.detail = e.what();
+      std::string msg = e.what();
+      auto at = msg.find("unsupported ops:\n  ");
+      if (at != std::string::npos) r.op = msg.substr(at + 19, msg.find(' ', at + 19) - (at + 19));
+      return r;
+    }
+    r.op = case_op(imported);
+    std::vector<std::string> input_names;
+    for (const auto& in : imported.inputs) input_names.push_back(in.name);
+    std::vector<fs::path> sets;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+    std::sort(sets.begin(), sets.end());
+    Model model(imported);
+    for (const auto& set : sets) {
+      TensorMap inputs;
+      auto in_files = numbered(set, "input_");
+      if (in_files.size() != input_names.size())
+        throw Error("test data has " + std::to_string(in_files.size()) + " inputs, the model " +
+                    std::to_string(input_names.size()));
+      for (size_t i = 0; i < in_files.size(); ++i) inputs[input_names[i]] = load_tensor_pb(in_files[i].string());
+      TensorMap outputs = model.run_reference(inputs);
+      auto out_files = numbered(set, "output_");
+      for (size_t i = 0; i < out_files.size() && i < imported.outputs.size(); ++i) {
+        Tensor want = load_tensor_pb(out_files[i].string());
+        std::string diff = compare_tensors(outputs.at(imported.outputs[i].name), want);
+        if (!diff.empty()) {
+          r.outcome = Outcome::fail;
+          r.detail = set.filename().string() + " output '" + imported.outputs[i].name + "': " + diff;
+          return r;
+        }
+      }
+    }
+    r.outcome = Outcome::pass;
+  } catch (const Error& e) {
+    r.outcome = e.unsupported() ? Outcome::skip : Outcome::fail;
+    r.detail = e.what();
+  } catch (const std::exception& e) {
+    r.outcome = Outcome::fail;
+    r.detail = std::string("unexpected exception: ") + e.what();
+  }
+  return r;
+}
+
+// Runs one case in a child process with a time limit; a crash or hang becomes a failure.
+CaseResult run_isolated(const fs::path& dir, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return run_case(dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(static_cast<unsigned>(timeout_s));
+    CaseResult r = run_case(dir);
+    std::string msg = std::to_string(static_cast<int>(r.outcome)) + "\n" + r.op + "\n" + r.detail;
+    size_t off = 0;
+    while (off < msg.size()) {
+      ssize_t n = write(fds[1], msg.data() + off, msg.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CaseResult r;
+  auto a = msg.find('\n'), b = a == std::string::npos ? a : msg.find('\n', a + 1);
+  if (b == std::string::npos) {
+    r.op = "?";
+    r.detail = WIFSIGNALED(status) ? std::string("crashed or timed out: ") + strsignal(WTERMSIG(status)) : "no result";
+    return r;
+  }
+  r.outcome = static_cast<Outcome>(std::stoi(msg.substr(0, a)));
+  r.op = msg.substr(a + 1, b - a - 1);
+  r.detail = msg.substr(b + 1);
+  return r;
+}
+
+struct Counts {
+  int pass = 0, fail = 0, skip = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data = "/usr/share/libonnx-testdata/data/node";
+  std::string filter;
+  bool verbose = false;
+  int timeout_s = 60;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--data" && i + 1 < argc) data = argv[++i];
+    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--timeout" && i + 1 < argc) timeout_s = std::stoi(argv[++i]);
+    else if (a == "--verbose" || a == "-v") verbose = true;
+    else {
+      std::cout << "usage: grove_conformance [--data DIR] [--filter SUBSTRING] [--timeout SECONDS] [--verbose]\n"
+                   "Runs the ONNX node tests in DIR (default " << data << ") through grove's reference executor.\n"
+                   "Prints pass/fail/skip per op and every skip reason; exits 1 if any case fails.\n";
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  if (!fs::is_directory(data)) {
+    std::cerr << "grove_conformance: no test data at " << data << " (apt-get install libonnx-testdata)\n";
+    return 2;
+  }
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(data))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
+        e.path().filename().string().find(filter) != std::string::npos)
+      cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+
+  std::map<std::string, Counts> per_op;
+  std::map<std::string, std::vector<std::string>> skips_by_op;
+  std::vector<std::string> failures;
+  Counts total;
+  for (const auto& dir : cases) {
+    CaseResult r = run_isolated(dir, timeout_s);
+    std::string name = dir.filename().string();
+    Counts& c = per_op[r.op];
+    std::string one_line = r.detail;
+    std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+    switch (r.outcome) {
+      case Outcome::pass: ++c.pass; ++total.pass; break;
+      case Outcome::fail: ++c.fail; ++total.fail; failures.push_back(name + ": " + r.detail); break;
+      case Outcome::skip: ++c.skip; ++total.skip; skips_by_op[r.op].push_back(name + ": " + one_line); break;
+    }
+    if (verbose) {
+      const char* tag = r.outcome == Outcome::pass ? "PASS" : r.outcome == Outcome::fail ? "FAIL" : "SKIP";
+      std::cout << tag << " " << name << (r.detail.empty() ? "" : "  " + r.detail) << "\n";
+    }
+  }
+
+  std::printf("\n%-28s %6s %6s %6s\n", "op", "passed", "failed", "skipped");
+  for (const auto& [op, c] : per_op) std::printf("%-28s %6d %6d %6d\n", op.c_str(), c.pass, c.fail, c.skip);
+  std::printf("\nskipped cases (op, dtype or attribute grove does not claim):\n");
+  for (const auto& [op, list] : skips_by_op)
+    for (const auto& s : list) std::printf("  [%s] %s\n", op.c_str(), s.c_str());
+  if (!failures.empty()) {
+    std::printf("\nfailed cases:\n");
+    for (const auto& f : failures) std::printf("  %s\n", f.c_str());
+  }
+  std::printf("\nconformance: %d passed, %d failed, %d skipped\n", total.pass, total.fail, total.skip);
+  return total.fail == 0 ? 0 : 1;
+}
