@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything grove builds and tests with, from Debian 12's packages only.
+# Python packages are Debian's (python3-torch, python3-onnx): tests and benchmarks use them
+# to export models with random weights; the library and CLI never need Python.
+set -euo pipefail
+packages=(
+  build-essential cmake
+  libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+  libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
