@@ -54,6 +54,28 @@ void dispatch(DType dtype, F&& f) {
   });
 }
 
+// Converts one element between grove's C++ types without undefined behaviour: float to
+// integer truncates toward zero and saturates at the target's range, NaN gives 0, and
+// anything to bool is "not zero". ONNX leaves out-of-range casts undefined; saturating is
+// the choice that cannot crash.
+template <class To, class From>
+To convert(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(x)) return To(0);
+    // The bounds as From: lowest() is a power of two (or 0) so it is exact; for max() we
+    // compare against 2^bits, which is exact too, and saturate at or above it.
+    constexpr From lo = static_cast<From>(std::numeric_limits<To>::lowest());
+    constexpr From hi_exclusive = static_cast<From>(std::numeric_limits<To>::max() / 2 + 1) * From(2);
+    if (x <= lo) return std::numeric_limits<To>::lowest();
+    if (x >= hi_exclusive) return std::numeric_limits<To>::max();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
 // Walks every element of `out_shape` in row-major order and calls visit(i, offsets), where
 // offsets[k] is the element offset into input k read with numpy broadcasting. An odometer
 // over the output index keeps the offsets current, so no division per element.

@@ -1,6 +1,180 @@
-// Placeholder: the operators of this family are being written.
+// MatMul (numpy semantics) and Gemm. The references are triple loops accumulating in
+// double for floats, so they are a stricter oracle than any blocked float kernel.
+#include <type_traits>
+
 #include "ops/op.h"
+#include "ops/op_util.h"
 
 namespace grove {
-void register_linalg_ops(OpRegistry&) {}
+namespace {
+
+template <class T>
+using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double,
+                                       std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+
+// MatMul and Gemm are defined for these; the small integer types and bool are not ONNX T here.
+void check_matmul_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f32: case DType::f64: case DType::i32: case DType::i64: case DType::u32: case DType::u64: return;
+    default: throw Unsupported("matrix product over " + std::string(dtype_name(dtype)) + " is not supported");
+  }
+}
+
+// ---- MatMul ---------------------------------------------------------------------------
+
+// A MatMul seen as a batch of [m,k] x [k,n] products.
+struct MatMulPlan {
+  int64_t m = 0, k = 0, n = 0;
+  Shape batch;                          // broadcast batch dims
+  std::vector<int64_t> a_batch_strides; // element strides of a's matrices along `batch` (0 when broadcast)
+  std::vector<int64_t> b_batch_strides;
+  Shape out_shape;
+};
+
+MatMulPlan plan_matmul(const Node& node, const Shape& a_shape, const Shape& b_shape) {
+  if (a_shape.empty() || b_shape.empty()) throw Error("MatMul inputs must have rank >= 1, got " + shape_str(a_shape) + " and " + shape_str(b_shape));
+  // numpy: a 1-D a is a row [1,k], a 1-D b a column [k,1]; the added dim is dropped again.
+  Shape a = a_shape.size() == 1 ? Shape{1, a_shape[0]} : a_shape;
+  Shape b = b_shape.size() == 1 ? Shape{b_shape[0], 1} : b_shape;
+  MatMulPlan plan;
+  plan.m = a[a.size() - 2];
+  plan.k = a[a.size() - 1];
+  plan.n = b[b.size() - 1];
+  if (b[b.size() - 2] != plan.k)
+    throw Error("MatMul inner dimensions differ: " + shape_str(a_shape) + " x " + shape_str(b_shape));
+  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  plan.batch = broadcast_shapes(node, a_batch, b_batch);
+  plan.a_batch_strides = broadcast_strides(a_batch, plan.batch);
+  plan.b_batch_strides = broadcast_strides(b_batch, plan.batch);
+  for (auto& s : plan.a_batch_strides) s *= plan.m * plan.k;
+  for (auto& s : plan.b_batch_strides) s *= plan.k * plan.n;
+  plan.out_shape = plan.batch;
+  if (a_shape.size() > 1) plan.out_shape.push_back(plan.m);
+  if (b_shape.size() > 1) plan.out_shape.push_back(plan.n);
+  return plan;
+}
+
+void infer_matmul(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 2, 2);
+  if (in[0].dtype != in[1].dtype)
+    throw Error("MatMul inputs differ in dtype: " + std::string(dtype_name(in[0].dtype)) + " and " + std::string(dtype_name(in[1].dtype)));
+  check_matmul_dtype(in[0].dtype);
+  out[0] = ValueInfo{in[0].dtype, plan_matmul(node, in[0].shape, in[1].shape).out_shape};
+}
+
+template <class T>
+void matmul_typed(const MatMulPlan& plan, const T* a, const T* b, T* c) {
+  using Acc = Accumulator<T>;
+  const int64_t batches = numel(plan.batch);
+  const std::vector<int64_t> batch_strides = strides_of(plan.batch);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    // Unravel the batch index to find each operand's (possibly broadcast) matrix.
+    int64_t a_off = 0, b_off = 0, rest = bi;
+    for (size_t d = 0; d < plan.batch.size(); ++d) {
+      int64_t coord = rest / batch_strides[d];
+      rest %= batch_strides[d];
+      a_off += coord * plan.a_batch_strides[d];
+      b_off += coord * plan.b_batch_strides[d];
+    }
+    T* c_mat = c + bi * plan.m * plan.n;
+    for (int64_t i = 0; i < plan.m; ++i)
+      for (int64_t j = 0; j < plan.n; ++j) {
+        Acc acc = 0;
+        for (int64_t p = 0; p < plan.k; ++p)
+          acc += static_cast<Acc>(a[a_off + i * plan.k + p]) * static_cast<Acc>(b[b_off + p * plan.n + j]);
+        c_mat[i * plan.n + j] = static_cast<T>(acc);
+      }
+  }
+}
+
+void reference_matmul(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  MatMulPlan plan = plan_matmul(node, in[0]->shape(), in[1]->shape());
+  visit_dtype(in[0]->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) throw Unsupported("MatMul over bool is not supported");
+    else matmul_typed<T>(plan, in[0]->data<T>(), in[1]->data<T>(), out[0]->data<T>());
+  });
+}
+
+// ---- Gemm -----------------------------------------------------------------------------
+
+// Y = alpha * op(A) * op(B) + beta * C, op() an optional transpose, C broadcast to [M,N].
+struct GemmPlan {
+  int64_t m = 0, k = 0, n = 0;
+  bool trans_a = false, trans_b = false;
+  std::vector<int64_t> c_strides;  // strides to read C while walking [M,N]; empty without C
+};
+
+GemmPlan plan_gemm(const Node& node, const Shape& a, const Shape& b, const Shape* c) {
+  if (a.size() != 2 || b.size() != 2) throw Error("Gemm inputs A and B must be 2-D, got " + shape_str(a) + " and " + shape_str(b));
+  GemmPlan plan;
+  plan.trans_a = node.attr_int("transA", 0) != 0;
+  plan.trans_b = node.attr_int("transB", 0) != 0;
+  plan.m = plan.trans_a ? a[1] : a[0];
+  plan.k = plan.trans_a ? a[0] : a[1];
+  int64_t kb = plan.trans_b ? b[1] : b[0];
+  plan.n = plan.trans_b ? b[0] : b[1];
+  if (kb != plan.k)
+    throw Error("Gemm inner dimensions differ: A " + shape_str(a) + (plan.trans_a ? " (transposed)" : "") + ", B " +
+                shape_str(b) + (plan.trans_b ? " (transposed)" : ""));
+  if (c) {
+    // Unidirectional: C may broadcast up to [M,N], never the other way.
+    const Shape mn{plan.m, plan.n};
+    bool fits = c->size() <= 2;
+    for (size_t i = 0; fits && i < c->size(); ++i) {
+      int64_t want = mn[2 - c->size() + i];
+      fits = (*c)[i] == want || (*c)[i] == 1;
+    }
+    if (!fits) throw Error("Gemm C of shape " + shape_str(*c) + " does not broadcast to " + shape_str(mn));
+    plan.c_strides = broadcast_strides(*c, mn);
+  }
+  return plan;
+}
+
+void infer_gemm(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 2, 3);
+  check_matmul_dtype(in[0].dtype);
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].present && in[i].dtype != in[0].dtype)
+      throw Error("Gemm input " + std::to_string(i) + " is " + std::string(dtype_name(in[i].dtype)) + ", A is " +
+                  std::string(dtype_name(in[0].dtype)));
+  GemmPlan plan = plan_gemm(node, in[0].shape, in[1].shape, has_input(in, 2) ? &in[2].shape : nullptr);
+  out[0] = ValueInfo{in[0].dtype, {plan.m, plan.n}};
+}
+
+template <class T>
+void gemm_typed(const GemmPlan& plan, double alpha, double beta, const T* a, const T* b, const T* c, T* y) {
+  using Acc = Accumulator<T>;
+  for (int64_t i = 0; i < plan.m; ++i)
+    for (int64_t j = 0; j < plan.n; ++j) {
+      Acc acc = 0;
+      for (int64_t p = 0; p < plan.k; ++p) {
+        T av = plan.trans_a ? a[p * plan.m + i] : a[i * plan.k + p];
+        T bv = plan.trans_b ? b[j * plan.k + p] : b[p * plan.n + j];
+        acc += static_cast<Acc>(av) * static_cast<Acc>(bv);
+      }
+      double value = alpha * static_cast<double>(acc);
+      if (c) value += beta * static_cast<double>(c[i * plan.c_strides[0] + j * plan.c_strides[1]]);
+      y[i * plan.n + j] = static_cast<T>(value);
+    }
+}
+
+void reference_gemm(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor* c = optional_input(in, 2);
+  GemmPlan plan = plan_gemm(node, in[0]->shape(), in[1]->shape(), c ? &c->shape() : nullptr);
+  const double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+  visit_dtype(in[0]->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) throw Unsupported("Gemm over bool is not supported");
+    else gemm_typed<T>(plan, alpha, beta, in[0]->data<T>(), in[1]->data<T>(), c ? c->data<T>() : nullptr, out[0]->data<T>());
+  });
+}
+
+}  // namespace
+
+void register_linalg_ops(OpRegistry& registry) {
+  registry.add("MatMul", {infer_matmul, reference_matmul});
+  registry.add("Gemm", {infer_gemm, reference_gemm});
+}
+
 }  // namespace grove

@@ -344,7 +344,7 @@ def export_one(torch, np, cache: Path, name: str, spec) -> None:
     model = spec["build"](torch).eval()
 
     cases = {}
-    first_inputs = None
+    export_inputs = None
     for case_index, (case_name, make_inputs) in enumerate(spec["cases"].items()):
         rng = np.random.default_rng(100 * case_index + 7)
         arrays = make_inputs(rng)
@@ -365,11 +365,13 @@ def export_one(torch, np, cache: Path, name: str, spec) -> None:
             np.save(folder / rel, value.numpy())
             record["outputs"][output_name] = rel
         cases[case_name] = record
-        first_inputs = first_inputs or tuple(tensors)
+        # Trace with the last (largest) case: tracing with batch 1 can let the exporter
+        # specialise on a size-1 dimension.
+        export_inputs = tuple(tensors)
 
     onnx_path = folder / "model.onnx"
     torch.onnx.export(
-        model, first_inputs, str(onnx_path), opset_version=spec["opset"],
+        model, export_inputs, str(onnx_path), opset_version=spec["opset"],
         input_names=spec["inputs"], output_names=spec["outputs"],
         dynamic_axes=spec.get("dynamic_axes"), do_constant_folding=True)
 
