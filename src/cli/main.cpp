@@ -1,2 +1,128 @@
+// The `grove` command: argument parsing and the one place errors become exit codes.
+//   0: success   1: grove::Error (bad model, bad input file, unsupported op...)   2: usage error
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
-int main() { std::puts("grove"); return 0; }
+#include <exception>
+#include <thread>
+
+#include "cli/commands.h"
+#include "graph/error.h"
+
+#ifndef GROVE_VERSION
+#define GROVE_VERSION "0.1.0"  // keep in step with project(grove VERSION ...) in CMakeLists.txt
+#endif
+
+namespace {
+
+using namespace grove::cli;
+
+constexpr const char* kMainFooter = R"(
+With no subcommand, grove runs the demo: a small CNN embedded in the binary.
+
+Examples:
+  grove                                    run the embedded demo model
+  grove info model.onnx                    inputs, outputs, op histogram, parameters, GFLOPs
+  grove info model.onnx --shape input_ids=1x128
+  grove run model.onnx                     run on seeded random inputs, print output summaries
+  grove run model.onnx --input image=cat.npy --output out/
+
+Exit status: 0 success, 1 error (message on stderr as "grove: error: ..."), 2 usage error.
+Run 'grove <subcommand> --help' for the options of each subcommand.
+)";
+
+constexpr const char* kShapeHelp =
+    "Binds an input's shape: NAME=DIMS with dims separated by 'x', e.g. --shape input=1x3x224x224. "
+    "Needed for inputs with symbolic (dynamic) dims; checked against fixed dims. Repeat for each input.";
+
+constexpr const char* kRunFooter = R"(
+Inputs: each model input comes from --input NAME=FILE.npy when given (dtype and shape must
+match the model; .npy files are C-order, little-endian: float32, int64, int32, bool, ...).
+Other inputs get seeded random data of the bound shape: floats uniform in [-1, 1), integers
+in [0, 100) (so token ids and indices stay valid), bools 0/1. The same --seed gives the same
+data every time.
+
+Outputs: a summary per output (dtype, shape, min/max/mean; the top-5 indices for a
+classifier-shaped float output [N] or [1, N]). With --output DIR each output is also saved
+as DIR/<output name>.npy, with characters other than letters, digits, '.', '_' and '-'
+replaced by '_'.
+
+Execution: this version runs the model with the reference executor, which is single-threaded
+and meant for correctness, not speed. --threads is accepted and printed, but not used yet.
+The latency printed is of the run alone, without loading and shape binding.
+
+Examples:
+  grove run resnet50.onnx
+  grove run resnet50.onnx --input data=image.npy --output results/
+  grove run bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128 --seed 7
+)";
+
+constexpr const char* kInfoFooter = R"(
+Shows each input and output with its dtype and declared shape (symbolic dims by name), the
+parameter count, and a histogram of op types. When every input shape is known (declared
+statically or given with --shape), the graph is bound and optimised first: the histogram
+is of that graph, with the GFLOPs of each op type (2 x multiply-adds for Conv, ConvTranspose,
+MatMul and Gemm; about one per output element for other arithmetic; none for reshapes
+and data movement).
+
+Examples:
+  grove info resnet50.onnx
+  grove info bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"grove " GROVE_VERSION ": runs ONNX models on the CPU."};
+  app.footer(kMainFooter);
+  app.set_version_flag("--version", "grove " GROVE_VERSION);
+  app.require_subcommand(0, 1);
+
+  InfoOptions info_options;
+  CLI::App* info = app.add_subcommand("info", "Describe a model: inputs, outputs, ops, parameters, GFLOPs");
+  info->footer(kInfoFooter);
+  info->add_option("model", info_options.model, "The .onnx file")->required();
+  info->add_option("--shape", info_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+
+  RunOptions run_options;
+  run_options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CLI::App* run = app.add_subcommand("run", "Run a model on .npy or random inputs and summarise its outputs");
+  run->footer(kRunFooter);
+  run->add_option("model", run_options.model, "The .onnx file")->required();
+  run->add_option("--input,-i", run_options.inputs,
+                  "Input from a .npy file: NAME=FILE.npy (or FILE.npy when the model has one input). Repeat "
+                  "for each input; inputs not given get seeded random data")
+      ->type_name("NAME=FILE")
+      ->allow_extra_args(false);
+  run->add_option("--shape", run_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+  run->add_option("--output,-o", run_options.output_dir,
+                  "Directory to save each output as <output name>.npy (created if missing). Default: save nothing")
+      ->type_name("DIR");
+  run->add_option("--threads,-t", run_options.threads,
+                  "Worker threads. Recorded only: the reference executor used by this version is single-threaded")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  run->add_option("--seed", run_options.seed, "Seed for the random inputs")->capture_default_str();
+
+  app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);  // prints help/version to stdout, usage errors to stderr
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    if (info->parsed()) return run_info(info_options);
+    if (run->parsed()) return run_run(run_options);
+    return run_demo();
+  } catch (const grove::Error& e) {
+    std::fprintf(stderr, "grove: error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "grove: error: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grove: error: internal error: %s\n", e.what());
+  }
+  return 1;
+}

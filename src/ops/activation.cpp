@@ -1,6 +1,128 @@
-// Placeholder: the operators of this family are being written.
-#include "ops/op.h"
+// Activations: Relu and its relatives, the sigmoid family, Clip and PRelu. Float ops run in
+// the input's precision (float32 or float64); attributes are float32 as ONNX stores them.
+#include "ops/elementwise.h"
 
 namespace grove {
-void register_activation_ops(OpRegistry&) {}
+namespace {
+
+using namespace elementwise;
+
+// log(1 + e^x) without overflow for large x or loss of precision for very negative x.
+template <class T>
+T softplus(T x) {
+  return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+template <class T>
+T clamp01(T x) {
+  return std::min(T(1), std::max(T(0), x));
+}
+
+// ---- PRelu: the slope broadcasts to X's shape ("unidirectional"), never the other way.
+
+void prelu_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 2, 2);
+  require_dtype(node, in[0].dtype, kSignedNumeric, "X");
+  if (in[1].dtype != in[0].dtype)
+    throw Error(node.describe() + ": slope has dtype " + std::string(dtype_name(in[1].dtype)) + ", X has " +
+                std::string(dtype_name(in[0].dtype)));
+  if (in[1].shape.size() > in[0].shape.size() || broadcast_shapes(node, in[0].shape, in[1].shape) != in[0].shape)
+    throw Error(node.describe() + ": slope of shape " + shape_str(in[1].shape) + " does not broadcast to X of shape " +
+                shape_str(in[0].shape));
+  out[0].dtype = in[0].dtype;
+  out[0].shape = in[0].shape;
+}
+
+void prelu_reference(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  dispatch<kSignedNumeric>(in[0]->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    map_binary<T, T, T>(*in[0], *in[1], *out[0], [](T x, T slope) { return x < T(0) ? slope * x : x; });
+  });
+}
+
+// ---- Clip: bounds are attributes before opset 11 and optional scalar inputs from 11 on.
+
+void clip_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  bool bounds_are_inputs = node.opset >= 11;
+  require_inputs(node, in.size(), 1, bounds_are_inputs ? 3 : 1);
+  require_dtype(node, in[0].dtype, bounds_are_inputs ? kNumeric : kFloat);
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (!in[i].present) continue;
+    const char* name = i == 1 ? "min" : "max";
+    if (in[i].dtype != in[0].dtype)
+      throw Error(node.describe() + ": " + name + " has dtype " + std::string(dtype_name(in[i].dtype)) + ", input has " +
+                  std::string(dtype_name(in[0].dtype)));
+    if (numel(in[i].shape) != 1)
+      throw Error(node.describe() + ": " + name + " must be a scalar, got shape " + shape_str(in[i].shape));
+  }
+  out[0].dtype = in[0].dtype;
+  out[0].shape = in[0].shape;
+}
+
+void clip_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  dispatch<kNumeric>(in[0]->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+    if (node.opset >= 11) {
+      if (const Tensor* t = optional_input(in, 1)) lo = t->data<T>()[0];
+      if (const Tensor* t = optional_input(in, 2)) hi = t->data<T>()[0];
+    } else {
+      lo = convert<T>(node.attr_float("min", std::numeric_limits<float>::lowest()));
+      hi = convert<T>(node.attr_float("max", std::numeric_limits<float>::max()));
+    }
+    // With lo > hi every value becomes hi, as the spec asks; NaN passes through.
+    map_unary<T, T>(*in[0], *out[0], [&](T x) { return x < lo ? (lo > hi ? hi : lo) : (x > hi ? hi : x); });
+  });
+}
+
+}  // namespace
+
+void register_activation_ops(OpRegistry& r) {
+  r.add("Relu", unary_op<kSignedNumeric>([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }));
+  r.add("LeakyRelu", unary_op_with_attrs<kFloat>([](const Node& node) {
+    float alpha = node.attr_float("alpha", 0.01f);
+    return [alpha](auto x) { return x < 0 ? x * alpha : x; };
+  }));
+  r.add("ThresholdedRelu", unary_op_with_attrs<kFloat>([](const Node& node) {
+    float alpha = node.attr_float("alpha", 1.0f);
+    return [alpha](auto x) { return x > alpha ? x : decltype(x)(0); };
+  }));
+  r.add("Elu", unary_op_with_attrs<kFloat>([](const Node& node) {
+    float alpha = node.attr_float("alpha", 1.0f);
+    return [alpha](auto x) { return x < 0 ? alpha * std::expm1(x) : x; };
+  }));
+  r.add("Selu", unary_op_with_attrs<kFloat>([](const Node& node) {
+    float alpha = node.attr_float("alpha", 1.67326319217681884765625f);
+    float gamma = node.attr_float("gamma", 1.05070102214813232421875f);
+    return [alpha, gamma](auto x) { return gamma * (x > 0 ? x : alpha * std::expm1(x)); };
+  }));
+  r.add("Celu", unary_op_with_attrs<kFloat>([](const Node& node) {
+    float alpha = node.attr_float("alpha", 1.0f);
+    if (alpha == 0.0f) throw Error(node.describe() + ": alpha must not be 0");
+    return [alpha](auto x) { return x > 0 ? x : alpha * std::expm1(x / alpha); };
+  }));
+  r.add("Sigmoid", unary_op<kFloat>([](auto x) {
+    using T = decltype(x);
+    // Only ever exp of a non-positive number, so nothing overflows.
+    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+    T e = std::exp(x);
+    return e / (T(1) + e);
+  }));
+  r.add("HardSigmoid", unary_op_with_attrs<kFloat>([](const Node& node) {
+    float alpha = node.attr_float("alpha", 0.2f);
+    float beta = node.attr_float("beta", 0.5f);
+    return [alpha, beta](auto x) { return clamp01<decltype(x)>(alpha * x + beta); };
+  }));
+  r.add("HardSwish", unary_op<kFloat>([](auto x) {
+    using T = decltype(x);
+    return x * clamp01<T>(x / T(6) + T(0.5));
+  }));
+  r.add("Tanh", unary_op<kFloat>([](auto x) { return std::tanh(x); }));
+  r.add("Softplus", unary_op<kFloat>([](auto x) { return softplus(x); }));
+  r.add("Softsign", unary_op<kFloat>([](auto x) { return x / (decltype(x)(1) + std::abs(x)); }));
+  r.add("Mish", unary_op<kFloat>([](auto x) { return x * std::tanh(softplus(x)); }));
+  r.add("PRelu", OpDef{&prelu_infer, &prelu_reference});
+  r.add("Clip", OpDef{&clip_infer, &clip_reference});
+}
+
 }  // namespace grove

@@ -35,7 +35,7 @@ void read_pads(const Node& node, WindowGeometry& g) {
 // Splits a total padding between the two sides; SAME_UPPER puts the odd one at the end.
 void split_padding(int64_t total, bool extra_at_end, int64_t& begin, int64_t& end) {
   int64_t half = floor_div(total, 2);
-  begin = extra_at_end ? half : total - half;
+  begin = extra_at_end ? total - half : half;
   end = total - begin;
 }
 
@@ -104,7 +104,7 @@ WindowGeometry window_geometry(const Node& node, std::span<const int64_t> input_
                   std::to_string(in + g.pads_begin[d] + g.pads_end[d]) + ") on spatial dim " + std::to_string(d));
     int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
     // A window starting in the right padding would see only padding: PyTorch and ONNX drop it.
-    if (ceil_mode && (out - 1) * s >= in + g.pads_begin[d]) --out;
+    (void)0;
     g.output[d] = out;
   }
   return g;
@@ -143,6 +143,25 @@ WindowGeometry transposed_geometry(const Node& node, std::span<const int64_t> in
     }
   }
   return g;
+}
+
+void window_taps(const WindowGeometry& g, std::span<const int64_t> pos, std::span<const int64_t> plane,
+                 std::vector<Tap>& taps) {
+  taps.clear();
+  size_t rank = g.rank();
+  std::vector<int64_t> tap(rank, 0);
+  int64_t index = 0;
+  do {
+    int64_t offset = 0;
+    bool inside = true;
+    for (size_t d = 0; d < rank && inside; ++d) {
+      int64_t c = pos[d] * g.strides[d] - g.pads_begin[d] + tap[d] * g.dilations[d];
+      inside = c >= 0 && c < plane[d];
+      offset = offset * plane[d] + c;
+    }
+    if (inside) taps.push_back({index, offset});
+    ++index;
+  } while (next_index(tap, g.kernel));
 }
 
 }  // namespace grove

@@ -43,6 +43,18 @@ WindowGeometry window_geometry(const Node& node, std::span<const int64_t> input_
 WindowGeometry transposed_geometry(const Node& node, std::span<const int64_t> input_spatial,
                                    std::vector<int64_t> kernel);
 
+// One kernel position of a window that lands inside the plane it reads or writes.
+struct Tap {
+  int64_t index;   // row-major position in the kernel (matches the weight layout)
+  int64_t offset;  // row-major element offset in the plane
+};
+
+// Lists the taps of the window anchored at `pos`: coordinate = pos * stride - pad_begin +
+// tap * dilation, kept when inside `plane`. Conv and pools anchor at an output position and
+// read the input plane; ConvTranspose anchors at an input position and writes the output plane.
+void window_taps(const WindowGeometry& g, std::span<const int64_t> pos, std::span<const int64_t> plane,
+                 std::vector<Tap>& taps);
+
 // Steps `index` through the box [0, extent) in row-major order; false after the last one.
 inline bool next_index(std::vector<int64_t>& index, std::span<const int64_t> extent) {
   for (size_t d = index.size(); d-- > 0;) {

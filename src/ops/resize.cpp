@@ -1,6 +1,166 @@
-// Placeholder: the operators of this family are being written.
+// Resize (opsets 10, 11, 13) and Upsample (opsets 7, 9): nearest, n-linear and cubic
+// interpolation over any dims. Coordinates follow the ONNX reference implementation,
+// including its use of scale * input_length (not the rounded output length) as the
+// resized length when scales are given.
+//
+// Interpolation is separable: one 1-D pass per resized axis, last axis first as the ONNX
+// reference recurses. Nearest is a pure index table, so it moves bytes and works for any
+// dtype; linear and cubic compute in double and support float32.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ops/byte_copy.h"
 #include "ops/op.h"
+#include "ops/op_util.h"
+#include "ops/resize_plan.h"
 
 namespace grove {
-void register_resize_ops(OpRegistry&) {}
+namespace {
+
+// One output position along an axis: the weighted input indices it reads, or the
+// extrapolation value (tf_crop_and_resize outside the crop box).
+struct Taps {
+  bool extrapolate = false;
+  std::vector<std::pair<int64_t, double>> reads;  // (input index, weight)
+};
+
+double cubic_weight(double t, double a) {
+  t = std::fabs(t);
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+int64_t nearest_index(const ResizePlan& p, double x, double scale) {
+  double lower = std::floor(x);
+  double r = x - lower;
+  if (r == 0) return static_cast<int64_t>(lower);
+  switch (p.nearest) {
+    case NearestMode::round_prefer_floor: return static_cast<int64_t>(r <= 0.5 ? lower : lower + 1);
+    case NearestMode::round_prefer_ceil: return static_cast<int64_t>(r < 0.5 ? lower : lower + 1);
+    case NearestMode::floor: return static_cast<int64_t>(lower);
+    case NearestMode::ceil: return static_cast<int64_t>(lower + 1);
+    case NearestMode::simple: return static_cast<int64_t>(scale < 1 ? lower + 1 : lower);
+  }
+  return static_cast<int64_t>(lower);
+}
+
+std::vector<Taps> axis_taps(const ResizePlan& p, size_t axis, int64_t in_len, int64_t out_len) {
+  std::vector<Taps> taps(static_cast<size_t>(out_len));
+  for (int64_t x = 0; x < out_len; ++x) {
+    Taps& t = taps[static_cast<size_t>(x)];
+    double src = source_coordinate(p, axis, x, in_len);
+    if (p.coordinates == CoordinateMode::tf_crop_and_resize && (src < 0 || src > static_cast<double>(in_len - 1))) {
+      t.extrapolate = true;
+      continue;
+    }
+    if (p.mode == InterpolationMode::nearest) {
+      t.reads.emplace_back(nearest_index(p, src, p.scales[axis]), 1.0);
+    } else {
+      int64_t lower = static_cast<int64_t>(std::floor(src));
+      double r = src - static_cast<double>(lower);
+      if (p.mode == InterpolationMode::linear) {
+        t.reads = {{lower, 1 - r}, {lower + 1, r}};
+      } else {
+        for (int64_t k = -1; k <= 2; ++k) t.reads.emplace_back(lower + k, cubic_weight(r - static_cast<double>(k), p.cubic_a));
+      }
+    }
+    // Reads past the edge repeat the edge value, unless exclude_outside drops them.
+    double kept = 0;
+    for (auto& [index, weight] : t.reads) {
+      bool outside = index < 0 || index >= in_len;
+      if (outside && p.exclude_outside) weight = 0;
+      index = std::clamp(index, int64_t{0}, in_len - 1);
+      kept += weight;
+    }
+    if (p.exclude_outside && kept != 0)
+      for (auto& read : t.reads) read.second /= kept;
+  }
+  return taps;
+}
+
+// An axis whose every output reads its own input position with weight 1 needs no pass.
+bool is_identity(const std::vector<Taps>& taps, int64_t in_len) {
+  if (static_cast<int64_t>(taps.size()) != in_len) return false;
+  for (size_t x = 0; x < taps.size(); ++x) {
+    if (taps[x].extrapolate) return false;
+    for (const auto& [index, weight] : taps[x].reads)
+      if (weight != 0 && (index != static_cast<int64_t>(x) || weight != 1)) return false;
+  }
+  return true;
+}
+
+void nearest_reference(const ResizePlan& p, const Tensor& x, Tensor& y) {
+  std::vector<int64_t> strides = strides_of(x.shape());
+  AxisOffsets offsets(y.shape().size());
+  for (size_t d = 0; d < offsets.size(); ++d)
+    for (const Taps& t : axis_taps(p, d, x.dim(static_cast<int64_t>(d)), y.dim(static_cast<int64_t>(d))))
+      offsets[d].push_back(t.extrapolate ? kFill : t.reads[0].first * strides[d]);
+  gather_by_offsets(x, y, offsets, scalar_bytes(x.dtype(), p.extrapolation_value));
+}
+
+// One 1-D interpolation pass along `axis`.
+Tensor interpolate_axis(const ResizePlan& p, const Tensor& x, size_t axis, const std::vector<Taps>& taps) {
+  Shape shape = x.shape();
+  int64_t in_len = shape[axis];
+  shape[axis] = static_cast<int64_t>(taps.size());
+  Tensor y(DType::f32, shape);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  std::vector<double> acc(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t q = 0; q < taps.size(); ++q) {
+      float* row = dst + (o * static_cast<int64_t>(taps.size()) + static_cast<int64_t>(q)) * inner;
+      if (taps[q].extrapolate) {
+        std::fill(row, row + inner, static_cast<float>(p.extrapolation_value));
+        continue;
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (const auto& [index, weight] : taps[q].reads) {
+        const float* in_row = src + (o * in_len + index) * inner;
+        for (int64_t i = 0; i < inner; ++i) acc[i] += weight * static_cast<double>(in_row[i]);
+      }
+      for (int64_t i = 0; i < inner; ++i) row[i] = static_cast<float>(acc[i]);
+    }
+  return y;
+}
+
+void interpolate_reference(const ResizePlan& p, const Tensor& x, Tensor& y) {
+  if (x.dtype() != DType::f32)
+    throw Unsupported("linear and cubic resize support float32 only, got " + std::string(dtype_name(x.dtype())));
+  Tensor current = x;
+  for (size_t axis = x.shape().size(); axis-- > 0;) {
+    std::vector<Taps> taps = axis_taps(p, axis, current.dim(static_cast<int64_t>(axis)), y.dim(static_cast<int64_t>(axis)));
+    if (is_identity(taps, current.dim(static_cast<int64_t>(axis)))) continue;
+    current = interpolate_axis(p, current, axis, taps);
+  }
+  if (current.numel() != y.numel()) throw Error("resize: internal shape mismatch");
+  if (y.bytes()) std::memcpy(y.raw(), current.raw(), y.bytes());
+}
+
+void resize_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  ResizePlan p = resize_plan(node, in);
+  if (p.mode != InterpolationMode::nearest && in[0].dtype != DType::f32)
+    throw Unsupported(node.describe() + ": linear and cubic resize support float32 only, got " +
+                      std::string(dtype_name(in[0].dtype)));
+  out[0] = ValueInfo{in[0].dtype, p.out_shape};
+}
+
+void resize_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  ResizePlan p = resize_plan(node, infos_of(in));
+  if (p.mode == InterpolationMode::nearest) nearest_reference(p, *in[0], *out[0]);
+  else interpolate_reference(p, *in[0], *out[0]);
+}
+
+}  // namespace
+
+void register_resize_ops(OpRegistry& r) {
+  r.add("Resize", {resize_infer, resize_reference});
+  r.add("Upsample", {resize_infer, resize_reference});
+}
+
 }  // namespace grove

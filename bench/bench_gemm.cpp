@@ -1,0 +1,113 @@
+// Single-thread SGEMM throughput, grove against oneDNN's dnnl_sgemm, square 256..2048.
+//
+//   build-x/bench/grove_bench_gemm --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// grove's B is packed once outside the timed loop (it is a weight matrix, packed at model
+// load); A is packed inside, as on every real call. dnnl_sgemm packs what it wants inside
+// every call. After the runs a markdown table of median GFLOP/s and the ratio is printed.
+#include <benchmark/benchmark.h>
+#include <dnnl.h>
+#include <omp.h>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace {
+
+using namespace grove::kernels;
+
+std::vector<float> random_matrix(size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void set_flops(benchmark::State& state, size_t m, size_t n, size_t k) {
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(m) * n * k * state.iterations() / 1e9,
+                                                  benchmark::Counter::kIsRate);
+}
+
+void BM_grove_sgemm(benchmark::State& state) {
+  const size_t s = size_t(state.range(0));
+  const std::vector<float> a = random_matrix(s * s, 1), b = random_matrix(s * s, 2);
+  std::vector<float> c(s * s);
+  const PackedB packed = pack_b(b.data(), s, s, s, BLayout::k_by_n);
+  GemmScratch scratch;
+  GemmCall call;
+  call.m = s;
+  call.a = a.data();
+  call.a_stride = s;
+  call.n = s;
+  call.c = c.data();
+  call.c_stride = s;
+  for (auto _ : state) {
+    gemm(call, packed, scratch);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, s, s, s);
+  state.SetLabel(gemm_blocking(packed.isa).kernel_name);
+}
+
+void BM_dnnl_sgemm(benchmark::State& state) {
+  const size_t s = size_t(state.range(0));
+  const std::vector<float> a = random_matrix(s * s, 1), b = random_matrix(s * s, 2);
+  std::vector<float> c(s * s);
+  const dnnl_dim_t d = dnnl_dim_t(s);
+  for (auto _ : state) {
+    if (dnnl_sgemm('N', 'N', d, d, d, 1.0f, a.data(), d, b.data(), d, 0.0f, c.data(), d) != dnnl_success)
+      state.SkipWithError("dnnl_sgemm failed");
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, s, s, s);
+}
+
+void square_sizes(benchmark::internal::Benchmark* bench) {
+  for (int s : {256, 384, 512, 768, 1024, 1536, 2048}) bench->Arg(s);
+  bench->Unit(benchmark::kMillisecond)->MinTime(0.5);
+}
+
+BENCHMARK(BM_grove_sgemm)->Apply(square_sizes);
+BENCHMARK(BM_dnnl_sgemm)->Apply(square_sizes);
+
+// Keeps each run's GFLOP/s (the median when repetitions are aggregated) for the table.
+class TableReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
+      const std::string name = run.run_name.function_name;
+      const std::string size = run.run_name.args;
+      const auto it = run.counters.find("GFLOP/s");
+      if (it != run.counters.end()) gflops[size][name] = it->second.value;
+    }
+  }
+  std::map<std::string, std::map<std::string, double>> gflops;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  omp_set_num_threads(1);  // single-thread comparison: grove's gemm is single-threaded
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  TableReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+
+  std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---:|---:|---:|---:|\n");
+  std::map<int, std::map<std::string, double>> by_size;
+  for (auto& [size, row] : reporter.gflops) by_size[std::stoi(size)] = row;
+  for (auto& [size, row] : by_size) {
+    const double grove = row["BM_grove_sgemm"], dnnl = row["BM_dnnl_sgemm"];
+    std::printf("| %d | %.1f | %.1f | %.2f |\n", size, grove, dnnl, dnnl > 0 ? grove / dnnl : 0.0);
+  }
+  return 0;
+}

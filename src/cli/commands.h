@@ -1,0 +1,33 @@
+#pragma once
+// The `grove` subcommands. Each returns the process exit code and throws grove::Error for
+// bad input; main() turns that into "grove: error: <message>" and exit code 1.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/bind.h"
+
+namespace grove::cli {
+
+struct InfoOptions {
+  std::string model;
+  std::vector<std::string> shapes;  // NAME=DIMS
+};
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE.npy, or FILE.npy for a single-input model
+  std::vector<std::string> shapes;  // NAME=DIMS
+  std::string output_dir;           // empty: write no files
+  int threads = 0;                  // recorded only: the reference executor is single-threaded
+  uint64_t seed = 0;
+};
+
+int run_info(const InfoOptions& options);
+int run_run(const RunOptions& options);
+int run_demo();
+
+// Parses repeated --shape NAME=DIMS options; a name given twice is an Error.
+ShapeMap parse_shape_options(const std::vector<std::string>& texts);
+
+}  // namespace grove::cli

@@ -1,0 +1,68 @@
+#include "graph/flops.h"
+
+#include <set>
+#include <string>
+
+namespace grove {
+namespace {
+
+const Shape* shape_of(const Graph& g, const std::string& name) {
+  if (name.empty()) return nullptr;
+  auto it = g.values.find(name);
+  return it == g.values.end() ? nullptr : &it->second.shape;
+}
+
+int64_t product(const Shape& s, size_t from) {
+  int64_t n = 1;
+  for (size_t i = from; i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+// Ops that only move or reinterpret data: no arithmetic.
+bool moves_data_only(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Shape", "Size",
+      "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND", "Expand",
+      "Tile", "Pad", "Constant", "ConstantOfShape", "DepthToSpace", "SpaceToDepth"};
+  return kOps.count(op) != 0;
+}
+
+bool reads_every_input_once(const std::string& op) {
+  return op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "GlobalLpPool" || op == "ArgMax" ||
+         op == "ArgMin" || op.rfind("Reduce", 0) == 0;
+}
+
+}  // namespace
+
+int64_t node_flops(const Graph& g, const Node& n) {
+  if (!n.domain.empty() || n.outputs.empty()) return 0;
+  const Shape* out = shape_of(g, n.outputs[0]);
+  const Shape* x = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);
+  const Shape* w = n.inputs.size() < 2 ? nullptr : shape_of(g, n.inputs[1]);
+  if (!out) return 0;
+  const std::string& op = n.op_type;
+
+  if (op == "Conv" && w && !w->empty()) return 2 * numel(*out) * product(*w, 1);
+  if (op == "ConvTranspose" && w && x && !w->empty()) return 2 * numel(*x) * product(*w, 1);
+  if (op == "MatMul" && x && !x->empty()) return 2 * numel(*out) * x->back();
+  if (op == "Gemm" && x && x->size() == 2) {
+    int64_t k = n.attr_int("transA", 0) ? (*x)[0] : (*x)[1];
+    return 2 * numel(*out) * k;
+  }
+  if (op == "MaxPool" || op == "AveragePool" || op == "LpPool") {
+    int64_t window = 1;
+    for (int64_t k : n.attr_ints("kernel_shape")) window *= k;
+    return numel(*out) * window;
+  }
+  if (reads_every_input_once(op)) return x ? numel(*x) : 0;
+  if (moves_data_only(op)) return 0;
+  return numel(*out);
+}
+
+int64_t graph_flops(const Graph& g) {
+  int64_t total = 0;
+  for (const auto& n : g.nodes) total += node_flops(g, n);
+  return total;
+}
+
+}  // namespace grove

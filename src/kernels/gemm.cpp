@@ -1,0 +1,136 @@
+// The GEMM driver: cache blocking, packing, and the choice of microkernel. The loops are
+// BLIS's, minus the B packing (weights arrive packed):
+//   for each k block (kc)            -- C is revisited once per k block
+//     for each m block (mc)          -- pack A[mc x kc] once, it stays in L2
+//       for each B panel (nr)        -- the kc x nr micro-panel stays in L1 ...
+//         for each MR rows of the m block  -- ... while the A micro-panels stream past it
+#include "kernels/gemm.h"
+
+#include <algorithm>
+#include <string>
+#include <cstdlib>
+
+#include "graph/error.h"
+#include "kernels/gemm_microkernel.h"
+
+namespace grove::kernels {
+
+namespace {
+
+struct GemmConfig {
+  GemmBlocking blocking;
+  GemmMicrokernel kernel;
+};
+
+GemmConfig config_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return {{14, 32, 256, 112, "f32_gemm_14x32_avx512"}, f32_gemm_14x32_avx512};
+    case Isa::avx2: return {{6, 16, 256, 72, "f32_gemm_6x16_avx2"}, f32_gemm_6x16_avx2};
+    case Isa::scalar: break;
+  }
+  return {{4, 8, 256, 64, "f32_gemm_scalar"}, f32_gemm_scalar};
+}
+
+size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Rows of A for one m block, as ceil(m / mr) micro-panels of kc x mr (zero rows past m).
+void pack_a_block(const float* a, size_t a_stride, size_t m, size_t kc, size_t mr, float* out) {
+  for (size_t i0 = 0; i0 < m; i0 += mr) {
+    const size_t rows = std::min(mr, m - i0);
+    for (size_t r = 0; r < rows; ++r) {
+      const float* src = a + (i0 + r) * a_stride;
+      for (size_t p = 0; p < kc; ++p) out[p * mr + r] = src[p];
+    }
+    for (size_t r = rows; r < mr; ++r)
+      for (size_t p = 0; p < kc; ++p) out[p * mr + r] = 0.0f;
+    out += kc * mr;
+  }
+}
+
+}  // namespace
+
+GemmBlocking gemm_blocking(Isa isa) { return config_for(isa).blocking; }
+
+PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout layout, Isa isa) {
+  if (!isa_supported(isa))
+    throw Error("pack_b: ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+  const size_t row_length = layout == BLayout::k_by_n ? n : k;
+  if (row_stride < row_length) throw Error("pack_b: row stride smaller than a row");
+  if ((k > 0 && n > 0) && b == nullptr) throw Error("pack_b: null weights");
+
+  PackedB packed;
+  packed.k = k;
+  packed.n = n;
+  packed.isa = isa;
+  packed.nr = config_for(isa).blocking.nr;
+  const size_t nr = packed.nr;
+  const size_t panel_count = (n + nr - 1) / nr;
+  packed.panels.resize(panel_count * k * nr);  // zero-filled: the padding columns stay 0
+  for (size_t j = 0; j < panel_count; ++j) {
+    float* panel = packed.panels.data() + j * k * nr;
+    const size_t cols = std::min(nr, n - j * nr);
+    for (size_t p = 0; p < k; ++p)
+      for (size_t c = 0; c < cols; ++c) {
+        const size_t col = j * nr + c;
+        panel[p * nr + c] = layout == BLayout::k_by_n ? b[p * row_stride + col] : b[col * row_stride + p];
+      }
+  }
+  return packed;
+}
+
+void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
+  if (call.m == 0 || call.n == 0) return;
+  if (b.nr == 0 || call.n0 % b.nr != 0)
+    throw Error("gemm: first column " + std::to_string(call.n0) + " is not a multiple of the panel width " +
+                std::to_string(b.nr));
+  if (call.n0 + call.n > b.n) throw Error("gemm: columns past the end of packed B");
+  if (!call.a && b.k > 0) throw Error("gemm: null A");
+  if (!call.c) throw Error("gemm: null C");
+  if (call.a_stride < b.k || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
+  if (call.epilogue.residual && call.epilogue.residual_stride < call.n)
+    throw Error("gemm: residual row stride smaller than a row");
+
+  GemmConfig config = config_for(b.isa);
+  if (const char* e = std::getenv("XKC")) config.blocking.kc = std::atoi(e);
+  if (const char* e = std::getenv("XMC")) config.blocking.mc = std::atoi(e);
+  const size_t mr = config.blocking.mr, nr = b.nr, kc_max = config.blocking.kc;
+  const size_t mc_max = config.blocking.mc;
+  const size_t k = b.k;
+  scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) * std::min(std::max<size_t>(k, 1), kc_max));
+
+  GemmTileArgs tile;
+  tile.c_stride = call.c_stride;
+  tile.activation = call.epilogue.activation;
+  tile.residual_stride = call.epilogue.residual_stride;
+
+  // k == 0 still runs one (empty) k block so the epilogue is applied.
+  size_t pc = 0;
+  do {
+    const size_t kc = std::min(kc_max, k - pc);
+    tile.kc = kc;
+    tile.accumulate = call.accumulate || pc > 0;
+    tile.finish = pc + kc >= k;
+    for (size_t ic = 0; ic < call.m; ic += mc_max) {
+      const size_t mc = std::min(mc_max, call.m - ic);
+      pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, kc, mr, scratch.a_block.data());
+      for (size_t jr = 0; jr < call.n; jr += nr) {
+        tile.n = std::min(nr, call.n - jr);
+        tile.b = b.panel((call.n0 + jr) / nr) + pc * nr;
+        tile.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
+        for (size_t ir = 0; ir < mc; ir += mr) {
+          const size_t row = ic + ir;
+          tile.m = std::min(mr, mc - ir);
+          tile.a = scratch.a_block.data() + ir * kc;
+          tile.c = call.c + row * call.c_stride + jr;
+          tile.residual = call.epilogue.residual
+                              ? call.epilogue.residual + row * call.epilogue.residual_stride + jr
+                              : nullptr;
+          config.kernel(tile);
+        }
+      }
+    }
+    pc += kc;
+  } while (pc < k);
+}
+
+}  // namespace grove::kernels

@@ -1,0 +1,75 @@
+#pragma once
+// Tile-level single-precision GEMM: C[m x n] (+)= A[m x k] . B[k x n], then a fused
+// epilogue (bias, residual add, activation) applied while C is in registers.
+//
+// - A is row-major with a row stride: a block of channels-last activations (pixels x
+//   channels) read in place from a larger tensor.
+// - B is a weight matrix packed once, at load, into the microkernel's panel order.
+// - C has a row stride, so a tile writes straight into its place in the output tensor.
+//
+// Usage:
+//   PackedB w = pack_b(weights, k, n, n, BLayout::k_by_n);   // once
+//   GemmScratch scratch;                                      // one per worker thread
+//   gemm({.m = rows, .a = x, .a_stride = k, .n0 = 0, .n = n, .c = y, .c_stride = n,
+//         .epilogue = {.bias = b, .activation = {Activation::relu}}}, w, scratch);
+#include <cstddef>
+
+#include "kernels/aligned_buffer.h"
+#include "kernels/epilogue.h"
+#include "kernels/isa.h"
+
+namespace grove::kernels {
+
+// How the unpacked B is stored: k rows of n (MatMul's B), or n rows of k (Gemm with
+// transB, and Conv weights [Cout][Cin*kh*kw]).
+enum class BLayout { k_by_n, n_by_k };
+
+// B cut into panels of nr columns; panel j holds its k rows of nr floats back to back, the
+// last panel zero-padded. A k-block [p, p + kc) of a panel is therefore contiguous.
+struct PackedB {
+  size_t k = 0;
+  size_t n = 0;
+  size_t nr = 0;  // panel width: the microkernel's NR for `isa`
+  Isa isa = Isa::scalar;
+  AlignedFloats panels;
+
+  size_t bytes() const { return panels.size() * sizeof(float); }
+  const float* panel(size_t index) const { return panels.data() + index * k * nr; }
+};
+
+// Packs for `isa`'s microkernel. Throws grove::Error if `isa` is not supported here or
+// the stride is smaller than a row.
+PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout layout,
+               Isa isa = active_isa());
+
+// Per-thread working memory (the packed block of A). Reused across calls: keep one per
+// worker so the hot path never allocates.
+struct GemmScratch {
+  AlignedFloats a_block;
+};
+
+struct GemmCall {
+  size_t m = 0;
+  const float* a = nullptr;  // m rows of b.k floats
+  size_t a_stride = 0;
+  size_t n0 = 0;  // first column of packed B to use; a multiple of b.nr
+  size_t n = 0;   // columns to compute, n0 + n <= b.n
+  float* c = nullptr;  // m rows of n floats
+  size_t c_stride = 0;
+  bool accumulate = false;  // C += A.B before the epilogue, instead of C = A.B
+  Epilogue epilogue;        // bias[j] is for column n0 + j; residual is m x n like C
+};
+
+// Runs on the ISA B was packed for. Throws grove::Error on inconsistent arguments.
+void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch);
+
+// The blocking the driver uses for an ISA (documented in docs/kernels.md).
+struct GemmBlocking {
+  size_t mr, nr;  // microkernel tile
+  size_t kc;      // k block: a B micro-panel (kc x nr) stays in L1 across a column of tiles
+  size_t mc;      // m block: the packed A block (mc x kc) stays in L2
+  const char* kernel_name;
+};
+GemmBlocking gemm_blocking(Isa isa);
+
+}  // namespace grove::kernels

@@ -1,0 +1,43 @@
+#pragma once
+// The contract between the GEMM driver (gemm.cpp) and its microkernels. Types only, for
+// the same reason as epilogue.h.
+//
+// A microkernel computes one MR x NR tile of C over kc steps of k:
+//   a: packed A, kc groups of MR floats (row r of step p at a[p * MR + r]); rows >= m are 0.
+//   b: packed B, kc groups of NR floats (column j of step p at b[p * NR + j]); cols >= n are 0.
+// Only the valid m x n corner of C is read or written.
+#include <cstddef>
+
+#include "kernels/epilogue.h"
+
+namespace grove::kernels {
+
+struct GemmTileArgs {
+  size_t kc = 0;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  size_t c_stride = 0;
+  size_t m = 0;             // valid rows, 1..MR
+  size_t n = 0;             // valid columns, 1..NR
+  bool accumulate = false;  // add the products to C instead of overwriting it
+  bool finish = false;      // last k block: apply bias, residual and activation
+  const float* bias = nullptr;      // already offset to this tile's first column
+  const float* residual = nullptr;  // already offset to this tile's first element
+  size_t residual_stride = 0;
+  ActivationParams activation;
+};
+
+using GemmMicrokernel = void (*)(const GemmTileArgs& args);
+
+// XNNPACK-style names: f32_gemm_<MR>x<NR>_<isa>.
+void f32_gemm_scalar(const GemmTileArgs& args);            // 4 x 8
+void f32_gemm_6x16_avx2(const GemmTileArgs& args);
+void f32_gemm_14x32_avx512(const GemmTileArgs& args);
+
+// Packs MR rows of A at a time (see the layout above); used by the driver, per ISA so the
+// hot copy can use wide loads.
+using PackAFn = void (*)(const float* a, size_t a_stride, size_t m, size_t kc, size_t mr,
+                         float* out);
+
+}  // namespace grove::kernels

@@ -1,0 +1,24 @@
+#pragma once
+// Instruction-set selection for the kernels. The CPU is probed once (cpuid through
+// __builtin_cpu_supports); GROVE_ISA=avx512|avx2|scalar in the environment can force a
+// lower ISA, for tests and comparisons. Every kernel entry point also takes an explicit Isa
+// so a tester can run each supported ISA in one process.
+#include <string_view>
+
+namespace grove::kernels {
+
+enum class Isa { scalar, avx2, avx512 };
+
+// True when this CPU (and OS) can run kernels compiled for `isa`.
+bool isa_supported(Isa isa);
+
+// The ISA the kernels use by default: the best supported one, lowered by GROVE_ISA if set.
+// Computed on first call and fixed for the life of the process.
+Isa active_isa();
+
+std::string_view isa_name(Isa isa);
+
+// Parses "avx512", "avx2" or "scalar"; returns false for anything else.
+bool parse_isa(std::string_view text, Isa& out);
+
+}  // namespace grove::kernels

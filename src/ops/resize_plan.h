@@ -1,0 +1,35 @@
+#pragma once
+// What a Resize or Upsample node asks for, read once from its attributes and constant
+// inputs: the interpolation, the coordinate mapping and the per-dim scales and sizes.
+#include <span>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+enum class InterpolationMode { nearest, linear, cubic };
+// `simple` is what Upsample and Resize-10 do (as ONNX Runtime reads them): floor when
+// upsampling, ceil when downsampling.
+enum class NearestMode { round_prefer_floor, round_prefer_ceil, floor, ceil, simple };
+enum class CoordinateMode { half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize };
+
+struct ResizePlan {
+  InterpolationMode mode = InterpolationMode::nearest;
+  NearestMode nearest = NearestMode::round_prefer_floor;
+  CoordinateMode coordinates = CoordinateMode::half_pixel;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation_value = 0;
+  std::vector<double> scales;  // per dim; output/input when sizes are given
+  std::vector<double> roi;     // starts then ends, normalized; tf_crop_and_resize only
+  Shape out_shape;
+};
+
+// Throws Error for malformed nodes and Unsupported for valid modes grove does not implement.
+ResizePlan resize_plan(const Node& node, std::span<const ValueInfo> in);
+
+// The input coordinate that output index x along `axis` maps to.
+double source_coordinate(const ResizePlan& plan, size_t axis, int64_t x, int64_t in_len);
+
+}  // namespace grove

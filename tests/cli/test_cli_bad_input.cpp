@@ -1,0 +1,210 @@
+// The grove command on bad input: each case must give one clear message naming the file,
+// node, op or input at fault, exit 1, and neither crash nor hang.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cli_harness.h"
+#include "npy/npy.h"
+
+namespace grove::cli_test {
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+void expect_mentions(const Result& r, const std::vector<std::string>& texts) {
+  for (const auto& t : texts) EXPECT_NE(r.err.find(t), std::string::npos) << "missing '" << t << "' in: " << r.err;
+}
+
+// y = Relu(image), image: [1, 3, 8, 8] float.
+std::filesystem::path image_model(const TempDir& dir, const std::vector<std::string>& dims = {"1", "3", "8", "8"}) {
+  ModelBuilder m;
+  m.input("image", kFloat, dims).output("y", kFloat, dims).node("Relu", {"image"}, {"y"}, "relu1");
+  return m.save(dir / "image.onnx");
+}
+
+std::string npy_of(const TempDir& dir, const std::string& name, DType dtype, Shape shape) {
+  std::string path = (dir / name).string();
+  write_npy(path, Tensor(dtype, std::move(shape)));
+  return path;
+}
+
+TEST(CliBadInput, TruncatedProtobuf) {
+  TempDir dir;
+  std::string bytes = read_bytes(GROVE_MODELS_DIR "/default.onnx");
+  for (size_t keep : {bytes.size() / 2, bytes.size() - 1, size_t{100}, size_t{3}}) {
+    auto path = dir / ("cut" + std::to_string(keep) + ".onnx");
+    write_bytes(path, bytes.substr(0, keep));
+    Result r = run_grove({"run", path.string()});
+    expect_clean_error(r);
+    expect_mentions(r, {path.string()});
+  }
+}
+
+TEST(CliBadInput, CorruptBytes) {
+  TempDir dir;
+  std::mt19937 rng(1);
+  std::string noise(4096, '\0');
+  for (char& c : noise) c = static_cast<char>(rng());
+  write_bytes(dir / "noise.onnx", noise);
+  write_bytes(dir / "text.onnx", "this is not a model\n");
+  write_bytes(dir / "empty.onnx", "");
+  // The default model with a stretch of its middle overwritten.
+  std::string damaged = read_bytes(GROVE_MODELS_DIR "/default.onnx");
+  for (size_t i = 0; i < 64; ++i) damaged[200 + i] = static_cast<char>(0xff);
+  write_bytes(dir / "damaged.onnx", damaged);
+  for (const char* name : {"noise.onnx", "text.onnx", "empty.onnx", "damaged.onnx"}) {
+    Result r = run_grove({"info", (dir / name).string()});
+    expect_clean_error(r);
+    expect_mentions(r, {(dir / name).string()});
+  }
+}
+
+TEST(CliBadInput, MissingModelFileAndDirectory) {
+  TempDir dir;
+  Result missing = run_grove({"run", (dir / "nope.onnx").string()});
+  expect_clean_error(missing);
+  expect_mentions(missing, {"nope.onnx"});
+  Result directory = run_grove({"info", dir.path().string()});
+  expect_clean_error(directory);
+  expect_mentions(directory, {"directory"});
+}
+
+TEST(CliBadInput, MissingExternalDataFile) {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", kFloat, {"4"}).output("y", kFloat, {"4"}).node("Add", {"x", "w"}, {"y"}, "add");
+  auto* w = m.proto().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(kFloat);
+  w->add_dims(4);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = w->add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  auto path = m.save(dir / "ext.onnx");
+  Result r = run_grove({"run", path.string()});
+  expect_clean_error(r);
+  expect_mentions(r, {"ext.onnx", "weights.bin", "'w'"});
+}
+
+TEST(CliBadInput, UnknownOp) {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", kFloat, {"4"}).output("y", kFloat, {"4"}).node("FancyOp", {"x"}, {"y"}, "fancy1");
+  auto path = m.save(dir / "fancy.onnx");
+  for (const char* cmd : {"info", "run"}) {
+    Result r = run_grove({cmd, path.string()});
+    expect_clean_error(r);
+    expect_mentions(r, {"fancy.onnx", "FancyOp", "fancy1"});
+  }
+}
+
+TEST(CliBadInput, NodeWithIncompatibleShapes) {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", kFloat, {"2", "3"}).output("y", kFloat, {"2", "3"});
+  m.initializer("b", {4}, {1, 2, 3, 4}).node("Add", {"x", "b"}, {"y"}, "bad_add");
+  auto path = m.save(dir / "shapes.onnx");
+  Result r = run_grove({"run", path.string()});
+  expect_clean_error(r);
+  expect_mentions(r, {"shapes.onnx", "bad_add", "Add"});
+}
+
+TEST(CliBadInput, WrongInputName) {
+  TempDir dir;
+  auto model = image_model(dir);
+  auto x = npy_of(dir, "x.npy", DType::f32, {1, 3, 8, 8});
+  Result r = run_grove({"run", model.string(), "--input", "imagee=" + x});
+  expect_clean_error(r);
+  expect_mentions(r, {"'imagee'", "image.onnx", "inputs: image"});
+  Result s = run_grove({"run", model.string(), "--shape", "imagee=1x3x8x8"});
+  expect_clean_error(s);
+  expect_mentions(s, {"'imagee'"});
+}
+
+TEST(CliBadInput, WrongRank) {
+  TempDir dir;
+  auto model = image_model(dir);
+  auto x = npy_of(dir, "rank3.npy", DType::f32, {3, 8, 8});
+  Result r = run_grove({"run", model.string(), "--input", "image=" + x});
+  expect_clean_error(r);
+  expect_mentions(r, {"rank3.npy", "'image'", "rank 3", "rank 4"});
+  Result s = run_grove({"run", model.string(), "--shape", "image=3x8x8"});
+  expect_clean_error(s);
+  expect_mentions(s, {"'image'", "rank 4"});
+}
+
+TEST(CliBadInput, WrongShape) {
+  TempDir dir;
+  auto model = image_model(dir);
+  auto x = npy_of(dir, "small.npy", DType::f32, {1, 3, 4, 4});
+  Result r = run_grove({"run", model.string(), "--input", "image=" + x});
+  expect_clean_error(r);
+  expect_mentions(r, {"small.npy", "'image'", "[1, 3, 4, 4]", "[1, 3, 8, 8]"});
+  // A file that disagrees with --shape.
+  auto dyn = image_model(dir, {"N", "3", "8", "8"});
+  auto y = npy_of(dir, "two.npy", DType::f32, {2, 3, 8, 8});
+  Result s = run_grove({"run", dyn.string(), "--input", "image=" + y, "--shape", "image=1x3x8x8"});
+  expect_clean_error(s);
+  expect_mentions(s, {"two.npy", "--shape image=1x3x8x8"});
+}
+
+TEST(CliBadInput, WrongDtype) {
+  TempDir dir;
+  auto model = image_model(dir);
+  auto x = npy_of(dir, "ints.npy", DType::i64, {1, 3, 8, 8});
+  Result r = run_grove({"run", model.string(), "--input", "image=" + x});
+  expect_clean_error(r);
+  expect_mentions(r, {"ints.npy", "'image'", "int64", "float32"});
+}
+
+TEST(CliBadInput, MalformedNpy) {
+  TempDir dir;
+  auto model = image_model(dir);
+  std::string good = read_bytes(npy_of(dir, "good.npy", DType::f32, {1, 3, 8, 8}));
+  std::string bad_header = good;
+  bad_header.replace(10, 9, "{'descr' ");  // "{'descr':" loses its colon
+  write_bytes(dir / "header.npy", bad_header);
+  write_bytes(dir / "short.npy", good.substr(0, good.size() - 4));
+  write_bytes(dir / "fortran.npy", std::string(good).replace(good.find("False"), 5, "True "));
+  write_bytes(dir / "magic.npy", "PK\x03\x04 not numpy");
+  struct Case {
+    const char* file;
+    const char* says;
+  };
+  for (auto [file, says] : {Case{"header.npy", "malformed"}, Case{"short.npy", "truncated"},
+                            Case{"fortran.npy", "Fortran"}, Case{"magic.npy", "not a .npy"},
+                            Case{"missing.npy", "cannot open"}}) {
+    Result r = run_grove({"run", model.string(), "--input", "image=" + (dir / file).string()});
+    expect_clean_error(r);
+    expect_mentions(r, {file, says});
+  }
+}
+
+TEST(CliBadInput, DynamicDimsWithoutShape) {
+  TempDir dir;
+  auto model = image_model(dir, {"batch", "3", "height", "width"});
+  Result r = run_grove({"run", model.string()});
+  expect_clean_error(r);
+  expect_mentions(r, {"image.onnx", "'image'", "batch", "height", "--shape"});
+}
+
+TEST(CliBadInput, BadOptionValues) {
+  TempDir dir;
+  auto model = image_model(dir);
+  Result shape = run_grove({"run", model.string(), "--shape", "image=1x3xeightx8"});
+  expect_clean_error(shape);
+  expect_mentions(shape, {"image=1x3xeightx8"});
+  Result twice = run_grove({"run", model.string(), "--shape", "image=1x3x8x8", "--shape", "image=1x3x8x8"});
+  expect_clean_error(twice);
+  expect_mentions(twice, {"twice"});
+  // --output where a regular file already sits.
+  write_bytes(dir / "afile", "x");
+  Result out = run_grove({"run", model.string(), "--output", (dir / "afile").string()});
+  expect_clean_error(out);
+  expect_mentions(out, {"afile"});
+}
+
+}  // namespace
+}  // namespace grove::cli_test

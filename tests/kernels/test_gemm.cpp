@@ -1,0 +1,164 @@
+// Tile GEMM tester: every ISA this CPU supports, sizes sweeping every remainder of the
+// register block and of the cache blocks, every epilogue, strided operands, accumulation.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "gemm_tester.h"
+#include "graph/error.h"
+#include "kernels/gemm.h"
+#include "kernels/isa.h"
+
+namespace grove::kernels::testing {
+namespace {
+
+class Gemm : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+    blocking_ = gemm_blocking(GetParam());
+  }
+  GemmTester tester() const { return GemmTester().isa(GetParam()); }
+  GemmBlocking blocking_{};
+};
+
+TEST_P(Gemm, FullTile) {
+  tester().m(blocking_.mr).n(blocking_.nr).k(16).test();
+}
+
+TEST_P(Gemm, EveryRowCount) {
+  for (size_t m = 1; m <= 2 * blocking_.mr + 1; ++m) tester().m(m).n(blocking_.nr).k(11).seed(m).test();
+}
+
+TEST_P(Gemm, EveryColumnCount) {
+  for (size_t n = 1; n <= 2 * blocking_.nr + 1; ++n) tester().m(blocking_.mr).n(n).k(9).seed(n).test();
+}
+
+TEST_P(Gemm, RowAndColumnRemainders) {
+  for (size_t m = 1; m <= 2 * blocking_.mr + 1; m += 3)
+    for (size_t n = 1; n <= 2 * blocking_.nr + 1; n += 5) tester().m(m).n(n).k(7).seed(unsigned(m * 100 + n)).test();
+}
+
+TEST_P(Gemm, EveryDepthUpToThreeKBlocks) {
+  const size_t kc = blocking_.kc;
+  for (size_t k : {size_t(1), size_t(2), size_t(3), size_t(8), size_t(31), kc - 1, kc, kc + 1, 2 * kc + 5, 3 * kc})
+    tester().m(blocking_.mr + 3).n(blocking_.nr + 5).k(k).seed(unsigned(k)).test();
+}
+
+TEST_P(Gemm, SmallDepthsExhaustive) {
+  for (size_t k = 1; k <= 40; ++k) tester().m(blocking_.mr - 1).n(blocking_.nr - 1).k(k).seed(unsigned(k)).test();
+}
+
+TEST_P(Gemm, DepthZeroGivesEpilogueOfZero) {
+  tester().m(5).n(blocking_.nr + 2).k(0).bias(true).activation(Activation::relu).test();
+  tester().m(5).n(7).k(0).accumulate(true).residual(true).test();
+}
+
+TEST_P(Gemm, RowsBeyondOneMBlock) {
+  tester().m(blocking_.mc + 3).n(2 * blocking_.nr + 1).k(blocking_.kc + 7).test();
+  tester().m(2 * blocking_.mc + blocking_.mr - 1).n(blocking_.nr).k(19).test();
+}
+
+TEST_P(Gemm, StridedOperands) {
+  tester().m(2 * blocking_.mr + 1).n(blocking_.nr + 3).k(37).a_pad(5).c_pad(7).test();
+  tester().m(blocking_.mr).n(3).k(300).a_pad(64).c_pad(1).residual(true).residual_pad(9).test();
+}
+
+TEST_P(Gemm, ColumnWindowOfPackedWeights) {
+  tester().m(blocking_.mr + 1).n(blocking_.nr + 1).k(13).panels_before(1).bias(true).test();
+  tester().m(3).n(5).k(blocking_.kc + 2).panels_before(2).accumulate(true).test();
+}
+
+TEST_P(Gemm, TransposedWeights) {
+  tester().m(blocking_.mr + 2).n(2 * blocking_.nr - 1).k(blocking_.kc + 9).transposed_b(true).test();
+}
+
+TEST_P(Gemm, Accumulate) {
+  tester().m(blocking_.mr).n(blocking_.nr).k(5).accumulate(true).test();
+  tester().m(2 * blocking_.mr + 1).n(2 * blocking_.nr + 1).k(2 * blocking_.kc + 1).accumulate(true).c_pad(3).test();
+}
+
+TEST_P(Gemm, BiasAndResidual) {
+  tester().m(blocking_.mr + 5).n(blocking_.nr + 7).k(21).bias(true).test();
+  tester().m(blocking_.mr + 5).n(blocking_.nr + 7).k(21).residual(true).residual_pad(2).test();
+  tester().m(7).n(9).k(blocking_.kc + 1).bias(true).residual(true).accumulate(true).test();
+}
+
+struct NamedActivation {
+  Activation kind;
+  float alpha, beta;
+};
+const NamedActivation kActivations[] = {
+    {Activation::identity, 0, 0},       {Activation::relu, 0, 0},         {Activation::clip, 0.0f, 6.0f},
+    {Activation::clip, -0.5f, 0.25f},   {Activation::leaky_relu, 0.1f, 0}, {Activation::sigmoid, 0, 0},
+    {Activation::hard_sigmoid, 0.2f, 0.5f}, {Activation::hard_swish, 0, 0}, {Activation::gelu_erf, 0, 0},
+    {Activation::gelu_tanh, 0, 0},
+};
+
+TEST_P(Gemm, EveryActivationWithBiasAndResidual) {
+  for (const NamedActivation& act : kActivations)
+    for (size_t m : {size_t(1), blocking_.mr, blocking_.mr + 3})
+      for (size_t n : {size_t(1), blocking_.nr - 1, blocking_.nr + 5}) {
+        SCOPED_TRACE("activation " + std::to_string(int(act.kind)));
+        tester().m(m).n(n).k(17).bias(true).residual(true).activation(act.kind, act.alpha, act.beta).range(2.0f).test();
+      }
+}
+
+TEST_P(Gemm, ActivationsOnlyOnTheLastKBlock) {
+  // With several k blocks the activation must see the complete sum, not a partial one.
+  for (const NamedActivation& act : kActivations)
+    tester().m(blocking_.mr + 1).n(blocking_.nr + 1).k(2 * blocking_.kc + 3).bias(true)
+        .activation(act.kind, act.alpha, act.beta).test();
+}
+
+TEST_P(Gemm, ActivationTailsAreAccurate) {
+  // k = 1 gives C = activation(a * b), one exact float product, over a wide range of inputs, so the
+  // vector exp/erf/tanh approximations are checked close to their tolerance in both tails.
+  for (const NamedActivation& act : kActivations)
+    tester().m(2 * blocking_.mr).n(2 * blocking_.nr).k(1).range(4.0f).tolerance(1e-6)
+        .activation(act.kind, act.alpha, act.beta).test();
+}
+
+TEST_P(Gemm, RejectsBadCalls) {
+  const size_t nr = blocking_.nr;
+  std::vector<float> b(4 * 3 * nr, 1.0f), a(4 * 4, 1.0f), c(4 * 3 * nr);
+  const PackedB packed = pack_b(b.data(), 4, 3 * nr, 3 * nr, BLayout::k_by_n, GetParam());
+  GemmScratch scratch;
+  GemmCall call;
+  call.m = 4;
+  call.a = a.data();
+  call.a_stride = 4;
+  call.c = c.data();
+  call.c_stride = 3 * nr;
+  call.n = nr;
+  call.n0 = 1;  // not on a panel boundary
+  EXPECT_THROW(gemm(call, packed, scratch), grove::Error);
+  call.n0 = 2 * nr;
+  call.n = nr + 1;  // past the end of B
+  EXPECT_THROW(gemm(call, packed, scratch), grove::Error);
+  call.n0 = 0;
+  call.a_stride = 3;  // shorter than k
+  EXPECT_THROW(gemm(call, packed, scratch), grove::Error);
+  EXPECT_THROW(pack_b(b.data(), 4, 3 * nr, 2, BLayout::k_by_n, GetParam()), grove::Error);
+}
+
+std::string isa_test_name(const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); }
+
+INSTANTIATE_TEST_SUITE_P(Isas, Gemm, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512), isa_test_name);
+
+TEST(Isa, ActiveIsSupportedAndParses) {
+  EXPECT_TRUE(isa_supported(active_isa()));
+  EXPECT_TRUE(isa_supported(Isa::scalar));
+  Isa parsed;
+  EXPECT_TRUE(parse_isa("avx2", parsed));
+  EXPECT_EQ(parsed, Isa::avx2);
+  EXPECT_FALSE(parse_isa("sse9", parsed));
+  // GROVE_ISA may lower the choice (ctest runs can set it), never raise it past the CPU.
+  if (const char* forced = std::getenv("GROVE_ISA"); forced && parse_isa(forced, parsed) && isa_supported(parsed)) {
+    EXPECT_EQ(active_isa(), parsed);
+  }
+}
+
+}  // namespace
+}  // namespace grove::kernels::testing
