@@ -35,7 +35,7 @@ void read_pads(const Node& node, WindowGeometry& g) {
 // Splits a total padding between the two sides; SAME_UPPER puts the odd one at the end.
 void split_padding(int64_t total, bool extra_at_end, int64_t& begin, int64_t& end) {
   int64_t half = floor_div(total, 2);
-  begin = extra_at_end ? total - half : half;
+  begin = extra_at_end ? half : total - half;
   end = total - begin;
 }
 
@@ -104,7 +104,7 @@ WindowGeometry window_geometry(const Node& node, std::span<const int64_t> input_
                   std::to_string(in + g.pads_begin[d] + g.pads_end[d]) + ") on spatial dim " + std::to_string(d));
     int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
     // A window starting in the right padding would see only padding: PyTorch and ONNX drop it.
-    (void)0;
+    if (ceil_mode && (out - 1) * s >= in + g.pads_begin[d]) --out;
     g.output[d] = out;
   }
   return g;

@@ -126,10 +126,12 @@ void map_binary(const Tensor& a, const Tensor& b, Tensor& out, F&& f) {
 
 // ---- Unary ops: one input, output of the same dtype and shape.
 
-template <unsigned Set>
+// Building the element function in infer too rejects bad attributes before anything runs.
+template <unsigned Set, class MakeFn>
 void unary_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   require_inputs(node, in.size(), 1, 1);
   require_dtype(node, in[0].dtype, Set);
+  (void)MakeFn{}(node);
   out[0].dtype = in[0].dtype;
   out[0].shape = in[0].shape;
 }
@@ -148,7 +150,7 @@ void unary_reference(const Node& node, std::span<const Tensor* const> in, std::s
 template <unsigned Set, class MakeFn>
 OpDef unary_op_with_attrs(MakeFn) {
   static_assert(std::is_empty_v<MakeFn>, "the maker must not capture");
-  return {&unary_infer<Set>, &unary_reference<Set, MakeFn>};
+  return {&unary_infer<Set, MakeFn>, &unary_reference<Set, MakeFn>};
 }
 
 // An op without attributes: `fn` is a captureless generic lambda over one element.
@@ -160,10 +162,11 @@ OpDef unary_op(Fn) {
 
 // ---- Binary ops with numpy broadcasting; both inputs share one dtype.
 
-template <unsigned Set, bool BoolOut>
+template <unsigned Set, bool BoolOut, class MakeFn>
 void binary_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   require_inputs(node, in.size(), 2, 2);
   require_dtype(node, in[0].dtype, Set, "A");
+  (void)MakeFn{}(node);
   if (in[1].dtype != in[0].dtype)
     throw Error(node.describe() + ": inputs have different dtypes " + std::string(dtype_name(in[0].dtype)) +
                 " and " + std::string(dtype_name(in[1].dtype)));
@@ -184,7 +187,7 @@ void binary_reference(const Node& node, std::span<const Tensor* const> in, std::
 template <unsigned Set, class MakeFn, bool BoolOut = false>
 OpDef binary_op_with_attrs(MakeFn) {
   static_assert(std::is_empty_v<MakeFn>, "the maker must not capture");
-  return {&binary_infer<Set, BoolOut>, &binary_reference<Set, BoolOut, MakeFn>};
+  return {&binary_infer<Set, BoolOut, MakeFn>, &binary_reference<Set, BoolOut, MakeFn>};
 }
 
 template <unsigned Set, class Fn>

@@ -1,6 +1,8 @@
 // MatMul (numpy semantics) and Gemm. The references are triple loops accumulating in
 // double for floats, so they are a stricter oracle than any blocked float kernel.
+#include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "ops/op.h"
 #include "ops/op_util.h"
@@ -76,14 +78,18 @@ void matmul_typed(const MatMulPlan& plan, const T* a, const T* b, T* c) {
       a_off += coord * plan.a_batch_strides[d];
       b_off += coord * plan.b_batch_strides[d];
     }
+    // (i, p, j) order walks B's rows contiguously, so the reference stays usable on real models.
     T* c_mat = c + bi * plan.m * plan.n;
-    for (int64_t i = 0; i < plan.m; ++i)
-      for (int64_t j = 0; j < plan.n; ++j) {
-        Acc acc = 0;
-        for (int64_t p = 0; p < plan.k; ++p)
-          acc += static_cast<Acc>(a[a_off + i * plan.k + p]) * static_cast<Acc>(b[b_off + p * plan.n + j]);
-        c_mat[i * plan.n + j] = static_cast<T>(acc);
+    std::vector<Acc> row(static_cast<size_t>(plan.n));
+    for (int64_t i = 0; i < plan.m; ++i) {
+      std::fill(row.begin(), row.end(), Acc{0});
+      for (int64_t p = 0; p < plan.k; ++p) {
+        const Acc av = static_cast<Acc>(a[a_off + i * plan.k + p]);
+        const T* b_row = b + b_off + p * plan.n;
+        for (int64_t j = 0; j < plan.n; ++j) row[static_cast<size_t>(j)] += av * static_cast<Acc>(b_row[j]);
       }
+      for (int64_t j = 0; j < plan.n; ++j) c_mat[i * plan.n + j] = static_cast<T>(row[static_cast<size_t>(j)]);
+    }
   }
 }
 
@@ -145,18 +151,30 @@ void infer_gemm(const Node& node, std::span<const ValueInfo> in, std::span<Value
 template <class T>
 void gemm_typed(const GemmPlan& plan, double alpha, double beta, const T* a, const T* b, const T* c, T* y) {
   using Acc = Accumulator<T>;
-  for (int64_t i = 0; i < plan.m; ++i)
-    for (int64_t j = 0; j < plan.n; ++j) {
-      Acc acc = 0;
-      for (int64_t p = 0; p < plan.k; ++p) {
-        T av = plan.trans_a ? a[p * plan.m + i] : a[i * plan.k + p];
-        T bv = plan.trans_b ? b[j * plan.k + p] : b[p * plan.n + j];
-        acc += static_cast<Acc>(av) * static_cast<Acc>(bv);
+  auto a_at = [&](int64_t i, int64_t p) { return static_cast<Acc>(plan.trans_a ? a[p * plan.m + i] : a[i * plan.k + p]); };
+  std::vector<Acc> row(static_cast<size_t>(plan.n));
+  for (int64_t i = 0; i < plan.m; ++i) {
+    // Loop order follows B's layout so its reads stay contiguous: dot products over B's rows
+    // when B is transposed (the nn.Linear export), else (i, p, j) accumulation.
+    if (plan.trans_b) {
+      for (int64_t j = 0; j < plan.n; ++j) {
+        Acc acc = 0;
+        for (int64_t p = 0; p < plan.k; ++p) acc += a_at(i, p) * static_cast<Acc>(b[j * plan.k + p]);
+        row[static_cast<size_t>(j)] = acc;
       }
-      double value = alpha * static_cast<double>(acc);
+    } else {
+      std::fill(row.begin(), row.end(), Acc{0});
+      for (int64_t p = 0; p < plan.k; ++p) {
+        const Acc av = a_at(i, p);
+        for (int64_t j = 0; j < plan.n; ++j) row[static_cast<size_t>(j)] += av * static_cast<Acc>(b[p * plan.n + j]);
+      }
+    }
+    for (int64_t j = 0; j < plan.n; ++j) {
+      double value = alpha * static_cast<double>(row[static_cast<size_t>(j)]);
       if (c) value += beta * static_cast<double>(c[i * plan.c_strides[0] + j * plan.c_strides[1]]);
       y[i * plan.n + j] = static_cast<T>(value);
     }
+  }
 }
 
 void reference_gemm(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {

@@ -49,7 +49,7 @@ std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to) {
 const Tensor& constant_input(const Node& node, std::span<const ValueInfo> in, size_t i, const char* what) {
   if (i >= in.size() || !in[i].present) throw Error(node.describe() + ": missing input " + what);
   if (!in[i].data)
-    throw Error(node.describe() + ": " + what + " is computed at run time, so shapes cannot be bound; "
+    throw DataDependentShape(node.describe() + ": " + what + " is computed at run time, so shapes cannot be bound; "
                 "give the model's input shapes (--shape NAME=1x3x224x224) so it folds to a constant");
   return *in[i].data;
 }

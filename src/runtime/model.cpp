@@ -7,7 +7,7 @@ namespace grove {
 
 Model::Model(Graph imported, const ShapeMap& shapes) : imported_(std::move(imported)) {
   if (!shapes.empty()) {
-    bind(shapes);
+    try_bind(shapes);
     return;
   }
   // Bind now when every input shape is declared statically; else wait for the first inputs.
@@ -16,7 +16,18 @@ Model::Model(Graph imported, const ShapeMap& shapes) : imported_(std::move(impor
   } catch (const Error&) {
     return;
   }
-  bind({});
+  try_bind({});
+}
+
+void Model::try_bind(const ShapeMap& shapes) {
+  try {
+    bind(shapes);
+    unbound_reason_.clear();
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::data_dependent_shape) throw;
+    bound_.reset();
+    unbound_reason_ = e.what();
+  }
 }
 
 Model Model::load(const std::string& path, const ShapeMap& shapes) { return Model(load_onnx(path), shapes); }
@@ -29,6 +40,7 @@ void Model::bind(const ShapeMap& shapes) {
 }
 
 const Graph& Model::graph() const {
+  if (!bound_ && !unbound_reason_.empty()) throw Error(unbound_reason_);
   if (!bound_) {
     std::string dyn;
     for (const auto& in : imported_.inputs) dyn += (dyn.empty() ? "" : ", ") + in.name;
@@ -41,11 +53,11 @@ TensorMap Model::run_reference(const TensorMap& inputs) {
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   if (!bound_ || bound_->bound_inputs != shapes) {
-    // Validate names before binding so a typo reads as "no input named", not a shape error.
-    for (const auto& [name, t] : inputs)
-      if (!imported_.find_input(name)) check_inputs(imported_, inputs);
-    bind(shapes);
+    // Validate names and dtypes first so a typo reads as "no input named", not a shape error.
+    check_inputs(imported_, inputs);
+    try_bind(shapes);
   }
+  if (!bound_) return grove::run_reference(imported_, inputs);
   return grove::run_reference(*bound_, inputs);
 }
 

@@ -25,12 +25,22 @@ class Model {
   // The bound, optimised graph; throws when no shapes have been bound yet.
   const Graph& graph() const;
 
-  // Runs with the reference executor, re-binding first when the input shapes changed.
+  // Runs with the reference executor, re-binding first when the input shapes changed. A graph
+  // whose shapes depend on input values (Reshape to a shape given as an input, ...) cannot be
+  // bound statically; the reference executor then runs the imported graph as it is, inferring
+  // every node's shapes from the actual tensors.
   TensorMap run_reference(const TensorMap& inputs);
 
+  // Why the last binding attempt left the model unbound ("" when bound or never tried).
+  const std::string& unbound_reason() const { return unbound_reason_; }
+
  private:
+  // Binds, or records why the shapes depend on input values and leaves the model unbound.
+  void try_bind(const ShapeMap& shapes);
+
   Graph imported_;
   std::optional<Graph> bound_;
+  std::string unbound_reason_;
 };
 
 }  // namespace grove

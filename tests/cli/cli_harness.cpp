@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -125,6 +127,8 @@ void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
 }
 
 void expect_clean_error(const Result& r) {
+  // GROVE_CLI_TEST_SHOW=1 prints every error message, to review how they read.
+  if (std::getenv("GROVE_CLI_TEST_SHOW")) std::printf("    stderr: %s", r.err.c_str());
   EXPECT_EQ(r.exit_code, 1) << "stderr: " << r.err;
   EXPECT_EQ(r.err.rfind("grove: error: ", 0), 0u) << "stderr: " << r.err;
   // One message, not a cascade (a message may span lines, but only one "error:" line).

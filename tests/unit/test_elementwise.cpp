@@ -176,6 +176,11 @@ TEST(Elementwise, BitShift) {
   expect_values(run(n, {&x, &s}), DType::u8, {3}, {8, 1, 0});
   set_string(n, "direction", "UP");
   EXPECT_THROW(run(n, {&x, &s}), Error);
+  // Shape inference alone already rejects the attribute.
+  std::vector<ValueInfo> infos{{DType::u8, {3}}, {DType::u8, {3}}};
+  EXPECT_THROW(infer_node(n, infos), Error);
+  Tensor f = f32({3}, {1, 2, 3});
+  EXPECT_THROW(run_op("BitShift", {&f, &f}), Error);  // unsigned integers only
 }
 
 TEST(Elementwise, UnaryMath) {
