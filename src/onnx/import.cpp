@@ -35,8 +35,17 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& 
   if (dtype == DType::undefined || dtype == DType::string)
     throw Unsupported("initializer '" + name + "' has unsupported data type " + std::to_string(tp.data_type()));
   Shape shape(tp.dims().begin(), tp.dims().end());
-  for (int64_t d : shape)
+  // Check the size before allocating: corrupt dims must give an error, not bad_alloc.
+  int64_t count = 1;
+  for (int64_t d : shape) {
     if (d < 0) throw Error("initializer '" + name + "' has a negative dimension");
+    if (d > 0 && count > (int64_t{1} << 40) / d) throw Error("initializer '" + name + "' has an implausible shape");
+    count *= d;
+  }
+  if (tp.has_raw_data() && tp.raw_data().size() != static_cast<size_t>(count) * dtype_size(dtype))
+    throw Error("initializer '" + name + "' holds " + std::to_string(tp.raw_data().size()) + " bytes, shape " +
+                shape_str(shape) + " of " + std::string(dtype_name(dtype)) + " needs " +
+                std::to_string(static_cast<size_t>(count) * dtype_size(dtype)));
   Tensor t(dtype, shape);
 
   std::string external;
@@ -177,9 +186,20 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
   } catch (const Error& e) {
     throw e.prefixed(path + ": ");
   }
+  auto require_tensor = [&](const onnx::ValueInfoProto& vi, const char* what) {
+    if (vi.has_type() && !vi.type().has_tensor_type())
+      throw Unsupported(path + ": " + what + " '" + vi.name() +
+                        "' is a sequence, map or optional; grove supports tensor inputs and outputs only");
+  };
   for (const auto& vi : gp.input())
-    if (!g.initializers.count(vi.name())) g.inputs.push_back(convert_value_info(vi));
-  for (const auto& vi : gp.output()) g.outputs.push_back(convert_value_info(vi));
+    if (!g.initializers.count(vi.name())) {
+      require_tensor(vi, "input");
+      g.inputs.push_back(convert_value_info(vi));
+    }
+  for (const auto& vi : gp.output()) {
+    require_tensor(vi, "output");
+    g.outputs.push_back(convert_value_info(vi));
+  }
 
   int index = 0;
   for (const auto& np : gp.node()) {

@@ -1,6 +1,7 @@
-// Conv and ConvTranspose, NCHW (N x C x D1 x ... x Dn) as ONNX defines them, any number of
+// Conv, ConvTranspose, ConvInteger and QLinearConv, NCHW (N x C x D1 x ... x Dn) as ONNX defines them, any number of
 // spatial dims. The references are direct loops over the window taps, accumulating in double.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -169,11 +170,105 @@ void reference_conv(const Node& node, std::span<const Tensor* const> in, std::sp
   visit_dtype(x.dtype(), run);
 }
 
+// ---- ConvInteger and QLinearConv: the same direct conv over zero-point-shifted integers.
+// Products of 8-bit values summed in double stay exact far beyond any real layer size.
+
+bool is_8bit(DType t) { return t == DType::u8 || t == DType::i8; }
+
+void require_8bit(const Node& node, const ValueInfo& v, const char* what) {
+  if (!is_8bit(v.dtype))
+    throw Unsupported(node.describe() + ": " + what + " of dtype " + std::string(dtype_name(v.dtype)) +
+                      " is not supported (uint8 and int8 are)");
+}
+
+// A zero point or scale is one value, or (for the weights) one per output channel.
+void check_per_channel(const Node& node, const ValueInfo& v, int64_t channels, const char* what) {
+  int64_t n = numel(v.shape);
+  if (v.shape.size() > 1 || (n != 1 && n != channels))
+    throw Error(node.describe() + ": " + what + " must be a scalar or have " + std::to_string(channels) +
+                " entries, got " + shape_str(v.shape));
+}
+
+// t - zero_point as doubles; zero_point holds 1 value or one per slice of t's dim 0.
+std::vector<double> shifted(const Tensor& t, const Tensor* zero_point) {
+  std::vector<double> v = t.to_f64();
+  if (!zero_point) return v;
+  std::vector<double> zp = zero_point->to_f64();
+  if (zp.empty()) return v;
+  int64_t slices = zp.size() == 1 ? 1 : t.dim(0), slice = static_cast<int64_t>(v.size()) / std::max<int64_t>(slices, 1);
+  for (size_t i = 0; i < v.size(); ++i) v[i] -= zp[zp.size() == 1 ? 0 : static_cast<size_t>(static_cast<int64_t>(i) / slice)];
+  return v;
+}
+
+void infer_conv_integer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 2, 4);
+  require_8bit(node, in[0], "X");
+  require_8bit(node, in[1], "W");
+  ConvShapes s = conv_shapes(node, in[0].shape, in[1].shape, nullptr, false);
+  if (has_input(in, 2)) check_per_channel(node, in[2], 1, "x_zero_point");
+  if (has_input(in, 3)) check_per_channel(node, in[3], s.out_channels, "w_zero_point");
+  out[0] = ValueInfo{DType::i32, s.output, nullptr, true};
+}
+
+void reference_conv_integer(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  ConvShapes s = conv_shapes(node, in[0]->shape(), in[1]->shape(), nullptr, false);
+  std::vector<double> x = shifted(*in[0], optional_input(in, 2)), w = shifted(*in[1], optional_input(in, 3));
+  std::vector<double> acc(static_cast<size_t>(numel(s.output)));
+  conv_direct<double>(s, x.data(), w.data(), nullptr, acc.data());
+  int32_t* y = out[0]->data<int32_t>();
+  for (size_t i = 0; i < acc.size(); ++i) y[i] = static_cast<int32_t>(acc[i]);
+}
+
+// Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
+void infer_qlinear_conv(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 8, 9);
+  for (size_t i : {0, 1, 3, 4, 6})
+    if (!in[i].present) throw Error(node.describe() + ": input " + std::to_string(i) + " is required");
+  require_8bit(node, in[0], "x");
+  require_8bit(node, in[3], "w");
+  const Shape* bias = has_input(in, 8) ? &in[8].shape : nullptr;
+  if (bias && in[8].dtype != DType::i32) throw Error(node.describe() + ": B must be int32");
+  ConvShapes s = conv_shapes(node, in[0].shape, in[3].shape, bias, false);
+  for (size_t i : {1, 2, 6, 7})
+    if (has_input(in, i)) check_per_channel(node, in[i], 1, "a scale or zero point of x or y");
+  check_per_channel(node, in[4], s.out_channels, "w_scale");
+  if (has_input(in, 5)) check_per_channel(node, in[5], s.out_channels, "w_zero_point");
+  DType y_type = has_input(in, 7) ? in[7].dtype : in[0].dtype;
+  if (!is_8bit(y_type)) throw Unsupported(node.describe() + ": y_zero_point must be uint8 or int8");
+  out[0] = ValueInfo{y_type, s.output, nullptr, true};
+}
+
+// Requantizes in float like the runtimes do: round half to even, then saturate.
+void reference_qlinear_conv(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor* bias = optional_input(in, 8);
+  ConvShapes s = conv_shapes(node, in[0]->shape(), in[3]->shape(), bias ? &bias->shape() : nullptr, false);
+  std::vector<double> x = shifted(*in[0], optional_input(in, 2)), w = shifted(*in[3], optional_input(in, 5));
+  std::vector<double> acc(static_cast<size_t>(numel(s.output)));
+  std::vector<double> b = bias ? bias->to_f64() : std::vector<double>();
+  conv_direct<double>(s, x.data(), w.data(), bias ? b.data() : nullptr, acc.data());
+  float x_scale = static_cast<float>(in[1]->to_f64().at(0)), y_scale = static_cast<float>(in[6]->to_f64().at(0));
+  std::vector<double> w_scale = in[4]->to_f64();
+  const Tensor* y_zp_tensor = optional_input(in, 7);
+  double y_zp = y_zp_tensor ? y_zp_tensor->to_f64().at(0) : 0.0;
+  bool is_signed = out[0]->dtype() == DType::i8;
+  double lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+  int64_t plane = numel(s.geometry.output);
+  for (size_t i = 0; i < acc.size(); ++i) {
+    size_t channel = static_cast<size_t>((static_cast<int64_t>(i) / plane) % s.out_channels);
+    float multiplier = x_scale * static_cast<float>(w_scale[w_scale.size() == 1 ? 0 : channel]) / y_scale;
+    double q = std::clamp(static_cast<double>(std::nearbyint(static_cast<float>(acc[i]) * multiplier)) + y_zp, lo, hi);
+    if (is_signed) out[0]->data<int8_t>()[i] = static_cast<int8_t>(q);
+    else out[0]->data<uint8_t>()[i] = static_cast<uint8_t>(q);
+  }
+}
+
 }  // namespace
 
 void register_conv_ops(OpRegistry& registry) {
   registry.add("Conv", {infer_conv<false>, reference_conv<false>});
   registry.add("ConvTranspose", {infer_conv<true>, reference_conv<true>});
+  registry.add("ConvInteger", {infer_conv_integer, reference_conv_integer});
+  registry.add("QLinearConv", {infer_qlinear_conv, reference_qlinear_conv});
 }
 
 }  // namespace grove

@@ -1,4 +1,4 @@
-// MaxPool, AveragePool, LpPool and their Global* forms, NCHW with any number of spatial
+// MaxPool, AveragePool, LpPool, their Global* forms and MaxUnpool, NCHW with any number of spatial
 // dims. Every (image, channel) plane is pooled on its own; the window geometry is shared
 // with Conv (conv_geometry.h).
 #include <cmath>
@@ -195,6 +195,53 @@ void reference_global_pool(const Node& node, std::span<const Tensor* const> in, 
   });
 }
 
+// MaxUnpool scatters X back to where MaxPool found it: Indices are flat over N x C x spatial.
+// Without output_shape the size inverts MaxPool's: (in - 1) * stride + kernel - pads.
+Shape unpool_shape(const Node& node, std::span<const ValueInfo> in) {
+  const Shape& x = in[0].shape;
+  require_rank(node, x);
+  if (in[1].shape != x) throw Error(node.describe() + ": indices " + shape_str(in[1].shape) + " must have X's shape " + shape_str(x));
+  if (has_input(in, 2)) {
+    if (!in[2].data) throw Unsupported(node.describe() + ": output_shape computed at run time is not supported");
+    Shape shape = in[2].data->to_i64();
+    if (shape.size() != x.size() || shape[0] != x[0] || shape[1] != x[1])
+      throw Error(node.describe() + ": output_shape " + shape_str(shape) + " does not fit X " + shape_str(x));
+    for (int64_t d : shape)
+      if (d < 0) throw Error(node.describe() + ": output_shape " + shape_str(shape) + " has a negative dim");
+    return shape;
+  }
+  std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  if (kernel.empty()) throw Error(node.describe() + ": missing attribute kernel_shape");
+  WindowGeometry g = transposed_geometry(node, std::span<const int64_t>(x.data() + 2, x.size() - 2), std::move(kernel));
+  Shape shape = {x[0], x[1]};
+  shape.insert(shape.end(), g.output.begin(), g.output.end());
+  return shape;
+}
+
+void infer_max_unpool(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 2, 3);
+  require_dtype(node, in[0].dtype, PoolKind::average);
+  if (in[1].dtype != DType::i64) throw Error(node.describe() + ": indices must be int64");
+  out[0] = ValueInfo{in[0].dtype, unpool_shape(node, in), nullptr, true};
+}
+
+void reference_max_unpool(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  Tensor& y = *out[0];
+  std::span<const int64_t> indices = in[1]->span<int64_t>();
+  visit_dtype(y.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* x = in[0]->data<T>();
+      T* ys = y.data<T>();
+      for (size_t j = 0; j < indices.size(); ++j) {
+        if (indices[j] < 0 || indices[j] >= y.numel())
+          throw Error(node.describe() + ": index " + std::to_string(indices[j]) + " is outside the output " + shape_str(y.shape()));
+        ys[indices[j]] = x[j];
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void register_pool_ops(OpRegistry& registry) {
@@ -203,6 +250,7 @@ void register_pool_ops(OpRegistry& registry) {
   registry.add("LpPool", {infer_pool<PoolKind::lp>, reference_pool<PoolKind::lp>});
   registry.add("GlobalMaxPool", {infer_global_pool<PoolKind::max>, reference_global_pool<PoolKind::max>});
   registry.add("GlobalAveragePool", {infer_global_pool<PoolKind::average>, reference_global_pool<PoolKind::average>});
+  registry.add("MaxUnpool", {infer_max_unpool, reference_max_unpool});
   registry.add("GlobalLpPool", {infer_global_pool<PoolKind::lp>, reference_global_pool<PoolKind::lp>});
 }
 

@@ -47,6 +47,11 @@ TEST(MatMul, VectorPromotion) {
   expect_f32(run(linalg_node("MatMul", 2), {&v, &m}), {2}, {22, 28});
   expect_f32(run(linalg_node("MatMul", 2), {&mt, &v}), {2}, {14, 32});
   expect_f32(run(linalg_node("MatMul", 2), {&v, &v}), {}, {14});
+  // A vector against a batch keeps the batch and drops the promoted dim.
+  Tensor batch = iota({2, 3, 2}), ones = f32({3}, {1, 1, 1});
+  expect_f32(run(linalg_node("MatMul", 2), {&v, &batch}), {2, 2}, {22, 28, 58, 64});
+  Tensor batch_t = iota({2, 2, 3});
+  expect_f32(run(linalg_node("MatMul", 2), {&batch_t, &ones}), {2, 2}, {6, 15, 24, 33});
 }
 
 TEST(MatMul, BroadcastBatch) {
