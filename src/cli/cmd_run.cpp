@@ -32,17 +32,33 @@ std::string output_file_stem(const std::string& name, std::set<std::string>& use
   return unique;
 }
 
-void write_outputs(const Graph& g, const TensorMap& outputs, const std::string& dir) {
+// Done before the run, so a bad --output fails fast instead of after a long inference.
+void create_output_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir))
     throw Error(dir + ": cannot create the output directory" + (ec ? " (" + ec.message() + ")" : ""));
+}
+
+void write_outputs(const Graph& g, const TensorMap& outputs, const std::string& dir) {
   std::set<std::string> used;
   for (const auto& decl : g.outputs) {
     std::string path = (std::filesystem::path(dir) / (output_file_stem(decl.name, used) + ".npy")).string();
     write_npy(path, outputs.at(decl.name));
     std::printf("wrote %s\n", path.c_str());
   }
+}
+
+// A shape whose byte count overflows or exceeds any real memory is a mistake (often a
+// dim_value of a placeholder): say so instead of failing inside an allocation.
+void check_input_size(const std::string& model, const std::string& name, const Shape& shape) {
+  constexpr double kLimitElements = 1ull << 38;  // 1 TiB of float32
+  double elements = 1;
+  for (int64_t d : shape) elements *= static_cast<double>(d);
+  if (elements > kLimitElements)
+    throw Error(model + ": input '" + name + "' of shape " + bracket_shape(shape) + " would hold " +
+                strf("%.3g", elements) + " elements, more than memory can hold; give a smaller shape with --shape " +
+                name + "=...");
 }
 
 }  // namespace
@@ -65,6 +81,8 @@ int run_run(const RunOptions& o) {
   TensorMap inputs = load_input_files(imported, o.inputs, shapes);
   ShapeMap resolved = resolve_input_shapes(imported, shapes);
 
+  for (const auto& [name, shape] : resolved) check_input_size(o.model, name, shape);
+
   std::mt19937_64 rng(o.seed);
   std::vector<std::string> randomised;
   for (const auto& decl : imported.inputs) {
@@ -78,6 +96,7 @@ int run_run(const RunOptions& o) {
   }
 
   Model model(std::move(imported), resolved);
+  if (!o.output_dir.empty()) create_output_dir(o.output_dir);
   double load_s = std::chrono::duration<double>(clock::now() - t0).count();
   auto t1 = clock::now();
   TensorMap outputs = model.run_reference(inputs);

@@ -25,11 +25,11 @@ void check_against_declaration(const Graph& g, const ValueDecl& decl, const Tens
   for (size_t i = 0; fits && i < decl.dims.size(); ++i)
     fits = decl.dims[i].value < 0 || decl.dims[i].value == t.shape()[i];
   if (!fits) {
-    std::string why = t.shape().size() != decl.dims.size()
-                          ? "rank " + std::to_string(t.shape().size()) + ", but " + which + " has rank " +
-                                std::to_string(decl.dims.size())
-                          : "that shape, but " + which + " is";
-    throw Error(file + ": holds shape " + bracket_shape(t.shape()) + " of " + why + " " + declared_dims(decl));
+    bool rank_differs = t.shape().size() != decl.dims.size();
+    throw Error(file + ": holds shape " + bracket_shape(t.shape()) +
+                (rank_differs ? " (rank " + std::to_string(t.shape().size()) + ")" : "") + ", but " + which +
+                " has " + (rank_differs ? "rank " + std::to_string(decl.dims.size()) + ": " : "shape ") +
+                declared_dims(decl));
   }
 }
 

@@ -73,7 +73,7 @@ Examples:
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"grove " GROVE_VERSION ": runs ONNX models on the CPU."};
+  CLI::App app{"grove " GROVE_VERSION ": runs ONNX models on the CPU.", "grove"};
   app.footer(kMainFooter);
   app.set_version_flag("--version", "grove " GROVE_VERSION);
   app.require_subcommand(0, 1);

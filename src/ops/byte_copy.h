@@ -43,7 +43,7 @@ AxisOffsets strided_offsets(const Shape& in_shape, const Shape& out_shape, std::
 
 // Sub-registrations of the shape and movement families, split into files by topic.
 void register_generator_ops(OpRegistry& r);  // generate.cpp: Expand, ConstantOfShape, Range, EyeLike
-void register_slice_ops(OpRegistry& r);      // slice.cpp: Slice, Gather, GatherElements
+void register_slice_ops(OpRegistry& r);      // slice.cpp: Slice, Gather, GatherElements, GatherND
 void register_pad_ops(OpRegistry& r);        // pad.cpp: Pad
 
 }  // namespace grove

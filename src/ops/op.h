@@ -50,5 +50,7 @@ void register_reduce_ops(OpRegistry&);        // reduce.cpp: ReduceMean/Sum/Max/
 void register_shape_ops(OpRegistry&);         // shape.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Shape, Expand, ...
 void register_movement_ops(OpRegistry&);      // movement.cpp: Transpose, Concat, Split, Slice, Gather, Pad
 void register_resize_ops(OpRegistry&);        // resize.cpp: Resize, Upsample
+void register_index_ops(OpRegistry&);         // index.cpp: TopK, CumSum, GatherND, ScatterND, OneHot, ...
+void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
 
 }  // namespace grove

@@ -21,6 +21,8 @@ const OpRegistry& OpRegistry::builtin() {
     register_shape_ops(r);
     register_movement_ops(r);
     register_resize_ops(r);
+    register_index_ops(r);
+    register_einsum_ops(r);
     return r;
   }();
   return registry;

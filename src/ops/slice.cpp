@@ -1,4 +1,4 @@
-// Operators that pick elements by position: Slice, Gather and GatherElements.
+// Operators that pick elements by position: Slice, Gather, GatherElements and GatherND.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -175,12 +175,68 @@ void gather_elements_reference(const Node& node, std::span<const Tensor* const> 
   }
 }
 
+// ---- GatherND: the last dim of indices addresses a slice of data, after batch_dims shared dims ----
+
+struct GatherNdPlan {
+  int64_t batch_dims, depth;  // depth: how many data dims one index tuple addresses
+  Shape shape;
+};
+
+GatherNdPlan gather_nd_plan(const Node& node, std::span<const ValueInfo> in) {
+  require_inputs(node, in.size(), 2, 2);
+  element_size(node, in[0].dtype);
+  if (in[1].dtype != DType::i64) throw Error(node.describe() + ": indices must be int64");
+  const Shape& s = in[0].shape;
+  const Shape& is = in[1].shape;
+  int64_t b = node.attr_int("batch_dims", 0);
+  int64_t r = static_cast<int64_t>(s.size()), q = static_cast<int64_t>(is.size());
+  if (r < 1 || q < 1 || b < 0 || b >= std::min(r, q)) throw Error(node.describe() + ": invalid ranks or batch_dims");
+  int64_t k = is.back();
+  if (k < 1 || k > r - b) throw Error(node.describe() + ": the last indices dim must be in [1, rank - batch_dims]");
+  for (int64_t d = 0; d < b; ++d)
+    if (s[static_cast<size_t>(d)] != is[static_cast<size_t>(d)])
+      throw Error(node.describe() + ": batch dims of data and indices differ");
+  Shape shape(is.begin(), is.end() - 1);
+  shape.insert(shape.end(), s.begin() + b + k, s.end());
+  return {b, k, shape};
+}
+
+void gather_nd_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  out[0] = ValueInfo{in[0].dtype, gather_nd_plan(node, in).shape};
+}
+
+void gather_nd_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  GatherNdPlan p = gather_nd_plan(node, infos_of(in));
+  const Tensor& x = *in[0];
+  const Shape& s = x.shape();
+  std::vector<int64_t> strides = strides_of(s);
+  std::vector<int64_t> indices = in[1]->to_i64();
+  int64_t batches = 1;
+  for (int64_t d = 0; d < p.batch_dims; ++d) batches *= s[static_cast<size_t>(d)];
+  int64_t tuples = static_cast<int64_t>(indices.size()) / p.depth;  // over all batches
+  int64_t per_batch = batches ? tuples / batches : 0;
+  size_t elem = dtype_size(x.dtype());
+  size_t block = static_cast<size_t>(p.batch_dims + p.depth < x.rank() ? strides[static_cast<size_t>(p.batch_dims + p.depth - 1)] : 1) * elem;
+  int64_t batch_stride = p.batch_dims ? strides[static_cast<size_t>(p.batch_dims - 1)] : 0;
+  std::byte* dst = out[0]->raw();
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = (per_batch ? t / per_batch : 0) * batch_stride;
+    for (int64_t j = 0; j < p.depth; ++j) {
+      size_t d = static_cast<size_t>(p.batch_dims + j);
+      offset += resolve_index(node, indices[static_cast<size_t>(t * p.depth + j)], s[d]) * strides[d];
+    }
+    std::memcpy(dst, x.raw() + static_cast<size_t>(offset) * elem, block);
+    dst += block;
+  }
+}
+
 }  // namespace
 
 void register_slice_ops(OpRegistry& r) {
   r.add("Slice", {slice_infer, slice_reference});
   r.add("Gather", {gather_infer, gather_reference});
   r.add("GatherElements", {gather_elements_infer, gather_elements_reference});
+  r.add("GatherND", {gather_nd_infer, gather_nd_reference});
 }
 
 }  // namespace grove

@@ -129,7 +129,7 @@ TEST(CliBadInput, WrongRank) {
   auto x = npy_of(dir, "rank3.npy", DType::f32, {3, 8, 8});
   Result r = run_grove({"run", model.string(), "--input", "image=" + x});
   expect_clean_error(r);
-  expect_mentions(r, {"rank3.npy", "'image'", "rank 3", "rank 4"});
+  expect_mentions(r, {"rank3.npy", "'image'", "(rank 3)", "has rank 4"});
   Result s = run_grove({"run", model.string(), "--shape", "image=3x8x8"});
   expect_clean_error(s);
   expect_mentions(s, {"'image'", "rank 4"});
@@ -188,6 +188,18 @@ TEST(CliBadInput, DynamicDimsWithoutShape) {
   Result r = run_grove({"run", model.string()});
   expect_clean_error(r);
   expect_mentions(r, {"image.onnx", "'image'", "batch", "height", "--shape"});
+}
+
+TEST(CliBadInput, AbsurdInputShape) {
+  TempDir dir;
+  // 2^40 x 2^40 elements: the count overflows int64, which must not read as an empty tensor.
+  auto model = image_model(dir, {"N", "M"});
+  Result overflow = run_grove({"run", model.string(), "--shape", "image=1099511627776x1099511627776"});
+  expect_clean_error(overflow);
+  expect_mentions(overflow, {"'image'", "--shape"});
+  Result huge = run_grove({"run", model.string(), "--shape", "image=100000x10000000"});
+  expect_clean_error(huge);
+  expect_mentions(huge, {"'image'", "elements"});
 }
 
 TEST(CliBadInput, BadOptionValues) {

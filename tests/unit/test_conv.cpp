@@ -256,3 +256,41 @@ TEST(ConvTranspose, RejectsBadShapes) {
   set_ints(n, "output_padding", {-1});
   EXPECT_THROW(run(n, {&x1, &w}), Error);
 }
+
+TEST(ConvInteger, ShiftsByZeroPoints) {
+  Node n = conv_node("ConvInteger", 3);
+  Tensor x = Tensor::from<uint8_t>({1, 1, 3}, std::vector<uint8_t>{2, 3, 4});
+  Tensor w = Tensor::from<uint8_t>({1, 1, 2}, std::vector<uint8_t>{1, 2});
+  Tensor x_zp = Tensor::scalar<uint8_t>(1);
+  Tensor y = run(n, {&x, &w, &x_zp});
+  ASSERT_EQ(y.dtype(), DType::i32);
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{1 * 1 + 2 * 2, 2 * 1 + 3 * 2}));
+  // Per-output-channel weight zero points, int8 weights.
+  Node pc = conv_node("ConvInteger", 4);
+  Tensor x8 = Tensor::from<uint8_t>({1, 1, 3}, std::vector<uint8_t>{1, 2, 3});
+  Tensor w8 = Tensor::from<int8_t>({2, 1, 1}, std::vector<int8_t>{3, -5});
+  Tensor w_zp = Tensor::from<int8_t>({2}, std::vector<int8_t>{1, -2});
+  y = run(pc, {&x8, &w8, nullptr, &w_zp});
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{2, 4, 6, -3, -6, -9}));
+  Tensor bad_zp = Tensor::from<int8_t>({3}, std::vector<int8_t>{1, 2, 3});
+  EXPECT_THROW(run(pc, {&x8, &w8, nullptr, &bad_zp}), Error);
+}
+
+TEST(QLinearConv, RequantizesWithRoundHalfEvenAndSaturation) {
+  Node n = conv_node("QLinearConv", 9);
+  Tensor x = Tensor::from<uint8_t>({1, 1, 2}, std::vector<uint8_t>{10, 15});
+  Tensor x_scale = Tensor::scalar<float>(0.5f), x_zp = Tensor::scalar<uint8_t>(10);
+  Tensor w = Tensor::from<uint8_t>({1, 1, 1}, std::vector<uint8_t>{4});
+  Tensor w_scale = Tensor::scalar<float>(0.25f), w_zp = Tensor::scalar<uint8_t>(2);
+  Tensor y_scale = Tensor::scalar<float>(0.5f), y_zp = Tensor::scalar<uint8_t>(100);
+  // acc = (x - 10) * (4 - 2) = {0, 10}; scale 0.5 * 0.25 / 0.5 = 0.25 -> {0, 2.5 -> 2}.
+  Tensor y = run(n, {&x, &x_scale, &x_zp, &w, &w_scale, &w_zp, &y_scale, &y_zp, nullptr});
+  ASSERT_EQ(y.dtype(), DType::u8);
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{100, 102}));
+  Tensor bias = Tensor::from<int32_t>({1}, std::vector<int32_t>{2});  // {2, 12} -> {0.5 -> 0, 3}
+  y = run(n, {&x, &x_scale, &x_zp, &w, &w_scale, &w_zp, &y_scale, &y_zp, &bias});
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{100, 103}));
+  Tensor high_zp = Tensor::scalar<uint8_t>(254);
+  y = run(n, {&x, &x_scale, &x_zp, &w, &w_scale, &w_zp, &y_scale, &high_zp, &bias});
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{254, 255}));
+}

@@ -203,3 +203,22 @@ TEST(Pool, RejectsBadAttributesAndShapes) {
   set_int(n, "p", 0);
   EXPECT_THROW(run(n, kOneToFive), Error);
 }
+
+TEST(MaxUnpool, ScattersToFlatIndices) {
+  Node n = pool_node("MaxUnpool", {2, 2});
+  n.inputs = {"x", "i"};
+  set_ints(n, "strides", {2, 2});
+  Tensor x = f32({1, 1, 2, 2}, {5, 6, 7, 8});
+  Tensor idx = Tensor::from<int64_t>({1, 1, 2, 2}, std::vector<int64_t>{5, 7, 13, 15});
+  std::vector<float> want(16, 0.f);
+  want[5] = 5, want[7] = 6, want[13] = 7, want[15] = 8;
+  expect_values(evaluate_node(n, std::vector<const Tensor*>{&x, &idx}).at(0), {1, 1, 4, 4}, want);
+  n.inputs.push_back("shape");
+  Tensor shape = Tensor::from<int64_t>({4}, std::vector<int64_t>{1, 1, 5, 5});
+  Tensor y = evaluate_node(n, std::vector<const Tensor*>{&x, &idx, &shape}).at(0);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 5, 5}));
+  EXPECT_EQ(y.data<float>()[13], 7);
+  Tensor outside = Tensor::from<int64_t>({1, 1, 2, 2}, std::vector<int64_t>{5, 7, 13, 16});
+  n.inputs.pop_back();
+  EXPECT_THROW(evaluate_node(n, std::vector<const Tensor*>{&x, &outside}), Error);
+}
