@@ -35,9 +35,4 @@ void f32_gemm_scalar(const GemmTileArgs& args);            // 4 x 8
 void f32_gemm_6x16_avx2(const GemmTileArgs& args);
 void f32_gemm_14x32_avx512(const GemmTileArgs& args);
 
-// Packs MR rows of A at a time (see the layout above); used by the driver, per ISA so the
-// hot copy can use wide loads.
-using PackAFn = void (*)(const float* a, size_t a_stride, size_t m, size_t kc, size_t mr,
-                         float* out);
-
 }  // namespace grove::kernels

@@ -1,5 +1,6 @@
-// Conv, ConvTranspose, ConvInteger and QLinearConv, NCHW (N x C x D1 x ... x Dn) as ONNX defines them, any number of
-// spatial dims. The references are direct loops over the window taps, accumulating in double.
+// Conv, ConvTranspose, ConvInteger and QLinearConv, NCHW (N x C x D1 x ... x Dn) as ONNX
+// defines them, any number of spatial dims. The references are direct loops over the
+// window taps, accumulating in double.
 #include <algorithm>
 #include <cmath>
 #include <string>

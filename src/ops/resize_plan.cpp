@@ -113,7 +113,9 @@ ResizePlan resize_plan(const Node& node, std::span<const ValueInfo> in) {
       if (!(p.scales[d] > 0) || !std::isfinite(p.scales[d])) throw Error(node.describe() + ": scales must be positive");
       double len = p.scales[d] * static_cast<double>(s[d]);
       if (len >= double(int64_t{1} << 40)) throw Error(node.describe() + ": the output is too large");
-      p.out_shape[d] = static_cast<int64_t>(std::floor(len));
+      // The product in float32, as ONNX Runtime and PyTorch compute it: a scale stored as
+      // 1.6666666f times 48 must give 80, where double arithmetic gives 79.99999.
+      p.out_shape[d] = static_cast<int64_t>(std::floor(static_cast<float>(p.scales[d]) * static_cast<float>(s[d])));
     }
     if (s[d] == 0 && p.out_shape[d] > 0) throw Error(node.describe() + ": cannot resize an empty dim to a non-empty one");
   }

@@ -216,7 +216,8 @@ void gather_nd_reference(const Node& node, std::span<const Tensor* const> in, st
   int64_t tuples = static_cast<int64_t>(indices.size()) / p.depth;  // over all batches
   int64_t per_batch = batches ? tuples / batches : 0;
   size_t elem = dtype_size(x.dtype());
-  size_t block = static_cast<size_t>(p.batch_dims + p.depth < x.rank() ? strides[static_cast<size_t>(p.batch_dims + p.depth - 1)] : 1) * elem;
+  // The slice one tuple copies: every dim after the addressed ones.
+  size_t block = static_cast<size_t>(strides[static_cast<size_t>(p.batch_dims + p.depth - 1)]) * elem;
   int64_t batch_stride = p.batch_dims ? strides[static_cast<size_t>(p.batch_dims - 1)] : 0;
   std::byte* dst = out[0]->raw();
   for (int64_t t = 0; t < tuples; ++t) {

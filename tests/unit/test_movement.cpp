@@ -93,6 +93,16 @@ TEST(Movement, GatherElements) {
   expect_tensor(run(NodeBuilder("GatherElements", 13, 2), {&x, &rows}), {1, 2}, {3, 2});
 }
 
+TEST(Movement, GatherNDWithBatchDims) {
+  Tensor x = iota_f32({2, 2, 2});
+  Tensor pairs = i64({2, 2}, {0, 1, 1, -1});  // full tuples pick rows; -1 counts from the back
+  expect_tensor(run(NodeBuilder("GatherND", 13, 2), {&x, &pairs}), {2, 2}, {2, 3, 6, 7});
+  Tensor per_batch = i64({2, 1}, {1, 0});
+  expect_tensor(run(NodeBuilder("GatherND", 13, 2).i("batch_dims", 1), {&x, &per_batch}), {2, 2}, {2, 3, 4, 5});
+  Tensor too_deep = i64({1, 4}, {0, 0, 0, 0});
+  expect_error([&] { run(NodeBuilder("GatherND", 13, 2), {&x, &too_deep}); }, "last indices dim");
+}
+
 TEST(Movement, Tile) {
   Tensor x = i32({2, 1}, {1, 2});
   Tensor repeats = ints1d({2, 3});

@@ -214,10 +214,15 @@ TEST(MaxUnpool, ScattersToFlatIndices) {
   want[5] = 5, want[7] = 6, want[13] = 7, want[15] = 8;
   expect_values(evaluate_node(n, std::vector<const Tensor*>{&x, &idx}).at(0), {1, 1, 4, 4}, want);
   n.inputs.push_back("shape");
-  Tensor shape = Tensor::from<int64_t>({4}, std::vector<int64_t>{1, 1, 5, 5});
-  Tensor y = evaluate_node(n, std::vector<const Tensor*>{&x, &idx, &shape}).at(0);
-  ASSERT_EQ(y.shape(), (Shape{1, 1, 5, 5}));
-  EXPECT_EQ(y.data<float>()[13], 7);
+  Tensor same = Tensor::from<int64_t>({4}, std::vector<int64_t>{1, 1, 4, 4});
+  expect_values(evaluate_node(n, std::vector<const Tensor*>{&x, &idx, &same}).at(0), {1, 1, 4, 4}, want);
+  Tensor larger = Tensor::from<int64_t>({4}, std::vector<int64_t>{1, 1, 5, 5});
+  try {
+    evaluate_node(n, std::vector<const Tensor*>{&x, &idx, &larger});
+    FAIL() << "a larger output_shape should be unsupported";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.unsupported());
+  }
   Tensor outside = Tensor::from<int64_t>({1, 1, 2, 2}, std::vector<int64_t>{5, 7, 13, 16});
   n.inputs.pop_back();
   EXPECT_THROW(evaluate_node(n, std::vector<const Tensor*>{&x, &outside}), Error);
