@@ -1,0 +1,39 @@
+#pragma once
+// Tiling of an op: how its output may be cut into tiles, which input regions one output tile
+// reads (`needs`, from which the planner derives tile->tile dependencies by interval
+// arithmetic), and how one tile is computed (`run_tile`). An op without a TileRule is one
+// whole-op tile computed by its reference implementation, so every op runs in the tile
+// runtime, and the rules are added where the work is.
+//
+// Results must not depend on how the output is cut into tiles beyond float rounding of the
+// kernel, and must not depend at all on the order tiles run in: each tile always computes its
+// region the same way, so runs are bit-identical whatever the schedule.
+#include <span>
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/region.h"
+
+namespace grove {
+
+struct TileRule {
+  // Per dim of output 0: the block size tiles along that dim must be a multiple of (the last
+  // tile may be smaller), or 0 when the dim must not be cut. E.g. Conv NCHW: {1, 1, 1, 0}.
+  std::vector<int64_t> (*cuttable)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out);
+
+  // For an output region, the region of each input that it reads (in_regions[i] has the rank
+  // of input i; an input not read at all, or missing, gets an empty Region {}).
+  void (*needs)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                const Region& out_region, std::span<Region> in_regions);
+
+  // Computes out[0] over out_region only. Input tensors are whole (at least the regions
+  // `needs` named hold valid data); output tensors are whole and already allocated.
+  void (*run_tile)(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                   const Region& out_region);
+};
+
+// nullptr when the op is computed as one whole tile by its reference implementation.
+// Multi-output ops (other than unused optional outputs) have no rule.
+const TileRule* find_tile_rule(const Node& node);
+
+}  // namespace grove
