@@ -33,7 +33,7 @@ Term parse_term(const std::string& text) {
       if (term.ellipsis_at >= 0) throw Error("equation term '" + text + "' has more than one '...'");
       term.ellipsis_at = static_cast<int64_t>(term.letters.size());
       i += 2;
-    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {  // not isalpha: locales may widen it
       term.letters += c;
     } else {
       throw Error(std::string("equation has an invalid character '") + c + "'");

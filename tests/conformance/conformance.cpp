@@ -53,7 +53,7 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
 
 CaseResult run_case(const fs::path& dir) {
   CaseResult r;
-  r.op = "?";
+  r.op = "(not-imported)";
   try {
     Graph imported;
     try {
@@ -65,6 +65,7 @@ CaseResult run_case(const fs::path& dir) {
       std::string msg = e.what();
       auto at = msg.find("unsupported ops:\n  ");
       if (at != std::string::npos) r.op = msg.substr(at + 19, msg.find(' ', at + 19) - (at + 19));
+      else if (msg.find("is a sequence, map or optional") != std::string::npos) r.op = "(sequence/optional)";
       return r;
     }
     r.op = case_op(imported);
