@@ -23,7 +23,18 @@ struct RunOptions {
   uint64_t seed = 0;
 };
 
+struct PlanCliOptions {
+  std::string model;
+  std::vector<std::string> shapes;  // NAME=DIMS
+  int threads = 0;                  // 0: the cores this process may use
+  int tiles_per_op = 0;             // 0: by rule
+  int64_t min_tile_flops = 0;       // 0: by rule
+  std::string schedule = "aspen";
+  bool totals_only = false;
+};
+
 int run_info(const InfoOptions& options);
+int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();
 

@@ -104,6 +104,25 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   run->add_option("--seed", run_options.seed, "Seed for the random inputs")->capture_default_str();
 
+  PlanCliOptions plan_options;
+  CLI::App* plan = app.add_subcommand("plan", "Cut a model into tiles: tiles, grid and edges per op, depth, critical path");
+  plan->add_option("model", plan_options.model, "The .onnx file")->required();
+  plan->add_option("--shape", plan_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+  plan->add_option("--threads,-t", plan_options.threads, "Cores to cut tiles for (0: the cores this process may use)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  plan->add_option("--tiles-per-op", plan_options.tiles_per_op,
+                   "Target tiles per op (0: about 4 per thread, none under 1 MFLOP)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+  plan->add_option("--min-tile-flops", plan_options.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  plan->add_option("--schedule", plan_options.schedule, "aspen (tile dataflow) or barrier (op by op)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"aspen", "barrier"}));
+  plan->add_flag("--totals", plan_options.totals_only, "Print the totals only, not every op");
+
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -116,6 +135,7 @@ int main(int argc, char** argv) {
   try {
     if (info->parsed()) return run_info(info_options);
     if (run->parsed()) return run_run(run_options);
+    if (plan->parsed()) return run_plan(plan_options);
     return run_demo();
   } catch (const grove::Error& e) {
     std::fprintf(stderr, "grove: error: %s\n", e.what());

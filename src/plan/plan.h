@@ -7,18 +7,30 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/tiling.h"
 #include "plan/tile_graph.h"
 
 namespace grove {
 
 enum class Schedule { aspen, barrier };
 
+// Which TileRule an op gets; nullptr for a whole-op tile. Tests inject their own.
+using TileRuleLookup = const TileRule* (*)(const Node& node);
+
 struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
   int tiles_per_op = 0;         // target tiles per op; 0 chooses by rule (enough for every core, each big enough)
-  int64_t min_tile_flops = 0;   // 0 chooses by rule
+  int64_t min_tile_flops = 0;   // 0 chooses by rule (kDefaultMinTileFlops when tiles_per_op is 0, else no minimum)
   Schedule schedule = Schedule::aspen;
+  TileRuleLookup rule_lookup = nullptr;  // nullptr: find_tile_rule
 };
+
+// The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread, at most
+// kMaxAutoTiles per op, and no tile under kDefaultMinTileFlops (so a tiny op is one tile),
+// except that an op is cut at least as finely as the producers of its inputs.
+inline constexpr int kAutoTilesPerThread = 4;
+inline constexpr int kMaxAutoTiles = 256;
+inline constexpr int64_t kDefaultMinTileFlops = 1 << 20;
 
 // Per value that a run computes (everything but initializers): where consumers find it, and
 // when its buffer can be released.
@@ -27,7 +39,7 @@ struct PlannedValue {
   DType dtype = DType::undefined;
   Shape shape;
   int32_t producer = -1;        // node index; -1 for a graph input
-  int32_t consumer_tiles = 0;   // tiles that read it: the buffer is released after the last one
+  int32_t consumer_tiles = 0;   // (tile, input slot) pairs that read it: released after the last one
   bool is_output = false;       // graph outputs are never released
 };
 
@@ -40,10 +52,21 @@ struct Plan {
   // and of each output (-1: an unnamed optional output).
   std::vector<std::vector<int32_t>> node_inputs;
   std::vector<std::vector<int32_t>> node_outputs;
-  int64_t critical_path_flops = 0;
+  // Per node: its TileRule (nullptr: one tile computed by the reference), and the tile extent
+  // per dim of output 0 (a regular grid; the last tile along a dim may be smaller).
+  std::vector<const TileRule*> rules;
+  std::vector<Shape> tile_extent;
+  int64_t critical_path_flops = 0;  // max over tile paths of the summed tile FLOPs
+  int64_t total_flops = 0;          // graph_flops of the graph
 };
 
 // Throws Error (naming node and op) when the graph cannot be planned.
 std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& options);
+
+// Tiles of node n along each dim of its grid (ceil(extent / tile extent); 1 for an empty dim).
+Shape tile_grid(const Plan& plan, int32_t node);
+
+// Approximate bytes held by a TileGraph's arrays (regions included), for reports.
+int64_t tile_graph_bytes(const TileGraph& tiles);
 
 }  // namespace grove

@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 
+#include "runtime/priority_policy.h"
+
 namespace grove {
 
 // What the engine needs of a tile DAG. The spans must outlive the job.
@@ -21,8 +23,10 @@ struct DagView {
 };
 
 // One unit of submitted work, e.g. one inference. The engine calls run_tile once per tile,
-// never before all its parents finished; a tile that throws cancels the tiles not yet
-// started and the job's future carries the first exception.
+// never before all its parents finished (and it sees everything they wrote); a tile that
+// throws cancels the tiles not yet started and the job's future carries the first exception.
+// `worker` is in [0, Engine::worker_slots()): no two tiles run at once with the same value,
+// so it can index per-worker scratch space. dag() is read once, at submit.
 class Job {
  public:
   virtual ~Job() = default;
@@ -34,7 +38,9 @@ class Job {
 
 struct EngineOptions {
   int threads = 0;        // 0: the cores this process may use (affinity mask and cgroup quota)
-  bool pin = true;        // pin worker i to the i-th allowed core
+  bool pin = true;        // pin worker i to the i-th allowed core (best effort)
+  bool caller_works = true;  // run(): the calling thread runs tiles too while it waits
+  PriorityPolicy priority;   // the ready pool's columns: shallower depth first by default
 };
 
 class Engine {
@@ -44,13 +50,19 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  int threads() const;
-  // Starts the job; the future is ready when every tile has run (or one threw).
+  int threads() const;  // worker threads
+  // Distinct `worker` values run_tile may see: the threads, plus one for a run() caller.
+  int worker_slots() const;
+  // Starts the job; the future is ready when every tile has run (or one threw), after the
+  // engine has dropped its reference to the job (unless a trace holds it). Throws Error at
+  // once for a malformed DAG (see validate_dag in job_state.h).
   std::future<void> submit(std::shared_ptr<Job> job);
-  // submit + wait, with the calling thread taking part as a worker while it waits.
+  // submit + wait, with the calling thread taking part as a worker while it waits (one such
+  // caller at a time; others just wait). Rethrows the job's exception. Not from inside run_tile.
   void run(std::shared_ptr<Job> job);
 
-  // Chrome/Perfetto trace of the tiles run while tracing is on (one track per worker).
+  // Chrome/Perfetto trace of the tiles run while tracing is on (one track per worker, then
+  // one for run() callers). While tracing, the engine keeps the traced jobs alive.
   void start_trace();
   std::string stop_trace_json();
 

@@ -1,6 +1,8 @@
 // The grove command on good input: demo, info, run, help and version.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "cli_harness.h"
 #include "npy/npy.h"
 
@@ -28,6 +30,17 @@ TEST(CliCommands, DemoRunsTheEmbeddedModelFromAnyDirectory) {
     EXPECT_NE(r.out.find("latency:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("matches PyTorch: yes"), std::string::npos) << r.out;
   }
+}
+
+TEST(CliCommands, RunDefaultModelMatchesPyTorch) {
+  TempDir dir;
+  Result r = run_grove({"run", GROVE_MODELS_DIR "/default.onnx", "--input",
+                        "image=" GROVE_MODELS_DIR "/default_input.npy", "--output", dir.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto got = read_npy((dir / "logits.npy").string()).to_f64();
+  auto want = read_npy(GROVE_MODELS_DIR "/default_expected.npy").to_f64();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 + 1e-3 * std::abs(want[i])) << i;
 }
 
 TEST(CliCommands, VersionAndHelp) {

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "movement_test_util.h"
+#include "op_test_util.h"
 
 using namespace grove;
 using namespace grove::optest;

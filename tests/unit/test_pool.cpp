@@ -2,113 +2,71 @@
 // AveragePool's divisor, MaxPool's Indices in both storage orders, and the Global forms.
 #include <gtest/gtest.h>
 
-#include <string>
-#include <vector>
-
-#include "ops/evaluate.h"
+#include "op_test_util.h"
 
 using namespace grove;
+using namespace grove::optest;
 
 namespace {
 
 Node pool_node(const std::string& op, std::vector<int64_t> kernel, size_t outputs = 1) {
-  Node n;
-  n.name = "p";
-  n.op_type = op;
-  n.opset = 17;
-  n.inputs = {"x"};
-  for (size_t i = 0; i < outputs; ++i) n.outputs.push_back("y" + std::to_string(i));
-  if (!kernel.empty()) {
-    Attribute a;
-    a.kind = Attribute::Kind::ints;
-    a.ints = std::move(kernel);
-    n.attrs["kernel_shape"] = a;
-  }
-  return n;
+  NodeBuilder b(op, 17, 1, outputs);
+  if (!kernel.empty()) b.ints("kernel_shape", std::move(kernel));
+  return b;
 }
 
-void set_ints(Node& n, const std::string& key, std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::ints;
-  a.ints = std::move(v);
-  n.attrs[key] = a;
-}
-void set_int(Node& n, const std::string& key, int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::i;
-  a.i = v;
-  n.attrs[key] = a;
-}
-void set_string(Node& n, const std::string& key, const std::string& v) {
-  Attribute a;
-  a.kind = Attribute::Kind::s;
-  a.s = v;
-  n.attrs[key] = a;
-}
-
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from<float>(std::move(shape), v); }
-
-Tensor run(const Node& n, const Tensor& x) { return evaluate_node(n, std::vector<const Tensor*>{&x}).at(0); }
-
-void expect_values(const Tensor& t, const Shape& shape, const std::vector<float>& want) {
-  ASSERT_EQ(t.shape(), shape);
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], 1e-5) << "at " << i;
-}
-
-const Tensor kOneToFive = Tensor::from<float>({1, 1, 5}, std::vector<float>{1, 2, 3, 4, 5});
+const Tensor kOneToFive = f32({1, 1, 5}, {1, 2, 3, 4, 5});
 
 }  // namespace
 
 TEST(MaxPool, StridesPadsAndDilations) {
   Node n = pool_node("MaxPool", {2});
   set_ints(n, "strides", {2});
-  expect_values(run(n, kOneToFive), {1, 1, 2}, {2, 4});
+  expect_f32(run(n, kOneToFive), {1, 1, 2}, {2, 4});
   set_ints(n, "pads", {1, 1});
-  expect_values(run(n, kOneToFive), {1, 1, 3}, {1, 3, 5});
+  expect_f32(run(n, kOneToFive), {1, 1, 3}, {1, 3, 5});
   Node d = pool_node("MaxPool", {2});
   set_ints(d, "dilations", {2});
-  expect_values(run(d, f32({1, 1, 5}, {1, 5, 2, 4, 3})), {1, 1, 3}, {2, 5, 3});
+  expect_f32(run(d, f32({1, 1, 5}, {1, 5, 2, 4, 3})), {1, 1, 3}, {2, 5, 3});
 }
 
 TEST(MaxPool, PaddingNeverWinsOverNegatives) {
   Node n = pool_node("MaxPool", {3});
   set_ints(n, "pads", {1, 1});
-  expect_values(run(n, f32({1, 1, 3}, {-5, -2, -9})), {1, 1, 3}, {-2, -2, -2});
+  expect_f32(run(n, f32({1, 1, 3}, {-5, -2, -9})), {1, 1, 3}, {-2, -2, -2});
 }
 
 TEST(MaxPool, CeilModeDropsWindowsStartingInRightPadding) {
   Node n = pool_node("MaxPool", {2});
   set_ints(n, "strides", {2});
   set_int(n, "ceil_mode", 1);
-  expect_values(run(n, kOneToFive), {1, 1, 3}, {2, 4, 5});
+  expect_f32(run(n, kOneToFive), {1, 1, 3}, {2, 4, 5});
   // Padded length 5 would allow a third window, but it would start at 4, in the right padding.
   set_ints(n, "pads", {0, 1});
-  expect_values(run(n, f32({1, 1, 4}, {1, 2, 3, 4})), {1, 1, 2}, {2, 4});
+  expect_f32(run(n, f32({1, 1, 4}, {1, 2, 3, 4})), {1, 1, 2}, {2, 4});
 }
 
 TEST(MaxPool, AutoPadSame) {
   Tensor x = f32({1, 1, 4}, {1, 3, 2, 4});
   Node n = pool_node("MaxPool", {2});
   set_string(n, "auto_pad", "SAME_UPPER");
-  expect_values(run(n, x), {1, 1, 4}, {3, 3, 4, 4});
+  expect_f32(run(n, x), {1, 1, 4}, {3, 3, 4, 4});
   set_string(n, "auto_pad", "SAME_LOWER");
-  expect_values(run(n, x), {1, 1, 4}, {1, 3, 3, 4});
+  expect_f32(run(n, x), {1, 1, 4}, {1, 3, 3, 4});
   set_string(n, "auto_pad", "VALID");
-  expect_values(run(n, x), {1, 1, 3}, {3, 3, 4});
+  expect_f32(run(n, x), {1, 1, 3}, {3, 3, 4});
 }
 
 TEST(MaxPool, IndicesInBothStorageOrders) {
   // Two planes of 3x3: 1..9 and 10..18; a 2x2 window picks each window's bottom-right.
-  Tensor x(DType::f32, {1, 2, 3, 3});
-  for (int i = 0; i < 18; ++i) x.data<float>()[i] = static_cast<float>(i + 1);
+  Tensor x = iota_f32({1, 2, 3, 3}, 1);
   Node n = pool_node("MaxPool", {2, 2}, 2);
-  std::vector<Tensor> out = evaluate_node(n, std::vector<const Tensor*>{&x});
-  expect_values(out[0], {1, 2, 2, 2}, {5, 6, 8, 9, 14, 15, 17, 18});
+  std::vector<Tensor> out = run_all(n, {&x});
+  expect_f32(out[0], {1, 2, 2, 2}, {5, 6, 8, 9, 14, 15, 17, 18});
   ASSERT_EQ(out[1].dtype(), DType::i64);
   EXPECT_EQ(out[1].to_i64(), (std::vector<int64_t>{4, 5, 7, 8, 13, 14, 16, 17}));
   set_int(n, "storage_order", 1);  // index = h + w * H within the plane
-  out = evaluate_node(n, std::vector<const Tensor*>{&x});
+  out = run_all(n, {&x});
   EXPECT_EQ(out[1].to_i64(), (std::vector<int64_t>{4, 7, 5, 8, 13, 16, 14, 17}));
 }
 
@@ -118,68 +76,57 @@ TEST(MaxPool, Uint8AndUnsupportedDtypes) {
   ASSERT_EQ(y.dtype(), DType::u8);
   EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{200, 200}));
   Tensor xi = Tensor::from<int32_t>({1, 1, 3}, std::vector<int32_t>{1, 2, 3});
-  try {
-    run(pool_node("MaxPool", {2}), xi);
-    FAIL() << "int32 MaxPool should be unsupported";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.unsupported());
-  }
-  try {
-    run(pool_node("AveragePool", {2}), x);
-    FAIL() << "uint8 AveragePool should be unsupported";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.unsupported());
-  }
+  expect_unsupported([&] { run(pool_node("MaxPool", {2}), xi); });
+  expect_unsupported([&] { run(pool_node("AveragePool", {2}), x); });
 }
 
 TEST(AveragePool, CountIncludePad) {
   Tensor x = f32({1, 1, 3}, {1, 2, 3});
   Node n = pool_node("AveragePool", {3});
   set_ints(n, "pads", {1, 1});
-  expect_values(run(n, x), {1, 1, 3}, {1.5f, 2, 2.5f});
+  expect_f32(run(n, x), {1, 1, 3}, {1.5f, 2, 2.5f});
   set_int(n, "count_include_pad", 1);
-  expect_values(run(n, x), {1, 1, 3}, {1, 2, 5.f / 3});
+  expect_f32(run(n, x), {1, 1, 3}, {1, 2, 5.f / 3});
 }
 
 TEST(AveragePool, CeilModeDivisorCountsOnlyThePaddedExtent) {
   Node n = pool_node("AveragePool", {2});
   set_ints(n, "strides", {2});
   set_int(n, "ceil_mode", 1);
-  expect_values(run(n, kOneToFive), {1, 1, 3}, {1.5f, 3.5f, 5});
+  expect_f32(run(n, kOneToFive), {1, 1, 3}, {1.5f, 3.5f, 5});
   // Even with count_include_pad the part past the end of the padding does not count.
   set_int(n, "count_include_pad", 1);
-  expect_values(run(n, kOneToFive), {1, 1, 3}, {1.5f, 3.5f, 5});
+  expect_f32(run(n, kOneToFive), {1, 1, 3}, {1.5f, 3.5f, 5});
   set_ints(n, "pads", {1, 0});
-  expect_values(run(n, kOneToFive), {1, 1, 3}, {0.5f, 2.5f, 4.5f});
+  expect_f32(run(n, kOneToFive), {1, 1, 3}, {0.5f, 2.5f, 4.5f});
 }
 
 TEST(AveragePool, TwoAndThreeDimensional) {
   Tensor x2 = f32({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
   Node n = pool_node("AveragePool", {2, 2});
-  expect_values(run(n, x2), {1, 1, 1, 2}, {3, 4});
-  Tensor x3(DType::f32, {1, 1, 2, 2, 2});
-  for (int i = 0; i < 8; ++i) x3.data<float>()[i] = static_cast<float>(i + 1);
-  expect_values(run(pool_node("AveragePool", {2, 2, 2}), x3), {1, 1, 1, 1, 1}, {4.5f});
+  expect_f32(run(n, x2), {1, 1, 1, 2}, {3, 4});
+  Tensor x3 = iota_f32({1, 1, 2, 2, 2}, 1);
+  expect_f32(run(pool_node("AveragePool", {2, 2, 2}), x3), {1, 1, 1, 1, 1}, {4.5f});
 }
 
 TEST(LpPool, NormOverEachWindow) {
   Node n = pool_node("LpPool", {2});
-  expect_values(run(n, f32({1, 1, 3}, {3, -4, 0})), {1, 1, 2}, {5, 4});
+  expect_f32(run(n, f32({1, 1, 3}, {3, -4, 0})), {1, 1, 2}, {5, 4});
   set_int(n, "p", 1);
-  expect_values(run(n, f32({1, 1, 3}, {3, -4, 0})), {1, 1, 2}, {7, 4});
+  expect_f32(run(n, f32({1, 1, 3}, {3, -4, 0})), {1, 1, 2}, {7, 4});
 }
 
 TEST(GlobalPool, AverageMaxAndLp) {
   Tensor x = f32({1, 2, 2, 2}, {1, 2, 3, 4, -1, -2, -3, -4});
   Node n = pool_node("GlobalAveragePool", {});
-  expect_values(run(n, x), {1, 2, 1, 1}, {2.5f, -2.5f});
+  expect_f32(run(n, x), {1, 2, 1, 1}, {2.5f, -2.5f});
   n.op_type = "GlobalMaxPool";
-  expect_values(run(n, x), {1, 2, 1, 1}, {4, -1});
+  expect_f32(run(n, x), {1, 2, 1, 1}, {4, -1});
   n.op_type = "GlobalLpPool";
   set_int(n, "p", 1);
-  expect_values(run(n, x), {1, 2, 1, 1}, {10, 10});
+  expect_f32(run(n, x), {1, 2, 1, 1}, {10, 10});
   Tensor x1 = f32({2, 1, 3}, {1, 2, 3, 4, 5, 6});
-  expect_values(run(pool_node("GlobalAveragePool", {}), x1), {2, 1, 1}, {2, 5});
+  expect_f32(run(pool_node("GlobalAveragePool", {}), x1), {2, 1, 1}, {2, 5});
 }
 
 TEST(Pool, RejectsBadAttributesAndShapes) {
@@ -210,20 +157,15 @@ TEST(MaxUnpool, ScattersToFlatIndices) {
   set_ints(n, "strides", {2, 2});
   Tensor x = f32({1, 1, 2, 2}, {5, 6, 7, 8});
   Tensor idx = Tensor::from<int64_t>({1, 1, 2, 2}, std::vector<int64_t>{5, 7, 13, 15});
-  std::vector<float> want(16, 0.f);
+  std::vector<double> want(16, 0.0);
   want[5] = 5, want[7] = 6, want[13] = 7, want[15] = 8;
-  expect_values(evaluate_node(n, std::vector<const Tensor*>{&x, &idx}).at(0), {1, 1, 4, 4}, want);
+  expect_f32(run(n, {&x, &idx}), {1, 1, 4, 4}, want);
   n.inputs.push_back("shape");
   Tensor same = Tensor::from<int64_t>({4}, std::vector<int64_t>{1, 1, 4, 4});
-  expect_values(evaluate_node(n, std::vector<const Tensor*>{&x, &idx, &same}).at(0), {1, 1, 4, 4}, want);
+  expect_f32(run(n, {&x, &idx, &same}), {1, 1, 4, 4}, want);
   Tensor larger = Tensor::from<int64_t>({4}, std::vector<int64_t>{1, 1, 5, 5});
-  try {
-    evaluate_node(n, std::vector<const Tensor*>{&x, &idx, &larger});
-    FAIL() << "a larger output_shape should be unsupported";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.unsupported());
-  }
+  expect_unsupported(n, {&x, &idx, &larger});  // a larger output_shape
   Tensor outside = Tensor::from<int64_t>({1, 1, 2, 2}, std::vector<int64_t>{5, 7, 13, 16});
   n.inputs.pop_back();
-  EXPECT_THROW(evaluate_node(n, std::vector<const Tensor*>{&x, &outside}), Error);
+  EXPECT_THROW(run(n, {&x, &outside}), Error);
 }

@@ -3,7 +3,7 @@
 // extrapolation, sizes vs scales, and the errors for what grove does not claim.
 #include <gtest/gtest.h>
 
-#include "movement_test_util.h"
+#include "op_test_util.h"
 
 using namespace grove;
 using namespace grove::optest;

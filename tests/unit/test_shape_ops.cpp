@@ -3,7 +3,7 @@
 // broadcast, ConstantOfShape, Range, Dropout's inference mode and EyeLike.
 #include <gtest/gtest.h>
 
-#include "movement_test_util.h"
+#include "op_test_util.h"
 
 using namespace grove;
 using namespace grove::optest;

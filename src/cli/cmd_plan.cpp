@@ -1,0 +1,81 @@
+// grove plan: how a model is cut into tiles, and what the tile DAG looks like: per op its
+// tiles, grid and incoming edges; in total tiles, edges, depth and the critical path.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "graph/flops.h"
+#include "plan/plan.h"
+#include "runtime/engine.h"
+#include "runtime/model.h"
+
+namespace grove::cli {
+namespace {
+
+std::string grid_str(const Shape& grid) {
+  std::string s;
+  for (size_t d = 0; d < grid.size(); ++d) s += (d ? "x" : "") + std::to_string(grid[d]);
+  return s.empty() ? "1" : s;
+}
+
+Schedule parse_schedule(const std::string& text) {
+  if (text == "aspen") return Schedule::aspen;
+  if (text == "barrier") return Schedule::barrier;
+  throw Error("--schedule must be aspen or barrier, not '" + text + "'");
+}
+
+}  // namespace
+
+int run_plan(const PlanCliOptions& o) {
+  ShapeMap shapes = parse_shape_options(o.shapes);
+  Model model = Model::load(o.model, shapes);
+  if (!model.is_bound())
+    throw Error(o.model + ": cannot plan before the input shapes are known" +
+                (model.unbound_reason().empty() ? std::string("; pass --shape NAME=DIMS") : ": " + model.unbound_reason()));
+  PlanOptions options;
+  options.threads = o.threads > 0 ? o.threads : available_cores();
+  options.tiles_per_op = o.tiles_per_op;
+  options.min_tile_flops = o.min_tile_flops;
+  options.schedule = parse_schedule(o.schedule);
+
+  auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<const Plan> plan = make_plan(model.graph(), options);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const Plan& p = *plan;
+  const TileGraph& tg = p.tiles;
+  std::printf("model: %s\n", o.model.c_str());
+  std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
+              o.tiles_per_op > 0 ? std::to_string(o.tiles_per_op).c_str() : "auto");
+  if (!o.totals_only) {
+    std::printf("  %-4s %-32s %-18s %7s %-14s %9s %10s\n", "#", "node", "op", "tiles", "grid", "edges in", "GFLOPs");
+    for (size_t n = 0; n < p.graph.nodes.size(); ++n) {
+      const Node& node = p.graph.nodes[n];
+      int64_t edges_in = 0;
+      for (int32_t t = tg.first_tile[n]; t < tg.first_tile[n] + tg.tile_count[n]; ++t) edges_in += tg.n_parents[t];
+      std::string name = node.name.size() > 32 ? "..." + node.name.substr(node.name.size() - 29) : node.name;
+      std::string op = node.op_type + (p.rules[n] ? "" : "*");
+      std::printf("  %-4zu %-32s %-18s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
+                  grid_str(tile_grid(p, static_cast<int32_t>(n))).c_str(), static_cast<long long>(edges_in),
+                  static_cast<double>(node_flops(p.graph, node)) * 1e-9);
+    }
+    std::printf("  (* no tile rule: one tile computed by the reference)\n");
+  }
+  int32_t barriers = 0;
+  for (int32_t n : tg.node) barriers += n < 0;
+  int32_t max_depth = tg.depth.empty() ? 0 : *std::max_element(tg.depth.begin(), tg.depth.end());
+  std::printf("ops: %zu   tiles: %s", p.graph.nodes.size(), with_commas(tg.size() - barriers).c_str());
+  if (barriers) std::printf(" (+%d barrier tiles)", barriers);
+  std::printf("   edges: %s   sources: %zu   max depth: %d\n", with_commas(tg.edge_count()).c_str(), tg.sources.size(),
+              max_depth);
+  double cp = static_cast<double>(p.critical_path_flops), total = static_cast<double>(p.total_flops);
+  std::printf("critical path: %.4f GFLOPs of %.4f GFLOPs total (average parallelism %.1f)\n", cp * 1e-9, total * 1e-9,
+              cp > 0 ? total / cp : 1.0);
+  std::printf("plan time: %s   TileGraph: %.2f MB\n", milliseconds(seconds).c_str(),
+              static_cast<double>(tile_graph_bytes(tg)) / (1024.0 * 1024.0));
+  return 0;
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,133 @@
+// Tile rules of the elementwise family: unary math and activations, broadcasting binary
+// ops, comparisons, Where, Clip, PRelu and the variadic Max/Min/Sum/Mean. Any dim may be
+// cut; a tile reads the same region of each input, mapped through numpy broadcasting.
+//
+// The hot float32 ops (Relu and the four arithmetic ops) run as direct loops over the
+// region. Every other op and dtype computes its region by running the op's reference on the
+// sub-tensors it reads: elementwise results depend on nothing else, so that is exact and
+// keeps one definition of each element function.
+#include <algorithm>
+
+#include "ops/op_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+std::vector<int64_t> cut_anywhere(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
+  return all_cuttable(out[0].shape);
+}
+
+void broadcast_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                     const Region& out_region, std::span<Region> in_regions) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].present) {
+      in_regions[i] = {};
+      continue;
+    }
+    // Clip's bounds may be [1] under a scalar output: not a broadcast, a whole scalar read.
+    in_regions[i] = in[i].shape.size() <= out[0].shape.size() ? broadcast_region(in[i].shape, out_region)
+                                                               : full_region(in[i].shape);
+  }
+}
+
+std::vector<Region> needed_regions(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                                   const Region& out_region) {
+  std::vector<ValueInfo> in_infos = infos_of_tensors(in);
+  ValueInfo out_info{out[0]->dtype(), out[0]->shape()};
+  std::vector<Region> regions(in.size());
+  broadcast_needs(node, in_infos, std::span<const ValueInfo>(&out_info, 1), out_region, regions);
+  return regions;
+}
+
+void run_generic(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region) {
+  check_region(node, out_region, out[0]->shape());
+  std::vector<Region> regions = needed_regions(node, in, out, out_region);
+  reference_on_subtensors(node, in, out, out_region, regions);
+}
+
+bool all_f32(std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  for (const Tensor* t : in)
+    if (!t || t->dtype() != DType::f32) return false;
+  return out[0]->dtype() == DType::f32;
+}
+
+// Offset of an output index in an input read with broadcast strides.
+int64_t offset_at(const std::vector<int64_t>& strides, const std::vector<int64_t>& index) {
+  int64_t off = 0;
+  for (size_t d = 0; d < index.size(); ++d) off += index[d] * strides[d];
+  return off;
+}
+
+void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region) {
+  if (!all_f32(in, out)) return run_generic(node, in, out, out_region);
+  check_region(node, out_region, out[0]->shape());
+  const float* x = in[0]->data<float>();
+  float* y = out[0]->data<float>();
+  const int64_t run = out_region.empty() ? 1 : out_region.back().size();
+  for_each_row(out[0]->shape(), out_region, [&](int64_t offset, const std::vector<int64_t>&) {
+    for (int64_t i = offset; i < offset + run; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  });
+}
+
+enum class Arith { add, sub, mul, div };
+
+template <Arith op>
+void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region) {
+  if (in.size() != 2 || !all_f32(in, out)) return run_generic(node, in, out, out_region);
+  check_region(node, out_region, out[0]->shape());
+  const Shape& shape = out[0]->shape();
+  const std::vector<int64_t> sa = broadcast_strides(in[0]->shape(), shape), sb = broadcast_strides(in[1]->shape(), shape);
+  const int64_t step_a = sa.empty() ? 0 : sa.back(), step_b = sb.empty() ? 0 : sb.back();
+  const float* a = in[0]->data<float>();
+  const float* b = in[1]->data<float>();
+  float* y = out[0]->data<float>();
+  const int64_t run = out_region.empty() ? 1 : out_region.back().size();
+  auto apply = [](float u, float v) {
+    if constexpr (op == Arith::add) return u + v;
+    else if constexpr (op == Arith::sub) return u - v;
+    else if constexpr (op == Arith::mul) return u * v;
+    else return u / v;
+  };
+  for_each_row(shape, out_region, [&](int64_t offset, const std::vector<int64_t>& index) {
+    const float* pa = a + offset_at(sa, index);
+    const float* pb = b + offset_at(sb, index);
+    float* py = y + offset;
+    // Separate loops per stride pattern so the common ones vectorise.
+    if (step_a == 1 && step_b == 1) {
+      for (int64_t i = 0; i < run; ++i) py[i] = apply(pa[i], pb[i]);
+    } else if (step_a == 1 && step_b == 0) {
+      const float v = *pb;
+      for (int64_t i = 0; i < run; ++i) py[i] = apply(pa[i], v);
+    } else if (step_a == 0 && step_b == 1) {
+      const float u = *pa;
+      for (int64_t i = 0; i < run; ++i) py[i] = apply(u, pb[i]);
+    } else {
+      for (int64_t i = 0; i < run; ++i) py[i] = apply(pa[i * step_a], pb[i * step_b]);
+    }
+  });
+}
+
+constexpr const char* kUnaryOps[] = {
+    "Sqrt", "Exp", "Log", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos",
+    "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Neg", "Abs", "Sign", "Not", "IsNaN", "IsInf",
+    "LeakyRelu", "ThresholdedRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+    "Softplus", "Softsign", "Mish", "Cast", "Identity"};
+
+constexpr const char* kBroadcastOps[] = {
+    "Mod", "Pow", "BitShift", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater", "LessOrEqual",
+    "GreaterOrEqual", "And", "Or", "Xor", "Where", "PRelu", "Clip"};
+
+}  // namespace
+
+void add_elementwise_rules(RuleTable& t) {
+  for (const char* op : kUnaryOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};
+  for (const char* op : kBroadcastOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};
+  t["Relu"] = {cut_anywhere, broadcast_needs, run_relu};
+  t["Add"] = {cut_anywhere, broadcast_needs, run_arith<Arith::add>};
+  t["Sub"] = {cut_anywhere, broadcast_needs, run_arith<Arith::sub>};
+  t["Mul"] = {cut_anywhere, broadcast_needs, run_arith<Arith::mul>};
+  t["Div"] = {cut_anywhere, broadcast_needs, run_arith<Arith::div>};
+}
+
+}  // namespace grove::tiling

@@ -1,0 +1,219 @@
+// Tile rules of the ops that move elements without computing: Transpose, Concat and Slice.
+// Any dim may be cut; a tile reads exactly the input elements its region comes from. They
+// copy bytes, so every dtype works.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "ops/byte_copy.h"
+#include "ops/op_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+std::vector<int64_t> cut_anywhere(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
+  return all_cuttable(out[0].shape);
+}
+
+// Copies n elements of `elem` bytes read every `stride` elements into a dense run.
+void copy_strided(std::byte* dst, const std::byte* src, int64_t n, int64_t stride, size_t elem) {
+  if (stride == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * elem);
+    return;
+  }
+  auto typed = [&](auto tag) {
+    using T = decltype(tag);
+    T* d = reinterpret_cast<T*>(dst);
+    const T* s = reinterpret_cast<const T*>(src);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(d + i, s + i * stride, sizeof(T));
+  };
+  switch (elem) {
+    case 1: return typed(uint8_t{});
+    case 2: return typed(uint16_t{});
+    case 4: return typed(uint32_t{});
+    case 8: return typed(uint64_t{});
+    default:
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + static_cast<size_t>(i) * elem, src + static_cast<size_t>(i * stride) * elem, elem);
+  }
+}
+
+// Fills out[0]'s region: each output index reads input element sum(index[d] * stride[d]) + base.
+void gather_region(const Node& node, const Tensor& x, Tensor& y, const Region& r, int64_t base,
+                   const std::vector<int64_t>& strides) {
+  check_region(node, r, y.shape());
+  const size_t elem = dtype_size(y.dtype());
+  const int64_t run = r.empty() ? 1 : r.back().size(), inner = strides.empty() ? 1 : strides.back();
+  for_each_row(y.shape(), r, [&](int64_t offset, const std::vector<int64_t>& index) {
+    int64_t src = base;
+    for (size_t d = 0; d < index.size(); ++d) src += index[d] * strides[d];
+    copy_strided(y.raw() + static_cast<size_t>(offset) * elem, x.raw() + static_cast<size_t>(src) * elem, run, inner, elem);
+  });
+}
+
+// ---- Transpose: output dim j is input dim perm[j].
+
+std::vector<int64_t> perm_of(const Node& node, size_t rank) {
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  if (node.has_attr("perm")) perm = node.attr_ints("perm");
+  std::vector<bool> seen(rank, false);
+  bool ok = perm.size() == rank;
+  for (int64_t p : perm) {
+    ok = ok && p >= 0 && p < static_cast<int64_t>(rank) && !seen[static_cast<size_t>(p)];
+    if (ok) seen[static_cast<size_t>(p)] = true;
+  }
+  if (!ok) throw Error(node.describe() + ": perm is not a permutation of the " + std::to_string(rank) + " dims");
+  return perm;
+}
+
+void transpose_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                     std::span<Region> in_regions) {
+  std::vector<int64_t> perm = perm_of(node, in[0].shape.size());
+  Region x(perm.size());
+  for (size_t j = 0; j < perm.size(); ++j) x[static_cast<size_t>(perm[j])] = out_region[j];
+  in_regions[0] = x;
+}
+
+void transpose_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+  std::vector<int64_t> perm = perm_of(node, in[0]->shape().size());
+  std::vector<int64_t> in_strides = strides_of(in[0]->shape()), strides(perm.size());
+  for (size_t j = 0; j < perm.size(); ++j) strides[j] = in_strides[static_cast<size_t>(perm[j])];
+  gather_region(node, *in[0], *out[0], r, 0, strides);
+}
+
+// ---- Concat: input k fills [offset_k, offset_k + its length) of the axis.
+
+size_t concat_axis(const Node& node, size_t rank) {
+  return static_cast<size_t>(normalize_axis(node, node.attr_int("axis", 0), static_cast<int64_t>(rank)));
+}
+
+// The part of `r` that input k provides, in the input's coordinates; empty when none.
+Region concat_part(const Region& r, size_t axis, int64_t offset, int64_t length) {
+  Range a = r[axis];
+  int64_t begin = std::max(a.begin, offset), end = std::min(a.end, offset + length);
+  if (begin >= end) return {};
+  Region part = r;
+  part[axis] = {begin - offset, end - offset};
+  return part;
+}
+
+void concat_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                  std::span<Region> in_regions) {
+  size_t axis = concat_axis(node, out_region.size());
+  int64_t offset = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    in_regions[k] = concat_part(out_region, axis, offset, in[k].shape[axis]);
+    offset += in[k].shape[axis];
+  }
+}
+
+void concat_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+  Tensor& y = *out[0];
+  check_region(node, r, y.shape());
+  size_t axis = concat_axis(node, r.size());
+  int64_t offset = 0;
+  for (const Tensor* x : in) {
+    const int64_t length = x->dim(static_cast<int64_t>(axis));
+    Region part = concat_part(r, axis, offset, length);
+    if (!part.empty()) {
+      Region out_part = part;
+      out_part[axis] = {part[axis].begin + offset, part[axis].end + offset};
+      // Output index i along the axis reads input index i - offset.
+      std::vector<int64_t> strides = strides_of(x->shape());
+      gather_region(node, *x, y, out_part, -offset * strides[axis], strides);
+    }
+    offset += length;
+  }
+}
+
+// ---- Slice: output index i along dim d reads input index start[d] + i * step[d].
+
+struct SliceDims {
+  std::vector<int64_t> start, step;
+};
+
+// Starts, ends, axes and steps as the spec defines them (attributes before opset 10).
+// nullopt-like: false when a constant input is not known here.
+bool slice_dims(const Node& node, std::span<const ValueInfo> in, SliceDims& s) {
+  const Shape& shape = in[0].shape;
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (node.opset < 10) {
+    starts = node.attr_ints("starts");
+    ends = node.attr_ints("ends");
+    axes = node.attr_ints("axes");
+  } else {
+    for (size_t i = 1; i < in.size(); ++i)
+      if (in[i].present && !in[i].data) return false;
+    if (in.size() < 3) throw Error(node.describe() + ": Slice needs starts and ends");
+    starts = in[1].data->to_i64();
+    ends = in[2].data->to_i64();
+    if (has_input(in, 3)) axes = in[3].data->to_i64();
+    if (has_input(in, 4)) steps = in[4].data->to_i64();
+  }
+  if (axes.empty() && !(node.opset >= 10 && has_input(in, 3))) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty() && !(node.opset >= 10 && has_input(in, 4))) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw Error(node.describe() + ": starts, ends, axes and steps must have the same length");
+  s.start.assign(shape.size(), 0);
+  s.step.assign(shape.size(), 1);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    auto axis = static_cast<size_t>(normalize_axis(node, axes[k], static_cast<int64_t>(shape.size())));
+    const int64_t dim = shape[axis], step = steps[k];
+    if (step == 0) throw Error(node.describe() + ": steps must not be zero");
+    int64_t start = starts[k] < 0 ? starts[k] + dim : starts[k];
+    start = step > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, std::max<int64_t>(dim - 1, 0));
+    s.start[axis] = start;
+    s.step[axis] = step;
+  }
+  return true;
+}
+
+std::vector<int64_t> slice_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  SliceDims s;
+  return slice_dims(node, in, s) ? all_cuttable(out[0].shape) : none_cuttable(out[0].shape);
+}
+
+void slice_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                 std::span<Region> in_regions) {
+  for (size_t i = 1; i < in.size(); ++i) in_regions[i] = in[i].present ? full_region(in[i].shape) : Region{};
+  SliceDims s;
+  if (!slice_dims(node, in, s)) {
+    in_regions[0] = full_region(in[0].shape);
+    return;
+  }
+  Region x(out_region.size());
+  for (size_t d = 0; d < x.size(); ++d) {
+    const Range& o = out_region[d];
+    if (o.size() <= 0) return void(in_regions[0] = {});
+    int64_t first = s.start[d] + o.begin * s.step[d], last = s.start[d] + (o.end - 1) * s.step[d];
+    x[d] = {std::min(first, last), std::max(first, last) + 1};
+  }
+  in_regions[0] = x;
+}
+
+void slice_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+  std::vector<ValueInfo> infos = infos_of_tensors(in);
+  SliceDims s;
+  if (!slice_dims(node, infos, s)) throw Error(node.describe() + ": Slice inputs are missing");
+  std::vector<int64_t> in_strides = strides_of(in[0]->shape()), strides(in_strides.size());
+  int64_t base = 0;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    strides[d] = in_strides[d] * s.step[d];
+    base += s.start[d] * in_strides[d];
+  }
+  gather_region(node, *in[0], *out[0], r, base, strides);
+}
+
+}  // namespace
+
+void add_movement_rules(RuleTable& t) {
+  t["Transpose"] = {cut_anywhere, transpose_needs, transpose_run};
+  t["Concat"] = {cut_anywhere, concat_needs, concat_run};
+  t["Slice"] = {slice_cuttable, slice_needs, slice_run};
+}
+
+}  // namespace grove::tiling

@@ -1,0 +1,144 @@
+// Tile rules of MaxPool, AveragePool (float32, without the Indices output) and of
+// GlobalAveragePool / GlobalMaxPool: cut images, channels and (windowed pools) the first
+// spatial dim. A tile reads its own channels and the input rows its windows cover.
+#include <algorithm>
+#include <limits>
+
+#include "ops/conv_geometry.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+WindowGeometry pool_geometry(const Node& node, const Shape& x) {
+  std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  if (x.size() < 3 || kernel.empty()) throw Error(node.describe() + ": pool tiling needs N x C x D1 ... and kernel_shape");
+  return window_geometry(node, std::span<const int64_t>(x.data() + 2, x.size() - 2), std::move(kernel),
+                         node.attr_int("ceil_mode", 0) != 0);
+}
+
+bool claimed(std::span<const ValueInfo> in) {
+  return in.size() == 1 && in[0].present && in[0].dtype == DType::f32 && in[0].shape.size() >= 3;
+}
+
+std::vector<int64_t> pool_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  std::vector<int64_t> blocks = none_cuttable(out[0].shape);
+  if (claimed(in)) blocks[0] = blocks[1] = blocks[2] = 1;
+  return blocks;
+}
+
+void pool_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                std::span<Region> in_regions) {
+  WindowGeometry g = pool_geometry(node, in[0].shape);
+  Region x = {out_region[0], out_region[1]};
+  for (size_t d = 0; d < g.rank(); ++d) x.push_back(window_input_range(g, d, out_region[d + 2]));
+  in_regions[0] = x;
+}
+
+// AveragePool's divisor with count_include_pad: the taps inside the padded input.
+int64_t padded_window_size(const WindowGeometry& g, std::span<const int64_t> pos) {
+  int64_t count = 1;
+  for (size_t d = 0; d < g.rank(); ++d) {
+    int64_t inside = 0;
+    for (int64_t k = 0; k < g.kernel[d]; ++k) {
+      int64_t c = pos[d] * g.strides[d] - g.pads_begin[d] + k * g.dilations[d];
+      inside += c >= -g.pads_begin[d] && c < g.input[d] + g.pads_end[d];
+    }
+    count *= inside;
+  }
+  return count;
+}
+
+template <bool Max>
+void pool_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+  std::vector<ValueInfo> infos = infos_of_tensors(in);
+  if (!claimed(infos)) return reference_whole(node, in, out, r);
+  check_region(node, r, out[0]->shape());
+  WindowGeometry g = pool_geometry(node, in[0]->shape());
+  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  const int64_t channels = in[0]->dim(1), in_plane = numel(g.input), out_plane = numel(g.output);
+  const float* xs = in[0]->data<float>();
+  float* ys = out[0]->data<float>();
+  std::vector<int64_t> lo, extent;
+  for (size_t d = 0; d < g.rank(); ++d) lo.push_back(r[d + 2].begin), extent.push_back(r[d + 2].size());
+  for (int64_t e : extent)
+    if (e <= 0) return;
+  std::vector<int64_t> step(g.rank(), 0), pos(g.rank());
+  std::vector<Tap> taps;
+  do {
+    int64_t q = 0;
+    for (size_t d = 0; d < g.rank(); ++d) pos[d] = lo[d] + step[d], q = q * g.output[d] + pos[d];
+    window_taps(g, pos, g.input, taps);
+    const int64_t divisor = include_pad ? padded_window_size(g, pos) : static_cast<int64_t>(taps.size());
+    for (int64_t n = r[0].begin; n < r[0].end; ++n)
+      for (int64_t c = r[1].begin; c < r[1].end; ++c) {
+        const int64_t plane = n * channels + c;
+        const float* xp = xs + plane * in_plane;
+        float value;
+        if constexpr (Max) {
+          value = std::numeric_limits<float>::lowest();
+          for (const Tap& t : taps) value = xp[t.offset] > value ? xp[t.offset] : value;
+        } else {
+          float sum = 0;
+          for (const Tap& t : taps) sum += xp[t.offset];
+          value = divisor > 0 ? sum / static_cast<float>(divisor) : 0.0f;
+        }
+        ys[plane * out_plane + q] = value;
+      }
+  } while (next_index(step, extent));
+}
+
+// ---- Global pools: one window over the whole plane; cut images and channels.
+
+bool global_claimed(std::span<const ValueInfo> in) {
+  return in.size() == 1 && in[0].present && in[0].dtype == DType::f32 && in[0].shape.size() >= 3;
+}
+
+std::vector<int64_t> global_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  std::vector<int64_t> blocks = none_cuttable(out[0].shape);
+  if (global_claimed(in)) blocks[0] = blocks[1] = 1;
+  return blocks;
+}
+
+void global_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                  std::span<Region> in_regions) {
+  Region x = full_region(in[0].shape);
+  x[0] = out_region[0];
+  x[1] = out_region[1];
+  in_regions[0] = x;
+}
+
+template <bool Max>
+void global_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+  std::vector<ValueInfo> infos = infos_of_tensors(in);
+  if (!global_claimed(infos)) return reference_whole(node, in, out, r);
+  check_region(node, r, out[0]->shape());
+  const int64_t channels = in[0]->dim(1), plane_size = numel(Shape(in[0]->shape().begin() + 2, in[0]->shape().end()));
+  const float* xs = in[0]->data<float>();
+  float* ys = out[0]->data<float>();
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t c = r[1].begin; c < r[1].end; ++c) {
+      const float* xp = xs + (n * channels + c) * plane_size;
+      float value;
+      if constexpr (Max) {
+        value = std::numeric_limits<float>::lowest();
+        for (int64_t i = 0; i < plane_size; ++i) value = xp[i] > value ? xp[i] : value;
+      } else {
+        float sum = 0;
+        for (int64_t i = 0; i < plane_size; ++i) sum += xp[i];
+        value = plane_size > 0 ? sum / static_cast<float>(plane_size) : 0.0f;
+      }
+      ys[n * channels + c] = value;
+    }
+}
+
+}  // namespace
+
+void add_pool_rules(RuleTable& t) {
+  t["MaxPool"] = {pool_cuttable, pool_needs, pool_run<true>};
+  t["AveragePool"] = {pool_cuttable, pool_needs, pool_run<false>};
+  t["GlobalMaxPool"] = {global_cuttable, global_needs, global_run<true>};
+  t["GlobalAveragePool"] = {global_cuttable, global_needs, global_run<false>};
+}
+
+}  // namespace grove::tiling

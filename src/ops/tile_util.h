@@ -1,0 +1,95 @@
+#pragma once
+// Shared pieces of the tile rules (tile_*.cpp): walking a region of a tensor row by row,
+// copying regions in and out, mapping regions through numpy broadcasting, and the fallback
+// that computes a region with the op's reference (for dtypes a rule has no loop for).
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/conv_geometry.h"
+#include "ops/tiling.h"
+#include "plan/region.h"
+
+namespace grove::tiling {
+
+// Rules by op type; each family file adds its own.
+using RuleTable = std::map<std::string, TileRule>;
+void add_elementwise_rules(RuleTable& t);  // tile_elementwise.cpp
+void add_conv_rules(RuleTable& t);         // tile_conv.cpp
+void add_pool_rules(RuleTable& t);         // tile_pool.cpp
+void add_matmul_rules(RuleTable& t);       // tile_matmul.cpp
+void add_row_rules(RuleTable& t);          // tile_rows.cpp
+void add_movement_rules(RuleTable& t);     // tile_movement.cpp
+void add_reshape_rules(RuleTable& t);      // tile_reshape.cpp
+
+// Block sizes meaning "every dim may be cut anywhere" / "one tile".
+inline std::vector<int64_t> all_cuttable(const Shape& s) { return std::vector<int64_t>(s.size(), 1); }
+inline std::vector<int64_t> none_cuttable(const Shape& s) { return std::vector<int64_t>(s.size(), 0); }
+
+bool is_full(const Region& r, const Shape& shape);
+
+// Calls row(offset, index) for every innermost run of `r` inside a row-major tensor of
+// `shape`: offset is the element offset of the run's first element, index its coordinates;
+// each run is r.back().size() elements long (one element for rank 0). Nothing for an empty region.
+template <class F>
+void for_each_row(const Shape& shape, const Region& r, F&& row) {
+  const size_t rank = shape.size();
+  for (const Range& x : r)
+    if (x.size() <= 0) return;
+  std::vector<int64_t> index(rank);
+  for (size_t d = 0; d < rank; ++d) index[d] = r[d].begin;
+  std::vector<int64_t> strides(rank);
+  int64_t acc = 1;
+  for (size_t d = rank; d-- > 0;) strides[d] = acc, acc *= shape[d];
+  int64_t offset = 0;
+  for (size_t d = 0; d < rank; ++d) offset += index[d] * strides[d];
+  while (true) {
+    row(offset, index);
+    size_t d = rank > 0 ? rank - 1 : 0;
+    for (;;) {
+      if (d == 0) return;  // the innermost dim is the run itself, so an outer odometer drives
+      --d;
+      if (++index[d] < r[d].end) {
+        offset += strides[d];
+        break;
+      }
+      offset -= (r[d].size() - 1) * strides[d];
+      index[d] = r[d].begin;
+    }
+  }
+}
+
+// The elements of `r` as a new tensor of the region's shape, and back.
+Tensor extract_region(const Tensor& t, const Region& r);
+void insert_region(Tensor& dst, const Region& r, const Tensor& src);
+
+// The region of an input of shape `in` that a numpy-broadcast read of output region `out_region`
+// touches: right-aligned dims, [0, 1) on the input's broadcast dims.
+Region broadcast_region(const Shape& in, const Region& out_region);
+
+// Computes out[0] over `out_region` by running the op's reference on the sub-tensors
+// in_regions[i] of each input and copying the result in. Exact for ops whose output region
+// depends only on those sub-tensors in the same way (elementwise, rows of a softmax, ...).
+void reference_on_subtensors(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                             const Region& out_region, std::span<const Region> in_regions);
+
+// Computes the whole op with its reference and copies out `out_region`: the path for
+// inputs a rule has no loop for, which cuttable() keeps to one whole tile anyway.
+void reference_whole(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                     const Region& out_region);
+
+// The input range along spatial dim d that the windows of output range `o` cover, clamped
+// to the input (empty when they read only padding). Conv and the pools.
+Range window_input_range(const WindowGeometry& g, size_t d, const Range& o);
+
+// Infos of whole tensors (for calling a rule's needs from run_tile).
+std::vector<ValueInfo> infos_of_tensors(std::span<const Tensor* const> in);
+
+// Throws unless the region fits inside the shape: run_tile is called by the runtime, so a
+// bad region is a planner bug that must fail loudly rather than write out of bounds.
+void check_region(const Node& node, const Region& r, const Shape& shape);
+
+}  // namespace grove::tiling

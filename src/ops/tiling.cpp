@@ -1,0 +1,36 @@
+// The table from op type to TileRule, built once on first use and never changed after.
+#include "ops/tiling.h"
+
+#include "ops/tile_util.h"
+
+namespace grove {
+namespace {
+
+const tiling::RuleTable& rule_table() {
+  static const tiling::RuleTable table = [] {
+    tiling::RuleTable t;
+    tiling::add_elementwise_rules(t);
+    tiling::add_conv_rules(t);
+    tiling::add_pool_rules(t);
+    tiling::add_matmul_rules(t);
+    tiling::add_row_rules(t);
+    tiling::add_movement_rules(t);
+    tiling::add_reshape_rules(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+const TileRule* find_tile_rule(const Node& node) {
+  if (!node.domain.empty() && node.domain != "ai.onnx") return nullptr;
+  // A tile computes output 0 only; a second output the graph uses needs the whole-op reference.
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (!node.outputs[i].empty()) return nullptr;
+  const auto& table = rule_table();
+  auto it = table.find(node.op_type);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+}  // namespace grove

@@ -1,0 +1,165 @@
+// make_plan: values and their buffer plan, a tile grid per op, then the tile DAG.
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "graph/flops.h"
+#include "ops/op.h"
+#include "plan/plan_internal.h"
+
+namespace grove {
+namespace plan_detail {
+
+NodeInfos node_infos(const Graph& g, const Node& node) {
+  NodeInfos infos;
+  auto info_of = [&](const std::string& name) {
+    ValueInfo info;
+    if (name.empty()) {
+      info.present = false;
+      return info;
+    }
+    auto it = g.values.find(name);
+    if (it == g.values.end())
+      throw Error(node.describe() + ": value '" + name + "' has no bound shape (bind the graph before planning)");
+    info = it->second;
+    auto init = g.initializers.find(name);
+    info.data = init == g.initializers.end() ? nullptr : &init->second;
+    return info;
+  };
+  for (const auto& name : node.inputs) infos.in.push_back(info_of(name));
+  for (const auto& name : node.outputs) infos.out.push_back(info_of(name));
+  return infos;
+}
+
+}  // namespace plan_detail
+
+namespace {
+
+using plan_detail::NodeInfos;
+
+void plan_values(Plan& plan) {
+  const Graph& g = plan.graph;
+  std::map<std::string, int32_t> index;
+  auto add = [&](const std::string& name, int32_t producer) {
+    auto it = g.values.find(name);
+    if (it == g.values.end()) throw Error("value '" + name + "' has no bound shape (bind the graph before planning)");
+    if (!index.emplace(name, static_cast<int32_t>(plan.values.size())).second)
+      throw Error("value '" + name + "' is produced twice");
+    plan.values.push_back({name, it->second.dtype, it->second.shape, producer, 0, false});
+  };
+  for (const auto& in : g.inputs)
+    if (!g.initializers.count(in.name)) add(in.name, -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    auto& ins = plan.node_inputs.emplace_back();
+    for (const auto& name : node.inputs) {
+      if (name.empty() || g.initializers.count(name)) {
+        ins.push_back(-1);
+        continue;
+      }
+      auto it = index.find(name);
+      if (it == index.end()) throw Error(node.describe() + ": input '" + name + "' is not computed by any earlier node");
+      ins.push_back(it->second);
+    }
+    auto& outs = plan.node_outputs.emplace_back();
+    for (const auto& name : node.outputs) {
+      if (name.empty()) {
+        outs.push_back(-1);
+        continue;
+      }
+      add(name, static_cast<int32_t>(n));
+      outs.push_back(index[name]);
+    }
+  }
+  for (const auto& out : g.outputs) {
+    auto it = index.find(out.name);
+    if (it != index.end()) plan.values[it->second].is_output = true;
+    else if (!g.initializers.count(out.name)) throw Error("graph output '" + out.name + "' is not computed by any node");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& options) {
+  if (options.threads < 1) throw Error("plan: threads must be at least 1");
+  if (options.tiles_per_op < 0) throw Error("plan: tiles per op must not be negative");
+  if (options.min_tile_flops < 0) throw Error("plan: the minimum tile FLOPs must not be negative");
+  auto plan = std::make_shared<Plan>();
+  plan->graph = bound;
+  plan->options = options;
+  plan_values(*plan);
+
+  const Graph& g = plan->graph;
+  TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;
+  TileGraph& tg = plan->tiles;
+  std::vector<NodeInfos> infos;
+  infos.reserve(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    infos.push_back(plan_detail::node_infos(g, node));
+    const TileRule* rule = lookup(node);
+    if (!rule) {
+      const OpDef* def = OpRegistry::builtin().find(node);
+      if (!def || !def->infer || !def->reference) throw Unsupported(node.describe() + ": unsupported op");
+    }
+    if (rule && (node.outputs.empty() || node.outputs[0].empty()))
+      throw Error(node.describe() + ": a tiled op needs its first output");
+    int64_t flops = node_flops(g, node);
+    plan->total_flops += flops;
+    Shape out_shape = infos.back().out.empty() || !infos.back().out[0].present ? Shape{} : infos.back().out[0].shape;
+    int64_t work = std::max(flops, numel(out_shape));
+    int64_t producer_tiles = 1;
+    for (int32_t v : plan->node_inputs[n])
+      if (v >= 0 && plan->values[v].producer >= 0)
+        producer_tiles = std::max<int64_t>(producer_tiles, tg.tile_count[plan->values[v].producer]);
+    Shape extent = plan_detail::choose_tile_extent(node, infos.back(), rule, options, work, producer_tiles);
+
+    plan->rules.push_back(rule);
+    plan->tile_extent.push_back(extent);
+    tg.first_tile.push_back(tg.size());
+    if (rule) plan_detail::append_tiles(static_cast<int32_t>(n), out_shape, extent, tg);
+    else {
+      tg.node.push_back(static_cast<int32_t>(n));
+      tg.region.push_back(full_region(out_shape));
+    }
+    int64_t count = tg.size() - tg.first_tile.back();
+    if (tg.node.size() > static_cast<size_t>(INT32_MAX / 2)) throw Error(node.describe() + ": too many tiles");
+    tg.tile_count.push_back(static_cast<int32_t>(count));
+    if (options.schedule == Schedule::barrier && n + 1 < g.nodes.size()) {
+      tg.node.push_back(-1);
+      tg.region.emplace_back();
+    }
+  }
+
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int32_t v : plan->node_inputs[n])
+      if (v >= 0) plan->values[v].consumer_tiles += tg.tile_count[n];
+
+  plan->critical_path_flops = plan_detail::link_tiles(*plan, infos);
+  return plan;
+}
+
+Shape tile_grid(const Plan& plan, int32_t node) {
+  const Shape& extent = plan.tile_extent.at(node);
+  const Node& n = plan.graph.nodes.at(node);
+  Shape grid(extent.size(), 1);
+  if (extent.empty()) return grid;
+  const Shape& shape = plan.graph.values.at(n.outputs[0]).shape;
+  for (size_t d = 0; d < extent.size(); ++d)
+    grid[d] = extent[d] > 0 ? (shape[d] + extent[d] - 1) / extent[d] : 1;
+  return grid;
+}
+
+int64_t tile_graph_bytes(const TileGraph& tg) {
+  int64_t bytes = static_cast<int64_t>(sizeof(TileGraph));
+  bytes += static_cast<int64_t>(tg.node.capacity() * sizeof(int32_t) + tg.n_parents.capacity() * sizeof(int32_t) +
+                                tg.depth.capacity() * sizeof(int32_t) + tg.child_begin.capacity() * sizeof(int64_t) +
+                                tg.children.capacity() * sizeof(int32_t) + tg.sources.capacity() * sizeof(int32_t) +
+                                tg.first_tile.capacity() * sizeof(int32_t) + tg.tile_count.capacity() * sizeof(int32_t));
+  bytes += static_cast<int64_t>(tg.region.capacity() * sizeof(Region));
+  for (const Region& r : tg.region) bytes += static_cast<int64_t>(r.capacity() * sizeof(Range));
+  return bytes;
+}
+
+}  // namespace grove

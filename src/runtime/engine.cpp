@@ -1,0 +1,130 @@
+#include "runtime/engine.h"
+
+#include <thread>
+#include <vector>
+
+#include "graph/error.h"
+#include "runtime/cores.h"
+#include "runtime/job_state.h"
+#include "runtime/ready_pool.h"
+#include "runtime/trace.h"
+#include "runtime/worker.h"
+
+namespace grove {
+
+// Rows and trace tracks 0..threads-1 belong to the worker threads; the last one to the thread
+// inside run() (one at a time, guarded by caller_busy).
+struct Engine::Impl {
+  explicit Impl(const EngineOptions& options)
+      : options(options),
+        n_threads(options.threads > 0 ? options.threads : available_cores()),
+        pool(n_threads + 1, options.priority),
+        tracer(n_threads + 1) {}
+
+  std::future<void> submit(std::shared_ptr<Job> job, std::atomic<bool>* done_flag);
+  void start_workers();
+  void stop_workers();
+
+  EngineOptions options;
+  int n_threads;
+  ReadyPool pool;
+  Tracer tracer;
+  JobTracker tracker;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> caller_busy{false};
+  std::atomic<uint64_t> next_job_id{1};
+  std::atomic<uint32_t> next_source_row{0};
+  std::vector<std::thread> threads;
+};
+
+void Engine::Impl::start_workers() {
+  std::vector<int> cpus = allowed_cpus();
+  threads.reserve(static_cast<size_t>(n_threads));
+  for (int i = 0; i < n_threads; ++i) {
+    int cpu = cpus[static_cast<size_t>(i) % cpus.size()];
+    threads.emplace_back([this, i, cpu] {
+      if (options.pin) pin_current_thread(cpu);
+      WorkerContext worker(i, i, pool, tracer);
+      work_until(worker, stopping);
+    });
+  }
+}
+
+void Engine::Impl::stop_workers() {
+  stopping.store(true, std::memory_order_release);
+  pool.parker().notify_all();
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+}
+
+std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<bool>* done_flag) {
+  if (!job) throw Error("engine: submit() got a null job");
+  DagView dag = job->dag();
+  int32_t max_depth = validate_dag(dag);
+  uint64_t id = next_job_id.fetch_add(1, std::memory_order_relaxed);
+  auto state = std::make_unique<JobState>(std::move(job), dag, max_depth, id);
+  state->done_flag = done_flag;
+  state->parker = &pool.parker();
+  state->tracker = &tracker;
+  std::future<void> future = state->promise.get_future();
+  tracker.add();
+  if (dag.n_parents.empty()) {
+    JobState::complete(state.release());
+    return future;
+  }
+  // Sources go round-robin over the worker rows (paper: "uniformly distributed"), one batch
+  // per row. Jobs start on different rows so that small jobs spread out too.
+  JobState* s = state.release();
+  const int rows = n_threads;
+  const uint32_t first_row = next_source_row.fetch_add(1, std::memory_order_relaxed);
+  std::vector<std::vector<ReadyTile>> per_row(static_cast<size_t>(std::min<size_t>(rows, dag.sources.size())));
+  for (size_t i = 0; i < dag.sources.size(); ++i) {
+    int32_t tile = dag.sources[i];
+    per_row[i % per_row.size()].push_back({s, tile, pool.column_for(dag.depth[static_cast<size_t>(tile)], max_depth)});
+  }
+  // Once the first batch is pushed the job may run, finish and be deleted: use only locals.
+  for (size_t k = 0; k < per_row.size(); ++k)
+    pool.push(static_cast<int>((first_row + k) % static_cast<uint32_t>(rows)), per_row[k]);
+  return future;
+}
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(options)) { impl_->start_workers(); }
+
+Engine::~Engine() {
+  impl_->tracker.wait_until_idle();
+  impl_->stop_workers();
+}
+
+int Engine::threads() const { return impl_->n_threads; }
+
+int Engine::worker_slots() const { return impl_->n_threads + 1; }
+
+std::future<void> Engine::submit(std::shared_ptr<Job> job) { return impl_->submit(std::move(job), nullptr); }
+
+void Engine::run(std::shared_ptr<Job> job) {
+  Impl& impl = *impl_;
+  if (!impl.options.caller_works || impl.caller_busy.exchange(true, std::memory_order_acquire)) {
+    impl.submit(std::move(job), nullptr).get();
+    return;
+  }
+  struct Release {
+    std::atomic<bool>& busy;
+    ~Release() { busy.store(false, std::memory_order_release); }
+  } release{impl.caller_busy};
+  std::atomic<bool> done{false};
+  std::future<void> future = impl.submit(std::move(job), &done);
+  WorkerContext caller(impl.n_threads, impl.n_threads, impl.pool, impl.tracer);
+  work_until(caller, done);
+  future.get();
+}
+
+void Engine::start_trace() { impl_->tracer.start(); }
+
+std::string Engine::stop_trace_json() {
+  std::vector<std::string> names;
+  for (int i = 0; i < impl_->n_threads; ++i) names.push_back("worker " + std::to_string(i));
+  names.push_back("caller");
+  return impl_->tracer.stop_json(names);
+}
+
+}  // namespace grove

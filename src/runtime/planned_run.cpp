@@ -1,0 +1,172 @@
+#include "runtime/planned_run.h"
+
+#include <cstring>
+
+#include "ops/evaluate.h"
+#include "ops/op.h"
+
+namespace grove {
+namespace {
+
+void poison(Tensor& t) {
+  int fill = 0x7f;  // integers: huge values, so a stray index read fails loudly
+  if (t.dtype() == DType::f32 || t.dtype() == DType::f64 || t.dtype() == DType::f16) fill = 0xff;  // NaN
+  if (t.dtype() == DType::boolean) fill = 0x01;
+  if (t.bytes() > 0) std::memset(t.raw(), fill, t.bytes());
+}
+
+[[noreturn]] void rethrow_for(const Graph& g, const Node& node) {
+  std::string prefix = g.path.empty() ? "" : g.path + ": ";
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("node '") != std::string::npos) throw e.prefixed(prefix);
+    throw e.prefixed(prefix + node.describe() + ": ");
+  } catch (const std::exception& e) {
+    throw Error(prefix + node.describe() + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+PlannedRun::PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, PlannedRunOptions options)
+    : plan_(std::move(plan)), options_(options) {
+  if (!plan_) throw Error("PlannedRun: no plan");
+  const Plan& p = *plan_;
+  check_inputs(p.graph, inputs);
+  slots_ = std::make_unique<Slot[]>(p.values.size());
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const PlannedValue& pv = p.values[v];
+    int32_t users = pv.consumer_tiles;
+    if (pv.producer >= 0) users += p.tiles.tile_count[pv.producer];
+    slots_[v].users.store(users, std::memory_order_relaxed);
+    if (pv.producer < 0) {
+      slots_[v].tensor = inputs.at(pv.name);
+      std::call_once(slots_[v].allocated, [] {});
+    }
+  }
+  constants_.resize(p.graph.nodes.size());
+  for (size_t n = 0; n < p.graph.nodes.size(); ++n)
+    for (const auto& name : p.graph.nodes[n].inputs) {
+      auto it = name.empty() ? p.graph.initializers.end() : p.graph.initializers.find(name);
+      constants_[n].push_back(it == p.graph.initializers.end() ? nullptr : &it->second);
+    }
+}
+
+PlannedRun::~PlannedRun() = default;
+
+DagView PlannedRun::dag() const {
+  const TileGraph& tg = plan_->tiles;
+  return {tg.n_parents, tg.child_begin, tg.children, tg.depth, tg.sources};
+}
+
+std::string PlannedRun::tile_label(int32_t tile) const {
+  int32_t n = plan_->tiles.node.at(tile);
+  if (n < 0) return "barrier";
+  const Node& node = plan_->graph.nodes[n];
+  return (node.name.empty() ? node.op_type : node.name) + " #" + std::to_string(tile - plan_->tiles.first_tile[n]);
+}
+
+void PlannedRun::allocate(int32_t v) {
+  Slot& slot = slots_[v];
+  std::call_once(slot.allocated, [&] {
+    const PlannedValue& pv = plan_->values[v];
+    slot.tensor = Tensor(pv.dtype, pv.shape);
+    if (options_.poison_buffers && plan_->rules[pv.producer]) poison(slot.tensor);
+    int64_t now = current_bytes_.fetch_add(static_cast<int64_t>(slot.tensor.bytes())) + static_cast<int64_t>(slot.tensor.bytes());
+    int64_t peak = peak_bytes_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now)) {
+    }
+  });
+}
+
+void PlannedRun::release_use(int32_t v) {
+  Slot& slot = slots_[v];
+  if (slot.users.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const PlannedValue& pv = plan_->values[v];
+  if (pv.is_output) return;
+  if (pv.producer >= 0) current_bytes_.fetch_sub(static_cast<int64_t>(slot.tensor.bytes()));
+  slot.tensor = Tensor();
+}
+
+void PlannedRun::run_tile(int32_t tile, int /*worker*/) {
+  int32_t n = plan_->tiles.node.at(tile);
+  if (n >= 0) {
+    try {
+      run_node_tile(n, tile);
+    } catch (...) {
+      rethrow_for(plan_->graph, plan_->graph.nodes[n]);
+    }
+  }
+  tiles_done_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void PlannedRun::run_node_tile(int32_t n, int32_t tile) {
+  const Plan& p = *plan_;
+  const Node& node = p.graph.nodes[n];
+  const auto& ins = p.node_inputs[n];
+  const auto& outs = p.node_outputs[n];
+  for (int32_t v : outs)
+    if (v >= 0) allocate(v);
+  std::vector<const Tensor*> in(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i] >= 0) {
+      allocate(ins[i]);  // a tile that reads nothing of a producer may run before it
+      in[i] = &slots_[ins[i]].tensor;
+    } else {
+      in[i] = constants_[n][i];
+    }
+  }
+  std::vector<Tensor*> out(outs.size(), nullptr);
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (outs[k] >= 0) out[k] = &slots_[outs[k]].tensor;
+
+  if (const TileRule* rule = p.rules[n]) {
+    rule->run_tile(node, in, out, p.tiles.region[tile]);
+  } else {
+    const OpDef* def = OpRegistry::builtin().find(node);
+    if (!def || !def->reference) throw Unsupported("unsupported op");
+    // Optional outputs the node leaves unnamed still get scratch buffers when infer defines them.
+    std::vector<Tensor> scratch(outs.size());
+    bool unnamed = false;
+    for (size_t k = 0; k < outs.size(); ++k) unnamed = unnamed || outs[k] < 0;
+    if (unnamed) {
+      std::vector<ValueInfo> infos(in.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (in[i]) infos[i] = ValueInfo{in[i]->dtype(), in[i]->shape(), in[i], true};
+        else infos[i].present = false;
+      }
+      std::vector<ValueInfo> out_infos = infer_node(node, infos);
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (outs[k] < 0 && out_infos[k].dtype != DType::undefined) {
+          scratch[k] = Tensor(out_infos[k].dtype, out_infos[k].shape);
+          out[k] = &scratch[k];
+        }
+    }
+    def->reference(node, in, out);
+  }
+
+  for (int32_t v : ins)
+    if (v >= 0) release_use(v);
+  for (int32_t v : outs)
+    if (v >= 0) release_use(v);
+}
+
+TensorMap PlannedRun::outputs() const {
+  const Plan& p = *plan_;
+  if (tiles_done_.load(std::memory_order_acquire) != p.tiles.size())
+    throw Error("PlannedRun: outputs asked for before every tile ran (" + std::to_string(tiles_done_.load()) + " of " +
+                std::to_string(p.tiles.size()) + ")");
+  std::map<std::string, int32_t> index;
+  for (size_t v = 0; v < p.values.size(); ++v)
+    if (p.values[v].is_output) index[p.values[v].name] = static_cast<int32_t>(v);
+  TensorMap result;
+  for (const auto& o : p.graph.outputs) {
+    auto it = index.find(o.name);
+    if (it != index.end()) result[o.name] = slots_[it->second].tensor;
+    else result[o.name] = p.graph.initializers.at(o.name);
+  }
+  return result;
+}
+
+}  // namespace grove

@@ -1,0 +1,61 @@
+#pragma once
+// One inference of a Plan as an Engine Job: per-run buffers and counters over the shared,
+// immutable TileGraph. A value's buffer is allocated when the first tile touching it starts
+// and released when its last consumer tile and every producer tile have finished (graph
+// outputs are kept). Current and peak activation bytes are tracked.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "plan/plan.h"
+#include "runtime/engine.h"
+#include "runtime/reference_executor.h"
+
+namespace grove {
+
+struct PlannedRunOptions {
+  // Fill the outputs of tiled ops with NaN (float) or junk (integers) instead of zeros, so a
+  // tile that reads data no parent wrote shows up in tests as a wrong result.
+  bool poison_buffers = false;
+};
+
+class PlannedRun : public Job {
+ public:
+  // Checks `inputs` against the plan's bound inputs (name, dtype, shape); throws Error otherwise.
+  PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, PlannedRunOptions options = {});
+  ~PlannedRun() override;
+
+  DagView dag() const override;
+  void run_tile(int32_t tile, int worker) override;
+  std::string tile_label(int32_t tile) const override;
+
+  // The graph outputs by name; throws if some tile has not run.
+  TensorMap outputs() const;
+
+  int64_t activation_bytes() const { return current_bytes_.load(std::memory_order_relaxed); }
+  int64_t peak_activation_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
+  const Plan& plan() const { return *plan_; }
+
+ private:
+  struct Slot {
+    std::once_flag allocated;
+    Tensor tensor;
+    std::atomic<int32_t> users{0};  // tiles still to read or write it
+  };
+
+  void allocate(int32_t value);
+  void release_use(int32_t value);
+  void run_node_tile(int32_t node, int32_t tile);
+
+  std::shared_ptr<const Plan> plan_;
+  PlannedRunOptions options_;
+  std::unique_ptr<Slot[]> slots_;
+  std::vector<std::vector<const Tensor*>> constants_;  // per node input: the initializer, or nullptr
+  std::atomic<int64_t> current_bytes_{0};
+  std::atomic<int64_t> peak_bytes_{0};
+  std::atomic<int32_t> tiles_done_{0};
+};
+
+}  // namespace grove

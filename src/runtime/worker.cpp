@@ -1,0 +1,109 @@
+#include "runtime/worker.h"
+
+#include <utility>
+
+#include "runtime/job_state.h"
+
+namespace grove {
+
+namespace {
+
+// Spin this many pool scans before parking: long enough to catch the next push of a busy
+// job (a few microseconds), short enough that an idle engine quickly stops burning CPU.
+constexpr int kSpinScans = 64;
+constexpr int kPausesPerScan = 32;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+void run_one(WorkerContext& w, JobState& job, int32_t tile) {
+  if constexpr (kAdversarial) w.adversary.delay();
+  const bool tracing = w.tracer.on();
+  Tracer::Clock::time_point start;
+  if (tracing) start = Tracer::Clock::now();
+  try {
+    job.job->run_tile(tile, w.id);
+  } catch (...) {
+    job.fail(std::current_exception());
+  }
+  if (tracing) w.tracer.record(w.id, job, tile, start, Tracer::Clock::now());
+  if constexpr (kAdversarial) w.adversary.delay();
+}
+
+// Algorithm 1, lines 11-20: runs `ready` (unless its job was cancelled), releases its
+// children, and returns true with `next` set to a child this worker should run now.
+bool run_and_release(WorkerContext& w, const ReadyTile& ready, ReadyTile& next) {
+  JobState& job = *ready.job;
+  if (!job.cancelled()) run_one(w, job, ready.tile);
+
+  const DagView& dag = job.dag;
+  const size_t t = static_cast<size_t>(ready.tile);
+  int32_t follow = -1;
+  w.batch.clear();
+  for (int64_t e = dag.child_begin[t]; e < dag.child_begin[t + 1]; ++e) {
+    int32_t child = dag.children[static_cast<size_t>(e)];
+    if (!job.parent_finished(child)) continue;
+    if (follow < 0) {
+      follow = child;
+    } else {
+      w.batch.push_back({&job, child, w.pool.column_for(dag.depth[static_cast<size_t>(child)], job.max_depth)});
+    }
+  }
+  if constexpr (kAdversarial) {
+    if (!w.batch.empty() && (w.adversary.next() & 1)) {
+      std::swap(follow, w.batch[w.adversary.below(static_cast<uint32_t>(w.batch.size()))].tile);
+      for (ReadyTile& r : w.batch)
+        r.column = w.pool.column_for(dag.depth[static_cast<size_t>(r.tile)], job.max_depth);
+    }
+  }
+  w.pool.push(w.row, w.batch);
+  // A followed child is unfinished, so this cannot be the job's last tile when follow >= 0.
+  if (job.tile_finished()) JobState::complete(&job);
+  if (follow < 0) return false;
+  next = ReadyTile{&job, follow, 0};
+  return true;
+}
+
+bool try_pop(WorkerContext& w, ReadyTile& out) {
+  if constexpr (kAdversarial) return w.pool.try_pop(w.row, out, w.adversary.pop_order(w.pool.rows(), w.pool.columns()));
+  return w.pool.try_pop(w.row, out);
+}
+
+// Algorithm 1, line 9, with idling: spin a little, then park until a push or `quit`.
+bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
+  Parker& parker = w.pool.parker();
+  for (;;) {
+    // quit before pop: run()'s caller must return once its job is done, even while other
+    // jobs keep the pool busy.
+    for (int scan = 0; scan < kSpinScans; ++scan) {
+      if (quit.load(std::memory_order_acquire)) return false;
+      if (try_pop(w, out)) return true;
+      for (int i = 0; i < kPausesPerScan; ++i) cpu_relax();
+    }
+    uint32_t epoch = parker.prepare();
+    if (quit.load(std::memory_order_acquire)) {
+      parker.cancel();
+      return false;
+    }
+    if (try_pop(w, out)) {
+      parker.cancel();
+      return true;
+    }
+    parker.wait(epoch);
+  }
+}
+
+}  // namespace
+
+void work_until(WorkerContext& w, const std::atomic<bool>& quit) {
+  ReadyTile tile;
+  while (acquire(w, tile, quit)) {
+    ReadyTile next;
+    while (run_and_release(w, tile, next)) tile = next;
+  }
+}
+
+}  // namespace grove

@@ -1,0 +1,30 @@
+#pragma once
+// One scheduler (the paper's DSE, Algorithm 1): run a ready tile, bump each child's
+// done-parents count, follow the first child that became ready and push the others to the
+// pool; with nothing to follow, pop from the pool, spinning briefly and then parking.
+// Worker threads and the thread inside Engine::run() both run this loop.
+#include <atomic>
+#include <vector>
+
+#include "runtime/adversary.h"
+#include "runtime/ready_pool.h"
+#include "runtime/trace.h"
+
+namespace grove {
+
+struct WorkerContext {
+  WorkerContext(int id_, int row_, ReadyPool& pool_, Tracer& tracer_)
+      : id(id_), row(row_), pool(pool_), tracer(tracer_), adversary(static_cast<uint64_t>(id_) + 1) {}
+
+  int id;   // passed to Job::run_tile; also this worker's trace track
+  int row;  // this worker's row in the pool
+  ReadyPool& pool;
+  Tracer& tracer;
+  Adversary adversary;           // used only in the adversarial build
+  std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
+};
+
+// Runs tiles until `quit` is raised and the worker finds no tile to run.
+void work_until(WorkerContext& worker, const std::atomic<bool>& quit);
+
+}  // namespace grove

@@ -1,0 +1,226 @@
+// Jobs in flight together, failing jobs, malformed DAGs, and engine shutdown with work queued.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+#include "graph/error.h"
+#include "test_dags.h"
+
+namespace grove::test {
+namespace {
+
+TEST(Jobs, ConcurrentJobsOfDifferentDagsAllComplete) {
+  std::vector<TestDag> dags = all_shapes();
+  for (int threads : {1, 2, 3, 8}) {
+    Engine engine(EngineOptions{.threads = threads});
+    std::vector<std::shared_ptr<CheckingJob>> jobs;
+    std::vector<std::future<void>> futures;
+    for (int round = 0; round < 4; ++round)
+      for (const TestDag& dag : dags) {
+        jobs.push_back(std::make_shared<CheckingJob>(dag, engine.worker_slots()));
+        futures.push_back(engine.submit(jobs.back()));
+      }
+    // Submitters on other threads at the same time, one of them working through run().
+    std::thread helper([&] {
+      for (const TestDag& dag : dags) {
+        auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+        engine.run(job);
+        EXPECT_EQ(job->tiles_not_run_once(), 0) << dag.name;
+        EXPECT_EQ(job->early(), 0) << dag.name;
+      }
+    });
+    for (const TestDag& dag : dags) {
+      auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+      engine.run(job);
+      EXPECT_EQ(job->tiles_not_run_once(), 0) << dag.name;
+    }
+    helper.join();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      futures[i].get();
+      EXPECT_EQ(jobs[i]->tiles_not_run_once(), 0) << i;
+      EXPECT_EQ(jobs[i]->early(), 0) << i;
+    }
+  }
+}
+
+// Throws at one tile; counts the tiles that ran.
+class ThrowingJob : public Job {
+ public:
+  ThrowingJob(const TestDag& dag, int32_t bad_tile) : dag_(dag), bad_tile_(bad_tile) {}
+  DagView dag() const override { return dag_.view(); }
+  void run_tile(int32_t tile, int) override {
+    ran_.fetch_add(1);
+    if (tile == bad_tile_) throw std::runtime_error("tile " + std::to_string(tile) + " failed");
+  }
+  int32_t ran() const { return ran_.load(); }
+
+ private:
+  const TestDag& dag_;
+  int32_t bad_tile_;
+  std::atomic<int32_t> ran_{0};
+};
+
+TEST(Jobs, ThrowingTileFailsTheFutureAndSkipsTheRest) {
+  TestDag dag = chain(100);
+  for (int threads : {1, 2, 3}) {
+    Engine engine(EngineOptions{.threads = threads});
+    auto job = std::make_shared<ThrowingJob>(dag, 10);
+    std::future<void> f = engine.submit(job);
+    try {
+      f.get();
+      FAIL() << "no exception";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "tile 10 failed");
+    }
+    EXPECT_EQ(job->ran(), 11);  // a chain: nothing after the failing tile may start
+    // Through run() the exception is rethrown to the caller.
+    auto again = std::make_shared<ThrowingJob>(dag, 0);
+    EXPECT_THROW(engine.run(again), std::runtime_error);
+    EXPECT_EQ(again->ran(), 1);
+    // The engine stays usable.
+    TestDag wide = random_layered(5, 6, 10, 3);
+    auto good = std::make_shared<CheckingJob>(wide, engine.worker_slots());
+    engine.submit(good).get();
+    EXPECT_EQ(good->tiles_not_run_once(), 0);
+  }
+}
+
+TEST(Jobs, SeveralThrowingTilesReportOneOfTheirExceptions) {
+  TestDag dag = fan_out_in(50);
+  Engine engine(EngineOptions{.threads = 3});
+  struct AllThrow : Job {
+    const TestDag& d;
+    explicit AllThrow(const TestDag& dag) : d(dag) {}
+    DagView dag() const override { return d.view(); }
+    void run_tile(int32_t tile, int) override {
+      if (tile != 0) throw std::out_of_range("middle tile");
+    }
+  };
+  EXPECT_THROW(engine.submit(std::make_shared<AllThrow>(dag)).get(), std::out_of_range);
+}
+
+TEST(Jobs, MalformedDagsAreErrorsAtSubmit) {
+  Engine engine(EngineOptions{.threads = 2});
+  auto expect_error = [&](TestDag dag, const std::string& fragment) {
+    auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+    try {
+      engine.submit(job);
+      ADD_FAILURE() << "accepted: " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  TestDag d = diamond();
+  d.n_parents[3] = 3;  // would never become ready: a hang, unless refused
+  expect_error(d, "parents");
+  d = diamond();
+  d.children[0] = 17;
+  expect_error(d, "out of range");
+  d = diamond();
+  d.sources.push_back(0);
+  expect_error(d, "sources");
+  d = diamond();
+  d.sources = {1};
+  d.n_parents = {0, 1, 1, 2};
+  expect_error(d, "source 1");
+  d = diamond();
+  d.depth[3] = 1;
+  expect_error(d, "depth");
+  d = diamond();
+  d.child_begin.pop_back();
+  expect_error(d, "child_begin");
+  d = diamond();
+  d.depth.pop_back();
+  expect_error(d, "depth");
+  // A cycle (1 -> 2 -> 1) with consistent counts is caught by the depth rule.
+  TestDag cyc;
+  cyc.n_parents = {0, 2, 1};
+  cyc.child_begin = {0, 1, 2, 3};
+  cyc.children = {1, 2, 1};
+  cyc.depth = {0, 1, 2};
+  cyc.sources = {0};
+  cyc.parents = {{}, {0, 2}, {1}};
+  expect_error(cyc, "depth does not grow");
+  EXPECT_THROW(engine.submit(nullptr), Error);
+  // Still usable afterwards.
+  TestDag ok = diamond();
+  auto job = std::make_shared<CheckingJob>(ok, engine.worker_slots());
+  engine.submit(job).get();
+  EXPECT_EQ(job->tiles_not_run_once(), 0);
+}
+
+// Each tile sleeps, so jobs are certainly still in flight when the engine is destroyed.
+class SlowJob : public Job {
+ public:
+  explicit SlowJob(const TestDag& dag, std::chrono::microseconds per_tile = std::chrono::microseconds(200))
+      : dag_(dag), per_tile_(per_tile) {}
+  DagView dag() const override { return dag_.view(); }
+  void run_tile(int32_t, int) override {
+    std::this_thread::sleep_for(per_tile_);
+    ran_.fetch_add(1);
+  }
+  int32_t ran() const { return ran_.load(); }
+
+ private:
+  const TestDag& dag_;
+  std::chrono::microseconds per_tile_;
+  std::atomic<int32_t> ran_{0};
+};
+
+TEST(Jobs, DestroyingTheEngineWaitsForJobsInFlight) {
+  TestDag dag = random_layered(11, 10, 8, 2);
+  std::vector<std::shared_ptr<SlowJob>> jobs;
+  std::vector<std::future<void>> futures;
+  {
+    Engine engine(EngineOptions{.threads = 2});
+    for (int i = 0; i < 5; ++i) {
+      jobs.push_back(std::make_shared<SlowJob>(dag));
+      futures.push_back(engine.submit(jobs.back()));
+    }
+  }  // ~Engine with about 80 ms of work queued
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_EQ(futures[i].wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    futures[i].get();
+    EXPECT_EQ(jobs[i]->ran(), dag.size());
+  }
+}
+
+TEST(Jobs, RunReturnsWhenItsJobIsDoneEvenWhileOthersRun) {
+  TestDag wide = fan_out_in(200);  // about 200 ms of sleeping tiles
+  TestDag small = diamond();
+  Engine engine(EngineOptions{.threads = 1});
+  auto slow = std::make_shared<SlowJob>(wide, std::chrono::milliseconds(1));
+  std::future<void> slow_done = engine.submit(slow);
+  auto quick = std::make_shared<CheckingJob>(small, engine.worker_slots());
+  engine.run(quick);  // the caller helps with the slow job's tiles, but must stop after its own
+  EXPECT_EQ(quick->tiles_not_run_once(), 0);
+  EXPECT_EQ(slow_done.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  slow_done.get();
+  EXPECT_EQ(slow->ran(), wide.size());
+}
+
+TEST(Jobs, EngineDropsItsJobReferenceBeforeTheFutureIsReady) {
+  TestDag dag = diamond();
+  Engine engine(EngineOptions{.threads = 2});
+  auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+  std::weak_ptr<CheckingJob> weak = job;
+  std::future<void> f = engine.submit(std::move(job));
+  f.get();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(Jobs, CreateAndDestroyEnginesRepeatedly) {
+  TestDag dag = fan_out_in(8);
+  for (int i = 0; i < 50; ++i) {
+    Engine engine(EngineOptions{.threads = 1 + i % 4});
+    if (i % 3 == 0) continue;  // never used
+    auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+    engine.submit(job);  // future dropped: the destructor still waits
+  }
+}
+
+}  // namespace
+}  // namespace grove::test

@@ -1,0 +1,299 @@
+// The planner: tile grids, dependencies against a brute-force O(tiles^2) oracle, depth,
+// critical path, the barrier schedule and the buffer plan.
+#include "graph/flops.h"
+#include "plan_test_util.h"
+
+using namespace grove;
+using namespace grove::test;
+
+namespace {
+
+using EdgeSet = std::set<std::pair<int32_t, int32_t>>;
+
+EdgeSet planned_edges(const TileGraph& tg) {
+  EdgeSet e;
+  for (int32_t t = 0; t < tg.size(); ++t)
+    for (int64_t c = tg.child_begin[t]; c < tg.child_begin[t + 1]; ++c) e.insert({t, tg.children[c]});
+  return e;
+}
+
+// Edge s -> t iff some input region that tile t needs intersects the region of tile s of
+// that input's producer: every pair of tiles tried.
+EdgeSet oracle_edges(const Plan& plan) {
+  const Graph& g = plan.graph;
+  const TileGraph& tg = plan.tiles;
+  EdgeSet e;
+  for (int32_t t = 0; t < tg.size(); ++t) {
+    int32_t n = tg.node[t];
+    if (n < 0) continue;
+    const Node& node = g.nodes[n];
+    std::vector<ValueInfo> in, out;
+    for (const auto& name : node.inputs) {
+      ValueInfo i;
+      if (name.empty()) i.present = false;
+      else {
+        i = g.values.at(name);
+        auto it = g.initializers.find(name);
+        i.data = it == g.initializers.end() ? nullptr : &it->second;
+      }
+      in.push_back(i);
+    }
+    for (const auto& name : node.outputs) out.push_back(name.empty() ? ValueInfo{} : g.values.at(name));
+    std::vector<Region> need(in.size());
+    if (plan.rules[n]) plan.rules[n]->needs(node, in, out, tg.region[t], need);
+    else
+      for (size_t i = 0; i < in.size(); ++i) need[i] = in[i].present ? full_region(in[i].shape) : Region{};
+    for (size_t i = 0; i < in.size(); ++i) {
+      int32_t v = plan.node_inputs[n][i];
+      if (v < 0 || plan.values[v].producer < 0) continue;
+      if (need[i].empty() && !in[i].shape.empty()) continue;
+      int32_t p = plan.values[v].producer;
+      for (int32_t s = tg.first_tile[p]; s < tg.first_tile[p] + tg.tile_count[p]; ++s) {
+        // A one-tile producer's tile covers all of each of its outputs.
+        Region have = tg.tile_count[p] == 1 ? full_region(in[i].shape) : tg.region[s];
+        if (intersects(need[i], have)) e.insert({s, t});
+      }
+    }
+  }
+  return e;
+}
+
+// Tiles of each node cover its output exactly once.
+void expect_partition(const Plan& plan) {
+  const TileGraph& tg = plan.tiles;
+  for (size_t n = 0; n < plan.graph.nodes.size(); ++n) {
+    const Node& node = plan.graph.nodes[n];
+    if (node.outputs.empty() || node.outputs[0].empty()) continue;
+    const Shape& shape = plan.graph.values.at(node.outputs[0]).shape;
+    std::vector<int> hits(static_cast<size_t>(numel(shape)), 0);
+    for (int32_t t = tg.first_tile[n]; t < tg.first_tile[n] + tg.tile_count[n]; ++t) {
+      ASSERT_EQ(tg.node[t], static_cast<int32_t>(n));
+      const Region& r = tg.region[t];
+      ASSERT_EQ(r.size(), shape.size());
+      std::vector<int64_t> idx(r.size());
+      if (volume(r) == 0) continue;
+      for (size_t d = 0; d < r.size(); ++d) idx[d] = r[d].begin;
+      while (true) {
+        int64_t off = 0;
+        for (size_t d = 0; d < r.size(); ++d) off = off * shape[d] + idx[d];
+        ++hits[off];
+        size_t d = r.size();
+        while (d-- > 0) {
+          if (++idx[d] < r[d].end) break;
+          idx[d] = r[d].begin;
+        }
+        if (d == static_cast<size_t>(-1)) break;
+      }
+    }
+    for (int h : hits) ASSERT_EQ(h, 1) << node.describe();
+  }
+}
+
+// n_parents, depth and sources agree with the child lists.
+void expect_consistent(const TileGraph& tg) {
+  std::vector<int32_t> parents(tg.size(), 0), depth(tg.size(), 0);
+  for (int32_t t = 0; t < tg.size(); ++t)
+    for (int64_t c = tg.child_begin[t]; c < tg.child_begin[t + 1]; ++c) {
+      int32_t child = tg.children[c];
+      ASSERT_GT(child, t);
+      if (c > tg.child_begin[t]) ASSERT_GT(child, tg.children[c - 1]) << "duplicate or unsorted children";
+      ++parents[child];
+      depth[child] = std::max(depth[child], tg.depth[t] + 1);
+    }
+  std::vector<int32_t> sources;
+  for (int32_t t = 0; t < tg.size(); ++t) {
+    EXPECT_EQ(parents[t], tg.n_parents[t]) << "tile " << t;
+    EXPECT_EQ(depth[t], tg.depth[t]) << "tile " << t;
+    if (parents[t] == 0) sources.push_back(t);
+  }
+  EXPECT_EQ(sources, tg.sources);
+}
+
+PlanOptions with_test_rules(int tiles_per_op, Schedule schedule = Schedule::aspen) {
+  PlanOptions o;
+  o.tiles_per_op = tiles_per_op;
+  o.rule_lookup = test_rule;
+  o.schedule = schedule;
+  return o;
+}
+
+}  // namespace
+
+TEST(Plan, DependenciesMatchBruteForceOracle) {
+  for (const TestModel& m : all_test_models()) {
+    Model model = load_test_model(m);
+    for (TileRuleLookup rules : {test_rule, static_cast<TileRuleLookup>(nullptr)})
+    for (int k : {1, 2, 3, 5, 8, 17, 64, 10000}) {
+      PlanOptions o = with_test_rules(k);
+      o.rule_lookup = rules;  // the rules written here, then src/ops' own
+      auto plan = make_plan(model.graph(), o);
+      SCOPED_TRACE(m.name + " tiles_per_op=" + std::to_string(k) + (rules ? " test rules" : " builtin rules"));
+      if (k == 17) EXPECT_GT(plan->tiles.tile_count[0], 1) << "the first op was not cut";
+      expect_partition(*plan);
+      expect_consistent(plan->tiles);
+      EXPECT_EQ(planned_edges(plan->tiles), oracle_edges(*plan));
+      EXPECT_EQ(plan->tiles.edge_count(), static_cast<int64_t>(planned_edges(plan->tiles).size()));
+    }
+  }
+}
+
+TEST(Plan, ConvTileReadsOnlyNearbyRowsOfItsProducer) {
+  Model model = load_test_model(residual());
+  auto plan = make_plan(model.graph(), with_test_rules(12));
+  const TileGraph& tg = plan->tiles;
+  // conv1's 12x12 output is cut into 12 one-row tiles; a 3x3 conv2 tile reads rows r-1..r+1
+  // of relu1, whose one-row tiles are aligned: at most 3 parents.
+  ASSERT_EQ(tg.tile_count[0], 12);
+  EXPECT_EQ(tile_grid(*plan, 0), (Shape{1, 1, 12, 1}));
+  for (int32_t t = tg.first_tile[2]; t < tg.first_tile[2] + tg.tile_count[2]; ++t) {
+    EXPECT_LE(tg.n_parents[t], 3);
+    EXPECT_GE(tg.n_parents[t], 2);
+  }
+  EXPECT_EQ(tg.depth[tg.first_tile[2]], 2);
+}
+
+TEST(Plan, GridPrefersRowsThenChannelsAndHonoursBlocks) {
+  Model model = load_test_model(conv_chain());
+  // conv1 output [1,4,10,8]: 6 tiles asked: rows in 5 pieces of 2, then channels in 2.
+  auto plan = make_plan(model.graph(), with_test_rules(6));
+  EXPECT_EQ(plan->tile_extent[0], (Shape{1, 2, 2, 8}));
+  EXPECT_EQ(tile_grid(*plan, 0), (Shape{1, 2, 5, 1}));
+  EXPECT_EQ(plan->tiles.tile_count[0], 10);
+
+  // Tanh's rule only cuts dim 1 in multiples of 3 and dim 2 in multiples of 4: [2,9,24].
+  Model mm = load_test_model(matmul_chain());
+  auto p2 = make_plan(mm.graph(), with_test_rules(1000));
+  int32_t tanh = -1;
+  for (size_t n = 0; n < p2->graph.nodes.size(); ++n)
+    if (p2->graph.nodes[n].op_type == "Tanh") tanh = static_cast<int32_t>(n);
+  ASSERT_GE(tanh, 0);
+  EXPECT_EQ(p2->tile_extent[tanh], (Shape{1, 3, 4}));
+  EXPECT_EQ(p2->tiles.tile_count[tanh], 2 * 3 * 6);
+  auto p3 = make_plan(mm.graph(), with_test_rules(5));  // 9 rows in blocks of 3: at most 3 pieces
+  EXPECT_EQ(p3->tile_extent[tanh], (Shape{1, 3, 24}));
+  // Softmax never cuts its last dim.
+  for (size_t n = 0; n < p2->graph.nodes.size(); ++n)
+    if (p2->graph.nodes[n].op_type == "Softmax") EXPECT_EQ(p2->tile_extent[n].back(), 8);
+}
+
+TEST(Plan, OneTilePerOpAndOpsWithoutRules) {
+  Model model = load_test_model(concat_reshape());
+  auto plan = make_plan(model.graph(), with_test_rules(1));
+  for (int32_t c : plan->tiles.tile_count) EXPECT_EQ(c, 1);
+  // A chain of whole ops: the critical path is all the work, as in the graph.
+  auto big = make_plan(model.graph(), with_test_rules(50));
+  for (size_t n = 0; n < big->graph.nodes.size(); ++n)
+    if (big->graph.nodes[n].op_type == "Reshape" || big->graph.nodes[n].op_type == "Split")
+      EXPECT_EQ(big->tiles.tile_count[n], 1) << big->graph.nodes[n].describe();
+}
+
+TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
+  OnnxBuilder b;
+  b.input("x", kF32, {1, 256, 256}).output("y", kF32, {1, 256, 256}).output("z", kF32, {1, 8, 8});
+  weight(b, "w", {256, 256}, 1);
+  b.node("MatMul", {"x", "w"}, {"y"}, "big");  // 33.5 MFLOP
+  b.input("s", kF32, {1, 8, 8});
+  b.node("Relu", {"s"}, {"z"}, "tiny");
+  b.output("r", kF32, {1, 256, 256});
+  b.node("Relu", {"y"}, {"r"}, "cheap_after_big");
+  Model model(load_onnx_bytes(b.bytes(), "auto.onnx"));
+  PlanOptions o;
+  o.rule_lookup = test_rule;
+  o.threads = 2;
+  auto plan = make_plan(model.graph(), o);
+  EXPECT_EQ(plan->tiles.tile_count[0], 8);  // 4 per thread
+  EXPECT_EQ(plan->tile_extent[0], (Shape{1, 32, 256}));
+  EXPECT_EQ(plan->tiles.tile_count[1], 1);
+  // 65536 FLOPs alone would be one tile, but it follows the MatMul's grid: one parent each.
+  EXPECT_EQ(plan->tiles.tile_count[2], 8);
+  for (int32_t t = plan->tiles.first_tile[2]; t < plan->tiles.first_tile[2] + 8; ++t) EXPECT_EQ(plan->tiles.n_parents[t], 1);
+  o.threads = 64;  // 256 wanted, but no tile under 1 MFLOP: 32
+  EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 32);
+  o.min_tile_flops = 16 << 20;
+  EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 2);
+}
+
+TEST(Plan, CriticalPathAndDepth) {
+  Model model = load_test_model(matmul_chain());
+  auto whole = make_plan(model.graph(), with_test_rules(1));
+  // mm1 -> bias -> sigmoid -> mm2 -> softmax is the longest chain; tanh hangs off bias1.
+  int64_t chain = 0;
+  for (const Node& n : whole->graph.nodes)
+    if (n.op_type != "Tanh") chain += node_flops(whole->graph, n);
+  EXPECT_EQ(whole->critical_path_flops, chain);
+  EXPECT_EQ(*std::max_element(whole->tiles.depth.begin(), whole->tiles.depth.end()), 4);
+  auto cut = make_plan(model.graph(), with_test_rules(18));
+  EXPECT_LT(cut->critical_path_flops, chain / 4);  // rows are independent all the way down
+  EXPECT_EQ(cut->total_flops, whole->total_flops);
+}
+
+TEST(Plan, BarrierScheduleKeepsTilesAndChainsOps) {
+  Model model = load_test_model(residual());
+  auto aspen = make_plan(model.graph(), with_test_rules(7));
+  auto barrier = make_plan(model.graph(), with_test_rules(7, Schedule::barrier));
+  const TileGraph& a = aspen->tiles;
+  const TileGraph& b = barrier->tiles;
+  size_t nodes = model.graph().nodes.size();
+  ASSERT_EQ(b.size(), a.size() + static_cast<int32_t>(nodes) - 1);
+  expect_consistent(b);
+  for (size_t n = 0; n < nodes; ++n) {
+    ASSERT_EQ(a.tile_count[n], b.tile_count[n]);
+    for (int32_t i = 0; i < a.tile_count[n]; ++i) {
+      int32_t tb = b.first_tile[n] + i;
+      EXPECT_EQ(a.region[a.first_tile[n] + i], b.region[tb]);
+      EXPECT_EQ(b.n_parents[tb], n == 0 ? 0 : 1);
+      EXPECT_EQ(b.depth[tb], static_cast<int32_t>(2 * n));
+    }
+    if (n + 1 < nodes) {
+      int32_t barrier_tile = b.first_tile[n] + b.tile_count[n];
+      EXPECT_EQ(b.node[barrier_tile], -1);
+      EXPECT_EQ(b.n_parents[barrier_tile], b.tile_count[n]);
+      EXPECT_EQ(b.child_begin[barrier_tile + 1] - b.child_begin[barrier_tile], b.tile_count[n + 1]);
+    }
+  }
+  int64_t chain_edges = 0;
+  for (size_t n = 0; n + 1 < nodes; ++n) chain_edges += a.tile_count[n] + a.tile_count[n + 1];
+  EXPECT_EQ(b.edge_count(), chain_edges);
+}
+
+TEST(Plan, BufferPlan) {
+  Model model = load_test_model(residual());
+  auto plan = make_plan(model.graph(), with_test_rules(4));
+  std::map<std::string, PlannedValue> v;
+  for (const auto& pv : plan->values) v[pv.name] = pv;
+  ASSERT_EQ(v.size(), 7u);  // x, c1, r1, c2, s, y, z
+  EXPECT_EQ(v["x"].producer, -1);
+  EXPECT_EQ(v["x"].consumer_tiles, plan->tiles.tile_count[0] + plan->tiles.tile_count[3]);
+  EXPECT_EQ(v["c1"].consumer_tiles, plan->tiles.tile_count[1] + plan->tiles.tile_count[5]);
+  EXPECT_TRUE(v["y"].is_output);
+  EXPECT_TRUE(v["z"].is_output);
+  EXPECT_FALSE(v["c2"].is_output);
+  EXPECT_EQ(v["c2"].shape, (Shape{1, 4, 12, 12}));
+  for (int32_t in : plan->node_inputs[0]) EXPECT_TRUE(in == -1 || plan->values[in].name == "x");
+  EXPECT_GT(tile_graph_bytes(plan->tiles), 0);
+}
+
+TEST(Plan, RejectsBadOptionsAndBadRules) {
+  Model model = load_test_model(conv_chain());
+  PlanOptions o = with_test_rules(4);
+  o.threads = 0;
+  EXPECT_THROW(make_plan(model.graph(), o), Error);
+  o = with_test_rules(-1);
+  EXPECT_THROW(make_plan(model.graph(), o), Error);
+  o = with_test_rules(4);
+  o.rule_lookup = [](const Node& n) -> const TileRule* {
+    static const TileRule wrong_rank{[](const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) {
+                                       return std::vector<int64_t>{1};
+                                     },
+                                     test_window_needs, whole_then_copy};
+    return n.op_type == "Conv" ? &wrong_rank : nullptr;
+  };
+  try {
+    make_plan(model.graph(), o);
+    FAIL() << "a rule with block sizes of the wrong rank was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'conv1' (Conv)"), std::string::npos) << e.what();
+  }
+  Graph unbound = load_onnx_bytes(conv_chain().bytes, "unbound.onnx");
+  EXPECT_THROW(make_plan(unbound, with_test_rules(2)), Error);
+}
