@@ -86,7 +86,10 @@ int run_info(const InfoOptions& o) {
       for (const auto& d : in.dims) dynamic = dynamic || d.value < 0;
       if (dynamic) need += " --shape " + in.name + "=...";
     }
-    std::printf("compute: unknown until the input shapes are bound; pass%s\n", need.c_str());
+    if (!model.unbound_reason().empty())
+      std::printf("compute: unknown, shapes depend on input values: %s\n", model.unbound_reason().c_str());
+    else
+      std::printf("compute: unknown until the input shapes are bound; pass%s\n", need.c_str());
     std::printf("ops as imported (%zu nodes):\n", imported.nodes.size());
     print_histogram(imported, false);
   }

@@ -102,8 +102,13 @@ int run_run(const RunOptions& o) {
   TensorMap outputs = model.run_reference(inputs);
   double run_s = std::chrono::duration<double>(clock::now() - t1).count();
 
-  const Graph& g = model.graph();
+  // Inputs and outputs are declared the same in the imported and the bound graph; the
+  // imported one also serves models whose shapes depend on input values and stay unbound.
+  const Graph& g = model.imported();
   std::printf("model: %s\n", o.model.c_str());
+  if (!model.is_bound())
+    std::printf("note: shapes depend on input values, so the graph ran unbound (%s)\n",
+                model.unbound_reason().c_str());
   std::printf("inputs:\n");
   for (const auto& decl : g.inputs) {
     const Tensor& t = inputs.at(decl.name);

@@ -19,14 +19,16 @@ Model::Model(Graph imported, const ShapeMap& shapes) : imported_(std::move(impor
   try_bind({});
 }
 
-void Model::try_bind(const ShapeMap& shapes) {
+bool Model::try_bind(const ShapeMap& shapes) {
   try {
     bind(shapes);
     unbound_reason_.clear();
+    return true;
   } catch (const Error& e) {
     if (e.kind() != Error::Kind::data_dependent_shape) throw;
     bound_.reset();
     unbound_reason_ = e.what();
+    return false;
   }
 }
 

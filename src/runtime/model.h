@@ -21,6 +21,9 @@ class Model {
 
   bool is_bound() const { return bound_.has_value(); }
   void bind(const ShapeMap& shapes);
+  // Binds, or returns false (recording unbound_reason()) when the shapes depend on input
+  // values; other errors throw.
+  bool try_bind(const ShapeMap& shapes);
   const Graph& imported() const { return imported_; }
   // The bound, optimised graph; throws when no shapes have been bound yet.
   const Graph& graph() const;
@@ -35,9 +38,6 @@ class Model {
   const std::string& unbound_reason() const { return unbound_reason_; }
 
  private:
-  // Binds, or records why the shapes depend on input values and leaves the model unbound.
-  void try_bind(const ShapeMap& shapes);
-
   Graph imported_;
   std::optional<Graph> bound_;
   std::string unbound_reason_;

@@ -138,6 +138,22 @@ TEST(CliCommands, RunRandomInt64InputsAreSmallNonNegative) {
   for (int64_t v : t.span<int64_t>()) EXPECT_TRUE(v >= 0 && v < 200 && v % 2 == 0) << v;
 }
 
+TEST(CliCommands, DataDependentShapesRunUnbound) {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", kFloat, {"2", "3"}).output("idx", kInt64, {"2", "n"}).node("NonZero", {"x"}, {"idx"}, "nz");
+  auto model = m.save(dir / "nz.onnx");
+  write_npy((dir / "x.npy").string(), Tensor::from<float>({2, 3}, std::vector<float>{0, 1, 0, 2, 0, 3}));
+  Result r = run_grove({"run", model.string(), "-i", (dir / "x.npy").string(), "-o", dir.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ran unbound"), std::string::npos) << r.out;
+  Tensor idx = read_npy((dir / "idx.npy").string());
+  EXPECT_EQ(idx.shape(), (Shape{2, 3}));
+  Result info = run_grove({"info", model.string()});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("depend on input values"), std::string::npos) << info.out;
+}
+
 TEST(CliCommands, RunDynamicModelWithShape) {
   TempDir dir;
   auto model = add_relu_model({"batch", "3"}).save(dir / "dyn.onnx");

@@ -1,1 +1,0 @@
-#include "op_test_util.h"  // the old name; the op tests share op_test_util.h now

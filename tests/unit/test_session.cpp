@@ -1,0 +1,133 @@
+// The tile runtime end to end: a Session's outputs equal the reference executor's at 1, 2, 3
+// and 8 workers in both schedules, are bit-identical across many runs, stay the same when
+// models co-execute, and misuse gives errors instead of hangs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "grove/grove.h"
+#include "onnx/import.h"
+#include "tiny_models.h"
+
+using namespace grove;
+
+namespace {
+
+Tensor pseudo_random_tensor(Shape shape, uint32_t seed) {
+  Tensor t(DType::f32, shape);
+  auto v = test::pseudo_random(static_cast<size_t>(t.numel()), seed, 1.f);
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+struct Case {
+  std::string name;
+  std::string bytes;
+  TensorMap inputs;
+};
+
+std::vector<Case> cases() {
+  Tensor mask(DType::f32, {1, 1, 1, 12});
+  for (int i = 9; i < 12; ++i) mask.data<float>()[i] = -1e9f;  // the last tokens are padding
+  return {
+      {"residual_cnn", test::residual_cnn_bytes(), {{"x", pseudo_random_tensor({1, 8, 16, 16}, 1)}}},
+      {"transformer", test::transformer_bytes(), {{"h", pseudo_random_tensor({1, 12, 32}, 2)}, {"mask", mask}}},
+  };
+}
+
+// Largest |a - b| relative to the largest |b|.
+double relative_error(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double worst = 0, scale = 1e-30;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    worst = std::max(worst, double(std::fabs(a.data<float>()[i] - b.data<float>()[i])));
+    scale = std::max(scale, double(std::fabs(b.data<float>()[i])));
+  }
+  return worst / scale;
+}
+
+bool bit_identical(const TensorMap& a, const TensorMap& b) {
+  for (const auto& [name, t] : a) {
+    auto it = b.find(name);
+    if (it == b.end() || it->second.bytes() != t.bytes() || std::memcmp(it->second.raw(), t.raw(), t.bytes()) != 0)
+      return false;
+  }
+  return a.size() == b.size();
+}
+
+}  // namespace
+
+TEST(Session, TiledEqualsReferenceAtEveryWorkerCountAndSchedule) {
+  for (const Case& c : cases()) {
+    Model reference_model(load_onnx_bytes(c.bytes, c.name + ".onnx"));
+    TensorMap want = reference_model.run_reference(c.inputs);
+    for (int threads : {1, 2, 3, 8})
+      for (Schedule schedule : {Schedule::aspen, Schedule::barrier})
+        for (int tiles_per_op : {0, 5}) {
+          Engine engine({.threads = threads, .pin = false});
+          Session session(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")),
+                          {.schedule = schedule, .tiles_per_op = tiles_per_op});
+          RunStats stats;
+          TensorMap got = session.run(c.inputs, &stats);
+          EXPECT_FALSE(stats.used_reference);
+          EXPECT_GT(stats.peak_activation_bytes, 0);
+          for (const auto& [name, t] : want)
+            EXPECT_LT(relative_error(got.at(name), t), 1e-5)
+                << c.name << " " << name << " threads=" << threads << " barrier=" << (schedule == Schedule::barrier)
+                << " tiles_per_op=" << tiles_per_op;
+        }
+  }
+}
+
+// Each tile always runs the same code on the same data, so no schedule may change a bit.
+// Under -DGROVE_ADVERSARIAL=ON the engine also injects random delays and pop/steal orders.
+TEST(Session, ThousandRunsAreBitIdentical) {
+  for (const Case& c : cases()) {
+    Engine engine({.threads = 3, .pin = false});
+    Session session(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")), {.tiles_per_op = 6});
+    TensorMap first = session.run(c.inputs);
+    int differing = 0;
+    for (int i = 0; i < 1000; ++i) differing += !bit_identical(session.run(c.inputs), first);
+    EXPECT_EQ(differing, 0) << c.name;
+  }
+}
+
+TEST(Session, TwoModelsCoExecuteWithTheSameOutputsAsAlone) {
+  std::vector<Case> cs = cases();
+  Engine engine({.threads = 2, .pin = false});
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<TensorMap> alone;
+  for (const Case& c : cs) {
+    sessions.push_back(std::make_unique<Session>(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx"))));
+    alone.push_back(sessions.back()->run(c.inputs));
+  }
+  std::vector<std::pair<size_t, std::future<TensorMap>>> pending;
+  for (int round = 0; round < 4; ++round)
+    for (size_t m = 0; m < cs.size(); ++m) pending.emplace_back(m, sessions[m]->submit(cs[m].inputs));
+  for (auto& [m, f] : pending) EXPECT_TRUE(bit_identical(f.get(), alone[m])) << cs[m].name;
+}
+
+TEST(Session, WrongInputsAreErrorsNotHangs) {
+  Engine engine({.threads = 2, .pin = false});
+  Session session(engine, Model(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")));
+  EXPECT_THROW(session.run({{"x", Tensor(DType::f32, {1, 8, 16, 15})}}), Error);  // declared 16
+  EXPECT_THROW(session.run({{"x", Tensor(DType::f32, {1, 8, 16})}}), Error);      // wrong rank
+  EXPECT_THROW(session.run({{"x", Tensor(DType::i64, {1, 8, 16, 16})}}), Error);  // wrong dtype
+  EXPECT_THROW(session.run({{"y", Tensor(DType::f32, {1, 8, 16, 16})}}), Error);  // wrong name
+  EXPECT_THROW(session.submit({}), Error);                                         // missing input
+  // Still usable afterwards.
+  EXPECT_EQ(session.run(cases()[0].inputs).at("logits").shape(), (Shape{1, 10}));
+}
+
+TEST(Session, DestroyingTheEngineWaitsForRunsInFlight) {
+  Case c = cases()[1];
+  std::vector<std::future<TensorMap>> pending;
+  TensorMap want;
+  {
+    Engine engine({.threads = 2, .pin = false});
+    Session session(engine, Model(load_onnx_bytes(c.bytes, "t.onnx")));
+    want = session.run(c.inputs);
+    for (int i = 0; i < 16; ++i) pending.push_back(session.submit(c.inputs));
+  }  // engine and session gone with runs possibly still queued
+  for (auto& f : pending) EXPECT_TRUE(bit_identical(f.get(), want));
+}
