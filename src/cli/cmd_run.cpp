@@ -1,20 +1,28 @@
-// grove run: load a model, bind shapes, run it with the reference executor, print and save outputs.
+// grove run: load one or more models, bind shapes, run them (tile runtime or reference
+// executor), print and save outputs. Several models co-execute in one engine.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <set>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "cli/summary.h"
+#include "grove/grove.h"
 #include "npy/npy.h"
 #include "onnx/import.h"
-#include "runtime/model.h"
 
 namespace grove::cli {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A file name for an output: ONNX names may hold '/', ':' and worse. Keeps [A-Za-z0-9._-],
 // replaces the rest with '_', never starts with '.', and makes each name unique.
@@ -61,6 +69,147 @@ void check_input_size(const std::string& model, const std::string& name, const S
                 name + "=...");
 }
 
+// One model with its inputs, ready to run.
+struct LoadedModel {
+  std::string path;
+  Graph imported;
+  TensorMap inputs;
+  ShapeMap shapes;
+  std::vector<std::string> randomised;
+};
+
+LoadedModel load_model(const RunOptions& o, const std::string& path, const ShapeMap& all_shapes) {
+  LoadedModel m;
+  m.path = path;
+  m.imported = load_onnx(path);
+  // With several models, each takes the --shape entries that name one of its inputs.
+  ShapeMap shapes;
+  for (const auto& [name, shape] : all_shapes)
+    if (o.models.size() == 1 || m.imported.find_input(name)) shapes[name] = shape;
+  m.inputs = load_input_files(m.imported, o.inputs, shapes);
+  ShapeMap resolved = resolve_input_shapes(m.imported, shapes);
+  for (const auto& [name, shape] : resolved) check_input_size(path, name, shape);
+  std::mt19937_64 rng(o.seed);
+  for (const auto& decl : m.imported.inputs) {
+    if (m.inputs.count(decl.name)) continue;
+    try {
+      m.inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
+    } catch (const Error& e) {
+      throw e.prefixed(path + ": input '" + decl.name + "': cannot make random data: ");
+    }
+    m.randomised.push_back(decl.name);
+  }
+  m.shapes = resolved;
+  return m;
+}
+
+void print_report(const RunOptions& o, const LoadedModel& m, const TensorMap& outputs, const std::string& how) {
+  const Graph& g = m.imported;
+  std::printf("model: %s\n", m.path.c_str());
+  std::printf("inputs:\n");
+  for (const auto& decl : g.inputs) {
+    const Tensor& t = m.inputs.at(decl.name);
+    bool random = std::find(m.randomised.begin(), m.randomised.end(), decl.name) != m.randomised.end();
+    std::printf("  %s: %s %s  %s\n", decl.name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
+                bracket_shape(t.shape()).c_str(),
+                random ? strf("random (seed %llu)", static_cast<unsigned long long>(o.seed)).c_str() : "from file");
+  }
+  std::printf("outputs:\n");
+  for (const auto& decl : g.outputs) std::fputs(summarize_output(decl.name, outputs.at(decl.name)).c_str(), stdout);
+  std::printf("%s\n", how.c_str());
+}
+
+std::string executor_words(const RunOptions& o, int threads) {
+  return strf("tile runtime, %s schedule, %d thread%s", o.schedule.c_str(), threads, threads == 1 ? "" : "s");
+}
+
+void write_trace(Engine& engine, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) throw Error(path + ": cannot write the trace file");
+  f << engine.stop_trace_json();
+  std::printf("trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());
+}
+
+int run_single(const RunOptions& o, LoadedModel m) {
+  auto t0 = Clock::now();
+  if (!o.output_dir.empty()) create_output_dir(o.output_dir);
+  TensorMap outputs;
+  std::string how;
+  if (o.executor == "reference") {
+    Model model(m.imported, m.shapes);
+    double load_s = seconds_since(t0);
+    auto t1 = Clock::now();
+    outputs = model.run_reference(m.inputs);
+    how = "latency: " + milliseconds(seconds_since(t1)) + " (reference executor, single-threaded)\n" +
+          "shape binding: " + milliseconds(load_s);
+    if (!model.is_bound()) how = "note: shapes depend on input values, so the graph ran unbound\n" + how;
+  } else {
+    Engine engine({.threads = o.threads});
+    Session session(engine, Model(m.imported, m.shapes),
+                    {.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
+                     .tiles_per_op = o.tiles_per_op});
+    auto plan = session.plan_for(m.shapes);
+    double plan_s = seconds_since(t0);
+    if (!o.trace_path.empty()) engine.start_trace();
+    RunStats stats;
+    auto t1 = Clock::now();
+    outputs = session.run(m.inputs, &stats);
+    double run_s = seconds_since(t1);
+    if (stats.used_reference) {
+      how = "note: shapes depend on input values, so the reference executor ran the graph unbound\n"
+            "latency: " + milliseconds(run_s) + " (reference executor)";
+    } else {
+      how = "latency: " + milliseconds(run_s) + " (" + executor_words(o, engine.threads()) + ")\n" +
+            strf("tiles: %d, edges: %lld; peak activations: %.2f MB\n", plan->tiles.size(),
+                 static_cast<long long>(plan->tiles.edge_count()), stats.peak_activation_bytes / 1e6) +
+            "binding and planning: " + milliseconds(plan_s);
+    }
+    if (!o.trace_path.empty()) write_trace(engine, o.trace_path);
+  }
+  print_report(o, m, outputs, how);
+  if (!o.output_dir.empty()) write_outputs(m.imported, outputs, o.output_dir);
+  return 0;
+}
+
+// Several models submitted together: their tiles share one ready pool.
+int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
+  if (o.executor == "reference") throw Error("--executor reference runs one model at a time; give one model");
+  if (!o.output_dir.empty()) throw Error("--output needs a single model");
+  Engine engine({.threads = o.threads});
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (auto& m : models) {
+    sessions.push_back(std::make_unique<Session>(
+        engine, Model(m.imported, m.shapes),
+        SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
+                       .tiles_per_op = o.tiles_per_op}));
+    if (!sessions.back()->plan_for(m.shapes))
+      throw Error(m.path + ": shapes depend on input values; such models run alone (one model per grove run)");
+  }
+  if (!o.trace_path.empty()) engine.start_trace();
+  auto t0 = Clock::now();
+  std::vector<std::future<TensorMap>> pending;
+  for (size_t i = 0; i < models.size(); ++i) pending.push_back(sessions[i]->submit(models[i].inputs));
+  // Poll so each model's own finishing time is recorded, whatever order they finish in.
+  std::vector<double> done_s(models.size(), -1);
+  for (size_t left = models.size(); left > 0;) {
+    for (size_t i = 0; i < models.size(); ++i)
+      if (done_s[i] < 0 && pending[i].wait_for(std::chrono::microseconds(200)) == std::future_status::ready) {
+        done_s[i] = seconds_since(t0);
+        --left;
+      }
+  }
+  double total_s = seconds_since(t0);
+  for (size_t i = 0; i < models.size(); ++i) {
+    TensorMap outputs = pending[i].get();
+    print_report(o, models[i], outputs, "finished after: " + milliseconds(done_s[i]) + " (co-executing)");
+    std::printf("\n");
+  }
+  std::printf("all %zu models: %s (%s)\n", models.size(), milliseconds(total_s).c_str(),
+              executor_words(o, engine.threads()).c_str());
+  if (!o.trace_path.empty()) write_trace(engine, o.trace_path);
+  return 0;
+}
+
 }  // namespace
 
 ShapeMap parse_shape_options(const std::vector<std::string>& texts) {
@@ -74,56 +223,19 @@ ShapeMap parse_shape_options(const std::vector<std::string>& texts) {
 }
 
 int run_run(const RunOptions& o) {
-  using clock = std::chrono::steady_clock;
-  auto t0 = clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);
-  Graph imported = load_onnx(o.model);
-  TensorMap inputs = load_input_files(imported, o.inputs, shapes);
-  ShapeMap resolved = resolve_input_shapes(imported, shapes);
-
-  for (const auto& [name, shape] : resolved) check_input_size(o.model, name, shape);
-
-  std::mt19937_64 rng(o.seed);
-  std::vector<std::string> randomised;
-  for (const auto& decl : imported.inputs) {
-    if (inputs.count(decl.name)) continue;
-    try {
-      inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
-    } catch (const Error& e) {
-      throw e.prefixed(o.model + ": input '" + decl.name + "': cannot make random data: ");
+  if (o.models.size() > 1 && !o.inputs.empty())
+    throw Error("--input needs a single model; several models run on seeded random inputs");
+  std::vector<LoadedModel> models;
+  for (const auto& path : o.models) models.push_back(load_model(o, path, shapes));
+  if (o.models.size() > 1) {
+    for (const auto& [name, shape] : shapes) {
+      bool used = std::any_of(models.begin(), models.end(), [&](const LoadedModel& m) { return m.imported.find_input(name); });
+      if (!used) throw Error("--shape: no model has an input named '" + name + "'");
     }
-    randomised.push_back(decl.name);
+    return run_together(o, std::move(models));
   }
-
-  Model model(std::move(imported), resolved);
-  if (!o.output_dir.empty()) create_output_dir(o.output_dir);
-  double load_s = std::chrono::duration<double>(clock::now() - t0).count();
-  auto t1 = clock::now();
-  TensorMap outputs = model.run_reference(inputs);
-  double run_s = std::chrono::duration<double>(clock::now() - t1).count();
-
-  // Inputs and outputs are declared the same in the imported and the bound graph; the
-  // imported one also serves models whose shapes depend on input values and stay unbound.
-  const Graph& g = model.imported();
-  std::printf("model: %s\n", o.model.c_str());
-  if (!model.is_bound())
-    std::printf("note: shapes depend on input values, so the graph ran unbound (%s)\n",
-                model.unbound_reason().c_str());
-  std::printf("inputs:\n");
-  for (const auto& decl : g.inputs) {
-    const Tensor& t = inputs.at(decl.name);
-    bool random = std::find(randomised.begin(), randomised.end(), decl.name) != randomised.end();
-    std::printf("  %s: %s %s  %s\n", decl.name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
-                bracket_shape(t.shape()).c_str(),
-                random ? strf("random (seed %llu)", static_cast<unsigned long long>(o.seed)).c_str() : "from file");
-  }
-  std::printf("outputs:\n");
-  for (const auto& decl : g.outputs) std::fputs(summarize_output(decl.name, outputs.at(decl.name)).c_str(), stdout);
-  if (!o.output_dir.empty()) write_outputs(g, outputs, o.output_dir);
-  std::printf("latency: %s (reference executor, single-threaded; --threads %d recorded, not used yet)\n",
-              milliseconds(run_s).c_str(), o.threads);
-  std::printf("load, inputs and shape binding: %s\n", milliseconds(load_s).c_str());
-  return 0;
+  return run_single(o, std::move(models[0]));
 }
 
 }  // namespace grove::cli

@@ -15,11 +15,15 @@ struct InfoOptions {
 };
 
 struct RunOptions {
-  std::string model;
+  std::vector<std::string> models;  // several: they co-execute in one engine
   std::vector<std::string> inputs;  // NAME=FILE.npy, or FILE.npy for a single-input model
   std::vector<std::string> shapes;  // NAME=DIMS
   std::string output_dir;           // empty: write no files
-  int threads = 0;                  // recorded only: the reference executor is single-threaded
+  int threads = 0;                  // 0: the cores this process may use
+  std::string executor = "tiles";   // tiles | reference
+  std::string schedule = "aspen";   // aspen | barrier
+  int tiles_per_op = 0;             // 0: by rule
+  std::string trace_path;           // empty: no trace
   uint64_t seed = 0;
 };
 

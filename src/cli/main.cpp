@@ -47,14 +47,19 @@ classifier-shaped float output [N] or [1, N]). With --output DIR each output is 
 as DIR/<output name>.npy, with characters other than letters, digits, '.', '_' and '-'
 replaced by '_'.
 
-Execution: this version runs the model with the reference executor, which is single-threaded
-and meant for correctness, not speed. --threads is accepted and printed, but not used yet.
-The latency printed is of the run alone, without loading and shape binding.
+Execution: by default the tile runtime: every op's output is cut into tiles, and one worker
+per core walks the whole model's tile graph with no barrier between ops (--schedule barrier
+runs the same tiles op by op, for comparison). --executor reference runs the naive,
+single-threaded oracle instead. Models whose shapes depend on input values run on the
+reference executor. The latency printed is of the run alone, without loading and planning.
+Several model files co-execute in one engine (random inputs), each reported separately.
 
 Examples:
   grove run resnet50.onnx
   grove run resnet50.onnx --input data=image.npy --output results/
   grove run bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128 --seed 7
+  grove run resnet50.onnx --threads 2 --schedule barrier --trace trace.json
+  grove run resnet50.onnx bert.onnx --shape input_ids=1x128
 )";
 
 constexpr const char* kInfoFooter = R"(
@@ -85,10 +90,10 @@ int main(int argc, char** argv) {
   info->add_option("--shape", info_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
 
   RunOptions run_options;
-  run_options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CLI::App* run = app.add_subcommand("run", "Run a model on .npy or random inputs and summarise its outputs");
   run->footer(kRunFooter);
-  run->add_option("model", run_options.model, "The .onnx file")->required();
+  run->add_option("model", run_options.models, "The .onnx file; several files co-execute in one engine")
+      ->required();
   run->add_option("--input,-i", run_options.inputs,
                   "Input from a .npy file: NAME=FILE.npy (or FILE.npy when the model has one input). Repeat "
                   "for each input; inputs not given get seeded random data")
@@ -98,10 +103,23 @@ int main(int argc, char** argv) {
   run->add_option("--output,-o", run_options.output_dir,
                   "Directory to save each output as <output name>.npy (created if missing). Default: save nothing")
       ->type_name("DIR");
-  run->add_option("--threads,-t", run_options.threads,
-                  "Worker threads. Recorded only: the reference executor used by this version is single-threaded")
+  run->add_option("--threads,-t", run_options.threads, "Worker threads (0: the cores this process may use)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(0, 4096));
+  run->add_option("--executor", run_options.executor,
+                  "tiles: the tile dataflow runtime; reference: the naive op-by-op oracle (single-threaded)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tiles", "reference"}));
+  run->add_option("--schedule", run_options.schedule,
+                  "aspen: no barriers between ops; barrier: op by op, the baseline (same tiles and kernels)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"aspen", "barrier"}));
+  run->add_option("--tiles-per-op", run_options.tiles_per_op, "Target tiles per op (0: by rule)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  run->add_option("--trace", run_options.trace_path,
+                  "Write a Chrome/Perfetto trace (one track per worker, one slice per tile) to this .json file")
+      ->type_name("FILE");
   run->add_option("--seed", run_options.seed, "Seed for the random inputs")->capture_default_str();
 
   PlanCliOptions plan_options;

@@ -1,6 +1,6 @@
 #pragma once
 // What a kernel does to its output while it is still in registers:
-//   y = act(acc [+ C_old] + bias[col] + residual[row][col])
+//   y = act(acc [+ C_old] + bias[col] + row_bias[row] + residual[row][col])
 // The residual add comes before the activation because that is where ResNet-style blocks
 // put it (relu(conv + shortcut)); a transformer's post-activation skip add has no
 // activation after it, so the same order serves both.
@@ -31,6 +31,7 @@ struct ActivationParams {
 
 struct Epilogue {
   const float* bias = nullptr;      // one value per output column of the call, or null
+  const float* row_bias = nullptr;  // one value per output row (NCHW conv: per channel), or null
   const float* residual = nullptr;  // a matrix shaped like C, or null; must not alias C
   size_t residual_stride = 0;       // elements between residual rows
   ActivationParams activation;

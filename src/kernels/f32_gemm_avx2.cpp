@@ -138,6 +138,14 @@ void tile(const GemmTileArgs& t) {
         for (int r = 0; r < R; ++r) acc[r][v] = _mm256_add_ps(acc[r][v], bias);
       }
     }
+    if (t.row_bias) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256 bias = _mm256_set1_ps(t.row_bias[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < kNV; ++v) acc[r][v] = _mm256_add_ps(acc[r][v], bias);
+      }
+    }
     if (t.residual) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)

@@ -20,6 +20,7 @@ void f32_gemm_scalar(const GemmTileArgs& t) {
       if (t.accumulate) v += c[j];
       if (t.finish) {
         if (t.bias) v += t.bias[j];
+        if (t.row_bias) v += t.row_bias[r];
         if (t.residual) v += t.residual[r * t.residual_stride + j];
         v = apply_activation(v, t.activation);
       }

@@ -119,6 +119,41 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
   return packed;
 }
 
+void shape_packed_b(PackedB& out, size_t k, size_t n, Isa isa) {
+  if (!isa_supported(isa))
+    throw Error("pack_b: ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+  out.k = k;
+  out.n = n;
+  out.isa = isa;
+  out.nr = config_for(isa).blocking.nr;
+  const size_t nr = out.nr, panel_count = (n + nr - 1) / nr;
+  out.panels.reserve(std::max<size_t>(panel_count * k * nr, 1));
+  if (n % nr == 0) return;
+  float* last = out.panels.data() + (panel_count - 1) * k * nr;
+  for (size_t p = 0; p < k; ++p)
+    for (size_t c = n % nr; c < nr; ++c) last[p * nr + c] = 0.0f;
+}
+
+void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_stride, BLayout layout, Isa isa) {
+  const size_t row_length = layout == BLayout::k_by_n ? n : k;
+  if (row_stride < row_length) throw Error("pack_b: row stride smaller than a row");
+  if ((k > 0 && n > 0) && b == nullptr) throw Error("pack_b: null B");
+  shape_packed_b(out, k, n, isa);
+  const size_t nr = out.nr;
+  for (size_t j = 0; j * nr < n; ++j) {
+    float* panel = out.panels.data() + j * k * nr;
+    const size_t cols = std::min(nr, n - j * nr);
+    if (layout == BLayout::k_by_n) {
+      for (size_t p = 0; p < k; ++p) std::copy_n(b + p * row_stride + j * nr, cols, panel + p * nr);
+    } else {
+      for (size_t c = 0; c < cols; ++c) {
+        const float* src = b + (j * nr + c) * row_stride;
+        for (size_t p = 0; p < k; ++p) panel[p * nr + c] = src[p];
+      }
+    }
+  }
+}
+
 void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   if (call.m == 0 || call.n == 0) return;
   if (b.nr == 0 || call.n0 % b.nr != 0)
@@ -166,6 +201,7 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
           tile.m = tile_row(mc, tiles, t + 1) - ir;
           tile.a = scratch.a_block.data() + t * kc * mr;
           tile.c = call.c + row * call.c_stride + jr;
+          tile.row_bias = call.epilogue.row_bias ? call.epilogue.row_bias + row : nullptr;
           tile.residual = call.epilogue.residual
                               ? call.epilogue.residual + row * call.epilogue.residual_stride + jr
                               : nullptr;

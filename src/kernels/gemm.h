@@ -42,6 +42,15 @@ struct PackedB {
 PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout layout,
                Isa isa = active_isa());
 
+// Packs into `out`, reusing its buffer (no allocation once it is big enough): for a B that
+// changes every call, e.g. an activation operand of a batched MatMul, packed per tile.
+void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_stride, BLayout layout,
+                 Isa isa = active_isa());
+
+// Sizes `out` for a k x n B on `isa` (reusing its buffer) for a caller that writes the
+// panels itself (im2col.h); the padding columns of the last panel are set to 0.
+void shape_packed_b(PackedB& out, size_t k, size_t n, Isa isa);
+
 // Per-thread working memory (the packed block of A). Reused across calls: keep one per
 // worker so the hot path never allocates.
 struct GemmScratch {

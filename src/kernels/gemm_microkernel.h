@@ -23,6 +23,7 @@ struct GemmTileArgs {
   bool accumulate = false;  // add the products to C instead of overwriting it
   bool finish = false;      // last k block: apply bias, residual and activation
   const float* bias = nullptr;      // already offset to this tile's first column
+  const float* row_bias = nullptr;  // already offset to this tile's first row
   const float* residual = nullptr;  // already offset to this tile's first element
   size_t residual_stride = 0;
   ActivationParams activation;

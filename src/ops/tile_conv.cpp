@@ -2,11 +2,18 @@
 // output channels and the first spatial dim (output rows). A tile reads the input rows its
 // windows cover, over the input channels of the groups its output channels belong to.
 //
-// Each output element is bias + sum over (input channel, kernel row, kernel column), added
-// in that order whatever the tile, so results do not depend on the grid. 2-D convs run as
-// row axpys that the compiler vectorises; other ranks walk the window taps.
+// 2-D convs run on the SIMD GEMM: per image and group, C[out channels x pixels] =
+// W[out channels x K] . im2col[K x pixels] with K = cin/group * kh * kw; W is read in place,
+// the tile's im2col is packed straight into the kernel's panel layout, and C rows land in the
+// NCHW output planes (a tile's pixels are contiguous there). One input channel per group
+// (depthwise) runs a direct vectorised loop instead. Either way each output element is
+// computed by the same sequence of operations whatever the tile, so results do not depend
+// on the grid. Other ranks walk the window taps.
 #include <algorithm>
 
+#include "kernels/dwconv.h"
+#include "kernels/gemm.h"
+#include "kernels/im2col.h"
 #include "ops/conv_geometry.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
@@ -77,44 +84,75 @@ void conv_needs(const Node& node, std::span<const ValueInfo> in, std::span<const
   if (in.size() > 2) in_regions[2] = in[2].present ? Region{oc} : Region{};
 }
 
-// Output rows [r0, r1) x columns [c0, c1) of one (image, output channel) plane, 2-D.
-void conv2d_plane(const ConvDims& c, const float* x_group, const float* w_oc, float bias, const Region& r, float* acc) {
+kernels::Conv2dShape conv2d_shape(const ConvDims& c) {
   const WindowGeometry& g = c.g;
-  const int64_t H = g.input[0], W = g.input[1], KH = g.kernel[0], KW = g.kernel[1];
-  const int64_t sh = g.strides[0], sw = g.strides[1], dh = g.dilations[0], dw = g.dilations[1];
-  const int64_t ph = g.pads_begin[0], pw = g.pads_begin[1];
-  const int64_t r0 = r[2].begin, r1 = r[2].end, c0 = r[3].begin, c1 = r[3].end, cols = c1 - c0;
-  std::fill(acc, acc + (r1 - r0) * cols, bias);
-  // Per kernel column: the output columns whose tap lands inside the input row.
-  std::vector<int64_t> lo(static_cast<size_t>(KW)), hi(static_cast<size_t>(KW));
-  for (int64_t kw = 0; kw < KW; ++kw) {
-    int64_t shift = kw * dw - pw;  // iw = ow * sw + shift
-    int64_t first = shift >= 0 ? 0 : (-shift + sw - 1) / sw;
-    int64_t last = W - 1 - shift < 0 ? -1 : (W - 1 - shift) / sw;  // inclusive
-    lo[static_cast<size_t>(kw)] = std::max(c0, first);
-    hi[static_cast<size_t>(kw)] = std::min(c1, last + 1);
-  }
-  for (int64_t ic = 0; ic < c.cin(); ++ic) {
-    const float* xp = x_group + ic * H * W;
-    const float* wk = w_oc + ic * KH * KW;
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t oh = r0; oh < r1; ++oh) {
-        const int64_t ih = oh * sh - ph + kh * dh;
-        if (ih < 0 || ih >= H) continue;
-        const float* xrow = xp + ih * W;
-        float* arow = acc + (oh - r0) * cols;
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const float wv = wk[kh * KW + kw];
-          const int64_t shift = kw * dw - pw;
-          const int64_t a = lo[static_cast<size_t>(kw)], b = hi[static_cast<size_t>(kw)];
-          if (sw == 1) {
-            for (int64_t ow = a; ow < b; ++ow) arow[ow - c0] += wv * xrow[ow + shift];
-          } else {
-            for (int64_t ow = a; ow < b; ++ow) arow[ow - c0] += wv * xrow[ow * sw + shift];
-          }
-        }
+  auto u = [](int64_t v) { return static_cast<size_t>(v); };
+  return {.channels = u(c.cin()), .in_h = u(g.input[0]), .in_w = u(g.input[1]), .out_h = u(g.output[0]),
+          .out_w = u(g.output[1]), .kernel_h = u(g.kernel[0]), .kernel_w = u(g.kernel[1]),
+          .stride_h = u(g.strides[0]), .stride_w = u(g.strides[1]), .dilation_h = u(g.dilations[0]),
+          .dilation_w = u(g.dilations[1]), .pad_top = u(g.pads_begin[0]), .pad_left = u(g.pads_begin[1])};
+}
+
+// Pixels packed per GEMM call: the packed im2col block (k x pixels) is kept to about
+// kPackedFloats so it stays in L2 next to the GEMM's packed A block; at least kMinPixels so
+// repacking A (the weights, once per call) stays a small part of the work.
+constexpr size_t kPackedFloats = 96 * 1024;
+constexpr size_t kMinPixels = 256;
+
+struct ConvWorkspace {
+  kernels::PackedB b;
+  kernels::GemmScratch scratch;
+};
+
+void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Region& r) {
+  thread_local ConvWorkspace ws;
+  const kernels::Conv2dShape shape = conv2d_shape(c);
+  const size_t k = shape.channels * shape.kernel_h * shape.kernel_w;
+  const size_t in_plane = shape.in_h * shape.in_w, out_plane = shape.out_h * shape.out_w;
+  const size_t q0 = static_cast<size_t>(r[2].begin) * shape.out_w, q1 = static_cast<size_t>(r[2].end) * shape.out_w;
+  const size_t nr = kernels::gemm_blocking(kernels::active_isa()).nr;
+  const size_t chunk = std::max(kMinPixels, kPackedFloats / std::max<size_t>(k, 1) / nr * nr);
+  const float* xs = x.data<float>();
+  const float* ws_data = w.data<float>();
+  const float* bs = bias ? bias->data<float>() : nullptr;
+  float* ys = y.data<float>();
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t grp = r[1].begin / c.cout(); grp * c.cout() < r[1].end; ++grp) {
+      const int64_t oc0 = std::max(r[1].begin, grp * c.cout()), oc1 = std::min(r[1].end, (grp + 1) * c.cout());
+      const float* x_group = xs + static_cast<size_t>(n * c.in_channels + grp * c.cin()) * in_plane;
+      for (size_t qa = q0; qa < q1; qa += chunk) {
+        const size_t pixels = std::min(chunk, q1 - qa);
+        kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
+        kernels::GemmCall call;
+        call.m = static_cast<size_t>(oc1 - oc0);
+        call.a = ws_data + static_cast<size_t>(oc0) * k;
+        call.a_stride = k;
+        call.n = pixels;
+        call.c = ys + static_cast<size_t>(n * c.out_channels + oc0) * out_plane + qa;
+        call.c_stride = out_plane;
+        call.epilogue.row_bias = bs ? bs + oc0 : nullptr;
+        kernels::gemm(call, ws.b, ws.scratch);
       }
-  }
+    }
+}
+
+// One input channel per group: each output plane is a direct 2-D filter of one input plane.
+void conv2d_depthwise(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                      const Region& r) {
+  const kernels::Conv2dShape shape = conv2d_shape(c);
+  const size_t in_plane = shape.in_h * shape.in_w, out_plane = shape.out_h * shape.out_w;
+  const size_t taps = shape.kernel_h * shape.kernel_w;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t oc = r[1].begin; oc < r[1].end; ++oc) {
+      const int64_t grp = oc / c.cout();
+      kernels::dwconv2d({.x = x.data<float>() + static_cast<size_t>(n * c.in_channels + grp) * in_plane,
+                         .w = w.data<float>() + static_cast<size_t>(oc) * taps,
+                         .bias = bias ? bias->data<float>()[oc] : 0.0f,
+                         .y = y.data<float>() + static_cast<size_t>(n * c.out_channels + oc) * out_plane,
+                         .row_begin = static_cast<size_t>(r[2].begin),
+                         .row_end = static_cast<size_t>(r[2].end),
+                         .shape = shape});
+    }
 }
 
 // Any spatial rank: per output position, its taps once, reused by every plane of the tile.
@@ -147,7 +185,8 @@ void conv_taps(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor
   } while (next_index(step, extent));
 }
 
-void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+              const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!claimed(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -156,20 +195,12 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const Tensor* bias = optional_input(in, 2);
   ConvDims c = conv_dims(node, x.shape(), w.shape());
   if (c.g.rank() != 2) return conv_taps(c, x, w, bias, *out[0], r);
-  const int64_t H = c.g.input[0], W = c.g.input[1], OH = c.g.output[0], OW = c.g.output[1];
-  const int64_t kernel = numel(c.g.kernel);
-  const int64_t cols = r[3].size();
-  std::vector<float> acc(static_cast<size_t>(std::max<int64_t>(0, r[2].size() * cols)));
-  for (int64_t n = r[0].begin; n < r[0].end; ++n)
-    for (int64_t oc = r[1].begin; oc < r[1].end; ++oc) {
-      const int64_t grp = oc / c.cout();
-      const float* x_group = x.data<float>() + (n * c.in_channels + grp * c.cin()) * H * W;
-      const float* w_oc = w.data<float>() + oc * c.cin() * kernel;
-      conv2d_plane(c, x_group, w_oc, bias ? bias->data<float>()[oc] : 0.0f, r, acc.data());
-      float* y = out[0]->data<float>() + (n * c.out_channels + oc) * OH * OW;
-      for (int64_t oh = r[2].begin; oh < r[2].end; ++oh)
-        std::copy_n(acc.data() + (oh - r[2].begin) * cols, cols, y + oh * OW + r[3].begin);
-    }
+  // cuttable() never cuts the width; a region that does is not worth a path of its own.
+  if (r[3].begin != 0 || r[3].end != c.g.output[1]) return reference_whole(node, in, out, r);
+  for (const Range& d : r)
+    if (d.size() <= 0) return;
+  if (c.cin() == 1) return conv2d_depthwise(c, x, w, bias, *out[0], r);
+  conv2d_gemm(c, x, w, bias, *out[0], r);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ std::vector<Region> needed_regions(const Node& node, std::span<const Tensor* con
   return regions;
 }
 
-void run_generic(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region) {
+void run_generic(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
   check_region(node, out_region, out[0]->shape());
   std::vector<Region> regions = needed_regions(node, in, out, out_region);
   reference_on_subtensors(node, in, out, out_region, regions);
@@ -59,8 +59,8 @@ int64_t offset_at(const std::vector<int64_t>& strides, const std::vector<int64_t
   return off;
 }
 
-void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region) {
-  if (!all_f32(in, out)) return run_generic(node, in, out, out_region);
+void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
+  if (!all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr);
   check_region(node, out_region, out[0]->shape());
   const float* x = in[0]->data<float>();
   float* y = out[0]->data<float>();
@@ -73,8 +73,8 @@ void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 enum class Arith { add, sub, mul, div };
 
 template <Arith op>
-void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region) {
-  if (in.size() != 2 || !all_f32(in, out)) return run_generic(node, in, out, out_region);
+void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
+  if (in.size() != 2 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr);
   check_region(node, out_region, out[0]->shape());
   const Shape& shape = out[0]->shape();
   const std::vector<int64_t> sa = broadcast_strides(in[0]->shape(), shape), sb = broadcast_strides(in[1]->shape(), shape);

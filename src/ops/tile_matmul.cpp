@@ -1,9 +1,13 @@
 // Tile rules of MatMul (numpy batching and broadcasting, 1-D operands) and Gemm, float32:
 // cut batch dims, rows (M) and columns (N); a tile reads whole K for its rows of A and its
-// columns of B. Each output element sums over k in ascending order from 0, whatever the
-// tile, so results do not depend on the grid. The (i, p, j) loop vectorises over j.
+// columns of B. Tiles run on the SIMD GEMM (kernels/gemm.h): a constant B is packed once at
+// plan time (`prepare`), an activation B (attention's K^T and V) per tile. Each output
+// element is the kernel's sum over the same k blocks in the same order whatever the tile, and
+// a prepared or per-tile packed B holds the same panels, so results do not depend on the grid.
 #include <algorithm>
+#include <memory>
 
+#include "kernels/gemm.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
 
@@ -70,19 +74,66 @@ void matmul_needs(const Node& node, std::span<const ValueInfo> in, std::span<con
   in_regions[1] = b;
 }
 
-void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+// B packed once, per matrix of B's batch dims (row-major over them).
+struct PreparedMatMulB {
+  std::vector<kernels::PackedB> mats;
+};
+
+std::shared_ptr<const void> matmul_prepare(const Node& node, std::span<const ValueInfo> in,
+                                           std::span<const Tensor* const> constants) {
+  if (in.size() < 2 || constants.size() < 2 || !constants[1] || !all_f32(in)) return nullptr;
+  MatMulDims d = matmul_dims(node, in[0].shape, in[1].shape);
+  auto prepared = std::make_shared<PreparedMatMulB>();
+  const float* b = constants[1]->data<float>();
+  const int64_t count = numel(d.b_batch);
+  for (int64_t i = 0; i < count; ++i)
+    prepared->mats.push_back(kernels::pack_b(b + i * d.k * d.n, static_cast<size_t>(d.k), static_cast<size_t>(d.n),
+                                             static_cast<size_t>(d.n), kernels::BLayout::k_by_n));
+  return prepared;
+}
+
+// Per worker thread: B panels packed for the current tile, and the GEMM's packed-A block.
+struct GemmWorkspace {
+  kernels::PackedB b;
+  kernels::GemmScratch scratch;
+  std::vector<float> a_rows;  // Gemm with transA: the tile's rows of A^T
+};
+GemmWorkspace& workspace() {
+  thread_local GemmWorkspace w;
+  return w;
+}
+
+// The packed B covering columns [col0, col0 + cols) of a k x n matrix: the prepared panels
+// when the window starts on a panel boundary, else this tile's columns packed now. Returns
+// the first column to use inside the result.
+const kernels::PackedB& b_window(const kernels::PackedB* prepared, const float* b, size_t k, size_t n, size_t col0,
+                                 size_t cols, bool trans_b, size_t& n0) {
+  if (prepared && col0 % prepared->nr == 0) {
+    n0 = col0;
+    return *prepared;
+  }
+  GemmWorkspace& w = workspace();
+  n0 = 0;
+  if (trans_b) kernels::pack_b_into(w.b, b + col0 * k, k, cols, k, kernels::BLayout::n_by_k);
+  else kernels::pack_b_into(w.b, b + col0, k, cols, n, kernels::BLayout::k_by_n);
+  return w.b;
+}
+
+void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+                const void* prepared) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
   MatMulDims d = matmul_dims(node, in[0]->shape(), in[1]->shape());
   MatMulRegion s = split_region(d, r);
+  const auto* packed = static_cast<const PreparedMatMulB*>(prepared);
   const std::vector<int64_t> a_strides = broadcast_strides(d.a_batch, d.batch);
   const std::vector<int64_t> b_strides = broadcast_strides(d.b_batch, d.batch);
   const float* a = in[0]->data<float>();
   const float* b = in[1]->data<float>();
   float* y = out[0]->data<float>();
-  const int64_t cols = s.cols.size();
-  std::vector<float> acc(static_cast<size_t>(std::max<int64_t>(cols, 0)));
+  const size_t k = static_cast<size_t>(d.k), n = static_cast<size_t>(d.n);
+  const size_t rows = static_cast<size_t>(s.rows.size()), cols = static_cast<size_t>(s.cols.size());
   // One pass per batch index of the region: a trailing unit dim makes each "row" one matrix.
   Shape batch_shape = d.batch;
   batch_shape.push_back(1);
@@ -91,18 +142,19 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
   for_each_row(batch_shape, batch_region, [&](int64_t y_off, const std::vector<int64_t>& index) {
     int64_t a_off = 0, b_off = 0;
     for (size_t i = 0; i < d.batch.size(); ++i) a_off += index[i] * a_strides[i], b_off += index[i] * b_strides[i];
-    const float* a_mat = a + a_off * d.m * d.k;
     const float* b_mat = b + b_off * d.k * d.n;
-    float* y_mat = y + y_off * d.m * d.n;
-    for (int64_t i = s.rows.begin; i < s.rows.end; ++i) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t p = 0; p < d.k; ++p) {
-        const float av = a_mat[i * d.k + p];
-        const float* b_row = b_mat + p * d.n + s.cols.begin;
-        for (int64_t j = 0; j < cols; ++j) acc[static_cast<size_t>(j)] += av * b_row[j];
-      }
-      std::copy(acc.begin(), acc.end(), y_mat + i * d.n + s.cols.begin);
-    }
+    size_t n0 = 0;
+    const kernels::PackedB& pb = b_window(packed ? &packed->mats.at(static_cast<size_t>(b_off)) : nullptr, b_mat, k, n,
+                                          static_cast<size_t>(s.cols.begin), cols, false, n0);
+    kernels::GemmCall call;
+    call.m = rows;
+    call.a = a + a_off * d.m * d.k + s.rows.begin * d.k;
+    call.a_stride = k;
+    call.n0 = n0;
+    call.n = cols;
+    call.c = y + y_off * d.m * d.n + s.rows.begin * d.n + s.cols.begin;
+    call.c_stride = n;
+    kernels::gemm(call, pb, workspace().scratch);
   });
 }
 
@@ -134,7 +186,17 @@ void gemm_needs(const Node& node, std::span<const ValueInfo> in, std::span<const
   if (in.size() > 2) in_regions[2] = in[2].present ? broadcast_region(in[2].shape, out_region) : Region{};
 }
 
-void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+std::shared_ptr<const void> gemm_prepare(const Node& node, std::span<const ValueInfo> in,
+                                         std::span<const Tensor* const> constants) {
+  if (in.size() < 2 || constants.size() < 2 || !constants[1] || !all_f32(in)) return nullptr;
+  GemmDims d = gemm_dims(node, in[0].shape, in[1].shape);
+  return std::make_shared<kernels::PackedB>(kernels::pack_b(
+      constants[1]->data<float>(), static_cast<size_t>(d.k), static_cast<size_t>(d.n),
+      static_cast<size_t>(in[1].shape[1]), d.trans_b ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n));
+}
+
+void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+              const void* prepared) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -142,33 +204,41 @@ void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
   const Tensor* c = optional_input(in, 2);
   std::vector<int64_t> c_strides = c ? broadcast_strides(c->shape(), {d.m, d.n}) : std::vector<int64_t>{};
-  const float* a = in[0]->data<float>();
-  const float* b = in[1]->data<float>();
-  float* y = out[0]->data<float>();
-  const int64_t cols = r[1].size();
-  std::vector<float> acc(static_cast<size_t>(std::max<int64_t>(cols, 0)));
-  for (int64_t i = r[0].begin; i < r[0].end; ++i) {
-    if (d.trans_b) {  // B is [N, K]: a dot product per column over contiguous rows of B
-      for (int64_t j = 0; j < cols; ++j) {
-        const float* b_row = b + (r[1].begin + j) * d.k;
-        float sum = 0;
-        for (int64_t p = 0; p < d.k; ++p) sum += (d.trans_a ? a[p * d.m + i] : a[i * d.k + p]) * b_row[p];
-        acc[static_cast<size_t>(j)] = sum;
-      }
-    } else {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t p = 0; p < d.k; ++p) {
-        const float av = d.trans_a ? a[p * d.m + i] : a[i * d.k + p];
-        const float* b_row = b + p * d.n + r[1].begin;
-        for (int64_t j = 0; j < cols; ++j) acc[static_cast<size_t>(j)] += av * b_row[j];
-      }
-    }
-    for (int64_t j = 0; j < cols; ++j) {
-      float value = alpha * acc[static_cast<size_t>(j)];
-      if (c) value += beta * c->data<float>()[i * c_strides[0] + (r[1].begin + j) * c_strides[1]];
-      y[i * d.n + r[1].begin + j] = value;
-    }
+  const size_t k = static_cast<size_t>(d.k), n = static_cast<size_t>(d.n);
+  const size_t rows = static_cast<size_t>(r[0].size()), cols = static_cast<size_t>(r[1].size());
+  if (rows == 0 || cols == 0) return;
+  GemmWorkspace& w = workspace();
+  const float* a = in[0]->data<float>() + r[0].begin * d.k;
+  if (d.trans_a) {  // A is [K, M]: gather this tile's rows of A^T
+    w.a_rows.resize(rows * k);
+    const float* at = in[0]->data<float>();
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t p = 0; p < k; ++p) w.a_rows[i * k + p] = at[p * static_cast<size_t>(d.m) + r[0].begin + i];
+    a = w.a_rows.data();
   }
+  float* y = out[0]->data<float>() + r[0].begin * d.n + r[1].begin;
+  // alpha 1 and a C that varies only along columns: C is the epilogue's bias.
+  const bool c_is_bias = c && alpha == 1.0f && beta == 1.0f && c_strides[0] == 0 && c_strides[1] == 1;
+  size_t n0 = 0;
+  const kernels::PackedB& pb = b_window(static_cast<const kernels::PackedB*>(prepared), in[1]->data<float>(), k, n,
+                                        static_cast<size_t>(r[1].begin), cols, d.trans_b, n0);
+  kernels::GemmCall call;
+  call.m = rows;
+  call.a = a;
+  call.a_stride = k;
+  call.n0 = n0;
+  call.n = cols;
+  call.c = y;
+  call.c_stride = n;
+  call.epilogue.bias = c_is_bias ? c->data<float>() + r[1].begin : nullptr;
+  kernels::gemm(call, pb, w.scratch);
+  if (c_is_bias || (alpha == 1.0f && !c)) return;
+  for (int64_t i = r[0].begin; i < r[0].end; ++i)
+    for (int64_t j = r[1].begin; j < r[1].end; ++j) {
+      float& value = out[0]->data<float>()[i * d.n + j];
+      value *= alpha;
+      if (c) value += beta * c->data<float>()[i * c_strides[0] + j * c_strides[1]];
+    }
 }
 
 std::vector<int64_t> gemm_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
@@ -178,8 +248,8 @@ std::vector<int64_t> gemm_cuttable(const Node&, std::span<const ValueInfo> in, s
 }  // namespace
 
 void add_matmul_rules(RuleTable& t) {
-  t["MatMul"] = {matmul_cuttable, matmul_needs, matmul_run};
-  t["Gemm"] = {gemm_cuttable, gemm_needs, gemm_run};
+  t["MatMul"] = {matmul_cuttable, matmul_needs, matmul_run, matmul_prepare};
+  t["Gemm"] = {gemm_cuttable, gemm_needs, gemm_run, gemm_prepare};
 }
 
 }  // namespace grove::tiling

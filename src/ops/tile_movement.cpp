@@ -75,7 +75,7 @@ void transpose_needs(const Node& node, std::span<const ValueInfo> in, std::span<
   in_regions[0] = x;
 }
 
-void transpose_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void transpose_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<int64_t> perm = perm_of(node, in[0]->shape().size());
   std::vector<int64_t> in_strides = strides_of(in[0]->shape()), strides(perm.size());
   for (size_t j = 0; j < perm.size(); ++j) strides[j] = in_strides[static_cast<size_t>(perm[j])];
@@ -108,7 +108,7 @@ void concat_needs(const Node& node, std::span<const ValueInfo> in, std::span<con
   }
 }
 
-void concat_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void concat_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   size_t axis = concat_axis(node, r.size());
@@ -195,7 +195,7 @@ void slice_needs(const Node& node, std::span<const ValueInfo> in, std::span<cons
   in_regions[0] = x;
 }
 
-void slice_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void slice_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   SliceDims s;
   if (!slice_dims(node, infos, s)) throw Error(node.describe() + ": Slice inputs are missing");

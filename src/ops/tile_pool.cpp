@@ -50,7 +50,7 @@ int64_t padded_window_size(const WindowGeometry& g, std::span<const int64_t> pos
 }
 
 template <bool Max>
-void pool_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void pool_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!claimed(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -109,7 +109,7 @@ void global_needs(const Node&, std::span<const ValueInfo> in, std::span<const Va
 }
 
 template <bool Max>
-void global_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void global_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!global_claimed(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());

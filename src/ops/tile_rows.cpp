@@ -80,7 +80,7 @@ void for_each_row_start(const Shape& x, Region r, const RowDims& rd, F&& row) {
 enum class SoftmaxKind { softmax, log_softmax, hardmax };
 
 template <SoftmaxKind Kind>
-void softmax_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void softmax_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -118,7 +118,7 @@ void softmax_run(const Node& node, std::span<const Tensor* const> in, std::span<
   });
 }
 
-void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos) || in.size() < 2 || !in[1]) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -205,7 +205,7 @@ void channel_needs(const Node&, std::span<const ValueInfo> in, std::span<const V
   }
 }
 
-void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!per_channel(infos) || in.size() != 5) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -223,7 +223,7 @@ void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
   });
 }
 
-void instancenorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r) {
+void instancenorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!per_channel(infos) || in.size() != 3) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());

@@ -8,6 +8,7 @@
 // Results must not depend on how the output is cut into tiles beyond float rounding of the
 // kernel, and must not depend at all on the order tiles run in: each tile always computes its
 // region the same way, so runs are bit-identical whatever the schedule.
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -28,8 +29,16 @@ struct TileRule {
 
   // Computes out[0] over out_region only. Input tensors are whole (at least the regions
   // `needs` named hold valid data); output tensors are whole and already allocated.
+  // `prepared` is what `prepare` returned for this node (nullptr without one).
   void (*run_tile)(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                   const Region& out_region);
+                   const Region& out_region, const void* prepared);
+
+  // Optional, called once per node at plan time: work done once for every run, e.g. weights
+  // packed for the GEMM kernels. constants[i] is input i when it is an initializer, else
+  // nullptr. The result must not depend on anything but the constants it names, and run_tile
+  // must give the same results with and without it (the tests compare both).
+  std::shared_ptr<const void> (*prepare)(const Node& node, std::span<const ValueInfo> in,
+                                         std::span<const Tensor* const> constants) = nullptr;
 };
 
 // nullptr when the op is computed as one whole tile by its reference implementation.

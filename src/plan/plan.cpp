@@ -38,6 +38,17 @@ namespace {
 
 using plan_detail::NodeInfos;
 
+// The rule's one-off work for a node, over its constant inputs (initializers of plan.graph,
+// which outlives the result since the Plan owns both).
+std::shared_ptr<const void> prepare_node(const Graph& g, const Node& node, const TileRule& rule, const NodeInfos& infos) {
+  std::vector<const Tensor*> constants;
+  for (const auto& name : node.inputs) {
+    auto it = name.empty() ? g.initializers.end() : g.initializers.find(name);
+    constants.push_back(it == g.initializers.end() ? nullptr : &it->second);
+  }
+  return rule.prepare(node, infos.in, constants);
+}
+
 void plan_values(Plan& plan) {
   const Graph& g = plan.graph;
   std::map<std::string, int32_t> index;
@@ -117,6 +128,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);
+    plan->prepared.push_back(rule && rule->prepare ? prepare_node(g, node, *rule, infos.back()) : nullptr);
     tg.first_tile.push_back(tg.size());
     if (rule) plan_detail::append_tiles(static_cast<int32_t>(n), out_shape, extent, tg);
     else {

@@ -56,6 +56,9 @@ struct Plan {
   // per dim of output 0 (a regular grid; the last tile along a dim may be smaller).
   std::vector<const TileRule*> rules;
   std::vector<Shape> tile_extent;
+  // Per node: what its rule's `prepare` returned (packed weights, ...), passed to every
+  // run_tile of the node; null when the rule has no prepare step.
+  std::vector<std::shared_ptr<const void>> prepared;
   int64_t critical_path_flops = 0;  // max over tile paths of the summed tile FLOPs
   int64_t total_flops = 0;          // graph_flops of the graph
 };

@@ -56,8 +56,9 @@ std::future<TensorMap> Session::submit(TensorMap inputs) {
   }
   auto job = std::make_shared<PlannedRun>(plan, std::move(inputs));
   std::future<void> done = engine_.submit(job);
-  // Deferred: the work already runs on the engine; get() waits for it, then collects outputs.
-  return std::async(std::launch::deferred, [job, done = std::move(done)]() mutable {
+  // The work already runs on the engine; this thread only waits, so the returned future
+  // becomes ready by itself (callers can poll it) and then holds the outputs.
+  return std::async(std::launch::async, [job, done = std::move(done)]() mutable {
     done.get();
     return job->outputs();
   });

@@ -128,7 +128,14 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
   auto fill = [&](Tensor& t) {
     if (t.dtype() == DType::f32) for (float& v : t.span<float>()) v = static_cast<float>(sentinel);
   };
+  // With a prepare step, every grid runs twice: with nothing prepared (no input constant)
+  // and with every present input constant, so both kernel paths meet the same checks.
+  std::vector<std::vector<const Tensor*>> constant_sets = {std::vector<const Tensor*>(in.size(), nullptr)};
+  if (rule->prepare) constant_sets.push_back(in);
+  for (const auto& constants : constant_sets)
   for (const auto& sizes : grids_for(ref.shape(), blocks)) {
+    const std::shared_ptr<const void> prepared_holder = rule->prepare ? rule->prepare(node, infos, constants) : nullptr;
+    const void* prepared = prepared_holder.get();
     Tensor assembled(ref.dtype(), ref.shape());
     fill(assembled);
     ++stats.grids;
@@ -145,7 +152,7 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
               << node.op_type << " input " << i << " needs " << region_str(needs[i]) << " outside " << shape_str(inputs[i].shape());
       }
       std::vector<Tensor*> outs = {&assembled};
-      rule->run_tile(node, in, outs, tile);
+      rule->run_tile(node, in, outs, tile, prepared);
       for (double poison : {std::nan(""), 1e30}) {
         std::vector<Tensor> bad;
         bad.reserve(inputs.size());
@@ -157,7 +164,7 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
         Tensor alone(ref.dtype(), ref.shape());
         fill(alone);
         std::vector<Tensor*> alone_out = {&alone};
-        rule->run_tile(node, bad_in, alone_out, tile);
+        rule->run_tile(node, bad_in, alone_out, tile, prepared);
         // The tile equals the reference inside its region and writes nothing outside it.
         std::vector<double> got = alone.to_f64(), want = ref.to_f64();
         Tensor inside(DType::boolean, ref.shape());

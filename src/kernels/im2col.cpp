@@ -1,0 +1,70 @@
+#include "kernels/im2col.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "graph/error.h"
+
+namespace grove::kernels {
+
+void pack_im2col(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, size_t n, Isa isa) {
+  const size_t taps = s.kernel_h * s.kernel_w, k = s.channels * taps;
+  if (q0 + n > s.out_h * s.out_w) throw Error("pack_im2col: pixels past the output plane");
+  const size_t plane = s.in_h * s.in_w;
+  // 1x1, stride 1, no padding: B is the input planes themselves (k rows of plane floats).
+  if (taps == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 && s.out_h == s.in_h &&
+      s.out_w == s.in_w)
+    return pack_b_into(out, x + q0, k, n, plane, BLayout::k_by_n, isa);
+
+  shape_packed_b(out, k, n, isa);
+  const size_t nr = out.nr;
+  float* panels = out.panels.data();
+  const int64_t W = static_cast<int64_t>(s.in_w), H = static_cast<int64_t>(s.in_h);
+  const int64_t OW = static_cast<int64_t>(s.out_w), sw = static_cast<int64_t>(s.stride_w);
+  // Per kernel column: the output columns [lo, hi) whose tap lands inside the input row.
+  std::vector<int64_t> lo(s.kernel_w), hi(s.kernel_w), shift(s.kernel_w);
+  for (size_t kw = 0; kw < s.kernel_w; ++kw) {
+    shift[kw] = static_cast<int64_t>(kw * s.dilation_w) - static_cast<int64_t>(s.pad_left);  // iw = ow * sw + shift
+    const int64_t first = shift[kw] >= 0 ? 0 : (-shift[kw] + sw - 1) / sw;
+    const int64_t last = W - 1 - shift[kw] < 0 ? -1 : (W - 1 - shift[kw]) / sw;
+    lo[kw] = std::min(first, OW);
+    hi[kw] = std::clamp<int64_t>(last + 1, lo[kw], OW);
+  }
+  const size_t q_end = q0 + n;
+  for (size_t c = 0; c < s.channels; ++c)
+    for (size_t kh = 0; kh < s.kernel_h; ++kh)
+      for (size_t kw = 0; kw < s.kernel_w; ++kw) {
+        const size_t kk = (c * s.kernel_h + kh) * s.kernel_w + kw;
+        float* k_row = panels + kk * nr;  // row kk of panel 0; panel p is p * k * nr further
+        for (size_t oh = q0 / s.out_w; oh * s.out_w < q_end; ++oh) {
+          const size_t row_first = std::max(q0, oh * s.out_w), row_end = std::min(q_end, (oh + 1) * s.out_w);
+          const int64_t ih = static_cast<int64_t>(oh * s.stride_h + kh * s.dilation_h) - static_cast<int64_t>(s.pad_top);
+          const bool row_inside = ih >= 0 && ih < H;
+          const float* in_row = x + c * plane + (row_inside ? ih : 0) * W;
+          // Walk the row's pixels in pieces that stay inside one panel.
+          for (size_t q = row_first; q < row_end;) {
+            const size_t j = q - q0, lane = j % nr;
+            const size_t len = std::min(row_end - q, nr - lane);
+            float* d = k_row + (j / nr) * k * nr + lane;
+            const int64_t ow = static_cast<int64_t>(q - oh * s.out_w);
+            const int64_t len_i = static_cast<int64_t>(len);
+            int64_t t = 0;
+            if (row_inside) {
+              const int64_t copy_begin = std::clamp<int64_t>(lo[kw] - ow, 0, len_i);
+              const int64_t copy_end = std::clamp<int64_t>(hi[kw] - ow, copy_begin, len_i);
+              for (; t < copy_begin; ++t) d[t] = 0.0f;
+              if (sw == 1) {
+                for (; t < copy_end; ++t) d[t] = in_row[ow + t + shift[kw]];
+              } else {
+                for (; t < copy_end; ++t) d[t] = in_row[(ow + t) * sw + shift[kw]];
+              }
+            }
+            for (; t < len_i; ++t) d[t] = 0.0f;
+            q += len;
+          }
+        }
+      }
+}
+
+}  // namespace grove::kernels

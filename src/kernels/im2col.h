@@ -1,0 +1,27 @@
+#pragma once
+// im2col straight into the GEMM's packed-B layout, for one block of output pixels of a 2-D
+// convolution in NCHW: B[k][j] = x[c][ih][iw] for k = (c, kh, kw) in the order of Conv
+// weights [Cout][Cin][KH][KW], and j the output pixel q0 + j (row-major over out_h x out_w).
+// Taps that fall in the padding are 0. No whole-layer im2col buffer: a tile packs only its
+// pixels, into a per-worker PackedB that is reused.
+#include <cstddef>
+
+#include "kernels/gemm.h"
+
+namespace grove::kernels {
+
+struct Conv2dShape {
+  size_t channels = 0;           // input channels this GEMM reduces over (one group)
+  size_t in_h = 0, in_w = 0;     // input plane
+  size_t out_h = 0, out_w = 0;   // output plane
+  size_t kernel_h = 1, kernel_w = 1;
+  size_t stride_h = 1, stride_w = 1;
+  size_t dilation_h = 1, dilation_w = 1;
+  size_t pad_top = 0, pad_left = 0;
+};
+
+// Packs B (k = channels * kernel_h * kernel_w rows, n pixels) for output pixels
+// [q0, q0 + n) of input planes `x` (channels planes of in_h x in_w, contiguous).
+void pack_im2col(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, size_t n, Isa isa = active_isa());
+
+}  // namespace grove::kernels

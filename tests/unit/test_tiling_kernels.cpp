@@ -1,0 +1,158 @@
+// The kernel paths of the Conv, MatMul and Gemm tile rules (SIMD GEMM with im2col packed per
+// tile, B packed once by `prepare` or per tile, the direct depthwise loop) at sizes that hit
+// the blocking remainders: k past one k block, rows past one register tile, pixels past one
+// packed chunk, columns off the panel width. Each case is checked against the reference with
+// poisoned inputs (check_tiling), and every grid must give the same bits as one whole tile,
+// with and without prepared weights: the sum behind an output element must not depend on the
+// tile it falls in.
+#include <cstring>
+
+#include "kernels/gemm.h"
+#include "tiling_test_util.h"
+
+namespace grove {
+namespace {
+
+using optest::NodeBuilder;
+using tiletest::check_tiling;
+using tiletest::cuttable_of;
+using tiletest::random_f32;
+
+constexpr double kTol = 1e-5;
+
+// Runs every tile of the grid with tile sizes `sizes` (0: the whole dim) into one tensor.
+Tensor run_grid(const Node& node, const std::vector<Tensor>& inputs, const std::vector<int64_t>& sizes, bool prepare) {
+  std::vector<const Tensor*> in;
+  std::vector<ValueInfo> infos;
+  for (const Tensor& t : inputs) {
+    in.push_back(&t);
+    infos.push_back({t.dtype(), t.shape(), &t, true});
+  }
+  const std::vector<ValueInfo> out_infos = infer_node(node, infos);
+  const TileRule* rule = find_tile_rule(node);
+  std::shared_ptr<const void> prepared = prepare && rule->prepare ? rule->prepare(node, infos, in) : nullptr;
+  if (prepare && rule->prepare) EXPECT_NE(prepared, nullptr) << node.op_type << ": every input is constant";
+  Tensor y(DType::f32, out_infos[0].shape);
+  for (float& v : y.span<float>()) v = std::nanf("");
+  std::vector<Tensor*> out = {&y};
+  for (const Region& tile : tiletest::grid(y.shape(), sizes)) rule->run_tile(node, in, out, tile, prepared.get());
+  return y;
+}
+
+// Every grid the rule allows (plus `extra` grids) gives the bits of one whole tile.
+void expect_grid_independent(const Node& node, const std::vector<Tensor>& inputs,
+                             std::vector<std::vector<int64_t>> extra = {}) {
+  const std::vector<int64_t> blocks = cuttable_of(node, inputs);
+  const Tensor whole = run_grid(node, inputs, std::vector<int64_t>(blocks.size(), 0), false);
+  std::vector<std::vector<int64_t>> grids = tiletest::grids_for(whole.shape(), blocks);
+  grids.insert(grids.end(), extra.begin(), extra.end());
+  for (const auto& sizes : grids)
+    for (bool prepare : {false, true}) {
+      const Tensor got = run_grid(node, inputs, sizes, prepare);
+      std::string grid_text;
+      for (int64_t s : sizes) grid_text += std::to_string(s) + " ";
+      EXPECT_EQ(std::memcmp(got.raw(), whole.raw(), whole.bytes()), 0)
+          << node.op_type << " grid [ " << grid_text << "] prepared=" << prepare;
+    }
+}
+
+void check(const Node& node, const std::vector<Tensor>& inputs, std::vector<std::vector<int64_t>> extra = {}) {
+  check_tiling(node, inputs, kTol);
+  expect_grid_independent(node, inputs, std::move(extra));
+}
+
+// ---- Conv
+
+TEST(TilingKernels, ConvKPastOneKBlockAndPixelsPastOneChunk) {
+  // K = 60 * 3 * 3 = 540 > kc (512); 17 x 19 = 323 pixels > one packed chunk; 20 output
+  // channels = a 14-row register tile and a 6-row remainder.
+  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}),
+        {random_f32({1, 60, 17, 19}, 1), random_f32({20, 60, 3, 3}, 2), random_f32({20}, 3)});
+}
+
+TEST(TilingKernels, ConvGroupsStrideTwoDilationTwo) {
+  check(NodeBuilder("Conv", 11, 3).i("group", 3).ints("strides", {2, 2}).ints("dilations", {2, 2}).ints("pads", {2, 1, 2, 3}),
+        {random_f32({2, 12, 13, 15}, 4), random_f32({9, 4, 3, 3}, 5), random_f32({9}, 6)});
+  // Asymmetric kernel, stride only along the width, no bias.
+  check(NodeBuilder("Conv", 11, 2).i("group", 2).ints("strides", {1, 2}).ints("pads", {0, 2, 1, 0}),
+        {random_f32({1, 6, 7, 33}, 7), random_f32({4, 3, 2, 5}, 8)});
+}
+
+TEST(TilingKernels, ConvOneByOne) {
+  // Stride 1: B is packed straight from the input planes (37 rows, 323 columns).
+  check(NodeBuilder("Conv", 11, 3), {random_f32({1, 37, 17, 19}, 9), random_f32({33, 37, 1, 1}, 10), random_f32({33}, 11)});
+  // Stride 2 and padding: through the im2col packer.
+  check(NodeBuilder("Conv", 11, 2).ints("strides", {2, 2}), {random_f32({2, 16, 9, 10}, 12), random_f32({5, 16, 1, 1}, 13)});
+  check(NodeBuilder("Conv", 11, 2).ints("pads", {1, 0, 0, 1}), {random_f32({1, 3, 4, 5}, 14), random_f32({2, 3, 1, 1}, 15)});
+}
+
+TEST(TilingKernels, ConvDepthwise) {
+  // Channel multiplier 2, dilation 2.
+  check(NodeBuilder("Conv", 11, 3).i("group", 4).ints("pads", {2, 2, 2, 2}).ints("dilations", {2, 2}),
+        {random_f32({1, 4, 10, 37}, 16), random_f32({8, 1, 3, 3}, 17), random_f32({8}, 18)});
+  // 5x5 stride 2.
+  check(NodeBuilder("Conv", 11, 2).i("group", 3).ints("pads", {2, 2, 2, 2}).ints("strides", {2, 2}),
+        {random_f32({2, 3, 11, 12}, 19), random_f32({3, 1, 5, 5}, 20)});
+  // Rows wider than the kernel's accumulator strip.
+  check(NodeBuilder("Conv", 11, 2).i("group", 2).ints("pads", {0, 1, 0, 1}),
+        {random_f32({1, 2, 3, 600}, 21), random_f32({2, 1, 1, 3}, 22)});
+  // One input channel, no groups: many filters of one plane.
+  check(NodeBuilder("Conv", 11, 2).ints("pads", {1, 1, 1, 1}), {random_f32({1, 1, 6, 7}, 23), random_f32({5, 1, 3, 3}, 24)});
+}
+
+// ---- MatMul and Gemm
+
+TEST(TilingKernels, MatMulConstantAndActivationB) {
+  // K = 530 > kc; N = 45 is one full panel and a remainder; 37 rows. The extra grid cuts N
+  // on panel boundaries, so prepared panels are used from a column window.
+  check(NodeBuilder("MatMul", 13, 2), {random_f32({3, 37, 530}, 30), random_f32({530, 45}, 31)}, {{1, 5, 32}, {0, 0, 32}});
+  // Attention-like batches of activations (QK^T and PV shapes), B broadcast over a batch dim.
+  check(NodeBuilder("MatMul", 13, 2), {random_f32({2, 3, 17, 40}, 32), random_f32({2, 3, 40, 21}, 33)});
+  check(NodeBuilder("MatMul", 13, 2), {random_f32({2, 3, 17, 21}, 34), random_f32({3, 21, 40}, 35)}, {{1, 1, 4, 32}});
+  // 1-D operands.
+  check(NodeBuilder("MatMul", 13, 2), {random_f32({530}, 36), random_f32({530, 3}, 37)});
+  check(NodeBuilder("MatMul", 13, 2), {random_f32({5, 530}, 38), random_f32({530}, 39)});
+}
+
+TEST(TilingKernels, GemmConstantBAndBias) {
+  // transB with a per-column C: the bias rides in the GEMM's epilogue.
+  check(NodeBuilder("Gemm", 13, 3).i("transB", 1),
+        {random_f32({37, 530}, 40), random_f32({45, 530}, 41), random_f32({45}, 42)}, {{5, 32}});
+  // transA, alpha and a per-row C: scaled after the GEMM.
+  check(NodeBuilder("Gemm", 13, 3).i("transA", 1).f("alpha", 0.5f).f("beta", -2.0f),
+        {random_f32({530, 19}, 43), random_f32({530, 33}, 44), random_f32({19, 1}, 45)}, {{4, 32}});
+}
+
+// ---- The GEMM's per-row bias (the Conv bias), on every ISA this CPU has
+
+TEST(TilingKernels, GemmRowBiasOnEveryIsa) {
+  const size_t m = 17, n = 37, k = 5;
+  Tensor a = random_f32({17, 5}, 50), b = random_f32({5, 37}, 51), bias = random_f32({17}, 52), col = random_f32({37}, 53);
+  for (kernels::Isa isa : {kernels::Isa::scalar, kernels::Isa::avx2, kernels::Isa::avx512}) {
+    if (!kernels::isa_supported(isa)) continue;
+    kernels::PackedB packed = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa);
+    std::vector<float> c(m * n, 0.0f);
+    kernels::GemmScratch scratch;
+    kernels::GemmCall call;
+    call.m = m;
+    call.a = a.data<float>();
+    call.a_stride = k;
+    call.n = n;
+    call.c = c.data();
+    call.c_stride = n;
+    call.epilogue.bias = col.data<float>();
+    call.epilogue.row_bias = bias.data<float>();
+    call.epilogue.activation.kind = kernels::Activation::relu;
+    kernels::gemm(call, packed, scratch);
+    for (size_t i = 0; i < m; ++i)
+      for (size_t j = 0; j < n; ++j) {
+        double want = double(bias.data<float>()[i]) + col.data<float>()[j];
+        for (size_t p = 0; p < k; ++p) want += double(a.data<float>()[i * k + p]) * b.data<float>()[p * n + j];
+        want = std::max(want, 0.0);
+        EXPECT_NEAR(c[i * n + j], want, 1e-5) << kernels::isa_name(isa) << " row " << i << " column " << j;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace grove
