@@ -37,7 +37,21 @@ struct PlanCliOptions {
   bool totals_only = false;
 };
 
+struct BenchOptions {
+  std::string model;
+  std::vector<std::string> shapes;  // NAME=DIMS
+  int threads = 0;                  // 0: the cores this process may use
+  int runs = 10;
+  double seconds = 0;               // > 0: run until this much time has passed (at least `runs`)
+  int warmup = 2;
+  std::string schedule = "aspen";   // aspen | barrier | both (interleaved A B A B ...)
+  int tiles_per_op = 0;
+  bool json = false;
+  uint64_t seed = 0;
+};
+
 int run_info(const InfoOptions& options);
+int run_bench(const BenchOptions& options);
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();

@@ -141,6 +141,31 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"aspen", "barrier"}));
   plan->add_flag("--totals", plan_options.totals_only, "Print the totals only, not every op");
 
+  BenchOptions bench_options;
+  CLI::App* bench = app.add_subcommand("bench", "Time a model: latency percentiles, throughput, memory");
+  bench->footer(R"(
+Runs the model on seeded random inputs (as grove run does) after --warmup untimed runs.
+--schedule both interleaves the barrier-free and the op-by-op schedule run by run (A B A B),
+on the same engine, tiles and kernels, so their ratio is measured side by side.
+
+Examples:
+  grove bench resnet50.onnx --threads 2 --runs 20
+  grove bench bert.onnx --shape input_ids=1x128 --schedule both --json)");
+  bench->add_option("model", bench_options.model, "The .onnx file")->required();
+  bench->add_option("--shape", bench_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+  bench->add_option("--threads,-t", bench_options.threads, "Worker threads (0: the cores this process may use)")
+      ->capture_default_str()->check(CLI::Range(0, 4096));
+  bench->add_option("--runs,-r", bench_options.runs, "Timed runs (per schedule)")->capture_default_str()->check(CLI::Range(1, 1000000));
+  bench->add_option("--seconds,-s", bench_options.seconds, "Keep running until this many seconds (0: just --runs)")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  bench->add_option("--warmup,-w", bench_options.warmup, "Untimed runs first (per schedule)")->capture_default_str()->check(CLI::Range(0, 1000));
+  bench->add_option("--schedule", bench_options.schedule, "aspen, barrier, or both (interleaved)")
+      ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
+  bench->add_option("--tiles-per-op", bench_options.tiles_per_op, "Target tiles per op (0: by rule)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  bench->add_flag("--json", bench_options.json, "Print one JSON object instead of the table");
+  bench->add_option("--seed", bench_options.seed, "Seed for the random inputs")->capture_default_str();
+
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -154,6 +179,7 @@ int main(int argc, char** argv) {
     if (info->parsed()) return run_info(info_options);
     if (run->parsed()) return run_run(run_options);
     if (plan->parsed()) return run_plan(plan_options);
+    if (bench->parsed()) return run_bench(bench_options);
     return run_demo();
   } catch (const grove::Error& e) {
     std::fprintf(stderr, "grove: error: %s\n", e.what());

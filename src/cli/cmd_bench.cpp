@@ -1,0 +1,121 @@
+// grove bench: latency percentiles, throughput and memory of one model on the tile runtime,
+// optionally both schedules interleaved run by run so their ratio is measured side by side.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/inputs.h"
+#include "grove/grove.h"
+#include "onnx/import.h"
+
+namespace grove::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Series {
+  std::string schedule;
+  std::unique_ptr<Session> session;
+  std::vector<double> ms;
+  int64_t peak_activation_bytes = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  auto t0 = Clock::now();
+  ShapeMap shapes = parse_shape_options(o.shapes);
+  Graph imported = load_onnx(o.model);
+  TensorMap inputs = load_input_files(imported, {}, shapes);
+  ShapeMap resolved = resolve_input_shapes(imported, shapes);
+  std::mt19937_64 rng(o.seed);
+  for (const auto& decl : imported.inputs) inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
+
+  Engine engine({.threads = o.threads});
+  std::vector<Series> series;
+  for (const std::string s : {"aspen", "barrier"}) {
+    if (o.schedule != "both" && o.schedule != s) continue;
+    Series x;
+    x.schedule = s;
+    x.session = std::make_unique<Session>(
+        engine, Model(imported, resolved),
+        SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen, .tiles_per_op = o.tiles_per_op});
+    if (!x.session->plan_for(resolved))
+      throw Error(o.model + ": shapes depend on input values, so the model cannot be planned for the tile runtime");
+    series.push_back(std::move(x));
+  }
+  double load_plan_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  auto plan = series[0].session->plan_for(resolved);
+  double gflop = static_cast<double>(plan->total_flops) / 1e9;
+
+  for (int i = 0; i < o.warmup; ++i)
+    for (auto& x : series) x.session->run(inputs);
+  bool tty = isatty(STDERR_FILENO) && !o.json;
+  auto start = Clock::now();
+  for (int i = 0;; ++i) {
+    double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (i >= o.runs && elapsed >= o.seconds) break;
+    for (auto& x : series) {  // interleaved: A B A B ..., never all of A then all of B
+      RunStats stats;
+      auto t = Clock::now();
+      x.session->run(inputs, &stats);
+      x.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+      x.peak_activation_bytes = std::max(x.peak_activation_bytes, stats.peak_activation_bytes);
+    }
+    if (tty) std::fprintf(stderr, "\r  run %d/%d (%.1f s)", i + 1, o.runs, elapsed);
+  }
+  if (tty) std::fprintf(stderr, "\r%40s\r", "");
+
+  if (o.json) {
+    std::printf("{\"model\": \"%s\", \"threads\": %d, \"gflop\": %.6f, \"load_plan_ms\": %.3f, \"peak_rss_mb\": %.1f, "
+                "\"tiles\": %d, \"edges\": %lld, \"results\": [",
+                o.model.c_str(), engine.threads(), gflop, load_plan_s * 1e3, peak_rss_mb(), plan->tiles.size(),
+                static_cast<long long>(plan->tiles.edge_count()));
+    for (size_t k = 0; k < series.size(); ++k) {
+      const auto& x = series[k];
+      std::printf("%s{\"schedule\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
+                  "\"p99_ms\": %.4f, \"max_ms\": %.4f, \"peak_activation_bytes\": %lld}",
+                  k ? ", " : "", x.schedule.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
+                  percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
+                  static_cast<long long>(x.peak_activation_bytes));
+    }
+    std::printf("]}\n");
+    return 0;
+  }
+  std::printf("model: %s  (%.3f GFLOPs, %d tiles, %lld edges)\n", o.model.c_str(), gflop, plan->tiles.size(),
+              static_cast<long long>(plan->tiles.edge_count()));
+  std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB\n", engine.threads(), milliseconds(load_plan_s).c_str(),
+              peak_rss_mb());
+  std::printf("%-8s %6s %10s %10s %10s %10s %10s %10s %9s %12s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
+              "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB");
+  for (const auto& x : series) {
+    double p50 = percentile(x.ms, 50);
+    std::printf("%-8s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f\n", x.schedule.c_str(), x.ms.size(),
+                percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
+                1e3 / p50, gflop / (p50 / 1e3), x.peak_activation_bytes / 1e6);
+  }
+  if (series.size() == 2)
+    std::printf("barrier-free speedup (p50 barrier / p50 aspen): %.3fx\n",
+                percentile(series[1].ms, 50) / percentile(series[0].ms, 50));
+  return 0;
+}
+
+}  // namespace grove::cli
