@@ -18,6 +18,7 @@
 
 #include "compare.h"
 #include "onnx/import.h"
+#include "grove/grove.h"
 #include "runtime/model.h"
 
 namespace fs = std::filesystem;
@@ -51,7 +52,29 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
   return files;
 }
 
-CaseResult run_case(const fs::path& dir) {
+// With `tiles`, every case also runs through the tile runtime at 1, 2, 3 and 8 workers, in
+// both schedules, with tiles by rule and with every op cut into about 4 tiles; each run must
+// match the expected outputs.
+struct RunConfig {
+  int threads;
+  Schedule schedule;
+  int tiles_per_op;
+};
+
+std::vector<RunConfig> tile_configs() {
+  std::vector<RunConfig> v;
+  for (int threads : {1, 2, 3, 8})
+    for (Schedule s : {Schedule::aspen, Schedule::barrier})
+      for (int tiles : {0, 4}) v.push_back({threads, s, tiles});
+  return v;
+}
+
+std::string describe(const RunConfig& c) {
+  return "tiles: " + std::to_string(c.threads) + " threads, " + (c.schedule == Schedule::aspen ? "aspen" : "barrier") +
+         ", tiles_per_op " + std::to_string(c.tiles_per_op) + ": ";
+}
+
+CaseResult run_case(const fs::path& dir, bool tiles) {
   CaseResult r;
   r.op = "(not-imported)";
   try {
@@ -83,15 +106,23 @@ CaseResult run_case(const fs::path& dir) {
         throw Error("test data has " + std::to_string(in_files.size()) + " inputs, the model " +
                     std::to_string(input_names.size()));
       for (size_t i = 0; i < in_files.size(); ++i) inputs[input_names[i]] = load_tensor_pb(in_files[i].string());
-      TensorMap outputs = model.run_reference(inputs);
+      std::vector<std::pair<std::string, TensorMap>> results{{"", model.run_reference(inputs)}};
+      if (tiles)
+        for (const RunConfig& c : tile_configs()) {
+          Engine engine({.threads = c.threads, .pin = false});
+          Session session(engine, Model(imported), {.schedule = c.schedule, .tiles_per_op = c.tiles_per_op});
+          results.emplace_back(describe(c), session.run(inputs));
+        }
       auto out_files = numbered(set, "output_");
       for (size_t i = 0; i < out_files.size() && i < imported.outputs.size(); ++i) {
         Tensor want = load_tensor_pb(out_files[i].string());
-        std::string diff = compare_tensors(outputs.at(imported.outputs[i].name), want);
-        if (!diff.empty()) {
-          r.outcome = Outcome::fail;
-          r.detail = set.filename().string() + " output '" + imported.outputs[i].name + "': " + diff;
-          return r;
+        for (const auto& [how, outputs] : results) {
+          std::string diff = compare_tensors(outputs.at(imported.outputs[i].name), want);
+          if (!diff.empty()) {
+            r.outcome = Outcome::fail;
+            r.detail = how + set.filename().string() + " output '" + imported.outputs[i].name + "': " + diff;
+            return r;
+          }
         }
       }
     }
@@ -107,14 +138,14 @@ CaseResult run_case(const fs::path& dir) {
 }
 
 // Runs one case in a child process with a time limit; a crash or hang becomes a failure.
-CaseResult run_isolated(const fs::path& dir, int timeout_s) {
+CaseResult run_isolated(const fs::path& dir, int timeout_s, bool tiles) {
   int fds[2];
-  if (pipe(fds) != 0) return run_case(dir);
+  if (pipe(fds) != 0) return run_case(dir, tiles);
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
     alarm(static_cast<unsigned>(timeout_s));
-    CaseResult r = run_case(dir);
+    CaseResult r = run_case(dir, tiles);
     std::string msg = std::to_string(static_cast<int>(r.outcome)) + "\n" + r.op + "\n" + r.detail;
     size_t off = 0;
     while (off < msg.size()) {
@@ -156,15 +187,18 @@ int main(int argc, char** argv) {
   std::string filter;
   bool verbose = false;
   int timeout_s = 60;
+  bool tiles = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--timeout" && i + 1 < argc) timeout_s = std::stoi(argv[++i]);
     else if (a == "--verbose" || a == "-v") verbose = true;
+    else if (a == "--tiles") tiles = true;
     else {
-      std::cout << "usage: grove_conformance [--data DIR] [--filter SUBSTRING] [--timeout SECONDS] [--verbose]\n"
+      std::cout << "usage: grove_conformance [--data DIR] [--filter SUBSTRING] [--timeout SECONDS] [--tiles] [--verbose]\n"
                    "Runs the ONNX node tests in DIR (default " << data << ") through grove's reference executor.\n"
+                   "--tiles also runs every case through the tile runtime at 1, 2, 3 and 8 workers, both schedules.\n"
                    "Prints pass/fail/skip per op and every skip reason; exits 1 if any case fails.\n";
       return a == "--help" || a == "-h" ? 0 : 2;
     }
@@ -185,7 +219,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> failures;
   Counts total;
   for (const auto& dir : cases) {
-    CaseResult r = run_isolated(dir, timeout_s);
+    CaseResult r = run_isolated(dir, timeout_s, tiles);
     std::string name = dir.filename().string();
     Counts& c = per_op[r.op];
     std::string one_line = r.detail;
