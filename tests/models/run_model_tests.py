@@ -80,7 +80,8 @@ def compare(case: CaseResult, reference: np.ndarray, produced_path: Path, output
 
 
 def run_case(grove: str, folder: Path, manifest, case_name: str, pass_shapes: bool,
-             timeout: float, keep_dir: Path | None) -> tuple[CaseResult, str, str]:
+             timeout: float, keep_dir: Path | None,
+             extra_args: list[str]) -> tuple[CaseResult, str, str]:
     case = CaseResult(case_name)
     spec = manifest["cases"][case_name]
     out_dir = Path(tempfile.mkdtemp(prefix=f"grove-{folder.name}-{case_name}-"))
@@ -89,7 +90,7 @@ def run_case(grove: str, folder: Path, manifest, case_name: str, pass_shapes: bo
         command += ["--input", f"{input_name}={folder / rel}"]
         if pass_shapes:
             command += ["--shape", f"{input_name}={shape_arg(np.load(folder / rel))}"]
-    command += ["--output", str(out_dir)]
+    command += ["--output", str(out_dir)] + extra_args
 
     stderr = ""
     start = time.monotonic()
@@ -128,6 +129,8 @@ def main(argv=None) -> int:
                         help="seconds allowed per grove run (default: %(default)s)")
     parser.add_argument("--keep-outputs", type=Path,
                         help="copy grove's output files here for inspection")
+    parser.add_argument("--grove-args", default="",
+                        help="extra options for every `grove run`, e.g. '--threads 3 --schedule barrier'")
     args = parser.parse_args(argv)
 
     grove = shutil.which(args.grove) or args.grove
@@ -149,7 +152,7 @@ def main(argv=None) -> int:
         for index, case_name in enumerate(manifest["cases"]):
             pass_shapes = manifest["dynamic"] and index == 0
             cases.append(run_case(grove, folder, manifest, case_name, pass_shapes,
-                                  args.timeout, args.keep_outputs))
+                                  args.timeout, args.keep_outputs, args.grove_args.split()))
         ok = all(case.passed for case, _, _ in cases)
         worst = max((case for case, _, _ in cases),
                     key=lambda c: c.max_abs_err / max(c.bound, 1e-30))
