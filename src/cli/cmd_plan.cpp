@@ -8,6 +8,7 @@
 #include "cli/format.h"
 #include "graph/flops.h"
 #include "plan/plan.h"
+#include "plan/plan_io.h"
 #include "runtime/engine.h"
 #include "runtime/model.h"
 
@@ -75,6 +76,19 @@ int run_plan(const PlanCliOptions& o) {
               cp > 0 ? total / cp : 1.0);
   std::printf("plan time: %s   TileGraph: %.2f MB\n", milliseconds(seconds).c_str(),
               static_cast<double>(tile_graph_bytes(tg)) / (1024.0 * 1024.0));
+  if (!o.save_path.empty()) {
+    save_tile_graph(o.save_path, p);
+    std::printf("saved %s: %s tiles, %s edges\n", o.save_path.c_str(), with_commas(tg.size() - barriers).c_str(),
+                with_commas(tg.edge_count()).c_str());
+  }
+  if (!o.load_path.empty()) {
+    TileGraph loaded = load_tile_graph(o.load_path, p);
+    std::string difference = tile_graph_difference(loaded, tg);
+    if (!difference.empty())
+      throw Error(o.load_path + ": does not match a fresh plan of " + o.model + " (file vs fresh): " + difference);
+    std::printf("loaded %s: %s tiles, %s edges, matches\n", o.load_path.c_str(), with_commas(tg.size() - barriers).c_str(),
+                with_commas(loaded.edge_count()).c_str());
+  }
   return 0;
 }
 

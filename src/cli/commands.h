@@ -35,6 +35,8 @@ struct PlanCliOptions {
   int64_t min_tile_flops = 0;       // 0: by rule
   std::string schedule = "aspen";
   bool totals_only = false;
+  std::string save_path;            // non-empty: write the TileGraph here
+  std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan
 };
 
 struct BenchOptions {

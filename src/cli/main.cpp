@@ -140,6 +140,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"aspen", "barrier"}));
   plan->add_flag("--totals", plan_options.totals_only, "Print the totals only, not every op");
+  plan->add_option("--save", plan_options.save_path,
+                   "Write the TileGraph to this file (with the model's hash, bound shapes, options and grove's version)")
+      ->type_name("FILE");
+  plan->add_option("--load", plan_options.load_path,
+                   "Load a saved TileGraph and check it against a fresh plan of the model with the same options")
+      ->type_name("FILE");
 
   BenchOptions bench_options;
   CLI::App* bench = app.add_subcommand("bench", "Time a model: latency percentiles, throughput, memory");

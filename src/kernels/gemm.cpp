@@ -154,29 +154,64 @@ void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_st
   }
 }
 
-void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
-  if (call.m == 0 || call.n == 0) return;
+PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa) {
+  if (!isa_supported(isa))
+    throw Error("pack_a: ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+  if (row_stride < k) throw Error("pack_a: row stride smaller than a row");
+  if (m > 0 && k > 0 && a == nullptr) throw Error("pack_a: null A");
+  PackedA packed;
+  packed.m = m;
+  packed.k = k;
+  packed.isa = isa;
+  packed.mr = config_for(isa).blocking.mr;
+  const size_t mr = packed.mr, tiles = (m + mr - 1) / mr;
+  packed.tiles.resize(tiles * k * mr);  // zero-filled: rows past m stay 0
+  for (size_t t = 0; t < tiles; ++t) {
+    float* out = packed.tiles.data() + t * k * mr;
+    for (size_t r = 0; r < mr && t * mr + r < m; ++r) {
+      const float* src = a + (t * mr + r) * row_stride;
+      for (size_t p = 0; p < k; ++p) out[p * mr + r] = src[p];
+    }
+  }
+  return packed;
+}
+
+namespace {
+
+void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
   if (b.nr == 0 || call.n0 % b.nr != 0)
     throw Error("gemm: first column " + std::to_string(call.n0) + " is not a multiple of the panel width " +
                 std::to_string(b.nr));
   if (call.n0 + call.n > b.n) throw Error("gemm: columns past the end of packed B");
-  if (!call.a && b.k > 0) throw Error("gemm: null A");
+  if (need_a && !call.a && b.k > 0) throw Error("gemm: null A");
   if (!call.c) throw Error("gemm: null C");
-  if (call.a_stride < b.k || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
+  if ((need_a && call.a_stride < b.k) || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
   if (call.epilogue.residual && call.epilogue.residual_stride < call.n)
     throw Error("gemm: residual row stride smaller than a row");
+}
 
-  const GemmConfig config = config_for(b.isa);
-  const size_t mr = config.blocking.mr, nr = b.nr, kc_max = config.blocking.kc;
-  const size_t mc_max = config.blocking.mc;
-  const size_t k = b.k;
-  scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) * std::min(std::max<size_t>(k, 1), kc_max));
+// Where a block of packed A lives: micro-panel t of the block at base + t * tile_stride.
+struct ABlock {
+  const float* base;
+  size_t tile_stride;
+};
 
+// The loops shared by both entry points. `a_block(pc, kc, ic, mc, tiles)` gives the packed A
+// of rows [ic, ic + mc) over k [pc, pc + kc) as `tiles` micro-panels. With `balanced`, m
+// blocks and the tiles inside them have nearly equal heights (see tile_row); otherwise they
+// are whole mr-row tiles from the first row, as prepacked A is laid out (mc_max a multiple
+// of mr). Neither choice changes how any element of C is computed.
+template <class AProvider>
+void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config, size_t mc_max, bool balanced,
+                AProvider&& a_block) {
+  const size_t mr = config.blocking.mr, nr = b.nr, kc_max = config.blocking.kc, k = b.k;
+  auto start = [&](size_t rows, size_t parts, size_t index, size_t step) {
+    return balanced ? tile_row(rows, parts, index) : std::min(rows, index * step);
+  };
   GemmTileArgs tile;
   tile.c_stride = call.c_stride;
   tile.activation = call.epilogue.activation;
   tile.residual_stride = call.epilogue.residual_stride;
-
   // k == 0 still runs one (empty) k block so the epilogue is applied.
   size_t pc = 0;
   do {
@@ -184,22 +219,21 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
     tile.kc = kc;
     tile.accumulate = call.accumulate || pc > 0;
     tile.finish = pc + kc >= k;
-    // m blocks of nearly equal height, for the same reason as the tiles inside them.
     const size_t m_blocks = (call.m + mc_max - 1) / mc_max;
     for (size_t block = 0; block < m_blocks; ++block) {
-      const size_t ic = tile_row(call.m, m_blocks, block);
-      const size_t mc = tile_row(call.m, m_blocks, block + 1) - ic;
+      const size_t ic = start(call.m, m_blocks, block, mc_max);
+      const size_t mc = start(call.m, m_blocks, block + 1, mc_max) - ic;
       const size_t tiles = (mc + mr - 1) / mr;
-      pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, tiles, kc, mr, scratch.a_block.data());
+      const ABlock packed = a_block(pc, kc, ic, mc, tiles);
       for (size_t jr = 0; jr < call.n; jr += nr) {
         tile.n = std::min(nr, call.n - jr);
         tile.b = b.panel((call.n0 + jr) / nr) + pc * nr;
         tile.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
         for (size_t t = 0; t < tiles; ++t) {
-          const size_t ir = tile_row(mc, tiles, t);
+          const size_t ir = start(mc, tiles, t, mr);
           const size_t row = ic + ir;
-          tile.m = tile_row(mc, tiles, t + 1) - ir;
-          tile.a = scratch.a_block.data() + t * kc * mr;
+          tile.m = start(mc, tiles, t + 1, mr) - ir;
+          tile.a = packed.base + t * packed.tile_stride;
           tile.c = call.c + row * call.c_stride + jr;
           tile.row_bias = call.epilogue.row_bias ? call.epilogue.row_bias + row : nullptr;
           tile.residual = call.epilogue.residual
@@ -211,6 +245,37 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
     }
     pc += kc;
   } while (pc < k);
+}
+
+}  // namespace
+
+void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
+  if (call.m == 0 || call.n == 0) return;
+  check_call(call, b, true);
+  const GemmConfig config = config_for(b.isa);
+  const size_t mr = config.blocking.mr, kc_max = config.blocking.kc, mc_max = config.blocking.mc;
+  scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) * std::min(std::max<size_t>(b.k, 1), kc_max));
+  gemm_loops(call, b, config, mc_max, true, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
+    pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, tiles, kc, mr, scratch.a_block.data());
+    return ABlock{scratch.a_block.data(), kc * mr};
+  });
+}
+
+void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b) {
+  if (call.m == 0 || call.n == 0) return;
+  check_call(call, b, false);
+  if (a.isa != b.isa) throw Error("gemm: A and B packed for different ISAs");
+  if (a.k != b.k) throw Error("gemm: packed A and B differ in k");
+  if (a.mr == 0 || row0 % a.mr != 0) throw Error("gemm: first row of packed A is not on a tile boundary");
+  if (row0 + call.m > a.m) throw Error("gemm: rows past the end of packed A");
+  const GemmConfig config = config_for(b.isa);
+  const size_t mr = a.mr;
+  // Tiles are the packed ones: mr rows each, m blocks of whole tiles.
+  const size_t mc_max = std::max(mr, config.blocking.mc / mr * mr);
+  const size_t first_tile = row0 / mr;
+  gemm_loops(call, b, config, mc_max, false, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
+    return ABlock{a.tile(first_tile + ic / mr) + pc * mr, a.k * mr};
+  });
 }
 
 }  // namespace grove::kernels

@@ -51,6 +51,23 @@ void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_st
 // panels itself (im2col.h); the padding columns of the last panel are set to 0.
 void shape_packed_b(PackedB& out, size_t k, size_t n, Isa isa);
 
+// A packed once, for a weight matrix used as A (NCHW Conv: W[Cout][Cin*kh*kw]): tiles of mr
+// rows from row 0, tile t holding its k steps of mr floats back to back (rows past m are 0),
+// so the slice [p, p + kc) of a tile is contiguous. A GEMM on prepacked A skips the per-call
+// packing, which otherwise re-reads the weights for every output tile.
+struct PackedA {
+  size_t m = 0;
+  size_t k = 0;
+  size_t mr = 0;  // the microkernel's MR for `isa`
+  Isa isa = Isa::scalar;
+  AlignedFloats tiles;
+
+  size_t bytes() const { return tiles.size() * sizeof(float); }
+  const float* tile(size_t index) const { return tiles.data() + index * k * mr; }
+};
+
+PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa = active_isa());
+
 // Per-thread working memory (the packed block of A). Reused across calls: keep one per
 // worker so the hot path never allocates.
 struct GemmScratch {
@@ -71,6 +88,12 @@ struct GemmCall {
 
 // Runs on the ISA B was packed for. Throws grove::Error on inconsistent arguments.
 void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch);
+
+// The same product with A taken from `a` (call.a is ignored): rows [row0, row0 + call.m) of
+// the packed matrix, row0 a multiple of a.mr. Each element of C is computed exactly as by
+// gemm() (same k blocks, same kernel), so callers may mix the two freely: e.g. gemm() for the
+// first rows of a range that does not start on a tile boundary.
+void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b);
 
 // The blocking the driver uses for an ISA (documented in docs/kernels.md).
 struct GemmBlocking {

@@ -31,40 +31,62 @@ void pack_im2col(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, 
     lo[kw] = std::min(first, OW);
     hi[kw] = std::clamp<int64_t>(last + 1, lo[kw], OW);
   }
-  const size_t q_end = q0 + n;
+  const size_t q_end = q0 + n, first_row = q0 / s.out_w, panel_stride = k * nr;
   for (size_t c = 0; c < s.channels; ++c)
     for (size_t kh = 0; kh < s.kernel_h; ++kh)
       for (size_t kw = 0; kw < s.kernel_w; ++kw) {
         const size_t kk = (c * s.kernel_h + kh) * s.kernel_w + kw;
-        float* k_row = panels + kk * nr;  // row kk of panel 0; panel p is p * k * nr further
-        for (size_t oh = q0 / s.out_w; oh * s.out_w < q_end; ++oh) {
-          const size_t row_first = std::max(q0, oh * s.out_w), row_end = std::min(q_end, (oh + 1) * s.out_w);
+        float* d = panels + kk * nr;  // the next pixel's place: row kk of the current panel
+        size_t lane = 0;              // the next pixel's column inside its panel
+        for (size_t oh = first_row, q = q0; q < q_end; ++oh) {
+          const size_t row_end = std::min(q_end, (oh + 1) * s.out_w);
           const int64_t ih = static_cast<int64_t>(oh * s.stride_h + kh * s.dilation_h) - static_cast<int64_t>(s.pad_top);
           const bool row_inside = ih >= 0 && ih < H;
           const float* in_row = x + c * plane + (row_inside ? ih : 0) * W;
-          // Walk the row's pixels in pieces that stay inside one panel.
-          for (size_t q = row_first; q < row_end;) {
-            const size_t j = q - q0, lane = j % nr;
+          // Walk the row's pixels in pieces that stay inside one panel (no divisions: this
+          // runs once per k row and output row).
+          while (q < row_end) {
             const size_t len = std::min(row_end - q, nr - lane);
-            float* d = k_row + (j / nr) * k * nr + lane;
-            const int64_t ow = static_cast<int64_t>(q - oh * s.out_w);
-            const int64_t len_i = static_cast<int64_t>(len);
+            const int64_t ow = static_cast<int64_t>(q - oh * s.out_w), len_i = static_cast<int64_t>(len);
             int64_t t = 0;
             if (row_inside) {
               const int64_t copy_begin = std::clamp<int64_t>(lo[kw] - ow, 0, len_i);
               const int64_t copy_end = std::clamp<int64_t>(hi[kw] - ow, copy_begin, len_i);
-              for (; t < copy_begin; ++t) d[t] = 0.0f;
+              for (; t < copy_begin; ++t) d[lane + t] = 0.0f;
               if (sw == 1) {
-                for (; t < copy_end; ++t) d[t] = in_row[ow + t + shift[kw]];
+                const float* src = in_row + ow + shift[kw];
+                for (; t < copy_end; ++t) d[lane + t] = src[t];
               } else {
-                for (; t < copy_end; ++t) d[t] = in_row[(ow + t) * sw + shift[kw]];
+                for (; t < copy_end; ++t) d[lane + t] = in_row[(ow + t) * sw + shift[kw]];
               }
             }
-            for (; t < len_i; ++t) d[t] = 0.0f;
+            for (; t < len_i; ++t) d[lane + t] = 0.0f;
             q += len;
+            lane += len;
+            if (lane == nr) lane = 0, d += panel_stride;
           }
         }
       }
+}
+
+void im2col_rows(float* out, const float* x, const Conv2dShape& s, size_t q0, size_t n) {
+  if (q0 + n > s.out_h * s.out_w) throw Error("im2col_rows: pixels past the output plane");
+  const size_t k = s.channels * s.kernel_h * s.kernel_w, plane = s.in_h * s.in_w;
+  const int64_t H = static_cast<int64_t>(s.in_h), W = static_cast<int64_t>(s.in_w);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t oh = (q0 + j) / s.out_w, ow = (q0 + j) % s.out_w;
+    float* row = out + j * k;
+    for (size_t c = 0; c < s.channels; ++c)
+      for (size_t kh = 0; kh < s.kernel_h; ++kh) {
+        const int64_t ih = static_cast<int64_t>(oh * s.stride_h + kh * s.dilation_h) - static_cast<int64_t>(s.pad_top);
+        float* dst = row + (c * s.kernel_h + kh) * s.kernel_w;
+        const float* in_row = x + c * plane + (ih >= 0 && ih < H ? ih : 0) * W;
+        for (size_t kw = 0; kw < s.kernel_w; ++kw) {
+          const int64_t iw = static_cast<int64_t>(ow * s.stride_w + kw * s.dilation_w) - static_cast<int64_t>(s.pad_left);
+          dst[kw] = ih >= 0 && ih < H && iw >= 0 && iw < W ? in_row[iw] : 0.0f;
+        }
+      }
+  }
 }
 
 }  // namespace grove::kernels

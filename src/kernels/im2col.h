@@ -24,4 +24,8 @@ struct Conv2dShape {
 // [q0, q0 + n) of input planes `x` (channels planes of in_h x in_w, contiguous).
 void pack_im2col(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, size_t n, Isa isa = active_isa());
 
+// The transpose of the same block as a plain row-major matrix: n rows (pixels q0 ..) of k
+// floats, for a GEMM that takes the pixels as A (few pixels, many output channels).
+void im2col_rows(float* out, const float* x, const Conv2dShape& s, size_t q0, size_t n);
+
 }  // namespace grove::kernels

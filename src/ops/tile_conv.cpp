@@ -3,13 +3,15 @@
 // windows cover, over the input channels of the groups its output channels belong to.
 //
 // 2-D convs run on the SIMD GEMM: per image and group, C[out channels x pixels] =
-// W[out channels x K] . im2col[K x pixels] with K = cin/group * kh * kw; W is read in place,
-// the tile's im2col is packed straight into the kernel's panel layout, and C rows land in the
+// W[out channels x K] . im2col[K x pixels] with K = cin/group * kh * kw; W is packed once at
+// plan time (`prepare`; read in place without it), the tile's im2col is packed straight into
+// the kernel's panel layout, and C rows land in the
 // NCHW output planes (a tile's pixels are contiguous there). One input channel per group
 // (depthwise) runs a direct vectorised loop instead. Either way each output element is
 // computed by the same sequence of operations whatever the tile, so results do not depend
 // on the grid. Other ranks walk the window taps.
 #include <algorithm>
+#include <memory>
 
 #include "kernels/dwconv.h"
 #include "kernels/gemm.h"
@@ -94,17 +96,55 @@ kernels::Conv2dShape conv2d_shape(const ConvDims& c) {
 }
 
 // Pixels packed per GEMM call: the packed im2col block (k x pixels) is kept to about
-// kPackedFloats so it stays in L2 next to the GEMM's packed A block; at least kMinPixels so
-// repacking A (the weights, once per call) stays a small part of the work.
+// kPackedFloats so it stays in L2 next to the GEMM's A block; at least kMinPixels so that
+// re-reading the weights (once per call) stays a small part of the work. Not tuned by
+// measurement yet.
 constexpr size_t kPackedFloats = 96 * 1024;
 constexpr size_t kMinPixels = 256;
 
 struct ConvWorkspace {
   kernels::PackedB b;
   kernels::GemmScratch scratch;
+  std::vector<float> rows, c_t;  // transposed form: im2col rows and C^T
+  kernels::PackedB w_t;          // transposed form: W^T columns packed for this tile
 };
 
-void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Region& r) {
+// The weights of each group packed once (2-D convs through the GEMM only): as A for
+// C = W . im2col, and as B for the transposed form C^T = im2col^T . W^T.
+struct PreparedConvWeights {
+  std::vector<kernels::PackedA> groups;
+  std::vector<kernels::PackedB> groups_t;
+};
+
+// Few pixels (the deep layers' 7 x 7 or 14 x 14 planes cut into row tiles) fill few lanes of
+// a B panel (7 pixels: 7 of 32). The transposed form puts the output channels in the panels
+// instead. Both forms compute every element with the same fused multiply-adds over the same
+// k blocks (a * b = b * a exactly) and the bias after them, so either form gives the same
+// bits and the choice may depend on the tile.
+bool transposed_is_better(size_t pixels, size_t channels, size_t nr) {
+  const size_t pixel_lanes = (pixels + nr - 1) / nr * nr, channel_lanes = (channels + nr - 1) / nr * nr;
+  return pixels * 5 < pixel_lanes * 4 && channels * 5 >= channel_lanes * 4;
+}
+
+bool uses_gemm(const ConvDims& c) { return c.g.rank() == 2 && c.cin() > 1; }
+
+std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const ValueInfo> in,
+                                         std::span<const Tensor* const> constants) {
+  if (!claimed(in) || constants.size() < 2 || !constants[1]) return nullptr;
+  ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
+  if (!uses_gemm(c)) return nullptr;
+  const size_t k = static_cast<size_t>(c.cin() * numel(c.g.kernel));
+  auto prepared = std::make_shared<PreparedConvWeights>();
+  for (int64_t g = 0; g < c.group; ++g) {
+    const float* w = constants[1]->data<float>() + static_cast<size_t>(g * c.cout()) * k;
+    prepared->groups.push_back(kernels::pack_a(w, static_cast<size_t>(c.cout()), k, k));
+    prepared->groups_t.push_back(kernels::pack_b(w, k, static_cast<size_t>(c.cout()), k, kernels::BLayout::n_by_k));
+  }
+  return prepared;
+}
+
+void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Region& r,
+                 const PreparedConvWeights* prepared) {
   thread_local ConvWorkspace ws;
   const kernels::Conv2dShape shape = conv2d_shape(c);
   const size_t k = shape.channels * shape.kernel_h * shape.kernel_w;
@@ -122,16 +162,54 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
       const float* x_group = xs + static_cast<size_t>(n * c.in_channels + grp * c.cin()) * in_plane;
       for (size_t qa = q0; qa < q1; qa += chunk) {
         const size_t pixels = std::min(chunk, q1 - qa);
+        const size_t rel0 = static_cast<size_t>(oc0 - grp * c.cout()), rel1 = static_cast<size_t>(oc1 - grp * c.cout());
+        if (transposed_is_better(pixels, rel1 - rel0, nr)) {
+          const size_t cols = rel1 - rel0;
+          ws.rows.resize(pixels * k);
+          kernels::im2col_rows(ws.rows.data(), x_group, shape, qa, pixels);
+          const kernels::PackedB* w_t = prepared ? &prepared->groups_t[static_cast<size_t>(grp)] : nullptr;
+          size_t n0 = rel0;
+          if (!w_t || rel0 % nr != 0) {
+            kernels::pack_b_into(ws.w_t, ws_data + static_cast<size_t>(oc0) * k, k, cols, k, kernels::BLayout::n_by_k);
+            w_t = &ws.w_t;
+            n0 = 0;
+          }
+          ws.c_t.resize(pixels * cols);
+          kernels::GemmCall call;
+          call.m = pixels;
+          call.a = ws.rows.data();
+          call.a_stride = k;
+          call.n0 = n0;
+          call.n = cols;
+          call.c = ws.c_t.data();
+          call.c_stride = cols;
+          call.epilogue.bias = bs ? bs + oc0 : nullptr;
+          kernels::gemm(call, *w_t, ws.scratch);
+          for (size_t j = 0; j < cols; ++j) {
+            float* y_row = ys + (static_cast<size_t>(n * c.out_channels + oc0) + j) * out_plane + qa;
+            for (size_t q = 0; q < pixels; ++q) y_row[q] = ws.c_t[q * cols + j];
+          }
+          continue;
+        }
         kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
-        kernels::GemmCall call;
-        call.m = static_cast<size_t>(oc1 - oc0);
-        call.a = ws_data + static_cast<size_t>(oc0) * k;
-        call.a_stride = k;
-        call.n = pixels;
-        call.c = ys + static_cast<size_t>(n * c.out_channels + oc0) * out_plane + qa;
-        call.c_stride = out_plane;
-        call.epilogue.row_bias = bs ? bs + oc0 : nullptr;
-        kernels::gemm(call, ws.b, ws.scratch);
+        // Output channels [oc0, packed0) by packing their weights now, the rest from the
+        // prepared tiles (which start on multiples of mr within the group).
+        const size_t mr = prepared ? prepared->groups[static_cast<size_t>(grp)].mr : 1;
+        const size_t split = prepared ? std::min(rel1, (rel0 + mr - 1) / mr * mr) : rel1;
+        auto call_for = [&](size_t first, size_t last) {
+          const size_t oc = static_cast<size_t>(grp * c.cout()) + first;
+          kernels::GemmCall call;
+          call.m = last - first;
+          call.a = ws_data + oc * k;
+          call.a_stride = k;
+          call.n = pixels;
+          call.c = ys + (static_cast<size_t>(n * c.out_channels) + oc) * out_plane + qa;
+          call.c_stride = out_plane;
+          call.epilogue.row_bias = bs ? bs + oc : nullptr;
+          return call;
+        };
+        if (split > rel0) kernels::gemm(call_for(rel0, split), ws.b, ws.scratch);
+        if (rel1 > split) kernels::gemm(call_for(split, rel1), prepared->groups[static_cast<size_t>(grp)], split, ws.b);
       }
     }
 }
@@ -186,7 +264,7 @@ void conv_taps(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor
 }
 
 void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void*) {
+              const void* prepared) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!claimed(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -199,12 +277,12 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   if (r[3].begin != 0 || r[3].end != c.g.output[1]) return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
-  if (c.cin() == 1) return conv2d_depthwise(c, x, w, bias, *out[0], r);
-  conv2d_gemm(c, x, w, bias, *out[0], r);
+  if (!uses_gemm(c)) return conv2d_depthwise(c, x, w, bias, *out[0], r);
+  conv2d_gemm(c, x, w, bias, *out[0], r, static_cast<const PreparedConvWeights*>(prepared));
 }
 
 }  // namespace
 
-void add_conv_rules(RuleTable& t) { t["Conv"] = {conv_cuttable, conv_needs, conv_run}; }
+void add_conv_rules(RuleTable& t) { t["Conv"] = {conv_cuttable, conv_needs, conv_run, conv_prepare}; }
 
 }  // namespace grove::tiling

@@ -122,7 +122,7 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile) {
     if (outs[k] >= 0) out[k] = &slots_[outs[k]].tensor;
 
   if (const TileRule* rule = p.rules[n]) {
-    rule->run_tile(node, in, out, p.tiles.region[tile], p.prepared[n].get());
+    rule->run_tile(node, in, out, p.tiles.region[tile], n < static_cast<int32_t>(p.prepared.size()) ? p.prepared[n].get() : nullptr);
   } else {
     const OpDef* def = OpRegistry::builtin().find(node);
     if (!def || !def->reference) throw Unsupported("unsupported op");
