@@ -44,10 +44,11 @@ int run_bench(const BenchOptions& o) {
   auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);
   Graph imported = load_onnx(o.model);
-  TensorMap inputs = load_input_files(imported, {}, shapes);
+  TensorMap inputs = load_input_files(imported, o.inputs, shapes);
   ShapeMap resolved = resolve_input_shapes(imported, shapes);
   std::mt19937_64 rng(o.seed);
-  for (const auto& decl : imported.inputs) inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
+  for (const auto& decl : imported.inputs)
+    if (!inputs.count(decl.name)) inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
 
   Engine engine({.threads = o.threads});
   std::vector<Series> series;

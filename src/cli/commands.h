@@ -41,6 +41,7 @@ struct PlanCliOptions {
 
 struct BenchOptions {
   std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE.npy; the others get seeded random data
   std::vector<std::string> shapes;  // NAME=DIMS
   int threads = 0;                  // 0: the cores this process may use
   int runs = 10;

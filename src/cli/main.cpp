@@ -158,6 +158,10 @@ Examples:
   grove bench resnet50.onnx --threads 2 --runs 20
   grove bench bert.onnx --shape input_ids=1x128 --schedule both --json)");
   bench->add_option("model", bench_options.model, "The .onnx file")->required();
+  bench->add_option("--input,-i", bench_options.inputs,
+                    "Input from a .npy file: NAME=FILE.npy (e.g. valid token ids); others get seeded random data")
+      ->type_name("NAME=FILE")
+      ->allow_extra_args(false);
   bench->add_option("--shape", bench_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
   bench->add_option("--threads,-t", bench_options.threads, "Worker threads (0: the cores this process may use)")
       ->capture_default_str()->check(CLI::Range(0, 4096));
