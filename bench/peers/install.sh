@@ -20,7 +20,7 @@ if [ ${#packages[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "peers: apt-get install ${packages[*]}" >&2
   $sudo apt-get update -qq </dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}" </dev/null >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" </dev/null >&2
 fi
 
 mkdir -p "$peers_dir"
