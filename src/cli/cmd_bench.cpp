@@ -102,10 +102,13 @@ int run_bench(const BenchOptions& o) {
       const auto& x = series[k];
       std::printf("%s{\"schedule\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
                   "\"p99_ms\": %.4f, \"max_ms\": %.4f, \"mean_ms\": %.4f, \"throughput_per_s\": %.4f, "
-                  "\"peak_activation_bytes\": %lld}",
+                  "\"peak_activation_bytes\": %lld",
                   k ? ", " : "", x.schedule.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
                   percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100), mean(x.ms),
                   1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes));
+      std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
+      for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
+      std::printf("]}");
     }
     std::printf("]}\n");
     return 0;
