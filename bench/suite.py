@@ -5,7 +5,7 @@ bench/models/export_bench_models.py, then docs/benchmarks.md from the results (b
 
   bench/run-suite.sh                       # everything: 10 workloads, 1..nproc threads
   bench/run-suite.sh --quick               # CI: mobilenet_v2_b1, 3 runs, every engine
-  bench/run-suite.sh --models convstack,mobilenet_v2_b1 --threads 1,2 --rounds 5 --runs 2
+  bench/run-suite.sh --models convstack,mobilenet_v2_b1 --threads 1,2 --rounds 3 --runs 4
 
 Per workload: every engine runs once on the stored inputs and its outputs must agree with the
 stored PyTorch outputs (max abs error <= 1e-3 x max |reference|); an engine that disagrees or
@@ -49,8 +49,8 @@ def parse_args():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", help=f"comma-separated workloads (default: all {len(ALL_MODELS)})")
     p.add_argument("--threads", help="comma-separated thread counts (default: 1..nproc)")
-    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds per thread count")
-    p.add_argument("--runs", type=int, default=2, help="timed runs per round (>= 10 in all: "
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per thread count")
+    p.add_argument("--runs", type=int, default=4, help="timed runs per round (>= 10 in all: "
                    "rounds x runs)")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs per round")
     p.add_argument("--engines", default=",".join(engines.ENGINES), help="subset of engines")
@@ -82,7 +82,7 @@ def parse_args():
 def prepare(a):
     """Peers, exported models (.onnx, .npy, .pt), the FMA probe; returns peer paths."""
     if not a.skip_install:
-        log("installing peers (bench/peers/install.sh)")
+        log("peers: bench/peers/install.sh (installs only what is missing)")
         out = subprocess.run([os.path.join(HERE, "peers", "install.sh")], check=True,
                              stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
         peers_dir = out.stdout.strip().splitlines()[-1]
@@ -127,27 +127,41 @@ class Eta:
     """Predicts the timing phase from GFLOPs (a rough prior), then rescales the prediction by
     how the steps done so far compared with it."""
 
+    RATE = 40.0  # GFLOP/s per thread: a rough guess over engines and workloads on Zen 4
+
     def __init__(self, a, gflops):
         self.a, self.gflops = a, gflops
+        self.extras = self.extras_seconds()
         self.predicted_done = self.actual_done = 0.0
-        self.start = time.perf_counter()
 
     def step_seconds(self, model, threads):
         runs = self.a.warmup + self.a.runs
-        return 1.5 + runs * self.gflops.get(model, 10.0) / (25.0 * threads)  # ~25 GFLOP/s/thread
+        return 1.5 + runs * self.gflops.get(model, 10.0) / (self.RATE * threads)
+
+    def extras_seconds(self):
+        if self.a.no_extras:
+            return 0.0
+        n = max(self.a.threads)
+        coexec = (2 * max(10, self.a.runs) + 2) * (8.2 + 22.0) / (self.RATE * n)  # ResNet + BERT
+        sweep = len(self.a.sweep.split(",")) * 2 * (max(3, self.a.runs) + 1) * 38.7 / (self.RATE * n)
+        return 10 + coexec + sweep
+
+    def agreement_seconds(self):
+        return sum(4 + 3 * self.gflops.get(m, 10.0) / (self.RATE * os.cpu_count())
+                   for m in self.a.models) * len(self.a.engines)
 
     def total_predicted(self):
-        return sum(self.step_seconds(m, t) for m in self.a.models for t in self.a.threads) * \
-            self.a.rounds * len(self.a.engines)
+        return self.agreement_seconds() + self.extras + self.a.rounds * len(self.a.engines) * sum(
+            self.step_seconds(m, t) for m in self.a.models for t in self.a.threads)
 
-    def done(self, model, threads):
+    def done(self, model, threads, seconds):
         self.predicted_done += self.step_seconds(model, threads)
-        self.actual_done = time.perf_counter() - self.start
+        self.actual_done += seconds
 
-    def remaining(self):
-        left = self.total_predicted() - self.predicted_done
+    def remaining(self):  # timing phase and extras (the agreement runs are short)
+        left = self.total_predicted() - self.predicted_done - self.agreement_seconds()
         scale = self.actual_done / self.predicted_done if self.predicted_done else 1.0
-        return left * scale
+        return max(0.0, left * scale)
 
 
 def main() -> int:
@@ -166,7 +180,8 @@ def main() -> int:
     manifests = {m: json.load(open(os.path.join(a.cache, f"{m}.json"))) for m in a.models}
     gflops = {m: engines.grove_gflop(ctx, manifests[m]) for m in a.models}
     eta = Eta(a, gflops)
-    log(f"timing phase estimate: {eta.total_predicted() / 60:.1f} min (rough, from GFLOPs)")
+    log(f"estimated run time: {eta.total_predicted() / 60:.1f} min (rough, from GFLOPs at "
+        f"{Eta.RATE:.0f} GFLOP/s per thread; the ETA after each round corrects it)")
     failed = False
     for i, model in enumerate(a.models, 1):
         manifest = manifests[model]
@@ -186,6 +201,7 @@ def main() -> int:
         for threads in a.threads:
             for rnd in range(a.rounds):
                 for engine in live:  # interleaved: A B C D A B C D ...
+                    step_start = time.perf_counter()
                     try:
                         ms = engines.run_round(engine, ctx, manifest, threads)
                     except engines.EngineError as e:
@@ -195,7 +211,7 @@ def main() -> int:
                         failed = True
                         continue
                     w["ms"].setdefault(engine, {}).setdefault(str(threads), []).extend(ms)
-                    eta.done(model, threads)
+                    eta.done(model, threads, time.perf_counter() - step_start)
                 log(f"[{i}/{len(a.models)}] {model} {threads}T round {rnd + 1}/{a.rounds}: " +
                     "  ".join(f"{e} {statistics.median(w['ms'][e][str(threads)]):.2f} ms"
                               for e in live) + f"   ETA {eta.remaining() / 60:.1f} min")
@@ -219,6 +235,7 @@ def main() -> int:
 
 
 def save(results, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".partial"
     with open(tmp, "w") as f:
         json.dump(results, f, indent=1)

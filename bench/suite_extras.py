@@ -32,16 +32,23 @@ def fma_peak(source: str, build_dir: str, threads: int, seconds: float):
     if not os.path.isfile(binary) or os.path.getmtime(binary) < os.path.getmtime(source):
         os.makedirs(build_dir, exist_ok=True)
         subprocess.run(["g++", "-O2", "-std=c++17", "-pthread", source, "-o", binary], check=True)
-    out = subprocess.run([binary, str(threads), str(seconds)], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
-    return json.loads(out)
+    best = None
+    for _ in range(3):  # best of three: a busy machine only ever lowers the number
+        out = subprocess.run([binary, str(threads), str(seconds)], check=True,
+                             stdout=subprocess.PIPE, text=True).stdout
+        r = json.loads(out)
+        if best is None:
+            best = r
+        for key in ("gflops_1_thread", "gflops_n_threads"):
+            best[key] = max(best[key], r[key])
+    return best
 
 
 def machine(probe_source: str, peers_dir: str, log):
     model, isa = cpu_info()
     cores = os.cpu_count()
     log(f"machine: {model}, {cores} cores, {' '.join(isa)}; measuring FMA peak")
-    peak = fma_peak(probe_source, peers_dir, cores, 1.0)
+    peak = fma_peak(probe_source, peers_dir, cores, 0.5)
     log(f"FMA peak ({peak['isa']}): {peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, "
         f"{peak['gflops_n_threads']:.1f} on {cores}")
     return {"cpu": model, "cores": cores, "isa": isa, "peak": peak}
