@@ -198,7 +198,7 @@ def main() -> int:
                 live.append(engine)
             else:
                 failed = True
-        for threads in a.threads:
+        for threads in (a.threads if live else []):
             for rnd in range(a.rounds):
                 for engine in live:  # interleaved: A B C D A B C D ...
                     step_start = time.perf_counter()

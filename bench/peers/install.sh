@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the benchmark peers and plotting, idempotently, outside the repository:
 #   - Debian packages: nodejs and npm (skipped when node/npm are already on PATH, e.g. from
-#     another Node distribution whose nodejs bundles npm), python3-matplotlib
+#     another Node distribution whose nodejs bundles npm), python3-matplotlib, and an
+#     optimised BLAS (libopenblas0-openmp) unless one is installed: Debian's python3-torch runs
+#     Linear/MatMul through the system libblas, and the reference netlib one makes TorchScript
+#     ~40x slower on BERT (20 s vs 0.55 s per run at 1 thread): no fair comparison
 #   - ONNX Runtime 1.20.1 for Node (npm onnxruntime-node, which ships libonnxruntime.so for
 #     linux-x64) into $GROVE_PEERS_DIR (default ~/.cache/grove/peers). --ignore-scripts skips
 #     its install script, which would download CUDA binaries.
@@ -15,6 +18,12 @@ packages=()
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || packages+=(python3-matplotlib)
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+blas=no
+for p in libopenblas0-openmp libopenblas0-pthread libblis4-openmp libblis4-pthread libmkl-rt; do
+  installed "$p" && blas=yes
+done
+[ "$blas" = yes ] || packages+=(libopenblas0-openmp)
 if [ ${#packages[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -27,6 +27,8 @@ def main() -> int:
     p.add_argument("--outputs")
     a = p.parse_args()
 
+    # Before torch loads: the OpenMP pool (torch's and OpenBLAS-openmp's) gets N threads too.
+    os.environ["OMP_NUM_THREADS"] = str(a.threads)
     import numpy as np
     import torch
     torch.set_num_threads(a.threads)
