@@ -58,6 +58,8 @@ def parse_args():
                    help=f"{QUICK_MODEL}, nproc threads, 1 round of 3 runs, every engine, "
                         "no co-execution or sweep; exits 1 on any disagreement or failure")
     p.add_argument("--no-extras", action="store_true", help="skip co-execution and the sweep")
+    p.add_argument("--check-only", action="store_true",
+                   help="only the output-agreement runs: no timing, no extras, no report")
     p.add_argument("--sweep", default="1,2,4,8,16,32,64", help="ConvStack tiles per op")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.json"),
                    help="results JSON (the full run commits it beside docs/benchmarks.md)")
@@ -72,6 +74,8 @@ def parse_args():
         a.models = a.models or QUICK_MODEL
         a.threads = a.threads or str(os.cpu_count())
         a.rounds, a.runs, a.warmup, a.no_extras = 1, 3, 1, True
+    if a.check_only:
+        a.no_extras, a.report = True, ""
     a.models = a.models.split(",") if a.models else ALL_MODELS
     a.threads = [int(t) for t in a.threads.split(",")] if a.threads else \
         list(range(1, os.cpu_count() + 1))
@@ -198,7 +202,7 @@ def main() -> int:
                 live.append(engine)
             else:
                 failed = True
-        for threads in (a.threads if live else []):
+        for threads in (a.threads if live and not a.check_only else []):
             for rnd in range(a.rounds):
                 for engine in live:  # interleaved: A B C D A B C D ...
                     step_start = time.perf_counter()
