@@ -204,7 +204,7 @@ def main() -> int:
                 failed = True
         for threads in (a.threads if live and not a.check_only else []):
             for rnd in range(a.rounds):
-                for engine in live:  # interleaved: A B C D A B C D ...
+                for engine in list(live):  # interleaved: A B C D A B C D ...
                     step_start = time.perf_counter()
                     try:
                         ms = engines.run_round(engine, ctx, manifest, threads)
