@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs everything grove builds and tests with, from Debian 12's packages only.
 # Python packages are Debian's (python3-torch, python3-onnx): tests and benchmarks use them
-# to export models with random weights; the library and CLI never need Python.
+# to export models with random weights; the library and CLI never need Python. The benchmark
+# suite's peers (Node.js with npm's onnxruntime-node; matplotlib) come from
+# bench/peers/install.sh, called at the end: the bench_quick ctest needs them.
+# Unattended: works with CI=true and no stdin.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-matplotlib
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -15,10 +19,13 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq </dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" </dev/null
 fi
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "install-deps: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+# nodejs, npm (when not on PATH) and onnxruntime-node 1.20.1 under ~/.cache/grove/peers.
+bench/peers/install.sh </dev/null >/dev/null
+echo "install-deps: benchmark peers ready"

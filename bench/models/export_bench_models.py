@@ -12,6 +12,10 @@ Per model NAME it writes:
   NAME.onnx                static shapes; BatchNormalization kept (not folded by the exporter)
   NAME.in.<input>.npy      the input tensors, in graph-input order (see NAME.json)
   NAME.out.<output>.npy    PyTorch's outputs for those inputs (output-agreement reference)
+  NAME.pt                  TorchScript of the same model (torch.jit.trace + torch.jit.freeze)
+                           for the benchmark suite's TorchScript runner; when only it is
+                           missing it is rebuilt from the seed (the ONNX file stays) and its
+                           outputs are checked against the stored NAME.out.*.npy
   NAME.json                manifest, written last: a model counts as present only when its
                            manifest and every file it lists exist
 Each model is exported in its own child process so that its memory is returned to the system
@@ -40,6 +44,7 @@ def manifest_path(out_dir: str, name: str) -> str:
 
 
 def read_manifest_if_complete(out_dir: str, name: str):
+    """The manifest when the ONNX model and its .npy files are all there (NAME.pt aside)."""
     try:
         with open(manifest_path(out_dir, name)) as f:
             manifest = json.load(f)
@@ -65,24 +70,63 @@ def save_npy(out_dir: str, file_name: str, array) -> None:
     replace_file(tmp, os.path.join(out_dir, file_name))
 
 
-def export_one(name: str, out_dir: str, opset_override) -> None:
-    warnings.filterwarnings("ignore")  # TracerWarnings about static sizes are expected here
-    import numpy as np
-    import onnx
+def build_seeded(name: str):
+    """The workload's model and inputs, the same on every call: weights come from the family
+    seed, inputs from the model name's seed."""
     import torch
     sys.path.insert(0, HERE)
     import bench_defs
-
     workload = bench_defs.WORKLOADS[name]
-    opset = opset_override or workload.opset
-    timings = {}
-    start = time.perf_counter()
-
     seed = bench_defs.family_seed(workload.family)
     torch.manual_seed(seed)  # torchvision's and ConvStack's initialisers use the global generator
     model = workload.build(torch.Generator().manual_seed(seed))
     model.eval()
     inputs = workload.make_inputs(torch.Generator().manual_seed(bench_defs.family_seed(name)))
+    return workload, seed, model, inputs
+
+
+def save_torchscript(name: str, out_dir: str, model, inputs, references) -> None:
+    """Traces and freezes `model` (BN folded, weights as constants: TorchScript's inference
+    form), checks it reproduces PyTorch's outputs `references` (numpy arrays), saves NAME.pt."""
+    import numpy as np
+    import torch
+    with torch.no_grad():
+        traced = torch.jit.freeze(torch.jit.trace(model, tuple(inputs.values())).eval())
+        got = traced(*inputs.values())
+    if isinstance(got, torch.Tensor):
+        got = (got,)
+    for i, (tensor, ref) in enumerate(zip(got, references)):
+        err = float(np.abs(tensor.numpy().astype(np.float32) - ref).max())
+        if not err <= 1e-4 * float(np.abs(ref).max()):
+            raise RuntimeError(f"{name}: TorchScript output {i} differs from PyTorch's by {err} "
+                               "(weights not reproducible from the seed?)")
+    tmp = os.path.join(out_dir, f"{name}.pt.partial")
+    traced.save(tmp)
+    replace_file(tmp, os.path.join(out_dir, f"{name}.pt"))
+
+
+def export_torchscript_only(name: str, out_dir: str) -> None:
+    """NAME.pt for a model whose ONNX export is present: the model is rebuilt from its seed,
+    and the stored outputs prove the rebuilt weights are the exported ones."""
+    import numpy as np
+    warnings.filterwarnings("ignore")
+    _, _, model, inputs = build_seeded(name)
+    with open(manifest_path(out_dir, name)) as f:
+        outputs = json.load(f)["outputs"]
+    references = [np.load(os.path.join(out_dir, o["file"])) for o in outputs]
+    save_torchscript(name, out_dir, model, inputs, references)
+
+
+def export_one(name: str, out_dir: str, opset_override) -> None:
+    warnings.filterwarnings("ignore")  # TracerWarnings about static sizes are expected here
+    import numpy as np
+    import onnx
+    import torch
+
+    timings = {}
+    start = time.perf_counter()
+    workload, seed, model, inputs = build_seeded(name)
+    opset = opset_override or workload.opset
     params = sum(p.numel() for p in model.parameters())
     timings["build_s"] = time.perf_counter() - start
 
@@ -109,7 +153,6 @@ def export_one(name: str, out_dir: str, opset_override) -> None:
                           output_names=list(workload.output_names),
                           training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=True)
     timings["onnx_export_s"] = time.perf_counter() - t
-    del model
 
     t = time.perf_counter()
     proto = onnx.load(tmp_onnx)
@@ -140,6 +183,10 @@ def export_one(name: str, out_dir: str, opset_override) -> None:
                                "dtype": "float32", "max_abs": float(np.abs(array).max()),
                                "finite": bool(np.isfinite(array).all())})
     replace_file(tmp_onnx, os.path.join(out_dir, onnx_file))
+    t = time.perf_counter()
+    save_torchscript(name, out_dir, model, inputs, [t.numpy() for t in outputs])
+    del model
+    timings["torchscript_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - start
 
     manifest = {
@@ -196,10 +243,14 @@ def main() -> int:
     parser.add_argument("--force", action="store_true", help="re-export models already present")
     parser.add_argument("--opset", type=int, help="export every model at this opset")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: export one model
+    parser.add_argument("--torchscript-worker", help=argparse.SUPPRESS)  # internal: NAME.pt only
     args = parser.parse_args()
 
     if args.worker:
         export_one(args.worker, args.out, args.opset)
+        return 0
+    if args.torchscript_worker:
+        export_torchscript_only(args.torchscript_worker, args.out)
         return 0
 
     workloads = workload_table()
@@ -225,6 +276,20 @@ def main() -> int:
     for i, name in enumerate(names, 1):
         prefix = f"[{i}/{len(names)}] {name:20s}"
         existing = read_manifest_if_complete(args.out, name)
+        if existing and not args.force and not os.path.isfile(os.path.join(args.out, f"{name}.pt")):
+            start = time.perf_counter()
+            command = [sys.executable, os.path.abspath(__file__), "--torchscript-worker", name,
+                       "--out", args.out]
+            result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            if result.returncode != 0:
+                print(f"{prefix} TorchScript FAILED", flush=True)
+                print(result.stdout + result.stderr, file=sys.stderr)
+                failures.append(name)
+            else:
+                print(f"{prefix} present; TorchScript {name}.pt written and checked "
+                      f"({time.perf_counter() - start:.1f} s)", flush=True)
+            continue
         if existing and not args.force:
             print(f"{prefix} present, skipped (--force to re-export)", flush=True)
             continue

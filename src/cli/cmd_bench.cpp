@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <random>
 
+#include "cli/bench_stats.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
@@ -26,10 +27,18 @@ struct Series {
   int64_t peak_activation_bytes = 0;
 };
 
+}  // namespace
+
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
+}
+
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
 }
 
 double peak_rss_mb() {
@@ -38,12 +47,11 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-}  // namespace
-
 int run_bench(const BenchOptions& o) {
+  if (o.models.size() > 1) return run_bench_coexec(o);
   auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);
-  Graph imported = load_onnx(o.model);
+  Graph imported = load_onnx(o.models[0]);
   TensorMap inputs = load_input_files(imported, o.inputs, shapes);
   ShapeMap resolved = resolve_input_shapes(imported, shapes);
   std::mt19937_64 rng(o.seed);
@@ -60,7 +68,7 @@ int run_bench(const BenchOptions& o) {
         engine, Model(imported, resolved),
         SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen, .tiles_per_op = o.tiles_per_op});
     if (!x.session->plan_for(resolved))
-      throw Error(o.model + ": shapes depend on input values, so the model cannot be planned for the tile runtime");
+      throw Error(o.models[0] + ": shapes depend on input values, so the model cannot be planned for the tile runtime");
     series.push_back(std::move(x));
   }
   double load_plan_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -88,20 +96,24 @@ int run_bench(const BenchOptions& o) {
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"threads\": %d, \"gflop\": %.6f, \"load_plan_ms\": %.3f, \"peak_rss_mb\": %.1f, "
                 "\"tiles\": %d, \"edges\": %lld, \"results\": [",
-                o.model.c_str(), engine.threads(), gflop, load_plan_s * 1e3, peak_rss_mb(), plan->tiles.size(),
+                o.models[0].c_str(), engine.threads(), gflop, load_plan_s * 1e3, peak_rss_mb(), plan->tiles.size(),
                 static_cast<long long>(plan->tiles.edge_count()));
     for (size_t k = 0; k < series.size(); ++k) {
       const auto& x = series[k];
       std::printf("%s{\"schedule\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
-                  "\"p99_ms\": %.4f, \"max_ms\": %.4f, \"peak_activation_bytes\": %lld}",
+                  "\"p99_ms\": %.4f, \"max_ms\": %.4f, \"mean_ms\": %.4f, \"throughput_per_s\": %.4f, "
+                  "\"peak_activation_bytes\": %lld",
                   k ? ", " : "", x.schedule.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
-                  percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
-                  static_cast<long long>(x.peak_activation_bytes));
+                  percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100), mean(x.ms),
+                  1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes));
+      std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
+      for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
+      std::printf("]}");
     }
     std::printf("]}\n");
     return 0;
   }
-  std::printf("model: %s  (%.3f GFLOPs, %d tiles, %lld edges)\n", o.model.c_str(), gflop, plan->tiles.size(),
+  std::printf("model: %s  (%.3f GFLOPs, %d tiles, %lld edges)\n", o.models[0].c_str(), gflop, plan->tiles.size(),
               static_cast<long long>(plan->tiles.edge_count()));
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB\n", engine.threads(), milliseconds(load_plan_s).c_str(),
               peak_rss_mb());

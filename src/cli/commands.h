@@ -40,7 +40,7 @@ struct PlanCliOptions {
 };
 
 struct BenchOptions {
-  std::string model;
+  std::vector<std::string> models;  // several: co-execution, together vs one after the other
   std::vector<std::string> inputs;  // NAME=FILE.npy; the others get seeded random data
   std::vector<std::string> shapes;  // NAME=DIMS
   int threads = 0;                  // 0: the cores this process may use
@@ -55,6 +55,7 @@ struct BenchOptions {
 
 int run_info(const InfoOptions& options);
 int run_bench(const BenchOptions& options);
+int run_bench_coexec(const BenchOptions& options);  // several models: submitted together vs in turn
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();

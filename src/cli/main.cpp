@@ -153,11 +153,16 @@ int main(int argc, char** argv) {
 Runs the model on seeded random inputs (as grove run does) after --warmup untimed runs.
 --schedule both interleaves the barrier-free and the op-by-op schedule run by run (A B A B),
 on the same engine, tiles and kernels, so their ratio is measured side by side.
+Several model files: co-execution. Each round runs every model once submitted together into
+one engine and once one after the other (alternating which goes first); reports both medians,
+inferences/s and the speedup. --input NAME=FILE.npy goes to the models with that input.
 
 Examples:
   grove bench resnet50.onnx --threads 2 --runs 20
-  grove bench bert.onnx --shape input_ids=1x128 --schedule both --json)");
-  bench->add_option("model", bench_options.model, "The .onnx file")->required();
+  grove bench bert.onnx --shape input_ids=1x128 --schedule both --json
+  grove bench resnet50.onnx bert.onnx --threads 2 --runs 10)");
+  bench->add_option("model", bench_options.models, "The .onnx file; several: co-execution vs one after the other")
+      ->required();
   bench->add_option("--input,-i", bench_options.inputs,
                     "Input from a .npy file: NAME=FILE.npy (e.g. valid token ids); others get seeded random data")
       ->type_name("NAME=FILE")
@@ -165,7 +170,7 @@ Examples:
   bench->add_option("--shape", bench_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
   bench->add_option("--threads,-t", bench_options.threads, "Worker threads (0: the cores this process may use)")
       ->capture_default_str()->check(CLI::Range(0, 4096));
-  bench->add_option("--runs,-r", bench_options.runs, "Timed runs (per schedule)")->capture_default_str()->check(CLI::Range(1, 1000000));
+  bench->add_option("--runs,-r", bench_options.runs, "Timed runs (per schedule; rounds with several models)")->capture_default_str()->check(CLI::Range(1, 1000000));
   bench->add_option("--seconds,-s", bench_options.seconds, "Keep running until this many seconds (0: just --runs)")
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
   bench->add_option("--warmup,-w", bench_options.warmup, "Untimed runs first (per schedule)")->capture_default_str()->check(CLI::Range(0, 1000));

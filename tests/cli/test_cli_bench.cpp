@@ -1,0 +1,62 @@
+// grove bench: the JSON the benchmark suite reads (every timed run, throughput), and the
+// co-execution mode (several models: together vs one after the other).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "cli_harness.h"
+
+namespace grove::cli_test {
+namespace {
+
+const std::string kModel = GROVE_MODELS_DIR "/default.onnx";
+const std::string kInput = "image=" GROVE_MODELS_DIR "/default_input.npy";
+
+// The numbers of the JSON array after "key": [ ... ].
+std::vector<double> json_array(const std::string& text, const std::string& key) {
+  std::vector<double> values;
+  size_t at = text.find("\"" + key + "\": [");
+  if (at == std::string::npos) return values;
+  const char* p = text.c_str() + text.find('[', at) + 1;
+  while (*p && *p != ']') {
+    char* end = nullptr;
+    values.push_back(std::strtod(p, &end));
+    p = end;
+    while (*p == ',' || *p == ' ') ++p;
+  }
+  return values;
+}
+
+TEST(CliBench, JsonListsEveryTimedRunAndThroughput) {
+  Result r = run_grove({"bench", kModel, "--runs", "3", "--warmup", "0", "--threads", "2", "--input", kInput, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<double> ms = json_array(r.out, "ms");
+  ASSERT_EQ(ms.size(), 3u) << r.out;
+  for (double x : ms) EXPECT_GT(x, 0) << r.out;
+  EXPECT_NE(r.out.find("\"throughput_per_s\": "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"mean_ms\": "), std::string::npos) << r.out;
+}
+
+TEST(CliBench, SeveralModelsCoExecuteAgainstOneAfterTheOther) {
+  Result r = run_grove({"bench", kModel, kModel, "--runs", "2", "--warmup", "0", "--threads", "2", "--input", kInput,
+                        "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* key : {"\"rounds\": 2", "\"together_p50_ms\": ", "\"in_turn_p50_ms\": ", "\"together_per_s\": ",
+                          "\"speedup\": "})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
+  Result table = run_grove({"bench", kModel, kModel, "--runs", "1", "--warmup", "0"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("co-execution speedup:"), std::string::npos) << table.out;
+}
+
+TEST(CliBench, CoExecutionRejectsBothSchedulesAndUnnamedInputs) {
+  Result both = run_grove({"bench", kModel, kModel, "--schedule", "both"});
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("--schedule both"), std::string::npos) << both.err;
+  Result unnamed = run_grove({"bench", kModel, kModel, "--input", GROVE_MODELS_DIR "/default_input.npy"});
+  EXPECT_EQ(unnamed.exit_code, 1);
+  EXPECT_NE(unnamed.err.find("name it as NAME=FILE.npy"), std::string::npos) << unnamed.err;
+}
+
+}  // namespace
+}  // namespace grove::cli_test
