@@ -3,7 +3,7 @@
 
 Usage: trace_op_times.py MODEL.onnx TRACE.json
 Tiles are named "<node name> #<tile>"; the node's op type comes from the model. Nodes a
-graph pass created (not in the model) are reported under their own name's prefix.
+graph pass created (not in the model) are reported by the last part of their name.
 """
 import collections
 import json
@@ -23,7 +23,7 @@ def main():
         if e.get("ph") != "X":
             continue
         node = e["name"].rsplit(" #", 1)[0]
-        op = op_of.get(node, "(" + node.split("/")[-1].split("_")[0] + ")")
+        op = op_of.get(node, "(fused) " + node.split("/")[-1])
         per_op[op] += e["dur"]
         tiles[op] += 1
     total = sum(per_op.values())

@@ -9,21 +9,18 @@
 #include "graph/passes.h"
 #include "grove/grove.h"
 #include "onnx/import.h"
+#include "graph_test_util.h"
 #include "onnx_builder.h"
 #include "runtime/model.h"
 #include "tiny_models.h"
 
 using namespace grove;
+using grove::test::histogram;
 using grove::test::OnnxBuilder;
+using grove::test::relative_error;
 
 namespace {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
-
-std::map<std::string, int> histogram(const Graph& g) {
-  std::map<std::string, int> h;
-  for (const auto& n : g.nodes) ++h[(n.domain.empty() ? "" : n.domain + ":") + n.op_type];
-  return h;
-}
 
 Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.f) {
   Tensor t(DType::f32, shape);
@@ -39,18 +36,8 @@ TensorMap unfused_reference(const std::string& bytes, const TensorMap& inputs) {
   return run_reference(plain, inputs);
 }
 
-// Largest |a - b| over the largest |b|: the tiles use the float GEMM and vector exp, the
-// reference double sums, so they agree to float rounding, not bits.
-double relative_error(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  double worst = 0, scale = 1e-30;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    worst = std::max(worst, double(std::fabs(a.data<float>()[i] - b.data<float>()[i])));
-    scale = std::max(scale, double(std::fabs(b.data<float>()[i])));
-  }
-  return worst / scale;
-}
-
+// The tiles use the float GEMM and vector exp, the reference double sums: they agree to
+// float rounding, not bits.
 void expect_tiles_match_unfused(const std::string& bytes, const TensorMap& inputs, const std::string& what) {
   TensorMap want = unfused_reference(bytes, inputs);
   Model fused_model(load_onnx_bytes(bytes, what + ".onnx"));
