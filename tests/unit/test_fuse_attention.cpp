@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "graph/flops.h"
 #include "graph/passes.h"
 #include "grove/grove.h"
 #include "onnx/import.h"
@@ -132,5 +133,16 @@ TEST(FuseAttention, ChainsThatDifferAreLeftUnchanged) {
     EXPECT_EQ(fuse_attention(g), 0) << int(v);
     EXPECT_EQ(histogram(g), before) << int(v);
     EXPECT_EQ(g.values.size(), values_before) << int(v);
+  }
+}
+
+TEST(FuseAttention, FlopsOfTheFusedGraphEqualTheUnfused) {
+  for (bool causal : {false, true}) {
+    const std::string bytes = test::transformer_bytes(causal);
+    Graph plain = load_onnx_bytes(bytes, "plain.onnx");
+    bind_shapes(plain, {});
+    Model model(load_onnx_bytes(bytes, "fused.onnx"));
+    ASSERT_EQ(histogram(model.graph())["grove.internal:Attention"], 2);
+    EXPECT_EQ(graph_flops(model.graph()), graph_flops(plain)) << "causal " << causal;
   }
 }
