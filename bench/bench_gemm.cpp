@@ -1,4 +1,5 @@
-// Single-thread SGEMM throughput, grove against oneDNN's dnnl_sgemm, square 256..2048.
+// Single-thread SGEMM throughput, grove against oneDNN's dnnl_sgemm: square 256..2048, and
+// every linear and attention GEMM of BERT-base at S=128 (M=128 rows of tokens).
 //
 //   build-x/bench/grove_bench_gemm --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
@@ -76,6 +77,61 @@ void register_square_sizes() {
   }
 }
 
+// ---- BERT-base, S=128: args (M, N, K, B is an activation packed per call).
+
+void BM_grove_bert(benchmark::State& state) {
+  const auto m = size_t(state.range(0)), n = size_t(state.range(1)), k = size_t(state.range(2));
+  const bool pack_each_call = state.range(3) != 0;  // attention: K^T and V change every call
+  const std::vector<float> a = random_matrix(m * k, 1), b = random_matrix(k * n, 2);
+  std::vector<float> c(m * n);
+  PackedB packed = pack_b(b.data(), k, n, n, BLayout::k_by_n);
+  GemmScratch scratch;
+  GemmCall call;
+  call.m = m;
+  call.a = a.data();
+  call.a_stride = k;
+  call.n = n;
+  call.c = c.data();
+  call.c_stride = n;
+  for (auto _ : state) {
+    if (pack_each_call) pack_b_into(packed, b.data(), k, n, n, BLayout::k_by_n);
+    gemm(call, packed, scratch);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, m, n, k);
+}
+
+void BM_dnnl_bert(benchmark::State& state) {
+  const auto m = dnnl_dim_t(state.range(0)), n = dnnl_dim_t(state.range(1)), k = dnnl_dim_t(state.range(2));
+  const std::vector<float> a = random_matrix(size_t(m * k), 1), b = random_matrix(size_t(k * n), 2);
+  std::vector<float> c(size_t(m * n));
+  for (auto _ : state) {
+    if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n) != dnnl_success)
+      state.SkipWithError("dnnl_sgemm failed");
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, size_t(m), size_t(n), size_t(k));
+}
+
+struct BertShape {
+  const char* what;
+  int64_t m, n, k, activation_b;
+};
+constexpr BertShape kBertShapes[] = {
+    {"Q/K/V/out projection", 128, 768, 768, 0},
+    {"FFN up", 128, 3072, 768, 0},
+    {"FFN down", 128, 768, 3072, 0},
+    {"attention Q.K^T (per head)", 128, 128, 64, 1},
+    {"attention P.V (per head)", 128, 64, 128, 1},
+};
+
+void register_bert_shapes() {
+  for (const BertShape& s : kBertShapes) {
+    benchmark::RegisterBenchmark("BM_grove_bert", BM_grove_bert)->Args({s.m, s.n, s.k, s.activation_b})->MinTime(0.2);
+    benchmark::RegisterBenchmark("BM_dnnl_bert", BM_dnnl_bert)->Args({s.m, s.n, s.k, s.activation_b})->MinTime(0.2);
+  }
+}
+
 // Keeps each run's GFLOP/s (the median when repetitions are aggregated) for the table.
 class TableReporter : public benchmark::ConsoleReporter {
  public:
@@ -84,7 +140,9 @@ class TableReporter : public benchmark::ConsoleReporter {
     for (const Run& run : runs) {
       if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
       const std::string name = run.run_name.function_name;
-      const std::string size = run.run_name.args;
+      std::string size = run.run_name.args;
+      if (name.find("_bert") != std::string::npos)  // one key for both: drop the 4th arg
+        size = size.substr(0, size.rfind('/'));
       const auto it = run.counters.find("GFLOP/s");
       if (it != run.counters.end()) gflops[size][name] = it->second.value;
     }
@@ -97,6 +155,7 @@ class TableReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   omp_set_num_threads(1);  // single-thread comparison: grove's gemm is single-threaded
   register_square_sizes();
+  register_bert_shapes();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   TableReporter reporter;
@@ -105,10 +164,19 @@ int main(int argc, char** argv) {
 
   std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---:|---:|---:|---:|\n");
   std::map<int, std::map<std::string, double>> by_size;
-  for (auto& [size, row] : reporter.gflops) by_size[std::stoi(size)] = row;
+  for (auto& [size, row] : reporter.gflops)
+    if (size.find('/') == std::string::npos) by_size[std::stoi(size)] = row;
   for (auto& [size, row] : by_size) {
     const double grove = row["BM_grove_sgemm"], dnnl = row["BM_dnnl_sgemm"];
     std::printf("| %d | %.1f | %.1f | %.2f |\n", size, grove, dnnl, dnnl > 0 ? grove / dnnl : 0.0);
+  }
+  std::printf("\n| BERT-base S=128 | M x N x K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---|---|---:|---:|---:|\n");
+  for (const BertShape& s : kBertShapes) {
+    const std::string key = std::to_string(s.m) + "/" + std::to_string(s.n) + "/" + std::to_string(s.k);
+    auto& row = reporter.gflops[key];
+    const double grove = row["BM_grove_bert"], dnnl = row["BM_dnnl_bert"];
+    std::printf("| %s | %lldx%lldx%lld | %.1f | %.1f | %.2f |\n", s.what, (long long)s.m, (long long)s.n, (long long)s.k,
+                grove, dnnl, dnnl > 0 ? grove / dnnl : 0.0);
   }
   return 0;
 }

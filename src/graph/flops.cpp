@@ -3,6 +3,8 @@
 #include <set>
 #include <string>
 
+#include "ops/op.h"
+
 namespace grove {
 namespace {
 
@@ -34,7 +36,20 @@ bool reads_every_input_once(const std::string& op) {
 
 }  // namespace
 
+// grove.internal Attention (fuse_attention): what the ops it replaced counted, the two
+// MatMuls and one operation per score for the scale, the Where, the mask Add and the Softmax.
+static int64_t attention_flops(const Graph& g, const Node& n) {
+  const Shape* out = shape_of(g, n.outputs[0]);
+  const Shape* q = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);
+  const Shape* kt = n.inputs.size() < 2 ? nullptr : shape_of(g, n.inputs[1]);
+  if (!out || !q || !kt || q->size() != 4 || kt->size() != 4 || out->size() != 4) return 0;
+  const int64_t scores = numel(*q) / (*q)[3] * (*kt)[3];
+  const int64_t per_score = 2 + (n.inputs.size() > 3 && !n.inputs[3].empty()) + (n.inputs.size() > 4 && !n.inputs[4].empty());
+  return 2 * scores * (*q)[3] + 2 * scores * (*out)[3] + per_score * scores;
+}
+
 int64_t node_flops(const Graph& g, const Node& n) {
+  if (n.domain == kGroveDomain && n.op_type == "Attention" && !n.outputs.empty()) return attention_flops(g, n);
   if (!n.domain.empty() || n.outputs.empty()) return 0;
   const Shape* out = shape_of(g, n.outputs[0]);
   const Shape* x = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);

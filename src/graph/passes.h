@@ -14,6 +14,10 @@ void remove_dead_nodes(Graph& graph);
 // only consumer) into the Conv's weights and bias.
 void fold_batchnorm_into_conv(Graph& graph);
 
+// Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
+// Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.
+int fuse_attention(Graph& graph);
+
 // All of the above, in an order where each helps the next.
 void optimize(Graph& graph);
 

@@ -25,10 +25,15 @@ struct OpDef {
   ReferenceFn reference = nullptr;
 };
 
+// The domain of grove's internal ops, which only graph passes create (e.g. Attention from
+// fuse_attention): a name no ONNX model uses for an operator set.
+inline constexpr const char* kGroveDomain = "grove.internal";
+
 class OpRegistry {
  public:
   void add(const std::string& op_type, OpDef def) { ops_[op_type] = def; }
-  // Default-domain ops only; nullptr when grove does not support the op.
+  void add_internal(const std::string& op_type, OpDef def) { internal_[op_type] = def; }
+  // Default-domain ops and grove's internal ops; nullptr when grove does not support the op.
   const OpDef* find(const Node& node) const;
   const std::map<std::string, OpDef>& all() const { return ops_; }
 
@@ -37,6 +42,7 @@ class OpRegistry {
 
  private:
   std::map<std::string, OpDef> ops_;
+  std::map<std::string, OpDef> internal_;  // domain kGroveDomain
 };
 
 // Each family file in src/ops adds its operators through one of these.
@@ -52,5 +58,6 @@ void register_movement_ops(OpRegistry&);      // movement.cpp: Transpose, Concat
 void register_resize_ops(OpRegistry&);        // resize.cpp: Resize, Upsample
 void register_index_ops(OpRegistry&);         // index.cpp: TopK, CumSum, GatherND, ScatterND, OneHot, ...
 void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
+void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 
 }  // namespace grove

@@ -3,6 +3,10 @@
 namespace grove {
 
 const OpDef* OpRegistry::find(const Node& node) const {
+  if (node.domain == kGroveDomain) {
+    auto it = internal_.find(node.op_type);
+    return it == internal_.end() ? nullptr : &it->second;
+  }
   if (!node.domain.empty() && node.domain != "ai.onnx") return nullptr;
   auto it = ops_.find(node.op_type);
   return it == ops_.end() ? nullptr : &it->second;
@@ -23,6 +27,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_resize_ops(r);
     register_index_ops(r);
     register_einsum_ops(r);
+    register_internal_ops(r);
     return r;
   }();
   return registry;

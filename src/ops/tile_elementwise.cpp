@@ -2,12 +2,13 @@
 // ops, comparisons, Where, Clip, PRelu and the variadic Max/Min/Sum/Mean. Any dim may be
 // cut; a tile reads the same region of each input, mapped through numpy broadcasting.
 //
-// The hot float32 ops (Relu and the four arithmetic ops) run as direct loops over the
-// region. Every other op and dtype computes its region by running the op's reference on the
+// The hot float32 ops run on vectorised kernels (kernels/vmath.h) or direct loops over the
+// region: Relu, the four arithmetic ops, Erf, Tanh and Sigmoid. Every other op and dtype computes its region by running the op's reference on the
 // sub-tensors it reads: elementwise results depend on nothing else, so that is exact and
 // keeps one definition of each element function.
 #include <algorithm>
 
+#include "kernels/vmath.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
 
@@ -70,9 +71,7 @@ void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   });
 }
 
-enum class Arith { add, sub, mul, div };
-
-template <Arith op>
+template <kernels::BinaryOp op>
 void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
   if (in.size() != 2 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr);
   check_region(node, out_region, out[0]->shape());
@@ -83,35 +82,41 @@ void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Te
   const float* b = in[1]->data<float>();
   float* y = out[0]->data<float>();
   const int64_t run = out_region.empty() ? 1 : out_region.back().size();
-  auto apply = [](float u, float v) {
-    if constexpr (op == Arith::add) return u + v;
-    else if constexpr (op == Arith::sub) return u - v;
-    else if constexpr (op == Arith::mul) return u * v;
-    else return u / v;
-  };
+  const kernels::VMathKernels& k = kernels::vmath();
   for_each_row(shape, out_region, [&](int64_t offset, const std::vector<int64_t>& index) {
     const float* pa = a + offset_at(sa, index);
     const float* pb = b + offset_at(sb, index);
     float* py = y + offset;
-    // Separate loops per stride pattern so the common ones vectorise.
+    const auto n = static_cast<size_t>(run);
+    // The common stride patterns (same shape, a row-broadcast or scalar operand) on the
+    // vector kernel; anything else (a broadcast column inside the run) element by element.
     if (step_a == 1 && step_b == 1) {
-      for (int64_t i = 0; i < run; ++i) py[i] = apply(pa[i], pb[i]);
+      k.binary(op, kernels::BinaryForm::vector_vector, n, pa, pb, py);
     } else if (step_a == 1 && step_b == 0) {
-      const float v = *pb;
-      for (int64_t i = 0; i < run; ++i) py[i] = apply(pa[i], v);
+      k.binary(op, kernels::BinaryForm::vector_scalar, n, pa, pb, py);
     } else if (step_a == 0 && step_b == 1) {
-      const float u = *pa;
-      for (int64_t i = 0; i < run; ++i) py[i] = apply(u, pb[i]);
+      k.binary(op, kernels::BinaryForm::scalar_vector, n, pa, pb, py);
     } else {
-      for (int64_t i = 0; i < run; ++i) py[i] = apply(pa[i * step_a], pb[i * step_b]);
+      for (int64_t i = 0; i < run; ++i) k.binary(op, kernels::BinaryForm::vector_vector, 1, pa + i * step_a, pb + i * step_b, py + i);
     }
   });
 }
 
+template <kernels::UnaryOp op>
+void run_vunary(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
+  if (in.size() != 1 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr);
+  check_region(node, out_region, out[0]->shape());
+  const float* x = in[0]->data<float>();
+  float* y = out[0]->data<float>();
+  const auto run = static_cast<size_t>(out_region.empty() ? 1 : out_region.back().size());
+  const kernels::VMathKernels& k = kernels::vmath();
+  for_each_row(out[0]->shape(), out_region, [&](int64_t offset, const std::vector<int64_t>&) { k.unary(op, run, x + offset, y + offset); });
+}
+
 constexpr const char* kUnaryOps[] = {
-    "Sqrt", "Exp", "Log", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos",
+    "Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos",
     "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Neg", "Abs", "Sign", "Not", "IsNaN", "IsInf",
-    "LeakyRelu", "ThresholdedRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+    "LeakyRelu", "ThresholdedRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish",
     "Softplus", "Softsign", "Mish", "Cast", "Identity"};
 
 constexpr const char* kBroadcastOps[] = {
@@ -124,10 +129,13 @@ void add_elementwise_rules(RuleTable& t) {
   for (const char* op : kUnaryOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};
   for (const char* op : kBroadcastOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};
   t["Relu"] = {cut_anywhere, broadcast_needs, run_relu};
-  t["Add"] = {cut_anywhere, broadcast_needs, run_arith<Arith::add>};
-  t["Sub"] = {cut_anywhere, broadcast_needs, run_arith<Arith::sub>};
-  t["Mul"] = {cut_anywhere, broadcast_needs, run_arith<Arith::mul>};
-  t["Div"] = {cut_anywhere, broadcast_needs, run_arith<Arith::div>};
+  t["Add"] = {cut_anywhere, broadcast_needs, run_arith<kernels::BinaryOp::add>};
+  t["Sub"] = {cut_anywhere, broadcast_needs, run_arith<kernels::BinaryOp::sub>};
+  t["Mul"] = {cut_anywhere, broadcast_needs, run_arith<kernels::BinaryOp::mul>};
+  t["Div"] = {cut_anywhere, broadcast_needs, run_arith<kernels::BinaryOp::div>};
+  t["Erf"] = {cut_anywhere, broadcast_needs, run_vunary<kernels::UnaryOp::erf>};
+  t["Tanh"] = {cut_anywhere, broadcast_needs, run_vunary<kernels::UnaryOp::tanh>};
+  t["Sigmoid"] = {cut_anywhere, broadcast_needs, run_vunary<kernels::UnaryOp::sigmoid>};
 }
 
 }  // namespace grove::tiling

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/vmath.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
 
@@ -97,6 +98,9 @@ void softmax_run(const Node& node, std::span<const Tensor* const> in, std::span<
     int64_t arg_max = 0;
     for (int64_t j = 1; j < len; ++j)
       if (xr[j * stride] > xr[arg_max * stride]) arg_max = j;
+    if constexpr (Kind == SoftmaxKind::softmax) {
+      if (stride == 1) return kernels::vmath().softmax(static_cast<size_t>(len), xr, yr);
+    }
     if constexpr (Kind == SoftmaxKind::hardmax) {
       for (int64_t j = 0; j < len; ++j) yr[j * stride] = j == arg_max ? 1.0f : 0.0f;
     } else {
@@ -150,6 +154,14 @@ void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const int64_t cols = static_cast<int64_t>(scale_within.size());
   const float *x = in[0]->data<float>(), *w = scale->data<float>(), *b = bias ? bias->data<float>() : nullptr;
   float* y = out[0]->data<float>();
+  // Scale and B laid out like one row (the usual [C] over the last axis): the vector kernel.
+  auto row_contiguous = [](const std::vector<int64_t>& within) {
+    for (size_t j = 0; j < within.size(); ++j)
+      if (within[j] != static_cast<int64_t>(j)) return false;
+    return true;
+  };
+  const bool vector_rows = row_contiguous(scale_within) && (!b || row_contiguous(bias_within));
+  const kernels::VMathKernels& k = kernels::vmath();
   for_each_row_start(shape, r, rd, [&](int64_t base, const std::vector<int64_t>& index) {
     int64_t w_base = 0, b_base = 0;
     for (size_t d = 0; d < rd.first; ++d) {
@@ -157,6 +169,8 @@ void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
       if (b) b_base += index[d] * bias_strides[d];
     }
     const float* xr = x + base;
+    if (vector_rows)
+      return k.layernorm(static_cast<size_t>(cols), xr, w + w_base, b ? b + b_base : nullptr, static_cast<float>(epsilon), y + base);
     double mean = 0, var = 0;
     for (int64_t j = 0; j < cols; ++j) mean += xr[j];
     mean /= static_cast<double>(cols);

@@ -24,6 +24,10 @@ void add_matmul_rules(RuleTable& t);       // tile_matmul.cpp
 void add_row_rules(RuleTable& t);          // tile_rows.cpp
 void add_movement_rules(RuleTable& t);     // tile_movement.cpp
 void add_reshape_rules(RuleTable& t);      // tile_reshape.cpp
+void add_attention_rules(RuleTable& t);    // tile_attention.cpp
+
+// The table key of a grove.internal op's rule: "grove.internal:<op_type>".
+std::string internal_rule_key(const std::string& op_type);
 
 // Block sizes meaning "every dim may be cut anywhere" / "one tile".
 inline std::vector<int64_t> all_cuttable(const Shape& s) { return std::vector<int64_t>(s.size(), 1); }

@@ -1,6 +1,7 @@
 // The table from op type to TileRule, built once on first use and never changed after.
 #include "ops/tiling.h"
 
+#include "ops/op.h"
 #include "ops/tile_util.h"
 
 namespace grove {
@@ -16,6 +17,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_row_rules(t);
     tiling::add_movement_rules(t);
     tiling::add_reshape_rules(t);
+    tiling::add_attention_rules(t);
     return t;
   }();
   return table;
@@ -24,12 +26,13 @@ const tiling::RuleTable& rule_table() {
 }  // namespace
 
 const TileRule* find_tile_rule(const Node& node) {
-  if (!node.domain.empty() && node.domain != "ai.onnx") return nullptr;
+  const bool internal = node.domain == kGroveDomain;
+  if (!internal && !node.domain.empty() && node.domain != "ai.onnx") return nullptr;
   // A tile computes output 0 only; a second output the graph uses needs the whole-op reference.
   for (size_t i = 1; i < node.outputs.size(); ++i)
     if (!node.outputs[i].empty()) return nullptr;
   const auto& table = rule_table();
-  auto it = table.find(node.op_type);
+  auto it = table.find(internal ? tiling::internal_rule_key(node.op_type) : node.op_type);
   return it == table.end() ? nullptr : &it->second;
 }
 

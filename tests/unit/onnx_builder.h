@@ -56,6 +56,14 @@ class OnnxBuilder {
     for (auto v : values) t->add_int64_data(v);
     return *t;
   }
+  onnx::TensorProto& initializer_bool(const std::string& name, std::vector<int64_t> dims, std::vector<bool> values) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::BOOL);
+    for (auto d : dims) t->add_dims(d);
+    for (bool v : values) t->add_int32_data(v ? 1 : 0);
+    return *t;
+  }
   static void attr_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
     auto* a = n.add_attribute();
     a->set_name(name);

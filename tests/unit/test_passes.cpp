@@ -4,20 +4,16 @@
 
 #include "graph/passes.h"
 #include "onnx/import.h"
+#include "graph_test_util.h"
 #include "onnx_builder.h"
 #include "runtime/model.h"
 
 using namespace grove;
 using grove::test::OnnxBuilder;
+using grove::test::histogram;
 
 namespace {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
-
-std::map<std::string, int> histogram(const Graph& g) {
-  std::map<std::string, int> h;
-  for (const auto& n : g.nodes) ++h[n.op_type];
-  return h;
-}
 
 Tensor ramp(Shape shape, float scale = 0.1f) {
   Tensor t(DType::f32, std::move(shape));

@@ -7,11 +7,13 @@
 
 #include "grove/grove.h"
 #include "onnx/import.h"
+#include "graph_test_util.h"
 #include "tiny_models.h"
 
 using namespace grove;
 
 namespace {
+using test::relative_error;
 
 Tensor pseudo_random_tensor(Shape shape, uint32_t seed) {
   Tensor t(DType::f32, shape);
@@ -33,17 +35,6 @@ std::vector<Case> cases() {
       {"residual_cnn", test::residual_cnn_bytes(), {{"x", pseudo_random_tensor({1, 8, 16, 16}, 1)}}},
       {"transformer", test::transformer_bytes(), {{"h", pseudo_random_tensor({1, 12, 32}, 2)}, {"mask", mask}}},
   };
-}
-
-// Largest |a - b| relative to the largest |b|.
-double relative_error(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  double worst = 0, scale = 1e-30;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    worst = std::max(worst, double(std::fabs(a.data<float>()[i] - b.data<float>()[i])));
-    scale = std::max(scale, double(std::fabs(b.data<float>()[i])));
-  }
-  return worst / scale;
 }
 
 bool bit_identical(const TensorMap& a, const TensorMap& b) {

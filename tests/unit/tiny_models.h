@@ -48,8 +48,10 @@ inline std::string residual_cnn_bytes() {
   return b.bytes();
 }
 
-// h[1,S,32] (S=12), mask[1,1,1,S] additive -> 2 encoder layers (4 heads of 8) -> out[1,S,32]
-inline std::string transformer_bytes() {
+// h[1,S,32] (S=12), mask[1,1,1,S] additive -> 2 encoder layers (4 heads of 8) -> out[1,S,32].
+// causal: GPT-2's attention as torch exports it, the scaled scores first through
+// Where(lower-triangular keep, scores, -FLT_MAX), then the additive mask.
+inline std::string transformer_bytes(bool causal = false) {
   constexpr int kFloat = onnx::TensorProto::FLOAT;
   constexpr int S = 12, H = 32, heads = 4, dh = 8, ff = 64;
   OnnxBuilder b(17);
@@ -60,6 +62,10 @@ inline std::string transformer_bytes() {
   b.initializer_f32("sqrt_half", {}, {0.70710678f});
   b.initializer_f32("one", {}, {1.f});
   b.initializer_f32("half", {}, {0.5f});
+  std::vector<bool> lower(S * S);
+  for (int i = 0; i < S * S; ++i) lower[size_t(i)] = i % S <= i / S;
+  b.initializer_bool("causal_keep", {1, 1, S, S}, lower);
+  b.initializer_f32("lowest", {}, {-3.4028234663852886e38f});
   std::string x = "h";
   uint32_t seed = 10;
   for (int layer = 0; layer < 2; ++layer) {
@@ -87,7 +93,12 @@ inline std::string transformer_bytes() {
     heads_of(p + "v", p + "vh", {0, 2, 1, 3});
     b.node("MatMul", {p + "qh", p + "kt"}, {p + "scores"}, p + "qk");
     b.node("Mul", {p + "scores", "scale"}, {p + "scaled"}, p + "scale");
-    b.node("Add", {p + "scaled", "mask"}, {p + "masked"}, p + "mask");
+    std::string scaled = p + "scaled";
+    if (causal) {
+      b.node("Where", {"causal_keep", scaled, "lowest"}, {p + "causal"}, p + "causal_where");
+      scaled = p + "causal";
+    }
+    b.node("Add", {scaled, "mask"}, {p + "masked"}, p + "mask");
     OnnxBuilder::attr_int(b.node("Softmax", {p + "masked"}, {p + "probs"}, p + "softmax"), "axis", -1);
     b.node("MatMul", {p + "probs", p + "vh"}, {p + "ctx"}, p + "pv");
     OnnxBuilder::attr_ints(b.node("Transpose", {p + "ctx"}, {p + "ctx_t"}, p + "ctx_transpose"), "perm", {0, 2, 1, 3});

@@ -1,0 +1,9 @@
+// The kernels of vmath_impl.h built for avx512: vectors of 16 floats.
+#define GROVE_VMATH_WIDTH 16
+#include "kernels/vmath_impl.h"
+
+namespace grove::kernels {
+
+const VMathKernels f32_vmath_avx512 = {vmath_binary, vmath_unary, vmath_softmax, vmath_layernorm, "f32_vmath_avx512"};
+
+}  // namespace grove::kernels

@@ -1,0 +1,246 @@
+#pragma once
+// The vmath kernels (vmath.h), written once over GCC vector types of GROVE_VMATH_WIDTH
+// floats and included by vmath_scalar.cpp, vmath_avx2.cpp and vmath_avx512.cpp, each built
+// with its own ISA flags (kernels.cmake). Internal linkage (anonymous namespace) so the
+// linker never merges copies built for different ISAs.
+//
+// A partial last vector is loaded into a vector filled with a neutral value (-inf for a
+// max, 0 for a sum) and stored back element by element, so no read or write leaves the
+// row. Element i's value never depends on the other lanes or on n, except through the row
+// reductions (max, sums) of softmax and LayerNorm, which are fixed for a given row.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kernels/vmath.h"
+
+#ifndef GROVE_VMATH_WIDTH
+#error "define GROVE_VMATH_WIDTH (floats per vector) before including vmath_impl.h"
+#endif
+
+namespace grove::kernels {
+namespace {
+
+constexpr size_t W = GROVE_VMATH_WIDTH;
+typedef float vf __attribute__((vector_size(W * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(W * sizeof(float))));
+
+inline vf splat(float v) { return vf{} + v; }
+
+inline vf load(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline vf load_partial(const float* p, size_t count, float fill) {
+  vf v = splat(fill);
+  std::memcpy(&v, p, count * sizeof(float));
+  return v;
+}
+inline void store(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline void store_partial(float* p, vf v, size_t count) { std::memcpy(p, &v, count * sizeof(float)); }
+
+inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+inline float hsum(vf v) {
+  float s = 0.0f;
+  for (size_t i = 0; i < W; ++i) s += v[i];
+  return s;
+}
+inline float hmax(vf v) {
+  float m = v[0];
+  for (size_t i = 1; i < W; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+// Calls f(vector) on x[0, n) and stores the result to y, the tail as a partial vector.
+template <class F>
+inline void map_vectors(size_t n, const float* x, float* y, F&& f) {
+  size_t i = 0;
+  for (; i + W <= n; i += W) store(y + i, f(load(x + i)));
+  if (i < n) store_partial(y + i, f(load_partial(x + i, n - i, 0.0f)), n - i);
+}
+
+// e^x: x = k ln2 + r with |r| <= ln2/2, e^r by its Taylor polynomial to degree 7 (truncation
+// below 1e-8 relative), 2^k built in the exponent bits. Below -87.3 (where 2^k would leave
+// the normal range) the result is 0; above 88 it saturates at e^88.
+inline vf vexp(vf x) {
+  const vf lo = splat(-87.3f);
+  vf xc = x < lo ? lo : x;
+  xc = xc > splat(88.0f) ? splat(88.0f) : xc;
+  // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick (no rounding-mode calls).
+  const vf magic = splat(12582912.0f);
+  const vf k = (xc * splat(1.44269504088896341f) + magic) - magic;
+  // ln2 split in two so k * ln2_hi is exact for |k| < 2^9.
+  const vf r = (xc - k * splat(0.693145751953125f)) - k * splat(1.42860682030941723e-6f);
+  vf p = splat(1.0f / 5040.0f);
+  p = p * r + splat(1.0f / 720.0f);
+  p = p * r + splat(1.0f / 120.0f);
+  p = p * r + splat(1.0f / 24.0f);
+  p = p * r + splat(1.0f / 6.0f);
+  p = p * r + splat(0.5f);
+  p = p * r + splat(1.0f);
+  p = p * r + splat(1.0f);
+  const vi bits = (__builtin_convertvector(k, vi) + 127) << 23;
+  const vf result = p * (vf)bits;
+  return x < lo ? splat(0.0f) : result;
+}
+
+// erfc(|x|) by Abramowitz & Stegun 7.1.26: t = 1 / (1 + p|x|), erfc = poly(t) e^{-x^2},
+// absolute error below 1.5e-7 for every x. Returned for |x| so callers pick the sign.
+inline vf verfc_abs(vf x) {
+  const vf ax = x < splat(0.0f) ? -x : x;
+  const vf t = splat(1.0f) / (splat(1.0f) + splat(0.3275911f) * ax);
+  vf p = splat(1.061405429f);
+  p = p * t + splat(-1.453152027f);
+  p = p * t + splat(1.421413741f);
+  p = p * t + splat(-0.284496736f);
+  p = p * t + splat(0.254829592f);
+  return p * t * vexp(-ax * ax);
+}
+
+inline vf verf(vf x) {
+  const vf one_minus = splat(1.0f) - verfc_abs(x);
+  return x < splat(0.0f) ? -one_minus : one_minus;
+}
+
+// x * Phi(x) = 0.5 x (1 + erf(x / sqrt2)); for x < 0, 1 + erf is erfc(|x| / sqrt2) directly,
+// which keeps the small tail values accurate instead of cancelling against 1.
+inline vf vgelu_erf(vf x) {
+  const vf c = verfc_abs(x * splat(0.70710678118654752f));
+  const vf one_plus_erf = x < splat(0.0f) ? c : splat(2.0f) - c;
+  return splat(0.5f) * x * one_plus_erf;
+}
+
+// tanh x = sign(x) (1 - 2 / (e^{2|x|} + 1)); below |x| = 1/8 that cancels, so the odd Taylor
+// series to x^7 is used there (truncation below 1e-10 relative).
+inline vf vtanh(vf x) {
+  const vf ax = x < splat(0.0f) ? -x : x;
+  const vf big = splat(1.0f) - splat(2.0f) / (vexp(splat(2.0f) * ax) + splat(1.0f));
+  const vf x2 = x * x;
+  vf p = splat(-17.0f / 315.0f);
+  p = p * x2 + splat(2.0f / 15.0f);
+  p = p * x2 + splat(-1.0f / 3.0f);
+  const vf small = x + x * x2 * p;
+  const vf signed_big = x < splat(0.0f) ? -big : big;
+  return ax < splat(0.125f) ? small : signed_big;
+}
+
+inline vf vsigmoid(vf x) { return splat(1.0f) / (splat(1.0f) + vexp(-x)); }
+
+template <BinaryOp Op>
+inline float apply(float a, float b) {
+  if constexpr (Op == BinaryOp::add) return a + b;
+  else if constexpr (Op == BinaryOp::sub) return a - b;
+  else if constexpr (Op == BinaryOp::mul) return a * b;
+  else return a / b;
+}
+
+// Plain loops: the ISA flags of the including file let the compiler vectorise them.
+template <BinaryOp Op>
+void binary_loop(BinaryForm form, size_t n, const float* __restrict a, const float* __restrict b, float* y) {
+  switch (form) {
+    case BinaryForm::vector_vector:
+      for (size_t i = 0; i < n; ++i) y[i] = apply<Op>(a[i], b[i]);
+      break;
+    case BinaryForm::vector_scalar: {
+      const float v = b[0];
+      for (size_t i = 0; i < n; ++i) y[i] = apply<Op>(a[i], v);
+      break;
+    }
+    case BinaryForm::scalar_vector: {
+      const float u = a[0];
+      for (size_t i = 0; i < n; ++i) y[i] = apply<Op>(u, b[i]);
+      break;
+    }
+  }
+}
+
+void vmath_binary(BinaryOp op, BinaryForm form, size_t n, const float* a, const float* b, float* y) {
+  switch (op) {
+    case BinaryOp::add: return binary_loop<BinaryOp::add>(form, n, a, b, y);
+    case BinaryOp::sub: return binary_loop<BinaryOp::sub>(form, n, a, b, y);
+    case BinaryOp::mul: return binary_loop<BinaryOp::mul>(form, n, a, b, y);
+    case BinaryOp::div: return binary_loop<BinaryOp::div>(form, n, a, b, y);
+  }
+}
+
+void vmath_unary(UnaryOp op, size_t n, const float* x, float* y) {
+  switch (op) {
+    case UnaryOp::erf: return map_vectors(n, x, y, verf);
+    case UnaryOp::gelu_erf: return map_vectors(n, x, y, vgelu_erf);
+    case UnaryOp::tanh: return map_vectors(n, x, y, vtanh);
+    case UnaryOp::sigmoid: return map_vectors(n, x, y, vsigmoid);
+  }
+}
+
+float row_max(size_t n, const float* x) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  vf m = splat(ninf);
+  size_t i = 0;
+  for (; i + W <= n; i += W) m = vmax(m, load(x + i));
+  if (i < n) m = vmax(m, load_partial(x + i, n - i, ninf));
+  return hmax(m);
+}
+
+void vmath_softmax(size_t n, const float* x, float* y) {
+  if (n == 0) return;
+  const vf peak = splat(row_max(n, x));
+  vf sum = splat(0.0f);
+  size_t i = 0;
+  for (; i + W <= n; i += W) {
+    const vf e = vexp(load(x + i) - peak);
+    sum += e;
+    store(y + i, e);
+  }
+  if (i < n) {
+    const vf e = vexp(load_partial(x + i, n - i, -std::numeric_limits<float>::infinity()) - peak);
+    sum += e;  // the fill lanes are e^-inf = 0
+    store_partial(y + i, e, n - i);
+  }
+  const vf inv = splat(1.0f / hsum(sum));
+  map_vectors(n, y, y, [&](vf v) { return v * inv; });
+}
+
+void vmath_layernorm(size_t n, const float* x, const float* scale, const float* bias, float epsilon, float* y) {
+  if (n == 0) return;
+  // Two passes (mean, then squared deviations), each with two accumulators to shorten the
+  // dependency chain; the tail is zero-filled, and its deviations are masked out.
+  vf s0 = splat(0.0f), s1 = splat(0.0f);
+  size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) s0 += load(x + i), s1 += load(x + i + W);
+  for (; i + W <= n; i += W) s0 += load(x + i);
+  if (i < n) s1 += load_partial(x + i, n - i, 0.0f);
+  const float mean = hsum(s0 + s1) / static_cast<float>(n);
+  const vf vmean = splat(mean);
+  vf q0 = splat(0.0f), q1 = splat(0.0f);
+  i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const vf d0 = load(x + i) - vmean, d1 = load(x + i + W) - vmean;
+    q0 += d0 * d0, q1 += d1 * d1;
+  }
+  for (; i + W <= n; i += W) {
+    const vf d = load(x + i) - vmean;
+    q0 += d * d;
+  }
+  if (i < n) {
+    const vf d = load_partial(x + i, n - i, mean) - vmean;  // fill with the mean: deviation 0
+    q1 += d * d;
+  }
+  const float var = hsum(q0 + q1) / static_cast<float>(n);
+  const vf inv_std = splat(1.0f / __builtin_sqrtf(var + epsilon));
+  i = 0;
+  for (; i + W <= n; i += W) {
+    vf v = (load(x + i) - vmean) * inv_std * load(scale + i);
+    if (bias) v += load(bias + i);
+    store(y + i, v);
+  }
+  if (i < n) {
+    const size_t rest = n - i;
+    vf v = (load_partial(x + i, rest, 0.0f) - vmean) * inv_std * load_partial(scale + i, rest, 0.0f);
+    if (bias) v += load_partial(bias + i, rest, 0.0f);
+    store_partial(y + i, v, rest);
+  }
+}
+
+}  // namespace
+}  // namespace grove::kernels

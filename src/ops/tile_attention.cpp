@@ -1,0 +1,124 @@
+// Tile rule of grove.internal Attention (ops/attention.cpp): cut batch, heads and query rows;
+// a tile reads its query rows and the whole K^T and V of its heads. For each head it packs
+// K^T and V for the GEMM, computes the scores of its query block into per-thread scratch
+// ([rows x T], never the whole [S x T] of every head), then scale, keep/fill, mask and the
+// softmax row by row (kernels/vmath.h), and the product with V straight into the output.
+//
+// A score element is the GEMM's sum over the same k blocks whatever the query block, and
+// each row's softmax depends only on that row, so results do not depend on the tiling.
+#include <algorithm>
+
+#include "kernels/gemm.h"
+#include "kernels/vmath.h"
+#include "ops/op.h"
+#include "ops/op_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+std::vector<int64_t> attention_cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) {
+  return {1, 1, 1, 0};
+}
+
+Shape scores_shape(std::span<const ValueInfo> in) {
+  return {in[0].shape[0], in[0].shape[1], in[0].shape[2], in[1].shape[3]};
+}
+
+void attention_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& r,
+                     std::span<Region> in_regions) {
+  const Shape scores = scores_shape(in);
+  in_regions[0] = {r[0], r[1], r[2], {0, in[0].shape[3]}};
+  in_regions[1] = {r[0], r[1], {0, in[1].shape[2]}, {0, in[1].shape[3]}};
+  in_regions[2] = {r[0], r[1], {0, in[2].shape[2]}, {0, in[2].shape[3]}};
+  const Region score_region{r[0], r[1], r[2], {0, scores[3]}};
+  for (size_t i = 3; i < in.size(); ++i)
+    in_regions[i] = in[i].present ? broadcast_region(in[i].shape, score_region) : Region{};
+}
+
+// Per worker thread, reused across tiles so the hot path does not allocate.
+struct AttentionWorkspace {
+  kernels::PackedB kt, v;
+  kernels::GemmScratch scratch;
+  std::vector<float> scores;
+};
+AttentionWorkspace& workspace() {
+  thread_local AttentionWorkspace w;
+  return w;
+}
+
+void attention_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+                   const void*) {
+  check_region(node, r, out[0]->shape());
+  const Shape& q_shape = in[0]->shape();
+  const int64_t heads = q_shape[1], seq = q_shape[2], d = q_shape[3];
+  const int64_t keys = in[1]->shape()[3], dv = in[2]->shape()[3];
+  const Shape scores{q_shape[0], heads, seq, keys};
+  const Tensor* mask = optional_input(in, 3);
+  const Tensor* keep = optional_input(in, 4);
+  const std::vector<int64_t> ms = mask ? broadcast_strides(mask->shape(), scores) : std::vector<int64_t>(4, 0);
+  const std::vector<int64_t> ks = keep ? broadcast_strides(keep->shape(), scores) : std::vector<int64_t>(4, 0);
+  const float scale = node.attr_float("scale", 1.0f);
+  const bool divide = node.attr_string("scale_op", "Mul") == "Div";
+  const float fill = node.attr_float("fill", 0.0f);
+  const kernels::VMathKernels& vm = kernels::vmath();
+  AttentionWorkspace& w = workspace();
+  const auto rows = static_cast<size_t>(r[2].size());
+  w.scores.resize(rows * static_cast<size_t>(keys));
+  for (int64_t b = r[0].begin; b < r[0].end; ++b)
+    for (int64_t h = r[1].begin; h < r[1].end; ++h) {
+      const int64_t mat = b * heads + h;
+      kernels::pack_b_into(w.kt, in[1]->data<float>() + mat * d * keys, static_cast<size_t>(d), static_cast<size_t>(keys),
+                           static_cast<size_t>(keys), kernels::BLayout::k_by_n);
+      kernels::GemmCall qk;
+      qk.m = rows;
+      qk.a = in[0]->data<float>() + (mat * seq + r[2].begin) * d;
+      qk.a_stride = static_cast<size_t>(d);
+      qk.n = static_cast<size_t>(keys);
+      qk.c = w.scores.data();
+      qk.c_stride = static_cast<size_t>(keys);
+      kernels::gemm(qk, w.kt, w.scratch);
+      for (int64_t i = r[2].begin; i < r[2].end; ++i) {
+        float* row = w.scores.data() + (i - r[2].begin) * keys;
+        const auto n = static_cast<size_t>(keys);
+        vm.binary(divide ? kernels::BinaryOp::div : kernels::BinaryOp::mul, kernels::BinaryForm::vector_scalar, n, row,
+                  &scale, row);
+        if (keep) {
+          const bool* k = keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2];
+          for (int64_t j = 0; j < keys; ++j)
+            if (!k[j * ks[3]]) row[j] = fill;
+        }
+        if (mask) {
+          const float* m = mask->data<float>() + b * ms[0] + h * ms[1] + i * ms[2];
+          vm.binary(kernels::BinaryOp::add,
+                    ms[3] == 1 ? kernels::BinaryForm::vector_vector : kernels::BinaryForm::vector_scalar, n, row, m, row);
+        }
+        vm.softmax(n, row, row);
+      }
+      kernels::pack_b_into(w.v, in[2]->data<float>() + mat * keys * dv, static_cast<size_t>(keys),
+                           static_cast<size_t>(dv), static_cast<size_t>(dv), kernels::BLayout::k_by_n);
+      kernels::GemmCall pv;
+      pv.m = rows;
+      pv.a = w.scores.data();
+      pv.a_stride = static_cast<size_t>(keys);
+      pv.n = static_cast<size_t>(dv);
+      pv.c = out[0]->data<float>() + (mat * seq + r[2].begin) * dv;
+      pv.c_stride = static_cast<size_t>(dv);
+      kernels::gemm(pv, w.v, w.scratch);
+    }
+}
+
+}  // namespace
+
+std::string internal_rule_key(const std::string& op_type) {
+  std::string key = kGroveDomain;
+  key += ':';
+  key += op_type;
+  return key;
+}
+
+void add_attention_rules(RuleTable& t) {
+  t[internal_rule_key("Attention")] = {attention_cuttable, attention_needs, attention_run};
+}
+
+}  // namespace grove::tiling

@@ -1,0 +1,148 @@
+// fuse_attention: the attention chains of a 2-layer BERT-style and a GPT-2-style (causal
+// Where) model become grove.internal Attention nodes, and the tile runtime on the fused graph
+// matches the reference executor on the unfused graph; chains that differ in any checked
+// way are left exactly as they were.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/flops.h"
+#include "graph/passes.h"
+#include "grove/grove.h"
+#include "onnx/import.h"
+#include "graph_test_util.h"
+#include "onnx_builder.h"
+#include "runtime/model.h"
+#include "tiny_models.h"
+
+using namespace grove;
+using grove::test::histogram;
+using grove::test::OnnxBuilder;
+using grove::test::relative_error;
+
+namespace {
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.f) {
+  Tensor t(DType::f32, shape);
+  auto v = test::pseudo_random(static_cast<size_t>(t.numel()), seed, scale);
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+// The reference executor on the bound but unoptimised graph: the unfused oracle.
+TensorMap unfused_reference(const std::string& bytes, const TensorMap& inputs) {
+  Graph plain = load_onnx_bytes(bytes, "plain.onnx");
+  bind_shapes(plain, {});
+  return run_reference(plain, inputs);
+}
+
+// The tiles use the float GEMM and vector exp, the reference double sums: they agree to
+// float rounding, not bits.
+void expect_tiles_match_unfused(const std::string& bytes, const TensorMap& inputs, const std::string& what) {
+  TensorMap want = unfused_reference(bytes, inputs);
+  Model fused_model(load_onnx_bytes(bytes, what + ".onnx"));
+  EXPECT_LT(relative_error(fused_model.run_reference(inputs).at("out"), want.at("out")), 1e-6) << what << " reference";
+  for (int threads : {1, 3})
+    for (int tiles_per_op : {0, 5}) {
+      Engine engine({.threads = threads, .pin = false});
+      Session session(engine, Model(load_onnx_bytes(bytes, what + ".onnx")), {.tiles_per_op = tiles_per_op});
+      RunStats stats;
+      TensorMap got = session.run(inputs, &stats);
+      EXPECT_FALSE(stats.used_reference);
+      EXPECT_LT(relative_error(got.at("out"), want.at("out")), 1e-5)
+          << what << " threads=" << threads << " tiles_per_op=" << tiles_per_op;
+    }
+}
+
+TensorMap transformer_inputs() {
+  Tensor mask(DType::f32, {1, 1, 1, 12});
+  for (int i = 9; i < 12; ++i) mask.data<float>()[i] = -10000.f;  // padding tokens
+  return {{"h", random_tensor({1, 12, 32}, 2)}, {"mask", mask}};
+}
+
+}  // namespace
+
+TEST(FuseAttention, BertStyleLayersFuseAndTilesMatchUnfusedReference) {
+  const std::string bytes = test::transformer_bytes();
+  Model model(load_onnx_bytes(bytes, "bert.onnx"));
+  auto h = histogram(model.graph());
+  EXPECT_EQ(h["grove.internal:Attention"], 2);
+  EXPECT_EQ(h["Softmax"], 0);
+  expect_tiles_match_unfused(bytes, transformer_inputs(), "bert");
+}
+
+TEST(FuseAttention, CausalGpt2StyleLayersFuseAndTilesMatchUnfusedReference) {
+  const std::string bytes = test::transformer_bytes(/*causal=*/true);
+  Model model(load_onnx_bytes(bytes, "gpt2.onnx"));
+  auto h = histogram(model.graph());
+  EXPECT_EQ(h["grove.internal:Attention"], 2);
+  EXPECT_EQ(h["Where"], 0);
+  expect_tiles_match_unfused(bytes, transformer_inputs(), "gpt2");
+}
+
+// One attention chain on graph inputs, with one thing changed per variant.
+enum class Variant { plain, div_scale, scores_also_output, softmax_axis_2, runtime_scale, add_before_scale };
+
+std::string attention_bytes(Variant v) {
+  OnnxBuilder b(17);
+  b.input("q", kFloat, {1, 2, 5, 4}).input("kt", kFloat, {1, 2, 4, 6}).input("v", kFloat, {1, 2, 6, 3});
+  b.input("mask", kFloat, {1, 1, 1, 6});
+  b.output("out", kFloat, {1, 2, 5, 3});
+  b.initializer_f32("scale", {}, {0.5f});
+  if (v == Variant::runtime_scale) b.input("s", kFloat, {});
+  b.node("MatMul", {"q", "kt"}, {"scores"}, "qk");
+  const std::string scale = v == Variant::runtime_scale ? "s" : "scale";
+  if (v == Variant::add_before_scale) {
+    b.node("Add", {"scores", "mask"}, {"masked0"}, "mask");
+    b.node("Mul", {"masked0", scale}, {"masked"}, "scale");
+  } else {
+    b.node(v == Variant::div_scale ? "Div" : "Mul", {"scores", scale}, {"scaled"}, "scale");
+    b.node("Add", {"scaled", "mask"}, {"masked"}, "mask");
+  }
+  OnnxBuilder::attr_int(b.node("Softmax", {"masked"}, {"probs"}, "softmax"), "axis", v == Variant::softmax_axis_2 ? 2 : -1);
+  b.node("MatMul", {"probs", "v"}, {"out"}, "pv");
+  if (v == Variant::scores_also_output) b.output("scaled", kFloat, {1, 2, 5, 6});
+  return b.bytes();
+}
+
+TensorMap attention_inputs(Variant v) {
+  TensorMap in{{"q", random_tensor({1, 2, 5, 4}, 1, 2.f)},
+               {"kt", random_tensor({1, 2, 4, 6}, 2, 2.f)},
+               {"v", random_tensor({1, 2, 6, 3}, 3)},
+               {"mask", random_tensor({1, 1, 1, 6}, 4, 3.f)}};
+  if (v == Variant::runtime_scale) in["s"] = Tensor::scalar<float>(0.25f);
+  return in;
+}
+
+TEST(FuseAttention, SmallChainFusesWithMulOrDivScale) {
+  for (Variant v : {Variant::plain, Variant::div_scale}) {
+    const std::string bytes = attention_bytes(v);
+    Model model(load_onnx_bytes(bytes, "attn.onnx"));
+    EXPECT_EQ(histogram(model.graph()), (std::map<std::string, int>{{"grove.internal:Attention", 1}}));
+    expect_tiles_match_unfused(bytes, attention_inputs(v), "attn");
+  }
+}
+
+TEST(FuseAttention, ChainsThatDifferAreLeftUnchanged) {
+  for (Variant v : {Variant::scores_also_output, Variant::softmax_axis_2, Variant::runtime_scale, Variant::add_before_scale}) {
+    Graph g = load_onnx_bytes(attention_bytes(v), "attn.onnx");
+    bind_shapes(g, {});
+    const auto before = histogram(g);
+    const size_t values_before = g.values.size();
+    EXPECT_EQ(fuse_attention(g), 0) << int(v);
+    EXPECT_EQ(histogram(g), before) << int(v);
+    EXPECT_EQ(g.values.size(), values_before) << int(v);
+  }
+}
+
+TEST(FuseAttention, FlopsOfTheFusedGraphEqualTheUnfused) {
+  for (bool causal : {false, true}) {
+    const std::string bytes = test::transformer_bytes(causal);
+    Graph plain = load_onnx_bytes(bytes, "plain.onnx");
+    bind_shapes(plain, {});
+    Model model(load_onnx_bytes(bytes, "fused.onnx"));
+    ASSERT_EQ(histogram(model.graph())["grove.internal:Attention"], 2);
+    EXPECT_EQ(graph_flops(model.graph()), graph_flops(plain)) << "causal " << causal;
+  }
+}
