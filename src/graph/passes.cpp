@@ -65,6 +65,7 @@ void remove_dead_nodes(Graph& g) {
 void optimize(Graph& g) {
   remove_identities(g);
   fold_batchnorm_into_conv(g);
+  fuse_epilogues(g);
   remove_dead_nodes(g);
 }
 

@@ -14,6 +14,10 @@ void remove_dead_nodes(Graph& graph);
 // only consumer) into the Conv's weights and bias.
 void fold_batchnorm_into_conv(Graph& graph);
 
+// Fuses a bias Add, a residual Add and an activation after a Conv, MatMul or Gemm into the
+// node's epilogue (graph/epilogue_attrs.h says how; fuse_epilogue.cpp which chains).
+void fuse_epilogues(Graph& graph);
+
 // All of the above, in an order where each helps the next.
 void optimize(Graph& graph);
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "graph/epilogue_attrs.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 
@@ -64,7 +65,10 @@ std::string PlannedRun::tile_label(int32_t tile) const {
   int32_t n = plan_->tiles.node.at(tile);
   if (n < 0) return "barrier";
   const Node& node = plan_->graph.nodes[n];
-  return (node.name.empty() ? node.op_type : node.name) + " #" + std::to_string(tile - plan_->tiles.first_tile[n]);
+  // A fused node shows what it does: "conv1 (Conv+Add+Relu) #3".
+  std::string label = node.name.empty() ? op_label(node) : node.name;
+  if (!node.name.empty() && has_fused_epilogue(node)) label += " (" + op_label(node) + ")";
+  return label + " #" + std::to_string(tile - plan_->tiles.first_tile[n]);
 }
 
 void PlannedRun::allocate(int32_t v) {
