@@ -125,7 +125,8 @@ class EpilogueFuser {
     if (!b || b->numel() != y.back() || !same_shape(add->outputs[0], v)) return false;
     for (int64_t d = 0; d + 1 < b->rank(); ++d)
       if (b->dim(d) != 1) return false;
-    if (p.op_type == "Gemm" && b->rank() > 2) return false;
+    // A Gemm's C is scaled by beta.
+    if (p.op_type == "Gemm" && (b->rank() > 2 || p.attr_float("beta", 1.0f) != 1.0f)) return false;
     p.inputs.resize(kEpilogueBiasInput + 1);
     p.inputs[kEpilogueBiasInput] = bias;
     v = add->outputs[0];

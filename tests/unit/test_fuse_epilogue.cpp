@@ -92,6 +92,14 @@ TestModel every_pattern() {
   weight(b, "bg", {16}, 31);
   OnnxBuilder::attr_int(b.node("Gemm", {"f", "wg", "bg"}, {"gm"}, "gemm"), "transB", 1);
   b.node("Relu", {"gm"}, {"y_gemm"}, "gemm_relu");
+  // Gemm without C + Add(bias) + Sigmoid; and with beta 2, where the bias must stay an Add.
+  weight(b, "wn", {120, 16}, 32);
+  b.node("Gemm", {"f", "wn"}, {"gn"}, "gemm_noc");
+  b.node("Add", {"gn", "bg"}, {"gb"}, "gemm_bias");
+  b.node("Sigmoid", {"gb"}, {"y_gemm_noc"}, "gemm_sigmoid");
+  OnnxBuilder::attr_float(b.node("Gemm", {"f", "wn"}, {"gs"}, "gemm_beta"), "beta", 2.0f);
+  b.node("Add", {"gs", "bg"}, {"y_gemm_beta"}, "gemm_beta_bias");
+  b.output("y_gemm_noc", kF32, {8, 16}).output("y_gemm_beta", kF32, {8, 16});
   b.output("y_resnet", kF32, x).output("y_dw", kF32, x).output("y_bert", kF32, {1, 80, 12}).output("y_gemm", kF32, {8, 16});
   return {"every_pattern", b.bytes(), {{"x", seeded_tensor(x, 40)}}};
 }
@@ -102,7 +110,8 @@ TEST(FuseEpilogue, FusesEveryPatternIntoItsProducer) {
   std::map<std::string, int> want = {{"Conv+Relu", 1},        {"Conv+Add+Relu", 1},      {"Conv+Add+Clip", 1},
                                      {"Conv+LeakyRelu", 1},   {"Conv+Sigmoid", 1},       {"Conv+HardSigmoid", 1},
                                      {"Conv+HardSwish", 1},   {"MatMul+Bias+Gelu", 1},   {"MatMul+Bias+Add", 1},
-                                     {"Gemm+Relu", 1},        {"Reshape", 2}};
+                                     {"Gemm+Relu", 1},        {"Gemm+Bias+Sigmoid", 1},  {"Gemm", 1},
+                                     {"Add", 1},              {"Reshape", 2}};
   EXPECT_EQ(labels(model.graph()), want);
 }
 
