@@ -5,7 +5,7 @@
 //   [Add(constant per-column bias)]   MatMul, or a Gemm without C (torch's Linear export)
 //   [Add(residual of the same shape)] ResNet's conv + shortcut, BERT's x + linear(x)
 //   [activation]                      Relu, Clip(constant bounds), LeakyRelu, Sigmoid,
-//                                     HardSigmoid, HardSwish, the erf GELU torch exports
+//                                     HardSigmoid, HardSwish, the erf and tanh GELUs torch exports
 // Each intermediate value must have that one reader and not be a graph output. The fused node
 // takes the place of the chain's last node (its inputs all exist by then, and its output keeps
 // the last node's name and position), so topological order and every other name stay as they
@@ -161,7 +161,8 @@ class EpilogueFuser {
 
   bool take_activation(Node& p, std::string& v, Fusion& f) {
     auto it = readers_.find(v);
-    if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 1) return take_gelu(p, v, f);
+    if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 1)
+      return take_gelu(p, v, f) || take_gelu_tanh(p, v, f);
     const size_t at = it->second[0];
     const Node& n = g_.nodes[at];
     if (dropped_[at] || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != v) return false;
@@ -227,6 +228,64 @@ class EpilogueFuser {
       return true;
     }
     return false;
+  }
+
+  // The node alone reading `v` if it is `op` with `other` as its other input (a constant
+  // near `value` when `other` is empty).
+  const Node* step(const std::string& v, const char* op, const std::string& other, double value, size_t& at) const {
+    const Node* n = only_reader(v, op, at);
+    if (!n) return nullptr;
+    const std::string o = other_input(*n, v);
+    if (!other.empty()) return o == other ? n : nullptr;
+    std::optional<float> c = scalar(o);
+    return c && std::abs(*c - value) < 1e-6 * std::abs(value) ? n : nullptr;
+  }
+
+  // 0.5 v (1 + Tanh(sqrt(2/pi) (v + 0.044715 v^3))), as GPT-2's export spells it: the cube
+  // as Mul(v, Mul(v, v)) or Pow(v, 3), then Mul, Add v, Mul, Tanh, Add 1, Mul v, Mul 0.5.
+  bool take_gelu_tanh(Node& p, std::string& v, Fusion& f) {
+    auto it = readers_.find(v);
+    if (graph_outputs_.count(v) || it == readers_.end()) return false;
+    std::multiset<size_t> uses(it->second.begin(), it->second.end()), want;
+    std::vector<size_t> chain;
+    std::string cube;
+    for (size_t r : uses) {
+      const Node& n = g_.nodes[r];
+      if (dropped_[r] || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
+      size_t m2 = 0;
+      const Node* outer = nullptr;
+      if (n.op_type == "Mul" && n.inputs[0] == v && n.inputs[1] == v && (outer = step(n.outputs[0], "Mul", v, 0, m2))) {
+        chain = {r, m2};
+        want = {r, r, m2};
+        cube = outer->outputs[0];
+      } else if (n.op_type == "Pow" && n.inputs[0] == v && scalar(n.inputs[1]) == 3.0f) {
+        chain = {r};
+        want = {r};
+        cube = n.outputs[0];
+      } else {
+        continue;
+      }
+      break;
+    }
+    if (cube.empty()) return false;
+    size_t at[7];
+    const Node* n = step(cube, "Mul", "", 0.044715, at[0]);
+    if (n) n = step(n->outputs[0], "Add", v, 0, at[1]);
+    if (n) n = step(n->outputs[0], "Mul", "", 0.7978845608028654, at[2]);
+    if (n) n = only_reader(n->outputs[0], "Tanh", at[3]);
+    if (n) n = step(n->outputs[0], "Add", "", 1.0, at[4]);
+    if (n) n = step(n->outputs[0], "Mul", v, 0, at[5]);
+    if (n) n = step(n->outputs[0], "Mul", "", 0.5, at[6]);
+    if (!n) return false;
+    want.insert(at[1]);
+    want.insert(at[5]);
+    if (want != uses) return false;  // v has a reader outside the pattern
+    set_activation(p, "gelu_tanh", 0, 0);
+    for (size_t k : chain) f.nodes.push_back(k);
+    for (size_t k = 0; k < 6; ++k) f.nodes.push_back(at[k]);
+    f.add(at[6], "GeluTanh");
+    v = n->outputs[0];
+    return true;
   }
 
   void fuse_into(size_t i) {

@@ -18,6 +18,7 @@ kernels::ActivationParams epilogue_activation(const Node& node) {
   else if (kind == "hard_sigmoid") p.kind = Activation::hard_sigmoid;
   else if (kind == "hard_swish") p.kind = Activation::hard_swish;
   else if (kind == "gelu_erf") p.kind = Activation::gelu_erf;
+  else if (kind == "gelu_tanh") p.kind = Activation::gelu_tanh;
   else throw Error(node.describe() + ": unknown fused activation '" + kind + "'");
   return p;
 }

@@ -85,6 +85,29 @@ TestModel every_pattern() {
   b.node("MatMul", {"g", "w2"}, {"m2"}, "mm2");
   b.node("Add", {"b2", "m2"}, {"o2"}, "bias2");
   b.node("Add", {"t", "o2"}, {"y_bert"}, "residual2");
+  // GPT-2's tanh GELU, the cube as Mul(h, Mul(h, h)) and as Pow(h, 3).
+  b.initializer_f32("c044715", {}, {0.044715f});
+  b.initializer_f32("sqrt2pi", {}, {0.7978845608028654f});
+  b.initializer_f32("three", {}, {3.0f});
+  for (int pow_form = 0; pow_form < 2; ++pow_form) {
+    const std::string s = std::to_string(pow_form), h = "th" + s;
+    b.node("MatMul", {"t", "w1"}, {"tm" + s}, "tmm" + s);
+    b.node("Add", {"b1", "tm" + s}, {h}, "tbias" + s);
+    if (pow_form) {
+      b.node("Pow", {h, "three"}, {"cube" + s}, "pow" + s);
+    } else {
+      b.node("Mul", {h, h}, {"sq" + s}, "sq" + s);
+      b.node("Mul", {h, "sq" + s}, {"cube" + s}, "cube" + s);
+    }
+    b.node("Mul", {"c044715", "cube" + s}, {"k1" + s}, "k1" + s);
+    b.node("Add", {h, "k1" + s}, {"k2" + s}, "k2" + s);
+    b.node("Mul", {"sqrt2pi", "k2" + s}, {"k3" + s}, "k3" + s);
+    b.node("Tanh", {"k3" + s}, {"k4" + s}, "k4" + s);
+    b.node("Add", {"one", "k4" + s}, {"k5" + s}, "k5" + s);
+    b.node("Mul", {h, "k5" + s}, {"k6" + s}, "k6" + s);
+    b.node("Mul", {"half", "k6" + s}, {"y_gpt" + s}, "k7" + s);
+    b.output("y_gpt" + s, kF32, {1, 80, 24});
+  }
   // Linear as Gemm(transB, C) + Relu.
   b.initializer_i64("flat", {2}, {8, 120});
   b.node("Reshape", {"x", "flat"}, {"f"}, "flatten");
@@ -111,7 +134,7 @@ TEST(FuseEpilogue, FusesEveryPatternIntoItsProducer) {
                                      {"Conv+LeakyRelu", 1},   {"Conv+Sigmoid", 1},       {"Conv+HardSigmoid", 1},
                                      {"Conv+HardSwish", 1},   {"MatMul+Bias+Gelu", 1},   {"MatMul+Bias+Add", 1},
                                      {"Gemm+Relu", 1},        {"Gemm+Bias+Sigmoid", 1},  {"Gemm", 1},
-                                     {"Add", 1},              {"Reshape", 2}};
+                                     {"Add", 1},              {"Reshape", 2},            {"MatMul+Bias+GeluTanh", 2}};
   EXPECT_EQ(labels(model.graph()), want);
 }
 
