@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "graph/epilogue_attrs.h"
 #include "graph/flops.h"
 #include "runtime/model.h"
 
@@ -34,7 +35,7 @@ void print_histogram(const Graph& g, bool with_flops) {
   std::map<std::string, OpStats> ops;
   int64_t total = 0;
   for (const auto& n : g.nodes) {
-    auto& s = ops[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type];
+    auto& s = ops[n.domain.empty() ? op_label(n) : n.domain + "::" + n.op_type];
     ++s.count;
     if (with_flops) {
       s.flops += node_flops(g, n);

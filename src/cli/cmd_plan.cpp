@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "graph/epilogue_attrs.h"
 #include "graph/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"
@@ -51,24 +52,28 @@ int run_plan(const PlanCliOptions& o) {
   std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
               o.tiles_per_op > 0 ? std::to_string(o.tiles_per_op).c_str() : "auto");
   if (!o.totals_only) {
-    std::printf("  %-4s %-32s %-18s %7s %-14s %9s %10s\n", "#", "node", "op", "tiles", "grid", "edges in", "GFLOPs");
+    std::printf("  %-4s %-32s %-22s %7s %-14s %9s %10s\n", "#", "node", "op", "tiles", "grid", "edges in", "GFLOPs");
     for (size_t n = 0; n < p.graph.nodes.size(); ++n) {
       const Node& node = p.graph.nodes[n];
       int64_t edges_in = 0;
       for (int32_t t = tg.first_tile[n]; t < tg.first_tile[n] + tg.tile_count[n]; ++t) edges_in += tg.n_parents[t];
       std::string name = node.name.size() > 32 ? "..." + node.name.substr(node.name.size() - 29) : node.name;
-      std::string op = node.op_type + (p.rules[n] ? "" : "*");
-      std::printf("  %-4zu %-32s %-18s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
+      const bool view = is_view_node(p, static_cast<int32_t>(n));
+      std::string op = op_label(node) + (view ? " (view)" : p.rules[n] ? "" : "*");
+      std::printf("  %-4zu %-32s %-22s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
                   grid_str(tile_grid(p, static_cast<int32_t>(n))).c_str(), static_cast<long long>(edges_in),
                   static_cast<double>(node_flops(p.graph, node)) * 1e-9);
     }
-    std::printf("  (* no tile rule: one tile computed by the reference)\n");
+    std::printf("  (* no tile rule: one tile computed by the reference; (view): shares its input's buffer, no copy)\n");
   }
   int32_t barriers = 0;
   for (int32_t n : tg.node) barriers += n < 0;
   int32_t max_depth = tg.depth.empty() ? 0 : *std::max_element(tg.depth.begin(), tg.depth.end());
   std::printf("ops: %zu   tiles: %s", p.graph.nodes.size(), with_commas(tg.size() - barriers).c_str());
   if (barriers) std::printf(" (+%d barrier tiles)", barriers);
+  int views = 0;
+  for (size_t n = 0; n < p.graph.nodes.size(); ++n) views += is_view_node(p, static_cast<int32_t>(n));
+  if (views) std::printf(" (%d of them views, no work)", views);
   std::printf("   edges: %s   sources: %zu   max depth: %d\n", with_commas(tg.edge_count()).c_str(), tg.sources.size(),
               max_depth);
   double cp = static_cast<double>(p.critical_path_flops), total = static_cast<double>(p.total_flops);

@@ -66,6 +66,7 @@ void optimize(Graph& g) {
   remove_identities(g);
   fold_batchnorm_into_conv(g);
   fuse_attention(g);
+  fuse_epilogues(g);
   remove_dead_nodes(g);
 }
 

@@ -17,6 +17,9 @@ void fold_batchnorm_into_conv(Graph& graph);
 // Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.
 int fuse_attention(Graph& graph);
+// Fuses a bias Add, a residual Add and an activation after a Conv, MatMul or Gemm into the
+// node's epilogue (graph/epilogue_attrs.h says how; fuse_epilogue.cpp which chains).
+void fuse_epilogues(Graph& graph);
 
 // All of the above, in an order where each helps the next.
 void optimize(Graph& graph);

@@ -7,6 +7,7 @@
 // microkernels) and dispatched on active_isa().
 #include <cstddef>
 
+#include "kernels/epilogue.h"
 #include "kernels/im2col.h"
 #include "kernels/isa.h"
 
@@ -19,6 +20,10 @@ struct DwConv2dCall {
   float* y = nullptr;        // the output plane, out_h x out_w
   size_t row_begin = 0, row_end = 0;  // output rows to compute
   Conv2dShape shape;         // channels is ignored (1)
+  // Fused epilogue, per output element: y = act(sum + residual); residual is a plane shaped
+  // like y (or null) and must not alias it.
+  const float* residual = nullptr;
+  ActivationParams activation;
 };
 
 void dwconv2d(const DwConv2dCall& call, Isa isa = active_isa());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/dwconv_impl.h"
+#include "kernels/epilogue.h"
 
 namespace grove::kernels {
 namespace {
@@ -51,6 +52,28 @@ inline __m512 tap_values(const float* row, const TapColumns& t, bool stride_2) {
   const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512 hi = _mm512_maskz_loadu_ps(t.hi, row + t.start + kLanes);
   return _mm512_permutex2var_ps(lo, evens, hi);
+}
+
+// Stores 16 sums of the output plane at `offset` (lanes in `mask`) after the fused
+// epilogue y = act(sum + residual), in the order the portable loop uses.
+inline void store_outputs(const DwConv2dCall& c, int64_t offset, __mmask16 mask, __m512 acc) {
+  if (c.residual) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, c.residual + offset));
+  float* out = c.y + offset;
+  switch (c.activation.kind) {
+    case Activation::identity: break;
+    case Activation::relu: acc = _mm512_max_ps(acc, _mm512_setzero_ps()); break;
+    case Activation::clip:
+      acc = _mm512_min_ps(_mm512_max_ps(acc, _mm512_set1_ps(c.activation.alpha)), _mm512_set1_ps(c.activation.beta));
+      break;
+    default: {  // rare after a depthwise conv: the scalar definition, lane by lane
+      alignas(64) float lanes[kLanes];
+      _mm512_store_ps(lanes, acc);
+      for (int64_t l = 0; l < kLanes; ++l)
+        if (mask >> l & 1) out[l] = apply_activation(lanes[l], c.activation);
+      return;
+    }
+  }
+  _mm512_mask_storeu_ps(out, mask, acc);
 }
 
 // A row of zeros as wide as the input: taps of kernel rows that fall in the top or bottom
@@ -102,11 +125,11 @@ void dwconv2d_unit_dilation(const DwConv2dCall& c) {
           acc3 = _mm512_fmadd_ps(w, tap_values(in_rows[3][kh], taps[kw], stride_2), acc3);
         }
       const __mmask16 out_mask = columns_inside(0, OW - ow0);
-      float* out = c.y + oh0 * OW + ow0;
-      _mm512_mask_storeu_ps(out, out_mask, acc0);
-      if (rows > 1) _mm512_mask_storeu_ps(out + OW, out_mask, acc1);
-      if (rows > 2) _mm512_mask_storeu_ps(out + 2 * OW, out_mask, acc2);
-      if (rows > 3) _mm512_mask_storeu_ps(out + 3 * OW, out_mask, acc3);
+      const int64_t out = oh0 * OW + ow0;
+      store_outputs(c, out, out_mask, acc0);
+      if (rows > 1) store_outputs(c, out + OW, out_mask, acc1);
+      if (rows > 2) store_outputs(c, out + 2 * OW, out_mask, acc2);
+      if (rows > 3) store_outputs(c, out + 3 * OW, out_mask, acc3);
     }
   }
 }
@@ -179,11 +202,10 @@ void dwconv2d_same_flat(const DwConv2dCall& c) {
         acc2 = _mm512_fmadd_ps(w, flat_tap(c.x, g, l2, q0 + 2 * kLanes, kw), acc2);
         acc3 = _mm512_fmadd_ps(w, flat_tap(c.x, g, l3, q0 + 3 * kLanes, kw), acc3);
       }
-    float* out = c.y + p0;
-    _mm512_mask_storeu_ps(out, columns_inside(0, p_end - p0), acc0);
-    _mm512_mask_storeu_ps(out + kLanes, columns_inside(0, p_end - p0 - kLanes), acc1);
-    _mm512_mask_storeu_ps(out + 2 * kLanes, columns_inside(0, p_end - p0 - 2 * kLanes), acc2);
-    _mm512_mask_storeu_ps(out + 3 * kLanes, columns_inside(0, p_end - p0 - 3 * kLanes), acc3);
+    store_outputs(c, p0, columns_inside(0, p_end - p0), acc0);
+    store_outputs(c, p0 + kLanes, columns_inside(0, p_end - p0 - kLanes), acc1);
+    store_outputs(c, p0 + 2 * kLanes, columns_inside(0, p_end - p0 - 2 * kLanes), acc2);
+    store_outputs(c, p0 + 3 * kLanes, columns_inside(0, p_end - p0 - 3 * kLanes), acc3);
   }
 }
 

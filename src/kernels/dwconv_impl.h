@@ -43,6 +43,22 @@ inline void dwconv2d_impl(const DwConv2dCall& c) {
           }
         }
       }
+      if (c.residual) {
+        const float* res = c.residual + oh * s.out_w + c0;
+        for (int64_t j = 0; j < cols; ++j) acc[j] += res[j];
+      }
+      // Relu and Clip (MobileNet's ReLU6) inline so they vectorise; the rest per element.
+      switch (c.activation.kind) {
+        case Activation::identity: break;
+        case Activation::relu:
+          for (int64_t j = 0; j < cols; ++j) acc[j] = std::max(acc[j], 0.0f);
+          break;
+        case Activation::clip:
+          for (int64_t j = 0; j < cols; ++j) acc[j] = std::min(std::max(acc[j], c.activation.alpha), c.activation.beta);
+          break;
+        default:
+          for (int64_t j = 0; j < cols; ++j) acc[j] = apply_activation(acc[j], c.activation);
+      }
       std::copy_n(acc, cols, c.y + oh * s.out_w + c0);
     }
 }

@@ -213,7 +213,12 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
     auto op = g.opsets.find(n.domain);
     n.opset = op == g.opsets.end() ? 0 : op->second;
     try {
-      for (const auto& ap : np.attribute()) n.attrs[ap.name()] = convert_attribute(ap, base_dir);
+      for (const auto& ap : np.attribute()) {
+        // grove's own passes mark fused nodes with grove_* attributes (graph/epilogue_attrs.h).
+        if (ap.name().rfind("grove_", 0) == 0)
+          throw Error(n.describe() + ": attribute '" + ap.name() + "' is reserved for grove's passes");
+        n.attrs[ap.name()] = convert_attribute(ap, base_dir);
+      }
       if (n.op_type == "Constant" && n.domain.empty()) {
         if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant must have one output");
         g.initializers[n.outputs[0]] = constant_value(n);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/conv_geometry.h"
+#include "ops/fused_epilogue.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
 
@@ -89,13 +90,14 @@ ConvShapes conv_shapes(const Node& node, const Shape& x, const Shape& w, const S
 
 template <bool Transposed>
 void infer_conv(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
-  require_inputs(node, in.size(), 2, 3);
+  require_inputs(node, in.size(), 2, static_cast<int>(Transposed ? 3 : epilogue_max_inputs(node, 3)));
   if (!in[0].present || !in[1].present) throw Error(node.describe() + ": X and W are required");
   check_dtypes(node, in);
   const Shape* bias = has_input(in, 2) ? &in[2].shape : nullptr;
   ConvShapes s = conv_shapes(node, in[0].shape, in[1].shape, bias, Transposed);
   out[0].dtype = in[0].dtype;
   out[0].shape = s.output;
+  check_epilogue_inputs(node, in, out[0], false);
 }
 
 // Each output position gathers its window once; every (image, output channel) reuses it.
@@ -170,6 +172,7 @@ void reference_conv(const Node& node, std::span<const Tensor* const> in, std::sp
     }
   };
   visit_dtype(x.dtype(), run);
+  if constexpr (!Transposed) apply_epilogue_reference(node, nullptr, optional_input(in, kEpilogueResidualInput), *out[0]);
 }
 
 // ---- ConvInteger and QLinearConv: the same direct conv over zero-point-shifted integers.

@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/fused_epilogue.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
 
@@ -57,11 +58,12 @@ MatMulPlan plan_matmul(const Node& node, const Shape& a_shape, const Shape& b_sh
 }
 
 void infer_matmul(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
-  require_inputs(node, in.size(), 2, 2);
+  require_inputs(node, in.size(), 2, static_cast<int>(epilogue_max_inputs(node, 2)));
   if (in[0].dtype != in[1].dtype)
     throw Error("MatMul inputs differ in dtype: " + std::string(dtype_name(in[0].dtype)) + " and " + std::string(dtype_name(in[1].dtype)));
   check_matmul_dtype(in[0].dtype);
   out[0] = ValueInfo{in[0].dtype, plan_matmul(node, in[0].shape, in[1].shape).out_shape};
+  check_epilogue_inputs(node, in, out[0], true);
 }
 
 template <class T>
@@ -100,6 +102,8 @@ void reference_matmul(const Node& node, std::span<const Tensor* const> in, std::
     if constexpr (std::is_same_v<T, bool>) throw Unsupported("MatMul over bool is not supported");
     else matmul_typed<T>(plan, in[0]->data<T>(), in[1]->data<T>(), out[0]->data<T>());
   });
+  apply_epilogue_reference(node, optional_input(in, kEpilogueBiasInput), optional_input(in, kEpilogueResidualInput),
+                           *out[0]);
 }
 
 // ---- Gemm -----------------------------------------------------------------------------
@@ -138,7 +142,7 @@ GemmPlan plan_gemm(const Node& node, const Shape& a, const Shape& b, const Shape
 }
 
 void infer_gemm(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
-  require_inputs(node, in.size(), 2, 3);
+  require_inputs(node, in.size(), 2, static_cast<int>(epilogue_max_inputs(node, 3)));
   check_matmul_dtype(in[0].dtype);
   for (size_t i = 1; i < in.size(); ++i)
     if (in[i].present && in[i].dtype != in[0].dtype)
@@ -146,6 +150,7 @@ void infer_gemm(const Node& node, std::span<const ValueInfo> in, std::span<Value
                   std::string(dtype_name(in[0].dtype)));
   GemmPlan plan = plan_gemm(node, in[0].shape, in[1].shape, has_input(in, 2) ? &in[2].shape : nullptr);
   out[0] = ValueInfo{in[0].dtype, {plan.m, plan.n}};
+  check_epilogue_inputs(node, in, out[0], false);
 }
 
 template <class T>
@@ -186,6 +191,7 @@ void reference_gemm(const Node& node, std::span<const Tensor* const> in, std::sp
     if constexpr (std::is_same_v<T, bool>) throw Unsupported("Gemm over bool is not supported");
     else gemm_typed<T>(plan, alpha, beta, in[0]->data<T>(), in[1]->data<T>(), c ? c->data<T>() : nullptr, out[0]->data<T>());
   });
+  apply_epilogue_reference(node, nullptr, optional_input(in, kEpilogueResidualInput), *out[0]);
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 // NCHW output planes (a tile's pixels are contiguous there). One input channel per group
 // (depthwise) runs a direct vectorised loop instead. Either way each output element is
 // computed by the same sequence of operations whatever the tile, so results do not depend
-// on the grid. Other ranks walk the window taps.
+// on the grid. Other ranks walk the window taps. A fused epilogue (graph/epilogue_attrs.h:
+// residual input 3, activation) runs in the GEMM's epilogue, or after each depthwise row or
+// tap sum, on every path.
 #include <algorithm>
 #include <memory>
 
@@ -17,6 +19,7 @@
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
 #include "ops/conv_geometry.h"
+#include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
 
@@ -84,7 +87,14 @@ void conv_needs(const Node& node, std::span<const ValueInfo> in, std::span<const
   w[0] = oc;
   in_regions[1] = w;
   if (in.size() > 2) in_regions[2] = in[2].present ? Region{oc} : Region{};
+  if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;
 }
+
+// What a tile does after the sum: the fused residual (shaped like Y, or null) and activation.
+struct ConvTail {
+  const float* residual = nullptr;
+  kernels::ActivationParams activation;
+};
 
 kernels::Conv2dShape conv2d_shape(const ConvDims& c) {
   const WindowGeometry& g = c.g;
@@ -106,6 +116,7 @@ struct ConvWorkspace {
   kernels::PackedB b;
   kernels::GemmScratch scratch;
   std::vector<float> rows, c_t;  // transposed form: im2col rows and C^T
+  std::vector<float> residual_t; // transposed form: the fused residual's block, transposed
   kernels::PackedB w_t;          // transposed form: W^T columns packed for this tile
 };
 
@@ -143,8 +154,8 @@ std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const Value
   return prepared;
 }
 
-void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Region& r,
-                 const PreparedConvWeights* prepared) {
+void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail, Tensor& y,
+                 const Region& r, const PreparedConvWeights* prepared) {
   thread_local ConvWorkspace ws;
   const kernels::Conv2dShape shape = conv2d_shape(c);
   const size_t k = shape.channels * shape.kernel_h * shape.kernel_w;
@@ -184,6 +195,16 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           call.c = ws.c_t.data();
           call.c_stride = cols;
           call.epilogue.bias = bs ? bs + oc0 : nullptr;
+          call.epilogue.activation = tail.activation;
+          if (tail.residual) {  // the same adds in the same order as the direct form
+            ws.residual_t.resize(pixels * cols);
+            for (size_t j = 0; j < cols; ++j) {
+              const float* res_row = tail.residual + (static_cast<size_t>(n * c.out_channels + oc0) + j) * out_plane + qa;
+              for (size_t q = 0; q < pixels; ++q) ws.residual_t[q * cols + j] = res_row[q];
+            }
+            call.epilogue.residual = ws.residual_t.data();
+            call.epilogue.residual_stride = cols;
+          }
           kernels::gemm(call, *w_t, ws.scratch);
           for (size_t j = 0; j < cols; ++j) {
             float* y_row = ys + (static_cast<size_t>(n * c.out_channels + oc0) + j) * out_plane + qa;
@@ -203,9 +224,13 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           call.a = ws_data + oc * k;
           call.a_stride = k;
           call.n = pixels;
-          call.c = ys + (static_cast<size_t>(n * c.out_channels) + oc) * out_plane + qa;
+          const size_t at = (static_cast<size_t>(n * c.out_channels) + oc) * out_plane + qa;
+          call.c = ys + at;
           call.c_stride = out_plane;
           call.epilogue.row_bias = bs ? bs + oc : nullptr;
+          call.epilogue.residual = tail.residual ? tail.residual + at : nullptr;
+          call.epilogue.residual_stride = out_plane;
+          call.epilogue.activation = tail.activation;
           return call;
         };
         if (split > rel0) kernels::gemm(call_for(rel0, split), ws.b, ws.scratch);
@@ -215,26 +240,30 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
 }
 
 // One input channel per group: each output plane is a direct 2-D filter of one input plane.
-void conv2d_depthwise(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
-                      const Region& r) {
+void conv2d_depthwise(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail,
+                      Tensor& y, const Region& r) {
   const kernels::Conv2dShape shape = conv2d_shape(c);
   const size_t in_plane = shape.in_h * shape.in_w, out_plane = shape.out_h * shape.out_w;
   const size_t taps = shape.kernel_h * shape.kernel_w;
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
     for (int64_t oc = r[1].begin; oc < r[1].end; ++oc) {
       const int64_t grp = oc / c.cout();
+      const size_t plane = static_cast<size_t>(n * c.out_channels + oc) * out_plane;
       kernels::dwconv2d({.x = x.data<float>() + static_cast<size_t>(n * c.in_channels + grp) * in_plane,
                          .w = w.data<float>() + static_cast<size_t>(oc) * taps,
                          .bias = bias ? bias->data<float>()[oc] : 0.0f,
-                         .y = y.data<float>() + static_cast<size_t>(n * c.out_channels + oc) * out_plane,
+                         .y = y.data<float>() + plane,
                          .row_begin = static_cast<size_t>(r[2].begin),
                          .row_end = static_cast<size_t>(r[2].end),
-                         .shape = shape});
+                         .shape = shape,
+                         .residual = tail.residual ? tail.residual + plane : nullptr,
+                         .activation = tail.activation});
     }
 }
 
 // Any spatial rank: per output position, its taps once, reused by every plane of the tile.
-void conv_taps(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Region& r) {
+void conv_taps(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail, Tensor& y,
+               const Region& r) {
   const WindowGeometry& g = c.g;
   const int64_t in_plane = numel(g.input), out_plane = numel(g.output), taps_per_kernel = numel(g.kernel);
   const float *xs = x.data<float>(), *ws = w.data<float>(), *bs = bias ? bias->data<float>() : nullptr;
@@ -258,7 +287,9 @@ void conv_taps(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor
           const float* wk = ws + (oc * c.cin() + ic) * taps_per_kernel;
           for (const Tap& t : taps) acc += xp[t.offset] * wk[t.index];
         }
-        ys[(n * c.out_channels + oc) * out_plane + q] = acc;
+        const int64_t at = (n * c.out_channels + oc) * out_plane + q;
+        if (tail.residual) acc += tail.residual[at];
+        ys[at] = kernels::apply_activation(acc, tail.activation);
       }
   } while (next_index(step, extent));
 }
@@ -272,13 +303,15 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const Tensor& w = *in[1];
   const Tensor* bias = optional_input(in, 2);
   ConvDims c = conv_dims(node, x.shape(), w.shape());
-  if (c.g.rank() != 2) return conv_taps(c, x, w, bias, *out[0], r);
+  const Tensor* residual = optional_input(in, kEpilogueResidualInput);
+  const ConvTail tail{residual ? residual->data<float>() : nullptr, epilogue_activation(node)};
+  if (c.g.rank() != 2) return conv_taps(c, x, w, bias, tail, *out[0], r);
   // cuttable() never cuts the width; a region that does is not worth a path of its own.
   if (r[3].begin != 0 || r[3].end != c.g.output[1]) return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
-  if (!uses_gemm(c)) return conv2d_depthwise(c, x, w, bias, *out[0], r);
-  conv2d_gemm(c, x, w, bias, *out[0], r, static_cast<const PreparedConvWeights*>(prepared));
+  if (!uses_gemm(c)) return conv2d_depthwise(c, x, w, bias, tail, *out[0], r);
+  conv2d_gemm(c, x, w, bias, tail, *out[0], r, static_cast<const PreparedConvWeights*>(prepared));
 }
 
 }  // namespace

@@ -4,10 +4,13 @@
 // plan time (`prepare`), an activation B (attention's K^T and V) per tile. Each output
 // element is the kernel's sum over the same k blocks in the same order whatever the tile, and
 // a prepared or per-tile packed B holds the same panels, so results do not depend on the grid.
+// A fused epilogue (graph/epilogue_attrs.h: MatMul bias input 2, residual input 3, activation)
+// rides in the GEMM's epilogue; the residual is read over the tile's own output region.
 #include <algorithm>
 #include <memory>
 
 #include "kernels/gemm.h"
+#include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
 
@@ -72,6 +75,12 @@ void matmul_needs(const Node& node, std::span<const ValueInfo> in, std::span<con
   if (!d.b_vector) b.push_back(s.cols);
   in_regions[0] = a;
   in_regions[1] = b;
+  if (has_input(in, kEpilogueBiasInput)) {  // N values, with leading unit dims
+    Region bias(in[kEpilogueBiasInput].shape.size(), Range{0, 1});
+    bias.back() = s.cols;
+    in_regions[kEpilogueBiasInput] = bias;
+  }
+  if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;
 }
 
 // B packed once, per matrix of B's batch dims (row-major over them).
@@ -132,6 +141,9 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
   const float* a = in[0]->data<float>();
   const float* b = in[1]->data<float>();
   float* y = out[0]->data<float>();
+  const Tensor* bias = optional_input(in, kEpilogueBiasInput);
+  const Tensor* residual = optional_input(in, kEpilogueResidualInput);
+  const kernels::ActivationParams activation = epilogue_activation(node);
   const size_t k = static_cast<size_t>(d.k), n = static_cast<size_t>(d.n);
   const size_t rows = static_cast<size_t>(s.rows.size()), cols = static_cast<size_t>(s.cols.size());
   // One pass per batch index of the region: a trailing unit dim makes each "row" one matrix.
@@ -152,8 +164,13 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
     call.a_stride = k;
     call.n0 = n0;
     call.n = cols;
-    call.c = y + y_off * d.m * d.n + s.rows.begin * d.n + s.cols.begin;
+    const int64_t at = y_off * d.m * d.n + s.rows.begin * d.n + s.cols.begin;
+    call.c = y + at;
     call.c_stride = n;
+    call.epilogue.bias = bias ? bias->data<float>() + s.cols.begin : nullptr;
+    call.epilogue.residual = residual ? residual->data<float>() + at : nullptr;
+    call.epilogue.residual_stride = n;
+    call.epilogue.activation = activation;
     kernels::gemm(call, pb, workspace().scratch);
   });
 }
@@ -184,6 +201,7 @@ void gemm_needs(const Node& node, std::span<const ValueInfo> in, std::span<const
   in_regions[0] = d.trans_a ? Region{k, rows} : Region{rows, k};
   in_regions[1] = d.trans_b ? Region{cols, k} : Region{k, cols};
   if (in.size() > 2) in_regions[2] = in[2].present ? broadcast_region(in[2].shape, out_region) : Region{};
+  if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;
 }
 
 std::shared_ptr<const void> gemm_prepare(const Node& node, std::span<const ValueInfo> in,
@@ -231,13 +249,25 @@ void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   call.c = y;
   call.c_stride = n;
   call.epilogue.bias = c_is_bias ? c->data<float>() + r[1].begin : nullptr;
+  // A fused residual and activation come after alpha and C: in the kernel's epilogue when
+  // those are in it too, else in the loop below.
+  const Tensor* residual = optional_input(in, kEpilogueResidualInput);
+  const kernels::ActivationParams activation = epilogue_activation(node);
+  const bool in_kernel = c_is_bias || (alpha == 1.0f && !c);
+  if (in_kernel) {
+    call.epilogue.residual = residual ? residual->data<float>() + r[0].begin * d.n + r[1].begin : nullptr;
+    call.epilogue.residual_stride = n;
+    call.epilogue.activation = activation;
+  }
   kernels::gemm(call, pb, w.scratch);
-  if (c_is_bias || (alpha == 1.0f && !c)) return;
+  if (in_kernel) return;
   for (int64_t i = r[0].begin; i < r[0].end; ++i)
     for (int64_t j = r[1].begin; j < r[1].end; ++j) {
       float& value = out[0]->data<float>()[i * d.n + j];
       value *= alpha;
       if (c) value += beta * c->data<float>()[i * c_strides[0] + j * c_strides[1]];
+      if (residual) value += residual->data<float>()[i * d.n + j];
+      value = kernels::apply_activation(value, activation);
     }
 }
 

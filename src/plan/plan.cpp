@@ -100,6 +100,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   plan->graph = bound;
   plan->options = options;
   plan_values(*plan);
+  plan_detail::mark_views(*plan);
 
   const Graph& g = plan->graph;
   TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;
@@ -109,8 +110,9 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     infos.push_back(plan_detail::node_infos(g, node));
-    const TileRule* rule = lookup(node);
-    if (!rule) {
+    const bool view = is_view_node(*plan, static_cast<int32_t>(n));
+    const TileRule* rule = view ? nullptr : lookup(node);
+    if (!rule && !view) {
       const OpDef* def = OpRegistry::builtin().find(node);
       if (!def || !def->infer || !def->reference) throw Unsupported(node.describe() + ": unsupported op");
     }
@@ -121,9 +123,11 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     Shape out_shape = infos.back().out.empty() || !infos.back().out[0].present ? Shape{} : infos.back().out[0].shape;
     int64_t work = std::max(flops, numel(out_shape));
     int64_t producer_tiles = 1;
-    for (int32_t v : plan->node_inputs[n])
+    for (int32_t v : plan->node_inputs[n]) {
+      while (v >= 0 && plan->values[v].view_of >= 0) v = plan->values[v].view_of;  // cut like the base
       if (v >= 0 && plan->values[v].producer >= 0)
         producer_tiles = std::max<int64_t>(producer_tiles, tg.tile_count[plan->values[v].producer]);
+    }
     Shape extent = plan_detail::choose_tile_extent(node, infos.back(), rule, options, work, producer_tiles);
 
     plan->rules.push_back(rule);

@@ -41,6 +41,7 @@ struct PlannedValue {
   int32_t producer = -1;        // node index; -1 for a graph input
   int32_t consumer_tiles = 0;   // (tile, input slot) pairs that read it: released after the last one
   bool is_output = false;       // graph outputs are never released
+  int32_t view_of = -1;         // a view (plan_views.cpp): the value whose buffer it shares
 };
 
 struct Plan {
@@ -62,6 +63,12 @@ struct Plan {
   int64_t critical_path_flops = 0;  // max over tile paths of the summed tile FLOPs
   int64_t total_flops = 0;          // graph_flops of the graph
 };
+
+// True when node n only relabels its input's buffer: one no-work tile, no copy.
+inline bool is_view_node(const Plan& plan, int32_t n) {
+  const auto& outs = plan.node_outputs[static_cast<size_t>(n)];
+  return outs.size() == 1 && outs[0] >= 0 && plan.values[static_cast<size_t>(outs[0])].view_of >= 0;
+}
 
 // Throws Error (naming node and op) when the graph cannot be planned.
 std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& options);

@@ -20,6 +20,10 @@ NodeInfos node_infos(const Graph& graph, const Node& node);
 Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRule* rule, const PlanOptions& options,
                          int64_t work, int64_t producer_tiles);
 
+// Marks the values that are views of their input's buffer (PlannedValue::view_of); their
+// nodes get one no-work tile (plan_views.cpp says why).
+void mark_views(Plan& plan);
+
 // Appends node's tiles (row-major over its grid) to tg.node / tg.region.
 void append_tiles(int32_t node, const Shape& out_shape, const Shape& extent, TileGraph& tg);
 

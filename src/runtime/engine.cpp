@@ -45,6 +45,8 @@ void Engine::Impl::start_workers() {
     threads.emplace_back([this, i, cpu] {
       if (options.pin) pin_current_thread(cpu);
       WorkerContext worker(i, i, pool, tracer);
+      // The last worker makes room for run()'s caller (see Engine::run).
+      if (i == n_threads - 1 && options.caller_works) worker.stand_aside = &caller_busy;
       work_until(worker, stopping);
     });
   }
@@ -53,6 +55,7 @@ void Engine::Impl::start_workers() {
 void Engine::Impl::stop_workers() {
   stopping.store(true, std::memory_order_release);
   pool.parker().notify_all();
+  caller_busy.notify_all();
   for (std::thread& t : threads) t.join();
   threads.clear();
 }
@@ -107,9 +110,14 @@ void Engine::run(std::shared_ptr<Job> job) {
     impl.submit(std::move(job), nullptr).get();
     return;
   }
+  // The caller takes the place of the last worker, which stands aside until it is done: with
+  // threads = N, N threads run tiles (N + 1 oversubscribed the cores; 2 cores, --threads 2).
   struct Release {
     std::atomic<bool>& busy;
-    ~Release() { busy.store(false, std::memory_order_release); }
+    ~Release() {
+      busy.store(false, std::memory_order_release);
+      busy.notify_all();
+    }
   } release{impl.caller_busy};
   std::atomic<bool> done{false};
   std::future<void> future = impl.submit(std::move(job), &done);

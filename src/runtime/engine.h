@@ -39,7 +39,7 @@ class Job {
 struct EngineOptions {
   int threads = 0;        // 0: the cores this process may use (affinity mask and cgroup quota)
   bool pin = true;        // pin worker i to the i-th allowed core (best effort)
-  bool caller_works = true;  // run(): the calling thread runs tiles too while it waits
+  bool caller_works = true;  // run(): the calling thread runs tiles while it waits, in place of the last worker
   PriorityPolicy priority;   // the ready pool's columns: shallower depth first by default
 };
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "graph/epilogue_attrs.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 
@@ -64,13 +65,21 @@ std::string PlannedRun::tile_label(int32_t tile) const {
   int32_t n = plan_->tiles.node.at(tile);
   if (n < 0) return "barrier";
   const Node& node = plan_->graph.nodes[n];
-  return (node.name.empty() ? node.op_type : node.name) + " #" + std::to_string(tile - plan_->tiles.first_tile[n]);
+  // A fused node shows what it does: "conv1 (Conv+Add+Relu) #3".
+  std::string label = node.name.empty() ? op_label(node) : node.name;
+  if (!node.name.empty() && has_fused_epilogue(node)) label += " (" + op_label(node) + ")";
+  return label + " #" + std::to_string(tile - plan_->tiles.first_tile[n]);
 }
 
 void PlannedRun::allocate(int32_t v) {
   Slot& slot = slots_[v];
   std::call_once(slot.allocated, [&] {
     const PlannedValue& pv = plan_->values[v];
+    if (pv.view_of >= 0) {  // the base's buffer, relabelled; its bytes are counted once, there
+      allocate(pv.view_of);
+      slot.tensor = slots_[pv.view_of].tensor.reshaped(pv.shape);
+      return;
+    }
     slot.tensor = Tensor(pv.dtype, pv.shape);
     if (options_.poison_buffers && plan_->rules[pv.producer]) poison(slot.tensor);
     int64_t now = current_bytes_.fetch_add(static_cast<int64_t>(slot.tensor.bytes())) + static_cast<int64_t>(slot.tensor.bytes());
@@ -85,6 +94,11 @@ void PlannedRun::release_use(int32_t v) {
   if (slot.users.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   const PlannedValue& pv = plan_->values[v];
   if (pv.is_output) return;
+  if (pv.view_of >= 0) {
+    slot.tensor = Tensor();
+    release_use(pv.view_of);  // the use of the base its view tile kept (run_node_tile)
+    return;
+  }
   if (pv.producer >= 0) current_bytes_.fetch_sub(static_cast<int64_t>(slot.tensor.bytes()));
   slot.tensor = Tensor();
 }
@@ -108,6 +122,12 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile) {
   const auto& outs = p.node_outputs[n];
   for (int32_t v : outs)
     if (v >= 0) allocate(v);
+  if (is_view_node(p, n)) {  // allocate() made the view; its base stays in use until the view is released
+    for (size_t i = 1; i < ins.size(); ++i)
+      if (ins[i] >= 0) release_use(ins[i]);
+    release_use(outs[0]);
+    return;
+  }
   std::vector<const Tensor*> in(ins.size());
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i] >= 0) {

@@ -2,7 +2,8 @@
 // One inference of a Plan as an Engine Job: per-run buffers and counters over the shared,
 // immutable TileGraph. A value's buffer is allocated when the first tile touching it starts
 // and released when its last consumer tile and every producer tile have finished (graph
-// outputs are kept). Current and peak activation bytes are tracked.
+// outputs are kept). A view (PlannedValue::view_of) shares its base's buffer and holds one
+// use of the base until the view is released. Current and peak activation bytes are tracked.
 #include <atomic>
 #include <cstdint>
 #include <memory>

@@ -76,6 +76,13 @@ bool try_pop(WorkerContext& w, ReadyTile& out) {
 bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
   Parker& parker = w.pool.parker();
   for (;;) {
+    if (w.stand_aside && w.stand_aside->load(std::memory_order_acquire)) {
+      // A push may have woken this worker rather than another: pass the wake on first.
+      parker.notify(1);
+      while (w.stand_aside->load(std::memory_order_acquire) && !quit.load(std::memory_order_acquire))
+        w.stand_aside->wait(true, std::memory_order_acquire);
+      continue;
+    }
     // quit before pop: run()'s caller must return once its job is done, even while other
     // jobs keep the pool busy.
     for (int scan = 0; scan < kSpinScans; ++scan) {

@@ -20,6 +20,9 @@ struct WorkerContext {
   int row;  // this worker's row in the pool
   ReadyPool& pool;
   Tracer& tracer;
+  // While this flag is set the worker takes no new tile (it waits on the flag): the engine
+  // sets it on one worker while run()'s caller works, so N threads run tiles, not N + 1.
+  const std::atomic<bool>* stand_aside = nullptr;
   Adversary adversary;           // used only in the adversarial build
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
 };

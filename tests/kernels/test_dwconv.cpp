@@ -5,6 +5,7 @@
 // and wants the exact same bits as one call: tiles cut by rows must not change results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -18,7 +19,25 @@ namespace {
 
 struct DwCase {
   size_t in_h, in_w, kernel_h, kernel_w, stride, pad, dilation;
+  bool residual = false;
+  ActivationParams activation = {};
 };
+
+// The activations in double, for the oracle (the kernels use float).
+double activate(double x, const ActivationParams& a) {
+  switch (a.kind) {
+    case Activation::identity: return x;
+    case Activation::relu: return std::max(x, 0.0);
+    case Activation::clip: return std::min(std::max(x, double(a.alpha)), double(a.beta));
+    case Activation::leaky_relu: return x >= 0 ? x : a.alpha * x;
+    case Activation::sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case Activation::hard_sigmoid: return std::max(0.0, std::min(1.0, a.alpha * x + a.beta));
+    case Activation::hard_swish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case Activation::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+  return x;
+}
 
 Conv2dShape shape_of(const DwCase& c) {
   Conv2dShape s;
@@ -44,8 +63,9 @@ std::vector<float> random_values(size_t count, unsigned seed) {
   return v;
 }
 
-// y[oh][ow] = bias + sum over taps inside the plane, in double.
-std::vector<double> oracle(const Conv2dShape& s, const std::vector<float>& x, const std::vector<float>& w, float bias) {
+// y[oh][ow] = act(bias + sum over taps inside the plane + residual), in double.
+std::vector<double> oracle(const Conv2dShape& s, const std::vector<float>& x, const std::vector<float>& w, float bias,
+                           const float* residual, const ActivationParams& activation) {
   std::vector<double> y(s.out_h * s.out_w);
   for (size_t oh = 0; oh < s.out_h; ++oh)
     for (size_t ow = 0; ow < s.out_w; ++ow) {
@@ -57,14 +77,16 @@ std::vector<double> oracle(const Conv2dShape& s, const std::vector<float>& x, co
           if (ih < 0 || iw < 0 || ih >= long(s.in_h) || iw >= long(s.in_w)) continue;
           acc += double(w[kh * s.kernel_w + kw]) * x[size_t(ih) * s.in_w + size_t(iw)];
         }
-      y[oh * s.out_w + ow] = acc;
+      if (residual) acc += residual[oh * s.out_w + ow];
+      y[oh * s.out_w + ow] = activate(acc, activation);
     }
   return y;
 }
 
 // Runs rows [row_begin, row_end) into y; the rest of y is left as it was.
 void run_rows(Isa isa, const Conv2dShape& s, const std::vector<float>& x, const std::vector<float>& w, float bias,
-              std::vector<float>& y, size_t row_begin, size_t row_end) {
+              const float* residual, const ActivationParams& activation, std::vector<float>& y, size_t row_begin,
+              size_t row_end) {
   DwConv2dCall call;
   call.x = x.data();
   call.w = w.data();
@@ -73,6 +95,8 @@ void run_rows(Isa isa, const Conv2dShape& s, const std::vector<float>& x, const 
   call.row_begin = row_begin;
   call.row_end = row_end;
   call.shape = s;
+  call.residual = residual;
+  call.activation = activation;
   dwconv2d(call, isa);
 }
 
@@ -81,24 +105,27 @@ void check_case(Isa isa, const DwCase& c, unsigned seed) {
   const std::string label = std::string(isa_name(isa)) + " in " + std::to_string(c.in_h) + "x" +
                             std::to_string(c.in_w) + " k " + std::to_string(c.kernel_h) + "x" +
                             std::to_string(c.kernel_w) + " s" + std::to_string(c.stride) + " p" +
-                            std::to_string(c.pad) + " d" + std::to_string(c.dilation);
+                            std::to_string(c.pad) + " d" + std::to_string(c.dilation) +
+                            (c.residual ? " +residual" : "") + " act " + std::to_string(int(c.activation.kind));
   const std::vector<float> x = random_values(s.in_h * s.in_w, seed);
   const std::vector<float> w = random_values(s.kernel_h * s.kernel_w, seed + 1);
   const float bias = 0.25f;
+  const std::vector<float> residual_plane = random_values(s.out_h * s.out_w, seed + 2);
+  const float* residual = c.residual ? residual_plane.data() : nullptr;
   const float sentinel = 1234.5f;
   // One slack element after the plane catches writes past its end.
   std::vector<float> whole(s.out_h * s.out_w + 1, sentinel);
-  run_rows(isa, s, x, w, bias, whole, 0, s.out_h);
+  run_rows(isa, s, x, w, bias, residual, c.activation, whole, 0, s.out_h);
   ASSERT_EQ(whole.back(), sentinel) << label << ": wrote past the output plane";
-  const std::vector<double> expected = oracle(s, x, w, bias);
+  const std::vector<double> expected = oracle(s, x, w, bias, residual, c.activation);
   const double tolerance = 1e-5 * double(s.kernel_h * s.kernel_w);
   for (size_t i = 0; i < expected.size(); ++i)
     ASSERT_NEAR(whole[i], expected[i], tolerance * std::max(1.0, std::fabs(expected[i])))
         << label << " at output " << i / s.out_w << "," << i % s.out_w;
   for (size_t cut = 1; cut < s.out_h; ++cut) {
     std::vector<float> split(whole.size(), sentinel);
-    run_rows(isa, s, x, w, bias, split, 0, cut);
-    run_rows(isa, s, x, w, bias, split, cut, s.out_h);
+    run_rows(isa, s, x, w, bias, residual, c.activation, split, 0, cut);
+    run_rows(isa, s, x, w, bias, residual, c.activation, split, cut, s.out_h);
     ASSERT_EQ(0, std::memcmp(split.data(), whole.data(), split.size() * sizeof(float)))
         << label << ": rows cut at " << cut << " differ from one call";
   }
@@ -136,6 +163,22 @@ TEST(DwConv, OtherKernelsPadsDilations) {
                      DwCase{10, 19, 3, 3, 1, 2, 2}, DwCase{16, 16, 3, 3, 2, 1, 2}, DwCase{5, 31, 1, 1, 1, 0, 1},
                      DwCase{6, 18, 3, 3, 1, 2, 1}, DwCase{8, 8, 7, 7, 1, 3, 1}})
       check_case(isa, c, seed++);
+}
+
+TEST(DwConv, FusedEpilogueEveryPath) {
+  const ActivationParams activations[] = {{Activation::identity}, {Activation::relu}, {Activation::clip, 0.0f, 0.5f},
+                                          {Activation::hard_swish}, {Activation::sigmoid}};
+  unsigned seed = 300;
+  for (Isa isa : supported_isas())
+    for (const ActivationParams& act : activations)
+      for (bool residual : {false, true})
+        // Same-padded stride 1 (the flat path), stride 2, and a dilated kernel (the portable loop).
+        for (DwCase c : {DwCase{7, 7, 3, 3, 1, 1, 1}, DwCase{9, 21, 3, 3, 2, 1, 1}, DwCase{10, 19, 3, 3, 1, 2, 2},
+                         DwCase{5, 18, 3, 3, 1, 0, 1}}) {
+          c.residual = residual;
+          c.activation = act;
+          check_case(isa, c, seed++);
+        }
 }
 
 }  // namespace

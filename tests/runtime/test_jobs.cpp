@@ -191,7 +191,8 @@ TEST(Jobs, DestroyingTheEngineWaitsForJobsInFlight) {
 TEST(Jobs, RunReturnsWhenItsJobIsDoneEvenWhileOthersRun) {
   TestDag wide = fan_out_in(200);  // about 200 ms of sleeping tiles
   TestDag small = diamond();
-  Engine engine(EngineOptions{.threads = 1});
+  // 2 threads: while run() works, the caller and worker 0 run tiles (worker 1 stands aside).
+  Engine engine(EngineOptions{.threads = 2});
   auto slow = std::make_shared<SlowJob>(wide, std::chrono::milliseconds(1));
   std::future<void> slow_done = engine.submit(slow);
   auto quick = std::make_shared<CheckingJob>(small, engine.worker_slots());
@@ -200,6 +201,39 @@ TEST(Jobs, RunReturnsWhenItsJobIsDoneEvenWhileOthersRun) {
   EXPECT_EQ(slow_done.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   slow_done.get();
   EXPECT_EQ(slow->ran(), wide.size());
+}
+
+// Counts how many threads are inside run_tile at once.
+class ConcurrencyJob : public Job {
+ public:
+  explicit ConcurrencyJob(const TestDag& dag) : dag_(dag) {}
+  DagView dag() const override { return dag_.view(); }
+  void run_tile(int32_t, int) override {
+    int32_t now = inside_.fetch_add(1) + 1;
+    int32_t seen = most_.load();
+    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    inside_.fetch_sub(1);
+  }
+  int32_t most() const { return most_.load(); }
+
+ private:
+  const TestDag& dag_;
+  std::atomic<int32_t> inside_{0}, most_{0};
+};
+
+TEST(Jobs, CallerOfRunTakesAWorkersPlaceInsteadOfOversubscribing) {
+  TestDag wide = fan_out_in(64);
+  for (int threads : {1, 2, 3}) {
+    Engine engine(EngineOptions{.threads = threads});
+    auto job = std::make_shared<ConcurrencyJob>(wide);
+    engine.run(job);
+    EXPECT_LE(job->most(), threads) << "threads = " << threads;
+    auto again = std::make_shared<ConcurrencyJob>(wide);  // and the worker comes back after run()
+    engine.submit(again).get();
+    EXPECT_LE(again->most(), threads);
+  }
 }
 
 TEST(Jobs, EngineDropsItsJobReferenceBeforeTheFutureIsReady) {

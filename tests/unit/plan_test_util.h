@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "graph/bind.h"
 #include "ops/evaluate.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"
@@ -254,6 +255,14 @@ inline TestModel concat_reshape() {
 inline std::vector<TestModel> all_test_models() { return {conv_chain(), residual(), matmul_chain(), concat_reshape()}; }
 
 inline Model load_test_model(const TestModel& m) { return Model(load_onnx_bytes(m.bytes, m.name + ".onnx")); }
+
+// The model bound but not optimised: every op stays a node of its own (no epilogue fusion),
+// for tests about the tiles of one particular op.
+inline Graph unfused_graph(const TestModel& m) {
+  Graph g = load_onnx_bytes(m.bytes, m.name + ".onnx");
+  bind_shapes(g, {});
+  return g;
+}
 
 // ---- Running and checking ----
 

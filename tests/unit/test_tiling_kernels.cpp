@@ -7,6 +7,7 @@
 // tile it falls in.
 #include <cstring>
 
+#include "graph/epilogue_attrs.h"
 #include "kernels/gemm.h"
 #include "tiling_test_util.h"
 
@@ -24,9 +25,9 @@ constexpr double kTol = 1e-5;
 Tensor run_grid(const Node& node, const std::vector<Tensor>& inputs, const std::vector<int64_t>& sizes, bool prepare) {
   std::vector<const Tensor*> in;
   std::vector<ValueInfo> infos;
-  for (const Tensor& t : inputs) {
-    in.push_back(&t);
-    infos.push_back({t.dtype(), t.shape(), &t, true});
+  for (const Tensor& t : inputs) {  // an empty Tensor is a missing optional input
+    in.push_back(t.empty() ? nullptr : &t);
+    infos.push_back(t.empty() ? ValueInfo{DType::undefined, {}, nullptr, false} : ValueInfo{t.dtype(), t.shape(), &t, true});
   }
   const std::vector<ValueInfo> out_infos = infer_node(node, infos);
   const TileRule* rule = find_tile_rule(node);
@@ -199,6 +200,51 @@ TEST(TilingKernels, GemmPrepackedAMatchesPerCallPacking) {
     EXPECT_THROW(kernels::gemm(bad, pa, 1, pb), Error);   // not on a tile boundary
     EXPECT_THROW(kernels::gemm(bad, pa, m, pb), Error);   // past the end
   }
+}
+
+}  // namespace
+}  // namespace grove
+
+// ---- Fused epilogues (graph/epilogue_attrs.h): residual input 3 read over the tile's own
+// region (poisoned elsewhere), bias and activation; on every conv path and both GEMM rules.
+
+namespace grove {
+namespace {
+
+NodeBuilder fused(NodeBuilder b, const char* label, const char* activation, float alpha = 0, float beta = 0) {
+  b.s(kAttrFused, label);
+  if (*activation) b.s(kAttrActivation, activation).f(kAttrAlpha, alpha).f(kAttrBeta, beta);
+  return b;
+}
+
+TEST(TilingKernels, FusedEpilogueOnEveryConvPath) {
+  // Direct and transposed GEMM forms (7x7 planes) with residual + relu.
+  check(fused(NodeBuilder("Conv", 11, 4).ints("pads", {1, 1, 1, 1}), "Add+Relu", "relu"),
+        {random_f32({2, 60, 7, 7}, 50), random_f32({64, 60, 3, 3}, 51), random_f32({64}, 52), random_f32({2, 64, 7, 7}, 53)},
+        {{0, 0, 4, 0}, {1, 32, 1, 0}, {0, 30, 4, 0}});
+  check(fused(NodeBuilder("Conv", 11, 4).ints("pads", {1, 1, 1, 1}), "Add+Sigmoid", "sigmoid"),
+        {random_f32({1, 20, 17, 19}, 54), random_f32({20, 20, 3, 3}, 55), random_f32({20}, 56), random_f32({1, 20, 17, 19}, 57)});
+  // Depthwise with residual and ReLU6; no bias (input 2 missing).
+  Node dw = fused(NodeBuilder("Conv", 11, 4).i("group", 4).ints("pads", {1, 1, 1, 1}), "Add+Clip", "clip", 0.0f, 0.3f);
+  dw.inputs[2] = "";
+  check(dw, {random_f32({1, 4, 10, 37}, 58), random_f32({4, 1, 3, 3}, 59), Tensor(), random_f32({1, 4, 10, 37}, 60)});
+  // 1-D conv through the taps loop, HardSwish.
+  check(fused(NodeBuilder("Conv", 11, 4).ints("pads", {1, 1}), "Add+HardSwish", "hard_swish"),
+        {random_f32({2, 6, 15}, 61), random_f32({5, 6, 3}, 62), random_f32({5}, 63), random_f32({2, 5, 15}, 64, -4, 4)});
+}
+
+TEST(TilingKernels, FusedEpilogueOnMatMulAndGemm) {
+  // Linear: bias [N], residual, erf GELU; N off the panel width, K past one k block.
+  check(fused(NodeBuilder("MatMul", 13, 4), "Bias+Add+Gelu", "gelu_erf"),
+        {random_f32({2, 19, 530}, 70), random_f32({530, 45}, 71), random_f32({45}, 72), random_f32({2, 19, 45}, 73)},
+        {{1, 5, 32}});
+  check(fused(NodeBuilder("MatMul", 13, 3), "Bias+LeakyRelu", "leaky_relu", 0.1f),
+        {random_f32({3, 17, 40}, 74), random_f32({40, 21}, 75), random_f32({1, 21}, 76)});
+  // Gemm with C in the epilogue, and with alpha (the loop after the kernel).
+  check(fused(NodeBuilder("Gemm", 13, 4).i("transB", 1), "Add+HardSigmoid", "hard_sigmoid", 0.2f, 0.5f),
+        {random_f32({37, 53}, 77), random_f32({45, 53}, 78), random_f32({45}, 79), random_f32({37, 45}, 80)}, {{5, 32}});
+  check(fused(NodeBuilder("Gemm", 13, 4).f("alpha", 0.5f).f("beta", 2.0f), "Add+Relu", "relu"),
+        {random_f32({9, 13}, 81), random_f32({13, 7}, 82), random_f32({9, 7}, 83), random_f32({9, 7}, 84)});
 }
 
 }  // namespace

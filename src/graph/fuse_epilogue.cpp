@@ -1,0 +1,325 @@
+// Epilogue fusion: the elementwise ops right after a Conv, MatMul or Gemm become part of that
+// node, so their tiles write the final values while the GEMM accumulators are still in
+// registers instead of making another pass over memory per op. The chain, in the order of the
+// kernels' epilogue act(acc + bias + residual) (kernels/epilogue.h):
+//   [Add(constant per-column bias)]   MatMul, or a Gemm without C (torch's Linear export)
+//   [Add(residual of the same shape)] ResNet's conv + shortcut, BERT's x + linear(x)
+//   [activation]                      Relu, Clip(constant bounds), LeakyRelu, Sigmoid,
+//                                     HardSigmoid, HardSwish, the erf and tanh GELUs torch exports
+// Each intermediate value must have that one reader and not be a graph output. The fused node
+// takes the place of the chain's last node (its inputs all exist by then, and its output keeps
+// the last node's name and position), so topological order and every other name stay as they
+// were. The representation is graph/epilogue_attrs.h.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "graph/epilogue_attrs.h"
+#include "graph/passes.h"
+
+namespace grove {
+namespace {
+
+struct Fusion {
+  std::vector<size_t> nodes;  // fused nodes, in graph order
+  std::string label;          // "Add+Relu"
+  void add(size_t node, const char* what) {
+    nodes.push_back(node);
+    if (!label.empty()) label += '+';
+    label += what;
+  }
+};
+
+class EpilogueFuser {
+ public:
+  explicit EpilogueFuser(Graph& g) : g_(g), dropped_(g.nodes.size(), false), placed_(g.nodes.size()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (const auto& in : g.nodes[i].inputs)
+        if (!in.empty()) readers_[in].push_back(i);
+    for (const auto& o : g.outputs) graph_outputs_.insert(o.name);
+  }
+
+  void run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!dropped_[i]) fuse_into(i);
+    std::vector<Node> kept;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (placed_[i]) kept.push_back(std::move(*placed_[i]));
+      else if (!dropped_[i]) kept.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(kept);
+  }
+
+ private:
+  const ValueInfo* info(const std::string& v) const {
+    auto it = g_.values.find(v);
+    return it == g_.values.end() ? nullptr : &it->second;
+  }
+  bool is_f32(const std::string& v) const {
+    const ValueInfo* i = info(v);
+    return i && i->dtype == DType::f32;
+  }
+  const Tensor* constant(const std::string& v) const {
+    auto it = g_.initializers.find(v);
+    return it == g_.initializers.end() || it->second.dtype() != DType::f32 ? nullptr : &it->second;
+  }
+  std::optional<float> scalar(const std::string& v) const {
+    const Tensor* t = constant(v);
+    if (!t || t->numel() != 1) return std::nullopt;
+    return t->data<float>()[0];
+  }
+  // The node that alone reads `v` (not a graph output), if it is a default-domain `op`.
+  const Node* only_reader(const std::string& v, const char* op, size_t& index) const {
+    auto it = readers_.find(v);
+    if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 1) return nullptr;
+    index = it->second[0];
+    const Node& n = g_.nodes[index];
+    if (dropped_[index] || !n.domain.empty() || n.op_type != op || n.outputs.size() != 1) return nullptr;
+    return &n;
+  }
+  // For a two-input node reading `v`: the other input ("" when it reads v twice).
+  static std::string other_input(const Node& n, const std::string& v) {
+    if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return "";
+    return n.inputs[0] == v ? n.inputs[1] : n.inputs[0];
+  }
+
+  bool same_shape(const std::string& a, const std::string& b) const {
+    const ValueInfo *x = info(a), *y = info(b);
+    return x && y && x->shape == y->shape;
+  }
+
+  bool fusable_producer(const Node& n) const {
+    if (!n.domain.empty() || n.outputs.size() != 1 || has_fused_epilogue(n) || !is_f32(n.outputs[0])) return false;
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !is_f32(in)) return false;
+    if (n.op_type == "Conv") return n.inputs.size() >= 2 && n.inputs.size() <= 3;
+    if (n.op_type == "MatMul") {
+      const ValueInfo *a = info(n.inputs[0]), *b = info(n.inputs[1]);
+      return n.inputs.size() == 2 && a && b && a->shape.size() >= 2 && b->shape.size() >= 2;
+    }
+    if (n.op_type == "Gemm") {
+      if (n.attr_float("alpha", 1.0f) != 1.0f || n.inputs.size() < 2 || n.inputs.size() > 3) return false;
+      if (n.inputs.size() < 3 || n.inputs[2].empty()) return true;
+      // Only a C that is a per-column bias: the tile rule then adds it in the epilogue.
+      const ValueInfo* c = info(n.inputs[2]);
+      const ValueInfo* y = info(n.outputs[0]);
+      return c && y && n.attr_float("beta", 1.0f) == 1.0f && numel(c->shape) == y->shape[1] &&
+             (c->shape.size() == 1 || (c->shape.size() == 2 && c->shape[0] == 1));
+    }
+    return false;
+  }
+
+  // Add(v, constant of N values along the last dim) for a producer with no bias yet.
+  bool take_bias(Node& p, std::string& v, Fusion& f) {
+    const bool has_bias = p.inputs.size() > kEpilogueBiasInput && !p.inputs[kEpilogueBiasInput].empty();
+    if (p.op_type == "Conv" || has_bias) return false;
+    size_t at = 0;
+    const Node* add = only_reader(v, "Add", at);
+    if (!add) return false;
+    const std::string bias = other_input(*add, v);
+    const Tensor* b = constant(bias);
+    const Shape& y = info(v)->shape;
+    if (!b || b->numel() != y.back() || !same_shape(add->outputs[0], v)) return false;
+    for (int64_t d = 0; d + 1 < b->rank(); ++d)
+      if (b->dim(d) != 1) return false;
+    // A Gemm's C is scaled by beta.
+    if (p.op_type == "Gemm" && (b->rank() > 2 || p.attr_float("beta", 1.0f) != 1.0f)) return false;
+    p.inputs.resize(kEpilogueBiasInput + 1);
+    p.inputs[kEpilogueBiasInput] = bias;
+    v = add->outputs[0];
+    f.add(at, "Bias");
+    return true;
+  }
+
+  // Add(v, r) with r computed, of v's shape and dtype (no broadcasting).
+  bool take_residual(Node& p, std::string& v, Fusion& f) {
+    size_t at = 0;
+    const Node* add = only_reader(v, "Add", at);
+    if (!add) return false;
+    const std::string r = other_input(*add, v);
+    if (r.empty() || constant(r) || !is_f32(r) || !same_shape(r, v) || !same_shape(add->outputs[0], v)) return false;
+    p.inputs.resize(kEpilogueResidualInput + 1);
+    p.inputs[kEpilogueResidualInput] = r;
+    v = add->outputs[0];
+    f.add(at, "Add");
+    return true;
+  }
+
+  static void set_activation(Node& p, const char* kind, float alpha, float beta) {
+    Attribute& a = p.attrs[kAttrActivation];
+    a.kind = Attribute::Kind::s;
+    a.s = kind;
+    for (auto [key, value] : {std::pair{kAttrAlpha, alpha}, std::pair{kAttrBeta, beta}}) {
+      Attribute& x = p.attrs[key];
+      x.kind = Attribute::Kind::f;
+      x.f = value;
+    }
+  }
+
+  bool take_activation(Node& p, std::string& v, Fusion& f) {
+    auto it = readers_.find(v);
+    if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 1)
+      return take_gelu(p, v, f) || take_gelu_tanh(p, v, f);
+    const size_t at = it->second[0];
+    const Node& n = g_.nodes[at];
+    if (dropped_[at] || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != v) return false;
+    const std::string& op = n.op_type;
+    if (op == "Relu") set_activation(p, "relu", 0, 0);
+    else if (op == "Sigmoid") set_activation(p, "sigmoid", 0, 0);
+    else if (op == "HardSwish") set_activation(p, "hard_swish", 0, 0);
+    else if (op == "LeakyRelu") set_activation(p, "leaky_relu", n.attr_float("alpha", 0.01f), 0);
+    else if (op == "HardSigmoid")
+      set_activation(p, "hard_sigmoid", n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
+    else if (op == "Clip") {
+      float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
+      if (n.opset >= 11) {
+        for (size_t k = 1; k < n.inputs.size(); ++k) {
+          if (n.inputs[k].empty()) continue;
+          std::optional<float> bound = scalar(n.inputs[k]);
+          if (!bound) return false;  // bounds computed at run time
+          (k == 1 ? lo : hi) = *bound;
+        }
+      } else {
+        lo = n.attr_float("min", lo);
+        hi = n.attr_float("max", hi);
+      }
+      set_activation(p, "clip", lo, hi);
+    } else {
+      return false;
+    }
+    v = n.outputs[0];
+    f.add(at, op.c_str());
+    return true;
+  }
+
+  // 0.5 * v * (1 + Erf(v / sqrt 2)) as torch exports it: Div(v, 1.4142135) -> Erf ->
+  // Add(1) -> Mul(v, .) -> Mul(0.5), or with the 0.5 applied to v first.
+  bool take_gelu(Node& p, std::string& v, Fusion& f) {
+    auto it = readers_.find(v);
+    if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 2) return false;
+    auto near = [](std::optional<float> x, double want) { return x && std::abs(*x - want) < 1e-6 * want; };
+    for (int first = 0; first < 2; ++first) {
+      const size_t di = it->second[first], mi = it->second[1 - first];
+      const Node& div = g_.nodes[di];
+      const Node& mul_v = g_.nodes[mi];
+      if (dropped_[di] || dropped_[mi] || !div.domain.empty() || !mul_v.domain.empty()) continue;
+      if (div.op_type != "Div" || div.inputs.size() != 2 || div.inputs[0] != v) continue;
+      if (!near(scalar(div.inputs[1]), std::sqrt(2.0)) || mul_v.op_type != "Mul") continue;
+      size_t ei = 0, ai = 0, m2i = 0;
+      const Node* erf = only_reader(div.outputs[0], "Erf", ei);
+      const Node* add = erf ? only_reader(erf->outputs[0], "Add", ai) : nullptr;
+      if (!add || !near(scalar(other_input(*add, erf->outputs[0])), 1.0)) continue;
+      const std::string m1_other = other_input(mul_v, v);
+      const Node* m2 = only_reader(mul_v.outputs[0], "Mul", m2i);
+      if (!m2) continue;
+      const std::string m2_other = other_input(*m2, mul_v.outputs[0]);
+      const bool half_last = m1_other == add->outputs[0] && near(scalar(m2_other), 0.5);
+      const bool half_first = near(scalar(m1_other), 0.5) && m2_other == add->outputs[0];
+      if (!half_last && !half_first) continue;
+      size_t add_reader = 0;
+      if (!only_reader(add->outputs[0], "Mul", add_reader) || add_reader != (half_last ? mi : m2i)) continue;
+      set_activation(p, "gelu_erf", 0, 0);
+      for (size_t n : {di, mi, ei, ai}) f.nodes.push_back(n);
+      f.add(m2i, "Gelu");
+      v = m2->outputs[0];
+      return true;
+    }
+    return false;
+  }
+
+  // The node alone reading `v` if it is `op` with `other` as its other input (a constant
+  // near `value` when `other` is empty).
+  const Node* step(const std::string& v, const char* op, const std::string& other, double value, size_t& at) const {
+    const Node* n = only_reader(v, op, at);
+    if (!n) return nullptr;
+    const std::string o = other_input(*n, v);
+    if (!other.empty()) return o == other ? n : nullptr;
+    std::optional<float> c = scalar(o);
+    return c && std::abs(*c - value) < 1e-6 * std::abs(value) ? n : nullptr;
+  }
+
+  // 0.5 v (1 + Tanh(sqrt(2/pi) (v + 0.044715 v^3))), as GPT-2's export spells it: the cube
+  // as Mul(v, Mul(v, v)) or Pow(v, 3), then Mul, Add v, Mul, Tanh, Add 1, Mul v, Mul 0.5.
+  bool take_gelu_tanh(Node& p, std::string& v, Fusion& f) {
+    auto it = readers_.find(v);
+    if (graph_outputs_.count(v) || it == readers_.end()) return false;
+    std::multiset<size_t> uses(it->second.begin(), it->second.end()), want;
+    std::vector<size_t> chain;
+    std::string cube;
+    for (size_t r : uses) {
+      const Node& n = g_.nodes[r];
+      if (dropped_[r] || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
+      size_t m2 = 0;
+      const Node* outer = nullptr;
+      if (n.op_type == "Mul" && n.inputs[0] == v && n.inputs[1] == v && (outer = step(n.outputs[0], "Mul", v, 0, m2))) {
+        chain = {r, m2};
+        want = {r, r, m2};
+        cube = outer->outputs[0];
+      } else if (n.op_type == "Pow" && n.inputs[0] == v && scalar(n.inputs[1]) == 3.0f) {
+        chain = {r};
+        want = {r};
+        cube = n.outputs[0];
+      } else {
+        continue;
+      }
+      break;
+    }
+    if (cube.empty()) return false;
+    size_t at[7];
+    const Node* n = step(cube, "Mul", "", 0.044715, at[0]);
+    if (n) n = step(n->outputs[0], "Add", v, 0, at[1]);
+    if (n) n = step(n->outputs[0], "Mul", "", 0.7978845608028654, at[2]);
+    if (n) n = only_reader(n->outputs[0], "Tanh", at[3]);
+    if (n) n = step(n->outputs[0], "Add", "", 1.0, at[4]);
+    if (n) n = step(n->outputs[0], "Mul", v, 0, at[5]);
+    if (n) n = step(n->outputs[0], "Mul", "", 0.5, at[6]);
+    if (!n) return false;
+    want.insert(at[1]);
+    want.insert(at[5]);
+    if (want != uses) return false;  // v has a reader outside the pattern
+    set_activation(p, "gelu_tanh", 0, 0);
+    for (size_t k : chain) f.nodes.push_back(k);
+    for (size_t k = 0; k < 6; ++k) f.nodes.push_back(at[k]);
+    f.add(at[6], "GeluTanh");
+    v = n->outputs[0];
+    return true;
+  }
+
+  void fuse_into(size_t i) {
+    Node& p = g_.nodes[i];
+    if (!fusable_producer(p)) return;
+    Node fused = p;
+    std::string v = fused.outputs[0];
+    Fusion f;
+    take_bias(fused, v, f);
+    take_residual(fused, v, f);
+    take_activation(fused, v, f);
+    if (f.nodes.empty()) return;
+    Attribute& label = fused.attrs[kAttrFused];
+    label.kind = Attribute::Kind::s;
+    label.s = f.label;
+    fused.outputs[0] = v;
+    size_t last = i;
+    for (size_t n : f.nodes) {
+      dropped_[n] = true;
+      last = std::max(last, n);
+    }
+    dropped_[i] = true;
+    placed_[last] = std::move(fused);
+  }
+
+  Graph& g_;
+  std::map<std::string, std::vector<size_t>> readers_;
+  std::set<std::string> graph_outputs_;
+  std::vector<bool> dropped_;
+  std::vector<std::optional<Node>> placed_;
+};
+
+}  // namespace
+
+void fuse_epilogues(Graph& g) { EpilogueFuser(g).run(); }
+
+}  // namespace grove

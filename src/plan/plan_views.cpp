@@ -1,0 +1,55 @@
+// Views: a Reshape, Flatten, Squeeze or Unsqueeze (or a Transpose that only moves size-1
+// dims) keeps every element at its flat offset, so its output can share its input's buffer
+// instead of being copied (tensors are dense and row-major, so such a relabelling is always
+// contiguous).
+//
+// Design, the simplest one that is correct for every reshape: a view node keeps one no-work
+// tile that depends on every tile of its input's producer (its `needs` is the whole input)
+// and that consumers depend on as usual. A reshape's consumer tile region maps back to a box
+// of the base only in some cases, so finer edges would need per-op region algebra; the cost
+// of the coarse edge is that the view's consumers wait for the whole base instead of their
+// part of it, i.e. a one-op barrier at each view. The buffer rule (PlannedRun): the view holds
+// one use of its base until the view itself is released, so the base's buffer lives until the
+// view's last consumer is done. Not a view: a graph output (it would share a buffer with an
+// input, a weight or another output that callers may write to), a view of an initializer
+// (constant folding already handled those), or a dtype change.
+#include <algorithm>
+
+#include "plan/plan_internal.h"
+
+namespace grove::plan_detail {
+namespace {
+
+bool relabels(const Node& node, const Shape& in) {
+  if (!node.domain.empty() || node.outputs.size() != 1) return false;
+  const std::string& op = node.op_type;
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") return true;
+  if (op != "Transpose") return false;
+  // Only size-1 dims move: the other dims keep their order.
+  std::vector<int64_t> perm = node.attr_ints("perm");
+  if (perm.size() != in.size()) return false;
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(in.size())) return false;
+    if (in[static_cast<size_t>(p)] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
+}  // namespace
+
+void mark_views(Plan& plan) {
+  for (size_t n = 0; n < plan.graph.nodes.size(); ++n) {
+    const Node& node = plan.graph.nodes[n];
+    if (node.inputs.empty() || plan.node_outputs[n].size() != 1) continue;
+    const int32_t base = plan.node_inputs[n][0], out = plan.node_outputs[n][0];
+    if (base < 0 || out < 0) continue;
+    const PlannedValue &b = plan.values[base], &v = plan.values[out];
+    if (v.is_output || b.dtype != v.dtype || numel(b.shape) != numel(v.shape)) continue;
+    if (relabels(node, b.shape)) plan.values[out].view_of = base;
+  }
+}
+
+}  // namespace grove::plan_detail

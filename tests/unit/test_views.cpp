@@ -1,0 +1,99 @@
+// Views (plan/plan_views.cpp): reshapes share their input's buffer through one no-work tile;
+// results stay those of the reference, serially in random orders and on the engine, and
+// buffers are neither copied nor released early.
+#include <gtest/gtest.h>
+
+#include "plan_test_util.h"
+#include "runtime/engine.h"
+
+namespace grove {
+namespace {
+
+using namespace grove::test;
+
+PlanOptions tiles(int k) {
+  PlanOptions o;
+  o.tiles_per_op = k;
+  o.threads = 3;
+  return o;
+}
+
+std::vector<std::string> view_ops(const Plan& p) {
+  std::vector<std::string> ops;
+  for (int32_t n = 0; n < static_cast<int32_t>(p.graph.nodes.size()); ++n)
+    if (is_view_node(p, n)) ops.push_back(p.graph.nodes[n].name);
+  return ops;
+}
+
+// x[2,6,8] -> Relu -> Reshape [12,8] -> Unsqueeze -> Transpose (moves a unit dim) -> Sigmoid
+//   -> y; x -> Reshape -> Tanh -> z (a view of a graph input); Relu -> Flatten -> f (an
+//   output: copied); Relu -> Transpose (a real one) -> t.
+TestModel views_model() {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {2, 6, 8});
+  b.initializer_i64("s12x8", {2}, {12, 8});
+  b.initializer_i64("axes0", {1}, {0});
+  b.node("Relu", {"x"}, {"a"}, "relu");
+  b.node("Reshape", {"a", "s12x8"}, {"r"}, "reshape");
+  b.node("Unsqueeze", {"r", "axes0"}, {"u"}, "unsqueeze");
+  OnnxBuilder::attr_ints(b.node("Transpose", {"u"}, {"tu"}, "unit_transpose"), "perm", {1, 0, 2});
+  b.node("Sigmoid", {"tu"}, {"y"}, "sigmoid");
+  b.node("Reshape", {"x", "s12x8"}, {"xr"}, "input_reshape");
+  b.node("Tanh", {"xr"}, {"z"}, "tanh");
+  b.node("Flatten", {"a"}, {"f"}, "flatten");
+  OnnxBuilder::attr_ints(b.node("Transpose", {"a"}, {"t"}, "real_transpose"), "perm", {0, 2, 1});
+  b.output("y", kF32, {12, 1, 8}).output("z", kF32, {12, 8}).output("f", kF32, {2, 48}).output("t", kF32, {2, 8, 6});
+  return {"views", b.bytes(), {{"x", seeded_tensor({2, 6, 8}, 5)}}};
+}
+
+TEST(PlannedRun, ViewsAreNoWorkTilesWithReferenceResults) {
+  TestModel m = views_model();
+  Model model = load_test_model(m);
+  TensorMap want = model.run_reference(m.inputs);
+  for (int k : {0, 1, 4, 7}) {
+    auto plan = make_plan(model.graph(), tiles(k));
+    EXPECT_EQ(view_ops(*plan), (std::vector<std::string>{"reshape", "unsqueeze", "unit_transpose", "input_reshape"}));
+    for (int32_t n = 0; n < static_cast<int32_t>(plan->graph.nodes.size()); ++n)
+      if (is_view_node(*plan, n)) EXPECT_EQ(plan->tiles.tile_count[n], 1);
+    for (uint32_t seed = 0; seed < 5; ++seed) {
+      PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+      run_serial(run, seed);
+      expect_close(run.outputs(), want, 0.0, "k=" + std::to_string(k));
+    }
+    Engine engine(EngineOptions{.threads = 3});
+    for (int i = 0; i < 5; ++i) {
+      auto run = std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{true});
+      engine.run(run);
+      expect_close(run->outputs(), want, 0.0, "engine k=" + std::to_string(k));
+    }
+  }
+}
+
+TEST(PlannedRun, ViewsShareTheirBaseBuffer) {
+  // x -> Relu a -> Reshape -> Reshape r2 -> Sigmoid y; w = a + r2; one tile each. With views
+  // r1 and r2 are a's buffer: at most a, y and w live (copies would add r2, then 4 buffers).
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 64, 128}).output("y", kF32, {64, 128}).output("w", kF32, {1, 64, 128});
+  b.initializer_i64("s1", {3}, {64, 8, 16});
+  b.initializer_i64("s2", {2}, {64, 128});
+  b.node("Relu", {"x"}, {"a"}, "relu");
+  b.node("Reshape", {"a", "s1"}, {"r1"}, "reshape1");
+  b.node("Reshape", {"r1", "s2"}, {"r2"}, "reshape2");
+  b.node("Sigmoid", {"r2"}, {"y"}, "sigmoid");
+  b.node("Add", {"a", "r2"}, {"w"}, "add");
+  TestModel m{"shared_buffer", b.bytes(), {{"x", seeded_tensor({1, 64, 128}, 6)}}};
+  Model model = load_test_model(m);
+  auto plan = make_plan(model.graph(), tiles(1));
+  ASSERT_EQ(view_ops(*plan).size(), 2u);
+  const int64_t bytes = 64 * 128 * 4;
+  for (uint32_t seed = 0; seed < 5; ++seed) {
+    PlannedRun run(plan, m.inputs);
+    run_serial(run, seed);
+    EXPECT_EQ(run.peak_activation_bytes(), 3 * bytes);
+    EXPECT_EQ(run.activation_bytes(), 2 * bytes);  // the outputs: a went with its last view and reader
+    expect_close(run.outputs(), model.run_reference(m.inputs), 0.0, "shared buffer");
+  }
+}
+
+}  // namespace
+}  // namespace grove
