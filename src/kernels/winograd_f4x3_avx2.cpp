@@ -1,0 +1,18 @@
+// The Winograd F(4x4, 3x3) transforms of winograd_f4x3_impl.h built for avx2 (flags from
+// kernels.cmake).
+#include "kernels/winograd_f4x3_impl.h"
+
+namespace grove::kernels {
+namespace {
+using Vec = float __attribute__((vector_size(32)));
+}  // namespace
+
+void f32_winograd_f4x3_input_avx2(const float* phases, size_t phase_stride, size_t blocks, float* const* out) {
+  input_transform<Vec>(phases, phase_stride, blocks, out);
+}
+
+void f32_winograd_f4x3_output_avx2(const float* m, size_t m_stride, size_t blocks, float* out, size_t out_stride) {
+  output_transform<Vec>(m, m_stride, blocks, out, out_stride);
+}
+
+}  // namespace grove::kernels
