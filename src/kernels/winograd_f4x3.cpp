@@ -28,15 +28,22 @@ constexpr size_t kChannelBlock = 28;
 struct Transforms {
   WinogradInputTransform input;
   WinogradOutputTransform output;
+  WinogradDeinterleave deinterleave;
+  WinogradInterleave interleave;
 };
 
 Transforms transforms_for(Isa isa) {
   switch (isa) {
-    case Isa::avx512: return {f32_winograd_f4x3_input_avx512, f32_winograd_f4x3_output_avx512};
-    case Isa::avx2: return {f32_winograd_f4x3_input_avx2, f32_winograd_f4x3_output_avx2};
+    case Isa::avx512:
+      return {f32_winograd_f4x3_input_avx512, f32_winograd_f4x3_output_avx512, f32_winograd_deinterleave4_avx512,
+              f32_winograd_interleave4_avx512};
+    case Isa::avx2:
+      return {f32_winograd_f4x3_input_avx2, f32_winograd_f4x3_output_avx2, f32_winograd_deinterleave4_avx2,
+              f32_winograd_interleave4_avx2};
     case Isa::scalar: break;
   }
-  return {f32_winograd_f4x3_input_scalar, f32_winograd_f4x3_output_scalar};
+  return {f32_winograd_f4x3_input_scalar, f32_winograd_f4x3_output_scalar, f32_winograd_deinterleave4_scalar,
+          f32_winograd_interleave4_scalar};
 }
 
 // G (6 x 3) of F(4x4, 3x3) for the points 0, 1, -1, 2, -2, infinity.
@@ -50,7 +57,8 @@ constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
 // The 6 patch rows of block row `br`, input channel plane `x`, split by column phase (see
 // WinogradInputTransform): phases[(r * 4 + c) * ps + j] = x[4 br - pad_top + r][4 j + c - pad_left],
 // 0 outside the plane, for j = 0 .. blocks_w (inclusive).
-void split_phases(const float* x, const Conv2dShape& s, size_t br, size_t blocks_w, float* phases, size_t ps) {
+void split_phases(const float* x, const Conv2dShape& s, size_t br, size_t blocks_w, float* phases, size_t ps,
+                  WinogradDeinterleave deinterleave) {
   const int64_t H = int64_t(s.in_h), W = int64_t(s.in_w), left = int64_t(s.pad_left), last = int64_t(blocks_w);
   // Blocks whose 4 columns all lie inside the row: 4j - left >= 0 and 4j + 3 - left < W.
   const int64_t inner0 = std::min(last + 1, (left + 3) / 4);
@@ -70,8 +78,7 @@ void split_phases(const float* x, const Conv2dShape& s, size_t br, size_t blocks
       }
     };
     for (int64_t j = 0; j < inner0; ++j) edge(j);
-    for (int64_t j = inner0; j < inner1; ++j)
-      for (int64_t c = 0; c < 4; ++c) p[c * ps + j] = row[4 * j + c];
+    deinterleave(row + 4 * inner0, size_t(inner1 - inner0), p + inner0, ps);
     for (int64_t j = inner1; j <= last; ++j) edge(j);
   }
 }
@@ -146,38 +153,37 @@ void winograd_f4x3_conv(const WinogradF4x3Call& call, const WinogradF4x3Weights&
   const size_t cin = w.cin, out_w = sh.out_w, plane_in = sh.in_h * sh.in_w, plane_out = sh.out_h * out_w;
   const size_t blocks_w = (out_w + kBlock - 1) / kBlock;
   const size_t br0 = call.row_begin / kBlock, br1 = (call.row_end + kBlock - 1) / kBlock;
-  const size_t total = (br1 - br0) * blocks_w;
   const size_t mr = w.u[0].mr, nr = gemm_blocking(w.isa).nr;
   const size_t oc_first = call.oc_begin / mr * mr;  // packed A rows start on tile boundaries
   const size_t channel_block = std::max(mr, kChannelBlock / mr * mr);
-  const size_t chunk = std::min(total, kChunkBlocks);
+  // GEMM columns: each block row of a chunk takes blocks_w + 1 columns, the last one unused,
+  // so that the transforms run over the whole chunk at once (block j's right neighbour, whose
+  // columns 0-1 are j's columns 4-5, is column j + 1 in every row).
+  const size_t row_cols = blocks_w + 1;
+  const size_t chunk_rows = std::clamp<size_t>(kChunkBlocks / row_cols, 1, br1 - br0);
+  const size_t chunk_cols = chunk_rows * row_cols;
 
-  // Staging: 24 phase rows, 16 output rows of a chunk, one output row.
-  const size_t ps = blocks_w + 1, stage_stride = chunk, row_out = blocks_w * kBlock;
-  s.rows.reserve(24 * ps + 16 * stage_stride + row_out);
+  // Staging: 24 phase rows of chunk_cols + 1, 16 output phase rows of a chunk, one output row.
+  const size_t ps = chunk_cols + 1, stage_stride = chunk_cols;
+  s.rows.reserve(24 * ps + 16 * stage_stride + row_cols * kBlock);
   float* phases = s.rows.data();
   float* stage = phases + 24 * ps;
   float* row_buf = stage + 16 * stage_stride;
-  s.m.reserve(36 * channel_block * chunk);
+  s.m.reserve(36 * channel_block * chunk_cols);
 
-  for (size_t b0 = 0; b0 < total; b0 += chunk) {
-    const size_t nb = std::min(chunk, total - b0);
+  for (size_t q0 = br0; q0 < br1; q0 += chunk_rows) {
+    const size_t rows_here = std::min(chunk_rows, br1 - q0), nb = rows_here * row_cols;
     for (PackedB& v : s.v) shape_packed_b(v, cin, nb, w.isa);
-    // Input transform: each (channel, block row) of the chunk, in runs that stay inside a panel.
-    for (size_t ci = 0; ci < cin; ++ci)
-      for (size_t b = b0; b < b0 + nb;) {
-        const size_t br = br0 + b / blocks_w, bc0 = b % blocks_w;
-        const size_t bc1 = std::min(blocks_w, bc0 + (b0 + nb - b));
-        split_phases(call.x + ci * plane_in, sh, br, blocks_w, phases, ps);
-        for (size_t bc = bc0; bc < bc1;) {
-          const size_t lane = b + (bc - bc0) - b0, count = std::min(bc1 - bc, nr - lane % nr);
-          float* dst[36];
-          for (size_t t = 0; t < 36; ++t) dst[t] = s.v[t].panels.data() + (lane / nr) * cin * nr + ci * nr + lane % nr;
-          tf.input(phases + bc, ps, count, dst);
-          bc += count;
-        }
-        b += bc1 - bc0;
+    // Input transform, one channel at a time, in runs of one panel.
+    for (size_t ci = 0; ci < cin; ++ci) {
+      for (size_t k = 0; k < rows_here; ++k)
+        split_phases(call.x + ci * plane_in, sh, q0 + k, blocks_w, phases + k * row_cols, ps, tf.deinterleave);
+      for (size_t j = 0; j < nb; j += nr) {
+        float* dst[36];
+        for (size_t t = 0; t < 36; ++t) dst[t] = s.v[t].panels.data() + (j / nr) * cin * nr + ci * nr;
+        tf.input(phases + j, ps, std::min(nr, nb - j), dst);
       }
+    }
     for (size_t oc0 = oc_first; oc0 < call.oc_end; oc0 += channel_block) {
       const size_t rows = std::min(channel_block, call.oc_end - oc0);
       for (size_t t = 0; t < 36; ++t) {
@@ -191,24 +197,16 @@ void winograd_f4x3_conv(const WinogradF4x3Call& call, const WinogradF4x3Weights&
       for (size_t oc = std::max(oc0, call.oc_begin); oc < oc0 + rows; ++oc) {
         tf.output(s.m.data() + (oc - oc0) * nb, rows * nb, nb, stage, stage_stride);
         const float bias = call.epilogue.row_bias ? call.epilogue.row_bias[oc] : 0.0f;
-        for (size_t b = b0; b < b0 + nb;) {
-          const size_t br = br0 + b / blocks_w, bc0 = b % blocks_w;
-          const size_t bc1 = std::min(blocks_w, bc0 + (b0 + nb - b));
-          const size_t col0 = bc0 * kBlock, col1 = std::min(out_w, bc1 * kBlock);
+        for (size_t k = 0; k < rows_here; ++k)
           for (size_t r = 0; r < kBlock; ++r) {
-            const size_t oh = br * kBlock + r;
+            const size_t oh = (q0 + k) * kBlock + r;
             if (oh < call.row_begin || oh >= call.row_end) continue;
-            const float* src = stage + r * 4 * stage_stride + (b - b0);
-            for (size_t j = 0; j < bc1 - bc0; ++j)
-              for (size_t c = 0; c < kBlock; ++c) row_buf[j * kBlock + c] = src[c * stage_stride + j];
-            const size_t offset = oc * plane_out + oh * out_w + col0;
+            tf.interleave(stage + r * 4 * stage_stride + k * row_cols, stage_stride, blocks_w, row_buf);
+            const size_t offset = oc * plane_out + oh * out_w;
             const float* residual =
-                call.epilogue.residual ? call.epilogue.residual + oc * call.epilogue.residual_stride + oh * out_w + col0
-                                       : nullptr;
-            finish_row(row_buf, col1 - col0, bias, residual, call.epilogue.activation, call.y + offset);
+                call.epilogue.residual ? call.epilogue.residual + oc * call.epilogue.residual_stride + oh * out_w : nullptr;
+            finish_row(row_buf, out_w, bias, residual, call.epilogue.activation, call.y + offset);
           }
-          b += bc1 - bc0;
-        }
       }
     }
   }

@@ -70,6 +70,17 @@ using WinogradInputTransform = void (*)(const float* phases, size_t phase_stride
 using WinogradOutputTransform = void (*)(const float* m, size_t m_stride, size_t blocks, float* out,
                                          size_t out_stride);
 
+// Column phases of a row and back (the stride-4 moves around the transforms):
+// dst[c * dst_stride + j] = src[4 j + c], and dst[4 j + c] = src[c * src_stride + j].
+using WinogradDeinterleave = void (*)(const float* src, size_t blocks, float* dst, size_t dst_stride);
+using WinogradInterleave = void (*)(const float* src, size_t src_stride, size_t blocks, float* dst);
+
+void f32_winograd_deinterleave4_scalar(const float* src, size_t blocks, float* dst, size_t dst_stride);
+void f32_winograd_deinterleave4_avx2(const float* src, size_t blocks, float* dst, size_t dst_stride);
+void f32_winograd_deinterleave4_avx512(const float* src, size_t blocks, float* dst, size_t dst_stride);
+void f32_winograd_interleave4_scalar(const float* src, size_t src_stride, size_t blocks, float* dst);
+void f32_winograd_interleave4_avx2(const float* src, size_t src_stride, size_t blocks, float* dst);
+void f32_winograd_interleave4_avx512(const float* src, size_t src_stride, size_t blocks, float* dst);
 void f32_winograd_f4x3_input_scalar(const float* phases, size_t phase_stride, size_t blocks, float* const* out);
 void f32_winograd_f4x3_input_avx2(const float* phases, size_t phase_stride, size_t blocks, float* const* out);
 void f32_winograd_f4x3_input_avx512(const float* phases, size_t phase_stride, size_t blocks, float* const* out);

@@ -104,5 +104,33 @@ inline void output_transform(const float* m, size_t ms, size_t blocks, float* ou
   for (; j < blocks; ++j) output_transform_step<float>(m, ms, j, out, os);
 }
 
+// dst[c * dst_stride + j] = src[4 j + c]: one input row split into its 4 column phases.
+inline void deinterleave4(const float* __restrict src, size_t blocks, float* __restrict dst, size_t dst_stride) {
+  float* __restrict d0 = dst;
+  float* __restrict d1 = dst + dst_stride;
+  float* __restrict d2 = dst + 2 * dst_stride;
+  float* __restrict d3 = dst + 3 * dst_stride;
+  for (size_t j = 0; j < blocks; ++j) {
+    d0[j] = src[4 * j];
+    d1[j] = src[4 * j + 1];
+    d2[j] = src[4 * j + 2];
+    d3[j] = src[4 * j + 3];
+  }
+}
+
+// dst[4 j + c] = src[c * src_stride + j]: 4 output phases joined into one output row.
+inline void interleave4(const float* __restrict src, size_t src_stride, size_t blocks, float* __restrict dst) {
+  const float* __restrict s0 = src;
+  const float* __restrict s1 = src + src_stride;
+  const float* __restrict s2 = src + 2 * src_stride;
+  const float* __restrict s3 = src + 3 * src_stride;
+  for (size_t j = 0; j < blocks; ++j) {
+    dst[4 * j] = s0[j];
+    dst[4 * j + 1] = s1[j];
+    dst[4 * j + 2] = s2[j];
+    dst[4 * j + 3] = s3[j];
+  }
+}
+
 }  // namespace
 }  // namespace grove::kernels

@@ -15,4 +15,12 @@ void f32_winograd_f4x3_output_scalar(const float* m, size_t m_stride, size_t blo
   output_transform<Vec>(m, m_stride, blocks, out, out_stride);
 }
 
+void f32_winograd_deinterleave4_scalar(const float* src, size_t blocks, float* dst, size_t dst_stride) {
+  deinterleave4(src, blocks, dst, dst_stride);
+}
+
+void f32_winograd_interleave4_scalar(const float* src, size_t src_stride, size_t blocks, float* dst) {
+  interleave4(src, src_stride, blocks, dst);
+}
+
 }  // namespace grove::kernels
