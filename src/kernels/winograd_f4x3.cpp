@@ -22,8 +22,8 @@ constexpr size_t kBlock = 4;  // output rows / columns per block
 // fits L2 for Cin <= ~100 and otherwise each V_t (Cin x 64) still fits while its GEMM runs.
 constexpr size_t kChunkBlocks = 64;
 // Output channels per GEMM round: the 36 result matrices of one round (36 x rows x chunk)
-// stay in L2 (28 x 64 x 36 x 4 = 258 KiB) until the output transform reads them.
-constexpr size_t kChannelBlock = 28;
+// stay in L2 (56 x 64 x 36 x 4 = 516 KiB) until the output transform reads them.
+constexpr size_t kChannelBlock = 56;
 
 struct Transforms {
   WinogradInputTransform input;

@@ -11,7 +11,7 @@
 namespace grove::tiling {
 
 // A layer-level choice (never per tile, so every tile of a layer computes its elements the
-// same way): 3x3, stride 1, dilation 1, one group, enough channels and a plane wide enough
+// same way): 3x3, stride 1, dilation 1, one group, enough channels and a plane big enough
 // to fill the GEMM panels (thresholds measured, docs/kernels.md). GROVE_CONV=gemm in the
 // environment turns the path off (read once per process).
 bool winograd_applies(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
