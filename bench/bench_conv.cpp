@@ -14,7 +14,6 @@
 // FLOPs are direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) for both, so Winograd's saving shows
 // as a higher effective GFLOP/s. GFLOP/s from CPU time; median of the repetitions.
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -24,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_table.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "ops/evaluate.h"
@@ -167,9 +167,8 @@ void run_dnnl(benchmark::State& state, const ConvShape& s) {
 void register_shapes() {
   for (size_t i = 0; i < kShapes.size(); ++i) {
     const ConvShape& s = kShapes[i];
-    const std::string id = "/" + std::to_string(i);
     auto reg = [&](const std::string& name, auto fn) {
-      benchmark::RegisterBenchmark((name + id).c_str(), fn)->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(3)
+      benchmark::RegisterBenchmark(name.c_str(), fn)->Arg(int64_t(i))->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(3)
           ->ReportAggregatesOnly(true);
     };
     reg("grove", [s](benchmark::State& st) { run_grove(st, s, true); });
@@ -178,35 +177,12 @@ void register_shapes() {
   }
 }
 
-// Keeps each benchmark's median GFLOP/s and label for the table.
-class TableReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
-      const std::string name = run.run_name.function_name;
-      const size_t slash = name.rfind('/');
-      const int index = std::stoi(name.substr(slash + 1));
-      const auto it = run.counters.find("GFLOP/s");
-      if (it != run.counters.end()) gflops[index][name.substr(0, slash)] = it->second.value;
-      if (!run.report_label.empty()) labels[index][name.substr(0, slash)] = run.report_label;
-    }
-  }
-  std::map<int, std::map<std::string, double>> gflops;
-  std::map<int, std::map<std::string, std::string>> labels;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  omp_set_num_threads(1);  // single-thread comparison
   register_shapes();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  TableReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  grove::bench::TableReporter reporter;
+  if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
   std::printf("\nGFLOP/s = direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) / CPU time, batch 1, one thread; median.\n\n");
   std::printf("| model | conv (Cin->Cout k s input) | grove path | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | im2col GFLOP/s | Winograd/im2col |\n");
@@ -214,18 +190,21 @@ int main(int argc, char** argv) {
   double log_sum = 0.0;
   std::map<std::string, std::pair<double, int>> per_model;
   int count = 0;
-  for (auto& [i, row] : reporter.gflops) {
-    const ConvShape& s = kShapes[size_t(i)];
+  for (size_t i = 0; i < kShapes.size(); ++i) {
+    const std::string key = std::to_string(i);
+    if (!reporter.gflops.count(key)) continue;
+    std::map<std::string, double>& row = reporter.gflops[key];
+    const ConvShape& s = kShapes[i];
     const double grove = row["grove"], dnnl = row["onednn"], ratio = dnnl > 0 ? grove / dnnl : 0.0;
     std::string im2col = "", speedup = "";
-    if (row.count("grove_im2col") && reporter.labels[i]["grove"] == "winograd") {
+    if (row.count("grove_im2col") && reporter.labels[key]["grove"] == "winograd") {
       im2col = std::to_string(row["grove_im2col"]).substr(0, 5);
       char text[32];
       std::snprintf(text, sizeof text, "%.2f", grove / row["grove_im2col"]);
       speedup = text;
     }
     std::printf("| %s | %s | %s | %.1f | %.1f | %.2f | %s | %s |\n", s.model, s.text().c_str(),
-                reporter.labels[i]["grove"].c_str(), grove, dnnl, ratio, im2col.c_str(), speedup.c_str());
+                reporter.labels[key]["grove"].c_str(), grove, dnnl, ratio, im2col.c_str(), speedup.c_str());
     if (ratio > 0) {
       log_sum += std::log(ratio), ++count;
       per_model[s.model].first += std::log(ratio), ++per_model[s.model].second;

@@ -7,7 +7,6 @@
 // every call. After the runs a markdown table of median GFLOP/s and the ratio is printed.
 #include <benchmark/benchmark.h>
 #include <dnnl.h>
-#include <omp.h>
 
 #include <cstdio>
 #include <map>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_table.h"
 #include "kernels/gemm.h"
 
 namespace {
@@ -76,32 +76,12 @@ void register_square_sizes() {
   }
 }
 
-// Keeps each run's GFLOP/s (the median when repetitions are aggregated) for the table.
-class TableReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
-      const std::string name = run.run_name.function_name;
-      const std::string size = run.run_name.args;
-      const auto it = run.counters.find("GFLOP/s");
-      if (it != run.counters.end()) gflops[size][name] = it->second.value;
-    }
-  }
-  std::map<std::string, std::map<std::string, double>> gflops;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  omp_set_num_threads(1);  // single-thread comparison: grove's gemm is single-threaded
   register_square_sizes();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  TableReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  grove::bench::TableReporter reporter;
+  if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
   std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---:|---:|---:|---:|\n");
   std::map<int, std::map<std::string, double>> by_size;

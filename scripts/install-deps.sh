@@ -2,6 +2,7 @@
 # Installs everything grove builds and tests with, from Debian 12's packages only.
 # Python packages are Debian's (python3-torch, python3-onnx): tests and benchmarks use them
 # to export models with random weights; the library and CLI never need Python.
+# --bench adds what only the benchmarks (-DGROVE_BENCH=ON) link: oneDNN, the baseline.
 set -euo pipefail
 packages=(
   build-essential cmake
@@ -9,6 +10,7 @@ packages=(
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
+[ "${1:-}" = "--bench" ] && packages+=(libdnnl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -134,3 +134,18 @@ inline void interleave4(const float* __restrict src, size_t src_stride, size_t b
 
 }  // namespace
 }  // namespace grove::kernels
+
+// The four entry points of one ISA's build, over the vector type Vec that file defines.
+#define GROVE_WINOGRAD_F4X3_ENTRY_POINTS(isa)                                                                    \
+  void f32_winograd_f4x3_input_##isa(const float* phases, size_t phase_stride, size_t blocks, float* const* out) {  \
+    input_transform<Vec>(phases, phase_stride, blocks, out);                                                   \
+  }                                                                                                            \
+  void f32_winograd_f4x3_output_##isa(const float* m, size_t m_stride, size_t blocks, float* out, size_t stride) { \
+    output_transform<Vec>(m, m_stride, blocks, out, stride);                                                   \
+  }                                                                                                            \
+  void f32_winograd_deinterleave4_##isa(const float* src, size_t blocks, float* dst, size_t dst_stride) {       \
+    deinterleave4(src, blocks, dst, dst_stride);                                                               \
+  }                                                                                                            \
+  void f32_winograd_interleave4_##isa(const float* src, size_t src_stride, size_t blocks, float* dst) {         \
+    interleave4(src, src_stride, blocks, dst);                                                                 \
+  }

@@ -1,5 +1,5 @@
 // The Winograd F(4x4, 3x3) transforms of winograd_f4x3_impl.h built for scalar (flags from
-// kernels.cmake).
+// kernels.cmake), one float at a time.
 #include "kernels/winograd_f4x3_impl.h"
 
 namespace grove::kernels {
@@ -7,20 +7,6 @@ namespace {
 using Vec = float;
 }  // namespace
 
-void f32_winograd_f4x3_input_scalar(const float* phases, size_t phase_stride, size_t blocks, float* const* out) {
-  input_transform<Vec>(phases, phase_stride, blocks, out);
-}
-
-void f32_winograd_f4x3_output_scalar(const float* m, size_t m_stride, size_t blocks, float* out, size_t out_stride) {
-  output_transform<Vec>(m, m_stride, blocks, out, out_stride);
-}
-
-void f32_winograd_deinterleave4_scalar(const float* src, size_t blocks, float* dst, size_t dst_stride) {
-  deinterleave4(src, blocks, dst, dst_stride);
-}
-
-void f32_winograd_interleave4_scalar(const float* src, size_t src_stride, size_t blocks, float* dst) {
-  interleave4(src, src_stride, blocks, dst);
-}
+GROVE_WINOGRAD_F4X3_ENTRY_POINTS(scalar)
 
 }  // namespace grove::kernels
