@@ -7,7 +7,8 @@
 // plan time (`prepare`; read in place without it), the tile's im2col is packed straight into
 // the kernel's panel layout, and C rows land in the
 // NCHW output planes (a tile's pixels are contiguous there). One input channel per group
-// (depthwise) runs a direct vectorised loop instead. Either way each output element is
+// (depthwise) runs a direct vectorised loop instead. 3x3 stride-1 layers with enough channels
+// and pixels take Winograd F(4x4, 3x3) (tile_conv_winograd.h), with row cuts at multiples of 4. Either way each output element is
 // computed by the same sequence of operations whatever the tile, so results do not depend
 // on the grid. Other ranks walk the window taps.
 #include <algorithm>
