@@ -8,7 +8,6 @@
 // every call. After the runs a markdown table of median GFLOP/s and the ratio is printed.
 #include <benchmark/benchmark.h>
 #include <dnnl.h>
-#include <omp.h>
 
 #include <cstdio>
 #include <map>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_table.h"
 #include "kernels/gemm.h"
 
 namespace {
@@ -132,35 +132,13 @@ void register_bert_shapes() {
   }
 }
 
-// Keeps each run's GFLOP/s (the median when repetitions are aggregated) for the table.
-class TableReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
-      const std::string name = run.run_name.function_name;
-      std::string size = run.run_name.args;
-      if (name.find("_bert") != std::string::npos)  // one key for both: drop the 4th arg
-        size = size.substr(0, size.rfind('/'));
-      const auto it = run.counters.find("GFLOP/s");
-      if (it != run.counters.end()) gflops[size][name] = it->second.value;
-    }
-  }
-  std::map<std::string, std::map<std::string, double>> gflops;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  omp_set_num_threads(1);  // single-thread comparison: grove's gemm is single-threaded
   register_square_sizes();
   register_bert_shapes();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  TableReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  grove::bench::TableReporter reporter;
+  if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
   std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---:|---:|---:|---:|\n");
   std::map<int, std::map<std::string, double>> by_size;
@@ -172,7 +150,8 @@ int main(int argc, char** argv) {
   }
   std::printf("\n| BERT-base S=128 | M x N x K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---|---|---:|---:|---:|\n");
   for (const BertShape& s : kBertShapes) {
-    const std::string key = std::to_string(s.m) + "/" + std::to_string(s.n) + "/" + std::to_string(s.k);
+    const std::string key = std::to_string(s.m) + "/" + std::to_string(s.n) + "/" + std::to_string(s.k) + "/" +
+                            std::to_string(s.activation_b);
     auto& row = reporter.gflops[key];
     const double grove = row["BM_grove_bert"], dnnl = row["BM_dnnl_bert"];
     std::printf("| %s | %lldx%lldx%lld | %.1f | %.1f | %.2f |\n", s.what, (long long)s.m, (long long)s.n, (long long)s.k,

@@ -5,6 +5,7 @@
 # suite's peers (Node.js with npm's onnxruntime-node; matplotlib) come from
 # bench/peers/install.sh, called at the end: the bench_quick ctest needs them.
 # Unattended: works with CI=true and no stdin.
+# --bench adds what only the benchmarks (-DGROVE_BENCH=ON) link: oneDNN, the baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(
@@ -13,6 +14,7 @@ packages=(
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-matplotlib
 )
+[ "${1:-}" = "--bench" ] && packages+=(libdnnl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

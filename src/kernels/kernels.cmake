@@ -9,3 +9,7 @@ set_source_files_properties(${GROVE_KERNELS_AVX512} PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512bw;-mavx512vl;-mfma;-Wno-maybe-uninitialized")
 set_source_files_properties(${GROVE_KERNELS_AVX2} PROPERTIES
   COMPILE_OPTIONS "-mavx2;-mfma")
+# The Winograd transforms run in vector and scalar form over the same blocks; without
+# contraction into FMAs both forms round identically (winograd_f4x3_impl.h).
+file(GLOB GROVE_KERNELS_WINOGRAD CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/winograd_f4x3_*.cpp)
+set_property(SOURCE ${GROVE_KERNELS_WINOGRAD} APPEND PROPERTY COMPILE_OPTIONS "-ffp-contract=off")

@@ -7,9 +7,10 @@
 // plan time (`prepare`; read in place without it), the tile's im2col is packed straight into
 // the kernel's panel layout, and C rows land in the
 // NCHW output planes (a tile's pixels are contiguous there). One input channel per group
-// (depthwise) runs a direct vectorised loop instead. Either way each output element is
-// computed by the same sequence of operations whatever the tile, so results do not depend
-// on the grid. Other ranks walk the window taps. A fused epilogue (graph/epilogue_attrs.h:
+// (depthwise) runs a direct vectorised loop instead. 3x3 stride-1 layers with enough
+// channels and pixels take Winograd F(4x4, 3x3) (tile_conv_winograd.h), with row cuts at
+// multiples of 4. Either way each output element is computed by the same sequence of
+// operations whatever the tile, so results do not depend on the grid. Other ranks walk the window taps. A fused epilogue (graph/epilogue_attrs.h:
 // residual input 3, activation) runs in the GEMM's epilogue, or after each depthwise row or
 // tap sum, on every path.
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "ops/conv_geometry.h"
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
+#include "ops/tile_conv_winograd.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
@@ -53,10 +55,13 @@ bool claimed(std::span<const ValueInfo> in) {
   return in[0].shape.size() >= 3;
 }
 
-std::vector<int64_t> conv_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+bool uses_winograd(const ConvDims& c);
+
+std::vector<int64_t> conv_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   if (!claimed(in)) return none_cuttable(out[0].shape);
   std::vector<int64_t> blocks = none_cuttable(out[0].shape);
   blocks[0] = blocks[1] = blocks[2] = 1;
+  if (uses_winograd(conv_dims(node, in[0].shape, in[1].shape))) blocks[2] = kWinogradRows;
   return blocks;
 }
 
@@ -82,6 +87,11 @@ void conv_needs(const Node& node, std::span<const ValueInfo> in, std::span<const
   x[0] = out_region[0];
   x[1] = oc.size() > 0 ? Range{oc.begin / c.cout() * c.cin(), ((oc.end - 1) / c.cout() + 1) * c.cin()} : Range{0, 0};
   for (size_t d = 0; d < c.g.rank(); ++d) x[d + 2] = window_input_range(c.g, d, out_region[d + 2]);
+  // Winograd reads the whole input patches of the 4-row blocks the region's rows fall in.
+  if (uses_winograd(c) && out_region[2].size() > 0) {
+    const int64_t rows = kWinogradRows;
+    x[2] = window_input_range(c.g, 0, {out_region[2].begin / rows * rows, (out_region[2].end + rows - 1) / rows * rows});
+  }
   in_regions[0] = x;
   Region w = full_region(in[1].shape);
   w[0] = oc;
@@ -139,10 +149,13 @@ bool transposed_is_better(size_t pixels, size_t channels, size_t nr) {
 
 bool uses_gemm(const ConvDims& c) { return c.g.rank() == 2 && c.cin() > 1; }
 
+bool uses_winograd(const ConvDims& c) { return c.g.rank() == 2 && winograd_applies(conv2d_shape(c), c.group, c.out_channels); }
+
 std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const ValueInfo> in,
                                          std::span<const Tensor* const> constants) {
   if (!claimed(in) || constants.size() < 2 || !constants[1]) return nullptr;
   ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
+  if (uses_winograd(c)) return winograd_prepare(*constants[1]);
   if (!uses_gemm(c)) return nullptr;
   const size_t k = static_cast<size_t>(c.cin() * numel(c.g.kernel));
   auto prepared = std::make_shared<PreparedConvWeights>();
@@ -311,6 +324,14 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   for (const Range& d : r)
     if (d.size() <= 0) return;
   if (!uses_gemm(c)) return conv2d_depthwise(c, x, w, bias, tail, *out[0], r);
+  if (uses_winograd(c)) {
+    kernels::Epilogue epilogue;
+    epilogue.row_bias = bias ? bias->data<float>() : nullptr;
+    epilogue.residual = tail.residual;
+    epilogue.residual_stride = static_cast<size_t>(c.g.output[0] * c.g.output[1]);  // one NCHW plane per channel
+    epilogue.activation = tail.activation;
+    return winograd_conv_tile(conv2d_shape(c), x, w, *out[0], r, epilogue, prepared);
+  }
   conv2d_gemm(c, x, w, bias, tail, *out[0], r, static_cast<const PreparedConvWeights*>(prepared));
 }
 

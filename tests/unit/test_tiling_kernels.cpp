@@ -9,6 +9,7 @@
 
 #include "graph/epilogue_attrs.h"
 #include "kernels/gemm.h"
+#include "ops/tile_conv_winograd.h"
 #include "tiling_test_util.h"
 
 namespace grove {
@@ -56,16 +57,24 @@ void expect_grid_independent(const Node& node, const std::vector<Tensor>& inputs
     }
 }
 
-void check(const Node& node, const std::vector<Tensor>& inputs, std::vector<std::vector<int64_t>> extra = {}) {
-  check_tiling(node, inputs, kTol);
+void check(const Node& node, const std::vector<Tensor>& inputs, std::vector<std::vector<int64_t>> extra = {},
+           double tol = kTol) {
+  check_tiling(node, inputs, tol);
   expect_grid_independent(node, inputs, std::move(extra));
 }
 
 // ---- Conv
 
+// Keeps 3x3 stride-1 convs on the im2col GEMM for one test (they take Winograd otherwise).
+struct WinogradOff {
+  WinogradOff() { tiling::set_winograd_enabled(false); }
+  ~WinogradOff() { tiling::set_winograd_enabled(true); }
+};
+
 TEST(TilingKernels, ConvKPastOneKBlockAndPixelsPastOneChunk) {
   // K = 60 * 3 * 3 = 540 > kc (512); 17 x 19 = 323 pixels > one packed chunk; 20 output
   // channels = a 14-row register tile and a 6-row remainder.
+  WinogradOff im2col;
   check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}),
         {random_f32({1, 60, 17, 19}, 1), random_f32({20, 60, 3, 3}, 2), random_f32({20}, 3)});
 }
@@ -78,6 +87,28 @@ TEST(TilingKernels, ConvFewPixelsRunTransposedWithTheSameBits) {
   check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}),
         {random_f32({2, 60, 7, 7}, 25), random_f32({64, 60, 3, 3}, 26), random_f32({64}, 27)},
         {{0, 0, 4, 0}, {1, 32, 1, 0}, {0, 32, 0, 0}, {0, 30, 4, 0}});
+}
+
+// Winograd F(4x4, 3x3): rows cut at multiples of 4; grids that cut anywhere (the extra ones)
+// still give the bits of one whole tile, because blocks sit on a grid anchored at row 0;
+// inputs outside `needs` are poisoned, so the whole patches of edge blocks must be named.
+// Winograd's rounding differs from the direct sum: 1e-4 (the kernel tester bounds it more
+// tightly against the layer's largest output).
+TEST(TilingKernels, ConvWinograd) {
+  const Node node = NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1});
+  const std::vector<Tensor> inputs = {random_f32({2, 20, 13, 11}, 40), random_f32({18, 20, 3, 3}, 41), random_f32({18}, 42)};
+  // A region off the 4-row grid (output row 5) reads the patch of its block (rows 4..7): input rows 3..8.
+  EXPECT_EQ(tiletest::needs_of(node, inputs, {{0, 1}, {0, 18}, {5, 6}, {0, 11}})[0][2], (Range{3, 9}));
+  const std::vector<std::pair<Node, std::vector<Tensor>>> cases = {
+      {node, inputs},
+      {NodeBuilder("Conv", 11, 2), {random_f32({1, 17, 18, 14}, 43), random_f32({33, 17, 3, 3}, 44)}},
+      {NodeBuilder("Conv", 11, 3).ints("pads", {0, 1, 1, 0}),
+       {random_f32({1, 8, 17, 12}, 45), random_f32({16, 8, 3, 3}, 46), random_f32({16}, 47)}},
+  };
+  for (const auto& [n, in] : cases) {
+    EXPECT_EQ(cuttable_of(n, in)[2], tiling::kWinogradRows);  // the Winograd path
+    check(n, in, {{1, 5, 1, 0}, {0, 7, 3, 0}, {0, 0, 5, 0}, {0, 0, 2, 0}}, 1e-4);
+  }
 }
 
 TEST(TilingKernels, ConvGroupsStrideTwoDilationTwo) {

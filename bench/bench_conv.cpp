@@ -1,0 +1,217 @@
+// Single-thread convolution throughput, grove's Conv tile rule against a oneDNN convolution
+// primitive, for every distinct conv shape of ResNet-50 and VGG-16 at batch 1.
+//
+//   build-x/bench/grove_bench_conv                 (about 2 minutes; prints a markdown table)
+//
+// grove: the Conv TileRule exactly as the planner uses it (prepare once = weights packed or
+// Winograd-transformed, then run_tile over the whole output), NCHW in and out, so the path is
+// the one tile_conv.cpp chooses (Winograd F(4x4,3x3), im2col GEMM, 1x1 GEMM). For 3x3
+// stride-1 shapes the im2col path is also timed (Winograd switched off) for the ratio.
+// oneDNN: forward_inference, convolution_auto, every memory format `any` (its blocked
+// layouts); weights reordered once outside the timing, and the activations are created in
+// the layout oneDNN chose, outside the timing: as inside a network, where each library keeps
+// its own activation layout (grove NCHW, oneDNN nChw16c), neither side pays a reorder.
+// FLOPs are direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) for both, so Winograd's saving shows
+// as a higher effective GFLOP/s. GFLOP/s from CPU time; median of the repetitions.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdio>
+#include <dnnl.hpp>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_table.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "ops/evaluate.h"
+#include "ops/tile_conv_winograd.h"
+#include "ops/tiling.h"
+
+namespace {
+
+using namespace grove;
+
+struct ConvShape {
+  const char* model;
+  int64_t cin, cout, size, kernel, stride, pad;  // square input plane of `size`
+  int64_t out() const { return (size + 2 * pad - kernel) / stride + 1; }
+  double flops() const { return 2.0 * double(cout) * out() * out() * double(cin) * kernel * kernel; }
+  std::string text() const {
+    return std::to_string(cin) + "->" + std::to_string(cout) + " " + std::to_string(kernel) + "x" +
+           std::to_string(kernel) + " s" + std::to_string(stride) + " " + std::to_string(size) + "x" +
+           std::to_string(size);
+  }
+};
+
+// Every distinct conv of torchvision's ResNet-50 (stride on the 3x3) and VGG-16, 224 x 224 input.
+const std::vector<ConvShape> kShapes = {
+    {"ResNet-50", 3, 64, 224, 7, 2, 3},     {"ResNet-50", 64, 64, 56, 1, 1, 0},     {"ResNet-50", 64, 64, 56, 3, 1, 1},
+    {"ResNet-50", 64, 256, 56, 1, 1, 0},    {"ResNet-50", 256, 64, 56, 1, 1, 0},    {"ResNet-50", 256, 128, 56, 1, 1, 0},
+    {"ResNet-50", 128, 128, 56, 3, 2, 1},   {"ResNet-50", 128, 512, 28, 1, 1, 0},   {"ResNet-50", 256, 512, 56, 1, 2, 0},
+    {"ResNet-50", 512, 128, 28, 1, 1, 0},   {"ResNet-50", 128, 128, 28, 3, 1, 1},   {"ResNet-50", 512, 256, 28, 1, 1, 0},
+    {"ResNet-50", 256, 256, 28, 3, 2, 1},   {"ResNet-50", 256, 1024, 14, 1, 1, 0},  {"ResNet-50", 512, 1024, 28, 1, 2, 0},
+    {"ResNet-50", 1024, 256, 14, 1, 1, 0},  {"ResNet-50", 256, 256, 14, 3, 1, 1},   {"ResNet-50", 1024, 512, 14, 1, 1, 0},
+    {"ResNet-50", 512, 512, 14, 3, 2, 1},   {"ResNet-50", 512, 2048, 7, 1, 1, 0},   {"ResNet-50", 1024, 2048, 14, 1, 2, 0},
+    {"ResNet-50", 2048, 512, 7, 1, 1, 0},   {"ResNet-50", 512, 512, 7, 3, 1, 1},    {"VGG-16", 3, 64, 224, 3, 1, 1},
+    {"VGG-16", 64, 64, 224, 3, 1, 1},       {"VGG-16", 64, 128, 112, 3, 1, 1},      {"VGG-16", 128, 128, 112, 3, 1, 1},
+    {"VGG-16", 128, 256, 56, 3, 1, 1},      {"VGG-16", 256, 256, 56, 3, 1, 1},      {"VGG-16", 256, 512, 28, 3, 1, 1},
+    {"VGG-16", 512, 512, 28, 3, 1, 1},      {"VGG-16", 512, 512, 14, 3, 1, 1},
+};
+
+Tensor random_tensor(Shape shape, unsigned seed) {
+  Tensor t(DType::f32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : t.span<float>()) v = dist(rng);
+  return t;
+}
+
+Attribute ints_attr(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+bool winograd_shape(const ConvShape& s) { return s.kernel == 3 && s.stride == 1; }
+
+// The path tile_conv.cpp takes for this shape.
+const char* path_of(const ConvShape& s, bool winograd_allowed) {
+  if (s.kernel == 1) return "gemm 1x1";
+  const size_t k = size_t(s.kernel), st = size_t(s.stride), out = size_t(s.out());
+  const kernels::Conv2dShape shape = {.channels = size_t(s.cin), .in_h = size_t(s.size), .in_w = size_t(s.size),
+                                      .out_h = out, .out_w = out, .kernel_h = k, .kernel_w = k, .stride_h = st,
+                                      .stride_w = st, .pad_top = size_t(s.pad), .pad_left = size_t(s.pad)};
+  return winograd_allowed && tiling::winograd_applies(shape, 1, s.cout) ? "winograd" : "im2col";
+}
+
+void set_flops(benchmark::State& state, const ConvShape& s) {
+  state.counters["GFLOP/s"] = benchmark::Counter(s.flops() * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// grove's Conv tile rule on the whole output, with `winograd` allowed or not.
+void run_grove(benchmark::State& state, const ConvShape& s, bool winograd) {
+  tiling::set_winograd_enabled(winograd);
+  Node node;
+  node.name = "conv";
+  node.op_type = "Conv";
+  node.opset = 11;
+  node.inputs = {"x", "w", "b"};
+  node.outputs = {"y"};
+  node.attrs["strides"] = ints_attr({s.stride, s.stride});
+  node.attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
+  node.attrs["kernel_shape"] = ints_attr({s.kernel, s.kernel});
+  const Tensor x = random_tensor({1, s.cin, s.size, s.size}, 1);
+  const Tensor w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2);
+  const Tensor b = random_tensor({s.cout}, 3);
+  const std::vector<ValueInfo> infos = {{DType::f32, x.shape(), nullptr, true},
+                                        {DType::f32, w.shape(), &w, true},
+                                        {DType::f32, b.shape(), &b, true}};
+  const std::vector<ValueInfo> out_infos = infer_node(node, infos);
+  Tensor y(DType::f32, out_infos[0].shape);
+  const TileRule* rule = find_tile_rule(node);
+  const std::vector<const Tensor*> in = {&x, &w, &b};
+  const std::vector<const Tensor*> constants = {nullptr, &w, &b};
+  const std::shared_ptr<const void> prepared = rule->prepare(node, infos, constants);
+  Region region;
+  for (int64_t d : y.shape()) region.push_back({0, d});
+  std::vector<Tensor*> out = {&y};
+  for (auto _ : state) {
+    rule->run_tile(node, in, out, region, prepared.get());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, s);
+  state.SetLabel(path_of(s, winograd));
+  tiling::set_winograd_enabled(true);
+}
+
+void run_dnnl(benchmark::State& state, const ConvShape& s) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  engine eng(engine::kind::cpu, 0);
+  stream strm(eng);
+  const memory::dims src_dims = {1, s.cin, s.size, s.size}, wei_dims = {s.cout, s.cin, s.kernel, s.kernel},
+                     bias_dims = {s.cout}, dst_dims = {1, s.cout, s.out(), s.out()};
+  const memory::dims strides = {s.stride, s.stride}, pads = {s.pad, s.pad};
+  const convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_auto,
+                                       memory::desc(src_dims, dt::f32, tag::any), memory::desc(wei_dims, dt::f32, tag::any),
+                                       memory::desc(bias_dims, dt::f32, tag::any), memory::desc(dst_dims, dt::f32, tag::any),
+                                       strides, pads, pads);
+  const convolution_forward::primitive_desc pd(desc, eng);
+  Tensor x = random_tensor({1, s.cin, s.size, s.size}, 1), w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2),
+         b = random_tensor({s.cout}, 3);
+  memory user_src({src_dims, dt::f32, tag::nchw}, eng, x.data<float>());
+  memory user_wei({wei_dims, dt::f32, tag::oihw}, eng, w.data<float>());
+  memory bias({bias_dims, dt::f32, tag::x}, eng, b.data<float>());
+  memory src(pd.src_desc(), eng), wei(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
+  reorder(user_src, src).execute(strm, user_src, src);
+  reorder(user_wei, wei).execute(strm, user_wei, wei);
+  strm.wait();
+  convolution_forward conv(pd);
+  const std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}};
+  for (auto _ : state) {
+    conv.execute(strm, args);
+    strm.wait();
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, s);
+  state.SetLabel(pd.impl_info_str());
+}
+
+// grove and oneDNN alternate shape by shape, so both see the same machine load.
+void register_shapes() {
+  for (size_t i = 0; i < kShapes.size(); ++i) {
+    const ConvShape& s = kShapes[i];
+    auto reg = [&](const std::string& name, auto fn) {
+      benchmark::RegisterBenchmark(name.c_str(), fn)->Arg(int64_t(i))->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(3)
+          ->ReportAggregatesOnly(true);
+    };
+    reg("grove", [s](benchmark::State& st) { run_grove(st, s, true); });
+    if (winograd_shape(s)) reg("grove_im2col", [s](benchmark::State& st) { run_grove(st, s, false); });
+    reg("onednn", [s](benchmark::State& st) { run_dnnl(st, s); });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_shapes();
+  grove::bench::TableReporter reporter;
+  if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
+
+  std::printf("\nGFLOP/s = direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) / CPU time, batch 1, one thread; median.\n\n");
+  std::printf("| model | conv (Cin->Cout k s input) | grove path | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | im2col GFLOP/s | Winograd/im2col |\n");
+  std::printf("|---|---|---|---:|---:|---:|---:|---:|\n");
+  double log_sum = 0.0;
+  std::map<std::string, std::pair<double, int>> per_model;
+  int count = 0;
+  for (size_t i = 0; i < kShapes.size(); ++i) {
+    const std::string key = std::to_string(i);
+    if (!reporter.gflops.count(key)) continue;
+    std::map<std::string, double>& row = reporter.gflops[key];
+    const ConvShape& s = kShapes[i];
+    const double grove = row["grove"], dnnl = row["onednn"], ratio = dnnl > 0 ? grove / dnnl : 0.0;
+    std::string im2col = "", speedup = "";
+    if (row.count("grove_im2col") && reporter.labels[key]["grove"] == "winograd") {
+      im2col = std::to_string(row["grove_im2col"]).substr(0, 5);
+      char text[32];
+      std::snprintf(text, sizeof text, "%.2f", grove / row["grove_im2col"]);
+      speedup = text;
+    }
+    std::printf("| %s | %s | %s | %.1f | %.1f | %.2f | %s | %s |\n", s.model, s.text().c_str(),
+                reporter.labels[key]["grove"].c_str(), grove, dnnl, ratio, im2col.c_str(), speedup.c_str());
+    if (ratio > 0) {
+      log_sum += std::log(ratio), ++count;
+      per_model[s.model].first += std::log(ratio), ++per_model[s.model].second;
+    }
+  }
+  for (auto& [model, acc] : per_model)
+    std::printf("\nGeometric mean grove/oneDNN, %s: %.2f", model.c_str(), std::exp(acc.first / acc.second));
+  if (count) std::printf("\nGeometric mean grove/oneDNN, all %d shapes: %.2f\n", count, std::exp(log_sum / count));
+  return 0;
+}

@@ -1,0 +1,69 @@
+#include "ops/tile_conv_winograd.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/winograd_f4x3.h"
+
+namespace grove::tiling {
+
+namespace {
+
+std::atomic<bool>& winograd_enabled() {
+  static std::atomic<bool> enabled = [] {
+    const char* v = std::getenv("GROVE_CONV");
+    return !(v && std::strcmp(v, "gemm") == 0);
+  }();
+  return enabled;
+}
+
+// Measured (docs/kernels.md, "Winograd"): 8 -> 8 channels at 56 x 56 is still 1.6x faster
+// than im2col; a batch-1 plane gives ceil(Ho/4) x (ceil(Wo/4) + 1) GEMM columns, and below 16
+// of them (12 x 12: 1.1x, 8 x 8 and 7 x 7: 0.4-0.6x) the panels are too empty to pay off.
+constexpr size_t kMinChannels = 8;
+constexpr size_t kMinGemmColumns = 16;
+
+}  // namespace
+
+void set_winograd_enabled(bool enabled) { winograd_enabled().store(enabled); }
+
+bool winograd_applies(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
+  return winograd_enabled().load(std::memory_order_relaxed) && group == 1 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 &&
+         s.stride_w == 1 && s.dilation_h == 1 && s.dilation_w == 1 && s.channels >= kMinChannels &&
+         size_t(out_channels) >= kMinChannels && (s.out_h + 3) / 4 * ((s.out_w + 3) / 4 + 1) >= kMinGemmColumns;
+}
+
+std::shared_ptr<const void> winograd_prepare(const Tensor& w) {
+  auto packed = std::make_shared<kernels::WinogradF4x3Weights>();
+  kernels::winograd_f4x3_pack_weights(*packed, w.data<float>(), size_t(w.shape()[0]), size_t(w.shape()[1]));
+  return packed;
+}
+
+void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
+                        const Region& r, const kernels::Epilogue& epilogue, const void* prepared) {
+  thread_local kernels::WinogradF4x3Scratch scratch;
+  thread_local kernels::WinogradF4x3Weights unprepared;
+  const auto* weights = static_cast<const kernels::WinogradF4x3Weights*>(prepared);
+  if (!weights) {
+    kernels::winograd_f4x3_pack_weights(unprepared, w.data<float>(), size_t(w.shape()[0]), size_t(w.shape()[1]));
+    weights = &unprepared;
+  }
+  const size_t cin = size_t(x.shape()[1]), cout = size_t(y.shape()[1]);
+  const size_t in_plane = shape.in_h * shape.in_w, out_plane = shape.out_h * shape.out_w;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+    kernels::WinogradF4x3Call call;
+    call.x = x.data<float>() + size_t(n) * cin * in_plane;
+    call.y = y.data<float>() + size_t(n) * cout * out_plane;
+    call.oc_begin = size_t(r[1].begin);
+    call.oc_end = size_t(r[1].end);
+    call.row_begin = size_t(r[2].begin);
+    call.row_end = size_t(r[2].end);
+    call.shape = shape;
+    call.epilogue = epilogue;
+    if (epilogue.residual) call.epilogue.residual = epilogue.residual + size_t(n) * cout * out_plane;
+    kernels::winograd_f4x3_conv(call, *weights, scratch);
+  }
+}
+
+}  // namespace grove::tiling

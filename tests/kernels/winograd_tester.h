@@ -1,0 +1,53 @@
+#pragma once
+// XNNPACK-style tester for the Winograd F(4x4, 3x3) convolution: set up one case with the
+// builder methods; test() transforms the weights for the chosen ISA, runs one call over a
+// window of output rows and channels, and compares every element with a direct convolution
+// in double precision. Elements outside the window must keep their sentinel value.
+//
+// Error bound: |got - expected| <= 1e-4 * scale, where scale is the largest |pre-activation
+// output| of the whole layer (conv + bias + residual). Winograd's error is not proportional
+// to each element's own sum of |terms|: the transforms mix the 36 inputs of a patch with
+// weights up to 8 and the products of one output position are spread over several, so
+// it is bounded relative to the magnitude of the layer's outputs, not of each output.
+#include <cstddef>
+
+#include "kernels/epilogue.h"
+#include "kernels/isa.h"
+
+namespace grove::kernels::testing {
+
+class WinogradTester {
+ public:
+  WinogradTester& isa(Isa v) { isa_ = v; return *this; }
+  WinogradTester& cin(size_t v) { cin_ = v; return *this; }
+  WinogradTester& cout(size_t v) { cout_ = v; return *this; }
+  WinogradTester& height(size_t v) { in_h_ = v; return *this; }
+  WinogradTester& width(size_t v) { in_w_ = v; return *this; }
+  // pads: top, left, bottom, right
+  WinogradTester& pads(size_t t, size_t l, size_t b, size_t r) { pt_ = t, pl_ = l, pb_ = b, pr_ = r; return *this; }
+  WinogradTester& pad(size_t p) { return pads(p, p, p, p); }
+  // The call covers output rows [first, last) and channels [first, last); default: all.
+  WinogradTester& rows(size_t first, size_t last) { row0_ = first, row1_ = last; return *this; }
+  WinogradTester& channels(size_t first, size_t last) { oc0_ = first, oc1_ = last; return *this; }
+  WinogradTester& bias(bool v) { bias_ = v; return *this; }
+  WinogradTester& residual(bool v) { residual_ = v; return *this; }
+  WinogradTester& activation(Activation kind, float alpha = 0.0f, float beta = 0.0f) {
+    activation_ = {kind, alpha, beta};
+    return *this;
+  }
+  WinogradTester& seed(unsigned v) { seed_ = v; return *this; }
+
+  // Runs the case with gtest assertions; returns the largest error / scale seen.
+  double test() const;
+
+ private:
+  Isa isa_ = Isa::scalar;
+  size_t cin_ = 16, cout_ = 16, in_h_ = 8, in_w_ = 8;
+  size_t pt_ = 1, pl_ = 1, pb_ = 1, pr_ = 1;
+  size_t row0_ = 0, row1_ = size_t(-1), oc0_ = 0, oc1_ = size_t(-1);
+  bool bias_ = false, residual_ = false;
+  ActivationParams activation_;
+  unsigned seed_ = 1;
+};
+
+}  // namespace grove::kernels::testing
