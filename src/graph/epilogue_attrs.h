@@ -6,6 +6,7 @@
 //   grove_activation  "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish",
 //                     "gelu_erf", "gelu_tanh" (absent: none); grove_alpha / grove_beta its parameters
 //   grove_fused       what was fused, for people: "Add+Relu" makes the op read "Conv+Add+Relu"
+//   grove_fused_flops what the fused nodes counted in graph_flops (so fusion keeps a model's FLOPs)
 // The node keeps its op type, so every consumer of op types (tile rules, FLOP counts,
 // importers' checks) keeps working, and a node without these attributes is plain ONNX.
 // Names starting with "grove_" are reserved: the importer refuses them in a model.
@@ -21,6 +22,7 @@ inline constexpr const char* kAttrActivation = "grove_activation";
 inline constexpr const char* kAttrAlpha = "grove_alpha";
 inline constexpr const char* kAttrBeta = "grove_beta";
 inline constexpr const char* kAttrFused = "grove_fused";
+inline constexpr const char* kAttrFusedFlops = "grove_fused_flops";
 
 inline bool has_fused_epilogue(const Node& node) { return node.has_attr(kAttrFused); }
 

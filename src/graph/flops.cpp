@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "graph/epilogue_attrs.h"
 #include "ops/op.h"
 
 namespace grove {
@@ -57,12 +58,14 @@ int64_t node_flops(const Graph& g, const Node& n) {
   if (!out) return 0;
   const std::string& op = n.op_type;
 
-  if (op == "Conv" && w && !w->empty()) return 2 * numel(*out) * product(*w, 1);
+  // A fused epilogue counts what its fused nodes counted, so fusion never changes a model's FLOPs.
+  const int64_t epilogue = n.attr_int(kAttrFusedFlops, 0);
+  if (op == "Conv" && w && !w->empty()) return 2 * numel(*out) * product(*w, 1) + epilogue;
   if (op == "ConvTranspose" && w && x && !w->empty()) return 2 * numel(*x) * product(*w, 1);
-  if (op == "MatMul" && x && !x->empty()) return 2 * numel(*out) * x->back();
+  if (op == "MatMul" && x && !x->empty()) return 2 * numel(*out) * x->back() + epilogue;
   if (op == "Gemm" && x && x->size() == 2) {
     int64_t k = n.attr_int("transA", 0) ? (*x)[0] : (*x)[1];
-    return 2 * numel(*out) * k;
+    return 2 * numel(*out) * k + epilogue;
   }
   if (op == "MaxPool" || op == "AveragePool" || op == "LpPool") {
     int64_t window = 1;

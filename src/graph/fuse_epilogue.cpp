@@ -18,6 +18,7 @@
 #include <set>
 
 #include "graph/epilogue_attrs.h"
+#include "graph/flops.h"
 #include "graph/passes.h"
 
 namespace grove {
@@ -301,6 +302,9 @@ class EpilogueFuser {
     Attribute& label = fused.attrs[kAttrFused];
     label.kind = Attribute::Kind::s;
     label.s = f.label;
+    Attribute& flops = fused.attrs[kAttrFusedFlops];
+    flops.kind = Attribute::Kind::i;
+    for (size_t n : f.nodes) flops.i += node_flops(g_, g_.nodes[n]);
     fused.outputs[0] = v;
     size_t last = i;
     for (size_t n : f.nodes) {
