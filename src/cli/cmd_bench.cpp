@@ -92,6 +92,11 @@ int run_bench(const BenchOptions& o) {
     if (tty) std::fprintf(stderr, "\r  run %d/%d (%.1f s)", i + 1, o.runs, elapsed);
   }
   if (tty) std::fprintf(stderr, "\r%40s\r", "");
+  if (!o.trace_path.empty()) {  // warm, like the timed runs, but not one of them: tracing costs a little
+    engine.start_trace();
+    for (auto& x : series) x.session->run(inputs);
+    write_trace(engine, o.trace_path, o.json ? stderr : stdout);  // --json keeps stdout one JSON object
+  }
 
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"threads\": %d, \"gflop\": %.6f, \"load_plan_ms\": %.3f, \"peak_rss_mb\": %.1f, "

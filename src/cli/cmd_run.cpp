@@ -123,12 +123,16 @@ std::string executor_words(const RunOptions& o, int threads) {
   return strf("tile runtime, %s schedule, %d thread%s", o.schedule.c_str(), threads, threads == 1 ? "" : "s");
 }
 
-void write_trace(Engine& engine, const std::string& path) {
+}  // namespace
+
+void write_trace(Engine& engine, const std::string& path, std::FILE* say) {
   std::ofstream f(path);
   if (!f) throw Error(path + ": cannot write the trace file");
   f << engine.stop_trace_json();
-  std::printf("trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());
+  std::fprintf(say, "trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());
 }
+
+namespace {
 
 int run_single(const RunOptions& o, LoadedModel m) {
   auto t0 = Clock::now();

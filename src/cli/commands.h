@@ -2,10 +2,12 @@
 // The `grove` subcommands. Each returns the process exit code and throws grove::Error for
 // bad input; main() turns that into "grove: error: <message>" and exit code 1.
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "graph/bind.h"
+#include "runtime/engine.h"
 
 namespace grove::cli {
 
@@ -51,7 +53,11 @@ struct BenchOptions {
   int tiles_per_op = 0;
   bool json = false;
   uint64_t seed = 0;
+  std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
 };
+
+// Stops the engine's trace, writes it to `path` and says where it went on `say`.
+void write_trace(Engine& engine, const std::string& path, std::FILE* say = stdout);
 
 int run_info(const InfoOptions& options);
 int run_bench(const BenchOptions& options);

@@ -180,6 +180,9 @@ Examples:
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   bench->add_flag("--json", bench_options.json, "Print one JSON object instead of the table");
   bench->add_option("--seed", bench_options.seed, "Seed for the random inputs")->capture_default_str();
+  bench->add_option("--trace", bench_options.trace_path,
+                    "After the timed runs, one more warm run per schedule traced to this .json file (Chrome/Perfetto)")
+      ->type_name("FILE");
 
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 

@@ -45,8 +45,21 @@ MatMulDims matmul_dims(const Node& node, const Shape& a, const Shape& b) {
   return d;
 }
 
+// Weight-stationary cut (tile_util.h): with a constant 2-D B bigger than A, rows (M) are not
+// cut, and columns are cut on whole packed panels so each tile streams only its own slice of
+// the prepared B.
+std::vector<int64_t> weight_aware_cuttable(const ValueInfo& a, const ValueInfo& b, const Shape& out) {
+  std::vector<int64_t> blocks = all_cuttable(out);
+  if (!b.data || b.shape.size() != 2 || a.shape.size() < 2 || out.size() < 2) return blocks;
+  if (!cut_weights_first(numel(b.shape), numel(a.shape))) return blocks;
+  blocks[out.size() - 2] = 0;
+  blocks[out.size() - 1] = static_cast<int64_t>(kernels::gemm_blocking(kernels::active_isa()).nr);
+  return blocks;
+}
+
 std::vector<int64_t> matmul_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
-  return all_f32(in) ? all_cuttable(out[0].shape) : none_cuttable(out[0].shape);
+  if (!all_f32(in)) return none_cuttable(out[0].shape);
+  return weight_aware_cuttable(in[0], in[1], out[0].shape);
 }
 
 // The output region split into batch, row and column ranges.
@@ -272,7 +285,8 @@ void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 }
 
 std::vector<int64_t> gemm_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
-  return all_f32(in) ? all_cuttable(out[0].shape) : none_cuttable(out[0].shape);
+  if (!all_f32(in)) return none_cuttable(out[0].shape);
+  return weight_aware_cuttable(in[0], in[1], out[0].shape);
 }
 
 }  // namespace

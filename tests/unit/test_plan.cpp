@@ -201,13 +201,14 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   o.rule_lookup = test_rule;
   o.threads = 2;
   auto plan = make_plan(model.graph(), o);
-  EXPECT_EQ(plan->tiles.tile_count[0], 8);  // 4 per thread
-  EXPECT_EQ(plan->tile_extent[0], (Shape{1, 32, 256}));
+  EXPECT_EQ(plan->tiles.tile_count[0], 2 * kAutoTilesPerThread);
+  EXPECT_EQ(plan->tile_extent[0], (Shape{1, 256 / (2 * kAutoTilesPerThread), 256}));
   EXPECT_EQ(plan->tiles.tile_count[1], 1);
   // 65536 FLOPs alone would be one tile, but it follows the MatMul's grid: one parent each.
-  EXPECT_EQ(plan->tiles.tile_count[2], 8);
-  for (int32_t t = plan->tiles.first_tile[2]; t < plan->tiles.first_tile[2] + 8; ++t) EXPECT_EQ(plan->tiles.n_parents[t], 1);
-  o.threads = 64;  // 256 wanted, but no tile under 1 MFLOP: 32
+  EXPECT_EQ(plan->tiles.tile_count[2], 2 * kAutoTilesPerThread);
+  for (int32_t t = plan->tiles.first_tile[2]; t < plan->tiles.first_tile[2] + 2 * kAutoTilesPerThread; ++t)
+    EXPECT_EQ(plan->tiles.n_parents[t], 1);
+  o.threads = 64;  // 128 wanted, but no tile under 1 MFLOP: 32
   EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 32);
   o.min_tile_flops = 16 << 20;
   EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 2);

@@ -92,18 +92,19 @@ TEST(TilingKernels, ConvFewPixelsRunTransposedWithTheSameBits) {
 // Winograd F(4x4, 3x3): rows cut at multiples of 4; grids that cut anywhere (the extra ones)
 // still give the bits of one whole tile, because blocks sit on a grid anchored at row 0;
 // inputs outside `needs` are poisoned, so the whole patches of edge blocks must be named.
+// Planes big enough for the Winograd rule (at least 128 GEMM columns, tile_conv_winograd.cpp).
 // Winograd's rounding differs from the direct sum: 1e-4 (the kernel tester bounds it more
 // tightly against the layer's largest output).
 TEST(TilingKernels, ConvWinograd) {
   const Node node = NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1});
-  const std::vector<Tensor> inputs = {random_f32({2, 20, 13, 11}, 40), random_f32({18, 20, 3, 3}, 41), random_f32({18}, 42)};
+  const std::vector<Tensor> inputs = {random_f32({2, 20, 45, 43}, 40), random_f32({18, 20, 3, 3}, 41), random_f32({18}, 42)};
   // A region off the 4-row grid (output row 5) reads the patch of its block (rows 4..7): input rows 3..8.
-  EXPECT_EQ(tiletest::needs_of(node, inputs, {{0, 1}, {0, 18}, {5, 6}, {0, 11}})[0][2], (Range{3, 9}));
+  EXPECT_EQ(tiletest::needs_of(node, inputs, {{0, 1}, {0, 18}, {5, 6}, {0, 43}})[0][2], (Range{3, 9}));
   const std::vector<std::pair<Node, std::vector<Tensor>>> cases = {
       {node, inputs},
-      {NodeBuilder("Conv", 11, 2), {random_f32({1, 17, 18, 14}, 43), random_f32({33, 17, 3, 3}, 44)}},
+      {NodeBuilder("Conv", 11, 2), {random_f32({1, 17, 50, 46}, 43), random_f32({33, 17, 3, 3}, 44)}},
       {NodeBuilder("Conv", 11, 3).ints("pads", {0, 1, 1, 0}),
-       {random_f32({1, 8, 17, 12}, 45), random_f32({16, 8, 3, 3}, 46), random_f32({16}, 47)}},
+       {random_f32({1, 8, 48, 47}, 45), random_f32({16, 8, 3, 3}, 46), random_f32({16}, 47)}},
   };
   for (const auto& [n, in] : cases) {
     EXPECT_EQ(cuttable_of(n, in)[2], tiling::kWinogradRows);  // the Winograd path
