@@ -100,9 +100,9 @@ int run_bench(const BenchOptions& o) {
 
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"threads\": %d, \"gflop\": %.6f, \"load_plan_ms\": %.3f, \"peak_rss_mb\": %.1f, "
-                "\"tiles\": %d, \"edges\": %lld, \"results\": [",
+                "\"tiles\": %d, \"edges\": %lld, \"packed_weight_bytes\": %lld, \"results\": [",
                 o.models[0].c_str(), engine.threads(), gflop, load_plan_s * 1e3, peak_rss_mb(), plan->tiles.size(),
-                static_cast<long long>(plan->tiles.edge_count()));
+                static_cast<long long>(plan->tiles.edge_count()), static_cast<long long>(plan->prepared_bytes));
     for (size_t k = 0; k < series.size(); ++k) {
       const auto& x = series[k];
       std::printf("%s{\"schedule\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
@@ -120,8 +120,8 @@ int run_bench(const BenchOptions& o) {
   }
   std::printf("model: %s  (%.3f GFLOPs, %d tiles, %lld edges)\n", o.models[0].c_str(), gflop, plan->tiles.size(),
               static_cast<long long>(plan->tiles.edge_count()));
-  std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB\n", engine.threads(), milliseconds(load_plan_s).c_str(),
-              peak_rss_mb());
+  std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
+              milliseconds(load_plan_s).c_str(), peak_rss_mb(), static_cast<double>(plan->prepared_bytes) / 1e6);
   std::printf("%-8s %6s %10s %10s %10s %10s %10s %10s %9s %12s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB");
   for (const auto& x : series) {

@@ -79,8 +79,9 @@ int run_plan(const PlanCliOptions& o) {
   double cp = static_cast<double>(p.critical_path_flops), total = static_cast<double>(p.total_flops);
   std::printf("critical path: %.4f GFLOPs of %.4f GFLOPs total (average parallelism %.1f)\n", cp * 1e-9, total * 1e-9,
               cp > 0 ? total / cp : 1.0);
-  std::printf("plan time: %s   TileGraph: %.2f MB\n", milliseconds(seconds).c_str(),
-              static_cast<double>(tile_graph_bytes(tg)) / (1024.0 * 1024.0));
+  std::printf("plan time: %s   TileGraph: %.2f MiB   packed weights: %.2f MiB\n", milliseconds(seconds).c_str(),
+              static_cast<double>(tile_graph_bytes(tg)) / (1024.0 * 1024.0),
+              static_cast<double>(p.prepared_bytes) / (1024.0 * 1024.0));
   if (!o.save_path.empty()) {
     save_tile_graph(o.save_path, p);
     std::printf("saved %s: %s tiles, %s edges\n", o.save_path.c_str(), with_commas(tg.size() - barriers).c_str(),

@@ -171,6 +171,14 @@ std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const Value
   return prepared;
 }
 
+int64_t conv_prepared_bytes(const Node& node, std::span<const ValueInfo> in, const void* prepared) {
+  if (uses_winograd(conv_dims(node, in[0].shape, in[1].shape))) return winograd_prepared_bytes(prepared);
+  int64_t bytes = 0;
+  for (const auto& a : static_cast<const PreparedConvWeights*>(prepared)->groups) bytes += int64_t(a.bytes());
+  for (const auto& b : static_cast<const PreparedConvWeights*>(prepared)->groups_t) bytes += int64_t(b.bytes());
+  return bytes;
+}
+
 void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail, Tensor& y,
                  const Region& r, const PreparedConvWeights* prepared) {
   thread_local ConvWorkspace ws;
@@ -341,6 +349,8 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 
 }  // namespace
 
-void add_conv_rules(RuleTable& t) { t["Conv"] = {conv_cuttable, conv_needs, conv_run, conv_prepare}; }
+void add_conv_rules(RuleTable& t) {
+  t["Conv"] = {conv_cuttable, conv_needs, conv_run, conv_prepare, conv_prepared_bytes};
+}
 
 }  // namespace grove::tiling

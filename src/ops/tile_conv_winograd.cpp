@@ -45,6 +45,10 @@ std::shared_ptr<const void> winograd_prepare(const Tensor& w) {
   return packed;
 }
 
+int64_t winograd_prepared_bytes(const void* prepared) {
+  return int64_t(static_cast<const kernels::WinogradF4x3Weights*>(prepared)->bytes());
+}
+
 void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
                         const Region& r, const kernels::Epilogue& epilogue, const void* prepared) {
   thread_local kernels::WinogradF4x3Scratch scratch;

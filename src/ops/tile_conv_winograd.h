@@ -26,6 +26,9 @@ constexpr int64_t kWinogradRows = 4;
 // U = G g G^T of W [Cout][Cin][3][3], packed once.
 std::shared_ptr<const void> winograd_prepare(const Tensor& w);
 
+// Bytes of what winograd_prepare returned.
+int64_t winograd_prepared_bytes(const void* prepared);
+
 // Output region r (images, channels, rows, all columns) of y. `prepared` is what
 // winograd_prepare returned, or null (then the weights are transformed here, with the same
 // bits). `epilogue.row_bias` is indexed by output channel; `epilogue.residual` points at

@@ -114,6 +114,12 @@ std::shared_ptr<const void> matmul_prepare(const Node& node, std::span<const Val
   return prepared;
 }
 
+int64_t matmul_prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  int64_t bytes = 0;
+  for (const auto& b : static_cast<const PreparedMatMulB*>(prepared)->mats) bytes += int64_t(b.bytes());
+  return bytes;
+}
+
 // Per worker thread: B panels packed for the current tile, and the GEMM's packed-A block.
 struct GemmWorkspace {
   kernels::PackedB b;
@@ -226,6 +232,10 @@ std::shared_ptr<const void> gemm_prepare(const Node& node, std::span<const Value
       static_cast<size_t>(in[1].shape[1]), d.trans_b ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n));
 }
 
+int64_t gemm_prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  return int64_t(static_cast<const kernels::PackedB*>(prepared)->bytes());
+}
+
 void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
@@ -292,8 +302,8 @@ std::vector<int64_t> gemm_cuttable(const Node&, std::span<const ValueInfo> in, s
 }  // namespace
 
 void add_matmul_rules(RuleTable& t) {
-  t["MatMul"] = {matmul_cuttable, matmul_needs, matmul_run, matmul_prepare};
-  t["Gemm"] = {gemm_cuttable, gemm_needs, gemm_run, gemm_prepare};
+  t["MatMul"] = {matmul_cuttable, matmul_needs, matmul_run, matmul_prepare, matmul_prepared_bytes};
+  t["Gemm"] = {gemm_cuttable, gemm_needs, gemm_run, gemm_prepare, gemm_prepared_bytes};
 }
 
 }  // namespace grove::tiling

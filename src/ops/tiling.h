@@ -39,6 +39,9 @@ struct TileRule {
   // must give the same results with and without it (the tests compare both).
   std::shared_ptr<const void> (*prepare)(const Node& node, std::span<const ValueInfo> in,
                                          std::span<const Tensor* const> constants) = nullptr;
+
+  // Optional, with `prepare`: the bytes what it returned holds (packed weights), for reports.
+  int64_t (*prepared_bytes)(const Node& node, std::span<const ValueInfo> in, const void* prepared) = nullptr;
 };
 
 // nullptr when the op is computed as one whole tile by its reference implementation.

@@ -62,6 +62,7 @@ struct Plan {
   // Per node: what its rule's `prepare` returned (packed weights, ...), passed to every
   // run_tile of the node; null when the rule has no prepare step.
   std::vector<std::shared_ptr<const void>> prepared;
+  int64_t prepared_bytes = 0;       // what `prepared` holds in all (packed weights), for reports
   int64_t critical_path_flops = 0;  // max over tile paths of the summed tile FLOPs
   int64_t total_flops = 0;          // graph_flops of the graph
 };

@@ -187,6 +187,27 @@ TEST(Plan, OneTilePerOpAndOpsWithoutRules) {
       EXPECT_EQ(big->tiles.tile_count[n], 1) << big->graph.nodes[n].describe();
 }
 
+TEST(Plan, ReportsTheBytesOfPackedWeights) {
+  Model with_weights(load_onnx_bytes([&] {
+    OnnxBuilder m;
+    m.input("x", kF32, {1, 64, 256}).output("y", kF32, {1, 64, 200});
+    weight(m, "w", {256, 200}, 1);
+    m.node("MatMul", {"x", "w"}, {"y"}, "weights");
+    return m.bytes();
+  }(), "weights.onnx"));
+  Model without_weights(load_onnx_bytes([&] {
+    OnnxBuilder m;
+    m.input("x", kF32, {1, 64, 256}).input("v", kF32, {1, 256, 200}).output("y", kF32, {1, 64, 200});
+    m.node("MatMul", {"x", "v"}, {"y"}, "activations");
+    return m.bytes();
+  }(), "activations.onnx"));
+  PlanOptions o;
+  o.threads = 2;
+  // The packed panels hold every weight (columns rounded up to whole panels).
+  EXPECT_GE(make_plan(with_weights.graph(), o)->prepared_bytes, int64_t{256 * 200 * 4});
+  EXPECT_EQ(make_plan(without_weights.graph(), o)->prepared_bytes, 0);
+}
+
 TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   OnnxBuilder b;
   b.input("x", kF32, {1, 256, 256}).output("y", kF32, {1, 256, 256}).output("z", kF32, {1, 8, 8});
