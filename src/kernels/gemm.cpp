@@ -200,7 +200,8 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
   if (call.n0 + call.n > b.n) throw Error("gemm: columns past the end of packed B");
   if (need_a && !call.a && b.k > 0) throw Error("gemm: null A");
   if (!call.c) throw Error("gemm: null C");
-  if ((need_a && call.a_stride < (call.a_transposed ? call.m : b.k)) || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
+  const size_t a_row = call.a_transposed ? call.m : b.k;
+  if ((need_a && call.a_stride < a_row) || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
   if (call.epilogue.residual && call.epilogue.residual_stride < call.n)
     throw Error("gemm: residual row stride smaller than a row");
 }
@@ -272,7 +273,8 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) * std::min(std::max<size_t>(b.k, 1), kc_max));
   gemm_loops(call, b, config, mc_max, true, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
     if (call.a_transposed)
-      pack_a_block_transposed(call.a + pc * call.a_stride + ic, call.a_stride, mc, tiles, kc, mr, scratch.a_block.data());
+      pack_a_block_transposed(call.a + pc * call.a_stride + ic, call.a_stride, mc, tiles, kc, mr,
+                              scratch.a_block.data());
     else
       pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, tiles, kc, mr, scratch.a_block.data());
     return ABlock{scratch.a_block.data(), kc * mr};

@@ -242,8 +242,8 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
             call.epilogue.residual_stride = cols;
           }
           kernels::gemm(call, *w_t, ws.scratch);
-          transpose_block(ws.c_t.data(), cols, pixels, cols, ys + static_cast<size_t>(n * c.out_channels + oc0) * out_plane + qa,
-                          out_plane);
+          float* y_block = ys + static_cast<size_t>(n * c.out_channels + oc0) * out_plane + qa;
+          transpose_block(ws.c_t.data(), cols, pixels, cols, y_block, out_plane);
           continue;
         }
         kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
