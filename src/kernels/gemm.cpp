@@ -88,6 +88,21 @@ void pack_a_block(const float* a, size_t a_stride, size_t m, size_t tiles, size_
   }
 }
 
+// The same micro-panels from A stored transposed (k rows of m floats): each k step of a
+// tile is a run of consecutive floats, copied as it is.
+void pack_a_block_transposed(const float* a_t, size_t a_stride, size_t m, size_t tiles, size_t kc, size_t mr,
+                             float* out) {
+  for (size_t tile = 0; tile < tiles; ++tile) {
+    const size_t i0 = tile_row(m, tiles, tile);
+    const size_t rows = tile_row(m, tiles, tile + 1) - i0;
+    for (size_t p = 0; p < kc; ++p) {
+      std::copy_n(a_t + p * a_stride + i0, rows, out + p * mr);
+      std::fill(out + p * mr + rows, out + (p + 1) * mr, 0.0f);
+    }
+    out += kc * mr;
+  }
+}
+
 }  // namespace
 
 GemmBlocking gemm_blocking(Isa isa) { return config_for(isa).blocking; }
@@ -185,7 +200,8 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
   if (call.n0 + call.n > b.n) throw Error("gemm: columns past the end of packed B");
   if (need_a && !call.a && b.k > 0) throw Error("gemm: null A");
   if (!call.c) throw Error("gemm: null C");
-  if ((need_a && call.a_stride < b.k) || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
+  const size_t a_row = call.a_transposed ? call.m : b.k;
+  if ((need_a && call.a_stride < a_row) || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
   if (call.epilogue.residual && call.epilogue.residual_stride < call.n)
     throw Error("gemm: residual row stride smaller than a row");
 }
@@ -256,7 +272,11 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   const size_t mr = config.blocking.mr, kc_max = config.blocking.kc, mc_max = config.blocking.mc;
   scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) * std::min(std::max<size_t>(b.k, 1), kc_max));
   gemm_loops(call, b, config, mc_max, true, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
-    pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, tiles, kc, mr, scratch.a_block.data());
+    if (call.a_transposed)
+      pack_a_block_transposed(call.a + pc * call.a_stride + ic, call.a_stride, mc, tiles, kc, mr,
+                              scratch.a_block.data());
+    else
+      pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, tiles, kc, mr, scratch.a_block.data());
     return ABlock{scratch.a_block.data(), kc * mr};
   });
 }

@@ -76,8 +76,11 @@ struct GemmScratch {
 
 struct GemmCall {
   size_t m = 0;
-  const float* a = nullptr;  // m rows of b.k floats
+  const float* a = nullptr;  // m rows of b.k floats (a_by_k) or b.k rows of m floats (k_by_m)
   size_t a_stride = 0;
+  // A given transposed: a[p * a_stride + i] is A[i][p]. The packing then copies runs of
+  // rows, and a caller holding A^T (NCHW activations as the m side) skips a transpose.
+  bool a_transposed = false;
   size_t n0 = 0;  // first column of packed B to use; a multiple of b.nr
   size_t n = 0;   // columns to compute, n0 + n <= b.n
   float* c = nullptr;  // m rows of n floats

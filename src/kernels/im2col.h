@@ -24,8 +24,11 @@ struct Conv2dShape {
 // [q0, q0 + n) of input planes `x` (channels planes of in_h x in_w, contiguous).
 void pack_im2col(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, size_t n, Isa isa = active_isa());
 
-// The transpose of the same block as a plain row-major matrix: n rows (pixels q0 ..) of k
-// floats, for a GEMM that takes the pixels as A (few pixels, many output channels).
-void im2col_rows(float* out, const float* x, const Conv2dShape& s, size_t q0, size_t n);
+// True where im2col is the identity: 1x1, stride 1, no padding (B = the input planes).
+bool is_plain_1x1(const Conv2dShape& s);
+
+// The same block unpacked: k rows of n floats (row stride n), for a GEMM that takes the
+// pixels as the m side through GemmCall::a_transposed (few pixels, many output channels).
+void im2col_matrix(float* out, const float* x, const Conv2dShape& s, size_t q0, size_t n);
 
 }  // namespace grove::kernels

@@ -151,6 +151,18 @@ bool transposed_is_better(size_t pixels, size_t channels, size_t nr) {
   return pixels * 5 < pixel_lanes * 4 && channels * 5 >= channel_lanes * 4;
 }
 
+// dst[j][i] = src[i][j] for a rows x cols src. In blocks of 16 x 16 so that reads and
+// writes each touch 16 cache lines at a time rather than striding a whole column.
+void transpose_block(const float* src, size_t src_stride, size_t rows, size_t cols, float* dst, size_t dst_stride) {
+  constexpr size_t kBlock = 16;
+  for (size_t i0 = 0; i0 < rows; i0 += kBlock)
+    for (size_t j0 = 0; j0 < cols; j0 += kBlock) {
+      const size_t i1 = std::min(rows, i0 + kBlock), j1 = std::min(cols, j0 + kBlock);
+      for (size_t j = j0; j < j1; ++j)
+        for (size_t i = i0; i < i1; ++i) dst[j * dst_stride + i] = src[i * src_stride + j];
+    }
+}
+
 bool uses_gemm(const ConvDims& c) { return c.g.rank() == 2 && c.cin() > 1; }
 
 bool uses_winograd(const ConvDims& c) { return c.g.rank() == 2 && winograd_applies(conv2d_shape(c), c.group, c.out_channels); }
@@ -201,8 +213,16 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
         const size_t rel0 = static_cast<size_t>(oc0 - grp * c.cout()), rel1 = static_cast<size_t>(oc1 - grp * c.cout());
         if (transposed_is_better(pixels, rel1 - rel0, nr)) {
           const size_t cols = rel1 - rel0;
-          ws.rows.resize(pixels * k);
-          kernels::im2col_rows(ws.rows.data(), x_group, shape, qa, pixels);
+          // A = im2col^T, given to the GEMM as im2col itself (k rows of pixels): for a
+          // plain 1x1 that is the input planes, read in place.
+          const float* a_t = x_group + qa;
+          size_t a_stride = in_plane;
+          if (!kernels::is_plain_1x1(shape)) {
+            ws.rows.resize(k * pixels);
+            kernels::im2col_matrix(ws.rows.data(), x_group, shape, qa, pixels);
+            a_t = ws.rows.data();
+            a_stride = pixels;
+          }
           const kernels::PackedB* w_t = prepared ? &prepared->groups_t[static_cast<size_t>(grp)] : nullptr;
           size_t n0 = rel0;
           if (!w_t || rel0 % nr != 0) {
@@ -213,8 +233,9 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           ws.c_t.resize(pixels * cols);
           kernels::GemmCall call;
           call.m = pixels;
-          call.a = ws.rows.data();
-          call.a_stride = k;
+          call.a = a_t;
+          call.a_stride = a_stride;
+          call.a_transposed = true;
           call.n0 = n0;
           call.n = cols;
           call.c = ws.c_t.data();
@@ -223,18 +244,14 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           call.epilogue.activation = tail.activation;
           if (tail.residual) {  // the same adds in the same order as the direct form
             ws.residual_t.resize(pixels * cols);
-            for (size_t j = 0; j < cols; ++j) {
-              const float* res_row = tail.residual + (static_cast<size_t>(n * c.out_channels + oc0) + j) * out_plane + qa;
-              for (size_t q = 0; q < pixels; ++q) ws.residual_t[q * cols + j] = res_row[q];
-            }
+            transpose_block(tail.residual + (static_cast<size_t>(n * c.out_channels + oc0)) * out_plane + qa, out_plane,
+                            cols, pixels, ws.residual_t.data(), cols);
             call.epilogue.residual = ws.residual_t.data();
             call.epilogue.residual_stride = cols;
           }
           kernels::gemm(call, *w_t, ws.scratch);
-          for (size_t j = 0; j < cols; ++j) {
-            float* y_row = ys + (static_cast<size_t>(n * c.out_channels + oc0) + j) * out_plane + qa;
-            for (size_t q = 0; q < pixels; ++q) y_row[q] = ws.c_t[q * cols + j];
-          }
+          float* y_block = ys + static_cast<size_t>(n * c.out_channels + oc0) * out_plane + qa;
+          transpose_block(ws.c_t.data(), cols, pixels, cols, y_block, out_plane);
           continue;
         }
         kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);

@@ -43,6 +43,11 @@ void GemmTester::test() const {
   const size_t b_cols = n0 + n_ + 3;
   const std::vector<float> a = random_vector(std::max<size_t>(m_ * a_stride, 1));
   const std::vector<float> b = random_vector(std::max<size_t>(k_ * b_cols, 1));  // k x b_cols
+  // Transposed A: k rows of m floats (+ a_pad), holding the same values as `a`.
+  const size_t a_t_stride = m_ + a_pad_;
+  std::vector<float> a_t(std::max<size_t>(k_ * a_t_stride, 1), 0.0f);
+  for (size_t i = 0; i < m_; ++i)
+    for (size_t p = 0; p < k_; ++p) a_t[p * a_t_stride + i] = a[i * a_stride + p];
   std::vector<float> b_stored = b;
   if (transposed_b_)
     for (size_t p = 0; p < k_; ++p)
@@ -59,8 +64,9 @@ void GemmTester::test() const {
   std::vector<float> c = c_initial;
   GemmCall call;
   call.m = m_;
-  call.a = a.data();
-  call.a_stride = a_stride;
+  call.a = transposed_a_ ? a_t.data() : a.data();
+  call.a_stride = transposed_a_ ? a_t_stride : a_stride;
+  call.a_transposed = transposed_a_;
   call.n0 = n0;
   call.n = n_;
   call.c = c.data();
@@ -72,6 +78,16 @@ void GemmTester::test() const {
   call.epilogue.activation = activation_;
   GemmScratch scratch;
   gemm(call, packed, scratch);
+  if (transposed_a_) {  // the same sums in the same order as with A row-major: the same bits
+    std::vector<float> c_rows = c_initial;
+    GemmCall rows_call = call;
+    rows_call.a = a.data();
+    rows_call.a_stride = a_stride;
+    rows_call.a_transposed = false;
+    rows_call.c = c_rows.data();
+    gemm(rows_call, packed, scratch);
+    ASSERT_EQ(c, c_rows) << "transposed A changed the bits";
+  }
 
   size_t failures = 0;
   for (size_t i = 0; i < m_; ++i) {

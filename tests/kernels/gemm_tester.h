@@ -23,6 +23,8 @@ class GemmTester {
   // Packed B gets `panels_before` extra panels in front; the call starts at that column.
   GemmTester& panels_before(size_t v) { panels_before_ = v; return *this; }
   GemmTester& transposed_b(bool v) { transposed_b_ = v; return *this; }
+  // A stored as k rows of m (+ a_pad) floats, passed with GemmCall::a_transposed.
+  GemmTester& transposed_a(bool v) { transposed_a_ = v; return *this; }
   GemmTester& accumulate(bool v) { accumulate_ = v; return *this; }
   GemmTester& bias(bool v) { bias_ = v; return *this; }
   GemmTester& residual(bool v) { residual_ = v; return *this; }
@@ -44,7 +46,7 @@ class GemmTester {
   Isa isa_ = Isa::scalar;
   size_t m_ = 1, n_ = 1, k_ = 1;
   size_t a_pad_ = 0, c_pad_ = 0, residual_pad_ = 0, panels_before_ = 0;
-  bool transposed_b_ = false, accumulate_ = false, bias_ = false, residual_ = false;
+  bool transposed_a_ = false, transposed_b_ = false, accumulate_ = false, bias_ = false, residual_ = false;
   ActivationParams activation_;
   float range_ = 1.0f;
   unsigned seed_ = 1;

@@ -74,6 +74,15 @@ TEST_P(Gemm, TransposedWeights) {
   tester().m(blocking_.mr + 2).n(2 * blocking_.nr - 1).k(blocking_.kc + 9).transposed_b(true).test();
 }
 
+// A stored transposed (NCHW activations as the m side of the transposed conv form): every m
+// remainder, several k blocks, more than one m block, padded rows, bias and residual.
+TEST_P(Gemm, TransposedActivations) {
+  for (size_t m = 1; m <= 2 * blocking_.mr + 1; ++m) tester().m(m).n(blocking_.nr + 5).k(29).transposed_a(true).test();
+  tester().m(blocking_.mr + 3).n(2 * blocking_.nr + 1).k(2 * blocking_.kc + 5).a_pad(7).bias(true)
+      .transposed_a(true).test();
+  tester().m(blocking_.mc + blocking_.mr + 1).n(9).k(blocking_.kc + 1).residual(true).transposed_a(true).test();
+}
+
 TEST_P(Gemm, Accumulate) {
   tester().m(blocking_.mr).n(blocking_.nr).k(5).accumulate(true).test();
   tester().m(2 * blocking_.mr + 1).n(2 * blocking_.nr + 1).k(2 * blocking_.kc + 1).accumulate(true).c_pad(3).test();
