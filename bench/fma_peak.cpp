@@ -28,8 +28,10 @@ constexpr long kInner = 1 << 16;  // iterations between clock reads
   auto start = std::chrono::steady_clock::now();                                        \
   double elapsed = 0;                                                                   \
   while (elapsed < seconds) {                                                           \
-    for (long i = 0; i < kInner; ++i)                                                   \
-      for (int k = 0; k < 12; ++k) acc[k] = FMA(acc[k], a, b);                          \
+    for (long i = 0; i < kInner; ++i) {                                                 \
+      /* unrolled, so acc[] lives in registers: a loop over it spills to the stack */   \
+      _Pragma("GCC unroll 12") for (int k = 0; k < 12; ++k) acc[k] = FMA(acc[k], a, b); \
+    }                                                                                   \
     iterations += kInner;                                                               \
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); \
   }                                                                                     \
