@@ -156,8 +156,15 @@ def render(results, json_path):
     lines.append("## Where grove is behind\n")
     lines += behind or ["Nowhere in this run: grove is within 0.6x of the best peer everywhere."]
     if behind:
-        lines.append("\nWhy (per case, from `grove run --trace` and the kernel tables in "
-                     "docs/kernels.md): to be written with the full run.")
+        # The analysis is written by people (traces, kernel tables), so it lives in its own
+        # file beside the results and survives regenerating this page.
+        why = os.path.join(os.path.dirname(os.path.abspath(json_path)), "benchmarks-why.md")
+        if os.path.isfile(why):
+            with open(why) as f:
+                lines.append("\n" + f.read().strip())
+        else:
+            lines.append("\nWhy: not analysed yet (write `benchmarks-why.md` beside the results; "
+                         "`grove bench --trace` and docs/kernels.md are the tools).")
     lines.append(f"\nRaw results: `{os.path.basename(json_path)}`.\n")
     return "\n".join(lines)
 
