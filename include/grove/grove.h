@@ -16,6 +16,7 @@
 
 #include "graph/bind.h"
 #include "plan/plan.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/engine.h"
 #include "runtime/model.h"
 #include "runtime/reference_executor.h"
@@ -30,6 +31,10 @@ struct RunStats {
 struct SessionOptions {
   Schedule schedule = Schedule::aspen;
   int tiles_per_op = 0;  // 0: by rule
+  // For tests: fill every tiled op's output buffer with NaN/junk before its tiles run, so a
+  // tile that leaves elements unwritten (and would pass on a pooled buffer holding the last
+  // run's correct bytes) gives wrong results. Also on when GROVE_POISON_BUFFERS is set.
+  bool poison_buffers = false;
 };
 
 class Session {
@@ -48,12 +53,20 @@ class Session {
 
   Model& model() { return model_; }
 
+  // The activation buffers kept for the current plan's runs (runtime/buffer_pool.h).
+  BufferPool::Stats buffer_stats();
+
  private:
   Engine& engine_;
   Model model_;
   SessionOptions options_;
   std::mutex mutex_;  // guards model binding and the cached plan
   std::shared_ptr<const Plan> plan_;
+  std::shared_ptr<BufferPool> buffers_;  // for plan_'s runs; replaced with the plan
+
+  std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex_ held
+  // The job for one inference, or null when the shapes cannot be planned ahead.
+  std::shared_ptr<class PlannedRun> make_job(TensorMap inputs);
 };
 
 }  // namespace grove

@@ -27,6 +27,12 @@ struct Series {
   int64_t peak_activation_bytes = 0;
 };
 
+// Activation buffers the session keeps for later runs (in use + free blocks).
+double pool_bytes(const Series& x) {
+  BufferPool::Stats s = x.session->buffer_stats();
+  return static_cast<double>(s.in_use_bytes + s.free_bytes);
+}
+
 }  // namespace
 
 double percentile(std::vector<double> v, double p) {
@@ -107,10 +113,10 @@ int run_bench(const BenchOptions& o) {
       const auto& x = series[k];
       std::printf("%s{\"schedule\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
                   "\"p99_ms\": %.4f, \"max_ms\": %.4f, \"mean_ms\": %.4f, \"throughput_per_s\": %.4f, "
-                  "\"peak_activation_bytes\": %lld",
+                  "\"peak_activation_bytes\": %lld, \"buffer_pool_bytes\": %lld",
                   k ? ", " : "", x.schedule.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
                   percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100), mean(x.ms),
-                  1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes));
+                  1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes), static_cast<long long>(pool_bytes(x)));
       std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
       for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
       std::printf("]}");
@@ -122,13 +128,13 @@ int run_bench(const BenchOptions& o) {
               static_cast<long long>(plan->tiles.edge_count()));
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
               milliseconds(load_plan_s).c_str(), peak_rss_mb(), static_cast<double>(plan->prepared_bytes) / 1e6);
-  std::printf("%-8s %6s %10s %10s %10s %10s %10s %10s %9s %12s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
-              "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB");
+  std::printf("%-8s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
+              "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {
     double p50 = percentile(x.ms, 50);
-    std::printf("%-8s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f\n", x.schedule.c_str(), x.ms.size(),
+    std::printf("%-8s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", x.schedule.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
-                1e3 / p50, gflop / (p50 / 1e3), x.peak_activation_bytes / 1e6);
+                1e3 / p50, gflop / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
   }
   if (series.size() == 2)
     std::printf("barrier-free speedup (p50 barrier / p50 aspen): %.3fx\n",

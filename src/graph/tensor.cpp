@@ -100,12 +100,22 @@ std::shared_ptr<std::byte[]> allocate(size_t bytes) {
 }
 }  // namespace
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+void Tensor::count_elements() {
   for (int64_t d : shape_)
     if (d < 0) throw Error("tensor shape " + shape_str(shape_) + " has a negative dimension");
-  if (dtype_size(dtype) == 0) throw Error("cannot allocate a tensor of dtype " + std::string(dtype_name(dtype)));
+  if (dtype_size(dtype_) == 0) throw Error("cannot allocate a tensor of dtype " + std::string(dtype_name(dtype_)));
   numel_ = grove::numel(shape_);
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  count_elements();
   buffer_ = allocate(bytes());
+}
+
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage)
+    : dtype_(dtype), shape_(std::move(shape)), buffer_(std::move(storage)) {
+  count_elements();
+  if (!buffer_ && bytes() > 0) throw Error("Tensor: no storage for " + shape_str(shape_));
 }
 
 Tensor Tensor::reshaped(Shape shape) const {

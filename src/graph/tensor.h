@@ -44,6 +44,9 @@ class Tensor {
   Tensor() = default;
   // Zero-filled tensor of the given dtype and shape.
   Tensor(DType dtype, Shape shape);
+  // Over storage someone else allocated (a BufferPool block): 64-byte aligned, at least
+  // numel * dtype size bytes; its contents are kept as they are.
+  Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage);
 
   template <class T>
   static Tensor from(Shape shape, std::span<const T> values) {
@@ -81,6 +84,7 @@ class Tensor {
   std::vector<double> to_f64() const;
 
  private:
+  void count_elements();  // checks shape and dtype, sets numel_
   template <class T> void check() const {
     if (dtype_of<T>() != dtype_) throw Error("tensor holds " + std::string(dtype_name(dtype_)) + ", accessed as " + std::string(dtype_name(dtype_of<T>())));
   }

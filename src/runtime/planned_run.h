@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/engine.h"
 #include "runtime/reference_executor.h"
 
@@ -20,6 +21,9 @@ struct PlannedRunOptions {
   // Fill the outputs of tiled ops with NaN (float) or junk (integers) instead of zeros, so a
   // tile that reads data no parent wrote shows up in tests as a wrong result.
   bool poison_buffers = false;
+  // Where activation buffers come from: a pool kept across runs (Session keeps one per plan),
+  // or, when null, the heap for this run only.
+  std::shared_ptr<BufferPool> buffers;
 };
 
 class PlannedRun : public Job {

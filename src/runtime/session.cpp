@@ -2,13 +2,21 @@
 
 #include "runtime/planned_run.h"
 
+#include <cstdlib>
+
 namespace grove {
 
 Session::Session(Engine& engine, Model model, SessionOptions options)
-    : engine_(engine), model_(std::move(model)), options_(options) {}
+    : engine_(engine), model_(std::move(model)), options_(options) {
+  if (std::getenv("GROVE_POISON_BUFFERS")) options_.poison_buffers = true;
+}
 
 std::shared_ptr<const Plan> Session::plan_for(const ShapeMap& shapes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return plan_locked(shapes);
+}
+
+std::shared_ptr<const Plan> Session::plan_locked(const ShapeMap& shapes) {
   if (plan_ && plan_->graph.bound_inputs == shapes) return plan_;
   if (!model_.is_bound() || model_.graph().bound_inputs != shapes) {
     if (!model_.try_bind(shapes)) return nullptr;
@@ -18,28 +26,37 @@ std::shared_ptr<const Plan> Session::plan_for(const ShapeMap& shapes) {
   po.tiles_per_op = options_.tiles_per_op;
   po.schedule = options_.schedule;
   plan_ = make_plan(model_.graph(), po);
+  // New shapes, new buffer sizes: a fresh pool. Runs of the old plan still in flight keep
+  // the old pool alive through their buffers.
+  buffers_ = std::make_shared<BufferPool>();
   return plan_;
 }
 
-namespace {
-ShapeMap shapes_of(const TensorMap& inputs) {
-  ShapeMap s;
-  for (const auto& [name, t] : inputs) s[name] = t.shape();
-  return s;
+BufferPool::Stats Session::buffer_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return buffers_ ? buffers_->stats() : BufferPool::Stats{};
 }
-}  // namespace
+
+std::shared_ptr<PlannedRun> Session::make_job(TensorMap inputs) {
+  ShapeMap shapes;
+  for (const auto& [name, t] : inputs) shapes[name] = t.shape();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<const Plan> plan = plan_locked(shapes);
+  if (!plan) return nullptr;
+  PlannedRunOptions options{.poison_buffers = options_.poison_buffers, .buffers = buffers_};
+  return std::make_shared<PlannedRun>(std::move(plan), std::move(inputs), options);
+}
 
 TensorMap Session::run(const TensorMap& inputs, RunStats* stats) {
   check_inputs(model_.imported(), inputs);
-  std::shared_ptr<const Plan> plan = plan_for(shapes_of(inputs));
-  if (!plan) {
+  std::shared_ptr<PlannedRun> job = make_job(inputs);
+  if (!job) {
     // Shapes that depend on input values cannot be planned ahead; the reference executor
     // infers them node by node.
     if (stats) *stats = RunStats{0, true};
     std::lock_guard<std::mutex> lock(mutex_);
     return model_.run_reference(inputs);
   }
-  auto job = std::make_shared<PlannedRun>(plan, inputs);
   engine_.run(job);
   if (stats) *stats = RunStats{job->peak_activation_bytes(), false};
   return job->outputs();
@@ -47,14 +64,13 @@ TensorMap Session::run(const TensorMap& inputs, RunStats* stats) {
 
 std::future<TensorMap> Session::submit(TensorMap inputs) {
   check_inputs(model_.imported(), inputs);
-  std::shared_ptr<const Plan> plan = plan_for(shapes_of(inputs));
-  if (!plan) {
+  std::shared_ptr<PlannedRun> job = make_job(inputs);
+  if (!job) {
     return std::async(std::launch::async, [this, inputs = std::move(inputs)] {
       std::lock_guard<std::mutex> lock(mutex_);
       return model_.run_reference(inputs);
     });
   }
-  auto job = std::make_shared<PlannedRun>(plan, std::move(inputs));
   std::future<void> done = engine_.submit(job);
   // The work already runs on the engine; this thread only waits, so the returned future
   // becomes ready by itself (callers can poll it) and then holds the outputs.

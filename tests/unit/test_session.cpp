@@ -57,7 +57,7 @@ TEST(Session, TiledEqualsReferenceAtEveryWorkerCountAndSchedule) {
         for (int tiles_per_op : {0, 5}) {
           Engine engine({.threads = threads, .pin = false});
           Session session(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")),
-                          {.schedule = schedule, .tiles_per_op = tiles_per_op});
+                          {.schedule = schedule, .tiles_per_op = tiles_per_op, .poison_buffers = true});
           RunStats stats;
           TensorMap got = session.run(c.inputs, &stats);
           EXPECT_FALSE(stats.used_reference);
@@ -81,6 +81,33 @@ TEST(Session, ThousandRunsAreBitIdentical) {
     for (int i = 0; i < 1000; ++i) differing += !bit_identical(session.run(c.inputs), first);
     EXPECT_EQ(differing, 0) << c.name;
   }
+}
+
+// Activation buffers come from the session's pool: after the first run a warm run at one
+// thread (one fixed order) takes no new block; at two threads the pool stays bounded and all
+// blocks come back. Outputs the caller still holds are not handed to the next run.
+TEST(Session, WarmRunsReuseActivationBuffers) {
+  for (const Case& c : cases())
+    for (int threads : {1, 2}) {
+      Engine engine({.threads = threads, .pin = false});
+      Session session(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+      TensorMap first = session.run(c.inputs);
+      TensorMap first_copy;
+      for (const auto& [name, t] : first) first_copy[name] = t.clone();
+      EXPECT_GT(session.buffer_stats().fresh_blocks, 0) << c.name;
+      TensorMap other_inputs;
+      for (const auto& [name, t] : c.inputs) other_inputs[name] = name == "mask" ? t : pseudo_random_tensor(t.shape(), 99);
+      session.run(other_inputs);  // takes new blocks for the outputs `first` still holds
+      BufferPool::Stats warm = session.buffer_stats();
+      for (int i = 0; i < 20; ++i) session.run(other_inputs);
+      BufferPool::Stats later = session.buffer_stats();
+      if (threads == 1) EXPECT_EQ(later.fresh_blocks, warm.fresh_blocks) << c.name;
+      EXPECT_GT(later.reused_blocks, 0) << c.name;
+      EXPECT_LE(later.free_bytes, 2 * later.high_water_bytes) << c.name;
+      EXPECT_TRUE(bit_identical(first, first_copy)) << c.name << " threads=" << threads;
+      first.clear();
+      EXPECT_EQ(session.buffer_stats().in_use_bytes, 0) << c.name;
+    }
 }
 
 TEST(Session, TwoModelsCoExecuteWithTheSameOutputsAsAlone) {
