@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
   plan->add_option("--tiles-per-op", plan_options.tiles_per_op,
-                   "Target tiles per op (0: about 4 per thread, none under 1 MFLOP)")
+                   "Target tiles per op (0: about 2 per thread, none under 1 MFLOP)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
   plan->add_option("--min-tile-flops", plan_options.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")

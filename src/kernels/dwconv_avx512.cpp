@@ -187,7 +187,8 @@ void dwconv2d_same_flat(const DwConv2dCall& c) {
                        int64_t(s.pad_top), int64_t(s.pad_left)};
   const int64_t p_begin = int64_t(c.row_begin) * g.W, p_end = int64_t(c.row_end) * g.W;
   const __m512 bias = _mm512_set1_ps(c.bias);
-  for (int64_t p0 = p_begin; p0 < p_end; p0 += 4 * kLanes) {
+  int64_t p0 = p_begin;
+  for (; p_end - p0 > 3 * kLanes; p0 += 4 * kLanes) {
     // Lanes past p_end compute values that are never stored; their loads stay masked
     // inside the plane like any other.
     const FlatLanes l0 = flat_lanes(g, p0), l1 = flat_lanes(g, p0 + kLanes);
@@ -206,6 +207,18 @@ void dwconv2d_same_flat(const DwConv2dCall& c) {
     store_outputs(c, p0 + kLanes, columns_inside(0, p_end - p0 - kLanes), acc1);
     store_outputs(c, p0 + 2 * kLanes, columns_inside(0, p_end - p0 - 2 * kLanes), acc2);
     store_outputs(c, p0 + 3 * kLanes, columns_inside(0, p_end - p0 - 3 * kLanes), acc3);
+  }
+  // The last 1-3 vectors one at a time: a tile of a 7x7 or 14x14 plane is often under four
+  // vectors, and four would compute mostly lanes that are thrown away.
+  for (; p0 < p_end; p0 += kLanes) {
+    const FlatLanes l = flat_lanes(g, p0);
+    __m512 acc = bias;
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t q0 = p0 + (kh - g.pad_top) * g.W + (kw - g.pad_left);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(c.w[kh * g.KW + kw]), flat_tap(c.x, g, l, q0, kw), acc);
+      }
+    store_outputs(c, p0, columns_inside(0, p_end - p0), acc);
   }
 }
 

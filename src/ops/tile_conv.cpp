@@ -56,6 +56,8 @@ bool claimed(std::span<const ValueInfo> in) {
 }
 
 bool uses_winograd(const ConvDims& c);
+bool uses_gemm(const ConvDims& c);
+constexpr int64_t kDepthwiseTileOutputs = 256;
 
 std::vector<int64_t> conv_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   if (!claimed(in)) return none_cuttable(out[0].shape);
@@ -65,7 +67,13 @@ std::vector<int64_t> conv_cuttable(const Node& node, std::span<const ValueInfo> 
   // a channel cut repeats the tile's im2col packing, 9x the input for a 3x3 conv, and that
   // measured slower than streaming the packed weights (ResNet-50 at 2 threads, 14x14 256ch
   // 3x3: 37 vs 68 GFLOP/s per core; 7x7 2048x512 1x1: 31 vs 60).
-  if (uses_winograd(conv_dims(node, in[0].shape, in[1].shape))) blocks[2] = kWinogradRows;
+  const ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
+  if (uses_winograd(c)) blocks[2] = kWinogradRows;
+  // Depthwise: rows in blocks of at least kDepthwiseTileOutputs outputs per plane, so small
+  // planes (14x14, 7x7) are cut by channels instead. A row tile of a 7x7 plane was 2 rows, one
+  // 16-lane vector per channel, and the per-plane call cost dominated (MobileNetV2's
+  // 960-channel 7x7 layer: 72-140 us per tile for 0.24 MFLOP).
+  if (c.g.rank() == 2 && !uses_gemm(c)) blocks[2] = (kDepthwiseTileOutputs + c.g.output[1] - 1) / c.g.output[1];
   return blocks;
 }
 
