@@ -34,6 +34,11 @@ class Job {
   virtual void run_tile(int32_t tile, int worker) = 0;
   // For traces: a short label of a tile ("conv1 #3").
   virtual std::string tile_label(int32_t tile) const { return std::to_string(tile); }
+  // Called once, by the thread that finishes the job (or by submit() for an empty DAG),
+  // after every tile and before the future from submit() becomes ready; `error` is the first
+  // exception of a tile, or null. Lets a job hand out its own result without a thread
+  // waiting on the future.
+  virtual void finished(std::exception_ptr error) noexcept {}
 };
 
 struct EngineOptions {

@@ -94,6 +94,7 @@ void JobState::fail(std::exception_ptr error) {
 void JobState::complete(JobState* state) {
   std::promise<void> promise = std::move(state->promise);
   std::exception_ptr error = state->error_;
+  state->job->finished(error);
   std::atomic<bool>* done_flag = state->done_flag;
   Parker* parker = state->parker;
   JobTracker* tracker = state->tracker;

@@ -180,6 +180,21 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile) {
     if (v >= 0) release_use(v);
 }
 
+std::future<TensorMap> PlannedRun::result() {
+  result_wanted_ = true;
+  return result_.get_future();
+}
+
+void PlannedRun::finished(std::exception_ptr error) noexcept {
+  if (!result_wanted_) return;
+  try {
+    if (error) std::rethrow_exception(error);
+    result_.set_value(outputs());
+  } catch (...) {
+    result_.set_exception(std::current_exception());
+  }
+}
+
 TensorMap PlannedRun::outputs() const {
   const Plan& p = *plan_;
   if (tiles_done_.load(std::memory_order_acquire) != p.tiles.size())

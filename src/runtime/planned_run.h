@@ -6,6 +6,7 @@
 // use of the base until the view is released. Current and peak activation bytes are tracked.
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -39,6 +40,11 @@ class PlannedRun : public Job {
   // The graph outputs by name; throws if some tile has not run.
   TensorMap outputs() const;
 
+  // The outputs (or the first tile's error) once the job finishes: Session::submit's future,
+  // fulfilled by the worker that runs the last tile. Call before submitting, at most once.
+  std::future<TensorMap> result();
+  void finished(std::exception_ptr error) noexcept override;
+
   int64_t activation_bytes() const { return current_bytes_.load(std::memory_order_relaxed); }
   int64_t peak_activation_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
   const Plan& plan() const { return *plan_; }
@@ -61,6 +67,8 @@ class PlannedRun : public Job {
   std::atomic<int64_t> current_bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};
   std::atomic<int32_t> tiles_done_{0};
+  std::promise<TensorMap> result_;
+  bool result_wanted_ = false;
 };
 
 }  // namespace grove

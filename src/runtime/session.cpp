@@ -71,13 +71,10 @@ std::future<TensorMap> Session::submit(TensorMap inputs) {
       return model_.run_reference(inputs);
     });
   }
-  std::future<void> done = engine_.submit(job);
-  // The work already runs on the engine; this thread only waits, so the returned future
-  // becomes ready by itself (callers can poll it) and then holds the outputs.
-  return std::async(std::launch::async, [job, done = std::move(done)]() mutable {
-    done.get();
-    return job->outputs();
-  });
+  // The worker that finishes the last tile fulfils the future: no thread waits per request.
+  std::future<TensorMap> result = job->result();
+  engine_.submit(job);
+  return result;
 }
 
 }  // namespace grove

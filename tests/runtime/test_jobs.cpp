@@ -88,6 +88,52 @@ TEST(Jobs, ThrowingTileFailsTheFutureAndSkipsTheRest) {
   }
 }
 
+// Job::finished runs once per job, after its last tile and before its future is ready, with
+// the first tile's error: Session::submit fulfils its own future there instead of keeping a
+// thread waiting on each request.
+TEST(Jobs, FinishedRunsOnceAfterTheLastTileBeforeTheFuture) {
+  struct Recording : Job {
+    const TestDag& d;
+    int32_t bad_tile;
+    std::atomic<int32_t> tiles{0}, calls{0}, tiles_at_finish{-1};
+    std::atomic<bool> had_error{false};
+    Recording(const TestDag& dag, int32_t bad) : d(dag), bad_tile(bad) {}
+    DagView dag() const override { return d.view(); }
+    void run_tile(int32_t tile, int) override {
+      tiles.fetch_add(1);
+      if (tile == bad_tile) throw std::runtime_error("bad tile");
+    }
+    void finished(std::exception_ptr error) noexcept override {
+      tiles_at_finish.store(tiles.load());
+      had_error.store(error != nullptr);
+      calls.fetch_add(1);
+    }
+  };
+  TestDag wide = random_layered(7, 8, 12, 3), empty = make_dag("empty", 0, {});
+  for (int threads : {1, 2, 3}) {
+    Engine engine(EngineOptions{.threads = threads});
+    std::vector<std::shared_ptr<Recording>> jobs;
+    std::vector<std::future<void>> futures;
+    for (int i = 0; i < 8; ++i) {
+      jobs.push_back(std::make_shared<Recording>(wide, -1));
+      futures.push_back(engine.submit(jobs.back()));
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      futures[i].get();
+      EXPECT_EQ(jobs[i]->calls.load(), 1);
+      EXPECT_EQ(jobs[i]->tiles_at_finish.load(), wide.size());
+      EXPECT_FALSE(jobs[i]->had_error.load());
+    }
+    auto failing = std::make_shared<Recording>(wide, 5);
+    EXPECT_THROW(engine.submit(failing).get(), std::runtime_error);
+    EXPECT_EQ(failing->calls.load(), 1);
+    EXPECT_TRUE(failing->had_error.load());
+    auto nothing = std::make_shared<Recording>(empty, -1);
+    engine.submit(nothing).get();
+    EXPECT_EQ(nothing->calls.load(), 1);
+  }
+}
+
 TEST(Jobs, SeveralThrowingTilesReportOneOfTheirExceptions) {
   TestDag dag = fan_out_in(50);
   Engine engine(EngineOptions{.threads = 3});
