@@ -57,6 +57,7 @@ bool claimed(std::span<const ValueInfo> in) {
 
 bool uses_winograd(const ConvDims& c);
 bool uses_gemm(const ConvDims& c);
+kernels::Conv2dShape conv2d_shape(const ConvDims& c);
 constexpr int64_t kDepthwiseTileOutputs = 256;
 
 std::vector<int64_t> conv_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
@@ -68,7 +69,17 @@ std::vector<int64_t> conv_cuttable(const Node& node, std::span<const ValueInfo> 
   // measured slower than streaming the packed weights (ResNet-50 at 2 threads, 14x14 256ch
   // 3x3: 37 vs 68 GFLOP/s per core; 7x7 2048x512 1x1: 31 vs 60).
   const ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
-  if (uses_winograd(c)) blocks[2] = kWinogradRows;
+  // Winograd on a plane too small to cut by rows (28x28: 56 GEMM columns) is cut by images
+  // when there are several, else by output channels, so each tile's 36 GEMMs keep all the
+  // plane's columns (row tiles of 8 gave them 16: ResNet-50's 28x28 3x3 layers 2.9 -> 2.0 ms
+  // busy per run, VGG-16 1.29x). A channel cut repeats the input transform per tile, which
+  // cost ResNet-50 B8 6% until images were cut first.
+  if (uses_winograd(c) && !winograd_cut_rows(conv2d_shape(c))) {
+    blocks[2] = 0;
+    if (c.g.output.size() == 2 && in[0].shape[0] > 1) blocks[1] = 0;
+  } else if (uses_winograd(c)) {
+    blocks[2] = kWinogradRows;
+  }
   // Depthwise: rows in blocks of at least kDepthwiseTileOutputs outputs per plane, so small
   // planes (14x14, 7x7) are cut by channels instead. A row tile of a 7x7 plane was 2 rows, one
   // 16-lane vector per channel, and the per-plane call cost dominated (MobileNetV2's

@@ -19,15 +19,19 @@ std::atomic<bool>& winograd_enabled() {
 }
 
 // Measured (docs/kernels.md, "Winograd"): alone, 8 -> 8 channels at 56 x 56 is still 1.6x
-// faster than im2col, and a plane down to 14 x 14 wins. Inside a model it is different: a
-// layer is cut into row blocks of 4 and channel blocks for the cores, every channel block
-// repeats the input transform of its rows, and a block's GEMMs get few columns. Traced in
-// ResNet-50 at 2 threads (GFLOP/s of direct-conv FLOPs per busy core, Winograd vs im2col):
-// 56 x 56 117 vs 80, 28 x 28 58 vs 65, 14 x 14 31 vs 68. A batch-1 plane gives
-// ceil(Ho/4) x (ceil(Wo/4) + 1) GEMM columns (56 x 56: 210, 28 x 28: 56); Winograd is chosen
-// from 128 up.
+// faster than im2col, and a plane down to 14 x 14 wins. Inside a model it depends on the cut:
+// a batch-1 plane gives ceil(Ho/4) x (ceil(Wo/4) + 1) GEMM columns (56 x 56: 210, 28 x 28:
+// 56, 14 x 14: 20), and row tiles split them further. Traced in ResNet-50 at 2 threads with
+// row tiles (GFLOP/s of direct-conv FLOPs per busy core, Winograd vs im2col): 56 x 56 117 vs
+// 80, 28 x 28 58 vs 65, 14 x 14 31 vs 68. So planes of >= 128 columns are cut by rows; planes
+// of 48-127 columns (28 x 28) are cut by images or output channels and keep all their columns
+// (ResNet-50's 28 x 28 layers 2.9 -> 2.0 ms busy per run); smaller ones stay on im2col (14 x
+// 14 with a channel cut: 2.8 -> 3.0 ms).
 constexpr size_t kMinChannels = 8;
-constexpr size_t kMinGemmColumns = 128;
+constexpr size_t kMinGemmColumns = 48;
+constexpr size_t kRowCutGemmColumns = 128;
+
+size_t gemm_columns(const kernels::Conv2dShape& s) { return (s.out_h + 3) / 4 * ((s.out_w + 3) / 4 + 1); }
 
 }  // namespace
 
@@ -36,8 +40,10 @@ void set_winograd_enabled(bool enabled) { winograd_enabled().store(enabled); }
 bool winograd_applies(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
   return winograd_enabled().load(std::memory_order_relaxed) && group == 1 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 &&
          s.stride_w == 1 && s.dilation_h == 1 && s.dilation_w == 1 && s.channels >= kMinChannels &&
-         size_t(out_channels) >= kMinChannels && (s.out_h + 3) / 4 * ((s.out_w + 3) / 4 + 1) >= kMinGemmColumns;
+         size_t(out_channels) >= kMinChannels && gemm_columns(s) >= kMinGemmColumns;
 }
+
+bool winograd_cut_rows(const kernels::Conv2dShape& s) { return gemm_columns(s) >= kRowCutGemmColumns; }
 
 std::shared_ptr<const void> winograd_prepare(const Tensor& w) {
   auto packed = std::make_shared<kernels::WinogradF4x3Weights>();

@@ -15,6 +15,9 @@ namespace grove::tiling {
 // to fill the GEMM panels (thresholds measured, docs/kernels.md). GROVE_CONV=gemm in the
 // environment turns the path off (read once per process).
 bool winograd_applies(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
+// Whether a Winograd conv is cut by rows (planes of >= 128 GEMM columns) or, on smaller
+// planes, by output channels only, so every tile's GEMMs keep the whole plane's columns.
+bool winograd_cut_rows(const kernels::Conv2dShape& shape);
 
 // Overrides GROVE_CONV for benchmarks that compare both paths in one process. Only between
 // plans: cuttable, needs, prepare and run_tile of one plan must all see the same setting.
