@@ -53,8 +53,10 @@ class Session {
 
   Model& model() { return model_; }
 
-  // The activation buffers kept for the current plan's runs (runtime/buffer_pool.h).
+  // The activation buffers kept for the current plan's runs (runtime/buffer_pool.h), and
+  // a way to give the free ones back to the OS while the model is idle.
   BufferPool::Stats buffer_stats();
+  void release_free_buffers();
 
  private:
   Engine& engine_;

@@ -68,6 +68,16 @@ void BufferPool::give_back(std::byte* block, size_t bytes) {
   for (std::byte* p : evicted) delete_block(p);  // outside the lock: large frees unmap pages
 }
 
+void BufferPool::trim() {
+  std::multimap<size_t, std::byte*> blocks;
+  {
+    std::lock_guard lock(mutex_);
+    blocks.swap(free_);
+    stats_.free_bytes = 0;
+  }
+  for (auto& [bytes, block] : blocks) delete_block(block);
+}
+
 BufferPool::Stats BufferPool::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;

@@ -39,6 +39,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // A tensor over a pooled buffer; its contents are unspecified (a fresh block is zeroed).
   Tensor take(DType dtype, Shape shape);
 
+  // Frees every block on the free list (blocks in use come back later as usual): for a
+  // server that wants the memory back while a model is idle.
+  void trim();
+
   struct Stats {
     int64_t in_use_bytes = 0;      // taken and not yet returned (block sizes)
     int64_t free_bytes = 0;        // on the free list

@@ -37,6 +37,11 @@ BufferPool::Stats Session::buffer_stats() {
   return buffers_ ? buffers_->stats() : BufferPool::Stats{};
 }
 
+void Session::release_free_buffers() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (buffers_) buffers_->trim();
+}
+
 std::shared_ptr<PlannedRun> Session::make_job(TensorMap inputs) {
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();

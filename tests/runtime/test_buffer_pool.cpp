@@ -62,6 +62,20 @@ TEST(BufferPool, FreeBytesStayWithinTwiceThePeak) {
   EXPECT_EQ(pool->stats().fresh_blocks, 12);
 }
 
+TEST(BufferPool, TrimFreesTheFreeListOnly) {
+  auto pool = std::make_shared<BufferPool>();
+  Tensor kept = take_bytes(*pool, 4096);
+  take_bytes(*pool, 8192);
+  EXPECT_EQ(pool->stats().free_bytes, 8192);
+  pool->trim();
+  EXPECT_EQ(pool->stats().free_bytes, 0);
+  EXPECT_EQ(pool->stats().in_use_bytes, 4096);
+  kept = Tensor();  // still comes back after a trim
+  EXPECT_EQ(pool->stats().free_bytes, 4096);
+  take_bytes(*pool, 4096);
+  EXPECT_EQ(pool->stats().fresh_blocks, 2);
+}
+
 TEST(BufferPool, BuffersOutliveThePool) {
   auto pool = std::make_shared<BufferPool>();
   Tensor t = pool->take(DType::f32, {256});

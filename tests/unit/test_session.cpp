@@ -107,6 +107,9 @@ TEST(Session, WarmRunsReuseActivationBuffers) {
       EXPECT_TRUE(bit_identical(first, first_copy)) << c.name << " threads=" << threads;
       first.clear();
       EXPECT_EQ(session.buffer_stats().in_use_bytes, 0) << c.name;
+      session.release_free_buffers();
+      EXPECT_EQ(session.buffer_stats().free_bytes, 0) << c.name;
+      EXPECT_TRUE(bit_identical(session.run(c.inputs), first_copy)) << c.name;  // fresh blocks again
     }
 }
 
