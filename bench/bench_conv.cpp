@@ -59,6 +59,9 @@ const std::vector<ConvShape> kShapes = {
     {"VGG-16", 64, 64, 224, 3, 1, 1},       {"VGG-16", 64, 128, 112, 3, 1, 1},      {"VGG-16", 128, 128, 112, 3, 1, 1},
     {"VGG-16", 128, 256, 56, 3, 1, 1},      {"VGG-16", 256, 256, 56, 3, 1, 1},      {"VGG-16", 256, 512, 28, 3, 1, 1},
     {"VGG-16", 512, 512, 28, 3, 1, 1},      {"VGG-16", 512, 512, 14, 3, 1, 1},
+    // MobileNetV2's 1x1 convs with few channels (expand / project), memory-heavy for a GEMM.
+    {"MobileNetV2", 16, 96, 112, 1, 1, 0},  {"MobileNetV2", 96, 24, 56, 1, 1, 0},   {"MobileNetV2", 24, 144, 56, 1, 1, 0},
+    {"MobileNetV2", 144, 24, 56, 1, 1, 0},  {"MobileNetV2", 32, 192, 28, 1, 1, 0},
 };
 
 Tensor random_tensor(Shape shape, unsigned seed) {
