@@ -41,8 +41,9 @@ class Session {
  public:
   Session(Engine& engine, Model model, SessionOptions options = {});
 
-  // Runs one inference on the engine and waits for it. Throws Error for wrong inputs or a
-  // failing tile (naming the node and op).
+  // Runs one inference on the engine and waits for it. Throws Error for wrong inputs, a
+  // failing tile (naming the node and op) or running out of memory; other runs on the
+  // engine are not affected.
   TensorMap run(const TensorMap& inputs, RunStats* stats = nullptr);
 
   // Starts one inference; get() on the future waits and returns the outputs (or throws).
@@ -67,6 +68,7 @@ class Session {
   std::shared_ptr<BufferPool> buffers_;  // for plan_'s runs; replaced with the plan
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex_ held
+  TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
   // The job for one inference, or null when the shapes cannot be planned ahead.
   std::shared_ptr<class PlannedRun> make_job(TensorMap inputs);
 };

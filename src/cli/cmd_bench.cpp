@@ -57,7 +57,7 @@ int run_bench(const BenchOptions& o) {
   if (o.models.size() > 1) return run_bench_coexec(o);
   auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);
-  Graph imported = load_onnx(o.models[0]);
+  Graph imported = load_onnx(o.models[0], o.limits);
   TensorMap inputs = load_input_files(imported, o.inputs, shapes);
   ShapeMap resolved = resolve_input_shapes(imported, shapes);
   std::mt19937_64 rng(o.seed);
@@ -71,7 +71,7 @@ int run_bench(const BenchOptions& o) {
     Series x;
     x.schedule = s;
     x.session = std::make_unique<Session>(
-        engine, Model(imported, resolved),
+        engine, Model(imported, resolved, o.limits),
         SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen, .tiles_per_op = o.tiles_per_op});
     if (!x.session->plan_for(resolved))
       throw Error(o.models[0] + ": shapes depend on input values, so the model cannot be planned for the tile runtime");

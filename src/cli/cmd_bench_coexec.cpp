@@ -33,7 +33,7 @@ struct Loaded {
 Loaded load(Engine& engine, const BenchOptions& o, const std::string& path, const ShapeMap& all_shapes) {
   Loaded m;
   m.path = path;
-  Graph g = load_onnx(path);
+  Graph g = load_onnx(path, o.limits);
   ShapeMap shapes;
   for (const auto& [name, shape] : all_shapes)
     if (g.find_input(name)) shapes[name] = shape;
@@ -49,7 +49,7 @@ Loaded load(Engine& engine, const BenchOptions& o, const std::string& path, cons
   for (const auto& decl : g.inputs)
     if (!m.inputs.count(decl.name)) m.inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
   m.session = std::make_unique<Session>(
-      engine, Model(g, resolved),
+      engine, Model(g, resolved, o.limits),
       SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                      .tiles_per_op = o.tiles_per_op});
   if (!m.session->plan_for(resolved))

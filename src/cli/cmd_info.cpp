@@ -57,7 +57,7 @@ void print_histogram(const Graph& g, bool with_flops) {
 
 int run_info(const InfoOptions& o) {
   ShapeMap shapes = parse_shape_options(o.shapes);
-  Model model = Model::load(o.model, shapes);
+  Model model = Model::load(o.model, shapes, o.limits);
   const Graph& imported = model.imported();
   const Graph* bound = model.is_bound() ? &model.graph() : nullptr;
 

@@ -32,7 +32,7 @@ Schedule parse_schedule(const std::string& text) {
 
 int run_plan(const PlanCliOptions& o) {
   ShapeMap shapes = parse_shape_options(o.shapes);
-  Model model = Model::load(o.model, shapes);
+  Model model = Model::load(o.model, shapes, o.limits);
   if (!model.is_bound())
     throw Error(o.model + ": cannot plan before the input shapes are known" +
                 (model.unbound_reason().empty() ? std::string("; pass --shape NAME=DIMS") : ": " + model.unbound_reason()));

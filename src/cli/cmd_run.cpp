@@ -59,14 +59,16 @@ void write_outputs(const Graph& g, const TensorMap& outputs, const std::string& 
 
 // A shape whose byte count overflows or exceeds any real memory is a mistake (often a
 // dim_value of a placeholder): say so instead of failing inside an allocation.
-void check_input_size(const std::string& model, const std::string& name, const Shape& shape) {
-  constexpr double kLimitElements = 1ull << 38;  // 1 TiB of float32
+// Before random data is made for it: an input must fit the memory limit on its own.
+void check_input_size(const std::string& model, const std::string& name, const Shape& shape, DType dtype,
+                      const Limits& limits) {
   double elements = 1;
   for (int64_t d : shape) elements *= static_cast<double>(d);
-  if (elements > kLimitElements)
+  const double bytes = elements * static_cast<double>(dtype_size(dtype));
+  if (bytes > static_cast<double>(limits.memory_limit()))
     throw Error(model + ": input '" + name + "' of shape " + bracket_shape(shape) + " would hold " +
-                strf("%.3g", elements) + " elements, more than memory can hold; give a smaller shape with --shape " +
-                name + "=...");
+                strf("%.3g", elements) + " elements (" + strf("%.3g", bytes) + " bytes), over the memory limit of " + std::to_string(limits.memory_limit()) +
+                " bytes; give a smaller shape with --shape " + name + "=... (or raise --max-memory)");
 }
 
 // One model with its inputs, ready to run.
@@ -81,14 +83,15 @@ struct LoadedModel {
 LoadedModel load_model(const RunOptions& o, const std::string& path, const ShapeMap& all_shapes) {
   LoadedModel m;
   m.path = path;
-  m.imported = load_onnx(path);
+  m.imported = load_onnx(path, o.limits);
   // With several models, each takes the --shape entries that name one of its inputs.
   ShapeMap shapes;
   for (const auto& [name, shape] : all_shapes)
     if (o.models.size() == 1 || m.imported.find_input(name)) shapes[name] = shape;
   m.inputs = load_input_files(m.imported, o.inputs, shapes);
   ShapeMap resolved = resolve_input_shapes(m.imported, shapes);
-  for (const auto& [name, shape] : resolved) check_input_size(path, name, shape);
+  for (const auto& [name, shape] : resolved)
+    check_input_size(path, name, shape, m.imported.find_input(name)->dtype, o.limits);
   std::mt19937_64 rng(o.seed);
   for (const auto& decl : m.imported.inputs) {
     if (m.inputs.count(decl.name)) continue;
@@ -140,7 +143,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
   TensorMap outputs;
   std::string how;
   if (o.executor == "reference") {
-    Model model(m.imported, m.shapes);
+    Model model(m.imported, m.shapes, o.limits);
     double load_s = seconds_since(t0);
     auto t1 = Clock::now();
     outputs = model.run_reference(m.inputs);
@@ -149,7 +152,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
     if (!model.is_bound()) how = "note: shapes depend on input values, so the graph ran unbound\n" + how;
   } else {
     Engine engine({.threads = o.threads});
-    Session session(engine, Model(m.imported, m.shapes),
+    Session session(engine, Model(m.imported, m.shapes, o.limits),
                     {.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                      .tiles_per_op = o.tiles_per_op});
     auto plan = session.plan_for(m.shapes);
@@ -183,7 +186,7 @@ int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
   std::vector<std::unique_ptr<Session>> sessions;
   for (auto& m : models) {
     sessions.push_back(std::make_unique<Session>(
-        engine, Model(m.imported, m.shapes),
+        engine, Model(m.imported, m.shapes, o.limits),
         SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                        .tiles_per_op = o.tiles_per_op}));
     if (!sessions.back()->plan_for(m.shapes))

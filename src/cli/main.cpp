@@ -75,6 +75,19 @@ Examples:
   grove info bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128
 )";
 
+// --max-memory and --max-nodes on a subcommand (docs/security.md).
+void add_limit_options(CLI::App* cmd, grove::Limits& limits) {
+  cmd->add_option("--max-memory", limits.max_memory,
+                  "Most bytes of weights plus declared activations a model may make grove allocate; a larger "
+                  "model is an error before anything is allocated (0: the machine's physical memory)")
+      ->type_name("BYTES")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-nodes", limits.max_nodes, "Most nodes a model may have, those in subgraphs included")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +101,8 @@ int main(int argc, char** argv) {
   info->footer(kInfoFooter);
   info->add_option("model", info_options.model, "The .onnx file")->required();
   info->add_option("--shape", info_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+
+  add_limit_options(info, info_options.limits);
 
   RunOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Run a model on .npy or random inputs and summarise its outputs");
@@ -122,6 +137,8 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   run->add_option("--seed", run_options.seed, "Seed for the random inputs")->capture_default_str();
 
+  add_limit_options(run, run_options.limits);
+
   PlanCliOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Cut a model into tiles: tiles, grid and edges per op, depth, critical path");
   plan->add_option("model", plan_options.model, "The .onnx file")->required();
@@ -146,6 +163,8 @@ int main(int argc, char** argv) {
   plan->add_option("--load", plan_options.load_path,
                    "Load a saved TileGraph and check it against a fresh plan of the model with the same options")
       ->type_name("FILE");
+
+  add_limit_options(plan, plan_options.limits);
 
   BenchOptions bench_options;
   CLI::App* bench = app.add_subcommand("bench", "Time a model: latency percentiles, throughput, memory");
@@ -183,6 +202,8 @@ Examples:
   bench->add_option("--trace", bench_options.trace_path,
                     "After the timed runs, one more warm run per schedule traced to this .json file (Chrome/Perfetto)")
       ->type_name("FILE");
+
+  add_limit_options(bench, bench_options.limits);
 
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 

@@ -71,17 +71,30 @@ namespace {
 // Shape and Size depend only on the input's shape, so they fold once shapes are bound.
 bool folds_on_shape_alone(const Node& n) { return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size"); }
 
+int64_t value_bytes(const ValueInfo& v) { return numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)); }
+
 }  // namespace
 
-void bind_shapes(Graph& g, const ShapeMap& shapes) {
+void bind_shapes(Graph& g, const ShapeMap& shapes, const Limits& limits) {
   ShapeMap resolved = resolve_input_shapes(g, shapes);
   g.values.clear();
   g.bound_inputs = resolved;
+  int64_t declared = 0;
+  for (const auto& [name, t] : g.initializers)
+    charge_memory(declared, static_cast<int64_t>(t.bytes()), limits, g.path + ": initializer '" + name + "'");
   for (const auto& in : g.inputs) {
     if (in.dtype == DType::undefined || in.dtype == DType::string || in.dtype == DType::f16)
       throw Unsupported(g.path + ": input '" + in.name + "' has dtype " + std::string(dtype_name(in.dtype)) +
                   ", which grove does not support");
     g.values[in.name] = ValueInfo{in.dtype, resolved[in.name], nullptr, true};
+    const std::string what = g.path + ": input '" + in.name + "'";
+    int64_t bytes = 0;
+    try {
+      bytes = value_bytes(g.values[in.name]);
+    } catch (const Error& e) {
+      throw e.prefixed(what + ": ");
+    }
+    charge_memory(declared, bytes, limits, what);
   }
   for (auto& [name, t] : g.initializers) g.values[name] = ValueInfo{t.dtype(), t.shape(), nullptr, true};
 
@@ -106,6 +119,10 @@ void bind_shapes(Graph& g, const ShapeMap& shapes) {
     std::vector<ValueInfo> out;
     try {
       out = infer_node(node, in);
+      // Charged before anything is folded or allocated: an output the limit cannot hold is
+      // an error here, not an allocation.
+      for (const ValueInfo& v : out)
+        charge_memory(declared, v.present ? value_bytes(v) : 0, limits, node.describe());
     } catch (const Error& e) {
       throw e.prefixed(g.path + ": ");
     }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "graph/limits.h"
 
 namespace grove {
 
@@ -22,7 +23,10 @@ std::pair<std::string, Shape> parse_shape_binding(const std::string& text);
 ShapeMap resolve_input_shapes(const Graph& graph, const ShapeMap& shapes);
 
 // Binds `graph` in place to the resolved input shapes: fills graph.values and
-// graph.bound_inputs and folds constant nodes into initializers.
-void bind_shapes(Graph& graph, const ShapeMap& shapes);
+// graph.bound_inputs and folds constant nodes into initializers. The bytes of weights, inputs
+// and every node's outputs are charged to limits.max_memory as each node's shapes are
+// inferred, before it is folded: a model whose declared tensors exceed it is an Error naming
+// the node.
+void bind_shapes(Graph& graph, const ShapeMap& shapes, const Limits& limits = {});
 
 }  // namespace grove

@@ -73,9 +73,23 @@ int dtype_to_onnx(DType d) {
   }
 }
 
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+    throw Error("size arithmetic overflows: " + std::to_string(a) + " * " + std::to_string(b));
+  return r;
+}
+
 int64_t numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (d == 0) n = 0;  // an empty tensor, whatever its other dims (still checked below)
+  for (int64_t d : shape) {
+    if (n == 0 && d >= 0) continue;
+    if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative dimension");
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      throw Error("shape " + shape_str(shape) + " has too many elements (the count overflows)");
+  }
   return n;
 }
 

@@ -23,7 +23,13 @@ std::string_view dtype_name(DType dtype);
 DType dtype_from_onnx(int onnx_type);
 int dtype_to_onnx(DType dtype);
 
+// Shape arithmetic on untrusted sizes is checked: numel and checked_mul throw Error instead
+// of overflowing int64 (a corrupt or hostile model must not wrap a size into a small buffer).
+// numel also rejects negative dimensions and counts whose bytes (at 16 bytes an element)
+// would not fit in int64, so numel(shape) * dtype_size never overflows.
 int64_t numel(const Shape& shape);
+int64_t checked_mul(int64_t a, int64_t b);
+inline constexpr int64_t kMaxElements = INT64_MAX / 16;
 std::string shape_str(const Shape& shape);  // "1x3x224x224"; "scalar" for rank 0
 
 template <class T> constexpr DType dtype_of();

@@ -9,8 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
+#include <optional>
 #include <sstream>
 
+#include "onnx/external_data.h"
 #include "ops/op.h"
 
 namespace grove {
@@ -53,79 +56,83 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Copies `count` elements of a typed repeated field into t, converting each with `conv`.
+// What converting initializers needs besides the proto: where external data may be read
+// from, and the memory budget the initializers are charged to.
+struct ImportContext {
+  std::filesystem::path base_dir;
+  const Limits& limits;
+  int64_t declared_bytes = 0;
+};
+
+// Values stored in the typed field (float_data, int32_data, ...) that holds `dtype`.
+int64_t typed_count(const onnx::TensorProto& tp, DType dtype) {
+  switch (dtype) {
+    case DType::f32: return tp.float_data_size();
+    case DType::f64: return tp.double_data_size();
+    case DType::i64: return tp.int64_data_size();
+    case DType::u32: case DType::u64: return tp.uint64_data_size();
+    default: return tp.int32_data_size();
+  }
+}
+
 template <class Dst, class Field, class Conv>
-void copy_field(Tensor& t, const Field& field, Conv conv, const std::string& name) {
-  if (static_cast<int64_t>(field.size()) != t.numel())
-    throw Error("initializer '" + name + "' has " + std::to_string(field.size()) + " values for shape " + shape_str(t.shape()));
+void copy_field(Tensor& t, const Field& field, Conv conv) {
   Dst* p = reinterpret_cast<Dst*>(t.raw());
   for (int i = 0; i < field.size(); ++i) p[i] = conv(field.Get(i));
 }
 
-Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& base_dir) {
+Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx) {
   const std::string& name = tp.name();
   DType dtype = dtype_from_onnx(tp.data_type());
   if (dtype == DType::undefined || dtype == DType::string)
     throw Unsupported("initializer '" + name + "' has unsupported data type " + std::to_string(tp.data_type()));
   Shape shape(tp.dims().begin(), tp.dims().end());
-  // Check the size before allocating: corrupt dims must give an error, not bad_alloc.
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) throw Error("initializer '" + name + "' has a negative dimension");
-    if (d > 0 && count > (int64_t{1} << 40) / d) throw Error("initializer '" + name + "' has an implausible shape");
-    count *= d;
+  int64_t count = 0;
+  try {
+    count = numel(shape);  // checked: negative dims and overflowing products are errors
+  } catch (const Error& e) {
+    throw e.prefixed("initializer '" + name + "': ");
   }
-  if (tp.has_raw_data() && tp.raw_data().size() != static_cast<size_t>(count) * dtype_size(dtype))
-    throw Error("initializer '" + name + "' holds " + std::to_string(tp.raw_data().size()) + " bytes, shape " +
-                shape_str(shape) + " of " + std::string(dtype_name(dtype)) + " needs " +
-                std::to_string(static_cast<size_t>(count) * dtype_size(dtype)));
+  const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+  auto size_error = [&](int64_t held, const char* unit) {
+    return Error("initializer '" + name + "' holds " + std::to_string(held) + " " + unit + ", shape " +
+                 shape_str(shape) + " of " + std::string(dtype_name(dtype)) + " needs " +
+                 std::to_string(unit[0] == 'b' ? bytes : count));
+  };
+  // The declared size must be backed by data actually in the file (or its external file)
+  // before anything is allocated: a few bytes of dims may not claim gigabytes.
+  std::optional<ExternalData> external;
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    external.emplace(tp, ctx.base_dir);
+    if (static_cast<int64_t>(external->length()) != bytes) throw size_error(static_cast<int64_t>(external->length()), "bytes");
+  } else if (tp.has_raw_data()) {
+    if (static_cast<int64_t>(tp.raw_data().size()) != bytes) throw size_error(static_cast<int64_t>(tp.raw_data().size()), "bytes");
+  } else if (typed_count(tp, dtype) != count) {
+    throw size_error(typed_count(tp, dtype), "values");
+  }
+  // float16 is widened to float32 below: charge what is finally held.
+  charge_memory(ctx.declared_bytes, dtype == DType::f16 ? 2 * bytes : bytes, ctx.limits, "initializer '" + name + "'");
   Tensor t(dtype, shape);
 
-  std::string external;
-  const std::string* raw = tp.has_raw_data() ? &tp.raw_data() : nullptr;
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : tp.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
-    }
-    std::filesystem::path file = base_dir / location;
-    std::ifstream f(file, std::ios::binary);
-    if (location.empty() || !f)
-      throw Error("initializer '" + name + "': external data file '" + file.string() + "' is missing");
-    f.seekg(0, std::ios::end);
-    int64_t size = f.tellg();
-    if (length < 0) length = size - offset;
-    if (offset < 0 || offset + length > size)
-      throw Error("initializer '" + name + "': external data file '" + file.string() + "' is too short");
-    external.resize(static_cast<size_t>(length));
-    f.seekg(offset);
-    f.read(external.data(), length);
-    raw = &external;
-  }
-
-  if (raw) {
-    if (raw->size() != t.bytes())
-      throw Error("initializer '" + name + "' holds " + std::to_string(raw->size()) + " bytes, shape " +
-                  shape_str(shape) + " of " + std::string(dtype_name(dtype)) + " needs " + std::to_string(t.bytes()));
-    std::memcpy(t.raw(), raw->data(), raw->size());
+  if (external) {
+    external->read(t.raw());
+  } else if (tp.has_raw_data()) {
+    std::memcpy(t.raw(), tp.raw_data().data(), tp.raw_data().size());
   } else {
     auto same = [](auto v) { return v; };
     switch (dtype) {
-      case DType::f32: copy_field<float>(t, tp.float_data(), same, name); break;
-      case DType::f64: copy_field<double>(t, tp.double_data(), same, name); break;
-      case DType::i64: copy_field<int64_t>(t, tp.int64_data(), same, name); break;
-      case DType::i32: copy_field<int32_t>(t, tp.int32_data(), same, name); break;
-      case DType::i16: copy_field<int16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int16_t>(v); }, name); break;
-      case DType::i8: copy_field<int8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); }, name); break;
-      case DType::u8: copy_field<uint8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint8_t>(v); }, name); break;
+      case DType::f32: copy_field<float>(t, tp.float_data(), same); break;
+      case DType::f64: copy_field<double>(t, tp.double_data(), same); break;
+      case DType::i64: copy_field<int64_t>(t, tp.int64_data(), same); break;
+      case DType::i32: copy_field<int32_t>(t, tp.int32_data(), same); break;
+      case DType::i16: copy_field<int16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int16_t>(v); }); break;
+      case DType::i8: copy_field<int8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); }); break;
+      case DType::u8: copy_field<uint8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint8_t>(v); }); break;
       case DType::u16: case DType::f16:
-        copy_field<uint16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); }, name); break;
-      case DType::boolean: copy_field<bool>(t, tp.int32_data(), [](int32_t v) { return v != 0; }, name); break;
-      case DType::u32: copy_field<uint32_t>(t, tp.uint64_data(), [](uint64_t v) { return static_cast<uint32_t>(v); }, name); break;
-      case DType::u64: copy_field<uint64_t>(t, tp.uint64_data(), same, name); break;
+        copy_field<uint16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); }); break;
+      case DType::boolean: copy_field<bool>(t, tp.int32_data(), [](int32_t v) { return v != 0; }); break;
+      case DType::u32: copy_field<uint32_t>(t, tp.uint64_data(), [](uint64_t v) { return static_cast<uint32_t>(v); }); break;
+      case DType::u64: copy_field<uint64_t>(t, tp.uint64_data(), same); break;
       default: throw Unsupported("initializer '" + name + "' has unsupported data type");
     }
   }
@@ -160,7 +167,7 @@ ValueDecl convert_value_info(const onnx::ValueInfoProto& vi) {
   return d;
 }
 
-Attribute convert_attribute(const onnx::AttributeProto& ap, const std::filesystem::path& base_dir) {
+Attribute convert_attribute(const onnx::AttributeProto& ap, ImportContext& ctx) {
   Attribute a;
   using AP = onnx::AttributeProto;
   switch (ap.type()) {
@@ -170,7 +177,7 @@ Attribute convert_attribute(const onnx::AttributeProto& ap, const std::filesyste
     case AP::INTS: a.kind = Attribute::Kind::ints; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
     case AP::FLOATS: a.kind = Attribute::Kind::floats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
     case AP::STRINGS: a.kind = Attribute::Kind::strings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
-    case AP::TENSOR: a.kind = Attribute::Kind::tensor; a.t = convert_tensor(ap.t(), base_dir); break;
+    case AP::TENSOR: a.kind = Attribute::Kind::tensor; a.t = convert_tensor(ap.t(), ctx); break;
     case AP::GRAPH: case AP::GRAPHS: a.kind = Attribute::Kind::graph; break;
     default: a.kind = Attribute::Kind::none; break;
   }
@@ -193,9 +200,25 @@ Tensor constant_value(const Node& n) {
   throw Unsupported(n.describe() + ": unsupported Constant attribute (only value, value_float(s), value_int(s))");
 }
 
+// Nodes in `graph` and every subgraph under it; throws when subgraphs nest deeper than the
+// limit. The recursion is bounded twice: by the limit, and by protobuf's own nesting limit
+// while parsing.
+int64_t count_nodes(const onnx::GraphProto& graph, int depth, const Limits& limits) {
+  if (depth > limits.max_subgraph_depth)
+    throw Error("subgraphs nest deeper than " + std::to_string(limits.max_subgraph_depth) +
+                " levels (the limit is Limits::max_subgraph_depth)");
+  int64_t nodes = graph.node_size();
+  for (const auto& node : graph.node())
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) nodes += count_nodes(attr.g(), depth + 1, limits);
+      for (const auto& g : attr.graphs()) nodes += count_nodes(g, depth + 1, limits);
+    }
+  return nodes;
+}
+
 }  // namespace
 
-Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
+Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Limits& limits) {
   onnx::ModelProto model;
   if (bytes.empty()) throw Error(path + ": file is empty, not an ONNX model");
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
@@ -205,7 +228,15 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
   if (!model.has_graph() || model.graph().node_size() == 0)
     throw Error(path + ": the model has no graph nodes (truncated or not an ONNX model?)");
 
-  std::filesystem::path base_dir = std::filesystem::path(path).parent_path();
+  try {
+    const int64_t nodes = count_nodes(model.graph(), 0, limits);
+    if (nodes > limits.max_nodes)
+      throw Error("the model has " + std::to_string(nodes) + " nodes, over the limit of " +
+                  std::to_string(limits.max_nodes) + " (raise it with --max-nodes or Limits::max_nodes)");
+  } catch (const Error& e) {
+    throw e.prefixed(path + ": ");
+  }
+  ImportContext ctx{std::filesystem::path(path).parent_path(), limits};
   Graph g;
   g.path = path;
   const auto& gp = model.graph();
@@ -218,7 +249,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
     // Each initializer's protobuf bytes are dropped once converted, so the model is held
     // about once, not twice, at the peak of loading.
     for (onnx::TensorProto& tp : *model.mutable_graph()->mutable_initializer()) {
-      g.initializers[tp.name()] = convert_tensor(tp, base_dir);
+      g.initializers[tp.name()] = convert_tensor(tp, ctx);
       delete tp.release_raw_data();
     }
   } catch (const Error& e) {
@@ -255,7 +286,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
         // grove's own passes mark fused nodes with grove_* attributes (graph/epilogue_attrs.h).
         if (ap.name().rfind("grove_", 0) == 0)
           throw Error(n.describe() + ": attribute '" + ap.name() + "' is reserved for grove's passes");
-        n.attrs[ap.name()] = convert_attribute(ap, base_dir);
+        n.attrs[ap.name()] = convert_attribute(ap, ctx);
       }
       if (n.op_type == "Constant" && n.domain.empty()) {
         if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant must have one output");
@@ -272,11 +303,15 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
   return g;
 }
 
-Graph load_onnx(const std::string& path) {
+Graph load_onnx(const std::string& path, const Limits& limits) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not an ONNX model");
   MappedFile file(path);
-  return load_onnx_bytes(file.bytes(), path);
+  try {
+    return load_onnx_bytes(file.bytes(), path, limits);
+  } catch (const std::bad_alloc&) {
+    throw Error(path + ": out of memory while loading (see --max-memory in docs/security.md)");
+  }
 }
 
 Tensor load_tensor_pb(const std::string& path) {
@@ -284,7 +319,9 @@ Tensor load_tensor_pb(const std::string& path) {
   onnx::TensorProto tp;
   if (!tp.ParseFromString(bytes)) throw Error(path + ": not a valid serialized ONNX TensorProto");
   try {
-    return convert_tensor(tp, std::filesystem::path(path).parent_path());
+    Limits limits;
+    ImportContext ctx{std::filesystem::path(path).parent_path(), limits};
+    return convert_tensor(tp, ctx);
   } catch (const Error& e) {
     throw e.prefixed(path + ": ");
   }

@@ -7,15 +7,17 @@
 #include <string_view>
 
 #include "graph/graph.h"
+#include "graph/limits.h"
 
 namespace grove {
 
 // Loads and converts a model file. Throws Error naming the file for unreadable, truncated or
-// corrupt files, missing external data and unsupported ops.
-Graph load_onnx(const std::string& path);
+// corrupt files, external data outside the model's directory or missing, sizes over
+// `limits`, and unsupported ops (docs/security.md).
+Graph load_onnx(const std::string& path, const Limits& limits = {});
 
 // The same from bytes in memory; `path` is used in messages and to find external data.
-Graph load_onnx_bytes(std::string_view bytes, const std::string& path);
+Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Limits& limits = {});
 
 // Reads a serialized TensorProto file (the ONNX test data format: input_0.pb, output_0.pb).
 Tensor load_tensor_pb(const std::string& path);

@@ -5,7 +5,8 @@
 
 namespace grove {
 
-Model::Model(Graph imported, const ShapeMap& shapes) : imported_(std::move(imported)) {
+Model::Model(Graph imported, const ShapeMap& shapes, const Limits& limits)
+    : imported_(std::move(imported)), limits_(limits) {
   if (!shapes.empty()) {
     try_bind(shapes);
     return;
@@ -32,11 +33,13 @@ bool Model::try_bind(const ShapeMap& shapes) {
   }
 }
 
-Model Model::load(const std::string& path, const ShapeMap& shapes) { return Model(load_onnx(path), shapes); }
+Model Model::load(const std::string& path, const ShapeMap& shapes, const Limits& limits) {
+  return Model(load_onnx(path, limits), shapes, limits);
+}
 
 void Model::bind(const ShapeMap& shapes) {
   Graph g = imported_;
-  bind_shapes(g, shapes);
+  bind_shapes(g, shapes, limits_);
   optimize(g);
   bound_ = std::move(g);
 }

@@ -12,12 +12,14 @@ namespace grove {
 
 class Model {
  public:
-  explicit Model(Graph imported, const ShapeMap& shapes = {});
+  // `limits` bound what the model may make grove allocate (graph/limits.h): checked at load
+  // and at every binding.
+  explicit Model(Graph imported, const ShapeMap& shapes = {}, const Limits& limits = {});
 
   // Loads an ONNX file; binds now if the input shapes can be resolved from `shapes` and the
   // model's declarations. Errors from binding are raised only when `shapes` was non-empty
   // (the user asked for these shapes); otherwise binding waits for the first inputs.
-  static Model load(const std::string& path, const ShapeMap& shapes = {});
+  static Model load(const std::string& path, const ShapeMap& shapes = {}, const Limits& limits = {});
 
   bool is_bound() const { return bound_.has_value(); }
   void bind(const ShapeMap& shapes);
@@ -36,9 +38,11 @@ class Model {
 
   // Why the last binding attempt left the model unbound ("" when bound or never tried).
   const std::string& unbound_reason() const { return unbound_reason_; }
+  const Limits& limits() const { return limits_; }
 
  private:
   Graph imported_;
+  Limits limits_;
   std::optional<Graph> bound_;
   std::string unbound_reason_;
 };

@@ -1,6 +1,7 @@
 #include "runtime/planned_run.h"
 
 #include <cstring>
+#include <new>
 
 #include "graph/epilogue_attrs.h"
 #include "ops/evaluate.h"
@@ -23,6 +24,8 @@ void poison(Tensor& t) {
   } catch (const Error& e) {
     if (std::string(e.what()).find("node '") != std::string::npos) throw e.prefixed(prefix);
     throw e.prefixed(prefix + node.describe() + ": ");
+  } catch (const std::bad_alloc&) {
+    throw Error(prefix + node.describe() + ": out of memory");
   } catch (const std::exception& e) {
     throw Error(prefix + node.describe() + ": " + e.what());
   }

@@ -3,8 +3,23 @@
 #include "runtime/planned_run.h"
 
 #include <cstdlib>
+#include <new>
 
 namespace grove {
+namespace {
+
+// Out of memory while binding, planning or running becomes an Error naming the model, not a
+// crash: the caller can drop the request and carry on.
+template <class F>
+auto out_of_memory_is_an_error(const std::string& model, const char* doing, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw Error(model + ": out of memory while " + doing + " (see --max-memory in docs/security.md)");
+  }
+}
+
+}  // namespace
 
 Session::Session(Engine& engine, Model model, SessionOptions options)
     : engine_(engine), model_(std::move(model)), options_(options) {
@@ -13,7 +28,7 @@ Session::Session(Engine& engine, Model model, SessionOptions options)
 
 std::shared_ptr<const Plan> Session::plan_for(const ShapeMap& shapes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return plan_locked(shapes);
+  return out_of_memory_is_an_error(model_.imported().path, "planning", [&] { return plan_locked(shapes); });
 }
 
 std::shared_ptr<const Plan> Session::plan_locked(const ShapeMap& shapes) {
@@ -53,6 +68,10 @@ std::shared_ptr<PlannedRun> Session::make_job(TensorMap inputs) {
 }
 
 TensorMap Session::run(const TensorMap& inputs, RunStats* stats) {
+  return out_of_memory_is_an_error(model_.imported().path, "running", [&] { return run_unchecked(inputs, stats); });
+}
+
+TensorMap Session::run_unchecked(const TensorMap& inputs, RunStats* stats) {
   check_inputs(model_.imported(), inputs);
   std::shared_ptr<PlannedRun> job = make_job(inputs);
   if (!job) {
@@ -69,11 +88,12 @@ TensorMap Session::run(const TensorMap& inputs, RunStats* stats) {
 
 std::future<TensorMap> Session::submit(TensorMap inputs) {
   check_inputs(model_.imported(), inputs);
-  std::shared_ptr<PlannedRun> job = make_job(inputs);
+  std::shared_ptr<PlannedRun> job =
+      out_of_memory_is_an_error(model_.imported().path, "planning", [&] { return make_job(inputs); });
   if (!job) {
     return std::async(std::launch::async, [this, inputs = std::move(inputs)] {
       std::lock_guard<std::mutex> lock(mutex_);
-      return model_.run_reference(inputs);
+      return out_of_memory_is_an_error(model_.imported().path, "running", [&] { return model_.run_reference(inputs); });
     });
   }
   // The worker that finishes the last tile fulfils the future: no thread waits per request.

@@ -88,6 +88,64 @@ TEST(CliBadInput, MissingExternalDataFile) {
   expect_mentions(r, {"ext.onnx", "weights.bin", "'w'"});
 }
 
+// y = x + w with w's 16 bytes in external data at `location`.
+std::filesystem::path external_data_model(const std::filesystem::path& path, const std::string& location) {
+  ModelBuilder m;
+  m.input("x", kFloat, {"4"}).output("y", kFloat, {"4"}).node("Add", {"x", "w"}, {"y"}, "add");
+  auto* w = m.proto().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(kFloat);
+  w->add_dims(4);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = w->add_external_data();
+  kv->set_key("location");
+  kv->set_value(location);
+  return m.save(path);
+}
+
+// A model must not read files outside its directory into its weights (and so its outputs).
+TEST(CliBadInput, HostileExternalDataPath) {
+  TempDir dir;
+  std::filesystem::create_directory(dir / "models");
+  write_bytes(dir / "secret.bin", std::string(16, 's'));
+  std::filesystem::create_symlink(dir / "secret.bin", dir / "models/link.bin");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/etc/passwd", "absolute"},
+      {"../../../../etc/passwd", "'..'"},
+      {"../secret.bin", "'..'"},
+      {"link.bin", "outside the model's directory"},
+  };
+  for (const auto& [location, why] : cases) {
+    auto model = external_data_model(dir / "models/m.onnx", location);
+    for (const char* cmd : {"run", "info"}) {
+      Result r = run_grove({cmd, model.string()});
+      expect_clean_error(r);
+      expect_mentions(r, {"m.onnx", "'w'", location, why});
+    }
+  }
+}
+
+TEST(CliBadInput, MemoryAndNodeLimits) {
+  TempDir dir;
+  auto model = image_model(dir);  // 1x3x8x8 float: 768 bytes in, 768 out
+  Result ok = run_grove({"run", model.string(), "--max-memory", "1536"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  Result small = run_grove({"run", model.string(), "--max-memory", "1535"});
+  expect_clean_error(small);
+  expect_mentions(small, {"image.onnx", "relu1", "memory limit", "--max-memory"});
+  Result input = run_grove({"run", model.string(), "--max-memory", "700"});
+  expect_clean_error(input);
+  expect_mentions(input, {"'image'", "--max-memory"});
+  Result nodes = run_grove({"info", model.string(), "--max-nodes", "0"});
+  EXPECT_EQ(nodes.exit_code, 2);  // not a positive number: a usage error
+  ModelBuilder two;
+  two.input("x", kFloat, {"4"}).output("y", kFloat, {"4"});
+  two.node("Relu", {"x"}, {"a"}, "r1").node("Relu", {"a"}, {"y"}, "r2");
+  Result many = run_grove({"plan", two.save(dir / "two.onnx").string(), "--max-nodes", "1"});
+  expect_clean_error(many);
+  expect_mentions(many, {"two.onnx", "2 nodes", "--max-nodes"});
+}
+
 TEST(CliBadInput, UnknownOp) {
   TempDir dir;
   ModelBuilder m;

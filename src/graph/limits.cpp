@@ -1,0 +1,26 @@
+#include "graph/limits.h"
+
+#include <unistd.h>
+
+#include "graph/error.h"
+
+namespace grove {
+
+int64_t default_max_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{16} << 30;  // unknown: 16 GiB
+  return static_cast<int64_t>(pages) * page;
+}
+
+int64_t Limits::memory_limit() const { return max_memory > 0 ? max_memory : default_max_memory(); }
+
+void charge_memory(int64_t& total, int64_t bytes, const Limits& limits, const std::string& what) {
+  const int64_t limit = limits.memory_limit();
+  if (bytes < 0 || bytes > limit || total > limit - bytes)
+    throw Error(what + ": declared tensors need " + std::to_string(bytes) + " more bytes, " +
+                std::to_string(total) + " already declared, over the memory limit of " + std::to_string(limit) +
+                " bytes (raise it with --max-memory or Limits::max_memory)");
+  total += bytes;
+}
+
+}  // namespace grove

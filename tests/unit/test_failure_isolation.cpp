@@ -1,0 +1,73 @@
+// Failure isolation: a tile that throws (an Error, or bad_alloc standing in for running out of
+// memory) fails only its own run; the other runs in the engine's pool at the same time finish
+// with the reference outputs, and the engine stays usable. Named PlannedRun* so the TSan +
+// adversarial stage of scripts/test.sh runs it too.
+#include <new>
+
+#include "plan_test_util.h"
+#include "runtime/engine.h"
+
+using namespace grove;
+using namespace grove::test;
+
+namespace {
+
+std::shared_ptr<const Plan> plan_with(const Graph& g, TileRuleLookup rules) {
+  PlanOptions o;
+  o.tiles_per_op = 3;
+  o.rule_lookup = std::move(rules);
+  return make_plan(g, o);
+}
+
+void exploding(const Node&, std::span<const Tensor* const>, std::span<Tensor* const>, const Region&, const void*) {
+  throw Error("kernel exploded");
+}
+void out_of_memory(const Node&, std::span<const Tensor* const>, std::span<Tensor* const>, const Region&, const void*) {
+  throw std::bad_alloc();
+}
+
+}  // namespace
+
+TEST(PlannedRun, FailingTileFailsOnlyItsRunUnderLoad) {
+  static const TileRule explode{test_cut_all, test_elementwise_needs, exploding};
+  static const TileRule oom{test_cut_all, test_elementwise_needs, out_of_memory};
+  TestModel m = residual();
+  Model model = load_test_model(m);
+  const TensorMap want = model.run_reference(m.inputs);
+  auto good = plan_with(model.graph(), test_rule);
+  auto bad = plan_with(model.graph(), [](const Node& n) { return n.op_type == "Add" ? &explode : test_rule(n); });
+  auto no_memory = plan_with(model.graph(), [](const Node& n) { return n.op_type == "Add" ? &oom : test_rule(n); });
+
+  for (int threads : {1, 3}) {
+    Engine engine({.threads = threads, .pin = false});
+    // Every run is in flight at once: failing ones share the pool with good ones.
+    constexpr int kRuns = 60;
+    std::vector<std::shared_ptr<PlannedRun>> runs;
+    std::vector<std::future<TensorMap>> results;
+    for (int i = 0; i < kRuns; ++i) {
+      auto plan = i % 6 == 1 ? bad : i % 6 == 4 ? no_memory : good;
+      runs.push_back(std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{.poison_buffers = true}));
+      results.push_back(runs.back()->result());
+      engine.submit(runs.back());
+    }
+    for (int i = 0; i < kRuns; ++i) {
+      const std::string what = "run " + std::to_string(i) + " at " + std::to_string(threads) + " threads";
+      if (i % 6 == 1 || i % 6 == 4) {
+        try {
+          results[i].get();
+          ADD_FAILURE() << what << ": the failing run succeeded";
+        } catch (const Error& e) {
+          const std::string msg = e.what();
+          EXPECT_NE(msg.find("(Add)"), std::string::npos) << what << ": " << msg;
+          EXPECT_NE(msg.find(i % 6 == 1 ? "kernel exploded" : "out of memory"), std::string::npos) << what << ": " << msg;
+        }
+      } else {
+        expect_close(results[i].get(), want, 0.0, what);
+      }
+    }
+    // The engine carries on after the failures.
+    auto after = std::make_shared<PlannedRun>(good, m.inputs);
+    engine.run(after);
+    expect_close(after->outputs(), want, 0.0, "after the failures");
+  }
+}
