@@ -77,6 +77,8 @@ int run_info(const InfoOptions& o) {
     for (const auto& [name, shape] : bound->bound_inputs)
       binding += (binding.empty() ? "" : " ") + name + "=" + shape_str(shape);
     std::printf("compute: %.4f GFLOPs for %s\n", static_cast<double>(graph_flops(*bound)) * 1e-9, binding.c_str());
+    std::printf("declared tensors: %.1f MB of weights and activations (limit %.1f MB, --max-memory)\n",
+                static_cast<double>(bound->declared_bytes) * 1e-6, static_cast<double>(o.limits.memory_limit()) * 1e-6);
     std::printf("ops after binding and optimisation (%zu nodes; imported: %zu):\n", bound->nodes.size(),
                 imported.nodes.size());
     print_histogram(*bound, true);

@@ -79,7 +79,7 @@ Examples:
 void add_limit_options(CLI::App* cmd, grove::Limits& limits) {
   cmd->add_option("--max-memory", limits.max_memory,
                   "Most bytes of weights plus declared activations a model may make grove allocate; a larger "
-                  "model is an error before anything is allocated (0: the machine's physical memory)")
+                  "model is an error before anything is allocated (0: half the machine's physical memory)")
       ->type_name("BYTES")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -154,6 +154,7 @@ void bind_shapes(Graph& g, const ShapeMap& shapes, const Limits& limits) {
     kept.push_back(std::move(node));
   }
   g.nodes = std::move(kept);
+  g.declared_bytes = declared;
   for (const auto& o : g.outputs)
     if (!g.values.count(o.name)) throw Error(g.path + ": graph output '" + o.name + "' is not produced by any node");
 }

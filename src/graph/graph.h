@@ -80,6 +80,7 @@ struct Graph {
   // live in `initializers`), so copies of a Graph never point into another Graph.
   std::map<std::string, ValueInfo> values;
   std::map<std::string, Shape> bound_inputs; // the input shapes the graph is bound to
+  int64_t declared_bytes = 0;                // bind_shapes(): weights + inputs + every node output, as charged to Limits
 
   const ValueDecl* find_input(const std::string& name) const;
   int64_t parameter_count() const;

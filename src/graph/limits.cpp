@@ -7,9 +7,11 @@
 namespace grove {
 
 int64_t default_max_memory() {
+  // Half, not all: the declared total is an upper bound on a run's peak, and the process,
+  // its packed weights and the rest of the machine need room beside it.
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return int64_t{16} << 30;  // unknown: 16 GiB
-  return static_cast<int64_t>(pages) * page;
+  if (pages <= 0 || page <= 0) return int64_t{8} << 30;  // unknown: 8 GiB
+  return static_cast<int64_t>(pages) * page / 2;
 }
 
 int64_t Limits::memory_limit() const { return max_memory > 0 ? max_memory : default_max_memory(); }

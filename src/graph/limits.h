@@ -11,7 +11,8 @@ namespace grove {
 
 struct Limits {
   // Bytes of weights plus every activation tensor the bound graph declares (an upper bound
-  // on a run's memory: the runtime reuses buffers). 0: physical memory (default_max_memory).
+  // on a run's memory: the runtime reuses buffers). 0: half the physical memory
+  // (default_max_memory).
   int64_t max_memory = 0;
   // Nodes in the model, those of nested subgraphs included.
   int64_t max_nodes = 200'000;
@@ -21,7 +22,7 @@ struct Limits {
   int64_t memory_limit() const;  // max_memory, with 0 resolved to the default
 };
 
-// The default for max_memory: the machine's physical memory.
+// The default for max_memory: half the machine's physical memory.
 int64_t default_max_memory();
 
 // Adds `bytes` to `total` and throws Error("<what>: ... exceeds the memory limit ...") when

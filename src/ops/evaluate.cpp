@@ -42,13 +42,22 @@ std::vector<ValueInfo> infer_node(const Node& node, std::span<const ValueInfo> i
   return out;
 }
 
-std::vector<Tensor> evaluate_node(const Node& node, std::span<const Tensor* const> in) {
+std::vector<Tensor> evaluate_node(const Node& node, std::span<const Tensor* const> in, int64_t max_output_bytes) {
   std::vector<ValueInfo> infos(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i]) infos[i] = ValueInfo{in[i]->dtype(), in[i]->shape(), in[i], true};
     else infos[i].present = false;
   }
   std::vector<ValueInfo> out_infos = infer_node(node, infos);
+  int64_t out_bytes = 0;
+  for (const auto& oi : out_infos)
+    if (oi.dtype != DType::undefined) {
+      const int64_t bytes = checked_mul(numel(oi.shape), static_cast<int64_t>(dtype_size(oi.dtype)));
+      if (bytes > max_output_bytes - out_bytes)
+        throw Error(node.describe() + ": its outputs need more than the " + std::to_string(max_output_bytes) +
+                    " bytes left under the memory limit (raise it with --max-memory)");
+      out_bytes += bytes;
+    }
   const OpDef& def = lookup(node);
   std::vector<Tensor> out;
   std::vector<Tensor*> out_ptrs;

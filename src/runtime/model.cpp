@@ -62,8 +62,8 @@ TensorMap Model::run_reference(const TensorMap& inputs) {
     check_inputs(imported_, inputs);
     try_bind(shapes);
   }
-  if (!bound_) return grove::run_reference(imported_, inputs);
-  return grove::run_reference(*bound_, inputs);
+  if (!bound_) return grove::run_reference(imported_, inputs, limits_);
+  return grove::run_reference(*bound_, inputs, limits_);
 }
 
 }  // namespace grove

@@ -1,5 +1,6 @@
 #include "runtime/reference_executor.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ops/evaluate.h"
@@ -27,8 +28,12 @@ void check_inputs(const Graph& g, const TensorMap& inputs) {
   }
 }
 
-TensorMap run_reference(const Graph& g, const TensorMap& inputs) {
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits) {
   check_inputs(g, inputs);
+  const int64_t limit = limits.memory_limit();
+  int64_t live_bytes = 0;  // initializers, inputs and the live intermediates
+  for (const auto& [name, t] : g.initializers) live_bytes += static_cast<int64_t>(t.bytes());
+  for (const auto& [name, t] : inputs) live_bytes += static_cast<int64_t>(t.bytes());
   // Last node index that reads each value; graph outputs are never dropped.
   std::map<std::string, size_t> last_use;
   for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -51,14 +56,22 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs) {
     for (const auto& name : node.inputs) in.push_back(name.empty() ? nullptr : lookup(name));
     std::vector<Tensor> out;
     try {
-      out = evaluate_node(node, in);
+      out = evaluate_node(node, in, std::max<int64_t>(0, limit - live_bytes));
     } catch (const Error& e) {
       throw e.prefixed(g.path + ": ");
     }
     for (size_t k = 0; k < node.outputs.size(); ++k)
-      if (!node.outputs[k].empty()) live[node.outputs[k]] = std::move(out[k]);
-    for (const auto& name : node.inputs)
-      if (!name.empty() && last_use[name] == i && !outputs.count(name)) live.erase(name);
+      if (!node.outputs[k].empty()) {
+        live_bytes += static_cast<int64_t>(out[k].bytes());
+        live[node.outputs[k]] = std::move(out[k]);
+      }
+    for (const auto& name : node.inputs) {
+      if (name.empty() || last_use[name] != i || outputs.count(name)) continue;
+      auto it = live.find(name);
+      if (it == live.end()) continue;
+      live_bytes -= static_cast<int64_t>(it->second.bytes());
+      live.erase(it);
+    }
   }
 
   TensorMap result;

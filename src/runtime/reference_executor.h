@@ -5,6 +5,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "graph/limits.h"
 
 namespace grove {
 
@@ -15,7 +16,9 @@ using TensorMap = std::map<std::string, Tensor>;
 void check_inputs(const Graph& bound, const TensorMap& inputs);
 
 // Runs `bound` (after bind_shapes) and returns its outputs by name. Intermediate tensors are
-// dropped after their last use, so peak memory stays near the live set.
-TensorMap run_reference(const Graph& bound, const TensorMap& inputs);
+// dropped after their last use, so peak memory stays near the live set. Weights, inputs and
+// live tensors together stay under limits.max_memory: a node whose outputs (their shapes
+// can depend on input values here) would pass it is an Error before it allocates.
+TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {});
 
 }  // namespace grove
