@@ -15,10 +15,21 @@ const Shape* shape_of(const Graph& g, const std::string& name) {
   return it == g.values.end() ? nullptr : &it->second.shape;
 }
 
+// Shapes here are bound and bounded by Limits, but a FLOP count multiplies several of them:
+// every product is checked (Error rather than signed overflow).
 int64_t product(const Shape& s, size_t from) {
   int64_t n = 1;
-  for (size_t i = from; i < s.size(); ++i) n *= s[i];
+  for (size_t i = from; i < s.size(); ++i) n = checked_mul(n, s[i]);
   return n;
+}
+
+int64_t mul(int64_t a, int64_t b) { return checked_mul(a, b); }
+int64_t mul(int64_t a, int64_t b, int64_t c) { return checked_mul(checked_mul(a, b), c); }
+
+int64_t add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw Error("FLOP count overflows int64");
+  return r;
 }
 
 // Ops that only move or reinterpret data: no arithmetic.
@@ -44,9 +55,10 @@ static int64_t attention_flops(const Graph& g, const Node& n) {
   const Shape* q = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);
   const Shape* kt = n.inputs.size() < 2 ? nullptr : shape_of(g, n.inputs[1]);
   if (!out || !q || !kt || q->size() != 4 || kt->size() != 4 || out->size() != 4) return 0;
-  const int64_t scores = numel(*q) / (*q)[3] * (*kt)[3];
+  if ((*q)[3] == 0) return 0;  // no scores; and no division by zero
+  const int64_t scores = mul(numel(*q) / (*q)[3], (*kt)[3]);
   const int64_t per_score = 2 + (n.inputs.size() > 3 && !n.inputs[3].empty()) + (n.inputs.size() > 4 && !n.inputs[4].empty());
-  return 2 * scores * (*q)[3] + 2 * scores * (*out)[3] + per_score * scores;
+  return add(add(mul(2, scores, (*q)[3]), mul(2, scores, (*out)[3])), mul(per_score, scores));
 }
 
 int64_t node_flops(const Graph& g, const Node& n) {
@@ -60,17 +72,17 @@ int64_t node_flops(const Graph& g, const Node& n) {
 
   // A fused epilogue counts what its fused nodes counted, so fusion never changes a model's FLOPs.
   const int64_t epilogue = n.attr_int(kAttrFusedFlops, 0);
-  if (op == "Conv" && w && !w->empty()) return 2 * numel(*out) * product(*w, 1) + epilogue;
-  if (op == "ConvTranspose" && w && x && !w->empty()) return 2 * numel(*x) * product(*w, 1);
-  if (op == "MatMul" && x && !x->empty()) return 2 * numel(*out) * x->back() + epilogue;
+  if (op == "Conv" && w && !w->empty()) return add(mul(2, numel(*out), product(*w, 1)), epilogue);
+  if (op == "ConvTranspose" && w && x && !w->empty()) return mul(2, numel(*x), product(*w, 1));
+  if (op == "MatMul" && x && !x->empty()) return add(mul(2, numel(*out), x->back()), epilogue);
   if (op == "Gemm" && x && x->size() == 2) {
     int64_t k = n.attr_int("transA", 0) ? (*x)[0] : (*x)[1];
-    return 2 * numel(*out) * k + epilogue;
+    return add(mul(2, numel(*out), k), epilogue);
   }
   if (op == "MaxPool" || op == "AveragePool" || op == "LpPool") {
     int64_t window = 1;
-    for (int64_t k : n.attr_ints("kernel_shape")) window *= k;
-    return numel(*out) * window;
+    for (int64_t k : n.attr_ints("kernel_shape")) window = mul(window, k);
+    return mul(numel(*out), window);
   }
   if (reads_every_input_once(op)) return x ? numel(*x) : 0;
   if (moves_data_only(op)) return 0;
@@ -79,7 +91,7 @@ int64_t node_flops(const Graph& g, const Node& n) {
 
 int64_t graph_flops(const Graph& g) {
   int64_t total = 0;
-  for (const auto& n : g.nodes) total += node_flops(g, n);
+  for (const auto& n : g.nodes) total = add(total, node_flops(g, n));
   return total;
 }
 

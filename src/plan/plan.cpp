@@ -119,7 +119,8 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     if (rule && (node.outputs.empty() || node.outputs[0].empty()))
       throw Error(node.describe() + ": a tiled op needs its first output");
     int64_t flops = node_flops(g, node);
-    plan->total_flops += flops;
+    if (__builtin_add_overflow(plan->total_flops, flops, &plan->total_flops))
+      throw Error(node.describe() + ": the model's FLOP count overflows int64");
     Shape out_shape = infos.back().out.empty() || !infos.back().out[0].present ? Shape{} : infos.back().out[0].shape;
     int64_t work = std::max(flops, numel(out_shape));
     int64_t producer_tiles = 1;

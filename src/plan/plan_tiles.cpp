@@ -70,7 +70,7 @@ void append_tiles(int32_t node, const Shape& out_shape, const Shape& extent, Til
   int64_t total = 1;
   for (size_t d = 0; d < rank; ++d) {
     count[d] = extent[d] > 0 ? ceil_div(out_shape[d], extent[d]) : 1;
-    total *= count[d];
+    total = checked_mul(total, count[d]);  // bounded by the tile target; checked all the same
   }
   for (int64_t t = 0; t < total; ++t) {
     Region r(rank);
