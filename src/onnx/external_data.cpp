@@ -67,6 +67,15 @@ ExternalData::ExternalData(const onnx::TensorProto& tp, const fs::path& base_dir
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected just below.
   fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd_ < 0) throw Error(what_ + ": cannot open '" + file.string() + "'");
+  // What was opened, checked again: a symlink swapped in after the check above (a race with
+  // someone writing into the model's directory) shows up here.
+  std::error_code link_ec;
+  const fs::path opened = fs::read_symlink("/proc/self/fd/" + std::to_string(fd_), link_ec);
+  if (!link_ec && !is_below(dir, opened)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(what_ + ": the file opened is '" + opened.string() + "', outside the model's directory");
+  }
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd_);
