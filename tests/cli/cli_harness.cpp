@@ -31,12 +31,13 @@ void set_shape(onnx::ValueInfoProto* vi, int elem_type, const std::vector<std::s
 
 }  // namespace
 
-Result run_grove(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
+Result run_grove(const std::vector<std::string>& args, const std::filesystem::path& cwd, int64_t address_space_kib) {
   static int counter = 0;
   auto base = std::filesystem::temp_directory_path() /
               ("grove_cli_capture_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
   std::string cmd;
   if (!cwd.empty()) cmd += "cd " + shell_quote(cwd.string()) + " && ";
+  if (address_space_kib > 0) cmd += "ulimit -v " + std::to_string(address_space_kib) + " && ";
   // timeout: a hang is a failure (exit 124), not a stuck test run.
   cmd += "timeout -k 5 120 " + shell_quote(GROVE_BINARY);
   for (const auto& a : args) cmd += " " + shell_quote(a);

@@ -14,8 +14,10 @@ struct Result {
   std::string out, err;
 };
 
-// Runs `grove args...` with a time limit, in `cwd` when given.
-Result run_grove(const std::vector<std::string>& args, const std::filesystem::path& cwd = {});
+// Runs `grove args...` with a time limit, in `cwd` when given, with its address space limited
+// to `address_space_kib` KiB when non-zero (ulimit -v: allocations past it fail).
+Result run_grove(const std::vector<std::string>& args, const std::filesystem::path& cwd = {},
+                 int64_t address_space_kib = 0);
 
 // A fresh directory per test, removed afterwards.
 class TempDir {

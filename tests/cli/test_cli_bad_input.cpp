@@ -146,6 +146,28 @@ TEST(CliBadInput, MemoryAndNodeLimits) {
   expect_mentions(many, {"two.onnx", "2 nodes", "--max-nodes"});
 }
 
+// Out of memory during a run (here: under ulimit -v, a 1 GiB Tile output the limits allow)
+// is a clean error naming the node, not a crash. Skipped under sanitizers, which reserve
+// terabytes of address space for their shadow memory.
+TEST(CliBadInput, OutOfMemoryDuringARunIsAnError) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "address-space limits and sanitizers do not mix";
+#endif
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", kFloat, {"1024"}).output("y", kFloat, {"268435456"});
+  auto* repeats = m.proto().mutable_graph()->add_initializer();
+  repeats->set_name("repeats");
+  repeats->set_data_type(onnx::TensorProto::INT64);
+  repeats->add_dims(1);
+  repeats->add_int64_data(262144);
+  m.node("Tile", {"x", "repeats"}, {"y"}, "big_tile");
+  auto model = m.save(dir / "tile.onnx");
+  Result r = run_grove({"run", model.string(), "--threads", "1", "--max-memory", "100000000000"}, {}, 768 * 1024);
+  expect_clean_error(r);
+  expect_mentions(r, {"tile.onnx", "big_tile", "out of memory"});
+}
+
 TEST(CliBadInput, UnknownOp) {
   TempDir dir;
   ModelBuilder m;
