@@ -41,9 +41,15 @@ int run_plan(const PlanCliOptions& o) {
   options.tiles_per_op = o.tiles_per_op;
   options.min_tile_flops = o.min_tile_flops;
   options.schedule = parse_schedule(o.schedule);
+  options.max_tiles = o.limits.max_tiles;
 
   auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<const Plan> plan = make_plan(model.graph(), options);
+  std::shared_ptr<const Plan> plan;
+  try {
+    plan = make_plan(model.graph(), options);
+  } catch (const Error& e) {
+    throw e.prefixed(o.model + ": ");
+  }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const Plan& p = *plan;

@@ -15,7 +15,7 @@ namespace grove::cli {
 struct InfoOptions {
   std::string model;
   std::vector<std::string> shapes;  // NAME=DIMS
-  Limits limits;                    // --max-memory, --max-nodes
+  Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
 struct RunOptions {
@@ -29,7 +29,7 @@ struct RunOptions {
   int tiles_per_op = 0;             // 0: by rule
   std::string trace_path;           // empty: no trace
   uint64_t seed = 0;
-  Limits limits;                    // --max-memory, --max-nodes
+  Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
 struct PlanCliOptions {
@@ -42,7 +42,7 @@ struct PlanCliOptions {
   bool totals_only = false;
   std::string save_path;            // non-empty: write the TileGraph here
   std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan
-  Limits limits;                    // --max-memory, --max-nodes
+  Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
 struct BenchOptions {
@@ -58,7 +58,7 @@ struct BenchOptions {
   bool json = false;
   uint64_t seed = 0;
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
-  Limits limits;                    // --max-memory, --max-nodes
+  Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
 // Stops the engine's trace, writes it to `path` and says where it went on `say`.

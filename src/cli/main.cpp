@@ -75,7 +75,7 @@ Examples:
   grove info bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128
 )";
 
-// --max-memory and --max-nodes on a subcommand (docs/security.md).
+// --max-memory, --max-nodes and --max-tiles on a subcommand (docs/security.md).
 void add_limit_options(CLI::App* cmd, grove::Limits& limits) {
   cmd->add_option("--max-memory", limits.max_memory,
                   "Most bytes of weights plus declared activations a model may make grove allocate; a larger "
@@ -84,6 +84,10 @@ void add_limit_options(CLI::App* cmd, grove::Limits& limits) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-nodes", limits.max_nodes, "Most nodes a model may have, those in subgraphs included")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-tiles", limits.max_tiles,
+                  "Most tiles a plan may cut the model into (and 16 dependency edges per tile)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
 }

@@ -9,6 +9,10 @@
 
 namespace grove {
 
+inline constexpr int64_t kDefaultMaxTiles = 4'000'000;
+// The planner's dependency edges may number this many times max_tiles.
+inline constexpr int64_t kMaxEdgesPerTile = 16;
+
 struct Limits {
   // Bytes of weights plus every activation tensor the bound graph declares (an upper bound
   // on a run's memory: the runtime reuses buffers). 0: half the physical memory
@@ -18,6 +22,9 @@ struct Limits {
   int64_t max_nodes = 200'000;
   // Nesting of subgraphs (If/Loop/Scan bodies) in the model file.
   int max_subgraph_depth = 16;
+  // The planner's TileGraph: tiles, and kMaxEdgesPerTile times as many dependency edges
+  // (its tables are not charged to max_memory; this bounds them instead).
+  int64_t max_tiles = kDefaultMaxTiles;
 
   int64_t memory_limit() const;  // max_memory, with 0 resolved to the default
 };

@@ -144,6 +144,9 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     }
     int64_t count = tg.size() - tg.first_tile.back();
     if (tg.node.size() > static_cast<size_t>(INT32_MAX / 2)) throw Error(node.describe() + ": too many tiles");
+    if (static_cast<int64_t>(tg.node.size()) > options.max_tiles)
+      throw Error(node.describe() + ": the plan reaches " + std::to_string(tg.node.size()) + " tiles, over the limit of " +
+                  std::to_string(options.max_tiles) + " (fewer with --tiles-per-op; raise it with --max-tiles)");
     tg.tile_count.push_back(static_cast<int32_t>(count));
     if (options.schedule == Schedule::barrier && n + 1 < g.nodes.size()) {
       tg.node.push_back(-1);

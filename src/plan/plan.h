@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/limits.h"
 #include "ops/tiling.h"
 #include "plan/tile_graph.h"
 
@@ -23,6 +24,10 @@ struct PlanOptions {
   int64_t min_tile_flops = 0;   // 0 chooses by rule (kDefaultMinTileFlops when tiles_per_op is 0, else no minimum)
   Schedule schedule = Schedule::aspen;
   TileRuleLookup rule_lookup = nullptr;  // nullptr: find_tile_rule
+  // Bound on the TileGraph, from Limits::max_tiles (a hostile model with many big ops must not
+  // make the planner allocate without bound): more tiles, or more than kMaxEdgesPerTile times
+  // as many edges, is an Error naming the node.
+  int64_t max_tiles = kDefaultMaxTiles;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread, at most

@@ -93,6 +93,10 @@ std::vector<Edge> data_edges(const Plan& plan, const std::vector<NodeInfos>& inf
       std::sort(parents.begin(), parents.end());
       parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
       for (int32_t p : parents) edges.push_back({p, t});
+      if (static_cast<int64_t>(edges.size()) / kMaxEdgesPerTile > plan.options.max_tiles)
+        throw Error(plan.graph.nodes[n].describe() + ": the plan reaches " + std::to_string(edges.size()) +
+                    " tile dependencies, over the limit of " + std::to_string(kMaxEdgesPerTile) + " x " +
+                    std::to_string(plan.options.max_tiles) + " (fewer with --tiles-per-op; raise it with --max-tiles)");
     }
   }
   return edges;

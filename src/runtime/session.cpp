@@ -40,7 +40,14 @@ std::shared_ptr<const Plan> Session::plan_locked(const ShapeMap& shapes) {
   po.threads = engine_.threads();
   po.tiles_per_op = options_.tiles_per_op;
   po.schedule = options_.schedule;
-  plan_ = make_plan(model_.graph(), po);
+  po.max_tiles = model_.limits().max_tiles;
+  try {
+    plan_ = make_plan(model_.graph(), po);
+  } catch (const Error& e) {
+    const std::string& path = model_.imported().path;
+    if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
+    throw e.prefixed(path + ": ");
+  }
   // New shapes, new buffer sizes: a fresh pool. Runs of the old plan still in flight keep
   // the old pool alive through their buffers.
   buffers_ = std::make_shared<BufferPool>();

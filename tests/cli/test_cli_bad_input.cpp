@@ -144,6 +144,9 @@ TEST(CliBadInput, MemoryAndNodeLimits) {
   Result many = run_grove({"plan", two.save(dir / "two.onnx").string(), "--max-nodes", "1"});
   expect_clean_error(many);
   expect_mentions(many, {"two.onnx", "2 nodes", "--max-nodes"});
+  Result tiles = run_grove({"plan", model.string(), "--max-tiles", "1", "--tiles-per-op", "4"});
+  expect_clean_error(tiles);
+  expect_mentions(tiles, {"image.onnx", "relu1", "--max-tiles"});
 }
 
 // Out of memory during a run (here: under ulimit -v, a 1 GiB Tile output the limits allow)

@@ -95,3 +95,35 @@ TEST(Limits, ReferenceExecutorChecksShapesThatDependOnInputValues) {
   // Failed runs leave the session usable.
   EXPECT_EQ(session.run(inputs(2, 3)).at("y").shape(), (Shape{2, 3}));
 }
+
+namespace {
+// y = MatMul(Relu(x), w): x [8, 512], w [512, 512]. Every MatMul tile reads all of K, so
+// with many tiles per op each depends on many Relu tiles.
+std::string relu_matmul_model() {
+  OnnxBuilder b;
+  b.input("x", kFloat, {8, 512}).output("y", kFloat, {8, 512});
+  b.initializer_f32("w", {512, 512}, std::vector<float>(512 * 512, 0.5f));
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("MatMul", {"r", "w"}, {"y"}, "matmul");
+  return b.bytes();
+}
+}  // namespace
+
+TEST(Limits, PlanTilesAndEdgesAreBounded) {
+  Model model(load_onnx_bytes(relu_matmul_model(), "mm.onnx"));
+  PlanOptions o;
+  o.tiles_per_op = 64;
+  auto plan = make_plan(model.graph(), o);
+  const int64_t tiles = plan->tiles.size(), edges = static_cast<int64_t>(plan->tiles.children.size());
+  ASSERT_GT(edges, kMaxEdgesPerTile * tiles) << "the model no longer makes many edges per tile";
+  o.max_tiles = tiles - 1;
+  expect_error(error_of([&] { make_plan(model.graph(), o); }), {"(MatMul)", "tiles, over the limit", "--max-tiles"});
+  o.max_tiles = tiles;  // the tiles fit, their edges do not
+  expect_error(error_of([&] { make_plan(model.graph(), o); }), {"(MatMul)", "tile dependencies", "--max-tiles"});
+  o.max_tiles = edges / kMaxEdgesPerTile + 1;
+  EXPECT_NO_THROW(make_plan(model.graph(), o));
+  // Through a Session: Limits::max_tiles reaches the planner.
+  Engine engine({.threads = 2, .pin = false});
+  Session session(engine, Model(load_onnx_bytes(relu_matmul_model(), "mm.onnx"), {}, {.max_tiles = 1}));
+  expect_error(error_of([&] { session.run({{"x", Tensor(DType::f32, {8, 512})}}); }), {"mm.onnx", "--max-tiles"});
+}
