@@ -2,7 +2,11 @@
 # One command from a fresh Debian 12 machine: install dependencies, build, run every test:
 #  1. the runtime and tile-runtime tests under ThreadSanitizer with adversarial schedules
 #     (random delays, random pop/steal order); skip with GROVE_SKIP_TSAN=1;
-#  2. everything under ctest in Release: unit, ONNX node conformance, kernels, runtime, CLI
+#  2. the unit, CLI and ONNX node conformance tests under AddressSanitizer + UndefinedBehavior-
+#     Sanitizer (clang; the model tests are left out: exporting them costs minutes of torch),
+#     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 60) in the same build
+#     (docs/fuzzing.md); skip with GROVE_SKIP_ASAN=1, or only the fuzzing with GROVE_SKIP_FUZZ=1;
+#  3. everything under ctest in Release: unit, ONNX node conformance, kernels, runtime, CLI
 #     and bad input, PyTorch model comparisons.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +21,22 @@ if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   build-tsan/tests/runtime/grove_runtime_tests --gtest_brief=1
   build-tsan/tests/grove_unit_tests --gtest_brief=1 --gtest_filter='Session*:PlannedRun*'
+fi
+
+if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer, fuzz targets =="
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_TESTS=ON \
+        -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON > /dev/null
+  cmake --build build-fuzz -j"$jobs" --target grove_unit_tests grove_cli_tests grove_conformance \
+        fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph
+  export ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  build-fuzz/tests/grove_unit_tests --gtest_brief=1
+  build-fuzz/tests/grove_cli_tests --gtest_brief=1
+  build-fuzz/tests/grove_conformance
+  if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
+    bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"
+  fi
+  unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
 echo "== Release build, all tests =="

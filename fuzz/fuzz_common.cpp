@@ -1,0 +1,57 @@
+#include "fuzz/fuzz_common.h"
+
+#include "grove/grove.h"
+#include "onnx/import.h"
+
+namespace grove::fuzz {
+
+Limits fuzz_limits() {
+  Limits limits;
+  limits.max_memory = int64_t{64} << 20;
+  limits.max_nodes = 512;
+  limits.max_subgraph_depth = 4;
+  limits.max_tiles = 20'000;
+  return limits;
+}
+
+namespace {
+
+// Symbolic or missing dimensions become 1; a model without declared input shapes is
+// loaded but not run (there is nothing to bind it to).
+bool bind_shapes_of(const Graph& g, ShapeMap& shapes) {
+  for (const ValueDecl& in : g.inputs) {
+    if (!in.has_shape) return false;
+    Shape s;
+    for (const Dim& d : in.dims) s.push_back(d.value < 0 ? 1 : d.value);
+    shapes[in.name] = s;
+  }
+  return true;
+}
+
+// Work bounded by the limits also bounds time, except for ops that loop over small data
+// (a Loop trip count, Range): skip graphs whose declared work is still large.
+constexpr int64_t kMaxDeclaredBytes = int64_t{16} << 20;
+
+}  // namespace
+
+void load_plan_run(std::string_view onnx_bytes) {
+  static Engine engine({.threads = 1, .pin = false});
+  const Limits limits = fuzz_limits();
+  try {
+    Graph g = load_onnx_bytes(onnx_bytes, "fuzz.onnx", limits);
+    ShapeMap shapes;
+    if (!bind_shapes_of(g, shapes)) return;
+    Model model(std::move(g), {}, limits);
+    model.bind(shapes);
+    if (model.graph().declared_bytes > kMaxDeclaredBytes) return;
+    TensorMap inputs;
+    for (const ValueDecl& in : model.graph().inputs)
+      inputs[in.name] = Tensor(in.dtype, model.graph().bound_inputs.at(in.name));
+    Session session(engine, model);
+    session.run(inputs);
+    model.run_reference(inputs);
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace grove::fuzz

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan+UBSan, coverage) in build-fuzz and runs one:
+#   scripts/fuzz.sh TARGET SECONDS [extra libFuzzer flags]
+#   scripts/fuzz.sh all SECONDS          # each target in turn
+# Targets: model (ONNX bytes -> import -> bind -> plan -> run), npy (.npy parsing),
+# tilegraph (saved TileGraph load), graph (structure-aware: choice scripts -> valid ONNX graphs).
+# New inputs go to build-fuzz/corpus/TARGET (seeded from fuzz/corpus/TARGET); a crash is
+# written to build-fuzz/crashes/TARGET/: add it to fuzz/regressions/TARGET/ with its fix, and
+# ctest replays it from then on. docs/fuzzing.md has the details and the hours run so far.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:?usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags]}
+seconds=${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags]}
+shift 2
+targets=(model npy tilegraph graph)
+[ "$target" = all ] || targets=("$target")
+
+if [ ! -f build-fuzz/CMakeCache.txt ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON -DGROVE_TESTS=ON > /dev/null
+fi
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t
+  crashes=build-fuzz/crashes/$t
+  mkdir -p "$corpus" "$crashes"
+  dict=()
+  [ -f fuzz/dict/"$t".dict ] && dict=(-dict=fuzz/dict/"$t".dict)
+  echo "== fuzz_$t for ${seconds}s"
+  log=build-fuzz/fuzz_"$t".log
+  status=0
+  build-fuzz/fuzz/fuzz_"$t" "$corpus" fuzz/corpus/"$t" "${dict[@]}" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -artifact_prefix="$crashes"/ -print_final_stats=1 "$@" > "$log" 2>&1 || status=$?
+  grep -E "^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|stat::peak_rss" "$log" | tail -3 || true
+  if [ "$status" -ne 0 ]; then
+    grep -E "ERROR|SUMMARY|runtime error|^    #[0-9]" "$log" | head -30 || true
+    echo "fuzz_$t: FAILED (exit $status); the input is in $crashes, the log in $log"
+    exit "$status"
+  fi
+done
