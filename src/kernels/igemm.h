@@ -1,0 +1,48 @@
+#pragma once
+// Integer GEMM behind MatMulInteger (and the 8-bit ops built on it):
+//   C[i][j] = sum_p (A[i][p] - a_zero[i]) * (B[p][j] - b_zero[j])   in int32,
+// A and B uint8 or int8, row-major with row strides, zero points one value or one per row of
+// A / column of B. Exact: operands minus zero points are 9-bit, so products and pairwise sums
+// fit int32; only the final sum wraps, as ONNX's int32 output does, past K ~ 33000.
+//
+// The avx2 kernel widens both operands to int16 with the zero points subtracted (B packed in
+// panels of 16 columns holding pairs of k steps, A rows as k pairs) and multiplies pairs with
+// vpmaddwd into int32: bit-identical to the scalar loops, which tests/kernels/test_igemm.cpp
+// checks over odd sizes.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace grove::kernels {
+
+struct IntGemmCall {
+  size_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;  // m rows of k bytes, row i at a + i * a_stride
+  size_t a_stride = 0;
+  bool a_signed = false;    // int8, else uint8
+  const void* b = nullptr;  // k rows of n bytes, row p at b + p * b_stride
+  size_t b_stride = 0;
+  bool b_signed = false;
+  const int32_t* a_zero = nullptr;  // nullptr: 0; else 1 value, or m when a_zero_per_row
+  bool a_zero_per_row = false;
+  const int32_t* b_zero = nullptr;  // nullptr: 0; else 1 value, or n when b_zero_per_column
+  bool b_zero_per_column = false;
+  int32_t* c = nullptr;  // m rows of n, row i at c + i * c_stride
+  size_t c_stride = 0;
+};
+
+// Per-thread working memory (packed int16 operands), reused across calls.
+struct IntGemmScratch {
+  std::vector<int16_t> a_pairs, b_panels;
+};
+
+// Throws grove::Error if `isa` is not supported on this CPU. avx512 runs the avx2 kernel.
+void int_gemm(const IntGemmCall& call, IntGemmScratch& scratch, Isa isa = active_isa());
+
+// The per-ISA kernels (igemm_scalar.cpp, igemm_avx2.cpp).
+void int_gemm_scalar(const IntGemmCall& call);
+void int_gemm_avx2(const IntGemmCall& call, IntGemmScratch& scratch);
+
+}  // namespace grove::kernels
