@@ -1,0 +1,110 @@
+// Tile rule of MatMulInteger: cut by batch dims and rows of A; a tile reads its rows of A,
+// all of B, and runs the integer GEMM (kernels/igemm.h), which gives the int64 reference's
+// exact sums (int32 wrap-around aside), so any cut gives the same bits.
+#include "kernels/igemm.h"
+#include "ops/op_util.h"
+#include "ops/quant_matmul.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+// The output region as batch ranges, a row range and a column range (1-D A or B: no such dim).
+struct IntMatMulRegion {
+  Region batch;
+  Range rows{0, 1}, cols{0, 1};
+};
+
+IntMatMulRegion split(const IntMatMulShape& s, const Shape& a, const Shape& b, const Region& r) {
+  IntMatMulRegion out;
+  out.batch.assign(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(s.batch.size()));
+  size_t at = s.batch.size();
+  if (a.size() > 1) out.rows = r[at++];
+  out.cols = b.size() > 1 ? r[at] : Range{0, 1};
+  return out;
+}
+
+std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  std::vector<int64_t> blocks = all_cuttable(out[0].shape);
+  if (in[1].shape.size() > 1 && !blocks.empty()) blocks.back() = 0;  // columns stay whole: one panel pass per tile
+  return blocks;
+}
+
+void needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+           std::span<Region> in_regions) {
+  IntMatMulShape s = int_matmul_shape(node, in[0].shape, in[1].shape);
+  IntMatMulRegion r = split(s, in[0].shape, in[1].shape, out_region);
+  Shape a_batch(in[0].shape.begin(), in[0].shape.end() - std::min<std::ptrdiff_t>(2, in[0].shape.size()));
+  Shape b_batch(in[1].shape.begin(), in[1].shape.end() - std::min<std::ptrdiff_t>(2, in[1].shape.size()));
+  Region a = broadcast_region(a_batch, r.batch), b = broadcast_region(b_batch, r.batch);
+  if (in[0].shape.size() > 1) a.push_back(r.rows);
+  a.push_back({0, s.k});
+  b.push_back({0, s.k});
+  if (in[1].shape.size() > 1) b.push_back({0, s.n});
+  in_regions[0] = a;
+  in_regions[1] = b;
+  for (size_t i = 2; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+}
+
+std::vector<int32_t> zero_points(const Tensor* t) {
+  std::vector<int32_t> z;
+  if (t)
+    for (int64_t v : t->to_i64()) z.push_back(static_cast<int32_t>(v));
+  return z;
+}
+
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
+              const void*) {
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  IntMatMulShape s = int_matmul_shape(node, a.shape(), b.shape());
+  IntMatMulRegion r = split(s, a.shape(), b.shape(), out_region);
+  std::vector<int32_t> za = zero_points(optional_input(in, 2)), zb = zero_points(optional_input(in, 3));
+  thread_local kernels::IntGemmScratch scratch;
+
+  kernels::IntGemmCall call;
+  call.m = static_cast<size_t>(r.rows.size());
+  call.n = static_cast<size_t>(s.n);
+  call.k = static_cast<size_t>(s.k);
+  call.a_stride = call.k;
+  call.a_signed = a.dtype() == DType::i8;
+  call.b_stride = call.n;
+  call.b_signed = b.dtype() == DType::i8;
+  call.a_zero_per_row = za.size() > 1;
+  call.a_zero = za.empty() ? nullptr : za.data() + (call.a_zero_per_row ? r.rows.begin : 0);
+  call.b_zero_per_column = zb.size() > 1;
+  call.b_zero = zb.empty() ? nullptr : zb.data();
+  call.c_stride = call.n;
+
+  const auto* a_bytes = reinterpret_cast<const uint8_t*>(a.raw());
+  const auto* b_bytes = reinterpret_cast<const uint8_t*>(b.raw());
+  int32_t* c = y.data<int32_t>();
+  const std::vector<int64_t> out_batch_strides = strides_of(s.batch);
+  Shape region_batch;
+  for (const Range& x : r.batch) region_batch.push_back(x.size());
+  const int64_t batches = numel(region_batch);
+  std::vector<int64_t> coord(r.batch.size());
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t rest = bi, a_off = 0, b_off = 0, out_index = 0;
+    for (size_t d = r.batch.size(); d-- > 0;) {
+      int64_t at = r.batch[d].begin + rest % region_batch[d];
+      rest /= region_batch[d];
+      a_off += at * s.a_batch_strides[d];
+      b_off += at * s.b_batch_strides[d];
+      out_index += at * out_batch_strides[d];
+    }
+    call.a = a_bytes + a_off + r.rows.begin * s.k;
+    call.b = b_bytes + b_off;
+    call.c = c + (out_index * s.m + r.rows.begin) * s.n;
+    kernels::int_gemm(call, scratch);
+  }
+}
+
+}  // namespace
+
+void add_quant_matmul_rules(RuleTable& t) { t["MatMulInteger"] = TileRule{cuttable, needs, run_tile}; }
+
+}  // namespace grove::tiling

@@ -1,0 +1,145 @@
+// The quantization ops: QuantizeLinear's rounding (half to even) and saturation per output
+// dtype, per-axis and blocked scales, DequantizeLinear, DynamicQuantizeLinear's range and
+// its all-zero input, MatMulInteger / QLinearMatMul against hand sums, and the MatMulInteger
+// tile rule (integer GEMM kernel) against the reference over grids, exactly.
+#include <random>
+
+#include "op_test_util.h"
+#include "tiling_test_util.h"
+
+namespace grove {
+namespace {
+
+using optest::f32;
+using optest::NodeBuilder;
+using optest::run;
+using optest::run_all;
+
+template <class T>
+Tensor typed(Shape shape, std::vector<T> v) { return Tensor::from<T>(std::move(shape), v); }
+
+template <class T>
+std::vector<int64_t> values(const Tensor& t) { return t.to_i64(); }
+
+TEST(QuantizeLinear, RoundsHalfToEvenAndSaturates) {
+  Tensor x = f32({8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.0f, -300.0f, 2.4f});
+  Tensor scale = Tensor::scalar<float>(1.0f);
+  Tensor u8_zp = Tensor::scalar<uint8_t>(10);
+  EXPECT_EQ(run(NodeBuilder("QuantizeLinear", 13, 3), {&x, &scale, &u8_zp}).to_i64(),
+            (std::vector<int64_t>{10, 12, 12, 10, 8, 255, 0, 12}));
+  Tensor i8_zp = Tensor::scalar<int8_t>(-1);
+  EXPECT_EQ(run(NodeBuilder("QuantizeLinear", 13, 3), {&x, &scale, &i8_zp}).to_i64(),
+            (std::vector<int64_t>{-1, 1, 1, -1, -3, 127, -128, 1}));
+  Tensor i16_zp = Tensor::scalar<int16_t>(0);
+  Tensor y16 = run(NodeBuilder("QuantizeLinear", 21, 3), {&x, &scale, &i16_zp});
+  EXPECT_EQ(y16.dtype(), DType::i16);
+  EXPECT_EQ(y16.to_i64(), (std::vector<int64_t>{0, 2, 2, 0, -2, 300, -300, 2}));
+  // No zero point: uint8.
+  Tensor y = run(NodeBuilder("QuantizeLinear", 13, 2), {&x, &scale});
+  EXPECT_EQ(y.dtype(), DType::u8);
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{0, 2, 2, 0, 0, 255, 0, 2}));
+}
+
+TEST(QuantizeLinear, PerAxisAndBlocked) {
+  Tensor x = optest::iota_f32({2, 3, 2});  // 0..11
+  Tensor scale = f32({3}, {1.0f, 2.0f, 4.0f});
+  Tensor zp = typed<uint8_t>({3}, {0, 1, 2});
+  // axis 1: element (i, c, j) uses scale[c].
+  EXPECT_EQ(run(NodeBuilder("QuantizeLinear", 13, 3).i("axis", 1), {&x, &scale, &zp}).to_i64(),
+            (std::vector<int64_t>{0, 1, 2, 3, 3, 3, 6, 7, 5, 5, 4, 5}));
+  // Blocks of 2 along the last axis of a [2, 4] x: scale [2, 2].
+  Tensor xb = optest::iota_f32({2, 4});
+  Tensor scale_b = f32({2, 2}, {1.0f, 2.0f, 4.0f, 8.0f});
+  EXPECT_EQ(run(NodeBuilder("QuantizeLinear", 21, 2).i("axis", 1).i("block_size", 2), {&xb, &scale_b}).to_i64(),
+            (std::vector<int64_t>{0, 1, 1, 2, 1, 1, 1, 1}));
+  // A scale with the wrong length is a clean error.
+  Tensor bad = f32({2}, {1.0f, 1.0f});
+  EXPECT_THROW(run(NodeBuilder("QuantizeLinear", 13, 2).i("axis", 1), {&x, &bad}), Error);
+}
+
+TEST(QuantizeLinear, ZeroScaleIsAnError) {
+  Tensor x = f32({2}, {1.0f, 2.0f});
+  Tensor scale = f32({2}, {1.0f, 0.0f});
+  try {
+    run(NodeBuilder("QuantizeLinear", 13, 2).i("axis", 0), {&x, &scale});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'n' (QuantizeLinear)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("non-zero"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DequantizeLinear, PerAxisInt8AndInt32) {
+  Tensor x = typed<int8_t>({2, 2}, {-128, 127, 0, 5});
+  Tensor scale = f32({2}, {0.5f, 2.0f});
+  Tensor zp = typed<int8_t>({2}, {0, 1});
+  Tensor y = run(NodeBuilder("DequantizeLinear", 13, 3).i("axis", 0), {&x, &scale, &zp});
+  EXPECT_EQ(y.to_f64(), (std::vector<double>{-64.0, 63.5, -2.0, 8.0}));
+  Tensor x32 = typed<int32_t>({2}, {-100000, 7});
+  Tensor s = Tensor::scalar<float>(0.25f);
+  EXPECT_EQ(run(NodeBuilder("DequantizeLinear", 13, 2), {&x32, &s}).to_f64(), (std::vector<double>{-25000.0, 1.75}));
+}
+
+TEST(DynamicQuantizeLinear, RangeHoldsZeroAndAllZeroInputIsExact) {
+  Tensor x = f32({4}, {1.0f, 2.0f, 3.0f, 5.1f});  // min clamps to 0
+  std::vector<Tensor> out = run_all(NodeBuilder("DynamicQuantizeLinear", 11, 1, 3), {&x});
+  float scale = out[1].data<float>()[0];
+  EXPECT_FLOAT_EQ(scale, 5.1f / 255.0f);
+  EXPECT_EQ(out[2].to_i64(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(out[0].to_i64().back(), 255);
+  Tensor zeros = f32({3}, {0.0f, 0.0f, 0.0f});
+  out = run_all(NodeBuilder("DynamicQuantizeLinear", 11, 1, 3), {&zeros});
+  EXPECT_EQ(out[0].to_i64(), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(out[1].to_f64(), (std::vector<double>{1.0}));
+}
+
+TEST(MatMulInteger, PerRowAndPerColumnZeroPoints) {
+  Tensor a = typed<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = typed<int8_t>({3, 2}, {1, -1, 2, -2, 3, -3});
+  Tensor za = typed<uint8_t>({2}, {1, 4});
+  Tensor zb = typed<int8_t>({2}, {0, -1});
+  // Rows of A - za: [0 1 2], [0 1 2]; columns of B - zb: [1 2 3], [0 -1 -2].
+  Tensor y = run(NodeBuilder("MatMulInteger", 10, 4), {&a, &b, &za, &zb});
+  EXPECT_EQ(y.dtype(), DType::i32);
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{8, -5, 8, -5}));
+}
+
+TEST(QLinearMatMul, RequantizesWithRoundingAndSaturation) {
+  Tensor a = typed<uint8_t>({1, 2}, {3, 5});
+  Tensor b = typed<uint8_t>({2, 2}, {1, 200, 1, 200});
+  Tensor one = Tensor::scalar<float>(1.0f), half = Tensor::scalar<float>(0.5f);
+  Tensor zero = Tensor::scalar<uint8_t>(0), y_zp = Tensor::scalar<uint8_t>(1);
+  // Sums 8 and 1600, times 0.5 / 1: 4 + 1 = 5, 800 saturates to 255.
+  Tensor y = run(NodeBuilder("QLinearMatMul", 10, 8), {&a, &half, &zero, &b, &one, &zero, &one, &y_zp});
+  EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{5, 255}));
+}
+
+Tensor random_bytes(DType dtype, Shape shape, uint32_t seed) {
+  Tensor t(dtype, std::move(shape));
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < t.bytes(); ++i) reinterpret_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t>(rng());
+  return t;
+}
+
+TEST(MatMulInteger, TileRuleMatchesReferenceExactly) {
+  struct Case { Shape a, b; DType at, bt; Shape za, zb; };
+  const std::vector<Case> cases = {
+      {{7, 33}, {33, 19}, DType::u8, DType::i8, {}, {}},
+      {{13, 5}, {5, 17}, DType::u8, DType::u8, {1}, {17}},
+      {{2, 9, 20}, {20, 3}, DType::i8, DType::i8, {9}, {}},   // batched A, 2-D B
+      {{3, 1, 6, 11}, {2, 11, 5}, DType::u8, DType::i8, {}, {1}},  // broadcast batch dims
+      {{11}, {11, 7}, DType::u8, DType::i8, {}, {}},          // 1-D A
+      {{4, 11}, {11}, DType::u8, DType::u8, {}, {}},          // 1-D B
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    std::vector<Tensor> in = {random_bytes(c.at, c.a, seed++), random_bytes(c.bt, c.b, seed++)};
+    in.push_back(c.za.empty() ? Tensor() : random_bytes(c.at, c.za, seed++));
+    in.push_back(c.zb.empty() ? Tensor() : random_bytes(c.bt, c.zb, seed++));
+    auto stats = tiletest::check_tiling(NodeBuilder("MatMulInteger", 10, 4), in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.a) << " x " << shape_str(c.b);
+  }
+}
+
+}  // namespace
+}  // namespace grove
