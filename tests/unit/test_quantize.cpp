@@ -143,3 +143,30 @@ TEST(MatMulInteger, TileRuleMatchesReferenceExactly) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+TEST(ConvInteger, TileRuleMatchesReferenceExactly) {
+  struct Case { Shape x, w; DType xt, wt; Shape w_zero; int64_t group, stride, pad, dilation; };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 7}, {5, 3, 3, 3}, DType::u8, DType::i8, {5}, 1, 1, 1, 1},
+      {{1, 4, 8, 8}, {6, 2, 3, 3}, DType::u8, DType::u8, {}, 2, 2, 1, 1},
+      {{1, 8, 10, 9}, {8, 1, 3, 3}, DType::i8, DType::i8, {1}, 8, 1, 2, 2},  // depthwise, dilated
+      {{3, 16, 5, 5}, {33, 16, 1, 1}, DType::u8, DType::i8, {}, 1, 1, 0, 1},
+  };
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    NodeBuilder node("ConvInteger", 10, 4);
+    node.i("group", c.group).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    node.ints("dilations", {c.dilation, c.dilation});
+    std::vector<Tensor> in = {random_bytes(c.xt, c.x, seed++), random_bytes(c.wt, c.w, seed++),
+                              random_bytes(c.xt, {}, seed++),
+                              c.w_zero.empty() ? Tensor() : random_bytes(c.wt, c.w_zero, seed++)};
+    auto stats = tiletest::check_tiling(node, in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+  }
+}
+
+}  // namespace
+}  // namespace grove

@@ -1,0 +1,113 @@
+// Tile rule of ConvInteger over 2-D images: cut by images and output channels. A tile
+// lays its image's windows out as a K x pixels byte matrix (im2col, padding filled with
+// x_zero_point so it contributes 0 after the subtraction) and multiplies its channels' rows
+// of W with it on the integer GEMM (kernels/igemm.h), which gives the reference's exact
+// sums. Other ranks are one whole tile on the reference.
+#include "kernels/igemm.h"
+#include "ops/conv_geometry.h"
+#include "ops/op_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+bool is_2d(std::span<const ValueInfo> in) { return in[0].shape.size() == 4 && in[1].shape.size() == 4; }
+
+std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  if (!is_2d(in)) return none_cuttable(out[0].shape);
+  return {1, 1, 0, 0};
+}
+
+void needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+           std::span<Region> in_regions) {
+  if (!is_2d(in)) {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+    return;
+  }
+  in_regions[0] = {out_region[0], {0, in[0].shape[1]}, {0, in[0].shape[2]}, {0, in[0].shape[3]}};
+  in_regions[1] = {out_region[1], {0, in[1].shape[1]}, {0, in[1].shape[2]}, {0, in[1].shape[3]}};
+  for (size_t i = 2; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+}
+
+struct ConvIntegerWorkspace {
+  std::vector<uint8_t> columns;
+  std::vector<int32_t> w_zero;
+  kernels::IntGemmScratch gemm;
+};
+
+// Rows (c, ki, kj) of one group's channels, columns the output pixels; bytes as stored.
+void im2col(const uint8_t* x_image, int64_t first_channel, int64_t channels, const WindowGeometry& g, uint8_t pad,
+            uint8_t* cols) {
+  const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
+  for (int64_t c = 0; c < channels; ++c) {
+    const uint8_t* plane = x_image + (first_channel + c) * ih * iw;
+    for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
+      for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
+        uint8_t* row = cols + ((c * g.kernel[0] + ki) * g.kernel[1] + kj) * oh * ow;
+        for (int64_t y = 0; y < oh; ++y) {
+          const int64_t iy = y * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          for (int64_t x = 0; x < ow; ++x) {
+            const int64_t ix = x * g.strides[1] - g.pads_begin[1] + kj * g.dilations[1];
+            row[y * ow + x] = (iy >= 0 && iy < ih && ix >= 0 && ix < iw) ? plane[iy * iw + ix] : pad;
+          }
+        }
+      }
+  }
+}
+
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
+              const void*) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  if (x.rank() != 4 || w.rank() != 4) return reference_whole(node, in, out, out_region);
+  const WindowGeometry g = window_geometry(node, std::span<const int64_t>(x.shape().data() + 2, 2),
+                                           {w.dim(2), w.dim(3)}, false);
+  const int64_t group = node.attr_int("group", 1), channels = x.dim(1), out_channels = w.dim(0);
+  const int64_t cin = channels / group, cout = out_channels / group;
+  const int64_t k = cin * g.kernel[0] * g.kernel[1], pixels = g.output[0] * g.output[1];
+  const Tensor* x_zero = optional_input(in, 2);
+  const Tensor* w_zero = optional_input(in, 3);
+  const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
+  const uint8_t pad_byte = x_zero ? reinterpret_cast<const uint8_t*>(x_zero->raw())[0] : 0;
+
+  thread_local ConvIntegerWorkspace ws;
+  ws.w_zero.clear();
+  if (w_zero)
+    for (int64_t v : w_zero->to_i64()) ws.w_zero.push_back(static_cast<int32_t>(v));
+  ws.columns.resize(static_cast<size_t>(k * pixels));
+
+  kernels::IntGemmCall call;
+  call.n = static_cast<size_t>(pixels);
+  call.k = static_cast<size_t>(k);
+  call.a_stride = call.k;
+  call.a_signed = w.dtype() == DType::i8;
+  call.b = ws.columns.data();
+  call.b_stride = call.n;
+  call.b_signed = x.dtype() == DType::i8;
+  call.b_zero = &x_zp;
+  call.a_zero_per_row = ws.w_zero.size() > 1;
+  call.c_stride = call.n;
+  const auto* x_bytes = reinterpret_cast<const uint8_t*>(x.raw());
+  const auto* w_bytes = reinterpret_cast<const uint8_t*>(w.raw());
+  const Range images = out_region[0], oc = out_region[1];
+  for (int64_t n = images.begin; n < images.end; ++n)
+    for (int64_t grp = oc.begin / cout; grp * cout < oc.end; ++grp) {
+      const int64_t lo = std::max(oc.begin, grp * cout), hi = std::min(oc.end, (grp + 1) * cout);
+      im2col(x_bytes + n * channels * g.input[0] * g.input[1], grp * cin, cin, g, pad_byte, ws.columns.data());
+      call.m = static_cast<size_t>(hi - lo);
+      call.a = w_bytes + lo * k;
+      call.a_zero = ws.w_zero.empty() ? nullptr : ws.w_zero.data() + (call.a_zero_per_row ? lo : 0);
+      call.c = y.data<int32_t>() + (n * out_channels + lo) * pixels;
+      kernels::int_gemm(call, ws.gemm);
+    }
+}
+
+}  // namespace
+
+void add_conv_integer_rules(RuleTable& t) { t["ConvInteger"] = TileRule{cuttable, needs, run_tile}; }
+
+}  // namespace grove::tiling
