@@ -28,6 +28,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quantize_dynamic import quantize_dynamic  # noqa: E402  (sibling module)
+
 FLOAT_TOLERANCE = 0.05
 
 
@@ -43,73 +46,14 @@ def build_float_model(torch):
         nn.Linear(37, 10)).eval()
 
 
-def quantize_weights(w, per_channel):
-    """Symmetric int8, ORT's default for weights: scale = max|w| / 127, zero point 0."""
-    axes = tuple(range(1, w.ndim)) if per_channel else None
-    scale = (np.abs(w).max(axis=axes) / 127.0).astype(np.float32)
-    scale = np.where(scale == 0, np.float32(1), scale).astype(np.float32)
-    shaped = scale.reshape((-1,) + (1,) * (w.ndim - 1)) if per_channel else scale
-    q = np.clip(np.rint(w / shaped), -127, 127).astype(np.int8)
-    return q, scale.reshape(-1) if per_channel else scale.reshape(()), np.zeros(scale.shape, np.int8).reshape(
-        -1 if per_channel else ())
-
-
 def quantize_graph(model):
-    """Rewrites every Conv and Gemm (transB=1) the way quantize_dynamic does."""
-    g = model.graph
-    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    nodes, new_inits, conv_index = [], [], 0
-    for node in g.node:
-        if node.op_type not in ("Conv", "Gemm"):
-            nodes.append(node)
-            continue
-        x, w_name = node.input[0], node.input[1]
-        bias = node.input[2] if len(node.input) > 2 else None
-        w = inits[w_name]
-        p = f"q{len(new_inits)}"  # node names like /0/Conv would not make file names
-        if node.op_type == "Gemm":
-            w = w.T.copy()  # [K, N] for MatMulInteger; per column = per output feature
-            per_channel = True
-        else:
-            per_channel = conv_index != 1  # one conv per tensor, the others per channel
-            conv_index += 1
-        if node.op_type == "Gemm":
-            qw, scale, zp = quantize_weights(w.T, per_channel)
-            qw = qw.T.copy()
-        else:
-            qw, scale, zp = quantize_weights(w, per_channel)
-        new_inits += [numpy_helper.from_array(qw, p + "_Wq"), numpy_helper.from_array(zp, p + "_Wzp")]
-        nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [p + "_xq", p + "_xs", p + "_xzp"], p + "_dql"))
-        if node.op_type == "Conv":
-            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-            nodes.append(helper.make_node("ConvInteger", [p + "_xq", p + "_Wq", p + "_xzp", p + "_Wzp"], [p + "_acc"],
-                                          p + "_convint", **attrs))
-            scale_shape = (1, -1, 1, 1) if per_channel else ()
-        else:
-            nodes.append(helper.make_node("MatMulInteger", [p + "_xq", p + "_Wq", p + "_xzp", p + "_Wzp"], [p + "_acc"],
-                                          p + "_matmulint"))
-            scale_shape = (-1,) if per_channel else ()
-        new_inits.append(numpy_helper.from_array(scale.reshape(scale_shape).astype(np.float32), p + "_Ws"))
-        nodes.append(helper.make_node("Mul", [p + "_xs", p + "_Ws"], [p + "_scale"], p + "_scale_mul"))
-        nodes.append(helper.make_node("Cast", [p + "_acc"], [p + "_accf"], p + "_cast", to=TensorProto.FLOAT))
-        out = node.output[0]
-        nodes.append(helper.make_node("Mul", [p + "_accf", p + "_scale"], [p + "_mul" if bias else out], p + "_mul"))
-        if bias:
-            b = inits[bias]
-            if node.op_type == "Conv":
-                new_inits.append(numpy_helper.from_array(b.reshape(1, -1, 1, 1), p + "_bias"))
-            else:
-                new_inits.append(numpy_helper.from_array(b, p + "_bias"))
-            nodes.append(helper.make_node("Add", [p + "_mul", p + "_bias"], [out], p + "_bias_add"))
-    used = {i for n in nodes for i in n.input}
-    kept = [t for t in g.initializer if t.name in used]
-    first = next(n for n in nodes if n.op_type == "DynamicQuantizeLinear")
-    outputs = list(g.output) + [
+    """quantize_dynamic's rewrite, plus the first DynamicQuantizeLinear's outputs as graph outputs."""
+    q = quantize_dynamic(model, per_tensor_convs={1})
+    first = next(n for n in q.graph.node if n.op_type == "DynamicQuantizeLinear")
+    q.graph.output.extend([
         helper.make_tensor_value_info(first.output[0], TensorProto.UINT8, ["batch", 3, 12, 12]),
         helper.make_tensor_value_info(first.output[1], TensorProto.FLOAT, []),
-        helper.make_tensor_value_info(first.output[2], TensorProto.UINT8, [])]
-    graph = helper.make_graph(nodes, g.name + "_quantized", list(g.input), outputs, kept + new_inits)
-    q = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        helper.make_tensor_value_info(first.output[2], TensorProto.UINT8, [])])
     onnx.checker.check_model(q)
     return q
 
