@@ -33,16 +33,40 @@ struct IntGemmCall {
   size_t c_stride = 0;
 };
 
+// B already minus its zero points, as int16 in the kernel's panel order, for a caller that
+// can write it directly (ConvInteger's im2col) instead of having a byte matrix packed:
+// panels of 16 columns; in panel q, k steps 2t and 2t + 1 of column c are the two values at
+// ((q * pairs + t) * 16 + c) * 2. Steps past k and columns past n hold 0.
+struct IntPanels {
+  static constexpr size_t kWidth = 16;
+  size_t k = 0, n = 0, pairs = 0;
+  std::vector<int16_t> values;
+
+  // Sizes for k x n and zero-fills (reusing the buffer).
+  void reset(size_t k_, size_t n_) {
+    k = k_, n = n_, pairs = (k_ + 1) / 2;
+    values.assign((n_ + kWidth - 1) / kWidth * pairs * kWidth * 2, 0);
+  }
+  size_t index(size_t p, size_t j) const { return ((j / kWidth * pairs + p / 2) * kWidth + j % kWidth) * 2 + p % 2; }
+};
+
 // Per-thread working memory (packed int16 operands), reused across calls.
 struct IntGemmScratch {
-  std::vector<int16_t> a_pairs, b_panels;
+  std::vector<int16_t> a_pairs;
+  IntPanels b;
 };
 
 // Throws grove::Error if `isa` is not supported on this CPU. avx512 runs the avx2 kernel.
 void int_gemm(const IntGemmCall& call, IntGemmScratch& scratch, Isa isa = active_isa());
 
+// C = (A - a_zero) . panels, with call.b / b_stride / b_zero unused: every ISA (the scalar one
+// loops over the panels), bit-identical to int_gemm on the same values.
+void int_gemm_panels(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch, Isa isa = active_isa());
+
 // The per-ISA kernels (igemm_scalar.cpp, igemm_avx2.cpp).
 void int_gemm_scalar(const IntGemmCall& call);
+void int_gemm_panels_scalar(const IntGemmCall& call, const IntPanels& b);
 void int_gemm_avx2(const IntGemmCall& call, IntGemmScratch& scratch);
+void int_gemm_panels_avx2(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch);
 
 }  // namespace grove::kernels

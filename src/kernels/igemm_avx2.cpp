@@ -1,8 +1,8 @@
 // The avx2 integer GEMM (igemm.h): operands widened to int16 minus their zero points, then
 // vpmaddwd multiplies a broadcast pair of A's k steps with 8 columns' pairs of B and adds
 // the two products into int32 lanes. Tiles of up to 6 rows x 16 columns keep 12 accumulators
-// in registers; B is packed once per call into panels of 16 columns, the panel's k pairs
-// back to back, so a tile streams one panel while it stays in cache.
+// in registers; B is in panels of 16 columns (IntPanels), the panel's k pairs back to back,
+// so a tile streams one panel while it stays in cache.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,35 +13,37 @@
 namespace grove::kernels {
 namespace {
 
-constexpr size_t kNr = 16;  // columns per panel: two vectors of 8 int32
-constexpr size_t kMr = 6;   // rows per tile
+constexpr size_t kNr = IntPanels::kWidth;  // two vectors of 8 int32
+constexpr size_t kMr = 6;                  // rows per tile
 
-inline int16_t byte_at(const void* base, size_t index, bool is_signed) {
-  return is_signed ? static_cast<const int8_t*>(base)[index] : static_cast<const uint8_t*>(base)[index];
-}
-
-// B - b_zero as panels: element (pair p, column c) of panel q at ((q * pairs + p) * 16 + c) * 2,
-// then its k step 2p and 2p + 1; steps past k and columns past n are 0.
-void pack_b_pairs(const IntGemmCall& call, size_t pairs, std::vector<int16_t>& out) {
-  size_t panels = (call.n + kNr - 1) / kNr;
-  out.assign(panels * pairs * kNr * 2, 0);
+template <class T>
+void pack_b_typed(const IntGemmCall& call, IntPanels& out) {
+  const T* b = static_cast<const T*>(call.b);
   for (size_t p = 0; p < call.k; ++p) {
-    const size_t pair = p / 2, half = p % 2;
-    for (size_t j = 0; j < call.n; ++j) {
-      int16_t zb = call.b_zero ? static_cast<int16_t>(call.b_zero[call.b_zero_per_column ? j : 0]) : 0;
-      size_t q = j / kNr, c = j % kNr;
-      out[((q * pairs + pair) * kNr + c) * 2 + half] = static_cast<int16_t>(byte_at(call.b, p * call.b_stride + j, call.b_signed) - zb);
+    const T* row = b + p * call.b_stride;
+    for (size_t j0 = 0; j0 < call.n; j0 += kNr) {
+      int16_t* dst = out.values.data() + out.index(p, j0);
+      const size_t cols = std::min(kNr, call.n - j0);
+      if (call.b_zero_per_column) {
+        for (size_t c = 0; c < cols; ++c) dst[2 * c] = static_cast<int16_t>(row[j0 + c] - call.b_zero[j0 + c]);
+      } else {
+        const int16_t zb = call.b_zero ? static_cast<int16_t>(call.b_zero[0]) : 0;
+        for (size_t c = 0; c < cols; ++c) dst[2 * c] = static_cast<int16_t>(row[j0 + c] - zb);
+      }
     }
   }
 }
 
 // A - a_zero, each row as `pairs` int16 pairs (the last padded with 0).
-void pack_a_pairs(const IntGemmCall& call, size_t pairs, std::vector<int16_t>& out) {
-  out.assign(call.m * pairs * 2, 0);
+template <class T>
+void pack_a_typed(const IntGemmCall& call, size_t pairs, std::vector<int16_t>& out) {
+  out.resize(call.m * pairs * 2);
   for (size_t i = 0; i < call.m; ++i) {
-    int16_t za = call.a_zero ? static_cast<int16_t>(call.a_zero[call.a_zero_per_row ? i : 0]) : 0;
+    const int16_t za = call.a_zero ? static_cast<int16_t>(call.a_zero[call.a_zero_per_row ? i : 0]) : 0;
+    const T* src = static_cast<const T*>(call.a) + i * call.a_stride;
     int16_t* row = out.data() + i * pairs * 2;
-    for (size_t p = 0; p < call.k; ++p) row[p] = static_cast<int16_t>(byte_at(call.a, i * call.a_stride + p, call.a_signed) - za);
+    for (size_t p = 0; p < call.k; ++p) row[p] = static_cast<int16_t>(src[p] - za);
+    if (call.k % 2) row[call.k] = 0;
   }
 }
 
@@ -79,18 +81,25 @@ constexpr TileFn kTiles[kMr + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>,
 
 }  // namespace
 
-void int_gemm_avx2(const IntGemmCall& call, IntGemmScratch& scratch) {
-  const size_t pairs = (call.k + 1) / 2;
-  pack_b_pairs(call, pairs, scratch.b_panels);
-  pack_a_pairs(call, pairs, scratch.a_pairs);
+void int_gemm_panels_avx2(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch) {
+  const size_t pairs = b.pairs;
+  if (call.a_signed) pack_a_typed<int8_t>(call, pairs, scratch.a_pairs);
+  else pack_a_typed<uint8_t>(call, pairs, scratch.a_pairs);
   for (size_t j0 = 0; j0 < call.n; j0 += kNr) {
-    const int16_t* panel = scratch.b_panels.data() + (j0 / kNr) * pairs * kNr * 2;
-    size_t cols = std::min(kNr, call.n - j0);
+    const int16_t* panel = b.values.data() + (j0 / kNr) * pairs * kNr * 2;
+    const size_t cols = std::min(kNr, call.n - j0);
     for (size_t i0 = 0; i0 < call.m; i0 += kMr) {
-      size_t rows = std::min(kMr, call.m - i0);
+      const size_t rows = std::min(kMr, call.m - i0);
       kTiles[rows](scratch.a_pairs.data() + i0 * pairs * 2, pairs, panel, call.c + i0 * call.c_stride + j0, call.c_stride, cols);
     }
   }
+}
+
+void int_gemm_avx2(const IntGemmCall& call, IntGemmScratch& scratch) {
+  scratch.b.reset(call.k, call.n);
+  if (call.b_signed) pack_b_typed<int8_t>(call, scratch.b);
+  else pack_b_typed<uint8_t>(call, scratch.b);
+  int_gemm_panels_avx2(call, scratch.b, scratch);
 }
 
 }  // namespace grove::kernels

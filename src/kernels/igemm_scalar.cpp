@@ -27,4 +27,17 @@ void int_gemm_scalar(const IntGemmCall& call) {
   }
 }
 
+void int_gemm_panels_scalar(const IntGemmCall& call, const IntPanels& b) {
+  for (size_t i = 0; i < call.m; ++i) {
+    int32_t za = call.a_zero ? call.a_zero[call.a_zero_per_row ? i : 0] : 0;
+    int32_t* c_row = call.c + i * call.c_stride;
+    for (size_t j = 0; j < call.n; ++j) {
+      uint32_t sum = 0;
+      for (size_t p = 0; p < call.k; ++p)
+        sum += static_cast<uint32_t>((load_byte(call.a, i * call.a_stride + p, call.a_signed) - za) * b.values[b.index(p, j)]);
+      c_row[j] = static_cast<int32_t>(sum);
+    }
+  }
+}
+
 }  // namespace grove::kernels

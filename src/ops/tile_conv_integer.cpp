@@ -1,8 +1,10 @@
 // Tile rule of ConvInteger over 2-D images: cut by images and output channels. A tile
-// lays its image's windows out as a K x pixels byte matrix (im2col, padding filled with
-// x_zero_point so it contributes 0 after the subtraction) and multiplies its channels' rows
-// of W with it on the integer GEMM (kernels/igemm.h), which gives the reference's exact
-// sums. Other ranks are one whole tile on the reference.
+// lays its image's windows minus x_zero_point out as the integer GEMM's B panels (im2col
+// straight into kernels/igemm.h's IntPanels; padding is 0) and multiplies its channels'
+// rows of W with them, which gives the reference's exact sums. Other ranks are one whole
+// tile on the reference.
+#include <algorithm>
+
 #include "kernels/igemm.h"
 #include "ops/conv_geometry.h"
 #include "ops/op_util.h"
@@ -32,26 +34,45 @@ void needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo
 }
 
 struct ConvIntegerWorkspace {
-  std::vector<uint8_t> columns;
+  kernels::IntPanels columns;
+  std::vector<int16_t> row;
   std::vector<int32_t> w_zero;
   kernels::IntGemmScratch gemm;
 };
 
-// Rows (c, ki, kj) of one group's channels, columns the output pixels; bytes as stored.
-void im2col(const uint8_t* x_image, int64_t first_channel, int64_t channels, const WindowGeometry& g, uint8_t pad,
-            uint8_t* cols) {
+// The windows of one group's channels minus x's zero point, straight into the GEMM's B
+// panels: row (c, ki, kj), one column per output pixel; padding reads as the zero point, 0.
+template <class T>
+void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, const WindowGeometry& g, int32_t zero,
+                   ConvIntegerWorkspace& ws) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
+  const size_t pixels = static_cast<size_t>(oh * ow), width = kernels::IntPanels::kWidth;
+  kernels::IntPanels& out = ws.columns;
+  out.reset(static_cast<size_t>(channels * g.kernel[0] * g.kernel[1]), pixels);
+  ws.row.resize(pixels);
+  int16_t* row = ws.row.data();
   for (int64_t c = 0; c < channels; ++c) {
-    const uint8_t* plane = x_image + (first_channel + c) * ih * iw;
+    const T* plane = x_image + (first_channel + c) * ih * iw;
     for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
       for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
-        uint8_t* row = cols + ((c * g.kernel[0] + ki) * g.kernel[1] + kj) * oh * ow;
         for (int64_t y = 0; y < oh; ++y) {
           const int64_t iy = y * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          int16_t* dst = row + y * ow;
+          if (iy < 0 || iy >= ih) {
+            std::fill(dst, dst + ow, int16_t{0});
+            continue;
+          }
+          const T* src = plane + iy * iw;
           for (int64_t x = 0; x < ow; ++x) {
             const int64_t ix = x * g.strides[1] - g.pads_begin[1] + kj * g.dilations[1];
-            row[y * ow + x] = (iy >= 0 && iy < ih && ix >= 0 && ix < iw) ? plane[iy * iw + ix] : pad;
+            dst[x] = (ix >= 0 && ix < iw) ? static_cast<int16_t>(src[ix] - zero) : int16_t{0};
           }
+        }
+        const size_t p = static_cast<size_t>((c * g.kernel[0] + ki) * g.kernel[1] + kj);
+        for (size_t j0 = 0; j0 < pixels; j0 += width) {
+          int16_t* panel = out.values.data() + out.index(p, j0);
+          const size_t cols = std::min(width, pixels - j0);
+          for (size_t t = 0; t < cols; ++t) panel[2 * t] = row[j0 + t];
         }
       }
   }
@@ -72,37 +93,32 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const Tensor* x_zero = optional_input(in, 2);
   const Tensor* w_zero = optional_input(in, 3);
   const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
-  const uint8_t pad_byte = x_zero ? reinterpret_cast<const uint8_t*>(x_zero->raw())[0] : 0;
 
   thread_local ConvIntegerWorkspace ws;
   ws.w_zero.clear();
   if (w_zero)
     for (int64_t v : w_zero->to_i64()) ws.w_zero.push_back(static_cast<int32_t>(v));
-  ws.columns.resize(static_cast<size_t>(k * pixels));
 
   kernels::IntGemmCall call;
   call.n = static_cast<size_t>(pixels);
   call.k = static_cast<size_t>(k);
   call.a_stride = call.k;
   call.a_signed = w.dtype() == DType::i8;
-  call.b = ws.columns.data();
-  call.b_stride = call.n;
-  call.b_signed = x.dtype() == DType::i8;
-  call.b_zero = &x_zp;
   call.a_zero_per_row = ws.w_zero.size() > 1;
   call.c_stride = call.n;
-  const auto* x_bytes = reinterpret_cast<const uint8_t*>(x.raw());
   const auto* w_bytes = reinterpret_cast<const uint8_t*>(w.raw());
   const Range images = out_region[0], oc = out_region[1];
   for (int64_t n = images.begin; n < images.end; ++n)
     for (int64_t grp = oc.begin / cout; grp * cout < oc.end; ++grp) {
       const int64_t lo = std::max(oc.begin, grp * cout), hi = std::min(oc.end, (grp + 1) * cout);
-      im2col(x_bytes + n * channels * g.input[0] * g.input[1], grp * cin, cin, g, pad_byte, ws.columns.data());
+      const int64_t image = n * channels * g.input[0] * g.input[1];
+      if (x.dtype() == DType::i8) im2col_panels(x.data<int8_t>() + image, grp * cin, cin, g, x_zp, ws);
+      else im2col_panels(x.data<uint8_t>() + image, grp * cin, cin, g, x_zp, ws);
       call.m = static_cast<size_t>(hi - lo);
       call.a = w_bytes + lo * k;
       call.a_zero = ws.w_zero.empty() ? nullptr : ws.w_zero.data() + (call.a_zero_per_row ? lo : 0);
       call.c = y.data<int32_t>() + (n * out_channels + lo) * pixels;
-      kernels::int_gemm(call, ws.gemm);
+      kernels::int_gemm_panels(call, ws.columns, ws.gemm);
     }
 }
 
