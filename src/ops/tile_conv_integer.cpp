@@ -1,8 +1,8 @@
-// Tile rule of ConvInteger over 2-D images: cut by images and output channels. A tile
-// lays its image's windows minus x_zero_point out as the integer GEMM's B panels (im2col
-// straight into kernels/igemm.h's IntPanels; padding is 0) and multiplies its channels'
-// rows of W with them, which gives the reference's exact sums. Other ranks are one whole
-// tile on the reference.
+// Tile rule of ConvInteger over 2-D images: cut by images and output rows, so each tile
+// lays out only its own rows' windows. A tile writes its windows minus x_zero_point as the
+// integer GEMM's B panels (im2col straight into kernels/igemm.h's IntPanels; padding is 0)
+// and multiplies every output channel's row of W with them, which gives the reference's
+// exact sums. Other ranks are one whole tile on the reference.
 #include <algorithm>
 
 #include "kernels/igemm.h"
@@ -17,18 +17,23 @@ bool is_2d(std::span<const ValueInfo> in) { return in[0].shape.size() == 4 && in
 
 std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   if (!is_2d(in)) return none_cuttable(out[0].shape);
-  return {1, 1, 0, 0};
+  return {1, 0, 1, 0};
 }
 
-void needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
+  return window_geometry(node, std::span<const int64_t>(x.data() + 2, 2), {w[2], w[3]}, false);
+}
+
+void needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
            std::span<Region> in_regions) {
   if (!is_2d(in)) {
     for (size_t i = 0; i < in.size(); ++i)
       if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
     return;
   }
-  in_regions[0] = {out_region[0], {0, in[0].shape[1]}, {0, in[0].shape[2]}, {0, in[0].shape[3]}};
-  in_regions[1] = {out_region[1], {0, in[1].shape[1]}, {0, in[1].shape[2]}, {0, in[1].shape[3]}};
+  const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
+  in_regions[0] = {out_region[0], {0, in[0].shape[1]}, window_input_range(g, 0, out_region[2]), {0, in[0].shape[3]}};
+  in_regions[1] = full_region(in[1].shape);
   for (size_t i = 2; i < in.size(); ++i)
     if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
 }
@@ -43,10 +48,10 @@ struct ConvIntegerWorkspace {
 // The windows of one group's channels minus x's zero point, straight into the GEMM's B
 // panels: row (c, ki, kj), one column per output pixel; padding reads as the zero point, 0.
 template <class T>
-void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, const WindowGeometry& g, int32_t zero,
-                   ConvIntegerWorkspace& ws) {
-  const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
-  const size_t pixels = static_cast<size_t>(oh * ow), width = kernels::IntPanels::kWidth;
+void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, const WindowGeometry& g, Range rows,
+                   int32_t zero, ConvIntegerWorkspace& ws) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1];
+  const size_t pixels = static_cast<size_t>(rows.size() * ow), width = kernels::IntPanels::kWidth;
   kernels::IntPanels& out = ws.columns;
   out.reset(static_cast<size_t>(channels * g.kernel[0] * g.kernel[1]), pixels);
   ws.row.resize(pixels);
@@ -55,18 +60,24 @@ void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, co
     const T* plane = x_image + (first_channel + c) * ih * iw;
     for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
       for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
-        for (int64_t y = 0; y < oh; ++y) {
+        // Output columns [x_lo, x_hi) read inside the row; the others read padding.
+        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
+        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
+        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        for (int64_t y = rows.begin; y < rows.end; ++y) {
           const int64_t iy = y * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
-          int16_t* dst = row + y * ow;
+          int16_t* dst = row + (y - rows.begin) * ow;
           if (iy < 0 || iy >= ih) {
             std::fill(dst, dst + ow, int16_t{0});
             continue;
           }
           const T* src = plane + iy * iw;
-          for (int64_t x = 0; x < ow; ++x) {
-            const int64_t ix = x * g.strides[1] - g.pads_begin[1] + kj * g.dilations[1];
-            dst[x] = (ix >= 0 && ix < iw) ? static_cast<int16_t>(src[ix] - zero) : int16_t{0};
-          }
+          std::fill(dst, dst + x_lo, int16_t{0});
+          if (stride == 1)
+            for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = static_cast<int16_t>(src[x + shift] - zero);
+          else
+            for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = static_cast<int16_t>(src[x * stride + shift] - zero);
+          std::fill(dst + x_hi, dst + ow, int16_t{0});
         }
         const size_t p = static_cast<size_t>((c * g.kernel[0] + ki) * g.kernel[1] + kj);
         for (size_t j0 = 0; j0 < pixels; j0 += width) {
@@ -85,11 +96,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   if (x.rank() != 4 || w.rank() != 4) return reference_whole(node, in, out, out_region);
-  const WindowGeometry g = window_geometry(node, std::span<const int64_t>(x.shape().data() + 2, 2),
-                                           {w.dim(2), w.dim(3)}, false);
+  const WindowGeometry g = geometry_of(node, x.shape(), w.shape());
   const int64_t group = node.attr_int("group", 1), channels = x.dim(1), out_channels = w.dim(0);
   const int64_t cin = channels / group, cout = out_channels / group;
-  const int64_t k = cin * g.kernel[0] * g.kernel[1], pixels = g.output[0] * g.output[1];
+  const int64_t k = cin * g.kernel[0] * g.kernel[1], plane = g.output[0] * g.output[1];
+  const Range images = out_region[0], rows = out_region[2];
   const Tensor* x_zero = optional_input(in, 2);
   const Tensor* w_zero = optional_input(in, 3);
   const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
@@ -100,24 +111,23 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     for (int64_t v : w_zero->to_i64()) ws.w_zero.push_back(static_cast<int32_t>(v));
 
   kernels::IntGemmCall call;
-  call.n = static_cast<size_t>(pixels);
+  call.n = static_cast<size_t>(rows.size() * g.output[1]);
   call.k = static_cast<size_t>(k);
   call.a_stride = call.k;
   call.a_signed = w.dtype() == DType::i8;
   call.a_zero_per_row = ws.w_zero.size() > 1;
-  call.c_stride = call.n;
+  call.c_stride = static_cast<size_t>(plane);
   const auto* w_bytes = reinterpret_cast<const uint8_t*>(w.raw());
-  const Range images = out_region[0], oc = out_region[1];
+  if (rows.size() <= 0) return;
   for (int64_t n = images.begin; n < images.end; ++n)
-    for (int64_t grp = oc.begin / cout; grp * cout < oc.end; ++grp) {
-      const int64_t lo = std::max(oc.begin, grp * cout), hi = std::min(oc.end, (grp + 1) * cout);
-      const int64_t image = n * channels * g.input[0] * g.input[1];
-      if (x.dtype() == DType::i8) im2col_panels(x.data<int8_t>() + image, grp * cin, cin, g, x_zp, ws);
-      else im2col_panels(x.data<uint8_t>() + image, grp * cin, cin, g, x_zp, ws);
-      call.m = static_cast<size_t>(hi - lo);
+    for (int64_t grp = 0; grp < group; ++grp) {
+      const int64_t image = n * channels * g.input[0] * g.input[1], lo = grp * cout;
+      if (x.dtype() == DType::i8) im2col_panels(x.data<int8_t>() + image, grp * cin, cin, g, rows, x_zp, ws);
+      else im2col_panels(x.data<uint8_t>() + image, grp * cin, cin, g, rows, x_zp, ws);
+      call.m = static_cast<size_t>(cout);
       call.a = w_bytes + lo * k;
       call.a_zero = ws.w_zero.empty() ? nullptr : ws.w_zero.data() + (call.a_zero_per_row ? lo : 0);
-      call.c = y.data<int32_t>() + (n * out_channels + lo) * pixels;
+      call.c = y.data<int32_t>() + (n * out_channels + lo) * plane + rows.begin * g.output[1];
       kernels::int_gemm_panels(call, ws.columns, ws.gemm);
     }
 }

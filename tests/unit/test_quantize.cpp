@@ -147,6 +147,36 @@ TEST(MatMulInteger, TileRuleMatchesReferenceExactly) {
 namespace grove {
 namespace {
 
+// check_tiling poisons only float inputs; this poisons the bytes of integer inputs outside
+// what `needs` names, so a tile that reads past its needs gets a wrong sum.
+void check_needs_cover_reads(const Node& node, const std::vector<Tensor>& inputs, const std::vector<int64_t>& sizes) {
+  std::vector<const Tensor*> whole;
+  for (const Tensor& t : inputs) whole.push_back(t.empty() ? nullptr : &t);
+  const Tensor want = evaluate_node(node, whole).at(0);
+  std::mt19937 rng(5);
+  for (const Region& tile : tiletest::grid(want.shape(), sizes)) {
+    std::vector<Region> needs = tiletest::needs_of(node, inputs, tile);
+    std::vector<Tensor> bad;
+    std::vector<const Tensor*> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].empty() || inputs[i].rank() == 0) {  // a scalar's region is {} whether read or not
+        bad.push_back(inputs[i]);
+        continue;
+      }
+      Tensor p = inputs[i].clone();
+      for (size_t b = 0; b < p.bytes(); ++b) reinterpret_cast<uint8_t*>(p.raw())[b] = static_cast<uint8_t>(rng());
+      if (!needs[i].empty()) tiling::insert_region(p, needs[i], tiling::extract_region(inputs[i], needs[i]));
+      bad.push_back(std::move(p));
+    }
+    for (const Tensor& t : bad) in.push_back(t.empty() ? nullptr : &t);
+    Tensor got(want.dtype(), want.shape());
+    std::vector<Tensor*> out = {&got};
+    find_tile_rule(node)->run_tile(node, in, out, tile, nullptr);
+    EXPECT_EQ(tiling::extract_region(got, tile).to_i64(), tiling::extract_region(want, tile).to_i64())
+        << node.op_type << " tile " << region_str(tile);
+  }
+}
+
 TEST(ConvInteger, TileRuleMatchesReferenceExactly) {
   struct Case { Shape x, w; DType xt, wt; Shape w_zero; int64_t group, stride, pad, dilation; };
   const std::vector<Case> cases = {
@@ -165,6 +195,7 @@ TEST(ConvInteger, TileRuleMatchesReferenceExactly) {
                               c.w_zero.empty() ? Tensor() : random_bytes(c.wt, c.w_zero, seed++)};
     auto stats = tiletest::check_tiling(node, in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+    check_needs_cover_reads(node, in, {1, 0, 2, 0});
   }
 }
 
