@@ -33,11 +33,21 @@ void visit_quantized(DType t, F&& f) {
   }
 }
 
-// saturate(round_half_even(value) + zero_point) into Q. The float rounding mode is the
-// default round-to-nearest-even, which std::nearbyint follows. NaN quantizes to the zero point.
+// Rounds half to even (the default rounding mode) without a libm call, so loops over it
+// vectorize: adding 1.5 * 2^23 leaves no fraction bits, so the sum rounds to an integer, and
+// subtracting it back is exact. Valid for |value| < 2^22, which callers clamp to. (Needs
+// IEEE float semantics: grove is never built with -ffast-math, which could fold it to value.)
+inline float round_half_even(float value) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (value + kMagic) - kMagic;
+}
+
+// saturate(round_half_even(value) + zero_point) into Q. NaN quantizes to the zero point.
 template <class Q>
 Q saturate_round(float value, float zero_point) {
-  float q = std::isnan(value) ? zero_point : std::nearbyint(value) + zero_point;
+  constexpr float kBound = 1 << 20;  // past every 16-bit range, so clamping first changes no result
+  if (std::isnan(value)) value = 0.0f;
+  float q = round_half_even(std::clamp(value, -kBound, kBound)) + zero_point;
   q = std::clamp(q, static_cast<float>(std::numeric_limits<Q>::min()), static_cast<float>(std::numeric_limits<Q>::max()));
   return static_cast<Q>(q);
 }

@@ -157,11 +157,13 @@ void reference_dynamic_quantize(const Node& node, std::span<const Tensor* const>
   const float* x = in[0]->data<float>();
   const int64_t n = in[0]->numel();
   float lo = 0.0f, hi = 0.0f;  // the range always holds 0, so 0 quantizes exactly
+  bool has_nan = false;
   for (int64_t i = 0; i < n; ++i) {
-    if (std::isnan(x[i])) throw Error(node.describe() + ": x holds NaN at index " + std::to_string(i));
+    has_nan |= x[i] != x[i];
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }
+  if (has_nan) throw Error(node.describe() + ": x holds NaN; its range cannot be quantized");
   if (std::isinf(lo) || std::isinf(hi)) throw Error(node.describe() + ": x holds an infinity; its range cannot be quantized");
   // An all-zero x has no range; scale 1 (as ONNX Runtime does) keeps y = 0 and avoids 0/0.
   float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;

@@ -89,6 +89,36 @@ void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, co
   }
 }
 
+// Depthwise (one input and one output channel per group): a direct loop per channel, since
+// a GEMM of one row would spend its time laying out windows. Sums of exact int32 products.
+template <class X, class W>
+void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels, Range rows, int32_t x_zero,
+               const std::vector<int32_t>& w_zero, int32_t* y) {
+  const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
+  const int64_t taps = g.kernel[0] * g.kernel[1];
+  for (int64_t c = 0; c < channels; ++c) {
+    const X* plane = x + c * ih * iw;
+    const int32_t zw = w_zero.empty() ? 0 : w_zero[w_zero.size() == 1 ? 0 : static_cast<size_t>(c)];
+    int32_t* out = y + c * oh * ow;
+    for (int64_t r = rows.begin; r < rows.end; ++r) std::fill(out + r * ow, out + (r + 1) * ow, 0);
+    for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
+      for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
+        const int32_t wv = static_cast<int32_t>(w[c * taps + ki * g.kernel[1] + kj]) - zw;
+        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
+        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
+        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        for (int64_t r = rows.begin; r < rows.end; ++r) {
+          const int64_t iy = r * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          if (iy < 0 || iy >= ih) continue;
+          const X* src = plane + iy * iw;
+          int32_t* dst = out + r * ow;
+          for (int64_t col = x_lo; col < x_hi; ++col)
+            dst[col] += (static_cast<int32_t>(src[col * stride + shift]) - x_zero) * wv;
+        }
+      }
+  }
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
               const void*) {
   const Tensor& x = *in[0];
@@ -119,6 +149,18 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   call.c_stride = static_cast<size_t>(plane);
   const auto* w_bytes = reinterpret_cast<const uint8_t*>(w.raw());
   if (rows.size() <= 0) return;
+  if (cin == 1 && cout == 1) {
+    for (int64_t n = images.begin; n < images.end; ++n) {
+      const int64_t image = n * channels * g.input[0] * g.input[1];
+      int32_t* out = y.data<int32_t>() + n * out_channels * plane;
+      auto run = [&](const auto* xs, const auto* ws_) { depthwise(xs + image, ws_, g, channels, rows, x_zp, ws.w_zero, out); };
+      if (x.dtype() == DType::i8 && w.dtype() == DType::i8) run(x.data<int8_t>(), w.data<int8_t>());
+      else if (x.dtype() == DType::i8) run(x.data<int8_t>(), w.data<uint8_t>());
+      else if (w.dtype() == DType::i8) run(x.data<uint8_t>(), w.data<int8_t>());
+      else run(x.data<uint8_t>(), w.data<uint8_t>());
+    }
+    return;
+  }
   for (int64_t n = images.begin; n < images.end; ++n)
     for (int64_t grp = 0; grp < group; ++grp) {
       const int64_t image = n * channels * g.input[0] * g.input[1], lo = grp * cout;

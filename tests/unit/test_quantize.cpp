@@ -4,6 +4,7 @@
 // tile rule (integer GEMM kernel) against the reference over grids, exactly.
 #include <random>
 
+#include "ops/quant_util.h"
 #include "op_test_util.h"
 #include "tiling_test_util.h"
 
@@ -38,6 +39,22 @@ TEST(QuantizeLinear, RoundsHalfToEvenAndSaturates) {
   Tensor y = run(NodeBuilder("QuantizeLinear", 13, 2), {&x, &scale});
   EXPECT_EQ(y.dtype(), DType::u8);
   EXPECT_EQ(y.to_i64(), (std::vector<int64_t>{0, 2, 2, 0, 0, 255, 0, 2}));
+}
+
+// The branch-free rounding equals std::nearbyint (round half to even) on every half and on
+// a spread of other values across the range it is used on.
+TEST(QuantizeLinear, RoundHalfEvenMatchesNearbyint) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> spread(-1e6f, 1e6f);
+  for (int i = -70000; i <= 70000; ++i) {
+    float half = static_cast<float>(i) + 0.5f;
+    ASSERT_EQ(round_half_even(half), std::nearbyint(half)) << half;
+    float v = spread(rng);
+    ASSERT_EQ(round_half_even(v), std::nearbyint(v)) << v;
+  }
+  EXPECT_EQ(saturate_round<int16_t>(1e30f, 0.0f), 32767);
+  EXPECT_EQ(saturate_round<uint8_t>(-1e30f, 3.0f), 0);
+  EXPECT_EQ(saturate_round<uint8_t>(std::nanf(""), 3.0f), 3);
 }
 
 TEST(QuantizeLinear, PerAxisAndBlocked) {
@@ -184,6 +201,7 @@ TEST(ConvInteger, TileRuleMatchesReferenceExactly) {
       {{1, 4, 8, 8}, {6, 2, 3, 3}, DType::u8, DType::u8, {}, 2, 2, 1, 1},
       {{1, 8, 10, 9}, {8, 1, 3, 3}, DType::i8, DType::i8, {1}, 8, 1, 2, 2},  // depthwise, dilated
       {{3, 16, 5, 5}, {33, 16, 1, 1}, DType::u8, DType::i8, {}, 1, 1, 0, 1},
+      {{2, 6, 11, 9}, {6, 1, 3, 3}, DType::u8, DType::i8, {6}, 6, 2, 1, 1},  // depthwise, stride 2
   };
   uint32_t seed = 100;
   for (const Case& c : cases) {
