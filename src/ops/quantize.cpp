@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/quantize.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
@@ -156,20 +157,16 @@ void infer_dynamic_quantize(const Node& node, std::span<const ValueInfo> in, std
 void reference_dynamic_quantize(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const float* x = in[0]->data<float>();
   const int64_t n = in[0]->numel();
-  float lo = 0.0f, hi = 0.0f;  // the range always holds 0, so 0 quantizes exactly
-  bool has_nan = false;
-  for (int64_t i = 0; i < n; ++i) {
-    has_nan |= x[i] != x[i];
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-  }
-  if (has_nan) throw Error(node.describe() + ": x holds NaN; its range cannot be quantized");
+  // The range always holds 0, so 0 quantizes exactly. The kernels (kernels/quantize.h) give
+  // the scalar loops' bits on every ISA.
+  const kernels::FloatRange range = kernels::range_with_zero(x, static_cast<size_t>(n));
+  if (range.has_nan) throw Error(node.describe() + ": x holds NaN; its range cannot be quantized");
+  const float lo = range.lo, hi = range.hi;
   if (std::isinf(lo) || std::isinf(hi)) throw Error(node.describe() + ": x holds an infinity; its range cannot be quantized");
   // An all-zero x has no range; scale 1 (as ONNX Runtime does) keeps y = 0 and avoids 0/0.
   float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   float zero_point = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
-  uint8_t* y = out[0]->data<uint8_t>();
-  for (int64_t i = 0; i < n; ++i) y[i] = saturate_round<uint8_t>(x[i] / scale, zero_point);
+  kernels::quantize_u8(x, static_cast<size_t>(n), scale, zero_point, out[0]->data<uint8_t>());
   if (out.size() > 1 && out[1]) out[1]->data<float>()[0] = scale;
   if (out.size() > 2 && out[2]) out[2]->data<uint8_t>()[0] = static_cast<uint8_t>(zero_point);
 }
