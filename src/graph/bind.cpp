@@ -78,7 +78,7 @@ void bind_shapes(Graph& g, const ShapeMap& shapes) {
   g.values.clear();
   g.bound_inputs = resolved;
   for (const auto& in : g.inputs) {
-    if (in.dtype == DType::undefined || in.dtype == DType::string || in.dtype == DType::f16)
+    if (in.dtype == DType::undefined || in.dtype == DType::string)
       throw Unsupported(g.path + ": input '" + in.name + "' has dtype " + std::string(dtype_name(in.dtype)) +
                   ", which grove does not support");
     g.values[in.name] = ValueInfo{in.dtype, resolved[in.name], nullptr, true};

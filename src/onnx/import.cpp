@@ -62,7 +62,9 @@ void copy_field(Tensor& t, const Field& field, Conv conv, const std::string& nam
   for (int i = 0; i < field.size(); ++i) p[i] = conv(field.Get(i));
 }
 
-Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& base_dir) {
+// widen_f16: half-precision initializers and attributes are widened to float32 once, here, for
+// the ops to compute in; a tensor file (load_tensor_pb) keeps its float16.
+Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& base_dir, bool widen_f16 = true) {
   const std::string& name = tp.name();
   DType dtype = dtype_from_onnx(tp.data_type());
   if (dtype == DType::undefined || dtype == DType::string)
@@ -130,8 +132,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::filesystem::path& 
     }
   }
 
-  // grove computes in float32: half-precision weights are widened once, here.
-  if (dtype == DType::f16) {
+  if (dtype == DType::f16 && widen_f16) {
     Tensor wide(DType::f32, shape);
     const uint16_t* src = reinterpret_cast<const uint16_t*>(t.raw());
     float* dst = wide.data<float>();
@@ -284,7 +285,7 @@ Tensor load_tensor_pb(const std::string& path) {
   onnx::TensorProto tp;
   if (!tp.ParseFromString(bytes)) throw Error(path + ": not a valid serialized ONNX TensorProto");
   try {
-    return convert_tensor(tp, std::filesystem::path(path).parent_path());
+    return convert_tensor(tp, std::filesystem::path(path).parent_path(), false);
   } catch (const Error& e) {
     throw e.prefixed(path + ": ");
   }
