@@ -1,5 +1,7 @@
 #include "onnx/import.h"
 
+#include "graph/passes.h"
+
 #include <fcntl.h>
 #include <onnx/onnx_pb.h>
 #include <sys/mman.h>
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "graph/passes.h"
 #include "ops/op.h"
 
 namespace grove {
@@ -269,6 +272,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
     }
     g.nodes.push_back(std::move(n));
   }
+  widen_float16(g);
   check_supported_ops(g);
   return g;
 }
