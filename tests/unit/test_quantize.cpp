@@ -110,6 +110,41 @@ TEST(DynamicQuantizeLinear, RangeHoldsZeroAndAllZeroInputIsExact) {
   EXPECT_EQ(out[1].to_f64(), (std::vector<double>{1.0}));
 }
 
+// Malformed quantized nodes are clean errors naming the node, never crashes.
+TEST(QuantizedOps, BadInputsAreCleanErrors) {
+  auto expect_error = [](const Node& node, std::vector<const Tensor*> in, const char* text) {
+    try {
+      run(node, in);
+      ADD_FAILURE() << node.op_type << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'n' (" + node.op_type + ")"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  Tensor a = typed<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = typed<int8_t>({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor f = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor zp_wrong_type = Tensor::scalar<int8_t>(0);
+  Tensor zp_wrong_size = typed<uint8_t>({3}, {0, 0, 0});
+  Tensor b_bad_k = typed<int8_t>({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  expect_error(NodeBuilder("MatMulInteger", 10, 2), {&f, &b}, "float32");
+  expect_error(NodeBuilder("MatMulInteger", 10, 3), {&a, &b, &zp_wrong_type}, "a_zero_point");
+  expect_error(NodeBuilder("MatMulInteger", 10, 3), {&a, &b, &zp_wrong_size}, "a_zero_point");
+  expect_error(NodeBuilder("MatMulInteger", 10, 2), {&a, &b_bad_k}, "inner dimensions");
+  Tensor scale = Tensor::scalar<float>(1.0f);
+  Tensor scale3 = f32({3}, {1, 1, 1});
+  expect_error(NodeBuilder("QuantizeLinear", 13, 2).i("axis", 5), {&f, &scale3}, "axis");  // ignored for one scale
+  expect_error(NodeBuilder("QuantizeLinear", 13, 2).i("axis", 0), {&f, &scale3}, "scale");
+  Tensor blocked = f32({2, 1}, {1, 1});
+  expect_error(NodeBuilder("QuantizeLinear", 21, 2).i("axis", 1).i("block_size", 2), {&f, &blocked}, "blocked scale");
+  Tensor nan_x = f32({2}, {1.0f, std::nanf("")});
+  expect_error(NodeBuilder("DynamicQuantizeLinear", 11, 1, 3), {&nan_x}, "NaN");
+  Tensor x4 = typed<uint8_t>({1, 2, 4, 4}, std::vector<uint8_t>(32, 1));
+  Tensor w4 = typed<int8_t>({3, 2, 3, 3}, std::vector<int8_t>(54, 1));
+  Tensor w_zp_bad = typed<int8_t>({2}, {0, 0});
+  expect_error(NodeBuilder("ConvInteger", 10, 4), {&x4, &w4, nullptr, &w_zp_bad}, "w_zero_point");
+}
+
 TEST(MatMulInteger, PerRowAndPerColumnZeroPoints) {
   Tensor a = typed<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor b = typed<int8_t>({3, 2}, {1, -1, 2, -2, 3, -3});
