@@ -1,4 +1,4 @@
-// Tile rule of ConvInteger over 2-D images: cut by images and output rows, so each tile
+// Tile rules of ConvInteger and QLinearConv over 2-D images: cut by images and output rows, so each tile
 // lays out only its own rows' windows. A tile writes its windows minus x_zero_point as the
 // integer GEMM's B panels (im2col straight into kernels/igemm.h's IntPanels; padding is 0)
 // and multiplies every output channel's row of W with them, which gives the reference's
@@ -8,6 +8,7 @@
 #include "kernels/igemm.h"
 #include "ops/conv_geometry.h"
 #include "ops/op_util.h"
+#include "ops/quant_util.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
@@ -93,14 +94,14 @@ void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, co
 // a GEMM of one row would spend its time laying out windows. Sums of exact int32 products.
 template <class X, class W>
 void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels, Range rows, int32_t x_zero,
-               const std::vector<int32_t>& w_zero, int32_t* y) {
-  const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
+               const std::vector<int32_t>& w_zero, int32_t* y, int64_t channel_stride) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1];
   const int64_t taps = g.kernel[0] * g.kernel[1];
   for (int64_t c = 0; c < channels; ++c) {
     const X* plane = x + c * ih * iw;
     const int32_t zw = w_zero.empty() ? 0 : w_zero[w_zero.size() == 1 ? 0 : static_cast<size_t>(c)];
-    int32_t* out = y + c * oh * ow;
-    for (int64_t r = rows.begin; r < rows.end; ++r) std::fill(out + r * ow, out + (r + 1) * ow, 0);
+    int32_t* out = y + c * channel_stride;  // row r of the channel at (r - rows.begin) * ow
+    std::fill(out, out + rows.size() * ow, 0);
     for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
       for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
         const int32_t wv = static_cast<int32_t>(w[c * taps + ki * g.kernel[1] + kj]) - zw;
@@ -111,7 +112,7 @@ void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels
           const int64_t iy = r * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
           if (iy < 0 || iy >= ih) continue;
           const X* src = plane + iy * iw;
-          int32_t* dst = out + r * ow;
+          int32_t* dst = out + (r - rows.begin) * ow;
           for (int64_t col = x_lo; col < x_hi; ++col)
             dst[col] += (static_cast<int32_t>(src[col * stride + shift]) - x_zero) * wv;
         }
@@ -119,41 +120,29 @@ void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels
   }
 }
 
-void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void*) {
-  const Tensor& x = *in[0];
-  const Tensor& w = *in[1];
-  Tensor& y = *out[0];
-  check_region(node, out_region, y.shape());
-  if (x.rank() != 4 || w.rank() != 4) return reference_whole(node, in, out, out_region);
+// The int32 sums of ConvInteger for `images` x all output channels x `rows`, written at
+// out + (n - images.begin) * image_stride + channel * channel_stride + (row - rows.begin) * width.
+void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const Tensor* x_zero, const Tensor* w_zero,
+                       Range images, Range rows, int32_t* out, int64_t image_stride, int64_t channel_stride) {
   const WindowGeometry g = geometry_of(node, x.shape(), w.shape());
   const int64_t group = node.attr_int("group", 1), channels = x.dim(1), out_channels = w.dim(0);
   const int64_t cin = channels / group, cout = out_channels / group;
-  const int64_t k = cin * g.kernel[0] * g.kernel[1], plane = g.output[0] * g.output[1];
-  const Range images = out_region[0], rows = out_region[2];
-  const Tensor* x_zero = optional_input(in, 2);
-  const Tensor* w_zero = optional_input(in, 3);
+  const int64_t k = cin * g.kernel[0] * g.kernel[1];
   const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
+  if (rows.size() <= 0) return;
 
   thread_local ConvIntegerWorkspace ws;
   ws.w_zero.clear();
   if (w_zero)
     for (int64_t v : w_zero->to_i64()) ws.w_zero.push_back(static_cast<int32_t>(v));
 
-  kernels::IntGemmCall call;
-  call.n = static_cast<size_t>(rows.size() * g.output[1]);
-  call.k = static_cast<size_t>(k);
-  call.a_stride = call.k;
-  call.a_signed = w.dtype() == DType::i8;
-  call.a_zero_per_row = ws.w_zero.size() > 1;
-  call.c_stride = static_cast<size_t>(plane);
-  const auto* w_bytes = reinterpret_cast<const uint8_t*>(w.raw());
-  if (rows.size() <= 0) return;
   if (cin == 1 && cout == 1) {
     for (int64_t n = images.begin; n < images.end; ++n) {
       const int64_t image = n * channels * g.input[0] * g.input[1];
-      int32_t* out = y.data<int32_t>() + n * out_channels * plane;
-      auto run = [&](const auto* xs, const auto* ws_) { depthwise(xs + image, ws_, g, channels, rows, x_zp, ws.w_zero, out); };
+      int32_t* y = out + (n - images.begin) * image_stride;
+      auto run = [&](const auto* xs, const auto* w_values) {
+        depthwise(xs + image, w_values, g, channels, rows, x_zp, ws.w_zero, y, channel_stride);
+      };
       if (x.dtype() == DType::i8 && w.dtype() == DType::i8) run(x.data<int8_t>(), w.data<int8_t>());
       else if (x.dtype() == DType::i8) run(x.data<int8_t>(), w.data<uint8_t>());
       else if (w.dtype() == DType::i8) run(x.data<uint8_t>(), w.data<int8_t>());
@@ -161,21 +150,97 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     }
     return;
   }
+  kernels::IntGemmCall call;
+  call.m = static_cast<size_t>(cout);
+  call.n = static_cast<size_t>(rows.size() * g.output[1]);
+  call.k = static_cast<size_t>(k);
+  call.a_stride = call.k;
+  call.a_signed = w.dtype() == DType::i8;
+  call.a_zero_per_row = ws.w_zero.size() > 1;
+  call.c_stride = static_cast<size_t>(channel_stride);
+  const auto* w_bytes = reinterpret_cast<const uint8_t*>(w.raw());
   for (int64_t n = images.begin; n < images.end; ++n)
     for (int64_t grp = 0; grp < group; ++grp) {
       const int64_t image = n * channels * g.input[0] * g.input[1], lo = grp * cout;
       if (x.dtype() == DType::i8) im2col_panels(x.data<int8_t>() + image, grp * cin, cin, g, rows, x_zp, ws);
       else im2col_panels(x.data<uint8_t>() + image, grp * cin, cin, g, rows, x_zp, ws);
-      call.m = static_cast<size_t>(cout);
       call.a = w_bytes + lo * k;
       call.a_zero = ws.w_zero.empty() ? nullptr : ws.w_zero.data() + (call.a_zero_per_row ? lo : 0);
-      call.c = y.data<int32_t>() + (n * out_channels + lo) * plane + rows.begin * g.output[1];
+      call.c = out + (n - images.begin) * image_stride + lo * channel_stride;
       kernels::int_gemm_panels(call, ws.columns, ws.gemm);
     }
 }
 
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
+              const void*) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  if (in[0]->rank() != 4 || in[1]->rank() != 4) return reference_whole(node, in, out, out_region);
+  const int64_t plane = y.dim(2) * y.dim(3);
+  int32_t* first = y.data<int32_t>() + out_region[0].begin * y.dim(1) * plane + out_region[2].begin * y.dim(3);
+  conv_integer_sums(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), out_region[0], out_region[2],
+                    first, y.dim(1) * plane, plane);
+}
+
+// ---- QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B) ----
+// The same sums into a buffer for the tile, plus bias, requantized as reference_qlinear_conv
+// does (float32 multiplier x_scale * w_scale / y_scale, round half to even, saturate).
+
+void qlinear_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                   std::span<Region> in_regions) {
+  for (size_t i = 0; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+  if (in[0].shape.size() != 4 || in[3].shape.size() != 4) return;
+  const WindowGeometry g = geometry_of(node, in[0].shape, in[3].shape);
+  in_regions[0] = {out_region[0], {0, in[0].shape[1]}, window_input_range(g, 0, out_region[2]), {0, in[0].shape[3]}};
+}
+
+std::vector<int64_t> qlinear_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  if (in[0].shape.size() != 4 || in[3].shape.size() != 4) return none_cuttable(out[0].shape);
+  return {1, 0, 1, 0};
+}
+
+template <class Q>
+void requantize(std::span<const Tensor* const> in, const std::vector<int32_t>& sums, const Region& r, Tensor& y) {
+  const float x_scale = static_cast<float>(in[1]->to_f64().at(0)), y_scale = static_cast<float>(in[6]->to_f64().at(0));
+  const std::vector<double> w_scale = in[4]->to_f64();
+  const Tensor* y_zero = optional_input(in, 7);
+  const Tensor* bias = optional_input(in, 8);
+  const float zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
+  const std::vector<int64_t> b = bias ? bias->to_i64() : std::vector<int64_t>();
+  const int64_t channels = y.dim(1), width = y.dim(3), rows = r[2].size();
+  Q* out = y.data<Q>();
+  size_t at = 0;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t m = 0; m < channels; ++m) {
+      const float multiplier = x_scale * static_cast<float>(w_scale[w_scale.size() == 1 ? 0 : static_cast<size_t>(m)]) / y_scale;
+      const int64_t add = b.empty() ? 0 : b[static_cast<size_t>(m)];
+      Q* row = out + ((n * channels + m) * y.dim(2) + r[2].begin) * width;
+      for (int64_t i = 0; i < rows * width; ++i, ++at)
+        row[i] = saturate_round<Q>(static_cast<float>(sums[at] + add) * multiplier, zero_point);
+    }
+}
+
+void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                      const Region& out_region, const void*) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  if (in[0]->rank() != 4 || in[3]->rank() != 4) return reference_whole(node, in, out, out_region);
+  check_scales(*in[6], "y_scale");
+  const int64_t channels = y.dim(1), per_channel = out_region[2].size() * y.dim(3);
+  thread_local std::vector<int32_t> sums;
+  sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));
+  conv_integer_sums(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), out_region[0], out_region[2],
+                    sums.data(), channels * per_channel, per_channel);
+  if (y.dtype() == DType::i8) requantize<int8_t>(in, sums, out_region, y);
+  else requantize<uint8_t>(in, sums, out_region, y);
+}
+
 }  // namespace
 
-void add_conv_integer_rules(RuleTable& t) { t["ConvInteger"] = TileRule{cuttable, needs, run_tile}; }
+void add_conv_integer_rules(RuleTable& t) {
+  t["ConvInteger"] = TileRule{cuttable, needs, run_tile};
+  t["QLinearConv"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile};
+}
 
 }  // namespace grove::tiling

@@ -254,3 +254,35 @@ TEST(ConvInteger, TileRuleMatchesReferenceExactly) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+TEST(QLinearConv, TileRuleMatchesReferenceExactly) {
+  struct Case { Shape x, w; DType xt, wt; int64_t group, stride, pad; bool bias; };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 7}, {5, 3, 3, 3}, DType::u8, DType::i8, 1, 1, 1, true},
+      {{1, 4, 8, 8}, {6, 2, 3, 3}, DType::i8, DType::i8, 2, 2, 1, false},
+      {{1, 6, 7, 7}, {6, 1, 3, 3}, DType::u8, DType::u8, 6, 1, 1, true},  // depthwise
+  };
+  uint32_t seed = 300;
+  for (const Case& c : cases) {
+    NodeBuilder node("QLinearConv", 10, 9);
+    node.i("group", c.group).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    const int64_t m = c.w[0];
+    std::vector<float> w_scales;
+    for (int64_t i = 0; i < m; ++i) w_scales.push_back(0.01f * static_cast<float>(i + 1));
+    Tensor bias(DType::i32, {m});
+    std::mt19937 rng(seed);
+    for (int32_t& v : bias.span<int32_t>()) v = static_cast<int32_t>(rng() % 2001) - 1000;
+    std::vector<Tensor> in = {random_bytes(c.xt, c.x, seed++), Tensor::scalar<float>(0.05f), random_bytes(c.xt, {}, seed++),
+                              random_bytes(c.wt, c.w, seed++), f32({m}, w_scales), random_bytes(c.wt, {m}, seed++),
+                              Tensor::scalar<float>(0.7f), random_bytes(c.xt, {}, seed++), c.bias ? bias : Tensor()};
+    auto stats = tiletest::check_tiling(node, in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+    check_needs_cover_reads(node, in, {1, 0, 2, 0});
+  }
+}
+
+}  // namespace
+}  // namespace grove
