@@ -1,9 +1,11 @@
-// Tile rule of MatMulInteger: cut by batch dims and rows of A; a tile reads its rows of A,
-// all of B, and runs the integer GEMM (kernels/igemm.h), which gives the int64 reference's
-// exact sums (int32 wrap-around aside), so any cut gives the same bits.
+// Tile rules of MatMulInteger and QLinearMatMul: cut by batch dims and rows of A; a tile
+// reads its rows of A, all of B, and runs the integer GEMM (kernels/igemm.h), which gives the
+// int64 reference's exact sums (int32 wrap-around aside), so any cut gives the same bits;
+// QLinearMatMul then requantizes them as its reference does.
 #include "kernels/igemm.h"
 #include "ops/op_util.h"
 #include "ops/quant_matmul.h"
+#include "ops/quant_util.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
@@ -54,16 +56,15 @@ std::vector<int32_t> zero_points(const Tensor* t) {
   return z;
 }
 
-void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void*) {
-  const Tensor& a = *in[0];
-  const Tensor& b = *in[1];
-  Tensor& y = *out[0];
-  check_region(node, out_region, y.shape());
+// Runs the integer GEMM for every matrix of the region: `block(call, first_output_row)` gets
+// the call with A, B and the zero points set for the region's rows (it sets c and runs it);
+// first_output_row is the row index, in the output seen as [batch * m, n], of the block's row 0.
+template <class Block>
+void for_each_block(const Node& node, const Tensor& a, const Tensor& b, const Tensor* a_zero, const Tensor* b_zero,
+                    const Region& out_region, Block&& block) {
   IntMatMulShape s = int_matmul_shape(node, a.shape(), b.shape());
   IntMatMulRegion r = split(s, a.shape(), b.shape(), out_region);
-  std::vector<int32_t> za = zero_points(optional_input(in, 2)), zb = zero_points(optional_input(in, 3));
-  thread_local kernels::IntGemmScratch scratch;
+  const std::vector<int32_t> za = zero_points(a_zero), zb = zero_points(b_zero);
 
   kernels::IntGemmCall call;
   call.m = static_cast<size_t>(r.rows.size());
@@ -81,12 +82,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 
   const auto* a_bytes = reinterpret_cast<const uint8_t*>(a.raw());
   const auto* b_bytes = reinterpret_cast<const uint8_t*>(b.raw());
-  int32_t* c = y.data<int32_t>();
   const std::vector<int64_t> out_batch_strides = strides_of(s.batch);
   Shape region_batch;
   for (const Range& x : r.batch) region_batch.push_back(x.size());
   const int64_t batches = numel(region_batch);
-  std::vector<int64_t> coord(r.batch.size());
   for (int64_t bi = 0; bi < batches; ++bi) {
     int64_t rest = bi, a_off = 0, b_off = 0, out_index = 0;
     for (size_t d = r.batch.size(); d-- > 0;) {
@@ -98,13 +97,82 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     }
     call.a = a_bytes + a_off + r.rows.begin * s.k;
     call.b = b_bytes + b_off;
-    call.c = c + (out_index * s.m + r.rows.begin) * s.n;
-    kernels::int_gemm(call, scratch);
+    block(call, out_index * s.m + r.rows.begin);
   }
+}
+
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
+              const void*) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  thread_local kernels::IntGemmScratch scratch;
+  for_each_block(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), out_region,
+                 [&](kernels::IntGemmCall& call, int64_t first_row) {
+                   call.c = y.data<int32_t>() + first_row * static_cast<int64_t>(call.n);
+                   kernels::int_gemm(call, scratch);
+                 });
+}
+
+// ---- QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) ----
+// The same sums per block, requantized as reference_qlinear_matmul does.
+
+std::vector<int64_t> qlinear_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  const ValueInfo ab[] = {in[0], in[3]};
+  return cuttable(node, ab, out);
+}
+
+void qlinear_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out, const Region& out_region,
+                   std::span<Region> in_regions) {
+  const ValueInfo ab[] = {in[0], in[3]};
+  Region ab_regions[2];
+  needs(node, ab, out, out_region, ab_regions);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+  in_regions[0] = ab_regions[0];
+  in_regions[3] = ab_regions[1];
+}
+
+template <class Q>
+void requantize_rows(std::span<const Tensor* const> in, const int32_t* sums, int64_t rows, int64_t n, int64_t first_row,
+                     int64_t m, Q* y) {
+  const std::vector<double> a_scale = in[1]->to_f64(), b_scale = in[4]->to_f64();
+  const float y_scale = in[6]->data<float>()[0];
+  const Tensor* y_zero = optional_input(in, 7);
+  const float zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t i = static_cast<size_t>((first_row + r) % m);  // row within its matrix
+    for (int64_t j = 0; j < n; ++j) {
+      const float multiplier = static_cast<float>(a_scale[a_scale.size() == 1 ? 0 : i]) *
+                               static_cast<float>(b_scale[b_scale.size() == 1 ? 0 : static_cast<size_t>(j)]) / y_scale;
+      y[(first_row + r) * n + j] = saturate_round<Q>(static_cast<float>(sums[r * n + j]) * multiplier, zero_point);
+    }
+  }
+}
+
+void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                      const Region& out_region, const void*) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  check_scales(*in[6], "y_scale");
+  const int64_t m = int_matmul_shape(node, in[0]->shape(), in[3]->shape()).m;
+  thread_local kernels::IntGemmScratch scratch;
+  thread_local std::vector<int32_t> sums;
+  for_each_block(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), out_region,
+                 [&](kernels::IntGemmCall& call, int64_t first_row) {
+                   sums.resize(call.m * call.n);
+                   call.c = sums.data();
+                   kernels::int_gemm(call, scratch);
+                   const auto rows = static_cast<int64_t>(call.m), n = static_cast<int64_t>(call.n);
+                   if (y.dtype() == DType::i8) requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<int8_t>());
+                   else requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<uint8_t>());
+                 });
 }
 
 }  // namespace
 
-void add_quant_matmul_rules(RuleTable& t) { t["MatMulInteger"] = TileRule{cuttable, needs, run_tile}; }
+void add_quant_matmul_rules(RuleTable& t) {
+  t["MatMulInteger"] = TileRule{cuttable, needs, run_tile};
+  t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile};
+}
 
 }  // namespace grove::tiling

@@ -286,3 +286,35 @@ TEST(QLinearConv, TileRuleMatchesReferenceExactly) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+TEST(QLinearMatMul, TileRuleMatchesReferenceExactly) {
+  struct Case { Shape a, b; DType at, bt; bool per_row_col; };
+  const std::vector<Case> cases = {
+      {{7, 33}, {33, 19}, DType::u8, DType::i8, true},
+      {{2, 9, 20}, {20, 5}, DType::i8, DType::i8, false},
+      {{3, 1, 6, 11}, {2, 11, 5}, DType::u8, DType::u8, false},
+  };
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    const int64_t m = c.a[c.a.size() - 2], n = c.b.back();
+    Tensor a_scale = Tensor::scalar<float>(0.02f), b_scale = Tensor::scalar<float>(0.03f);
+    Tensor a_zero = random_bytes(c.at, {}, seed++), b_zero = random_bytes(c.bt, {}, seed++);
+    if (c.per_row_col) {
+      std::vector<float> rows, cols;
+      for (int64_t i = 0; i < m; ++i) rows.push_back(0.01f * static_cast<float>(i + 1));
+      for (int64_t j = 0; j < n; ++j) cols.push_back(0.002f * static_cast<float>(j + 3));
+      a_scale = f32({m}, rows), b_scale = f32({n}, cols);
+      a_zero = random_bytes(c.at, {m}, seed++), b_zero = random_bytes(c.bt, {n}, seed++);
+    }
+    std::vector<Tensor> in = {random_bytes(c.at, c.a, seed++), a_scale, a_zero, random_bytes(c.bt, c.b, seed++),
+                              b_scale, b_zero, Tensor::scalar<float>(0.9f), random_bytes(DType::u8, {}, seed++)};
+    auto stats = tiletest::check_tiling(NodeBuilder("QLinearMatMul", 10, 8), in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.a);
+  }
+}
+
+}  // namespace
+}  // namespace grove
