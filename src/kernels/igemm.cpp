@@ -13,6 +13,26 @@ void int_gemm(const IntGemmCall& call, IntGemmScratch& scratch, Isa isa) {
   else int_gemm_avx2(call, scratch);
 }
 
+namespace {
+template <class T>
+void pack_a_typed(const IntGemmCall& call, std::vector<int16_t>& out) {
+  const size_t pairs = (call.k + 1) / 2;
+  out.resize(call.m * pairs * 2);
+  for (size_t i = 0; i < call.m; ++i) {
+    const auto za = static_cast<int16_t>(call.a_zero ? call.a_zero[call.a_zero_per_row ? i : 0] : 0);
+    const T* src = static_cast<const T*>(call.a) + i * call.a_stride;
+    int16_t* row = out.data() + i * pairs * 2;
+    for (size_t p = 0; p < call.k; ++p) row[p] = static_cast<int16_t>(src[p] - za);
+    if (call.k % 2) row[call.k] = 0;
+  }
+}
+}  // namespace
+
+void pack_a_pairs(const IntGemmCall& call, std::vector<int16_t>& out) {
+  if (call.a_signed) pack_a_typed<int8_t>(call, out);
+  else pack_a_typed<uint8_t>(call, out);
+}
+
 void int_gemm_panels(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch, Isa isa) {
   if (!isa_supported(isa)) throw Error("int_gemm: ISA " + std::string(isa_name(isa)) + " is not supported on this CPU");
   if (b.k != call.k || b.n != call.n) throw Error("int_gemm_panels: panels do not match the call's k and n");

@@ -27,6 +27,9 @@ struct IntGemmCall {
   bool b_signed = false;
   const int32_t* a_zero = nullptr;  // nullptr: 0; else 1 value, or m when a_zero_per_row
   bool a_zero_per_row = false;
+  // A - a_zero already packed by pack_a_pairs (a weight matrix packed once at plan time):
+  // row i at a_pairs + i * 2 * ((k + 1) / 2). When set, a, a_stride, a_signed and a_zero are unused.
+  const int16_t* a_pairs = nullptr;
   const int32_t* b_zero = nullptr;  // nullptr: 0; else 1 value, or n when b_zero_per_column
   bool b_zero_per_column = false;
   int32_t* c = nullptr;  // m rows of n, row i at c + i * c_stride
@@ -49,6 +52,9 @@ struct IntPanels {
   }
   size_t index(size_t p, size_t j) const { return ((j / kWidth * pairs + p / 2) * kWidth + j % kWidth) * 2 + p % 2; }
 };
+
+// A - a_zero as int16, each row k steps padded to whole pairs with 0 (the layout of a_pairs).
+void pack_a_pairs(const IntGemmCall& call, std::vector<int16_t>& out);
 
 // Per-thread working memory (packed int16 operands), reused across calls.
 struct IntGemmScratch {

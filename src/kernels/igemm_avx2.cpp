@@ -34,19 +34,6 @@ void pack_b_typed(const IntGemmCall& call, IntPanels& out) {
   }
 }
 
-// A - a_zero, each row as `pairs` int16 pairs (the last padded with 0).
-template <class T>
-void pack_a_typed(const IntGemmCall& call, size_t pairs, std::vector<int16_t>& out) {
-  out.resize(call.m * pairs * 2);
-  for (size_t i = 0; i < call.m; ++i) {
-    const int16_t za = call.a_zero ? static_cast<int16_t>(call.a_zero[call.a_zero_per_row ? i : 0]) : 0;
-    const T* src = static_cast<const T*>(call.a) + i * call.a_stride;
-    int16_t* row = out.data() + i * pairs * 2;
-    for (size_t p = 0; p < call.k; ++p) row[p] = static_cast<int16_t>(src[p] - za);
-    if (call.k % 2) row[call.k] = 0;
-  }
-}
-
 template <size_t R>
 void tile(const int16_t* a, size_t pairs, const int16_t* panel, int32_t* c, size_t c_stride, size_t cols) {
   __m256i acc[R][2];
@@ -83,14 +70,17 @@ constexpr TileFn kTiles[kMr + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>,
 
 void int_gemm_panels_avx2(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch) {
   const size_t pairs = b.pairs;
-  if (call.a_signed) pack_a_typed<int8_t>(call, pairs, scratch.a_pairs);
-  else pack_a_typed<uint8_t>(call, pairs, scratch.a_pairs);
+  const int16_t* a = call.a_pairs;
+  if (!a) {
+    pack_a_pairs(call, scratch.a_pairs);
+    a = scratch.a_pairs.data();
+  }
   for (size_t j0 = 0; j0 < call.n; j0 += kNr) {
     const int16_t* panel = b.values.data() + (j0 / kNr) * pairs * kNr * 2;
     const size_t cols = std::min(kNr, call.n - j0);
     for (size_t i0 = 0; i0 < call.m; i0 += kMr) {
       const size_t rows = std::min(kMr, call.m - i0);
-      kTiles[rows](scratch.a_pairs.data() + i0 * pairs * 2, pairs, panel, call.c + i0 * call.c_stride + j0, call.c_stride, cols);
+      kTiles[rows](a + i0 * pairs * 2, pairs, panel, call.c + i0 * call.c_stride + j0, call.c_stride, cols);
     }
   }
 }

@@ -4,6 +4,7 @@
 // and multiplies every output channel's row of W with them, which gives the reference's
 // exact sums. Other ranks are one whole tile on the reference.
 #include <algorithm>
+#include <memory>
 
 #include "kernels/igemm.h"
 #include "ops/conv_geometry.h"
@@ -122,8 +123,45 @@ void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels
 
 // The int32 sums of ConvInteger for `images` x all output channels x `rows`, written at
 // out + (n - images.begin) * image_stride + channel * channel_stride + (row - rows.begin) * width.
+// W - w_zero packed once at plan time as the GEMM's A (kernels::pack_a_pairs), when both are constants.
+struct PreparedWeights {
+  std::vector<int16_t> pairs;
+};
+
+std::shared_ptr<const void> prepare_weights(std::span<const ValueInfo> in, std::span<const Tensor* const> constants,
+                                            size_t w_index, size_t zero_index) {
+  if (constants.size() <= w_index || !constants[w_index] || in[w_index].shape.size() != 4) return nullptr;
+  const bool has_zero = has_input(in, zero_index);
+  if (has_zero && (constants.size() <= zero_index || !constants[zero_index])) return nullptr;
+  const Tensor& w = *constants[w_index];
+  std::vector<int32_t> zero;
+  if (has_zero)
+    for (int64_t v : constants[zero_index]->to_i64()) zero.push_back(static_cast<int32_t>(v));
+  kernels::IntGemmCall call;
+  call.m = static_cast<size_t>(w.dim(0));
+  call.k = static_cast<size_t>(w.numel() / std::max<int64_t>(w.dim(0), 1));
+  call.a = w.raw();
+  call.a_stride = call.k;
+  call.a_signed = w.dtype() == DType::i8;
+  call.a_zero = zero.empty() ? nullptr : zero.data();
+  call.a_zero_per_row = zero.size() > 1;
+  auto prepared = std::make_shared<PreparedWeights>();
+  kernels::pack_a_pairs(call, prepared->pairs);
+  return prepared;
+}
+
+std::shared_ptr<const void> prepare(const Node&, std::span<const ValueInfo> in, std::span<const Tensor* const> constants) {
+  return prepare_weights(in, constants, 1, 3);
+}
+
+int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  return static_cast<int64_t>(static_cast<const PreparedWeights*>(prepared)->pairs.size() * sizeof(int16_t));
+}
+
 void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const Tensor* x_zero, const Tensor* w_zero,
-                       Range images, Range rows, int32_t* out, int64_t image_stride, int64_t channel_stride) {
+                       const void* prepared, Range images, Range rows, int32_t* out, int64_t image_stride,
+                       int64_t channel_stride) {
+  const int16_t* w_pairs = prepared ? static_cast<const PreparedWeights*>(prepared)->pairs.data() : nullptr;
   const WindowGeometry g = geometry_of(node, x.shape(), w.shape());
   const int64_t group = node.attr_int("group", 1), channels = x.dim(1), out_channels = w.dim(0);
   const int64_t cin = channels / group, cout = out_channels / group;
@@ -166,20 +204,21 @@ void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const
       else im2col_panels(x.data<uint8_t>() + image, grp * cin, cin, g, rows, x_zp, ws);
       call.a = w_bytes + lo * k;
       call.a_zero = ws.w_zero.empty() ? nullptr : ws.w_zero.data() + (call.a_zero_per_row ? lo : 0);
+      call.a_pairs = w_pairs ? w_pairs + lo * 2 * ((k + 1) / 2) : nullptr;
       call.c = out + (n - images.begin) * image_stride + lo * channel_stride;
       kernels::int_gemm_panels(call, ws.columns, ws.gemm);
     }
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void*) {
+              const void* prepared) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   if (in[0]->rank() != 4 || in[1]->rank() != 4) return reference_whole(node, in, out, out_region);
   const int64_t plane = y.dim(2) * y.dim(3);
   int32_t* first = y.data<int32_t>() + out_region[0].begin * y.dim(1) * plane + out_region[2].begin * y.dim(3);
-  conv_integer_sums(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), out_region[0], out_region[2],
-                    first, y.dim(1) * plane, plane);
+  conv_integer_sums(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), prepared, out_region[0],
+                    out_region[2], first, y.dim(1) * plane, plane);
 }
 
 // ---- QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B) ----
@@ -221,8 +260,13 @@ void requantize(std::span<const Tensor* const> in, const std::vector<int32_t>& s
     }
 }
 
+std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
+                                            std::span<const Tensor* const> constants) {
+  return prepare_weights(in, constants, 3, 5);
+}
+
 void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                      const Region& out_region, const void*) {
+                      const Region& out_region, const void* prepared) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   if (in[0]->rank() != 4 || in[3]->rank() != 4) return reference_whole(node, in, out, out_region);
@@ -230,8 +274,8 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
   const int64_t channels = y.dim(1), per_channel = out_region[2].size() * y.dim(3);
   thread_local std::vector<int32_t> sums;
   sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));
-  conv_integer_sums(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), out_region[0], out_region[2],
-                    sums.data(), channels * per_channel, per_channel);
+  conv_integer_sums(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), prepared, out_region[0],
+                    out_region[2], sums.data(), channels * per_channel, per_channel);
   if (y.dtype() == DType::i8) requantize<int8_t>(in, sums, out_region, y);
   else requantize<uint8_t>(in, sums, out_region, y);
 }
@@ -239,8 +283,8 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
 }  // namespace
 
 void add_conv_integer_rules(RuleTable& t) {
-  t["ConvInteger"] = TileRule{cuttable, needs, run_tile};
-  t["QLinearConv"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile};
+  t["ConvInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  t["QLinearConv"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, prepared_bytes};
 }
 
 }  // namespace grove::tiling

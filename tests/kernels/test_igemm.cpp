@@ -114,6 +114,16 @@ TEST(IntGemm, PanelsMatchOracle) {
             for (size_t i = 0; i < m; ++i)
               for (size_t j = 0; j < n; ++j)
                 ASSERT_EQ(c[i * (n + 2) + j], oracle(o, i, j)) << isa_name(isa) << " m=" << m << " n=" << n << " k=" << k;
+            // A packed ahead (weights packed at plan time), with and without B panels.
+            std::vector<int16_t> a_pairs;
+            std::vector<int32_t> c2;
+            IntGemmCall packed = call_of(o, c2);
+            pack_a_pairs(packed, a_pairs);
+            packed.a = nullptr, packed.a_zero = nullptr, packed.a_pairs = a_pairs.data();
+            int_gemm_panels(packed, panels, scratch, isa);
+            EXPECT_EQ(c2, c) << isa_name(isa) << " prepacked A with panels";
+            int_gemm(packed, scratch, isa);
+            EXPECT_EQ(c2, c) << isa_name(isa) << " prepacked A";
           }
 }
 
