@@ -1,5 +1,6 @@
 #include "kernels/igemm.h"
 
+#include <algorithm>
 #include <string>
 
 #include "graph/error.h"
@@ -26,7 +27,31 @@ void pack_a_typed(const IntGemmCall& call, std::vector<int16_t>& out) {
     if (call.k % 2) row[call.k] = 0;
   }
 }
+template <class T>
+void pack_b_typed(const IntGemmCall& call, IntPanels& out) {
+  constexpr size_t kWidth = IntPanels::kWidth;
+  const T* b = static_cast<const T*>(call.b);
+  for (size_t p = 0; p < call.k; ++p) {
+    const T* row = b + p * call.b_stride;
+    for (size_t j0 = 0; j0 < call.n; j0 += kWidth) {
+      int16_t* dst = out.values.data() + out.index(p, j0);
+      const size_t cols = std::min(kWidth, call.n - j0);
+      if (call.b_zero_per_column) {
+        for (size_t c = 0; c < cols; ++c) dst[2 * c] = static_cast<int16_t>(row[j0 + c] - call.b_zero[j0 + c]);
+      } else {
+        const auto zb = static_cast<int16_t>(call.b_zero ? call.b_zero[0] : 0);
+        for (size_t c = 0; c < cols; ++c) dst[2 * c] = static_cast<int16_t>(row[j0 + c] - zb);
+      }
+    }
+  }
+}
 }  // namespace
+
+void pack_b_panels(const IntGemmCall& call, IntPanels& out) {
+  out.reset(call.k, call.n);
+  if (call.b_signed) pack_b_typed<int8_t>(call, out);
+  else pack_b_typed<uint8_t>(call, out);
+}
 
 void pack_a_pairs(const IntGemmCall& call, std::vector<int16_t>& out) {
   if (call.a_signed) pack_a_typed<int8_t>(call, out);

@@ -56,6 +56,10 @@ struct IntPanels {
 // A - a_zero as int16, each row k steps padded to whole pairs with 0 (the layout of a_pairs).
 void pack_a_pairs(const IntGemmCall& call, std::vector<int16_t>& out);
 
+// B - b_zero (call.b, b_stride, b_signed, b_zero, k, n) into panels: a constant weight
+// matrix packed once at plan time, then used with int_gemm_panels.
+void pack_b_panels(const IntGemmCall& call, IntPanels& out);
+
 // Per-thread working memory (packed int16 operands), reused across calls.
 struct IntGemmScratch {
   std::vector<int16_t> a_pairs;

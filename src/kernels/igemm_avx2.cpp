@@ -16,24 +16,6 @@ namespace {
 constexpr size_t kNr = IntPanels::kWidth;  // two vectors of 8 int32
 constexpr size_t kMr = 6;                  // rows per tile
 
-template <class T>
-void pack_b_typed(const IntGemmCall& call, IntPanels& out) {
-  const T* b = static_cast<const T*>(call.b);
-  for (size_t p = 0; p < call.k; ++p) {
-    const T* row = b + p * call.b_stride;
-    for (size_t j0 = 0; j0 < call.n; j0 += kNr) {
-      int16_t* dst = out.values.data() + out.index(p, j0);
-      const size_t cols = std::min(kNr, call.n - j0);
-      if (call.b_zero_per_column) {
-        for (size_t c = 0; c < cols; ++c) dst[2 * c] = static_cast<int16_t>(row[j0 + c] - call.b_zero[j0 + c]);
-      } else {
-        const int16_t zb = call.b_zero ? static_cast<int16_t>(call.b_zero[0]) : 0;
-        for (size_t c = 0; c < cols; ++c) dst[2 * c] = static_cast<int16_t>(row[j0 + c] - zb);
-      }
-    }
-  }
-}
-
 template <size_t R>
 void tile(const int16_t* a, size_t pairs, const int16_t* panel, int32_t* c, size_t c_stride, size_t cols) {
   __m256i acc[R][2];
@@ -86,9 +68,7 @@ void int_gemm_panels_avx2(const IntGemmCall& call, const IntPanels& b, IntGemmSc
 }
 
 void int_gemm_avx2(const IntGemmCall& call, IntGemmScratch& scratch) {
-  scratch.b.reset(call.k, call.n);
-  if (call.b_signed) pack_b_typed<int8_t>(call, scratch.b);
-  else pack_b_typed<uint8_t>(call, scratch.b);
+  pack_b_panels(call, scratch.b);
   int_gemm_panels_avx2(call, scratch.b, scratch);
 }
 

@@ -2,6 +2,8 @@
 // reads its rows of A, all of B, and runs the integer GEMM (kernels/igemm.h), which gives the
 // int64 reference's exact sums (int32 wrap-around aside), so any cut gives the same bits;
 // QLinearMatMul then requantizes them as its reference does.
+#include <memory>
+
 #include "kernels/igemm.h"
 #include "ops/op_util.h"
 #include "ops/quant_matmul.h"
@@ -101,15 +103,49 @@ void for_each_block(const Node& node, const Tensor& a, const Tensor& b, const Te
   }
 }
 
+// A constant 2-D B (and its zero point) packed once at plan time into the GEMM's panels.
+std::shared_ptr<const void> prepare_b(std::span<const ValueInfo> in, std::span<const Tensor* const> constants,
+                                      size_t b_index, size_t zero_index) {
+  if (constants.size() <= b_index || !constants[b_index] || in[b_index].shape.size() != 2) return nullptr;
+  const bool has_zero = has_input(in, zero_index);
+  if (has_zero && (constants.size() <= zero_index || !constants[zero_index])) return nullptr;
+  const Tensor& b = *constants[b_index];
+  const std::vector<int32_t> zero = zero_points(has_zero ? constants[zero_index] : nullptr);
+  kernels::IntGemmCall call;
+  call.k = static_cast<size_t>(b.dim(0));
+  call.n = static_cast<size_t>(b.dim(1));
+  call.b = b.raw();
+  call.b_stride = call.n;
+  call.b_signed = b.dtype() == DType::i8;
+  call.b_zero = zero.empty() ? nullptr : zero.data();
+  call.b_zero_per_column = zero.size() > 1;
+  auto panels = std::make_shared<kernels::IntPanels>();
+  kernels::pack_b_panels(call, *panels);
+  return panels;
+}
+
+std::shared_ptr<const void> prepare(const Node&, std::span<const ValueInfo> in, std::span<const Tensor* const> constants) {
+  return prepare_b(in, constants, 1, 3);
+}
+
+int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  return static_cast<int64_t>(static_cast<const kernels::IntPanels*>(prepared)->values.size() * sizeof(int16_t));
+}
+
+void gemm(kernels::IntGemmCall& call, const void* prepared, kernels::IntGemmScratch& scratch) {
+  if (prepared) kernels::int_gemm_panels(call, *static_cast<const kernels::IntPanels*>(prepared), scratch);
+  else kernels::int_gemm(call, scratch);
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void*) {
+              const void* prepared) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   thread_local kernels::IntGemmScratch scratch;
   for_each_block(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), out_region,
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
                    call.c = y.data<int32_t>() + first_row * static_cast<int64_t>(call.n);
-                   kernels::int_gemm(call, scratch);
+                   gemm(call, prepared, scratch);
                  });
 }
 
@@ -149,8 +185,13 @@ void requantize_rows(std::span<const Tensor* const> in, const int32_t* sums, int
   }
 }
 
+std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
+                                            std::span<const Tensor* const> constants) {
+  return prepare_b(in, constants, 3, 5);
+}
+
 void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                      const Region& out_region, const void*) {
+                      const Region& out_region, const void* prepared) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   check_scales(*in[6], "y_scale");
@@ -161,7 +202,7 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
                    sums.resize(call.m * call.n);
                    call.c = sums.data();
-                   kernels::int_gemm(call, scratch);
+                   gemm(call, prepared, scratch);
                    const auto rows = static_cast<int64_t>(call.m), n = static_cast<int64_t>(call.n);
                    if (y.dtype() == DType::i8) requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<int8_t>());
                    else requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<uint8_t>());
@@ -171,8 +212,8 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
 }  // namespace
 
 void add_quant_matmul_rules(RuleTable& t) {
-  t["MatMulInteger"] = TileRule{cuttable, needs, run_tile};
-  t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile};
+  t["MatMulInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, prepared_bytes};
 }
 
 }  // namespace grove::tiling
