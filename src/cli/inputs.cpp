@@ -66,6 +66,12 @@ TensorMap load_input_files(const Graph& g, const std::vector<std::string>& texts
 }
 
 Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
+  if (dtype == DType::f16) {  // the float32 values rounded to half precision
+    Tensor wide = random_tensor(DType::f32, shape, rng), half(DType::f16, shape);
+    uint16_t* h = reinterpret_cast<uint16_t*>(half.raw());
+    for (int64_t i = 0; i < wide.numel(); ++i) h[i] = f64_to_f16(wide.data<float>()[i]);
+    return half;
+  }
   Tensor t(dtype, shape);
   auto fill = [&](auto zero) {
     using T = decltype(zero);

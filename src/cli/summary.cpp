@@ -9,7 +9,7 @@
 namespace grove::cli {
 
 bool is_classifier_shaped(const Tensor& t) {
-  if (t.dtype() != DType::f32 && t.dtype() != DType::f64) return false;
+  if (t.dtype() != DType::f32 && t.dtype() != DType::f64 && t.dtype() != DType::f16) return false;
   const Shape& s = t.shape();
   return (s.size() == 1 && s[0] >= 10) || (s.size() == 2 && s[0] == 1 && s[1] >= 10);
 }

@@ -83,7 +83,7 @@ void bind_shapes(Graph& g, const ShapeMap& shapes, const Limits& limits) {
   for (const auto& [name, t] : g.initializers)
     charge_memory(declared, static_cast<int64_t>(t.bytes()), limits, g.path + ": initializer '" + name + "'");
   for (const auto& in : g.inputs) {
-    if (in.dtype == DType::undefined || in.dtype == DType::string || in.dtype == DType::f16)
+    if (in.dtype == DType::undefined || in.dtype == DType::string)
       throw Unsupported(g.path + ": input '" + in.name + "' has dtype " + std::string(dtype_name(in.dtype)) +
                   ", which grove does not support");
     g.values[in.name] = ValueInfo{in.dtype, resolved[in.name], nullptr, true};

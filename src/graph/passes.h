@@ -21,7 +21,11 @@ int fuse_attention(Graph& graph);
 // node's epilogue (graph/epilogue_attrs.h says how; fuse_epilogue.cpp which chains).
 void fuse_epilogues(Graph& graph);
 
-// All of the above, in an order where each helps the next.
+// Run by the importer, before binding: float16 activations computed in float32
+// (widen_float16.cpp says how); a graph without float16 is left as it is.
+void widen_float16(Graph& graph);
+
+// All of the above but widen_float16, in an order where each helps the next.
 void optimize(Graph& graph);
 
 }  // namespace grove

@@ -1,5 +1,6 @@
 #include "graph/tensor.h"
 
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -159,6 +160,11 @@ std::vector<int64_t> Tensor::to_i64() const {
 
 std::vector<double> Tensor::to_f64() const {
   std::vector<double> out(static_cast<size_t>(numel_));
+  if (dtype_ == DType::f16) {  // a storage type grove does not compute in: read through float
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(raw());
+    for (int64_t i = 0; i < numel_; ++i) out[static_cast<size_t>(i)] = f16_to_f32(p[i]);
+    return out;
+  }
   visit_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     const T* p = reinterpret_cast<const T*>(raw());
@@ -186,6 +192,24 @@ float f16_to_f32(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+uint16_t f64_to_f16(double value) {
+  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  if (std::isnan(value)) return sign | 0x7e00;
+  const double a = std::fabs(value);
+  // 65520 is halfway between the largest half (65504) and the next step, 65536: ties go to
+  // the even neighbour, which is infinity.
+  if (a >= 65520.0) return sign | 0x7c00;
+  if (a < 0x1p-14) {  // subnormal: a count of 2^-24 units (1024 of them is the smallest normal)
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  }
+  int exponent = 0;
+  std::frexp(a, &exponent);  // a = m * 2^exponent, m in [0.5, 1)
+  int e = exponent - 1;      // a in [2^e, 2^(e+1))
+  double q = std::nearbyint(std::ldexp(a, 10 - e));  // 11 significant bits, in [1024, 2048]
+  if (q == 2048.0) q = 1024.0, ++e;
+  return sign | static_cast<uint16_t>(((e + 15) << 10) | (static_cast<int>(q) - 1024));
 }
 
 }  // namespace grove

@@ -120,5 +120,8 @@ decltype(auto) visit_dtype(DType dtype, F&& f) {
 }
 
 float f16_to_f32(uint16_t h);
+// The nearest float16 (round half to even; overflow to infinity, NaN stays NaN). A float
+// converts exactly to double first, so this also rounds float32 in one step.
+uint16_t f64_to_f16(double value);
 
 }  // namespace grove

@@ -24,10 +24,10 @@ struct DescrEntry {
 constexpr DescrEntry kDescrs[] = {
     {"f4", DType::f32}, {"f8", DType::f64}, {"i8", DType::i64}, {"i4", DType::i32}, {"i2", DType::i16},
     {"i1", DType::i8},  {"u1", DType::u8},  {"u2", DType::u16}, {"u4", DType::u32}, {"u8", DType::u64},
-    {"b1", DType::boolean},
+    {"b1", DType::boolean}, {"f2", DType::f16},
 };
 constexpr const char* kSupportedList = "float32 <f4, float64 <f8, int64 <i8, int32 <i4, int16 <i2, int8 |i1, "
-                                       "uint8 |u1, uint16 <u2, uint32 <u4, uint64 <u8, bool |b1";
+                                       "uint8 |u1, uint16 <u2, uint32 <u4, uint64 <u8, bool |b1, float16 <f2";
 
 std::optional<std::string> descr_of(DType dtype) {
   for (const auto& e : kDescrs)

@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "graph/passes.h"
 #include "onnx/external_data.h"
 #include "ops/op.h"
 
@@ -81,7 +82,9 @@ void copy_field(Tensor& t, const Field& field, Conv conv) {
   for (int i = 0; i < field.size(); ++i) p[i] = conv(field.Get(i));
 }
 
-Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx) {
+// widen_f16: half-precision initializers and attributes are widened to float32 once, here, for
+// the ops to compute in; a tensor file (load_tensor_pb) keeps its float16.
+Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx, bool widen_f16 = true) {
   const std::string& name = tp.name();
   DType dtype = dtype_from_onnx(tp.data_type());
   if (dtype == DType::undefined || dtype == DType::string)
@@ -111,7 +114,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx) {
     throw size_error(typed_count(tp, dtype), "values");
   }
   // float16 is widened to float32 below: charge what is finally held.
-  charge_memory(ctx.declared_bytes, dtype == DType::f16 ? 2 * bytes : bytes, ctx.limits, "initializer '" + name + "'");
+  charge_memory(ctx.declared_bytes, dtype == DType::f16 && widen_f16 ? 2 * bytes : bytes, ctx.limits, "initializer '" + name + "'");
   Tensor t(dtype, shape);
 
   if (external) {
@@ -137,8 +140,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx) {
     }
   }
 
-  // grove computes in float32: half-precision weights are widened once, here.
-  if (dtype == DType::f16) {
+  if (dtype == DType::f16 && widen_f16) {
     Tensor wide(DType::f32, shape);
     const uint16_t* src = reinterpret_cast<const uint16_t*>(t.raw());
     float* dst = wide.data<float>();
@@ -299,6 +301,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
     }
     g.nodes.push_back(std::move(n));
   }
+  widen_float16(g);
   check_supported_ops(g);
   return g;
 }
@@ -321,7 +324,7 @@ Tensor load_tensor_pb(const std::string& path) {
   try {
     Limits limits;
     ImportContext ctx{std::filesystem::path(path).parent_path(), limits};
-    return convert_tensor(tp, ctx);
+    return convert_tensor(tp, ctx, false);
   } catch (const Error& e) {
     throw e.prefixed(path + ": ");
   }

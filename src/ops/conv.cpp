@@ -11,6 +11,7 @@
 #include "ops/fused_epilogue.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
+#include "ops/quant_util.h"
 
 namespace grove {
 namespace {
@@ -238,6 +239,7 @@ void infer_qlinear_conv(const Node& node, std::span<const ValueInfo> in, std::sp
     if (has_input(in, i)) check_per_channel(node, in[i], 1, "a scale or zero point of x or y");
   check_per_channel(node, in[4], s.out_channels, "w_scale");
   if (has_input(in, 5)) check_per_channel(node, in[5], s.out_channels, "w_zero_point");
+  if (in[6].data) check_scales(*in[6].data, "y_scale");
   DType y_type = has_input(in, 7) ? in[7].dtype : in[0].dtype;
   if (!is_8bit(y_type)) throw Unsupported(node.describe() + ": y_zero_point must be uint8 or int8");
   out[0] = ValueInfo{y_type, s.output, nullptr, true};
@@ -246,6 +248,7 @@ void infer_qlinear_conv(const Node& node, std::span<const ValueInfo> in, std::sp
 // Requantizes in float like the runtimes do: round half to even, then saturate.
 void reference_qlinear_conv(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor* bias = optional_input(in, 8);
+  check_scales(*in[6], "y_scale");
   ConvShapes s = conv_shapes(node, in[0]->shape(), in[3]->shape(), bias ? &bias->shape() : nullptr, false);
   std::vector<double> x = shifted(*in[0], optional_input(in, 2)), w = shifted(*in[3], optional_input(in, 5));
   std::vector<double> acc(static_cast<size_t>(numel(s.output)));

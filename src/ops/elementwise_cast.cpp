@@ -1,11 +1,13 @@
-// Cast and CastLike between float32/64, the integer types and bool.
+// Cast and CastLike between float32/64, float16, the integer types and bool. float16 is a
+// storage type here: values are widened to float32 on the way in and rounded (half to even)
+// from double on the way out, so every conversion rounds once, as numpy's astype does.
 #include "ops/elementwise.h"
 
 namespace grove::elementwise {
 namespace {
 
-// The `to` attribute as a dtype grove computes in; float16, bfloat16 and string are valid
-// ONNX targets that grove does not produce.
+// The `to` attribute as a dtype grove casts to; bfloat16 and string are valid ONNX targets
+// that grove does not produce.
 DType cast_target(const Node& node) {
   if (!node.has_attr("to")) throw Error(node.describe() + ": missing attribute 'to'");
   int64_t to = node.attr_int("to", 0);
@@ -13,13 +15,17 @@ DType cast_target(const Node& node) {
   if (dtype == DType::undefined && to >= 1 && to <= 16)  // 14, 15: complex, 16: bfloat16
     throw Unsupported(node.describe() + ": casting to ONNX data type " + std::to_string(to) + " is not supported");
   if (dtype == DType::undefined) throw Error(node.describe() + ": 'to' is not an ONNX data type: " + std::to_string(to));
-  require_dtype(node, dtype, kAny, "target");
+  if (dtype != DType::f16) require_dtype(node, dtype, kAny, "target");
   return dtype;
+}
+
+void require_castable(const Node& node, DType dtype, const char* what = "input") {
+  if (dtype != DType::f16) require_dtype(node, dtype, kAny, what);
 }
 
 void cast_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   require_inputs(node, in.size(), 1, 1);
-  require_dtype(node, in[0].dtype, kAny);
+  require_castable(node, in[0].dtype);
   out[0].dtype = cast_target(node);
   out[0].shape = in[0].shape;
 }
@@ -27,13 +33,26 @@ void cast_infer(const Node& node, std::span<const ValueInfo> in, std::span<Value
 // CastLike (opset 15): the target dtype is that of the second input.
 void cast_like_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   require_inputs(node, in.size(), 2, 2);
-  require_dtype(node, in[0].dtype, kAny);
-  require_dtype(node, in[1].dtype, kAny, "target_type");
+  require_castable(node, in[0].dtype);
+  require_castable(node, in[1].dtype, "target_type");
   out[0].dtype = in[1].dtype;
   out[0].shape = in[0].shape;
 }
 
 void cast_reference(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  if (out[0]->dtype() == DType::f16) {
+    std::vector<double> values = in[0]->to_f64();  // exact for every source but int64 past 2^53, far past half's range
+    uint16_t* y = reinterpret_cast<uint16_t*>(out[0]->raw());
+    for (size_t i = 0; i < values.size(); ++i) y[i] = f64_to_f16(values[i]);
+    return;
+  }
+  if (in[0]->dtype() == DType::f16) {
+    Tensor wide(DType::f32, in[0]->shape());
+    const uint16_t* x = reinterpret_cast<const uint16_t*>(in[0]->raw());
+    for (int64_t i = 0; i < wide.numel(); ++i) wide.data<float>()[i] = f16_to_f32(x[i]);
+    const Tensor* wide_in[] = {&wide};
+    return cast_reference(Node{}, wide_in, out);
+  }
   dispatch<kAny>(in[0]->dtype(), [&](auto from_tag) {
     dispatch<kAny>(out[0]->dtype(), [&](auto to_tag) {
       using From = decltype(from_tag);

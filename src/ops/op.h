@@ -58,6 +58,8 @@ void register_movement_ops(OpRegistry&);      // movement.cpp: Transpose, Concat
 void register_resize_ops(OpRegistry&);        // resize.cpp: Resize, Upsample
 void register_index_ops(OpRegistry&);         // index.cpp: TopK, CumSum, GatherND, ScatterND, OneHot, ...
 void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
+void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 
 }  // namespace grove

@@ -25,6 +25,8 @@ void add_row_rules(RuleTable& t);          // tile_rows.cpp
 void add_movement_rules(RuleTable& t);     // tile_movement.cpp
 void add_reshape_rules(RuleTable& t);      // tile_reshape.cpp
 void add_attention_rules(RuleTable& t);    // tile_attention.cpp
+void add_quant_matmul_rules(RuleTable& t); // tile_quant_matmul.cpp
+void add_conv_integer_rules(RuleTable& t); // tile_conv_integer.cpp
 
 // The table key of a grove.internal op's rule: "grove.internal:<op_type>".
 std::string internal_rule_key(const std::string& op_type);

@@ -18,6 +18,8 @@ const tiling::RuleTable& rule_table() {
     tiling::add_movement_rules(t);
     tiling::add_reshape_rules(t);
     tiling::add_attention_rules(t);
+    tiling::add_quant_matmul_rules(t);
+    tiling::add_conv_integer_rules(t);
     return t;
   }();
   return table;

@@ -301,5 +301,28 @@ TEST(CliBadInput, BadOptionValues) {
   expect_mentions(out, {"afile"});
 }
 
+// A zero quantization scale: as a constant it is caught before running, as an input when the
+// node runs; both name the node and op.
+TEST(CliBadInput, ZeroQuantizationScale) {
+  TempDir dir;
+  constexpr int kUint8 = onnx::TensorProto::UINT8;
+  ModelBuilder constant;
+  constant.input("x", kFloat, {"4"}).output("q", kUint8, {"4"}).initializer("scale", {}, {0.0f});
+  constant.node("QuantizeLinear", {"x", "scale"}, {"q"}, "quant1");
+  auto constant_path = constant.save(dir / "zero_scale.onnx");
+  Result r = run_grove({"run", constant_path.string(), "--input", "x=" + npy_of(dir, "x.npy", DType::f32, {4})});
+  expect_clean_error(r);
+  expect_mentions(r, {"quant1", "QuantizeLinear", "y_scale", "non-zero"});
+
+  ModelBuilder runtime;
+  runtime.input("x", kFloat, {"4"}).input("scale", kFloat, {}).output("q", kUint8, {"4"});
+  runtime.node("QuantizeLinear", {"x", "scale"}, {"q"}, "quant2");
+  auto runtime_path = runtime.save(dir / "zero_scale_input.onnx");
+  Result s = run_grove({"run", runtime_path.string(), "--input", "x=" + npy_of(dir, "x.npy", DType::f32, {4}),
+                        "--input", "scale=" + npy_of(dir, "scale.npy", DType::f32, {})});
+  expect_clean_error(s);
+  expect_mentions(s, {"quant2", "QuantizeLinear", "y_scale", "non-zero"});
+}
+
 }  // namespace
 }  // namespace grove::cli_test

@@ -37,7 +37,8 @@ struct CaseResult {
 // The op a case tests: its single op type, or "composite" for function-expanded cases.
 std::string case_op(const Graph& g) {
   std::set<std::string> types;
-  for (const auto& n : g.nodes) types.insert(n.op_type);
+  for (const auto& n : g.nodes)
+    if (n.name.find("__grove_") == std::string::npos) types.insert(n.op_type);  // not the importer's own Casts
   if (types.size() == 1) return *types.begin();
   return types.empty() ? "Constant" : "composite";
 }

@@ -211,6 +211,26 @@ TEST(Elementwise, IsNaNAndIsInf) {
   expect_close(run(n, {&x}), DType::boolean, {4}, {0, 0, 0, 1});
 }
 
+// float16 conversions at the edges: ties to even, the subnormal range, the largest half and
+// the overflow boundary, and back to float32 exactly.
+TEST(Elementwise, CastFloat16Edges) {
+  const std::vector<double> in = {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 0x1p-24, 0x1p-25, 3 * 0x1p-26, 0x1p-14 - 0x1p-25,
+                                  65504.0, 65519.99, 65520.0, -0.0};
+  const std::vector<double> want = {1.0, 1.0 + 2 * 0x1p-10, 0x1p-24, 0.0, 0x1p-24, 0x1p-14, 65504.0, 65504.0, INFINITY, -0.0};
+  Tensor x = Tensor::from<double>({static_cast<int64_t>(in.size())}, in);
+  Node n = NodeBuilder("Cast", 13, 1);
+  set_int(n, "to", 10);
+  Tensor h = run(n, {&x});
+  ASSERT_EQ(h.dtype(), DType::f16);
+  std::vector<double> got = h.to_f64();
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(got[i], want[i]) << "input " << in[i];
+  EXPECT_TRUE(std::signbit(got.back()));
+  set_int(n, "to", 1);
+  Tensor back = run(n, {&h});
+  ASSERT_EQ(back.dtype(), DType::f32);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(back.data<float>()[i], static_cast<float>(want[i]));
+}
+
 TEST(Elementwise, Cast) {
   Tensor x = f32({6}, {1.9f, -1.9f, 0, NAN, 1e10f, -1e10f});
   Node n = NodeBuilder("Cast", 13, 1);
@@ -223,7 +243,9 @@ TEST(Elementwise, Cast) {
   Tensor i = i64({2}, {300, -1});
   set_int(n, "to", 2);  // uint8 wraps like C
   expect_close(run(n, {&i}), DType::u8, {2}, {44, 255});
-  set_int(n, "to", 10);  // float16: valid ONNX, not supported
+  set_int(n, "to", 10);  // float16: rounds half to even, overflows to infinity
+  expect_close(run(n, {&x}), DType::f16, {6}, {1.900390625, -1.900390625, 0, NAN, INFINITY, -INFINITY});
+  set_int(n, "to", 16);  // bfloat16: valid ONNX, not supported
   expect_unsupported([&] { run(n, {&x}); });
   set_int(n, "to", 99);
   EXPECT_THROW(run(n, {&x}), Error);

@@ -68,6 +68,17 @@ TEST(Flops, MatMulAndGemm) {
   EXPECT_EQ(node_flops(f.g, f.node("Gemm", {"p", "q"}, "r")), 2 * 24 * 5);
   f.value("pt", {5, 4});
   EXPECT_EQ(node_flops(f.g, f.node("Gemm", {"pt", "q"}, "r", {{"transA", one(1)}})), 2 * 24 * 5);
+  EXPECT_EQ(node_flops(f.g, f.node("MatMulInteger", {"a", "b"}, "c")), 2 * 30 * 4);
+}
+
+TEST(Flops, IntegerConvCountsLikeConv) {
+  FlopsGraph f;
+  f.value("x", {1, 3, 8, 8});
+  f.value("w", {4, 3, 3, 3});
+  f.value("y", {1, 4, 6, 6});
+  EXPECT_EQ(node_flops(f.g, f.node("ConvInteger", {"x", "w"}, "y")), 2 * 144 * 27);
+  f.value("s", {});
+  EXPECT_EQ(node_flops(f.g, f.node("QLinearConv", {"x", "s", "s", "w", "s", "s", "s", "s"}, "y")), 2 * 144 * 27);
 }
 
 TEST(Flops, PoolingReductionsAndElementwise) {

@@ -2,6 +2,8 @@
 // Error naming the file for every malformed or unsupported file.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -133,7 +135,18 @@ TEST(Npy, FileErrorsNameTheFile) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
   }
   EXPECT_THROW(write_npy("/nonexistent_dir/x.npy", Tensor(DType::f32, {1})), Error);
-  EXPECT_THROW(encode_npy(Tensor(DType::f16, {1})), Error);
+  EXPECT_THROW(encode_npy(Tensor(DType::string, {1})), Error);
+}
+
+TEST(Npy, Float16RoundTrips) {
+  Tensor h(DType::f16, {3});
+  uint16_t* bits = reinterpret_cast<uint16_t*>(h.raw());
+  bits[0] = 0x3c00, bits[1] = 0xc000, bits[2] = 0x7c00;  // 1, -2, inf
+  std::string bytes = encode_npy(h);
+  EXPECT_NE(bytes.find("'<f2'"), std::string::npos);
+  Tensor back = parse_npy(as_bytes(bytes), "h.npy");
+  ASSERT_EQ(back.dtype(), DType::f16);
+  EXPECT_EQ(back.to_f64(), (std::vector<double>{1.0, -2.0, std::numeric_limits<double>::infinity()}));
 }
 
 TEST(Npy, RejectsBadMagicAndVersion) {
@@ -183,7 +196,7 @@ TEST(Npy, RejectsUnsupportedLayoutsAndDtypes) {
   };
   EXPECT_NE(parse_error(with_descr("<f4", "True")).find("Fortran"), std::string::npos);
   EXPECT_NE(parse_error(with_descr(">f4")).find("big-endian"), std::string::npos);
-  EXPECT_NE(parse_error(with_descr("<f2")).find("'<f2' is not supported"), std::string::npos);
+  EXPECT_NE(parse_error(with_descr("<f16")).find("'<f16' is not supported"), std::string::npos);  // float128
   EXPECT_NE(parse_error(with_descr("<c8")).find("not supported"), std::string::npos);
   EXPECT_NE(parse_error(with_descr("<U4")).find("not supported"), std::string::npos);
   EXPECT_NE(parse_error(with_descr("|O")).find("not supported"), std::string::npos);

@@ -1,0 +1,83 @@
+// float16 models computed in float32 (graph/passes.h: widen_float16). The importer already
+// widens float16 weights; this pass makes the activations follow: float16 graph inputs are
+// cast to float32 on entry, every Cast to float16 keeps its rounding but hands float32 on
+// (Cast to float16, then to float32), and float16 graph outputs are cast back on exit. So
+// values are rounded to half precision exactly where the model rounds them, intermediate
+// results keep float32 precision, and inputs and outputs keep their declared dtype.
+#include <string>
+#include <vector>
+
+#include "graph/passes.h"
+
+namespace grove {
+namespace {
+
+constexpr int64_t kOnnxFloat = 1, kOnnxFloat16 = 10;
+
+Node cast_node(const std::string& name, const std::string& from, const std::string& to, int64_t onnx_type, int opset) {
+  Node n;
+  n.name = name;
+  n.op_type = "Cast";
+  n.opset = opset;
+  n.inputs = {from};
+  n.outputs = {to};
+  Attribute a;
+  a.kind = Attribute::Kind::i;
+  a.i = onnx_type;
+  n.attrs["to"] = a;
+  return n;
+}
+
+void rename_uses(std::vector<Node>& nodes, const std::string& from, const std::string& to) {
+  for (Node& n : nodes)
+    for (std::string& in : n.inputs)
+      if (in == from) in = to;
+}
+
+bool is_cast_to_half(const Node& n) {
+  return n.domain.empty() && n.op_type == "Cast" && n.has_attr("to") && n.attr_int("to", 0) == kOnnxFloat16;
+}
+
+}  // namespace
+
+void widen_float16(Graph& g) {
+  bool any = false;
+  for (const auto& v : g.inputs) any |= v.dtype == DType::f16;
+  for (const auto& v : g.outputs) any |= v.dtype == DType::f16;
+  for (const auto& n : g.nodes) any |= is_cast_to_half(n);
+  if (!any) return;
+  const int opset = g.opsets.count("") ? g.opsets.at("") : 13;
+
+  std::vector<Node> nodes;
+  for (const auto& in : g.inputs) {
+    if (in.dtype != DType::f16) continue;
+    const std::string wide = in.name + "__grove_f32";
+    rename_uses(g.nodes, in.name, wide);
+    nodes.push_back(cast_node(in.name + "__grove_widen", in.name, wide, kOnnxFloat, opset));
+  }
+  for (Node& n : g.nodes) {
+    if (!is_cast_to_half(n)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    const std::string wide = n.outputs[0], half = wide + "__grove_f16";
+    n.outputs[0] = half;
+    const std::string name = n.name;
+    nodes.push_back(std::move(n));
+    nodes.push_back(cast_node(name + "__grove_widen", half, wide, kOnnxFloat, opset));
+  }
+  for (const auto& out : g.outputs) {
+    if (out.dtype != DType::f16) continue;
+    const std::string wide = out.name + "__grove_f32";
+    bool produced = false;
+    for (Node& n : nodes)
+      for (std::string& o : n.outputs)
+        if (o == out.name) o = wide, produced = true;
+    if (!produced) continue;  // a graph input or initializer passed straight through
+    rename_uses(nodes, out.name, wide);
+    nodes.push_back(cast_node(out.name + "__grove_narrow", wide, out.name, kOnnxFloat16, opset));
+  }
+  g.nodes = std::move(nodes);
+}
+
+}  // namespace grove

@@ -1,0 +1,29 @@
+#pragma once
+// The shape of an integer matrix product (MatMulInteger, QLinearMatMul) and its exact
+// reference, shared by the ops (quant_matmul.cpp) and their tile rule.
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+// numpy matmul semantics: 1-D operands become a row / column, batch dims broadcast.
+struct IntMatMulShape {
+  int64_t m = 0, k = 0, n = 0;
+  Shape batch;
+  std::vector<int64_t> a_batch_strides, b_batch_strides;  // element offsets per batch dim (0: broadcast)
+  Shape out;
+};
+
+IntMatMulShape int_matmul_shape(const Node& node, const Shape& a, const Shape& b);
+
+// Throws unless a zero point or scale of shape `param` is one value or `count` entries (per
+// row of A or per column of B).
+void check_row_or_column_param(const Shape& param, int64_t count, const char* what);
+
+// Every output of sum_k (a - a_zero_point) * (b - b_zero_point), exactly, in int64; the zero
+// points hold one value or one per row of A / column of B.
+std::vector<int64_t> int_matmul_reference(const IntMatMulShape& s, const Tensor& a, const Tensor& b,
+                                          const Tensor* a_zero_point, const Tensor* b_zero_point);
+
+}  // namespace grove

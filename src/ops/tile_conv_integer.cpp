@@ -1,0 +1,290 @@
+// Tile rules of ConvInteger and QLinearConv over 2-D images: cut by images and output rows, so each tile
+// lays out only its own rows' windows. A tile writes its windows minus x_zero_point as the
+// integer GEMM's B panels (im2col straight into kernels/igemm.h's IntPanels; padding is 0)
+// and multiplies every output channel's row of W with them, which gives the reference's
+// exact sums. Other ranks are one whole tile on the reference.
+#include <algorithm>
+#include <memory>
+
+#include "kernels/igemm.h"
+#include "ops/conv_geometry.h"
+#include "ops/op_util.h"
+#include "ops/quant_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+bool is_2d(std::span<const ValueInfo> in) { return in[0].shape.size() == 4 && in[1].shape.size() == 4; }
+
+std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  if (!is_2d(in)) return none_cuttable(out[0].shape);
+  return {1, 0, 1, 0};
+}
+
+WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
+  return window_geometry(node, std::span<const int64_t>(x.data() + 2, 2), {w[2], w[3]}, false);
+}
+
+void needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+           std::span<Region> in_regions) {
+  if (!is_2d(in)) {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+    return;
+  }
+  const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
+  in_regions[0] = {out_region[0], {0, in[0].shape[1]}, window_input_range(g, 0, out_region[2]), {0, in[0].shape[3]}};
+  in_regions[1] = full_region(in[1].shape);
+  for (size_t i = 2; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+}
+
+struct ConvIntegerWorkspace {
+  kernels::IntPanels columns;
+  std::vector<int16_t> row;
+  std::vector<int32_t> w_zero;
+  kernels::IntGemmScratch gemm;
+};
+
+// The windows of one group's channels minus x's zero point, straight into the GEMM's B
+// panels: row (c, ki, kj), one column per output pixel; padding reads as the zero point, 0.
+template <class T>
+void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, const WindowGeometry& g, Range rows,
+                   int32_t zero, ConvIntegerWorkspace& ws) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1];
+  const size_t pixels = static_cast<size_t>(rows.size() * ow), width = kernels::IntPanels::kWidth;
+  kernels::IntPanels& out = ws.columns;
+  out.reset(static_cast<size_t>(channels * g.kernel[0] * g.kernel[1]), pixels);
+  ws.row.resize(pixels);
+  int16_t* row = ws.row.data();
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* plane = x_image + (first_channel + c) * ih * iw;
+    for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
+      for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
+        // Output columns [x_lo, x_hi) read inside the row; the others read padding.
+        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
+        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
+        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        for (int64_t y = rows.begin; y < rows.end; ++y) {
+          const int64_t iy = y * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          int16_t* dst = row + (y - rows.begin) * ow;
+          if (iy < 0 || iy >= ih) {
+            std::fill(dst, dst + ow, int16_t{0});
+            continue;
+          }
+          const T* src = plane + iy * iw;
+          std::fill(dst, dst + x_lo, int16_t{0});
+          if (stride == 1)
+            for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = static_cast<int16_t>(src[x + shift] - zero);
+          else
+            for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = static_cast<int16_t>(src[x * stride + shift] - zero);
+          std::fill(dst + x_hi, dst + ow, int16_t{0});
+        }
+        const size_t p = static_cast<size_t>((c * g.kernel[0] + ki) * g.kernel[1] + kj);
+        for (size_t j0 = 0; j0 < pixels; j0 += width) {
+          int16_t* panel = out.values.data() + out.index(p, j0);
+          const size_t cols = std::min(width, pixels - j0);
+          for (size_t t = 0; t < cols; ++t) panel[2 * t] = row[j0 + t];
+        }
+      }
+  }
+}
+
+// Depthwise (one input and one output channel per group): a direct loop per channel, since
+// a GEMM of one row would spend its time laying out windows. Sums of exact int32 products.
+template <class X, class W>
+void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels, Range rows, int32_t x_zero,
+               const std::vector<int32_t>& w_zero, int32_t* y, int64_t channel_stride) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1];
+  const int64_t taps = g.kernel[0] * g.kernel[1];
+  for (int64_t c = 0; c < channels; ++c) {
+    const X* plane = x + c * ih * iw;
+    const int32_t zw = w_zero.empty() ? 0 : w_zero[w_zero.size() == 1 ? 0 : static_cast<size_t>(c)];
+    int32_t* out = y + c * channel_stride;  // row r of the channel at (r - rows.begin) * ow
+    std::fill(out, out + rows.size() * ow, 0);
+    for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
+      for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
+        const int32_t wv = static_cast<int32_t>(w[c * taps + ki * g.kernel[1] + kj]) - zw;
+        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
+        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
+        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        for (int64_t r = rows.begin; r < rows.end; ++r) {
+          const int64_t iy = r * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          if (iy < 0 || iy >= ih) continue;
+          const X* src = plane + iy * iw;
+          int32_t* dst = out + (r - rows.begin) * ow;
+          for (int64_t col = x_lo; col < x_hi; ++col)
+            dst[col] += (static_cast<int32_t>(src[col * stride + shift]) - x_zero) * wv;
+        }
+      }
+  }
+}
+
+// The int32 sums of ConvInteger for `images` x all output channels x `rows`, written at
+// out + (n - images.begin) * image_stride + channel * channel_stride + (row - rows.begin) * width.
+// W - w_zero packed once at plan time as the GEMM's A (kernels::pack_a_pairs), when both are constants.
+struct PreparedWeights {
+  std::vector<int16_t> pairs;
+};
+
+std::shared_ptr<const void> prepare_weights(std::span<const ValueInfo> in, std::span<const Tensor* const> constants,
+                                            size_t w_index, size_t zero_index) {
+  if (constants.size() <= w_index || !constants[w_index] || in[w_index].shape.size() != 4) return nullptr;
+  const bool has_zero = has_input(in, zero_index);
+  if (has_zero && (constants.size() <= zero_index || !constants[zero_index])) return nullptr;
+  const Tensor& w = *constants[w_index];
+  std::vector<int32_t> zero;
+  if (has_zero)
+    for (int64_t v : constants[zero_index]->to_i64()) zero.push_back(static_cast<int32_t>(v));
+  kernels::IntGemmCall call;
+  call.m = static_cast<size_t>(w.dim(0));
+  call.k = static_cast<size_t>(w.numel() / std::max<int64_t>(w.dim(0), 1));
+  call.a = w.raw();
+  call.a_stride = call.k;
+  call.a_signed = w.dtype() == DType::i8;
+  call.a_zero = zero.empty() ? nullptr : zero.data();
+  call.a_zero_per_row = zero.size() > 1;
+  auto prepared = std::make_shared<PreparedWeights>();
+  kernels::pack_a_pairs(call, prepared->pairs);
+  return prepared;
+}
+
+std::shared_ptr<const void> prepare(const Node&, std::span<const ValueInfo> in, std::span<const Tensor* const> constants) {
+  return prepare_weights(in, constants, 1, 3);
+}
+
+int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  return static_cast<int64_t>(static_cast<const PreparedWeights*>(prepared)->pairs.size() * sizeof(int16_t));
+}
+
+void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const Tensor* x_zero, const Tensor* w_zero,
+                       const void* prepared, Range images, Range rows, int32_t* out, int64_t image_stride,
+                       int64_t channel_stride) {
+  const int16_t* w_pairs = prepared ? static_cast<const PreparedWeights*>(prepared)->pairs.data() : nullptr;
+  const WindowGeometry g = geometry_of(node, x.shape(), w.shape());
+  const int64_t group = node.attr_int("group", 1), channels = x.dim(1), out_channels = w.dim(0);
+  const int64_t cin = channels / group, cout = out_channels / group;
+  const int64_t k = cin * g.kernel[0] * g.kernel[1];
+  const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
+  if (rows.size() <= 0) return;
+
+  thread_local ConvIntegerWorkspace ws;
+  ws.w_zero.clear();
+  if (w_zero)
+    for (int64_t v : w_zero->to_i64()) ws.w_zero.push_back(static_cast<int32_t>(v));
+
+  if (cin == 1 && cout == 1) {
+    for (int64_t n = images.begin; n < images.end; ++n) {
+      const int64_t image = n * channels * g.input[0] * g.input[1];
+      int32_t* y = out + (n - images.begin) * image_stride;
+      auto run = [&](const auto* xs, const auto* w_values) {
+        depthwise(xs + image, w_values, g, channels, rows, x_zp, ws.w_zero, y, channel_stride);
+      };
+      if (x.dtype() == DType::i8 && w.dtype() == DType::i8) run(x.data<int8_t>(), w.data<int8_t>());
+      else if (x.dtype() == DType::i8) run(x.data<int8_t>(), w.data<uint8_t>());
+      else if (w.dtype() == DType::i8) run(x.data<uint8_t>(), w.data<int8_t>());
+      else run(x.data<uint8_t>(), w.data<uint8_t>());
+    }
+    return;
+  }
+  kernels::IntGemmCall call;
+  call.m = static_cast<size_t>(cout);
+  call.n = static_cast<size_t>(rows.size() * g.output[1]);
+  call.k = static_cast<size_t>(k);
+  call.a_stride = call.k;
+  call.a_signed = w.dtype() == DType::i8;
+  call.a_zero_per_row = ws.w_zero.size() > 1;
+  call.c_stride = static_cast<size_t>(channel_stride);
+  const auto* w_bytes = reinterpret_cast<const uint8_t*>(w.raw());
+  for (int64_t n = images.begin; n < images.end; ++n)
+    for (int64_t grp = 0; grp < group; ++grp) {
+      const int64_t image = n * channels * g.input[0] * g.input[1], lo = grp * cout;
+      if (x.dtype() == DType::i8) im2col_panels(x.data<int8_t>() + image, grp * cin, cin, g, rows, x_zp, ws);
+      else im2col_panels(x.data<uint8_t>() + image, grp * cin, cin, g, rows, x_zp, ws);
+      call.a = w_bytes + lo * k;
+      call.a_zero = ws.w_zero.empty() ? nullptr : ws.w_zero.data() + (call.a_zero_per_row ? lo : 0);
+      call.a_pairs = w_pairs ? w_pairs + lo * 2 * ((k + 1) / 2) : nullptr;
+      call.c = out + (n - images.begin) * image_stride + lo * channel_stride;
+      kernels::int_gemm_panels(call, ws.columns, ws.gemm);
+    }
+}
+
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
+              const void* prepared) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  if (in[0]->rank() != 4 || in[1]->rank() != 4) return reference_whole(node, in, out, out_region);
+  const int64_t plane = y.dim(2) * y.dim(3);
+  int32_t* first = y.data<int32_t>() + out_region[0].begin * y.dim(1) * plane + out_region[2].begin * y.dim(3);
+  conv_integer_sums(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), prepared, out_region[0],
+                    out_region[2], first, y.dim(1) * plane, plane);
+}
+
+// ---- QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B) ----
+// The same sums into a buffer for the tile, plus bias, requantized as reference_qlinear_conv
+// does (float32 multiplier x_scale * w_scale / y_scale, round half to even, saturate).
+
+void qlinear_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                   std::span<Region> in_regions) {
+  for (size_t i = 0; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+  if (in[0].shape.size() != 4 || in[3].shape.size() != 4) return;
+  const WindowGeometry g = geometry_of(node, in[0].shape, in[3].shape);
+  in_regions[0] = {out_region[0], {0, in[0].shape[1]}, window_input_range(g, 0, out_region[2]), {0, in[0].shape[3]}};
+}
+
+std::vector<int64_t> qlinear_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  if (in[0].shape.size() != 4 || in[3].shape.size() != 4) return none_cuttable(out[0].shape);
+  return {1, 0, 1, 0};
+}
+
+template <class Q>
+void requantize(std::span<const Tensor* const> in, const std::vector<int32_t>& sums, const Region& r, Tensor& y) {
+  const float x_scale = static_cast<float>(in[1]->to_f64().at(0)), y_scale = static_cast<float>(in[6]->to_f64().at(0));
+  const std::vector<double> w_scale = in[4]->to_f64();
+  const Tensor* y_zero = optional_input(in, 7);
+  const Tensor* bias = optional_input(in, 8);
+  const float zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
+  const std::vector<int64_t> b = bias ? bias->to_i64() : std::vector<int64_t>();
+  const int64_t channels = y.dim(1), width = y.dim(3), rows = r[2].size();
+  Q* out = y.data<Q>();
+  size_t at = 0;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t m = 0; m < channels; ++m) {
+      const float multiplier = x_scale * static_cast<float>(w_scale[w_scale.size() == 1 ? 0 : static_cast<size_t>(m)]) / y_scale;
+      const int64_t add = b.empty() ? 0 : b[static_cast<size_t>(m)];
+      Q* row = out + ((n * channels + m) * y.dim(2) + r[2].begin) * width;
+      for (int64_t i = 0; i < rows * width; ++i, ++at)
+        row[i] = saturate_round<Q>(static_cast<float>(sums[at] + add) * multiplier, zero_point);
+    }
+}
+
+std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
+                                            std::span<const Tensor* const> constants) {
+  return prepare_weights(in, constants, 3, 5);
+}
+
+void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                      const Region& out_region, const void* prepared) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  if (in[0]->rank() != 4 || in[3]->rank() != 4) return reference_whole(node, in, out, out_region);
+  check_scales(*in[6], "y_scale");
+  const int64_t channels = y.dim(1), per_channel = out_region[2].size() * y.dim(3);
+  thread_local std::vector<int32_t> sums;
+  sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));
+  conv_integer_sums(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), prepared, out_region[0],
+                    out_region[2], sums.data(), channels * per_channel, per_channel);
+  if (y.dtype() == DType::i8) requantize<int8_t>(in, sums, out_region, y);
+  else requantize<uint8_t>(in, sums, out_region, y);
+}
+
+}  // namespace
+
+void add_conv_integer_rules(RuleTable& t) {
+  t["ConvInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  t["QLinearConv"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, prepared_bytes};
+}
+
+}  // namespace grove::tiling

@@ -1,0 +1,219 @@
+// Tile rules of MatMulInteger and QLinearMatMul: cut by batch dims and rows of A; a tile
+// reads its rows of A, all of B, and runs the integer GEMM (kernels/igemm.h), which gives the
+// int64 reference's exact sums (int32 wrap-around aside), so any cut gives the same bits;
+// QLinearMatMul then requantizes them as its reference does.
+#include <memory>
+
+#include "kernels/igemm.h"
+#include "ops/op_util.h"
+#include "ops/quant_matmul.h"
+#include "ops/quant_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+// The output region as batch ranges, a row range and a column range (1-D A or B: no such dim).
+struct IntMatMulRegion {
+  Region batch;
+  Range rows{0, 1}, cols{0, 1};
+};
+
+IntMatMulRegion split(const IntMatMulShape& s, const Shape& a, const Shape& b, const Region& r) {
+  IntMatMulRegion out;
+  out.batch.assign(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(s.batch.size()));
+  size_t at = s.batch.size();
+  if (a.size() > 1) out.rows = r[at++];
+  out.cols = b.size() > 1 ? r[at] : Range{0, 1};
+  return out;
+}
+
+std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  std::vector<int64_t> blocks = all_cuttable(out[0].shape);
+  if (in[1].shape.size() > 1 && !blocks.empty()) blocks.back() = 0;  // columns stay whole: one panel pass per tile
+  return blocks;
+}
+
+void needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+           std::span<Region> in_regions) {
+  IntMatMulShape s = int_matmul_shape(node, in[0].shape, in[1].shape);
+  IntMatMulRegion r = split(s, in[0].shape, in[1].shape, out_region);
+  Shape a_batch(in[0].shape.begin(), in[0].shape.end() - std::min<std::ptrdiff_t>(2, in[0].shape.size()));
+  Shape b_batch(in[1].shape.begin(), in[1].shape.end() - std::min<std::ptrdiff_t>(2, in[1].shape.size()));
+  Region a = broadcast_region(a_batch, r.batch), b = broadcast_region(b_batch, r.batch);
+  if (in[0].shape.size() > 1) a.push_back(r.rows);
+  a.push_back({0, s.k});
+  b.push_back({0, s.k});
+  if (in[1].shape.size() > 1) b.push_back({0, s.n});
+  in_regions[0] = a;
+  in_regions[1] = b;
+  for (size_t i = 2; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+}
+
+std::vector<int32_t> zero_points(const Tensor* t) {
+  std::vector<int32_t> z;
+  if (t)
+    for (int64_t v : t->to_i64()) z.push_back(static_cast<int32_t>(v));
+  return z;
+}
+
+// Runs the integer GEMM for every matrix of the region: `block(call, first_output_row)` gets
+// the call with A, B and the zero points set for the region's rows (it sets c and runs it);
+// first_output_row is the row index, in the output seen as [batch * m, n], of the block's row 0.
+template <class Block>
+void for_each_block(const Node& node, const Tensor& a, const Tensor& b, const Tensor* a_zero, const Tensor* b_zero,
+                    const Region& out_region, Block&& block) {
+  IntMatMulShape s = int_matmul_shape(node, a.shape(), b.shape());
+  IntMatMulRegion r = split(s, a.shape(), b.shape(), out_region);
+  const std::vector<int32_t> za = zero_points(a_zero), zb = zero_points(b_zero);
+
+  kernels::IntGemmCall call;
+  call.m = static_cast<size_t>(r.rows.size());
+  call.n = static_cast<size_t>(s.n);
+  call.k = static_cast<size_t>(s.k);
+  call.a_stride = call.k;
+  call.a_signed = a.dtype() == DType::i8;
+  call.b_stride = call.n;
+  call.b_signed = b.dtype() == DType::i8;
+  call.a_zero_per_row = za.size() > 1;
+  call.a_zero = za.empty() ? nullptr : za.data() + (call.a_zero_per_row ? r.rows.begin : 0);
+  call.b_zero_per_column = zb.size() > 1;
+  call.b_zero = zb.empty() ? nullptr : zb.data();
+  call.c_stride = call.n;
+
+  const auto* a_bytes = reinterpret_cast<const uint8_t*>(a.raw());
+  const auto* b_bytes = reinterpret_cast<const uint8_t*>(b.raw());
+  const std::vector<int64_t> out_batch_strides = strides_of(s.batch);
+  Shape region_batch;
+  for (const Range& x : r.batch) region_batch.push_back(x.size());
+  const int64_t batches = numel(region_batch);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t rest = bi, a_off = 0, b_off = 0, out_index = 0;
+    for (size_t d = r.batch.size(); d-- > 0;) {
+      int64_t at = r.batch[d].begin + rest % region_batch[d];
+      rest /= region_batch[d];
+      a_off += at * s.a_batch_strides[d];
+      b_off += at * s.b_batch_strides[d];
+      out_index += at * out_batch_strides[d];
+    }
+    call.a = a_bytes + a_off + r.rows.begin * s.k;
+    call.b = b_bytes + b_off;
+    block(call, out_index * s.m + r.rows.begin);
+  }
+}
+
+// A constant 2-D B (and its zero point) packed once at plan time into the GEMM's panels.
+std::shared_ptr<const void> prepare_b(std::span<const ValueInfo> in, std::span<const Tensor* const> constants,
+                                      size_t b_index, size_t zero_index) {
+  if (constants.size() <= b_index || !constants[b_index] || in[b_index].shape.size() != 2) return nullptr;
+  const bool has_zero = has_input(in, zero_index);
+  if (has_zero && (constants.size() <= zero_index || !constants[zero_index])) return nullptr;
+  const Tensor& b = *constants[b_index];
+  const std::vector<int32_t> zero = zero_points(has_zero ? constants[zero_index] : nullptr);
+  kernels::IntGemmCall call;
+  call.k = static_cast<size_t>(b.dim(0));
+  call.n = static_cast<size_t>(b.dim(1));
+  call.b = b.raw();
+  call.b_stride = call.n;
+  call.b_signed = b.dtype() == DType::i8;
+  call.b_zero = zero.empty() ? nullptr : zero.data();
+  call.b_zero_per_column = zero.size() > 1;
+  auto panels = std::make_shared<kernels::IntPanels>();
+  kernels::pack_b_panels(call, *panels);
+  return panels;
+}
+
+std::shared_ptr<const void> prepare(const Node&, std::span<const ValueInfo> in, std::span<const Tensor* const> constants) {
+  return prepare_b(in, constants, 1, 3);
+}
+
+int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  return static_cast<int64_t>(static_cast<const kernels::IntPanels*>(prepared)->values.size() * sizeof(int16_t));
+}
+
+void gemm(kernels::IntGemmCall& call, const void* prepared, kernels::IntGemmScratch& scratch) {
+  if (prepared) kernels::int_gemm_panels(call, *static_cast<const kernels::IntPanels*>(prepared), scratch);
+  else kernels::int_gemm(call, scratch);
+}
+
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
+              const void* prepared) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  thread_local kernels::IntGemmScratch scratch;
+  for_each_block(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), out_region,
+                 [&](kernels::IntGemmCall& call, int64_t first_row) {
+                   call.c = y.data<int32_t>() + first_row * static_cast<int64_t>(call.n);
+                   gemm(call, prepared, scratch);
+                 });
+}
+
+// ---- QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) ----
+// The same sums per block, requantized as reference_qlinear_matmul does.
+
+std::vector<int64_t> qlinear_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  const ValueInfo ab[] = {in[0], in[3]};
+  return cuttable(node, ab, out);
+}
+
+void qlinear_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out, const Region& out_region,
+                   std::span<Region> in_regions) {
+  const ValueInfo ab[] = {in[0], in[3]};
+  Region ab_regions[2];
+  needs(node, ab, out, out_region, ab_regions);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+  in_regions[0] = ab_regions[0];
+  in_regions[3] = ab_regions[1];
+}
+
+template <class Q>
+void requantize_rows(std::span<const Tensor* const> in, const int32_t* sums, int64_t rows, int64_t n, int64_t first_row,
+                     int64_t m, Q* y) {
+  const std::vector<double> a_scale = in[1]->to_f64(), b_scale = in[4]->to_f64();
+  const float y_scale = in[6]->data<float>()[0];
+  const Tensor* y_zero = optional_input(in, 7);
+  const float zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t i = static_cast<size_t>((first_row + r) % m);  // row within its matrix
+    for (int64_t j = 0; j < n; ++j) {
+      const float multiplier = static_cast<float>(a_scale[a_scale.size() == 1 ? 0 : i]) *
+                               static_cast<float>(b_scale[b_scale.size() == 1 ? 0 : static_cast<size_t>(j)]) / y_scale;
+      y[(first_row + r) * n + j] = saturate_round<Q>(static_cast<float>(sums[r * n + j]) * multiplier, zero_point);
+    }
+  }
+}
+
+std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
+                                            std::span<const Tensor* const> constants) {
+  return prepare_b(in, constants, 3, 5);
+}
+
+void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                      const Region& out_region, const void* prepared) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  check_scales(*in[6], "y_scale");
+  const int64_t m = int_matmul_shape(node, in[0]->shape(), in[3]->shape()).m;
+  thread_local kernels::IntGemmScratch scratch;
+  thread_local std::vector<int32_t> sums;
+  for_each_block(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), out_region,
+                 [&](kernels::IntGemmCall& call, int64_t first_row) {
+                   sums.resize(call.m * call.n);
+                   call.c = sums.data();
+                   gemm(call, prepared, scratch);
+                   const auto rows = static_cast<int64_t>(call.m), n = static_cast<int64_t>(call.n);
+                   if (y.dtype() == DType::i8) requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<int8_t>());
+                   else requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<uint8_t>());
+                 });
+}
+
+}  // namespace
+
+void add_quant_matmul_rules(RuleTable& t) {
+  t["MatMulInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, prepared_bytes};
+}
+
+}  // namespace grove::tiling
