@@ -166,7 +166,11 @@ void reference_reduce(const Node& node, std::span<const Tensor* const> in, std::
   const Tensor& x = *in[0];
   std::vector<int64_t> axes = axes_of(node, optional_input(in, 1));
   ReducePlan plan = plan_reduce(node, x.shape(), axes, true, node.attr_int("noop_with_empty_axes", 0) != 0);
-  auto [starts, members] = split_offsets(x.shape(), plan.reduced);
+  // Plain variables, not a structured binding: the lambdas below capture them (C++20 allows
+  // capturing bindings, clang 14 does not).
+  const auto offsets = split_offsets(x.shape(), plan.reduced);
+  const std::vector<int64_t>& starts = offsets.first;
+  const std::vector<int64_t>& members = offsets.second;
   ReduceKind kind = reduce_kind(node.op_type);
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -205,7 +209,9 @@ void reference_arg(const Node& node, std::span<const Tensor* const> in, std::spa
   ArgPlan plan = plan_arg(node, x.shape());
   std::vector<bool> reduced(x.shape().size(), false);
   reduced[static_cast<size_t>(plan.axis)] = true;
-  auto [starts, members] = split_offsets(x.shape(), reduced);
+  const auto offsets = split_offsets(x.shape(), reduced);  // not a binding: captured below
+  const std::vector<int64_t>& starts = offsets.first;
+  const std::vector<int64_t>& members = offsets.second;
   const bool want_max = node.op_type == "ArgMax";
   const bool last = node.attr_int("select_last_index", 0) != 0;
   int64_t* dst = out[0]->data<int64_t>();

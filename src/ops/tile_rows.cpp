@@ -148,8 +148,8 @@ void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
     });
     return std::make_pair(s, within);
   };
-  auto [scale_strides, scale_within] = row_offsets(*scale);
-  std::vector<int64_t> bias_strides, bias_within;
+  std::vector<int64_t> scale_strides, scale_within, bias_strides, bias_within;  // captured below: no bindings
+  std::tie(scale_strides, scale_within) = row_offsets(*scale);
   if (bias) std::tie(bias_strides, bias_within) = row_offsets(*bias);
   const int64_t cols = static_cast<int64_t>(scale_within.size());
   const float *x = in[0]->data<float>(), *w = scale->data<float>(), *b = bias ? bias->data<float>() : nullptr;
