@@ -4,6 +4,10 @@
 
 namespace grove {
 
+// Orders nodes so each value is produced before it is read, keeping the file's order where it
+// is already valid; a cycle is an Error naming its nodes. Runs at import, before binding.
+void sort_topologically(Graph& graph);
+
 // Identity and inference-mode Dropout forward their input: consumers read the input directly.
 void remove_identities(Graph& graph);
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "graph/passes.h"
 #include "ops/op.h"
 
 namespace grove {
@@ -229,11 +230,10 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
       throw Unsupported(path + ": " + what + " '" + vi.name() +
                         "' is a sequence, map or optional; grove supports tensor inputs and outputs only");
   };
-  for (const auto& vi : gp.input())
-    if (!g.initializers.count(vi.name())) {
-      require_tensor(vi, "input");
-      g.inputs.push_back(convert_value_info(vi));
-    }
+  for (const auto& vi : gp.input()) {
+    require_tensor(vi, "input");
+    (g.initializers.count(vi.name()) ? g.defaults : g.inputs).push_back(convert_value_info(vi));
+  }
   for (const auto& vi : gp.output()) {
     require_tensor(vi, "output");
     g.outputs.push_back(convert_value_info(vi));
@@ -268,6 +268,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path) {
     }
     g.nodes.push_back(std::move(n));
   }
+  sort_topologically(g);
   check_supported_ops(g);
   return g;
 }
