@@ -223,7 +223,10 @@ TEST(Elementwise, Cast) {
   Tensor i = i64({2}, {300, -1});
   set_int(n, "to", 2);  // uint8 wraps like C
   expect_close(run(n, {&i}), DType::u8, {2}, {44, 255});
-  set_int(n, "to", 10);  // float16: valid ONNX, not supported
+  set_int(n, "to", 10);  // float16: float32 values rounded to half precision (ties to even, subnormals)
+  Tensor h = f32({5}, {1.9f, 0.1f, 65519, 1e-7f, -3});
+  expect_close(run(n, {&h}), DType::f32, {5}, {1.900390625, 0.0999755859375, 65504, 1.1920928955078125e-07, -3});
+  set_int(n, "to", 16);  // bfloat16: valid ONNX, not supported
   expect_unsupported([&] { run(n, {&x}); });
   set_int(n, "to", 99);
   EXPECT_THROW(run(n, {&x}), Error);

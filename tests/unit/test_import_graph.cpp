@@ -87,6 +87,33 @@ TEST(ImportGraph, TwoProducersOfOneValueIsAnError) {
   EXPECT_THROW(load_onnx_bytes(b.bytes(), "twice.onnx"), Error);
 }
 
+// As onnxconverter-common's float16 conversion writes a model: float16 weights, the input
+// Cast to float16 by a node written last, the output Cast back to float32.
+TEST(ImportGraph, Float16ConvertedModelRunsInFloat32WithTheCastsRounding) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {2, 3}).output("y", kF32, {2, 3});
+  auto* w = b.proto().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT16);
+  w->add_dims(3);
+  uint16_t half[3] = {0x3e00, 0xc000, 0x3c00};  // 1.5, -2, 1
+  w->set_raw_data(std::string(reinterpret_cast<const char*>(half), 6));
+  b.node("Mul", {"graph_input_cast_0", "w"}, {"m"}, "mul");
+  b.node("Relu", {"m"}, {"r"}, "relu");
+  OnnxBuilder::attr_int(b.node("Cast", {"r"}, {"y"}, "graph_output_cast_0"), "to", onnx::TensorProto::FLOAT);
+  OnnxBuilder::attr_int(b.node("Cast", {"x"}, {"graph_input_cast_0"}, "graph_input_cast_0"), "to",
+                        onnx::TensorProto::FLOAT16);
+  Graph g = load_onnx_bytes(b.bytes(), "fp16.onnx");
+  EXPECT_EQ(g.nodes.front().name, "graph_input_cast_0");
+  // 0.1 is not a half: it rounds to 0.0999755859375 at the input Cast; -70000 overflows to -inf.
+  Tensor x = f32({2, 3}, {0.1f, -1, 65519, 2, 3, -70000});
+  Tensor want = f32({2, 3}, {0.0999755859375f * 1.5f, 2, 65504, 3, 0, 0});
+  expect_close(Model(g).run_reference({{"x", x}}), {{"y", want}}, 0, "reference");
+  Engine engine(EngineOptions{.threads = 2});
+  Session session(engine, Model(g));
+  expect_close(session.run({{"x", x}}), {{"y", want}}, 0, "session");
+}
+
 // y = x + w where w is an initializer and also a graph input (an overridable default).
 std::string default_model() {
   OnnxBuilder b(13);
