@@ -202,7 +202,8 @@ class EpilogueFuser {
   }
 
   // 0.5 * v * (1 + Erf(v / sqrt 2)) as torch exports it: Div(v, 1.4142135) -> Erf ->
-  // Add(1) -> Mul(v, .) -> Mul(0.5), or with the 0.5 applied to v first.
+  // Add(1) -> Mul(v, .) -> Mul(0.5), or with the 0.5 applied to v first, or (TF converters)
+  // to (1 + Erf) first; the scaling also as Mul(v, 0.70710678).
   bool take_gelu(Node& p, std::string& v, Fusion& f) {
     auto it = readers_.find(v);
     if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 2) return false;
@@ -212,13 +213,26 @@ class EpilogueFuser {
       const Node& div = g_.nodes[di];
       const Node& mul_v = g_.nodes[mi];
       if (dropped_[di] || dropped_[mi] || !div.domain.empty() || !mul_v.domain.empty()) continue;
-      if (div.op_type != "Div" || div.inputs.size() != 2 || div.inputs[0] != v) continue;
-      if (!near(scalar(div.inputs[1]), std::sqrt(2.0)) || mul_v.op_type != "Mul") continue;
+      if (div.inputs.size() != 2 || mul_v.op_type != "Mul") continue;
+      const bool by_div = div.op_type == "Div" && div.inputs[0] == v && near(scalar(div.inputs[1]), std::sqrt(2.0));
+      const bool by_mul = div.op_type == "Mul" && near(scalar(other_input(div, v)), std::sqrt(0.5));
+      if (!by_div && !by_mul) continue;
       size_t ei = 0, ai = 0, m2i = 0;
       const Node* erf = only_reader(div.outputs[0], "Erf", ei);
       const Node* add = erf ? only_reader(erf->outputs[0], "Add", ai) : nullptr;
       if (!add || !near(scalar(other_input(*add, erf->outputs[0])), 1.0)) continue;
       const std::string m1_other = other_input(mul_v, v);
+      // The 0.5 on (1 + Erf): Mul(add, 0.5) -> Mul(v, .), which is mul_v.
+      size_t half_reader = 0;
+      const Node* half = step(add->outputs[0], "Mul", "", 0.5, m2i);
+      if (half && m1_other == half->outputs[0] && only_reader(half->outputs[0], "Mul", half_reader) &&
+          half_reader == mi) {
+        set_activation(p, "gelu_erf", 0, 0);
+        for (size_t n : {di, ei, ai, m2i}) f.nodes.push_back(n);
+        f.add(mi, "Gelu");
+        v = mul_v.outputs[0];
+        return true;
+      }
       const Node* m2 = only_reader(mul_v.outputs[0], "Mul", m2i);
       if (!m2) continue;
       const std::string m2_other = other_input(*m2, mul_v.outputs[0]);

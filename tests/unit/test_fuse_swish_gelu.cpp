@@ -1,6 +1,7 @@
 // Epilogue fusion of the activations added for exporters other than torch's default GELU:
 // x*Sigmoid(x) (SiLU), x*Sigmoid(1.702x) (the sigmoid GELU), the Gelu op of opset 20 (erf and
-// tanh), after a MatMul + bias and after a Conv; and the Gelu op on its own. Each checks the
+// tanh), the erf GELU as TF converters write it, after a MatMul + bias and after a Conv; and
+// the Gelu op on its own. Each checks the
 // fusion fired and that the fused graph computes what the unfused one does.
 #include <gtest/gtest.h>
 
@@ -48,6 +49,16 @@ TestModel activations_model() {
   a->set_type(onnx::AttributeProto::STRING);
   a->set_s("tanh");
   b.node("Gelu", {"x"}, {"y_gelu_alone"}, "gelu_alone");
+  // The erf GELU as TF converters write it: Mul by 1/sqrt 2, the 0.5 on (1 + Erf).
+  b.initializer_f32("rsqrt2", {}, {0.70710678118654752f});
+  b.initializer_f32("one", {}, {1.0f});
+  b.initializer_f32("half", {}, {0.5f});
+  linear("h5");
+  b.node("Mul", {"rsqrt2", "h5"}, {"e1"}, "tf_scale");
+  b.node("Erf", {"e1"}, {"e2"}, "tf_erf");
+  b.node("Add", {"e2", "one"}, {"e3"}, "tf_add");
+  b.node("Mul", {"e3", "half"}, {"e4"}, "tf_half");
+  b.node("Mul", {"h5", "e4"}, {"y_tf_gelu"}, "tf_gelu");
   // Conv + SiLU, as YOLOv5 and EfficientNet write it.
   b.initializer_i64("img", {4}, {1, 6, 4, 4});
   b.node("Reshape", {"x", "img"}, {"xi"}, "to_image");
@@ -55,14 +66,14 @@ TestModel activations_model() {
   OnnxBuilder::attr_ints(b.node("Conv", {"xi", "cw"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
   b.node("Sigmoid", {"c"}, {"cs"}, "conv_sig");
   b.node("Mul", {"c", "cs"}, {"y_conv_silu"}, "conv_silu");
-  for (const char* y : {"y_silu", "y_qgelu", "y_gelu", "y_gelu_tanh"}) b.output(y, kF32, {1, 6, 24});
+  for (const char* y : {"y_silu", "y_qgelu", "y_gelu", "y_gelu_tanh", "y_tf_gelu"}) b.output(y, kF32, {1, 6, 24});
   b.output("y_gelu_alone", kF32, {1, 6, 16}).output("y_conv_silu", kF32, {1, 8, 4, 4});
   return {"activations", b.bytes(), {{"x", seeded_tensor({1, 6, 16}, 4)}}};
 }
 
 TEST(FuseSwishGelu, FusesIntoTheProducer) {
   Model model = load_test_model(activations_model());
-  std::map<std::string, int> want = {{"MatMul+Bias+Swish", 1}, {"MatMul+Bias+SigmoidGelu", 1}, {"MatMul+Bias+Gelu", 2},
+  std::map<std::string, int> want = {{"MatMul+Bias+Swish", 1}, {"MatMul+Bias+SigmoidGelu", 1}, {"MatMul+Bias+Gelu", 3},
                                      {"Gelu", 1},              {"Reshape", 1},                  {"Conv+Swish", 1}};
   EXPECT_EQ(labels(model.graph()), want);
 }
