@@ -19,7 +19,8 @@ void remove_dead_nodes(Graph& graph);
 int rewrite_constant_pow(Graph& graph);
 
 // ReduceMean, Sub, Mul(d, d), ReduceMean, Add eps, Sqrt, Div (or Mul by Reciprocal), [Mul
-// gamma], [Add beta] over the last axis becomes one LayerNormalization; returns how many.
+// gamma], [Add beta] over the last axis becomes one LayerNormalization, and the same without
+// the mean and beta from Mul(x, x) one RMSNormalization; returns how many.
 int fuse_layernorm(Graph& graph);
 
 // Folds an inference BatchNormalization that follows a Conv (constant weights, the Conv's

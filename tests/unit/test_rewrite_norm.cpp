@@ -148,5 +148,77 @@ TEST(FuseLayerNorm, IntermediateReadElsewhereBlocksTheFusion) {
   EXPECT_EQ(histogram(model.graph())["LayerNormalization"], 0);
 }
 
+// RMSNorm as LLaMA-style exports write it: Pow(x, 2) -> ReduceMean -> Add eps -> then
+// Pow(-0.5) (rsqrt), Sqrt + Reciprocal, or Sqrt + Div; Mul x; Mul gamma. x is also read by a
+// residual Add outside the pattern.
+TestModel rmsnorm_model(int form, bool gamma) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {2, 5, 16}).output("y", kF32, {2, 5, 16});
+  b.initializer_f32("two", {}, {2});
+  b.initializer_f32("minus_half", {}, {-0.5f});
+  b.initializer_f32("eps", {}, {1e-6f});
+  weight(b, "gamma", {16}, 3);
+  b.node("Pow", {"x", "two"}, {"sq"}, "pow");
+  OnnxBuilder::attr_ints(b.node("ReduceMean", {"sq"}, {"ms"}, "mean"), "axes", {-1});
+  b.node("Add", {"ms", "eps"}, {"mse"}, "add_eps");
+  const std::string n = gamma ? "n" : "r";
+  if (form == 0) {
+    b.node("Pow", {"mse", "minus_half"}, {"inv"}, "rsqrt");
+    b.node("Mul", {"x", "inv"}, {n}, "normalize");
+  } else if (form == 1) {
+    b.node("Sqrt", {"mse"}, {"s"}, "sqrt");
+    b.node("Reciprocal", {"s"}, {"inv"}, "reciprocal");
+    b.node("Mul", {"inv", "x"}, {n}, "normalize");
+  } else {
+    b.node("Sqrt", {"mse"}, {"s"}, "sqrt");
+    b.node("Div", {"x", "s"}, {n}, "normalize");
+  }
+  if (gamma) b.node("Mul", {"gamma", "n"}, {"r"}, "scale");
+  b.node("Add", {"r", "x"}, {"y"}, "residual");
+  return {"rmsnorm", b.bytes(), {{"x", seeded_tensor({2, 5, 16}, 11)}}};
+}
+
+TEST(FuseRmsNorm, FusesTheFormsExportersWrite) {
+  for (int form : {0, 1, 2})
+    for (bool gamma : {true, false}) {
+      SCOPED_TRACE("form " + std::to_string(form) + " gamma " + std::to_string(gamma));
+      TestModel m = rmsnorm_model(form, gamma);
+      Model model = load_test_model(m);
+      auto h = histogram(model.graph());
+      EXPECT_EQ(h["RMSNormalization"], 1);
+      EXPECT_EQ(model.graph().nodes.size(), 2u);  // and the residual Add
+      expect_optimised_matches_unoptimised(m, 2e-5);
+    }
+}
+
+TEST(FuseRmsNorm, LayerNormIsNotMistakenForRmsNorm) {
+  TestModel m = layernorm_model({});
+  Model model = load_test_model(m);
+  EXPECT_EQ(histogram(model.graph())["RMSNormalization"], 0);
+  EXPECT_EQ(histogram(model.graph())["LayerNormalization"], 1);
+}
+
+TEST(RmsNormalization, OpMatchesItsDefinition) {
+  OnnxBuilder b(23);
+  b.input("x", kF32, {3, 4}).output("y", kF32, {3, 4});
+  b.initializer_f32("scale", {4}, {1, 2, 3, 4});
+  OnnxBuilder::attr_float(b.node("RMSNormalization", {"x", "scale"}, {"y"}, "rms"), "epsilon", 0.5f);
+  TestModel m{"rms_op", b.bytes(), {{"x", seeded_tensor({3, 4}, 2)}}};
+  const float* x = m.inputs["x"].data<float>();
+  std::vector<float> want(12);
+  for (int r = 0; r < 3; ++r) {
+    double ss = 0;
+    for (int j = 0; j < 4; ++j) ss += double(x[r * 4 + j]) * x[r * 4 + j];
+    for (int j = 0; j < 4; ++j) want[r * 4 + j] = float(x[r * 4 + j] / std::sqrt(ss / 4 + 0.5) * (j + 1));
+  }
+  expect_close(run_reference(unfused_graph(m), m.inputs), {{"y", Tensor::from<float>({3, 4}, want)}}, 1e-6, "reference");
+  expect_optimised_matches_unoptimised(m, 1e-6);
+  OnnxBuilder bad(23);
+  bad.input("x", kF32, {3, 4}).output("y", kF32, {3, 4});
+  bad.initializer_f32("scale", {3}, {1, 2, 3});
+  bad.node("RMSNormalization", {"x", "scale"}, {"y"}, "rms");
+  EXPECT_THROW(Model(load_onnx_bytes(bad.bytes(), "bad.onnx")), Error);
+}
+
 }  // namespace
 }  // namespace grove
