@@ -199,20 +199,26 @@ TEST(FuseRmsNorm, LayerNormIsNotMistakenForRmsNorm) {
 }
 
 TEST(RmsNormalization, OpMatchesItsDefinition) {
-  OnnxBuilder b(23);
-  b.input("x", kF32, {3, 4}).output("y", kF32, {3, 4});
-  b.initializer_f32("scale", {4}, {1, 2, 3, 4});
-  OnnxBuilder::attr_float(b.node("RMSNormalization", {"x", "scale"}, {"y"}, "rms"), "epsilon", 0.5f);
-  TestModel m{"rms_op", b.bytes(), {{"x", seeded_tensor({3, 4}, 2)}}};
-  const float* x = m.inputs["x"].data<float>();
-  std::vector<float> want(12);
-  for (int r = 0; r < 3; ++r) {
-    double ss = 0;
-    for (int j = 0; j < 4; ++j) ss += double(x[r * 4 + j]) * x[r * 4 + j];
-    for (int j = 0; j < 4; ++j) want[r * 4 + j] = float(x[r * 4 + j] / std::sqrt(ss / 4 + 0.5) * (j + 1));
+  for (int cols : {4, 16, 37}) {  // the tail loop alone, whole 16-lane blocks, both
+    OnnxBuilder b(23);
+    b.input("x", kF32, {3, cols}).output("y", kF32, {3, cols});
+    std::vector<float> scale(static_cast<size_t>(cols));
+    for (int j = 0; j < cols; ++j) scale[static_cast<size_t>(j)] = float(j + 1);
+    b.initializer_f32("scale", {cols}, scale);
+    OnnxBuilder::attr_float(b.node("RMSNormalization", {"x", "scale"}, {"y"}, "rms"), "epsilon", 0.5f);
+    TestModel m{"rms_op", b.bytes(), {{"x", seeded_tensor({3, cols}, 2)}}};
+    const float* x = m.inputs["x"].data<float>();
+    std::vector<float> want(static_cast<size_t>(3 * cols));
+    for (int r = 0; r < 3; ++r) {
+      double ss = 0;
+      for (int j = 0; j < cols; ++j) ss += double(x[r * cols + j]) * x[r * cols + j];
+      for (int j = 0; j < cols; ++j)
+        want[static_cast<size_t>(r * cols + j)] = float(x[r * cols + j] / std::sqrt(ss / cols + 0.5) * (j + 1));
+    }
+    expect_close(run_reference(unfused_graph(m), m.inputs), {{"y", Tensor::from<float>({3, cols}, want)}}, 1e-6,
+                 "reference, cols " + std::to_string(cols));
+    expect_optimised_matches_unoptimised(m, 1e-6);
   }
-  expect_close(run_reference(unfused_graph(m), m.inputs), {{"y", Tensor::from<float>({3, 4}, want)}}, 1e-6, "reference");
-  expect_optimised_matches_unoptimised(m, 1e-6);
   OnnxBuilder bad(23);
   bad.input("x", kF32, {3, 4}).output("y", kF32, {3, 4});
   bad.initializer_f32("scale", {3}, {1, 2, 3});
