@@ -117,6 +117,11 @@ void print_report(const RunOptions& o, const LoadedModel& m, const TensorMap& ou
                 bracket_shape(t.shape()).c_str(),
                 random ? strf("random (seed %llu)", static_cast<unsigned long long>(o.seed)).c_str() : "from file");
   }
+  for (const auto& decl : g.defaults)
+    if (m.inputs.count(decl.name))
+      std::printf("  %s: %s %s  from file (overrides the initializer)\n", decl.name.c_str(),
+                  std::string(dtype_name(m.inputs.at(decl.name).dtype())).c_str(),
+                  bracket_shape(m.inputs.at(decl.name).shape()).c_str());
   std::printf("outputs:\n");
   for (const auto& decl : g.outputs) std::fputs(summarize_output(decl.name, outputs.at(decl.name)).c_str(), stdout);
   std::printf("%s\n", how.c_str());
@@ -162,7 +167,10 @@ int run_single(const RunOptions& o, LoadedModel m) {
     auto t1 = Clock::now();
     outputs = session.run(m.inputs, &stats);
     double run_s = seconds_since(t1);
-    if (stats.used_reference) {
+    if (stats.used_reference && feeds_defaults(m.imported, m.inputs)) {
+      how = "note: an initializer was fed as an input, so the reference executor ran a copy bound with it\n"
+            "latency: " + milliseconds(run_s) + " (reference executor)";
+    } else if (stats.used_reference) {
       how = "note: shapes depend on input values, so the reference executor ran the graph unbound\n"
             "latency: " + milliseconds(run_s) + " (reference executor)";
     } else {

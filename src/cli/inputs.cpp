@@ -48,7 +48,9 @@ TensorMap load_input_files(const Graph& g, const std::vector<std::string>& texts
                     " inputs (" + input_names(g) + "); name it as NAME=FILE.npy");
       name = g.inputs[0].name;
     }
-    const ValueDecl* decl = g.find_input(name);
+    // An initializer that is also a graph input may be fed too (it overrides the stored value).
+    const ValueDecl* fed_default = g.find_default(name);
+    const ValueDecl* decl = fed_default ? fed_default : g.find_input(name);
     if (!decl)
       throw Error("--input " + text + ": " + g.path + " has no input named '" + name + "' (inputs: " +
                   input_names(g) + ")");
@@ -59,7 +61,7 @@ TensorMap load_input_files(const Graph& g, const std::vector<std::string>& texts
     if (given != shapes.end() && given->second != t.shape())
       throw Error(file + ": holds shape " + bracket_shape(t.shape()) + ", but --shape " + name + "=" +
                   shape_str(given->second) + " was given");
-    shapes[name] = t.shape();
+    if (!fed_default) shapes[name] = t.shape();  // a default is bound when fed, not here
     inputs[name] = std::move(t);
   }
   return inputs;

@@ -4,7 +4,7 @@
 //   inputs[2]  per-output-column bias of a MatMul (Conv and Gemm already have one there)
 //   inputs[3]  residual: a tensor shaped like the output, added before the activation
 //   grove_activation  "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish",
-//                     "gelu_erf", "gelu_tanh" (absent: none); grove_alpha / grove_beta its parameters
+//                     "gelu_erf", "gelu_tanh", "swish" (absent: none); grove_alpha / grove_beta its parameters
 //   grove_fused       what was fused, for people: "Add+Relu" makes the op read "Conv+Add+Relu"
 //   grove_fused_flops what the fused nodes counted in graph_flops (so fusion keeps a model's FLOPs)
 // The node keeps its op type, so every consumer of op types (tile rules, FLOP counts,

@@ -5,7 +5,8 @@
 //   [Add(constant per-column bias)]   MatMul, or a Gemm without C (torch's Linear export)
 //   [Add(residual of the same shape)] ResNet's conv + shortcut, BERT's x + linear(x)
 //   [activation]                      Relu, Clip(constant bounds), LeakyRelu, Sigmoid,
-//                                     HardSigmoid, HardSwish, the erf and tanh GELUs torch exports
+//                                     HardSigmoid, HardSwish, the erf and tanh GELUs torch exports,
+//                                     the Gelu op (opset 20), x*Sigmoid(x) (SiLU) and x*Sigmoid(c x)
 // Each intermediate value must have that one reader and not be a graph output. The fused node
 // takes the place of the chain's last node (its inputs all exist by then, and its output keeps
 // the last node's name and position), so topological order and every other name stay as they
@@ -163,7 +164,7 @@ class EpilogueFuser {
   bool take_activation(Node& p, std::string& v, Fusion& f) {
     auto it = readers_.find(v);
     if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 1)
-      return take_gelu(p, v, f) || take_gelu_tanh(p, v, f);
+      return take_gelu(p, v, f) || take_gelu_tanh(p, v, f) || take_swish(p, v, f);
     const size_t at = it->second[0];
     const Node& n = g_.nodes[at];
     if (dropped_[at] || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != v) return false;
@@ -174,7 +175,11 @@ class EpilogueFuser {
     else if (op == "LeakyRelu") set_activation(p, "leaky_relu", n.attr_float("alpha", 0.01f), 0);
     else if (op == "HardSigmoid")
       set_activation(p, "hard_sigmoid", n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
-    else if (op == "Clip") {
+    else if (op == "Gelu") {  // opset 20
+      const std::string approximate = n.attr_string("approximate", "none");
+      if (approximate != "none" && approximate != "tanh") return false;
+      set_activation(p, approximate == "tanh" ? "gelu_tanh" : "gelu_erf", 0, 0);
+    } else if (op == "Clip") {
       float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
       if (n.opset >= 11) {
         for (size_t k = 1; k < n.inputs.size(); ++k) {
@@ -197,7 +202,8 @@ class EpilogueFuser {
   }
 
   // 0.5 * v * (1 + Erf(v / sqrt 2)) as torch exports it: Div(v, 1.4142135) -> Erf ->
-  // Add(1) -> Mul(v, .) -> Mul(0.5), or with the 0.5 applied to v first.
+  // Add(1) -> Mul(v, .) -> Mul(0.5), or with the 0.5 applied to v first, or (TF converters)
+  // to (1 + Erf) first; the scaling also as Mul(v, 0.70710678).
   bool take_gelu(Node& p, std::string& v, Fusion& f) {
     auto it = readers_.find(v);
     if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 2) return false;
@@ -207,13 +213,26 @@ class EpilogueFuser {
       const Node& div = g_.nodes[di];
       const Node& mul_v = g_.nodes[mi];
       if (dropped_[di] || dropped_[mi] || !div.domain.empty() || !mul_v.domain.empty()) continue;
-      if (div.op_type != "Div" || div.inputs.size() != 2 || div.inputs[0] != v) continue;
-      if (!near(scalar(div.inputs[1]), std::sqrt(2.0)) || mul_v.op_type != "Mul") continue;
+      if (div.inputs.size() != 2 || mul_v.op_type != "Mul") continue;
+      const bool by_div = div.op_type == "Div" && div.inputs[0] == v && near(scalar(div.inputs[1]), std::sqrt(2.0));
+      const bool by_mul = div.op_type == "Mul" && near(scalar(other_input(div, v)), std::sqrt(0.5));
+      if (!by_div && !by_mul) continue;
       size_t ei = 0, ai = 0, m2i = 0;
       const Node* erf = only_reader(div.outputs[0], "Erf", ei);
       const Node* add = erf ? only_reader(erf->outputs[0], "Add", ai) : nullptr;
       if (!add || !near(scalar(other_input(*add, erf->outputs[0])), 1.0)) continue;
       const std::string m1_other = other_input(mul_v, v);
+      // The 0.5 on (1 + Erf): Mul(add, 0.5) -> Mul(v, .), which is mul_v.
+      size_t half_reader = 0;
+      const Node* half = step(add->outputs[0], "Mul", "", 0.5, m2i);
+      if (half && m1_other == half->outputs[0] && only_reader(half->outputs[0], "Mul", half_reader) &&
+          half_reader == mi) {
+        set_activation(p, "gelu_erf", 0, 0);
+        for (size_t n : {di, ei, ai, m2i}) f.nodes.push_back(n);
+        f.add(mi, "Gelu");
+        v = mul_v.outputs[0];
+        return true;
+      }
       const Node* m2 = only_reader(mul_v.outputs[0], "Mul", m2i);
       if (!m2) continue;
       const std::string m2_other = other_input(*m2, mul_v.outputs[0]);
@@ -287,6 +306,43 @@ class EpilogueFuser {
     f.add(at[6], "GeluTanh");
     v = n->outputs[0];
     return true;
+  }
+
+  // v * Sigmoid(v) (SiLU, Swish) or v * Sigmoid(c v) (c = 1.702: the sigmoid GELU).
+  bool take_swish(Node& p, std::string& v, Fusion& f) {
+    auto it = readers_.find(v);
+    if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 2) return false;
+    for (int first = 0; first < 2; ++first) {
+      const size_t si = it->second[first], mi = it->second[1 - first];
+      const Node& scale_or_sigmoid = g_.nodes[si];
+      if (dropped_[si] || !scale_or_sigmoid.domain.empty() || scale_or_sigmoid.outputs.size() != 1) continue;
+      std::vector<size_t> nodes;
+      float alpha = 1.0f;
+      std::string sig_out;
+      size_t at = 0;
+      if (scale_or_sigmoid.op_type == "Sigmoid" && scale_or_sigmoid.inputs[0] == v) {
+        nodes = {si};
+        sig_out = scale_or_sigmoid.outputs[0];
+      } else if (scale_or_sigmoid.op_type == "Mul") {
+        std::optional<float> c = scalar(other_input(scale_or_sigmoid, v));
+        const Node* sig = c ? only_reader(scale_or_sigmoid.outputs[0], "Sigmoid", at) : nullptr;
+        if (!sig) continue;
+        alpha = *c;
+        nodes = {si, at};
+        sig_out = sig->outputs[0];
+      } else {
+        continue;
+      }
+      size_t mul_at = 0;
+      const Node* mul = step(sig_out, "Mul", v, 0, mul_at);
+      if (!mul || mul_at != mi) continue;
+      set_activation(p, "swish", alpha, 0);
+      for (size_t n : nodes) f.nodes.push_back(n);
+      f.add(mi, alpha == 1.0f ? "Swish" : "SigmoidGelu");
+      v = mul->outputs[0];
+      return true;
+    }
+    return false;
   }
 
   void fuse_into(size_t i) {

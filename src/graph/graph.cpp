@@ -49,6 +49,12 @@ const ValueDecl* Graph::find_input(const std::string& n) const {
   return nullptr;
 }
 
+const ValueDecl* Graph::find_default(const std::string& n) const {
+  for (const auto& v : defaults)
+    if (v.name == n) return &v;
+  return nullptr;
+}
+
 int64_t Graph::parameter_count() const {
   int64_t n = 0;
   for (const auto& [name, t] : initializers)

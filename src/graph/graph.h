@@ -75,6 +75,9 @@ struct Graph {
   std::vector<Node> nodes;                   // topological order
   std::map<std::string, Tensor> initializers;
   std::vector<ValueDecl> inputs;             // runtime inputs (initializers excluded)
+  // Graph inputs that also have an initializer: overridable defaults. They are constants (the
+  // initializer) unless a run feeds them (ONNX Runtime's behaviour).
+  std::vector<ValueDecl> defaults;
   std::vector<ValueDecl> outputs;
   // Filled by bind_shapes(): dtype and shape of every value. `data` stays null here (constants
   // live in `initializers`), so copies of a Graph never point into another Graph.
@@ -83,6 +86,7 @@ struct Graph {
   int64_t declared_bytes = 0;                // bind_shapes(): weights + inputs + every node output, as charged to Limits
 
   const ValueDecl* find_input(const std::string& name) const;
+  const ValueDecl* find_default(const std::string& name) const;
   int64_t parameter_count() const;
 };
 

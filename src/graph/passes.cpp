@@ -63,8 +63,10 @@ void remove_dead_nodes(Graph& g) {
 }
 
 void optimize(Graph& g) {
+  rewrite_constant_pow(g);  // first: its Identity goes, its Mul(x, x) is what later passes match
   remove_identities(g);
   fold_batchnorm_into_conv(g);
+  fuse_layernorm(g);
   fuse_attention(g);
   fuse_epilogues(g);
   remove_dead_nodes(g);

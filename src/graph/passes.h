@@ -4,11 +4,24 @@
 
 namespace grove {
 
+// Orders nodes so each value is produced before it is read, keeping the file's order where it
+// is already valid; a cycle is an Error naming its nodes. Runs at import, before binding.
+void sort_topologically(Graph& graph);
+
 // Identity and inference-mode Dropout forward their input: consumers read the input directly.
 void remove_identities(Graph& graph);
 
 // Drops nodes none of whose outputs reach a graph output.
 void remove_dead_nodes(Graph& graph);
+
+// Pow(x, constant c) for c in {1, 2, 3, 4, 0.5, -0.5, -1, -2} becomes Identity, Mul, Sqrt and
+// Reciprocal nodes; returns how many Pows it rewrote.
+int rewrite_constant_pow(Graph& graph);
+
+// ReduceMean, Sub, Mul(d, d), ReduceMean, Add eps, Sqrt, Div (or Mul by Reciprocal), [Mul
+// gamma], [Add beta] over the last axis becomes one LayerNormalization, and the same without
+// the mean and beta from Mul(x, x) one RMSNormalization; returns how many.
+int fuse_layernorm(Graph& graph);
 
 // Folds an inference BatchNormalization that follows a Conv (constant weights, the Conv's
 // only consumer) into the Conv's weights and bias.

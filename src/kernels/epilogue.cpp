@@ -19,6 +19,7 @@ float apply_activation(float x, const ActivationParams& p) {
       const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
       return 0.5f * x * (1.0f + std::tanh(u));
     }
+    case Activation::swish: return x / (1.0f + std::exp(-p.alpha * x));
   }
   return x;
 }

@@ -21,6 +21,7 @@ enum class Activation {
   hard_swish,    // x * max(0, min(1, x / 6 + 0.5))
   gelu_erf,      // 0.5 x (1 + erf(x / sqrt 2))
   gelu_tanh,     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  swish,         // x * sigmoid(alpha * x)  (SiLU: alpha 1; the sigmoid GELU: alpha 1.702)
 };
 
 struct ActivationParams {

@@ -90,6 +90,7 @@ inline void activate(__m256 (&acc)[R][kNV], const ActivationParams& p) {
     }
     case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;
     case Activation::gelu_tanh: GROVE_EACH(gelu_tanh_ps(x)); break;
+    case Activation::swish: GROVE_EACH(_mm256_mul_ps(x, sigmoid_ps(_mm256_mul_ps(alpha, x)))); break;
   }
 #undef GROVE_EACH
 }

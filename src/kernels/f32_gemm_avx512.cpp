@@ -94,6 +94,7 @@ inline void activate(__m512 (&acc)[R][kNV], const ActivationParams& p) {
     }
     case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;
     case Activation::gelu_tanh: GROVE_EACH(gelu_tanh_ps(x)); break;
+    case Activation::swish: GROVE_EACH(_mm512_mul_ps(x, sigmoid_ps(_mm512_mul_ps(alpha, x)))); break;
   }
 #undef GROVE_EACH
 }

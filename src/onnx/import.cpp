@@ -262,11 +262,10 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
       throw Unsupported(path + ": " + what + " '" + vi.name() +
                         "' is a sequence, map or optional; grove supports tensor inputs and outputs only");
   };
-  for (const auto& vi : gp.input())
-    if (!g.initializers.count(vi.name())) {
-      require_tensor(vi, "input");
-      g.inputs.push_back(convert_value_info(vi));
-    }
+  for (const auto& vi : gp.input()) {
+    require_tensor(vi, "input");
+    (g.initializers.count(vi.name()) ? g.defaults : g.inputs).push_back(convert_value_info(vi));
+  }
   for (const auto& vi : gp.output()) {
     require_tensor(vi, "output");
     g.outputs.push_back(convert_value_info(vi));
@@ -301,6 +300,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
     }
     g.nodes.push_back(std::move(n));
   }
+  sort_topologically(g);
   widen_float16(g);
   check_supported_ops(g);
   return g;

@@ -117,6 +117,17 @@ void register_activation_ops(OpRegistry& r) {
     using T = decltype(x);
     return x * clamp01<T>(x / T(6) + T(0.5));
   }));
+  r.add("Gelu", unary_op_with_attrs<kFloat>([](const Node& node) {  // opset 20
+    const std::string approximate = node.attr_string("approximate", "none");
+    if (approximate != "none" && approximate != "tanh")
+      throw Error(node.describe() + ": approximate must be 'none' or 'tanh', not '" + approximate + "'");
+    const bool tanh_form = approximate == "tanh";
+    return [tanh_form](auto x) {
+      using T = decltype(x);
+      if (tanh_form) return T(0.5) * x * (T(1) + std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x)));
+      return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
+    };
+  }));
   r.add("Tanh", unary_op<kFloat>([](auto x) { return std::tanh(x); }));
   r.add("Softplus", unary_op<kFloat>([](auto x) { return softplus(x); }));
   r.add("Softsign", unary_op<kFloat>([](auto x) { return x / (decltype(x)(1) + std::abs(x)); }));

@@ -19,6 +19,7 @@ kernels::ActivationParams epilogue_activation(const Node& node) {
   else if (kind == "hard_swish") p.kind = Activation::hard_swish;
   else if (kind == "gelu_erf") p.kind = Activation::gelu_erf;
   else if (kind == "gelu_tanh") p.kind = Activation::gelu_tanh;
+  else if (kind == "swish") p.kind = Activation::swish;
   else throw Error(node.describe() + ": unknown fused activation '" + kind + "'");
   return p;
 }

@@ -117,7 +117,7 @@ constexpr const char* kUnaryOps[] = {
     "Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos",
     "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Neg", "Abs", "Sign", "Not", "IsNaN", "IsInf",
     "LeakyRelu", "ThresholdedRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish",
-    "Softplus", "Softsign", "Mish", "Cast", "Identity"};
+    "Softplus", "Softsign", "Mish", "Gelu", "Cast", "Identity"};
 
 constexpr const char* kBroadcastOps[] = {
     "Mod", "Pow", "BitShift", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater", "LessOrEqual",

@@ -7,6 +7,7 @@
 
 #include "kernels/vmath.h"
 #include "ops/op_util.h"
+#include "ops/rms_norm.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
@@ -260,6 +261,21 @@ void instancenorm_run(const Node& node, std::span<const Tensor* const> in, std::
     }
 }
 
+// RMSNormalization: rows of the region, each over the normalised dims (ops/rms_norm.h).
+void rmsnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+                 const void*) {
+  check_region(node, r, out[0]->shape());
+  const Shape& shape = in[0]->shape();
+  const RowDims rd = layernorm_dims(node, shape);
+  int64_t cols = 1;
+  for (size_t d = rd.first; d < rd.last; ++d) cols *= shape[d];
+  const double epsilon = node.attr_float("epsilon", 1e-5f);
+  const bool per_element = in[1]->numel() == cols;
+  for_each_row_start(shape, r, rd, [&](int64_t base, const std::vector<int64_t>&) {
+    rms_norm_row(in[0]->data<float>() + base, in[1]->data<float>(), per_element, cols, epsilon, out[0]->data<float>() + base);
+  });
+}
+
 }  // namespace
 
 void add_row_rules(RuleTable& t) {
@@ -269,6 +285,7 @@ void add_row_rules(RuleTable& t) {
   t["LogSoftmax"] = {sm_cut, sm_needs, softmax_run<SoftmaxKind::log_softmax>};
   t["Hardmax"] = {sm_cut, sm_needs, softmax_run<SoftmaxKind::hardmax>};
   t["LayerNormalization"] = {row_cuttable<layernorm_dims>, row_needs<layernorm_dims>, layernorm_run};
+  t["RMSNormalization"] = {row_cuttable<layernorm_dims>, row_needs<layernorm_dims>, rmsnorm_run};
   t["BatchNormalization"] = {batchnorm_cuttable, channel_needs<false>, batchnorm_run};
   t["InstanceNormalization"] = {instancenorm_cuttable, channel_needs<true>, instancenorm_run};
 }

@@ -55,6 +55,12 @@ const Graph& Model::graph() const {
 }
 
 TensorMap Model::run_reference(const TensorMap& inputs) {
+  if (feeds_defaults(imported_, inputs)) {
+    check_inputs(imported_, inputs);
+    // A fed default is no constant: bind a copy of the graph where it is an input.
+    Model overridden(with_fed_defaults(imported_, inputs));
+    return overridden.run_reference(inputs);
+  }
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   if (!bound_ || bound_->bound_inputs != shapes) {

@@ -7,9 +7,37 @@
 
 namespace grove {
 
+bool feeds_defaults(const Graph& g, const TensorMap& inputs) {
+  for (const auto& d : g.defaults)
+    if (inputs.count(d.name)) return true;
+  return false;
+}
+
+Graph with_fed_defaults(const Graph& imported, const TensorMap& inputs) {
+  Graph g = imported;
+  g.defaults.clear();
+  for (const auto& d : imported.defaults) {
+    auto fed = inputs.find(d.name);
+    if (fed == inputs.end()) {
+      g.defaults.push_back(d);
+      continue;
+    }
+    // The initializer's dtype is the one the graph was written for.
+    const Tensor& stored = g.initializers.at(d.name);
+    if (fed->second.dtype() != stored.dtype())
+      throw Error(g.path + ": input '" + d.name + "' must be " + std::string(dtype_name(stored.dtype())) + ", got " +
+                  std::string(dtype_name(fed->second.dtype())));
+    ValueDecl in{d.name, stored.dtype(), {}, true};
+    for (int64_t v : fed->second.shape()) in.dims.push_back(Dim{v, ""});
+    g.inputs.push_back(in);
+    g.initializers.erase(d.name);
+  }
+  return g;
+}
+
 void check_inputs(const Graph& g, const TensorMap& inputs) {
   for (const auto& [name, t] : inputs)
-    if (!g.find_input(name)) {
+    if (!g.find_input(name) && !g.find_default(name)) {
       std::string known;
       for (const auto& in : g.inputs) known += (known.empty() ? "" : ", ") + in.name;
       throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known + ")");

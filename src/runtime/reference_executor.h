@@ -15,6 +15,12 @@ using TensorMap = std::map<std::string, Tensor>;
 // Error naming the input otherwise.
 void check_inputs(const Graph& bound, const TensorMap& inputs);
 
+// Whether `inputs` feed any of the graph's overridable defaults (Graph::defaults).
+bool feeds_defaults(const Graph& imported, const TensorMap& inputs);
+// The imported graph with each default that `inputs` feeds turned from an initializer into a
+// runtime input of the fed tensor's dtype and shape.
+Graph with_fed_defaults(const Graph& imported, const TensorMap& inputs);
+
 // Runs `bound` (after bind_shapes) and returns its outputs by name. Intermediate tensors are
 // dropped after their last use, so peak memory stays near the live set. Weights, inputs and
 // live tensors together stay under limits.max_memory: a node whose outputs (their shapes

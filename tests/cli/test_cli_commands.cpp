@@ -100,6 +100,27 @@ TEST(CliCommands, RunReadsInputsAndWritesSanitisedOutputs) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], want[i]) << i;
 }
 
+TEST(CliCommands, RunFeedsAnInitializerThatIsAlsoAnInput) {
+  TempDir dir;
+  ModelBuilder m;  // y = x + w, w stored as {1, 2, 3} and declared as an input too
+  m.input("x", kFloat, {"2", "3"}).input("w", kFloat, {"3"}).output("y", kFloat, {"2", "3"});
+  m.initializer("w", {3}, {1, 2, 3}).node("Add", {"x", "w"}, {"y"});
+  auto model = m.save(dir / "m.onnx");
+  write_npy((dir / "x.npy").string(), Tensor::from<float>({2, 3}, std::vector<float>{0, 0, 0, 1, 1, 1}));
+  write_npy((dir / "w.npy").string(), Tensor::from<float>({3}, std::vector<float>{10, 20, 30}));
+  for (bool feed : {false, true}) {
+    std::vector<std::string> args = {"run", model.string(), "-i", "x=" + (dir / "x.npy").string(), "--output",
+                                     (dir / "out").string()};
+    if (feed) args.insert(args.end(), {"-i", "w=" + (dir / "w.npy").string()});
+    Result r = run_grove(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("overrides the initializer") != std::string::npos, feed) << r.out;
+    Tensor y = read_npy((dir / "out" / "y.npy").string());
+    std::vector<float> want = feed ? std::vector<float>{10, 20, 30, 11, 21, 31} : std::vector<float>{1, 2, 3, 2, 3, 4};
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], want[i]) << i;
+  }
+}
+
 TEST(CliCommands, RunUnnamedInputForSingleInputModel) {
   TempDir dir;
   auto model = add_relu_model().save(dir / "m.onnx");

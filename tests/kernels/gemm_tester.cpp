@@ -21,6 +21,7 @@ double reference_activation(double x, const ActivationParams& p) {
     case Activation::gelu_erf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case Activation::gelu_tanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::swish: return x / (1.0 + std::exp(-double(p.alpha) * x));
   }
   return x;
 }

@@ -35,6 +35,7 @@ double activate(double x, const ActivationParams& a) {
     case Activation::hard_swish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
     case Activation::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
     case Activation::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::swish: return x / (1 + std::exp(-double(a.alpha) * x));
   }
   return x;
 }
@@ -167,7 +168,7 @@ TEST(DwConv, OtherKernelsPadsDilations) {
 
 TEST(DwConv, FusedEpilogueEveryPath) {
   const ActivationParams activations[] = {{Activation::identity}, {Activation::relu}, {Activation::clip, 0.0f, 0.5f},
-                                          {Activation::hard_swish}, {Activation::sigmoid}};
+                                          {Activation::hard_swish}, {Activation::sigmoid}, {Activation::swish, 1.0f, 0}};
   unsigned seed = 300;
   for (Isa isa : supported_isas())
     for (const ActivationParams& act : activations)

@@ -102,7 +102,7 @@ const NamedActivation kActivations[] = {
     {Activation::identity, 0, 0},       {Activation::relu, 0, 0},         {Activation::clip, 0.0f, 6.0f},
     {Activation::clip, -0.5f, 0.25f},   {Activation::leaky_relu, 0.1f, 0}, {Activation::sigmoid, 0, 0},
     {Activation::hard_sigmoid, 0.2f, 0.5f}, {Activation::hard_swish, 0, 0}, {Activation::gelu_erf, 0, 0},
-    {Activation::gelu_tanh, 0, 0},
+    {Activation::gelu_tanh, 0, 0},       {Activation::swish, 1.0f, 0},     {Activation::swish, 1.702f, 0},
 };
 
 TEST_P(Gemm, EveryActivationWithBiasAndResidual) {
