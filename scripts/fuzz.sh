@@ -32,7 +32,9 @@ for t in "${targets[@]}"; do
   echo "== fuzz_$t for ${seconds}s"
   log=build-fuzz/fuzz_"$t".log
   status=0
-  build-fuzz/fuzz/fuzz_"$t" "$corpus" fuzz/corpus/"$t" "${dict[@]}" \
+  regressions=()
+  [ -d fuzz/regressions/"$t" ] && regressions=(fuzz/regressions/"$t")
+  build-fuzz/fuzz/fuzz_"$t" "$corpus" fuzz/corpus/"$t" "${regressions[@]}" "${dict[@]}" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -artifact_prefix="$crashes"/ -print_final_stats=1 "$@" > "$log" 2>&1 || status=$?
   grep -E "^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|stat::peak_rss" "$log" | tail -3 || true

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "graph/passes.h"
+#include "onnx/check_arity.h"
 #include "onnx/external_data.h"
 #include "ops/op.h"
 
@@ -303,6 +304,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
   sort_topologically(g);
   widen_float16(g);
   check_supported_ops(g);
+  check_node_arity(g);
   return g;
 }
 

@@ -193,3 +193,21 @@ TEST(ImportHostile, NodeCountAndSubgraphDepthAreLimited) {
   // Within the depth limit, the nodes inside subgraphs count too.
   expect_error(load_error(nested.bytes(), "deep.onnx", {.max_nodes = 10, .max_subgraph_depth = 30}), {"21 nodes"});
 }
+
+// Found by fuzz/fuzz_model: a node with fewer inputs or outputs than its op has must be an
+// error at import, not an out-of-bounds write in the op's shape rule.
+TEST(ImportHostile, NodeArityCheckedAgainstTheOpSchema) {
+  OnnxBuilder b;
+  b.input("x", kFloat, {2}).output("y", kFloat, {2});
+  b.node("Gather", {"x", "x"}, {}, "g");
+  b.node("Relu", {"x"}, {"y"}, "r");
+  expect_error(load_error(b.bytes(), "arity.onnx"), {"arity.onnx", "node 'g' (Gather)", "has 0 outputs", "allows 1"});
+  OnnxBuilder c;
+  c.input("x", kFloat, {2}).output("y", kFloat, {2});
+  c.node("Add", {"x"}, {"y"}, "add");
+  expect_error(load_error(c.bytes(), "arity.onnx"), {"node 'add' (Add)", "has 1 inputs", "allows 2"});
+  OnnxBuilder d;
+  d.input("x", kFloat, {2}).output("y", kFloat, {2});
+  d.node("Relu", {"x", "x"}, {"y"}, "relu");
+  expect_error(load_error(d.bytes(), "arity.onnx"), {"node 'relu' (Relu)", "has 2 inputs"});
+}
