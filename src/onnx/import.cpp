@@ -244,8 +244,13 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
   g.path = path;
   const auto& gp = model.graph();
   g.name = gp.name();
-  for (const auto& op : model.opset_import())
+  for (const auto& op : model.opset_import()) {
+    // Versions start at 1; a 0 or negative version would find no operator schema at all.
+    if (op.version() < 1 || op.version() > 10'000)
+      throw Error(path + ": opset_import of domain '" + op.domain() + "' has an invalid version " +
+                  std::to_string(op.version()));
     g.opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = static_cast<int>(op.version());
+  }
   if (!g.opsets.count("")) g.opsets[""] = model.ir_version() >= 3 ? 1 : 1;
 
   try {

@@ -211,3 +211,13 @@ TEST(ImportHostile, NodeArityCheckedAgainstTheOpSchema) {
   d.node("Relu", {"x", "x"}, {"y"}, "relu");
   expect_error(load_error(d.bytes(), "arity.onnx"), {"node 'relu' (Relu)", "has 2 inputs"});
 }
+
+// Found by fuzz/fuzz_model: an opset_import with version 0 found no schema, so the arity check
+// above was skipped.
+TEST(ImportHostile, OpsetVersionMustBePositive) {
+  OnnxBuilder b;
+  b.input("x", kFloat, {2}).output("y", kFloat, {2});
+  b.node("Relu", {"x"}, {"y"}, "r");
+  b.proto().mutable_opset_import(0)->set_version(0);
+  expect_error(load_error(b.bytes(), "opset.onnx"), {"opset.onnx", "invalid version 0"});
+}
