@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/fused_epilogue.h"
+#include "ops/matmul_shape.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
 
@@ -25,37 +26,6 @@ void check_matmul_dtype(DType dtype) {
 
 // ---- MatMul ---------------------------------------------------------------------------
 
-// A MatMul seen as a batch of [m,k] x [k,n] products.
-struct MatMulPlan {
-  int64_t m = 0, k = 0, n = 0;
-  Shape batch;                          // broadcast batch dims
-  std::vector<int64_t> a_batch_strides; // element strides of a's matrices along `batch` (0 when broadcast)
-  std::vector<int64_t> b_batch_strides;
-  Shape out_shape;
-};
-
-MatMulPlan plan_matmul(const Node& node, const Shape& a_shape, const Shape& b_shape) {
-  if (a_shape.empty() || b_shape.empty()) throw Error("MatMul inputs must have rank >= 1, got " + shape_str(a_shape) + " and " + shape_str(b_shape));
-  // numpy: a 1-D a is a row [1,k], a 1-D b a column [k,1]; the added dim is dropped again.
-  Shape a = a_shape.size() == 1 ? Shape{1, a_shape[0]} : a_shape;
-  Shape b = b_shape.size() == 1 ? Shape{b_shape[0], 1} : b_shape;
-  MatMulPlan plan;
-  plan.m = a[a.size() - 2];
-  plan.k = a[a.size() - 1];
-  plan.n = b[b.size() - 1];
-  if (b[b.size() - 2] != plan.k)
-    throw Error("MatMul inner dimensions differ: " + shape_str(a_shape) + " x " + shape_str(b_shape));
-  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
-  plan.batch = broadcast_shapes(node, a_batch, b_batch);
-  plan.a_batch_strides = broadcast_strides(a_batch, plan.batch);
-  plan.b_batch_strides = broadcast_strides(b_batch, plan.batch);
-  for (auto& s : plan.a_batch_strides) s *= plan.m * plan.k;
-  for (auto& s : plan.b_batch_strides) s *= plan.k * plan.n;
-  plan.out_shape = plan.batch;
-  if (a_shape.size() > 1) plan.out_shape.push_back(plan.m);
-  if (b_shape.size() > 1) plan.out_shape.push_back(plan.n);
-  return plan;
-}
 
 void infer_matmul(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   require_inputs(node, in.size(), 2, static_cast<int>(epilogue_max_inputs(node, 2)));
@@ -195,6 +165,29 @@ void reference_gemm(const Node& node, std::span<const Tensor* const> in, std::sp
 }
 
 }  // namespace
+
+MatMulPlan plan_matmul(const Node& node, const Shape& a_shape, const Shape& b_shape) {
+  if (a_shape.empty() || b_shape.empty()) throw Error("inputs must have rank >= 1, got " + shape_str(a_shape) + " and " + shape_str(b_shape));
+  // numpy: a 1-D a is a row [1,k], a 1-D b a column [k,1]; the added dim is dropped again.
+  Shape a = a_shape.size() == 1 ? Shape{1, a_shape[0]} : a_shape;
+  Shape b = b_shape.size() == 1 ? Shape{b_shape[0], 1} : b_shape;
+  MatMulPlan plan;
+  plan.m = a[a.size() - 2];
+  plan.k = a[a.size() - 1];
+  plan.n = b[b.size() - 1];
+  if (b[b.size() - 2] != plan.k)
+    throw Error("inner dimensions differ: " + shape_str(a_shape) + " x " + shape_str(b_shape));
+  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  plan.batch = broadcast_shapes(node, a_batch, b_batch);
+  plan.a_batch_strides = broadcast_strides(a_batch, plan.batch);
+  plan.b_batch_strides = broadcast_strides(b_batch, plan.batch);
+  for (auto& s : plan.a_batch_strides) s *= plan.m * plan.k;
+  for (auto& s : plan.b_batch_strides) s *= plan.k * plan.n;
+  plan.out_shape = plan.batch;
+  if (a_shape.size() > 1) plan.out_shape.push_back(plan.m);
+  if (b_shape.size() > 1) plan.out_shape.push_back(plan.n);
+  return plan;
+}
 
 void register_linalg_ops(OpRegistry& registry) {
   registry.add("MatMul", {infer_matmul, reference_matmul});

@@ -12,28 +12,6 @@
 
 namespace grove {
 
-IntMatMulShape int_matmul_shape(const Node& node, const Shape& a_shape, const Shape& b_shape) {
-  if (a_shape.empty() || b_shape.empty())
-    throw Error("inputs must have rank >= 1, got " + shape_str(a_shape) + " and " + shape_str(b_shape));
-  Shape a = a_shape.size() == 1 ? Shape{1, a_shape[0]} : a_shape;
-  Shape b = b_shape.size() == 1 ? Shape{b_shape[0], 1} : b_shape;
-  IntMatMulShape s;
-  s.m = a[a.size() - 2];
-  s.k = a.back();
-  s.n = b.back();
-  if (b[b.size() - 2] != s.k) throw Error("inner dimensions differ: " + shape_str(a_shape) + " x " + shape_str(b_shape));
-  Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
-  s.batch = broadcast_shapes(node, a_batch, b_batch);
-  s.a_batch_strides = broadcast_strides(a_batch, s.batch);
-  s.b_batch_strides = broadcast_strides(b_batch, s.batch);
-  for (auto& v : s.a_batch_strides) v *= s.m * s.k;
-  for (auto& v : s.b_batch_strides) v *= s.k * s.n;
-  s.out = s.batch;
-  if (a_shape.size() > 1) s.out.push_back(s.m);
-  if (b_shape.size() > 1) s.out.push_back(s.n);
-  return s;
-}
-
 // A parameter of A (zero point, scale) is one value or one per row (M entries, shaped [M] or
 // [..., M, 1] with unit batch dims); one of B is one value or one per column (N entries).
 void check_row_or_column_param(const Shape& param, int64_t count, const char* what) {
@@ -96,7 +74,7 @@ void infer_matmul_integer(const Node& node, std::span<const ValueInfo> in, std::
   IntMatMulShape s = int_matmul_shape(node, in[0].shape, in[1].shape);
   if (has_input(in, 2)) require_same_dtype(in[2], in[0], "a_zero_point"), check_row_or_column_param(in[2].shape, s.m, "a_zero_point");
   if (has_input(in, 3)) require_same_dtype(in[3], in[1], "b_zero_point"), check_row_or_column_param(in[3].shape, s.n, "b_zero_point");
-  out[0] = ValueInfo{DType::i32, s.out};
+  out[0] = ValueInfo{DType::i32, s.out_shape};
 }
 
 void reference_matmul_integer(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
@@ -126,7 +104,7 @@ void infer_qlinear_matmul(const Node& node, std::span<const ValueInfo> in, std::
   if (y_type != DType::u8 && y_type != DType::i8) throw Unsupported("y_zero_point must be uint8 or int8");
   if (has_input(in, 7)) check_row_or_column_param(in[7].shape, 1, "y_zero_point");
   if (in[6].data) check_scales(*in[6].data, "y_scale");
-  out[0] = ValueInfo{y_type, s.out};
+  out[0] = ValueInfo{y_type, s.out_shape};
 }
 
 void reference_qlinear_matmul(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {

@@ -4,18 +4,13 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/matmul_shape.h"
 
 namespace grove {
 
-// numpy matmul semantics: 1-D operands become a row / column, batch dims broadcast.
-struct IntMatMulShape {
-  int64_t m = 0, k = 0, n = 0;
-  Shape batch;
-  std::vector<int64_t> a_batch_strides, b_batch_strides;  // element offsets per batch dim (0: broadcast)
-  Shape out;
-};
-
-IntMatMulShape int_matmul_shape(const Node& node, const Shape& a, const Shape& b);
+// numpy matmul semantics (1-D operands become a row / column, batch dims broadcast): the batched product shape, shared with MatMul (ops/matmul_shape.h).
+using IntMatMulShape = MatMulPlan;
+inline IntMatMulShape int_matmul_shape(const Node& node, const Shape& a, const Shape& b) { return plan_matmul(node, a, b); }
 
 // Throws unless a zero point or scale of shape `param` is one value or `count` entries (per
 // row of A or per column of B).
