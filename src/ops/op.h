@@ -58,6 +58,7 @@ void register_shape_ops(OpRegistry&);         // shape.cpp: Reshape, Flatten, Sq
 void register_movement_ops(OpRegistry&);      // movement.cpp: Transpose, Concat, Split, Slice, Gather, Pad
 void register_resize_ops(OpRegistry&);        // resize.cpp: Resize, Upsample
 void register_index_ops(OpRegistry&);         // index.cpp: TopK, CumSum, GatherND, ScatterND, OneHot, ...
+void register_recurrent_ops(OpRegistry&);     // recurrent.cpp: LSTM, GRU, RNN (references)
 void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
 void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul

@@ -28,6 +28,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_resize_ops(r);
     register_index_ops(r);
     register_einsum_ops(r);
+    register_recurrent_ops(r);
     register_quantize_ops(r);
     register_quant_matmul_ops(r);
     register_internal_ops(r);
