@@ -34,12 +34,12 @@ inline void dwconv2d_impl(const DwConv2dCall& c) {
           const int64_t first = shift >= 0 ? 0 : (-shift + sw - 1) / sw;
           const int64_t last = W - 1 - shift < 0 ? -1 : (W - 1 - shift) / sw;
           const int64_t a = std::max(c0, first), b = std::min(c1, last + 1);
-          float* out = acc - c0;
+          // Indexed from acc and row themselves: a pointer moved before an array's start is
+          // undefined behaviour even when only valid elements are read through it (UBSan).
           if (sw == 1) {
-            const float* in = row + shift;
-            for (int64_t ow = a; ow < b; ++ow) out[ow] += wv * in[ow];
+            for (int64_t ow = a; ow < b; ++ow) acc[ow - c0] += wv * row[ow + shift];
           } else {
-            for (int64_t ow = a; ow < b; ++ow) out[ow] += wv * row[ow * sw + shift];
+            for (int64_t ow = a; ow < b; ++ow) acc[ow - c0] += wv * row[ow * sw + shift];
           }
         }
       }
