@@ -244,7 +244,8 @@ int run_run(const RunOptions& o) {
   std::vector<LoadedModel> models;
   for (const auto& path : o.models) models.push_back(load_model(o, path, shapes));
   if (o.models.size() > 1) {
-    for (const auto& [name, shape] : shapes) {
+    for (const auto& entry : shapes) {
+      const std::string& name = entry.first;  // not a structured binding: the lambda captures it
       bool used = std::any_of(models.begin(), models.end(), [&](const LoadedModel& m) { return m.imported.find_input(name); });
       if (!used) throw Error("--shape: no model has an input named '" + name + "'");
     }

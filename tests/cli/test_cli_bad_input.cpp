@@ -153,7 +153,12 @@ TEST(CliBadInput, MemoryAndNodeLimits) {
 // is a clean error naming the node, not a crash. Skipped under sanitizers, which reserve
 // terabytes of address space for their shadow memory.
 TEST(CliBadInput, OutOfMemoryDuringARunIsAnError) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)  // clang spells the sanitizer checks this way
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GROVE_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(GROVE_TEST_SANITIZED)
   GTEST_SKIP() << "address-space limits and sanitizers do not mix";
 #endif
   TempDir dir;
