@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "graph/flops.h"
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "onnx/import.h"
 
 using namespace grove;

@@ -1,6 +1,6 @@
 #include "fuzz/fuzz_common.h"
 
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "onnx/import.h"
 
 namespace grove::fuzz {

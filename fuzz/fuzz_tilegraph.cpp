@@ -6,7 +6,7 @@
 #include <memory>
 #include <onnx/onnx_pb.h>
 
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "onnx/import.h"
 #include "plan/plan_io.h"
 

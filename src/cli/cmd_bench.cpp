@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "onnx/import.h"
 
 namespace grove::cli {

@@ -13,7 +13,7 @@
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "cli/summary.h"
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "npy/npy.h"
 #include "onnx/import.h"
 

@@ -12,8 +12,6 @@
 
 namespace grove {
 
-using ShapeMap = std::map<std::string, Shape>;
-
 // Parses "x=1x3x224x224" into ("x", {1,3,224,224}); throws a clear Error on bad syntax.
 std::pair<std::string, Shape> parse_shape_binding(const std::string& text);
 

@@ -133,6 +133,23 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage)
   if (!buffer_ && bytes() > 0) throw Error("Tensor: no storage for " + shape_str(shape_));
 }
 
+Tensor Tensor::borrow(DType dtype, Shape shape, const void* data, std::shared_ptr<const void> owner) {
+  Tensor view;
+  view.dtype_ = dtype;
+  view.shape_ = std::move(shape);
+  view.count_elements();
+  if (view.bytes() > 0 && !data) throw Error("Tensor::borrow: no data for " + shape_str(view.shape_));
+  auto* bytes = static_cast<std::byte*>(const_cast<void*>(data));
+  if (reinterpret_cast<uintptr_t>(bytes) % dtype_size(dtype) != 0) {
+    Tensor copy(dtype, view.shape_);
+    std::memcpy(copy.raw(), bytes, copy.bytes());
+    return copy;
+  }
+  // The aliasing constructor: the buffer points at the caller's bytes and owns `owner`.
+  view.buffer_ = std::shared_ptr<std::byte[]>(std::move(owner), bytes);
+  return view;
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
   if (grove::numel(shape) != numel_)
     throw Error("cannot reshape " + shape_str(shape_) + " to " + shape_str(shape));

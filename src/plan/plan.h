@@ -7,13 +7,12 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "grove/schedule.h"
 #include "graph/limits.h"
 #include "ops/tiling.h"
 #include "plan/tile_graph.h"
 
 namespace grove {
-
-enum class Schedule { aspen, barrier };
 
 // Which TileRule an op gets; nullptr for a whole-op tile. Tests inject their own.
 using TileRuleLookup = const TileRule* (*)(const Node& node);

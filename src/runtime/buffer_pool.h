@@ -18,6 +18,7 @@
 //
 // Reused blocks hold an earlier run's bytes, not zeros: take them only for values whose
 // producer writes every element before anyone reads it (PlannedRun zeroes the others).
+#include "grove/buffer_stats.h"
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -43,13 +44,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // server that wants the memory back while a model is idle.
   void trim();
 
-  struct Stats {
-    int64_t in_use_bytes = 0;      // taken and not yet returned (block sizes)
-    int64_t free_bytes = 0;        // on the free list
-    int64_t high_water_bytes = 0;  // most in use at once; free_bytes <= 2x this
-    int64_t fresh_blocks = 0;      // takes the free list could not serve (new heap blocks)
-    int64_t reused_blocks = 0;     // takes served from the free list
-  };
+  using Stats = BufferStats;
   Stats stats() const;
 
  private:

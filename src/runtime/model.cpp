@@ -1,34 +1,83 @@
 #include "runtime/model.h"
 
+#include <optional>
+
 #include "graph/passes.h"
 #include "onnx/import.h"
 
 namespace grove {
 
+struct Model::Impl {
+  Graph imported;
+  Limits limits;
+  std::optional<Graph> bound;
+  std::string unbound_reason;
+};
+
 Model::Model(Graph imported, const ShapeMap& shapes, const Limits& limits)
-    : imported_(std::move(imported)), limits_(limits) {
+    : impl_(std::make_unique<Impl>(Impl{std::move(imported), limits, std::nullopt, {}})) {
   if (!shapes.empty()) {
     try_bind(shapes);
     return;
   }
   // Bind now when every input shape is declared statically; else wait for the first inputs.
   try {
-    resolve_input_shapes(imported_, {});
+    resolve_input_shapes(impl_->imported, {});
   } catch (const Error&) {
     return;
   }
   try_bind({});
 }
 
+Model::Model(const Model& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(const Model& other) {
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  return *this;
+}
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const std::string& Model::path() const { return impl_->imported.path; }
+bool Model::is_bound() const { return impl_->bound.has_value(); }
+const std::string& Model::unbound_reason() const { return impl_->unbound_reason; }
+const Limits& Model::limits() const { return impl_->limits; }
+const Graph& Model::imported() const { return impl_->imported; }
+
+namespace {
+
+ValueSpec spec_of(const ValueDecl& d) {
+  ValueSpec s{d.name, d.dtype, {}, {}, d.has_shape};
+  for (const Dim& dim : d.dims) {
+    s.dims.push_back(dim.value);
+    s.dim_params.push_back(dim.param);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<ValueSpec> Model::inputs() const {
+  std::vector<ValueSpec> out;
+  for (const ValueDecl& d : impl_->imported.inputs) out.push_back(spec_of(d));
+  return out;
+}
+
+std::vector<ValueSpec> Model::outputs() const {
+  std::vector<ValueSpec> out;
+  for (const ValueDecl& d : impl_->imported.outputs) out.push_back(spec_of(d));
+  return out;
+}
+
 bool Model::try_bind(const ShapeMap& shapes) {
   try {
     bind(shapes);
-    unbound_reason_.clear();
+    impl_->unbound_reason.clear();
     return true;
   } catch (const Error& e) {
     if (e.kind() != Error::Kind::data_dependent_shape) throw;
-    bound_.reset();
-    unbound_reason_ = e.what();
+    impl_->bound.reset();
+    impl_->unbound_reason = e.what();
     return false;
   }
 }
@@ -38,38 +87,40 @@ Model Model::load(const std::string& path, const ShapeMap& shapes, const Limits&
 }
 
 void Model::bind(const ShapeMap& shapes) {
-  Graph g = imported_;
-  bind_shapes(g, shapes, limits_);
+  Graph g = impl_->imported;
+  bind_shapes(g, shapes, impl_->limits);
   optimize(g);
-  bound_ = std::move(g);
+  impl_->bound = std::move(g);
 }
 
 const Graph& Model::graph() const {
-  if (!bound_ && !unbound_reason_.empty()) throw Error(unbound_reason_);
-  if (!bound_) {
+  const Impl& m = *impl_;
+  if (!m.bound && !m.unbound_reason.empty()) throw Error(m.unbound_reason);
+  if (!m.bound) {
     std::string dyn;
-    for (const auto& in : imported_.inputs) dyn += (dyn.empty() ? "" : ", ") + in.name;
-    throw Error(imported_.path + ": input shapes are not bound yet; give them with --shape (inputs: " + dyn + ")");
+    for (const auto& in : m.imported.inputs) dyn += (dyn.empty() ? "" : ", ") + in.name;
+    throw Error(m.imported.path + ": input shapes are not bound yet; give them with --shape (inputs: " + dyn + ")");
   }
-  return *bound_;
+  return *m.bound;
 }
 
 TensorMap Model::run_reference(const TensorMap& inputs) {
-  if (feeds_defaults(imported_, inputs)) {
-    check_inputs(imported_, inputs);
+  Impl& m = *impl_;
+  if (feeds_defaults(m.imported, inputs)) {
+    check_inputs(m.imported, inputs);
     // A fed default is no constant: bind a copy of the graph where it is an input.
-    Model overridden(with_fed_defaults(imported_, inputs));
+    Model overridden(with_fed_defaults(m.imported, inputs));
     return overridden.run_reference(inputs);
   }
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
-  if (!bound_ || bound_->bound_inputs != shapes) {
+  if (!m.bound || m.bound->bound_inputs != shapes) {
     // Validate names and dtypes first so a typo reads as "no input named", not a shape error.
-    check_inputs(imported_, inputs);
+    check_inputs(m.imported, inputs);
     try_bind(shapes);
   }
-  if (!bound_) return grove::run_reference(imported_, inputs, limits_);
-  return grove::run_reference(*bound_, inputs, limits_);
+  if (!m.bound) return grove::run_reference(m.imported, inputs, m.limits);
+  return grove::run_reference(*m.bound, inputs, m.limits);
 }
 
 }  // namespace grove

@@ -12,7 +12,7 @@
 #include <span>
 
 #include "runtime/parker.h"
-#include "runtime/priority_policy.h"
+#include "grove/priority_policy.h"
 
 namespace grove {
 

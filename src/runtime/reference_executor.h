@@ -9,8 +9,6 @@
 
 namespace grove {
 
-using TensorMap = std::map<std::string, Tensor>;
-
 // Checks that `inputs` match the graph's bound inputs by name, dtype and shape; throws an
 // Error naming the input otherwise.
 void check_inputs(const Graph& bound, const TensorMap& inputs);

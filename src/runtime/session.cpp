@@ -1,9 +1,10 @@
-#include "grove/grove.h"
-
-#include "runtime/planned_run.h"
+#include "runtime/session.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+
+#include "runtime/planned_run.h"
 
 namespace grove {
 namespace {
@@ -21,99 +22,122 @@ auto out_of_memory_is_an_error(const std::string& model, const char* doing, F&& 
 
 }  // namespace
 
+struct Session::Impl {
+  Impl(Engine& e, Model m, SessionOptions o) : engine(e), model(std::move(m)), options(o) {}
+  Engine& engine;
+  Model model;
+  SessionOptions options;
+  std::mutex mutex;  // guards model binding and the cached plan
+  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<BufferPool> buffers;  // for plan's runs; replaced with the plan
+
+  std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held
+  TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
+  // The job for one inference, or null when the shapes cannot be planned ahead.
+  std::shared_ptr<PlannedRun> make_job(TensorMap inputs);
+};
+
 Session::Session(Engine& engine, Model model, SessionOptions options)
-    : engine_(engine), model_(std::move(model)), options_(options) {
-  if (std::getenv("GROVE_POISON_BUFFERS")) options_.poison_buffers = true;
+    : impl_(std::make_unique<Impl>(engine, std::move(model), options)) {
+  if (std::getenv("GROVE_POISON_BUFFERS")) impl_->options.poison_buffers = true;
 }
+
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Model& Session::model() { return impl_->model; }
+const Model& Session::model() const { return impl_->model; }
 
 std::shared_ptr<const Plan> Session::plan_for(const ShapeMap& shapes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return out_of_memory_is_an_error(model_.imported().path, "planning", [&] { return plan_locked(shapes); });
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return out_of_memory_is_an_error(impl_->model.path(), "planning", [&] { return impl_->plan_locked(shapes); });
 }
 
-std::shared_ptr<const Plan> Session::plan_locked(const ShapeMap& shapes) {
-  if (plan_ && plan_->graph.bound_inputs == shapes) return plan_;
-  if (!model_.is_bound() || model_.graph().bound_inputs != shapes) {
-    if (!model_.try_bind(shapes)) return nullptr;
+std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
+  if (plan && plan->graph.bound_inputs == shapes) return plan;
+  if (!model.is_bound() || model.graph().bound_inputs != shapes) {
+    if (!model.try_bind(shapes)) return nullptr;
   }
   PlanOptions po;
-  po.threads = engine_.threads();
-  po.tiles_per_op = options_.tiles_per_op;
-  po.schedule = options_.schedule;
-  po.max_tiles = model_.limits().max_tiles;
+  po.threads = engine.threads();
+  po.tiles_per_op = options.tiles_per_op;
+  po.schedule = options.schedule;
+  po.max_tiles = model.limits().max_tiles;
   try {
-    plan_ = make_plan(model_.graph(), po);
+    plan = make_plan(model.graph(), po);
   } catch (const Error& e) {
-    const std::string& path = model_.imported().path;
+    const std::string& path = model.path();
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
     throw e.prefixed(path + ": ");
   }
   // New shapes, new buffer sizes: a fresh pool. Runs of the old plan still in flight keep
   // the old pool alive through their buffers.
-  buffers_ = std::make_shared<BufferPool>();
-  return plan_;
+  buffers = std::make_shared<BufferPool>();
+  return plan;
 }
 
-BufferPool::Stats Session::buffer_stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return buffers_ ? buffers_->stats() : BufferPool::Stats{};
+BufferStats Session::buffer_stats() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->buffers ? impl_->buffers->stats() : BufferStats{};
 }
 
 void Session::release_free_buffers() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (buffers_) buffers_->trim();
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->buffers) impl_->buffers->trim();
 }
 
-std::shared_ptr<PlannedRun> Session::make_job(TensorMap inputs) {
+std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs) {
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::shared_ptr<const Plan> plan = plan_locked(shapes);
-  if (!plan) return nullptr;
-  PlannedRunOptions options{.poison_buffers = options_.poison_buffers, .buffers = buffers_};
-  return std::make_shared<PlannedRun>(std::move(plan), std::move(inputs), options);
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<const Plan> p = plan_locked(shapes);
+  if (!p) return nullptr;
+  PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = buffers};
+  return std::make_shared<PlannedRun>(std::move(p), std::move(inputs), run_options);
 }
 
 TensorMap Session::run(const TensorMap& inputs, RunStats* stats) {
-  return out_of_memory_is_an_error(model_.imported().path, "running", [&] { return run_unchecked(inputs, stats); });
+  return out_of_memory_is_an_error(impl_->model.path(), "running", [&] { return impl_->run_unchecked(inputs, stats); });
 }
 
-TensorMap Session::run_unchecked(const TensorMap& inputs, RunStats* stats) {
-  check_inputs(model_.imported(), inputs);
-  if (feeds_defaults(model_.imported(), inputs)) {
+TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats) {
+  check_inputs(model.imported(), inputs);
+  if (feeds_defaults(model.imported(), inputs)) {
     // Overriding an initializer re-binds a copy of the graph per run, on the reference executor.
     if (stats) *stats = RunStats{0, true};
-    std::lock_guard<std::mutex> lock(mutex_);
-    return model_.run_reference(inputs);
+    std::lock_guard<std::mutex> lock(mutex);
+    return model.run_reference(inputs);
   }
   std::shared_ptr<PlannedRun> job = make_job(inputs);
   if (!job) {
     // Shapes that depend on input values cannot be planned ahead; the reference executor
     // infers them node by node.
     if (stats) *stats = RunStats{0, true};
-    std::lock_guard<std::mutex> lock(mutex_);
-    return model_.run_reference(inputs);
+    std::lock_guard<std::mutex> lock(mutex);
+    return model.run_reference(inputs);
   }
-  engine_.run(job);
+  engine.run(job);
   if (stats) *stats = RunStats{job->peak_activation_bytes(), false};
   return job->outputs();
 }
 
 std::future<TensorMap> Session::submit(TensorMap inputs) {
-  check_inputs(model_.imported(), inputs);
+  Impl& s = *impl_;
+  check_inputs(s.model.imported(), inputs);
   std::shared_ptr<PlannedRun> job =
-      feeds_defaults(model_.imported(), inputs)
+      feeds_defaults(s.model.imported(), inputs)
           ? nullptr
-          : out_of_memory_is_an_error(model_.imported().path, "planning", [&] { return make_job(inputs); });
+          : out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.make_job(inputs); });
   if (!job) {
-    return std::async(std::launch::async, [this, inputs = std::move(inputs)] {
-      std::lock_guard<std::mutex> lock(mutex_);
-      return out_of_memory_is_an_error(model_.imported().path, "running", [&] { return model_.run_reference(inputs); });
+    return std::async(std::launch::async, [&s, inputs = std::move(inputs)] {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.model.run_reference(inputs); });
     });
   }
   // The worker that finishes the last tile fulfils the future: no thread waits per request.
   std::future<TensorMap> result = job->result();
-  engine_.submit(job);
+  s.engine.submit(job);
   return result;
 }
 

@@ -18,7 +18,7 @@
 
 #include "compare.h"
 #include "onnx/import.h"
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "runtime/model.h"
 
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 
 #include "graph/flops.h"
 #include "graph/passes.h"
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "onnx/import.h"
 #include "graph_test_util.h"
 #include "onnx_builder.h"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/passes.h"
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
 

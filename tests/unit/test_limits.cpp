@@ -3,7 +3,7 @@
 // executor (shapes that depend on input values), and its override.
 #include <gtest/gtest.h>
 
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"
 
@@ -97,12 +97,13 @@ TEST(Limits, ReferenceExecutorChecksShapesThatDependOnInputValues) {
 }
 
 namespace {
-// y = MatMul(Relu(x), w): x [8, 512], w [512, 512]. Every MatMul tile reads all of K, so
-// with many tiles per op each depends on many Relu tiles.
+// y = MatMul(Relu(x), w): x [8, 512], w [512, 1024]. Every MatMul tile reads all of K, so
+// with many tiles per op each depends on many Relu tiles. N is wide enough for 32 MatMul
+// tiles even with the widest microkernel (a tile is at least one register tile wide).
 std::string relu_matmul_model() {
   OnnxBuilder b;
-  b.input("x", kFloat, {8, 512}).output("y", kFloat, {8, 512});
-  b.initializer_f32("w", {512, 512}, std::vector<float>(512 * 512, 0.5f));
+  b.input("x", kFloat, {8, 512}).output("y", kFloat, {8, 1024});
+  b.initializer_f32("w", {512, 1024}, std::vector<float>(512 * 1024, 0.5f));
   b.node("Relu", {"x"}, {"r"}, "relu");
   b.node("MatMul", {"r", "w"}, {"y"}, "matmul");
   return b.bytes();

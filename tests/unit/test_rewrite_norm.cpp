@@ -8,7 +8,7 @@
 
 #include "graph/passes.h"
 #include "graph_test_util.h"
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
 

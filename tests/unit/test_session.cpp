@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "grove/grove.h"
+#include "runtime/session.h"
 #include "onnx/import.h"
 #include "graph_test_util.h"
 #include "tiny_models.h"

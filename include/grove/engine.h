@@ -1,0 +1,82 @@
+#pragma once
+// The scheduling engine (the paper's DSE + ready pool): one worker thread per core, each
+// running Algorithm 1 over the tile DAG of every Job in flight. Several jobs (runs of one
+// model or of different models) share the pool at once.
+#include <cstdint>
+#include <exception>
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "grove/priority_policy.h"
+
+namespace grove {
+
+// What the engine needs of a tile DAG. The spans must outlive the job.
+struct DagView {
+  std::span<const int32_t> n_parents;
+  std::span<const int64_t> child_begin;  // CSR, size = tiles + 1
+  std::span<const int32_t> children;
+  std::span<const int32_t> depth;        // priority: shallower first
+  std::span<const int32_t> sources;
+};
+
+// One unit of submitted work, e.g. one inference. The engine calls run_tile once per tile,
+// never before all its parents finished (and it sees everything they wrote); a tile that
+// throws cancels the tiles not yet started and the job's future carries the first exception.
+// `worker` is in [0, Engine::worker_slots()): no two tiles run at once with the same value,
+// so it can index per-worker scratch space. dag() is read once, at submit.
+class Job {
+ public:
+  virtual ~Job() = default;
+  virtual DagView dag() const = 0;
+  virtual void run_tile(int32_t tile, int worker) = 0;
+  // For traces: a short label of a tile ("conv1 #3").
+  virtual std::string tile_label(int32_t tile) const { return std::to_string(tile); }
+  // Called once, by the thread that finishes the job (or by submit() for an empty DAG),
+  // after every tile and before the future from submit() becomes ready; `error` is the first
+  // exception of a tile, or null. Lets a job hand out its own result without a thread
+  // waiting on the future.
+  virtual void finished(std::exception_ptr error) noexcept {}
+};
+
+struct EngineOptions {
+  int threads = 0;        // 0: the cores this process may use (affinity mask and cgroup quota)
+  bool pin = true;        // pin worker i to the i-th allowed core (best effort)
+  bool caller_works = true;  // run(): the calling thread runs tiles while it waits, in place of the last worker
+  PriorityPolicy priority;   // the ready pool's columns: shallower depth first by default
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  ~Engine();  // waits for jobs in flight, then stops the workers
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  int threads() const;  // worker threads
+  // Distinct `worker` values run_tile may see: the threads, plus one for a run() caller.
+  int worker_slots() const;
+  // Starts the job; the future is ready when every tile has run (or one threw), after the
+  // engine has dropped its reference to the job (unless a trace holds it). Throws Error at
+  // once for a malformed DAG (see validate_dag in job_state.h).
+  std::future<void> submit(std::shared_ptr<Job> job);
+  // submit + wait, with the calling thread taking part as a worker while it waits (one such
+  // caller at a time; others just wait). Rethrows the job's exception. Not from inside run_tile.
+  void run(std::shared_ptr<Job> job);
+
+  // Chrome/Perfetto trace of the tiles run while tracing is on (one track per worker, then
+  // one for run() callers). While tracing, the engine keeps the traced jobs alive.
+  void start_trace();
+  std::string stop_trace_json();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Cores this process may use: the affinity mask, capped by the cgroup CPU quota.
+int available_cores();
+
+}  // namespace grove

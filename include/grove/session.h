@@ -1,0 +1,71 @@
+#pragma once
+// A Session runs one model on an Engine. It plans the model once per set of input shapes (the
+// TileGraph is immutable and shared by every run) and runs each inference as a Job on the
+// Engine, so runs of one model or of several co-execute in the one ready pool.
+#include <future>
+#include <memory>
+
+#include "grove/buffer_stats.h"
+#include "grove/engine.h"
+#include "grove/model.h"
+#include "grove/schedule.h"
+#include "grove/tensor.h"
+
+namespace grove {
+
+struct Plan;  // the planner's output (src/plan/plan.h)
+
+struct RunStats {
+  int64_t peak_activation_bytes = 0;
+  bool used_reference = false;  // the model's shapes depend on input values: reference executor
+};
+
+struct SessionOptions {
+  Schedule schedule = Schedule::aspen;
+  int tiles_per_op = 0;  // 0: by rule
+  // For tests: fill every tiled op's output buffer with NaN/junk before its tiles run, so a
+  // tile that leaves elements unwritten (and would pass on a pooled buffer holding the last
+  // run's correct bytes) gives wrong results. Also on when GROVE_POISON_BUFFERS is set.
+  bool poison_buffers = false;
+};
+
+class Session {
+ public:
+  // The engine must outlive the session.
+  Session(Engine& engine, Model model, SessionOptions options = {});
+  static Session load(Engine& engine, const std::string& path, SessionOptions options = {}) {
+    return Session(engine, Model::load(path), options);
+  }
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // Runs one inference on the engine and waits for it; the calling thread works on the
+  // tiles meanwhile. Thread-safe. Throws Error for wrong inputs, a failing tile (naming the
+  // node and op) or running out of memory; other runs on the engine are not affected.
+  TensorMap run(const TensorMap& inputs, RunStats* stats = nullptr);
+
+  // Starts one inference; get() on the future waits and returns the outputs (or throws).
+  // The worker that finishes the run fulfils the future: no thread per request.
+  std::future<TensorMap> submit(TensorMap inputs);
+
+  std::vector<ValueSpec> inputs() const { return model().inputs(); }
+  std::vector<ValueSpec> outputs() const { return model().outputs(); }
+  Model& model();
+  const Model& model() const;
+
+  // The plan for `shapes` (planning when they are new), or null when the shapes depend on
+  // input values and only the reference executor can run them.
+  std::shared_ptr<const Plan> plan_for(const ShapeMap& shapes);
+
+  // The activation buffers kept for the current plan's runs, and a way to give the free ones
+  // back to the OS while the model is idle.
+  BufferStats buffer_stats();
+  void release_free_buffers();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace grove
