@@ -1,0 +1,294 @@
+// `import grove`: the public C++ API (include/grove) for Python, on NumPy arrays.
+//
+// Inputs are borrowed without a copy when they are C-contiguous and aligned for their dtype;
+// the arrays stay referenced until the run is over. Outputs are handed to NumPy without a
+// copy: the array keeps grove's buffer alive (unless an output is a view of an input, which is
+// copied so it never outlives the caller's array). Runs release the GIL, so Python threads
+// can run sessions concurrently on the one Engine.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <grove/grove.h>
+
+namespace py = pybind11;
+using grove::DType;
+
+namespace {
+
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::f32: return py::dtype::of<float>();
+    case DType::f64: return py::dtype::of<double>();
+    case DType::f16: return py::dtype("float16");
+    case DType::i8: return py::dtype::of<int8_t>();
+    case DType::u8: return py::dtype::of<uint8_t>();
+    case DType::i16: return py::dtype::of<int16_t>();
+    case DType::u16: return py::dtype::of<uint16_t>();
+    case DType::i32: return py::dtype::of<int32_t>();
+    case DType::u32: return py::dtype::of<uint32_t>();
+    case DType::i64: return py::dtype::of<int64_t>();
+    case DType::u64: return py::dtype::of<uint64_t>();
+    case DType::boolean: return py::dtype::of<bool>();
+    default: throw grove::Error("dtype " + std::string(grove::dtype_name(d)) + " has no NumPy equivalent here");
+  }
+}
+
+DType grove_dtype(const py::dtype& dt, const std::string& name) {
+  for (DType d : {DType::f32, DType::f64, DType::f16, DType::i8, DType::u8, DType::i16, DType::u16, DType::i32,
+                  DType::u32, DType::i64, DType::u64, DType::boolean})
+    if (dt.is(numpy_dtype(d)) || dt.equal(numpy_dtype(d))) return d;
+  throw grove::Error("input '" + name + "': NumPy dtype " + py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) + " is not supported");
+}
+
+// The caller's arrays, as grove Tensors over their memory, and the arrays kept referenced
+// (as C-contiguous versions) for as long as the run may read them.
+struct BorrowedInputs {
+  grove::TensorMap tensors;
+  std::vector<py::array> arrays;
+};
+
+BorrowedInputs borrow_inputs(const py::dict& feeds) {
+  BorrowedInputs b;
+  for (auto item : feeds) {
+    std::string name = py::cast<std::string>(item.first);
+    py::array array = py::array::ensure(item.second);
+    if (!array) throw grove::Error("input '" + name + "' is not an array");
+    DType dtype = grove_dtype(array.dtype(), name);
+    py::array contiguous = py::array::ensure(array, py::array::c_style);
+    grove::Shape shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
+    b.tensors[name] = grove::Tensor::borrow(dtype, shape, contiguous.data());
+    b.arrays.push_back(contiguous);
+  }
+  return b;
+}
+
+bool inside(const std::byte* p, const BorrowedInputs& in) {
+  for (const auto& [name, t] : in.tensors)
+    if (p >= t.raw() && p < t.raw() + std::max<size_t>(t.bytes(), 1)) return true;
+  return false;
+}
+
+py::dict to_numpy(grove::TensorMap outputs, const BorrowedInputs& in) {
+  py::dict result;
+  for (auto& [name, t] : outputs) {
+    std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+    py::dtype dt = numpy_dtype(t.dtype());
+    if (t.bytes() > 0 && inside(t.raw(), in)) {
+      py::array copy(dt, shape);
+      std::memcpy(copy.mutable_data(), t.raw(), t.bytes());
+      result[py::str(name)] = copy;
+      continue;
+    }
+    auto* owned = new grove::Tensor(std::move(t));
+    py::capsule keep(owned, [](void* p) { delete static_cast<grove::Tensor*>(p); });
+    result[py::str(name)] = py::array(dt, shape, owned->raw(), keep);
+  }
+  return result;
+}
+
+py::list specs(const std::vector<grove::ValueSpec>& values) {
+  py::list out;
+  for (const grove::ValueSpec& v : values) {
+    py::dict d;
+    d["name"] = v.name;
+    d["dtype"] = v.dtype == DType::string || v.dtype == DType::undefined ? py::object(py::str(grove::dtype_name(v.dtype)))
+                                                                        : py::object(numpy_dtype(v.dtype));
+    if (v.shape_known) {
+      py::list shape;
+      for (size_t i = 0; i < v.dims.size(); ++i) {
+        if (v.dims[i] >= 0) shape.append(v.dims[i]);
+        else if (!v.dim_params[i].empty()) shape.append(v.dim_params[i]);
+        else shape.append(py::none());
+      }
+      d["shape"] = shape;
+    } else {
+      d["shape"] = py::none();
+    }
+    out.append(d);
+  }
+  return out;
+}
+
+// A Session and the Engine it runs on: the engine is shared with other sessions when the
+// caller passed one, else owned by this session alone.
+struct PySession {
+  std::shared_ptr<grove::Engine> engine;
+  std::unique_ptr<grove::Session> session;
+};
+
+// A run in flight. It holds the input arrays until the run is over; dropping it unfinished
+// waits for the run (the engine may still be reading them).
+struct PyFuture {
+  std::future<grove::TensorMap> future;
+  BorrowedInputs inputs;
+  std::optional<py::dict> result;
+
+  ~PyFuture() {
+    if (future.valid()) {
+      py::gil_scoped_release release;
+      future.wait();
+    }
+  }
+  bool done() const {
+    return result.has_value() || future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+  py::dict get() {
+    if (!result) {
+      grove::TensorMap outputs;
+      {
+        py::gil_scoped_release release;
+        outputs = future.get();
+      }
+      result = to_numpy(std::move(outputs), inputs);
+    }
+    return *result;
+  }
+};
+
+grove::Schedule schedule_of(const std::string& s) {
+  if (s == "aspen") return grove::Schedule::aspen;
+  if (s == "barrier") return grove::Schedule::barrier;
+  throw grove::Error("schedule must be 'aspen' or 'barrier', not '" + s + "'");
+}
+
+PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
+                       const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& schedule,
+                       int64_t max_memory) {
+  grove::SessionOptions options;
+  options.schedule = schedule_of(schedule);
+  grove::Limits limits;
+  limits.max_memory = max_memory;
+  grove::ShapeMap shape_map(shapes.begin(), shapes.end());
+  py::gil_scoped_release release;
+  if (!engine) engine = std::make_shared<grove::Engine>(grove::EngineOptions{.threads = threads});
+  auto session = std::make_unique<grove::Session>(*engine, grove::Model::load(path, shape_map, limits), options);
+  return PySession{std::move(engine), std::move(session)};
+}
+
+// Inputs for bench() when none are given: seeded uniform values in [-1, 1) (integers 0/1) of
+// each input's declared shape.
+py::dict random_inputs(const grove::Session& s) {
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  py::dict feeds;
+  for (const grove::ValueSpec& in : s.inputs()) {
+    std::vector<py::ssize_t> shape;
+    for (size_t i = 0; i < in.dims.size(); ++i) {
+      if (in.dims[i] < 0)
+        throw grove::Error("bench: input '" + in.name + "' has a dynamic dimension; pass inputs=");
+      shape.push_back(in.dims[i]);
+    }
+    py::array a(numpy_dtype(in.dtype), shape);
+    py::buffer_info info = a.request(true);
+    if (in.dtype == DType::f32) {
+      auto* p = static_cast<float*>(info.ptr);
+      for (py::ssize_t i = 0; i < info.size; ++i) p[i] = uniform(rng);
+    } else {
+      std::memset(info.ptr, 0, static_cast<size_t>(info.size * info.itemsize));
+    }
+    feeds[py::str(in.name)] = a;
+  }
+  return feeds;
+}
+
+py::dict bench(PySession& s, py::object inputs, int runs, int warmup) {
+  if (runs < 1) throw grove::Error("bench: runs must be at least 1");
+  py::dict feeds = inputs.is_none() ? random_inputs(*s.session) : py::dict(inputs);
+  BorrowedInputs in = borrow_inputs(feeds);
+  std::vector<double> ms;
+  {
+    py::gil_scoped_release release;
+    for (int i = 0; i < warmup; ++i) s.session->run(in.tensors);
+    for (int i = 0; i < runs; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      s.session->run(in.tensors);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double q) { return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * (sorted.size() - 1) + 0.5))]; };
+  py::dict r;
+  r["runs"] = runs;
+  r["p50_ms"] = pct(0.5);
+  r["p90_ms"] = pct(0.9);
+  r["min_ms"] = sorted.front();
+  r["max_ms"] = sorted.back();
+  r["times_ms"] = ms;
+  return r;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(grove, m) {
+  m.doc() = "grove: ONNX models on CPUs, every operator cut into tiles run by one barrier-free dataflow runtime.";
+  py::register_exception<grove::Error>(m, "Error", PyExc_RuntimeError);
+
+  py::class_<grove::Engine, std::shared_ptr<grove::Engine>>(m, "Engine",
+      "The workers (one per core) shared by every Session given this engine: runs of several models co-execute in one ready pool.")
+      .def(py::init([](int threads) {
+             py::gil_scoped_release release;
+             return std::make_shared<grove::Engine>(grove::EngineOptions{.threads = threads});
+           }),
+           py::arg("threads") = 0, "threads=0: the cores this process may use")
+      .def_property_readonly("threads", &grove::Engine::threads);
+
+  py::class_<PyFuture>(m, "Future", "A run in flight, from Session.submit().")
+      .def("result", &PyFuture::get, "Waits for the run; returns {output name: ndarray} or raises grove.Error.")
+      .def("done", &PyFuture::done);
+
+  py::class_<PySession>(m, "Session", "One ONNX model, planned once per input shape, run on an Engine.")
+      .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
+           py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("schedule") = "aspen",
+           py::arg("max_memory") = 0,
+           "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
+           "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
+           "max_memory: bytes a model may declare (0: half the RAM).")
+      .def("run",
+           [](PySession& s, const py::dict& feeds) {
+             BorrowedInputs in = borrow_inputs(feeds);
+             grove::TensorMap outputs;
+             {
+               py::gil_scoped_release release;
+               outputs = s.session->run(in.tensors);
+             }
+             return to_numpy(std::move(outputs), in);
+           },
+           py::arg("inputs"), "Runs one inference: {input name: ndarray} -> {output name: ndarray}.")
+      .def("submit",
+           [](PySession& s, const py::dict& feeds) {
+             auto f = std::make_unique<PyFuture>();
+             f->inputs = borrow_inputs(feeds);
+             py::gil_scoped_release release;
+             f->future = s.session->submit(f->inputs.tensors);
+             return f;
+           },
+           py::arg("inputs"), "Starts one inference and returns a Future; runs in flight co-execute.")
+      .def("run_reference",
+           [](PySession& s, const py::dict& feeds) {
+             BorrowedInputs in = borrow_inputs(feeds);
+             grove::TensorMap outputs;
+             {
+               py::gil_scoped_release release;
+               grove::Model copy = s.session->model();  // the oracle binds its own copy
+               outputs = copy.run_reference(in.tensors);
+             }
+             return to_numpy(std::move(outputs), in);
+           },
+           py::arg("inputs"), "The naive single-threaded reference executor (the test oracle), for comparison.")
+      .def("bench", &bench, py::arg("inputs") = py::none(), py::arg("runs") = 20, py::arg("warmup") = 3,
+           "Times `runs` warm runs (seeded random inputs of the declared shapes when inputs is None).")
+      .def_property_readonly("inputs", [](const PySession& s) { return specs(s.session->inputs()); })
+      .def_property_readonly("outputs", [](const PySession& s) { return specs(s.session->outputs()); })
+      .def_property_readonly("path", [](const PySession& s) { return s.session->model().path(); })
+      .def_property_readonly("engine", [](const PySession& s) { return s.engine; });
+}

@@ -1,0 +1,149 @@
+"""The Python module against the embedded default model and its stored PyTorch output."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import grove
+
+SRC = os.environ.get("GROVE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+MODEL = os.path.join(SRC, "models", "default.onnx")
+X = np.load(os.path.join(SRC, "models", "default_input.npy"))
+EXPECTED = np.load(os.path.join(SRC, "models", "default_expected.npy"))
+
+
+def close_to_torch(y):
+    return np.allclose(y, EXPECTED, rtol=1e-3, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return grove.Engine(threads=2)
+
+
+@pytest.fixture(scope="module")
+def session(engine):
+    return grove.Session(MODEL, engine=engine)
+
+
+def input_name(s):
+    return s.inputs[0]["name"]
+
+
+def test_run_matches_pytorch(session):
+    out = session.run({input_name(session): X})
+    assert list(out) == [session.outputs[0]["name"]]
+    y = out[session.outputs[0]["name"]]
+    assert y.dtype == np.float32 and y.shape == EXPECTED.shape
+    assert close_to_torch(y)
+
+
+def test_metadata(session):
+    (inp,) = session.inputs
+    assert inp["dtype"] == np.float32
+    assert list(inp["shape"][1:]) == list(X.shape[1:])
+    assert session.outputs[0]["dtype"] == np.float32
+    assert session.path.endswith("default.onnx")
+    assert session.engine.threads == 2
+
+
+def test_outputs_are_not_copied_and_outlive_the_session(engine):
+    s = grove.Session(MODEL, engine=engine)
+    y = next(iter(s.run({input_name(s): X}).values()))
+    assert not y.flags.owndata  # grove's buffer, kept alive by the array
+    del s
+    assert close_to_torch(y)
+
+
+def test_non_contiguous_and_foreign_layouts_give_the_same_numbers(session):
+    name = input_name(session)
+    fortran = np.asfortranarray(X)
+    strided = np.repeat(X, 2, axis=-1)[..., ::2]
+    want = session.run({name: X})
+    for x in (fortran, strided):
+        got = session.run({name: x})
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_submit_many_in_flight_equal_run(session):
+    name = input_name(session)
+    want = next(iter(session.run({name: X}).values()))
+    futures = [session.submit({name: X * (1 + i % 2)}) for i in range(16)]
+    for i, f in enumerate(futures):
+        got = next(iter(f.result().values()))
+        if i % 2 == 0:
+            np.testing.assert_array_equal(got, want)
+    assert all(f.done() for f in futures)
+
+
+def test_dropping_an_unfinished_future_is_safe(session):
+    name = input_name(session)
+    for _ in range(8):
+        session.submit({name: X.copy()})  # dropped at once: waits for its run, frees its input
+
+
+def test_python_threads_share_the_engine(engine):
+    sessions = [grove.Session(MODEL, engine=engine) for _ in range(2)]
+    results, errors = [], []
+
+    def work(s):
+        try:
+            for _ in range(5):
+                results.append(next(iter(s.run({input_name(s): X}).values())))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(sessions[i % 2],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 20
+    for y in results:
+        np.testing.assert_array_equal(y, results[0])
+
+
+def test_reference_executor_agrees(session):
+    name = input_name(session)
+    fast = next(iter(session.run({name: X}).values()))
+    ref = next(iter(session.run_reference({name: X}).values()))
+    assert np.allclose(fast, ref, rtol=1e-3, atol=1e-4)
+
+
+def test_barrier_schedule_same_numbers(engine, session):
+    barrier = grove.Session(MODEL, engine=engine, schedule="barrier")
+    name = input_name(session)
+    a = next(iter(session.run({name: X}).values()))
+    b = next(iter(barrier.run({name: X}).values()))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_bench(session):
+    r = session.bench(runs=3, warmup=1)
+    assert r["runs"] == 3 and len(r["times_ms"]) == 3
+    assert 0 < r["min_ms"] <= r["p50_ms"] <= r["max_ms"]
+
+
+def test_errors_are_grove_errors_with_one_line(session, tmp_path):
+    name = input_name(session)
+    cases = [
+        (lambda: session.run({"nope": X}), "nope"),
+        (lambda: session.run({name: X.astype(np.float64)}), name),
+        (lambda: session.run({name: X[..., :3]}), name),
+        (lambda: session.run({name: np.array(["a"])}), name),
+        (lambda: grove.Session(str(tmp_path / "missing.onnx")), "missing.onnx"),
+        (lambda: grove.Session(MODEL, schedule="fast"), "schedule"),
+    ]
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(open(MODEL, "rb").read()[:200])
+    cases.append((lambda: grove.Session(str(corrupt)), "corrupt.onnx"))
+    for call, word in cases:
+        with pytest.raises(grove.Error) as e:
+            call()
+        message = str(e.value)
+        assert word in message, message
+        assert "\n" not in message.strip(), message
+    assert issubclass(grove.Error, RuntimeError)
