@@ -48,6 +48,16 @@ struct EngineOptions {
   PriorityPolicy priority;   // the ready pool's columns: shallower depth first by default
 };
 
+// Totals since the engine started, for monitoring (a server's /metrics).
+struct EngineStats {
+  int threads = 0;
+  int64_t jobs_in_flight = 0;   // submitted and not finished
+  int64_t jobs_submitted = 0;
+  int64_t tiles_run = 0;
+  double busy_seconds = 0;      // summed over workers (and run() callers): time spent running tiles
+  double uptime_seconds = 0;    // busy_seconds / (uptime_seconds * threads) is the busy fraction
+};
+
 class Engine {
  public:
   explicit Engine(EngineOptions options = {});
@@ -65,6 +75,8 @@ class Engine {
   // submit + wait, with the calling thread taking part as a worker while it waits (one such
   // caller at a time; others just wait). Rethrows the job's exception. Not from inside run_tile.
   void run(std::shared_ptr<Job> job);
+
+  EngineStats stats() const;
 
   // Chrome/Perfetto trace of the tiles run while tracing is on (one track per worker, then
   // one for run() callers). While tracing, the engine keeps the traced jobs alive.

@@ -61,6 +61,29 @@ struct BenchOptions {
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
+struct ServeOptions {
+  std::vector<std::string> models;  // NAME=PATH.onnx
+  std::string model_repository;     // a directory: every model in it is loaded at start
+  std::string host = "127.0.0.1";
+  int port = 8000;                  // 0: any free port (printed)
+  int threads = 0;                  // engine workers; 0: the cores this process may use
+  int http_threads = 64;
+  int max_concurrent = 256;
+  int64_t max_body_bytes = int64_t{64} << 20;
+  double request_timeout_s = 60;
+  Limits limits;                    // --max-memory, --max-nodes, --max-tiles
+};
+
+struct LoadOptions {
+  std::string url = "http://127.0.0.1:8000";
+  std::string model;
+  int concurrency = 8;
+  int requests = 200;
+  bool binary = false;  // the binary tensor data extension instead of JSON
+  uint64_t seed = 0;
+  bool json = false;
+};
+
 // Stops the engine's trace, writes it to `path` and says where it went on `say`.
 void write_trace(Engine& engine, const std::string& path, std::FILE* say = stdout);
 
@@ -70,6 +93,8 @@ int run_bench_coexec(const BenchOptions& options);  // several models: submitted
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();
+int run_serve(const ServeOptions& options);
+int run_load(const LoadOptions& options);
 
 // Parses repeated --shape NAME=DIMS options; a name given twice is an Error.
 ShapeMap parse_shape_options(const std::vector<std::string>& texts);

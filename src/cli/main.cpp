@@ -26,6 +26,7 @@ Examples:
   grove info model.onnx --shape input_ids=1x128
   grove run model.onnx                     run on seeded random inputs, print output summaries
   grove run model.onnx --input image=cat.npy --output out/
+  grove serve --model resnet=resnet50.onnx  serve over HTTP (KServe v2), see grove serve --help
 
 Exit status: 0 success, 1 error (message on stderr as "grove: error: ..."), 2 usage error.
 Run 'grove <subcommand> --help' for the options of each subcommand.
@@ -73,6 +74,43 @@ and data movement).
 Examples:
   grove info resnet50.onnx
   grove info bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128
+)";
+
+constexpr const char* kServeFooter = R"(
+Endpoints (the Open Inference Protocol v2, as KServe and Triton define it):
+  GET  /v2/health/live, /v2/health/ready      200 when live / ready (503 while shutting down)
+  GET  /v2                                    server metadata and extensions
+  GET  /v2/models/NAME[/versions/1]           model metadata: inputs, outputs, datatypes, shapes
+  GET  /v2/models/NAME/ready
+  POST /v2/models/NAME[/versions/1]/infer     JSON tensors, or the binary tensor data extension
+                                              (header Inference-Header-Content-Length)
+  POST /v2/repository/index                   models and their state
+  POST /v2/repository/models/NAME/load|unload
+  GET  /metrics                               Prometheus: requests, failures, latency histograms
+                                              per model; engine tiles, busy time, jobs in flight
+Every model runs on the one engine: each request is a job in the same ready pool, so requests
+of all models share the cores tile by tile. Errors are JSON {"error": "..."}: 404 unknown model,
+400 bad request (name, shape, datatype, JSON), 413 body too large, 503 busy or shutting down,
+504 timeout, 500 a failing inference (naming the node and op). SIGTERM or SIGINT: stop
+accepting, finish the requests in flight, exit 0.
+
+Examples:
+  grove serve --model resnet=resnet50.onnx --model bert=bert.onnx --port 8000
+  curl localhost:8000/v2/models/resnet
+  curl -d '{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}'        localhost:8000/v2/models/tiny/infer
+  grove load http://127.0.0.1:8000 --model resnet -c 8 -n 500
+)";
+
+constexpr const char* kLoadFooter = R"(
+Reads the model's metadata from the server, builds one request of seeded random inputs
+(floats in [-1, 1), integers in [0, 100), bools; dynamic dims as 1) and sends it --requests
+times from --concurrency clients with keep-alive connections. Prints throughput, latency
+p50/p90/p99, errors by status, and how many answers differed from the first (a deterministic
+server: 0). Exit status 1 when any request failed or differed.
+
+Examples:
+  grove load http://127.0.0.1:8000 --model resnet -c 16 -n 1000
+  grove load http://127.0.0.1:8000 --model bert --binary --json
 )";
 
 // --max-memory, --max-nodes and --max-tiles on a subcommand (docs/security.md).
@@ -209,6 +247,51 @@ Examples:
 
   add_limit_options(bench, bench_options.limits);
 
+  ServeOptions serve_options;
+  CLI::App* serve = app.add_subcommand("serve", "Serve models over HTTP: the KServe v2 inference protocol and /metrics");
+  serve->footer(kServeFooter);
+  serve->add_option("--model", serve_options.models, "A model to serve, as NAME=PATH.onnx; repeat for more")
+      ->type_name("NAME=PATH");
+  serve->add_option("--model-repository", serve_options.model_repository,
+                    "A directory of models (NAME.onnx, NAME/model.onnx or NAME/1/model.onnx): all are loaded at start, "
+                    "and the repository API loads and unloads them by name")
+      ->type_name("DIR");
+  serve->add_option("--host", serve_options.host, "Address to listen on")->capture_default_str();
+  serve->add_option("--port", serve_options.port, "Port to listen on (0: any free port, printed at start)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  serve->add_option("--threads", serve_options.threads, "Engine workers shared by every model (0: one per available core)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--http-threads", serve_options.http_threads,
+                    "Connections served at once (each keep-alive client holds one while connected)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-concurrent", serve_options.max_concurrent, "Inferences in flight at once; more get 503")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--max-body-bytes", serve_options.max_body_bytes, "Largest request body; larger get 413")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--request-timeout", serve_options.request_timeout_s,
+                    "Seconds an inference may take before the client gets 504")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  add_limit_options(serve, serve_options.limits);
+
+  LoadOptions load_options;
+  CLI::App* load = app.add_subcommand("load", "Load-test a KServe v2 server: throughput and latency percentiles");
+  load->footer(kLoadFooter);
+  load->add_option("url", load_options.url, "The server")->capture_default_str();
+  load->add_option("--model", load_options.model, "Model name on the server")->required();
+  load->add_option("--concurrency,-c", load_options.concurrency, "Clients sending at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  load->add_option("--requests,-n", load_options.requests, "Requests in all")->capture_default_str()->check(CLI::PositiveNumber);
+  load->add_flag("--binary", load_options.binary, "Send and ask for tensors as binary data, not JSON");
+  load->add_option("--seed", load_options.seed, "Seed for the random inputs")->capture_default_str();
+  load->add_flag("--json", load_options.json, "Print the results as JSON");
+
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -223,6 +306,8 @@ Examples:
     if (run->parsed()) return run_run(run_options);
     if (plan->parsed()) return run_plan(plan_options);
     if (bench->parsed()) return run_bench(bench_options);
+    if (serve->parsed()) return run_serve(serve_options);
+    if (load->parsed()) return run_load(load_options);
     return run_demo();
   } catch (const grove::Error& e) {
     std::fprintf(stderr, "grove: error: %s\n", e.what());

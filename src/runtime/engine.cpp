@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct Engine::Impl {
   std::atomic<uint64_t> next_job_id{1};
   std::atomic<uint32_t> next_source_row{0};
   std::vector<std::thread> threads;
+  std::unique_ptr<WorkerCounters[]> counters{new WorkerCounters[static_cast<size_t>(n_threads) + 1]};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 void Engine::Impl::start_workers() {
@@ -45,6 +48,7 @@ void Engine::Impl::start_workers() {
     threads.emplace_back([this, i, cpu] {
       if (options.pin) pin_current_thread(cpu);
       WorkerContext worker(i, i, pool, tracer);
+      worker.counters = &counters[static_cast<size_t>(i)];
       // The last worker makes room for run()'s caller (see Engine::run).
       if (i == n_threads - 1 && options.caller_works) worker.stand_aside = &caller_busy;
       work_until(worker, stopping);
@@ -122,8 +126,25 @@ void Engine::run(std::shared_ptr<Job> job) {
   std::atomic<bool> done{false};
   std::future<void> future = impl.submit(std::move(job), &done);
   WorkerContext caller(impl.n_threads, impl.n_threads, impl.pool, impl.tracer);
+  caller.counters = &impl.counters[static_cast<size_t>(impl.n_threads)];
   work_until(caller, done);
   future.get();
+}
+
+EngineStats Engine::stats() const {
+  const Impl& impl = *impl_;
+  EngineStats s;
+  s.threads = impl.n_threads;
+  s.jobs_in_flight = impl.tracker.in_flight();
+  s.jobs_submitted = static_cast<int64_t>(impl.next_job_id.load(std::memory_order_relaxed)) - 1;
+  uint64_t busy_ns = 0;
+  for (int i = 0; i <= impl.n_threads; ++i) {
+    s.tiles_run += static_cast<int64_t>(impl.counters[static_cast<size_t>(i)].tiles.load(std::memory_order_relaxed));
+    busy_ns += impl.counters[static_cast<size_t>(i)].busy_ns.load(std::memory_order_relaxed);
+  }
+  s.busy_seconds = static_cast<double>(busy_ns) * 1e-9;
+  s.uptime_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - impl.started).count();
+  return s;
 }
 
 void Engine::start_trace() { impl_->tracer.start(); }

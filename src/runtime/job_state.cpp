@@ -74,6 +74,11 @@ void JobTracker::remove() {
   if (--in_flight_ == 0) idle_.notify_all();
 }
 
+int64_t JobTracker::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_;
+}
+
 void JobTracker::wait_until_idle() {
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [this] { return in_flight_ == 0; });

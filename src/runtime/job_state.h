@@ -30,9 +30,10 @@ class JobTracker {
   void add();
   void remove();
   void wait_until_idle();
+  int64_t in_flight() const;
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable idle_;
   int64_t in_flight_ = 0;
 };

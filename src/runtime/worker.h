@@ -12,6 +12,13 @@
 
 namespace grove {
 
+// What one worker slot has done, for Engine::stats(). Only the thread in the slot writes it;
+// its own cache line so slots do not share one.
+struct alignas(64) WorkerCounters {
+  std::atomic<uint64_t> tiles{0};
+  std::atomic<uint64_t> busy_ns{0};  // from taking a tile off the pool to running out of children to follow
+};
+
 struct WorkerContext {
   WorkerContext(int id_, int row_, ReadyPool& pool_, Tracer& tracer_)
       : id(id_), row(row_), pool(pool_), tracer(tracer_), adversary(static_cast<uint64_t>(id_) + 1) {}
@@ -23,6 +30,7 @@ struct WorkerContext {
   // While this flag is set the worker takes no new tile (it waits on the flag): the engine
   // sets it on one worker while run()'s caller works, so N threads run tiles, not N + 1.
   const std::atomic<bool>* stand_aside = nullptr;
+  WorkerCounters* counters = nullptr;  // null: not counted
   Adversary adversary;           // used only in the adversarial build
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
 };

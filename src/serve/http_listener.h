@@ -1,0 +1,35 @@
+#pragma once
+// InferenceServer behind a real socket (cpp-httplib): a pool of HTTP threads, each turning one
+// request into InferenceServer::handle(). An inference waits on its future there while the
+// engine's workers run its tiles, so HTTP threads are cheap waiters, not compute threads.
+#include <memory>
+#include <string>
+
+#include "serve/inference_server.h"
+
+namespace grove::serve {
+
+struct ListenOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;           // 0: any free port (see HttpListener::port)
+  int http_threads = 64;     // connections served at once (each keep-alive client holds one)
+  double io_timeout_s = 30;  // reading a request, writing a response
+};
+
+class HttpListener {
+ public:
+  HttpListener(InferenceServer& server, ListenOptions options, int64_t max_body_bytes);
+  ~HttpListener();
+  // Binds; throws Error when the address is taken or invalid. Returns the port.
+  int bind();
+  // Serves until stop(); requests already accepted are answered before it returns.
+  void listen();
+  // From any thread (a signal watcher): stop accepting, finish what was accepted.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace grove::serve

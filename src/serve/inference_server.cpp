@@ -1,0 +1,414 @@
+#include "serve/inference_server.h"
+
+#include <chrono>
+#include <cstdio>
+#include <new>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/kserve_tensor.h"
+
+namespace grove::serve {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+HttpResponse json_response(const json& body, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+json shape_json(const ValueSpec& v) {
+  json dims = json::array();
+  for (int64_t d : v.dims) dims.push_back(d);
+  return dims;
+}
+
+json tensor_metadata(const std::vector<ValueSpec>& values) {
+  json out = json::array();
+  for (const ValueSpec& v : values)
+    out.push_back({{"name", v.name}, {"datatype", std::string(kserve_datatype(v.dtype))}, {"shape", shape_json(v)}});
+  return out;
+}
+
+std::string names_of(const std::vector<ValueSpec>& values) {
+  std::string s;
+  for (const ValueSpec& v : values) s += (s.empty() ? "" : ", ") + v.name;
+  return s;
+}
+
+const ValueSpec* find_spec(const std::vector<ValueSpec>& values, const std::string& name) {
+  for (const ValueSpec& v : values)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+bool truthy(const json& object, const char* key) {
+  if (!object.is_object()) return false;
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() && it->get<bool>();
+}
+
+// The request's JSON and, with the binary extension, the bytes after it.
+struct SplitBody {
+  std::string_view header;
+  std::string_view binary;
+};
+
+SplitBody split_body(const HttpRequest& request) {
+  const std::string* length = request.header("inference-header-content-length");
+  if (!length) return {request.body, {}};
+  size_t n = 0;
+  try {
+    size_t used = 0;
+    long long v = std::stoll(*length, &used);
+    if (used != length->size() || v < 0) throw std::invalid_argument("negative");
+    n = static_cast<size_t>(v);
+  } catch (const std::exception&) {
+    throw HttpError(400, "Inference-Header-Content-Length is not a byte count: '" + *length + "'");
+  }
+  if (n > request.body.size())
+    throw HttpError(400, "Inference-Header-Content-Length " + std::to_string(n) + " is past the body's " +
+                             std::to_string(request.body.size()) + " bytes");
+  std::string_view body = request.body;
+  return {body.substr(0, n), body.substr(n)};
+}
+
+Shape parse_shape(const std::string& name, const json& shape) {
+  if (!shape.is_array()) throw HttpError(400, "input '" + name + "': shape must be an array of integers");
+  Shape out;
+  for (const json& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      throw HttpError(400, "input '" + name + "': shape must be an array of non-negative integers");
+    out.push_back(d.get<int64_t>());
+  }
+  return out;
+}
+
+void check_against_spec(const std::string& model, const ValueSpec& spec, DType dtype, const Shape& shape) {
+  if (dtype != spec.dtype)
+    throw HttpError(400, "input '" + spec.name + "': datatype " + std::string(kserve_datatype(dtype)) + ", model '" + model +
+                             "' expects " + std::string(kserve_datatype(spec.dtype)));
+  if (!spec.shape_known) return;
+  bool ok = shape.size() == spec.dims.size();
+  for (size_t i = 0; ok && i < shape.size(); ++i) ok = spec.dims[i] < 0 || spec.dims[i] == shape[i];
+  if (!ok) {
+    std::string want;
+    for (size_t i = 0; i < spec.dims.size(); ++i)
+      want += (i ? "x" : "") + (spec.dims[i] < 0 ? std::string("?") : std::to_string(spec.dims[i]));
+    throw HttpError(400, "input '" + spec.name + "': shape " + shape_str(shape) + ", model '" + model + "' expects " +
+                             (want.empty() ? "a scalar" : want));
+  }
+}
+
+struct ParsedRequest {
+  std::string id;
+  TensorMap inputs;
+  std::vector<std::string> outputs;  // in response order
+  std::set<std::string> binary_outputs;
+};
+
+ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request) {
+  SplitBody body = split_body(request);
+  json j;
+  try {
+    j = json::parse(body.header);
+  } catch (const json::exception& e) {
+    throw HttpError(400, std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw HttpError(400, "the request must be a JSON object");
+  ParsedRequest r;
+  if (j.contains("id")) {
+    if (!j["id"].is_string()) throw HttpError(400, "'id' must be a string");
+    r.id = j["id"].get<std::string>();
+  }
+  const bool all_binary = truthy(j.value("parameters", json::object()), "binary_data_output");
+  if (!j.contains("inputs") || !j["inputs"].is_array()) throw HttpError(400, "the request needs an 'inputs' array");
+  size_t offset = 0;
+  for (const json& in : j["inputs"]) {
+    if (!in.is_object() || !in.contains("name") || !in["name"].is_string())
+      throw HttpError(400, "every input needs a string 'name'");
+    const std::string name = in["name"].get<std::string>();
+    const ValueSpec* spec = find_spec(model.inputs, name);
+    if (!spec) throw HttpError(400, "model '" + model.name + "' has no input named '" + name + "' (inputs: " + names_of(model.inputs) + ")");
+    if (r.inputs.count(name)) throw HttpError(400, "input '" + name + "' is given twice");
+    if (!in.contains("datatype") || !in["datatype"].is_string()) throw HttpError(400, "input '" + name + "' needs a string 'datatype'");
+    const std::string datatype = in["datatype"].get<std::string>();
+    DType dtype = dtype_from_kserve(datatype);
+    if (dtype == DType::undefined) throw HttpError(400, "input '" + name + "': unsupported datatype '" + datatype + "'");
+    if (!in.contains("shape")) throw HttpError(400, "input '" + name + "' needs a 'shape'");
+    Shape shape = parse_shape(name, in["shape"]);
+    check_against_spec(model.name, *spec, dtype, shape);
+    const json params = in.value("parameters", json::object());
+    if (params.is_object() && params.contains("binary_data_size")) {
+      const json& size = params["binary_data_size"];
+      if (!size.is_number_unsigned()) throw HttpError(400, "input '" + name + "': binary_data_size must be a byte count");
+      uint64_t n = size.get<uint64_t>();
+      if (n > body.binary.size() - offset)
+        throw HttpError(400, "input '" + name + "': binary_data_size " + std::to_string(n) + " is past the end of the body");
+      r.inputs[name] = tensor_from_bytes(name, dtype, shape, body.binary.substr(offset, n));
+      offset += n;
+    } else {
+      if (!in.contains("data")) throw HttpError(400, "input '" + name + "' has neither 'data' nor binary_data_size");
+      r.inputs[name] = tensor_from_json(name, dtype, shape, in["data"]);
+    }
+  }
+  if (offset != body.binary.size())
+    throw HttpError(400, std::to_string(body.binary.size() - offset) + " bytes of binary data belong to no input");
+  for (const ValueSpec& spec : model.inputs)
+    if (!r.inputs.count(spec.name)) throw HttpError(400, "missing input '" + spec.name + "' of model '" + model.name + "'");
+
+  if (j.contains("outputs")) {
+    if (!j["outputs"].is_array()) throw HttpError(400, "'outputs' must be an array");
+    for (const json& out : j["outputs"]) {
+      if (!out.is_object() || !out.contains("name") || !out["name"].is_string())
+        throw HttpError(400, "every requested output needs a string 'name'");
+      std::string name = out["name"].get<std::string>();
+      if (!find_spec(model.outputs, name))
+        throw HttpError(400, "model '" + model.name + "' has no output named '" + name + "' (outputs: " + names_of(model.outputs) + ")");
+      r.outputs.push_back(name);
+      if (all_binary || truthy(out.value("parameters", json::object()), "binary_data")) r.binary_outputs.insert(name);
+    }
+  } else {
+    for (const ValueSpec& spec : model.outputs) {
+      r.outputs.push_back(spec.name);
+      if (all_binary) r.binary_outputs.insert(spec.name);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+HttpResponse error_response(int status, const std::string& message) {
+  return json_response({{"error", message}}, status);
+}
+
+InferenceServer::InferenceServer(Engine& engine, ModelRepository& models, ServerOptions options)
+    : engine_(engine), models_(models), options_(options) {}
+
+HttpResponse InferenceServer::handle(const HttpRequest& request) {
+  try {
+    if (static_cast<int64_t>(request.body.size()) > options_.max_body_bytes)
+      throw HttpError(413, "request body of " + std::to_string(request.body.size()) + " bytes is over the limit of " +
+                               std::to_string(options_.max_body_bytes) + " (--max-body-bytes)");
+    return route(request);
+  } catch (const HttpError& e) {
+    return error_response(e.status(), e.what());
+  } catch (const Error& e) {
+    return error_response(400, e.what());
+  } catch (const std::bad_alloc&) {
+    return error_response(500, "out of memory");
+  } catch (const std::exception& e) {
+    return error_response(500, e.what());
+  }
+}
+
+HttpResponse InferenceServer::route(const HttpRequest& request) {
+  const std::vector<std::string> p = split_path(request.path);
+  const bool get = request.method == "GET" || request.method == "HEAD", post = request.method == "POST";
+  auto need = [&](bool ok) {
+    if (!ok) throw HttpError(405, "method " + request.method + " is not allowed on " + request.path);
+  };
+  if (p.size() == 1 && p[0] == "metrics") {
+    need(get);
+    return metrics();
+  }
+  if (p.empty() || p[0] != "v2") throw HttpError(404, "no such endpoint: " + request.path);
+  if (p.size() == 1) {
+    need(get);
+    return json_response({{"name", "grove"},
+                          {"version", kVersion},
+                          {"extensions", {"binary_tensor_data", "model_repository"}}});
+  }
+  if (p[1] == "health" && p.size() == 3 && (p[2] == "live" || p[2] == "ready")) {
+    need(get);
+    if (p[2] == "live") return json_response({{"live", true}});
+    bool ready = !draining_.load();
+    return json_response({{"ready", ready}}, ready ? 200 : 503);
+  }
+  if (p[1] == "repository" && p.size() == 3 && p[2] == "index") {
+    need(post);
+    json out = json::array();
+    for (const RepositoryEntry& e : models_.index()) {
+      json entry = {{"name", e.name}, {"state", e.state}};
+      if (e.state == "READY") entry["version"] = "1";
+      if (!e.reason.empty()) entry["reason"] = e.reason;
+      out.push_back(entry);
+    }
+    return json_response(out);
+  }
+  if (p[1] == "repository" && p.size() == 5 && p[2] == "models" && (p[4] == "load" || p[4] == "unload")) {
+    need(post);
+    if (p[4] == "load") models_.load(p[3]);
+    else models_.unload(p[3]);
+    return json_response(json::object());
+  }
+  if (p[1] == "models" && p.size() >= 3) {
+    std::shared_ptr<ServedModel> model = models_.find(p[2]);
+    size_t rest = 3;
+    if (p.size() >= 5 && p[3] == "versions") {
+      if (model && p[4] != "1") throw HttpError(404, "model '" + p[2] + "' has no version '" + p[4] + "' (versions: 1)");
+      rest = 5;
+    }
+    if (!model) throw HttpError(404, "unknown model '" + p[2] + "'");
+    if (p.size() == rest) {
+      need(get);
+      return model_metadata(*model);
+    }
+    if (p.size() == rest + 1 && p[rest] == "ready") {
+      need(get);
+      return json_response({{"name", model->name}, {"ready", true}});
+    }
+    if (p.size() == rest + 1 && p[rest] == "infer") {
+      need(post);
+      return infer(*model, request);
+    }
+  }
+  throw HttpError(404, "no such endpoint: " + request.path);
+}
+
+HttpResponse InferenceServer::model_metadata(const ServedModel& model) const {
+  return json_response({{"name", model.name},
+                        {"versions", {"1"}},
+                        {"platform", "onnx"},
+                        {"inputs", tensor_metadata(model.inputs)},
+                        {"outputs", tensor_metadata(model.outputs)}});
+}
+
+HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& request) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  if (draining_.load()) throw HttpError(503, "the server is shutting down");
+  if (in_flight_.fetch_add(1) >= options_.max_concurrent) {
+    in_flight_.fetch_sub(1);
+    throw HttpError(503, "server busy: " + std::to_string(options_.max_concurrent) + " inferences in flight (--max-concurrent)");
+  }
+  model.metrics.started();
+  bool ok = false;
+  struct Done {
+    InferenceServer& server;
+    ServedModel& model;
+    clock::time_point start;
+    const bool& ok;
+    ~Done() {
+      server.in_flight_.fetch_sub(1);
+      model.metrics.finished(std::chrono::duration<double>(clock::now() - start).count(), ok);
+    }
+  } done{*this, model, start, ok};
+
+  ParsedRequest parsed = parse_infer(model, request);
+  std::future<TensorMap> pending;
+  try {
+    pending = model.session->submit(std::move(parsed.inputs));
+  } catch (const Error& e) {
+    throw HttpError(400, e.what());  // inputs the model cannot bind or plan
+  }
+  if (pending.wait_for(std::chrono::duration<double>(options_.request_timeout_s)) != std::future_status::ready)
+    throw HttpError(504, "inference of model '" + model.name + "' took over " + std::to_string(options_.request_timeout_s) +
+                             " s (--request-timeout)");
+  TensorMap outputs;
+  try {
+    outputs = pending.get();
+  } catch (const Error& e) {
+    throw HttpError(500, e.what());  // a failing tile names its node and op
+  }
+
+  json response = {{"model_name", model.name}, {"model_version", "1"}, {"outputs", json::array()}};
+  if (!parsed.id.empty()) response["id"] = parsed.id;
+  std::string binary;
+  for (const std::string& name : parsed.outputs) {
+    const Tensor& t = outputs.at(name);
+    std::string datatype(kserve_datatype(t.dtype()));
+    if (datatype.empty()) throw HttpError(500, "output '" + name + "' has dtype " + std::string(dtype_name(t.dtype())) + ", which the protocol cannot carry");
+    json out = {{"name", name}, {"datatype", datatype}, {"shape", t.shape()}};
+    if (parsed.binary_outputs.count(name)) {
+      out["parameters"] = {{"binary_data_size", t.bytes()}};
+      binary.append(reinterpret_cast<const char*>(t.raw()), t.bytes());
+    } else {
+      out["data"] = tensor_to_json(t);
+    }
+    response["outputs"].push_back(std::move(out));
+  }
+  HttpResponse r = json_response(response);
+  if (!parsed.binary_outputs.empty()) {
+    r.headers["Inference-Header-Content-Length"] = std::to_string(r.body.size());
+    r.content_type = "application/octet-stream";
+    r.body += binary;
+  }
+  ok = true;
+  return r;
+}
+
+HttpResponse InferenceServer::metrics() const {
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4";
+  EngineStats s = engine_.stats();
+  auto line = [&](const char* help, const char* type, const char* name, double value) {
+    char number[64];
+    std::snprintf(number, sizeof number, "%.17g", value);
+    r.body += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + number + "\n";
+  };
+  line("Worker threads of the engine.", "gauge", "grove_engine_threads", s.threads);
+  line("Runs submitted to the ready pool and not finished (queued or running).", "gauge", "grove_engine_jobs_in_flight",
+       static_cast<double>(s.jobs_in_flight));
+  line("Runs submitted to the ready pool.", "counter", "grove_engine_jobs_total", static_cast<double>(s.jobs_submitted));
+  line("Tiles run.", "counter", "grove_engine_tiles_total", static_cast<double>(s.tiles_run));
+  line("Seconds the workers spent running tiles.", "counter", "grove_engine_busy_seconds_total", s.busy_seconds);
+  line("Busy seconds over worker-seconds since start.", "gauge", "grove_engine_busy_fraction",
+       s.uptime_seconds > 0 ? s.busy_seconds / (s.uptime_seconds * std::max(1, s.threads)) : 0);
+  line("Inference requests in flight, all models.", "gauge", "grove_inferences_in_flight", static_cast<double>(in_flight()));
+  // Per-model families, each family's samples together (the exposition format wants that).
+  std::vector<std::pair<std::string, ModelMetrics::Snapshot>> per_model;
+  for (const std::shared_ptr<ServedModel>& m : models_.loaded()) per_model.emplace_back(m->name, m->metrics.snapshot());
+  auto family = [&](const char* name, const char* type, const char* help, auto&& value) {
+    r.body += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const auto& [model, snap] : per_model) r.body += value(name, "model=\"" + model + "\"", snap);
+  };
+  auto sample = [](const std::string& name, const std::string& labels, double v) {
+    char number[64];
+    std::snprintf(number, sizeof number, "%.17g", v);
+    return name + "{" + labels + "} " + number + "\n";
+  };
+  using Snap = ModelMetrics::Snapshot;
+  family("grove_requests_total", "counter", "Inference requests answered.",
+         [&](const char* n, const std::string& l, const Snap& s) { return sample(n, l, static_cast<double>(s.requests)); });
+  family("grove_request_failures_total", "counter", "Inference requests answered with an error.",
+         [&](const char* n, const std::string& l, const Snap& s) { return sample(n, l, static_cast<double>(s.failures)); });
+  family("grove_requests_in_flight", "gauge", "Inference requests being served.",
+         [&](const char* n, const std::string& l, const Snap& s) { return sample(n, l, static_cast<double>(s.in_flight)); });
+  family("grove_request_duration_seconds", "histogram", "Inference latency, arrival to response.",
+         [&](const char* n, const std::string& l, const Snap& s) {
+           std::string out, name = n;
+           for (size_t b = 0; b < ModelMetrics::kBuckets.size(); ++b) {
+             char le[32];
+             std::snprintf(le, sizeof le, "%g", ModelMetrics::kBuckets[b]);
+             out += sample(name + "_bucket", l + ",le=\"" + le + "\"", static_cast<double>(s.cumulative[b]));
+           }
+           out += sample(name + "_bucket", l + ",le=\"+Inf\"", static_cast<double>(s.requests));
+           out += sample(name + "_sum", l, s.sum_seconds);
+           out += sample(name + "_count", l, static_cast<double>(s.requests));
+           return out;
+         });
+  return r;
+}
+
+}  // namespace grove::serve

@@ -1,0 +1,49 @@
+#pragma once
+// The Open Inference Protocol v2 (KServe, Triton) over grove: health, server and model
+// metadata, inference with JSON tensors and the binary tensor data extension, the model
+// repository extension, and Prometheus /metrics. handle() is the whole server without
+// sockets; http_listener.h puts it behind cpp-httplib.
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "serve/http_types.h"
+#include "serve/model_repository.h"
+
+namespace grove::serve {
+
+struct ServerOptions {
+  int64_t max_body_bytes = int64_t{64} << 20;  // larger requests get 413
+  int max_concurrent = 256;                    // inferences in flight; more get 503
+  double request_timeout_s = 60;               // an inference not done by then gets 504
+};
+
+class InferenceServer {
+ public:
+  InferenceServer(Engine& engine, ModelRepository& models, ServerOptions options = {});
+
+  // Any request: never throws; errors become 4xx/5xx with {"error": "..."}.
+  HttpResponse handle(const HttpRequest& request);
+
+  // Graceful shutdown, first step: /v2/health/ready turns 503 and new inferences are refused
+  // with 503, while those in flight finish.
+  void start_draining() { draining_.store(true); }
+  int64_t in_flight() const { return in_flight_.load(); }
+
+ private:
+  HttpResponse route(const HttpRequest& request);
+  HttpResponse infer(ServedModel& model, const HttpRequest& request);
+  HttpResponse model_metadata(const ServedModel& model) const;
+  HttpResponse metrics() const;
+
+  Engine& engine_;
+  ModelRepository& models_;
+  ServerOptions options_;
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> in_flight_{0};
+};
+
+// {"error": message} with `status`.
+HttpResponse error_response(int status, const std::string& message);
+
+}  // namespace grove::serve
