@@ -16,7 +16,7 @@ struct HttpListener::Impl {
 
 namespace {
 
-void answer(InferenceServer& server, const httplib::Request& req, httplib::Response& res) {
+void answer(InferenceServer& server, const httplib::Request& req, std::string body, httplib::Response& res) {
   HttpRequest r;
   r.method = req.method;
   r.path = req.path;
@@ -25,7 +25,7 @@ void answer(InferenceServer& server, const httplib::Request& req, httplib::Respo
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     r.headers[lower] = value;
   }
-  r.body = req.body;
+  r.body = std::move(body);
   HttpResponse out = server.handle(r);
   res.status = out.status;
   for (const auto& [name, value] : out.headers) res.set_header(name, value);
@@ -43,14 +43,42 @@ HttpListener::HttpListener(InferenceServer& server, ListenOptions options, int64
   auto timeout_s = static_cast<time_t>(options.io_timeout_s);
   http.set_read_timeout(timeout_s, 0);
   http.set_write_timeout(timeout_s, 0);
-  auto handler = [&server](const httplib::Request& req, httplib::Response& res) { answer(server, req, res); };
-  for (const char* pattern : {".*"}) {
-    http.Get(pattern, handler);
-    http.Post(pattern, handler);
-    http.Put(pattern, handler);
-    http.Delete(pattern, handler);
-    http.Patch(pattern, handler);
-  }
+  // Bodies are read through a content reader: httplib's own body reading caps a body sent as
+  // application/x-www-form-urlencoded (what curl -d sends) at a few KiB.
+  auto with_body = [&server](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+    if (req.is_multipart_form_data()) {
+      HttpResponse e = error_response(415, "multipart bodies are not supported: send JSON, or JSON then binary tensor data");
+      res.status = e.status;
+      res.set_content(e.body, e.content_type.c_str());
+      return;
+    }
+    std::string body;
+    bool complete = read([&body](const char* data, size_t n) {
+      body.append(data, n);
+      return true;
+    });
+    if (!complete) {
+      // httplib stops reading a body past set_payload_max_length (status 413) or a broken one.
+      bool too_large = res.status == 413;
+      HttpResponse e = error_response(too_large ? 413 : 400, too_large ? "request body over the limit (--max-body-bytes)"
+                                                                         : "the request body could not be read");
+      res.status = e.status;
+      res.set_content(e.body, e.content_type.c_str());
+      return;
+    }
+    answer(server, req, std::move(body), res);
+  };
+  auto without_body = [&server](const httplib::Request& req, httplib::Response& res) { answer(server, req, "", res); };
+  http.Get(".*", without_body);
+  http.Post(".*", with_body);
+  http.Put(".*", with_body);
+  http.Delete(".*", with_body);
+  http.Patch(".*", with_body);
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    HttpResponse e = error_response(500, "internal error while reading the request");
+    res.status = e.status;
+    res.set_content(e.body, e.content_type.c_str());
+  });
   // httplib's own refusals (body over the limit, malformed HTTP) get a JSON body too.
   http.set_error_handler([max_body_bytes](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;

@@ -1,0 +1,254 @@
+// The KServe v2 handlers in-process: every endpoint, every error case, and concurrent
+// requests of two models on one engine equal to a Session's own outputs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "serve_test_util.h"
+
+namespace grove::serve {
+namespace {
+
+using nlohmann::json;
+using test::TempRepository;
+
+class Server : public ::testing::Test {
+ protected:
+  Server() : models(engine, {}, repo.dir()), server(engine, models, {.max_body_bytes = 1 << 20}) {
+    repo.write("add.onnx", test::add_model());
+    repo.write("pair/1/model.onnx", test::two_output_model());
+    repo.write("broken.onnx", "not a model");
+    models.load("add");
+    models.load("pair");
+    models.load("lookup", repo.write("elsewhere/g.onnx", test::gather_model()));
+  }
+
+  HttpResponse call(const std::string& method, const std::string& path, const std::string& body = "",
+                    std::map<std::string, std::string> headers = {}) {
+    return server.handle({method, path, std::move(headers), body});
+  }
+  HttpResponse infer(const std::string& model, const json& body) { return call("POST", "/v2/models/" + model + "/infer", body.dump()); }
+  static json parse(const HttpResponse& r) { return json::parse(r.body); }
+  // The status and that the body is {"error": "..."} containing `words`.
+  static void expect_error(const HttpResponse& r, int status, std::initializer_list<const char*> words) {
+    EXPECT_EQ(r.status, status) << r.body;
+    json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+    for (const char* w : words) EXPECT_NE(j["error"].get<std::string>().find(w), std::string::npos) << w << " in " << r.body;
+  }
+
+  TempRepository repo;
+  Engine engine{{.threads = 2}};
+  ModelRepository models;
+  InferenceServer server;
+};
+
+json add_request(std::vector<float> x) {
+  return {{"id", "r1"}, {"inputs", {{{"name", "x"}, {"shape", {2, 3}}, {"datatype", "FP32"}, {"data", x}}}}};
+}
+
+TEST_F(Server, HealthAndServerMetadata) {
+  EXPECT_EQ(call("GET", "/v2/health/live").status, 200);
+  EXPECT_EQ(call("GET", "/v2/health/ready").status, 200);
+  json meta = parse(call("GET", "/v2"));
+  EXPECT_EQ(meta["name"], "grove");
+  EXPECT_NE(meta["extensions"].dump().find("binary_tensor_data"), std::string::npos);
+  server.start_draining();
+  EXPECT_EQ(call("GET", "/v2/health/ready").status, 503);
+  EXPECT_EQ(call("GET", "/v2/health/live").status, 200);
+  expect_error(infer("add", add_request({1, 2, 3, 4, 5, 6})), 503, {"shutting down"});
+}
+
+TEST_F(Server, ModelMetadataAndReadiness) {
+  json meta = parse(call("GET", "/v2/models/pair"));
+  EXPECT_EQ(meta["name"], "pair");
+  EXPECT_EQ(meta["versions"], json({"1"}));
+  EXPECT_EQ(meta["inputs"][0]["datatype"], "FP32");
+  EXPECT_EQ(meta["inputs"][0]["shape"], json({-1, 4}));
+  EXPECT_EQ(meta["outputs"].size(), 2u);
+  EXPECT_EQ(call("GET", "/v2/models/pair/versions/1").body, call("GET", "/v2/models/pair").body);
+  EXPECT_EQ(parse(call("GET", "/v2/models/add/ready"))["ready"], true);
+  EXPECT_EQ(call("GET", "/v2/models/add/versions/1/ready").status, 200);
+  expect_error(call("GET", "/v2/models/add/versions/2"), 404, {"no version '2'"});
+  expect_error(call("GET", "/v2/models/nope"), 404, {"unknown model 'nope'"});
+  expect_error(call("GET", "/v2/models/nope/ready"), 404, {"nope"});
+}
+
+TEST_F(Server, InferJson) {
+  HttpResponse r = infer("add", add_request({1, 2, 3, 4, 5, 6}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = parse(r);
+  EXPECT_EQ(j["model_name"], "add");
+  EXPECT_EQ(j["id"], "r1");
+  EXPECT_EQ(j["outputs"][0]["name"], "y");
+  EXPECT_EQ(j["outputs"][0]["datatype"], "FP32");
+  EXPECT_EQ(j["outputs"][0]["shape"], json({2, 3}));
+  EXPECT_EQ(j["outputs"][0]["data"], json({2, 4, 6, 5, 7, 9}));
+  // Nested data as Triton accepts it, and the versioned path.
+  json nested = add_request({});
+  nested["inputs"][0]["data"] = {{1, 2, 3}, {4, 5, 6}};
+  r = call("POST", "/v2/models/add/versions/1/infer", nested.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(parse(r)["outputs"][0]["data"], json({2, 4, 6, 5, 7, 9}));
+}
+
+TEST_F(Server, InferDynamicShapeAndRequestedOutputs) {
+  json req = {{"inputs", {{{"name", "x"}, {"shape", {3, 4}}, {"datatype", "FP32"}, {"data", std::vector<float>(12, -2.0f)}}}},
+              {"outputs", {{{"name", "neg"}}}}};
+  HttpResponse r = infer("pair", req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = parse(r);
+  ASSERT_EQ(j["outputs"].size(), 1u);
+  EXPECT_EQ(j["outputs"][0]["name"], "neg");
+  EXPECT_EQ(j["outputs"][0]["shape"], json({3, 4}));
+  EXPECT_EQ(j["outputs"][0]["data"], json(std::vector<float>(12, 2.0f)));
+}
+
+TEST_F(Server, InferBinaryInAndOut) {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  json header = {{"inputs", {{{"name", "x"}, {"shape", {2, 3}}, {"datatype", "FP32"}, {"parameters", {{"binary_data_size", 24}}}}}},
+                 {"outputs", {{{"name", "y"}, {"parameters", {{"binary_data", true}}}}}}};
+  std::string head = header.dump();
+  std::string body = head + std::string(reinterpret_cast<const char*>(x.data()), 24);
+  HttpResponse r = call("POST", "/v2/models/add/infer", body, {{"inference-header-content-length", std::to_string(head.size())}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(r.headers.count("Inference-Header-Content-Length"));
+  size_t n = std::stoul(r.headers["Inference-Header-Content-Length"]);
+  json j = json::parse(r.body.substr(0, n));
+  EXPECT_EQ(j["outputs"][0]["parameters"]["binary_data_size"], 24);
+  EXPECT_FALSE(j["outputs"][0].contains("data"));
+  ASSERT_EQ(r.body.size(), n + 24);
+  std::vector<float> y(6);
+  std::memcpy(y.data(), r.body.data() + n, 24);
+  EXPECT_EQ(y, (std::vector<float>{2, 4, 6, 5, 7, 9}));
+  // binary_data_output for every output, JSON input.
+  json all = add_request(x);
+  all["parameters"] = {{"binary_data_output", true}};
+  r = infer("add", all);
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "application/octet-stream");
+}
+
+TEST_F(Server, BadRequestsGetA4xxNamingTheProblem) {
+  expect_error(call("POST", "/v2/models/add/infer", "{bad json"), 400, {"malformed JSON"});
+  expect_error(call("POST", "/v2/models/add/infer", "[1, 2]"), 400, {"JSON object"});
+  expect_error(infer("add", json::object()), 400, {"'inputs' array"});
+  expect_error(infer("add", {{"inputs", json::array()}}), 400, {"missing input 'x'"});
+  json r = add_request({1, 2, 3, 4, 5, 6});
+  r["inputs"][0]["name"] = "z";
+  expect_error(infer("add", r), 400, {"no input named 'z'", "inputs: x"});
+  r = add_request({1, 2, 3, 4, 5, 6});
+  r["inputs"][0]["datatype"] = "INT32";
+  expect_error(infer("add", r), 400, {"datatype INT32", "expects FP32"});
+  r["inputs"][0]["datatype"] = "BYTES";
+  expect_error(infer("add", r), 400, {"unsupported datatype 'BYTES'"});
+  r = add_request({1, 2, 3, 4, 5, 6});
+  r["inputs"][0]["shape"] = {3, 2};
+  expect_error(infer("add", r), 400, {"shape 3x2", "expects 2x3"});
+  r["inputs"][0]["shape"] = {2, -3};
+  expect_error(infer("add", r), 400, {"non-negative"});
+  expect_error(infer("add", add_request({1, 2, 3})), 400, {"holds 6 values, data has 3"});
+  expect_error(infer("add", add_request({1, 2, 3, 4, 5, 6, 7})), 400, {"more data values"});
+  r = add_request({1, 2, 3, 4, 5, 6});
+  r["inputs"][0]["data"][2] = "three";
+  expect_error(infer("add", r), 400, {"must be numbers"});
+  r = add_request({1, 2, 3, 4, 5, 6});
+  r["inputs"].push_back(r["inputs"][0]);
+  expect_error(infer("add", r), 400, {"given twice"});
+  r = add_request({1, 2, 3, 4, 5, 6});
+  r["outputs"] = {{{"name", "nope"}}};
+  expect_error(infer("add", r), 400, {"no output named 'nope'"});
+  // Binary data that does not add up.
+  json header = {{"inputs", {{{"name", "x"}, {"shape", {2, 3}}, {"datatype", "FP32"}, {"parameters", {{"binary_data_size", 24}}}}}}};
+  std::string head = header.dump();
+  auto with_bytes = [&](size_t extra, const std::string& length) {
+    return call("POST", "/v2/models/add/infer", head + std::string(extra, '\0'), {{"inference-header-content-length", length}});
+  };
+  expect_error(with_bytes(20, std::to_string(head.size())), 400, {"past the end"});
+  expect_error(with_bytes(28, std::to_string(head.size())), 400, {"4 bytes of binary data belong to no input"});
+  expect_error(with_bytes(24, "99999"), 400, {"past the body"});
+  expect_error(with_bytes(24, "-1"), 400, {"not a byte count"});
+  // Limits and routing.
+  expect_error(call("POST", "/v2/models/add/infer", std::string((1 << 20) + 1, ' ')), 413, {"--max-body-bytes"});
+  expect_error(call("GET", "/v2/models/add/infer"), 405, {"GET"});
+  expect_error(call("POST", "/v2/models/add"), 405, {"POST"});
+  expect_error(call("GET", "/v3/anything"), 404, {"no such endpoint"});
+  expect_error(call("GET", "/v2/models/add/explain"), 404, {"no such endpoint"});
+  expect_error(infer("nope", add_request({})), 404, {"unknown model 'nope'"});
+}
+
+TEST_F(Server, FailingInferenceIs500NamingTheNode) {
+  json ok = {{"inputs", {{{"name", "i"}, {"shape", {2}}, {"datatype", "INT64"}, {"data", {3, 0}}}}}};
+  HttpResponse r = infer("lookup", ok);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(parse(r)["outputs"][0]["data"], json({40, 10}));
+  json bad = ok;
+  bad["inputs"][0]["data"] = {1, 100};
+  expect_error(infer("lookup", bad), 500, {"lookup", "Gather", "out of range"});
+  // The server and the model carry on.
+  EXPECT_EQ(infer("lookup", ok).status, 200);
+}
+
+TEST_F(Server, RepositoryLoadUnloadAndIndex) {
+  json index = parse(call("POST", "/v2/repository/index"));
+  std::map<std::string, std::string> state;
+  for (const json& e : index) state[e["name"]] = e["state"];
+  EXPECT_EQ(state["add"], "READY");
+  EXPECT_EQ(state["pair"], "READY");
+  EXPECT_EQ(state["lookup"], "READY");
+  EXPECT_EQ(state["broken"], "UNAVAILABLE");
+
+  EXPECT_EQ(call("POST", "/v2/repository/models/add/unload").status, 200);
+  expect_error(infer("add", add_request({1, 2, 3, 4, 5, 6})), 404, {"unknown model 'add'"});
+  expect_error(call("POST", "/v2/repository/models/add/unload"), 404, {"not loaded"});
+  index = parse(call("POST", "/v2/repository/index"));
+  for (const json& e : index)
+    if (e["name"] == "add") EXPECT_EQ(e["state"], "UNAVAILABLE");
+  EXPECT_EQ(call("POST", "/v2/repository/models/add/load").status, 200);
+  EXPECT_EQ(infer("add", add_request({1, 2, 3, 4, 5, 6})).status, 200);
+
+  expect_error(call("POST", "/v2/repository/models/broken/load"), 400, {"broken.onnx"});
+  expect_error(call("POST", "/v2/repository/models/missing/load"), 404, {"no model named 'missing'"});
+  expect_error(call("POST", "/v2/repository/models/..%2F..%2Fetc/load"), 400, {"bad model name"});
+  expect_error(call("POST", "/v2/repository/models/.hidden/load"), 400, {"bad model name"});
+  expect_error(call("GET", "/v2/repository/index"), 405, {"GET"});
+}
+
+TEST_F(Server, MetricsCountRequestsPerModel) {
+  infer("add", add_request({1, 2, 3, 4, 5, 6}));
+  infer("add", add_request({1}));
+  HttpResponse r = call("GET", "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.content_type.find("text/plain"), std::string::npos);
+  for (const char* line : {"grove_requests_total{model=\"add\"} 2", "grove_request_failures_total{model=\"add\"} 1",
+                           "grove_request_duration_seconds_count{model=\"add\"} 2", "grove_requests_total{model=\"pair\"} 0",
+                           "# TYPE grove_engine_tiles_total counter", "grove_engine_threads 2"})
+    EXPECT_NE(r.body.find(line), std::string::npos) << line << "\n" << r.body;
+  // One TYPE line per family: the exposition format rejects repeats.
+  EXPECT_EQ(r.body.find("# TYPE grove_requests_total"), r.body.rfind("# TYPE grove_requests_total"));
+}
+
+TEST_F(Server, ConcurrentRequestsOfTwoModelsEqualSessionRuns) {
+  std::vector<float> x(5 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 9.5f;
+  json pair_req = {{"inputs", {{{"name", "x"}, {"shape", {5, 4}}, {"datatype", "FP32"}, {"data", x}}}}};
+  const std::string want_pair = infer("pair", pair_req).body, want_add = infer("add", add_request({1, 2, 3, 4, 5, 6})).body;
+  ASSERT_NE(want_pair.find("relu"), std::string::npos);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 16; ++c)
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 25; ++i) {
+        bool pair = (c + i) % 2 == 0;
+        HttpResponse r = pair ? infer("pair", pair_req) : infer("add", add_request({1, 2, 3, 4, 5, 6}));
+        if (r.status != 200 || r.body != (pair ? want_pair : want_add)) wrong.fetch_add(1);
+      }
+    });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(server.in_flight(), 0);
+}
+
+}  // namespace
+}  // namespace grove::serve
