@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags]}
 seconds=${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags]}
 shift 2
-targets=(model npy tilegraph graph)
+targets=(model npy tilegraph graph serve)
 [ "$target" = all ] || targets=("$target")
 
 if [ ! -f build-fuzz/CMakeCache.txt ]; then

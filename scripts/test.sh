@@ -28,7 +28,7 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_TESTS=ON \
         -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON > /dev/null
   cmake --build build-fuzz -j"$jobs" --target grove_unit_tests grove_cli_tests grove_conformance \
-        fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph
+        fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_serve grove_serve_tests
   export ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   build-fuzz/tests/grove_unit_tests --gtest_brief=1
   build-fuzz/tests/grove_cli_tests --gtest_brief=1
