@@ -33,7 +33,9 @@ int run_serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   Engine engine({.threads = o.threads});
-  serve::ModelRepository models(engine, o.limits, o.model_repository);
+  serve::ModelRepository models(engine, o.limits, o.model_repository,
+                                {.max_batch = o.max_batch,
+                                 .max_delay = std::chrono::microseconds(static_cast<int64_t>(o.batch_delay_ms * 1000))});
   for (const std::string& spec : o.models) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
@@ -69,8 +71,11 @@ int run_serve(const ServeOptions& o) {
     listener.stop();
   });
 
-  for (const auto& m : models.loaded())
-    std::printf("grove serve: model '%s' ready (%s)\n", m->name.c_str(), m->path.c_str());
+  for (const auto& m : models.loaded()) {
+    std::string batching = m->batcher ? ", dynamic batching up to " + std::to_string(o.max_batch) + " rows"
+                           : m->batching_note.empty() ? "" : ", not batched: " + m->batching_note;
+    std::printf("grove serve: model '%s' ready (%s%s)\n", m->name.c_str(), m->path.c_str(), batching.c_str());
+  }
   std::printf("grove serve: listening on http://%s:%d (%d engine threads, KServe v2: /v2/models/NAME/infer, /metrics)\n",
               o.host.c_str(), port, engine.threads());
   std::fflush(stdout);

@@ -71,6 +71,8 @@ struct ServeOptions {
   int max_concurrent = 256;
   int64_t max_body_bytes = int64_t{64} << 20;
   double request_timeout_s = 60;
+  int max_batch = 0;                // dynamic batching: most rows per joined run; 0: off
+  double batch_delay_ms = 2;        // how long a first request waits for company
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 

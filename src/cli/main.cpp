@@ -277,6 +277,15 @@ Examples:
                     "Seconds an inference may take before the client gets 504")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  serve->add_option("--max-batch", serve_options.max_batch,
+                    "Dynamic batching: join requests that arrive together into runs of up to this many rows "
+                    "(dimension 0), for models whose inputs and outputs all have a free first dimension (0: off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--batch-delay-ms", serve_options.batch_delay_ms,
+                    "Dynamic batching: how long a request may wait for others to join its batch")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   add_limit_options(serve, serve_options.limits);
 
   LoadOptions load_options;

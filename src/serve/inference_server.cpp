@@ -318,7 +318,7 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   ParsedRequest parsed = parse_infer(model, request);
   std::future<TensorMap> pending;
   try {
-    pending = model.session->submit(std::move(parsed.inputs));
+    pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs)) : model.session->submit(std::move(parsed.inputs));
   } catch (const Error& e) {
     throw HttpError(400, e.what());  // inputs the model cannot bind or plan
   }
@@ -395,6 +395,15 @@ HttpResponse InferenceServer::metrics() const {
          [&](const char* n, const std::string& l, const Snap& s) { return sample(n, l, static_cast<double>(s.failures)); });
   family("grove_requests_in_flight", "gauge", "Inference requests being served.",
          [&](const char* n, const std::string& l, const Snap& s) { return sample(n, l, static_cast<double>(s.in_flight)); });
+  r.body += "# HELP grove_batches_total Runs of joined requests (dynamic batching).\n# TYPE grove_batches_total counter\n";
+  std::string batched = "# HELP grove_batched_requests_total Requests served in those runs.\n# TYPE grove_batched_requests_total counter\n";
+  for (const std::shared_ptr<ServedModel>& m : models_.loaded())
+    if (m->batcher) {
+      BatchStats b = m->batcher->stats();
+      r.body += sample("grove_batches_total", "model=\"" + m->name + "\"", static_cast<double>(b.batches));
+      batched += sample("grove_batched_requests_total", "model=\"" + m->name + "\"", static_cast<double>(b.requests));
+    }
+  r.body += batched;
   family("grove_request_duration_seconds", "histogram", "Inference latency, arrival to response.",
          [&](const char* n, const std::string& l, const Snap& s) {
            std::string out, name = n;

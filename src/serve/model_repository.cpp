@@ -8,8 +8,8 @@ namespace grove::serve {
 
 namespace fs = std::filesystem;
 
-ModelRepository::ModelRepository(Engine& engine, Limits limits, std::string directory)
-    : engine_(engine), limits_(limits), directory_(std::move(directory)) {}
+ModelRepository::ModelRepository(Engine& engine, Limits limits, std::string directory, BatchingOptions batching)
+    : engine_(engine), limits_(limits), directory_(std::move(directory)), batching_(batching) {}
 
 bool ModelRepository::valid_name(const std::string& name) {
   if (name.empty() || name.size() > 128 || name[0] == '.') return false;
@@ -57,6 +57,11 @@ void ModelRepository::load(const std::string& name, const std::string& path) {
   }
   model->inputs = model->session->inputs();
   model->outputs = model->session->outputs();
+  if (batching_.max_batch > 0) {
+    model->batching_note = DynamicBatcher::why_not_batchable(model->inputs, model->outputs);
+    if (model->batching_note.empty())
+      model->batcher = std::make_unique<DynamicBatcher>(*model->session, batching_.max_batch, batching_.max_delay);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   models_[name] = std::move(model);
   unavailable_.erase(name);

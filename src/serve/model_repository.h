@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/session.h"
+#include "serve/dynamic_batcher.h"
 #include "serve/metrics.h"
 
 namespace grove::serve {
@@ -18,8 +19,16 @@ struct ServedModel {
   std::string name;
   std::string path;
   std::unique_ptr<Session> session;
+  std::unique_ptr<DynamicBatcher> batcher;  // null: each request runs alone (declared after the session it uses)
+  std::string batching_note;                // why batching is off for this model, when it was asked for
   std::vector<ValueSpec> inputs, outputs;
   ModelMetrics metrics;
+};
+
+// Dynamic batching for every model that allows it (max_batch 0: off).
+struct BatchingOptions {
+  int max_batch = 0;
+  std::chrono::microseconds max_delay{2000};
 };
 
 struct RepositoryEntry {
@@ -32,7 +41,7 @@ class ModelRepository {
  public:
   // `directory`: where load-by-name finds models ("" for none): NAME.onnx, NAME/model.onnx
   // or NAME/1/model.onnx.
-  ModelRepository(Engine& engine, Limits limits, std::string directory);
+  ModelRepository(Engine& engine, Limits limits, std::string directory, BatchingOptions batching = {});
 
   // Loads (or reloads) `name` from `path`, or from the directory when `path` is empty.
   // Throws HttpError: 400 for a bad name, 404 when the directory has no such model, 400 when
@@ -57,6 +66,7 @@ class ModelRepository {
   Engine& engine_;
   Limits limits_;
   std::string directory_;
+  BatchingOptions batching_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<ServedModel>> models_;
   std::map<std::string, std::string> unavailable_;  // name -> reason

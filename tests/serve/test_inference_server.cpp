@@ -252,3 +252,53 @@ TEST_F(Server, ConcurrentRequestsOfTwoModelsEqualSessionRuns) {
 
 }  // namespace
 }  // namespace grove::serve
+
+namespace grove::serve {
+namespace {
+
+TEST(ServerBatching, JoinedRequestsGetTheirOwnRowsBack) {
+  test::TempRepository repo;
+  repo.write("pair.onnx", test::two_output_model());
+  repo.write("add.onnx", test::add_model());
+  Engine engine({.threads = 2});
+  ModelRepository models(engine, {}, repo.dir(), {.max_batch = 16, .max_delay = std::chrono::milliseconds(50)});
+  models.load("pair");
+  models.load("add");
+  EXPECT_TRUE(models.find("pair")->batcher);
+  EXPECT_FALSE(models.find("add")->batcher);
+  EXPECT_NE(models.find("add")->batching_note.find("input 'x'"), std::string::npos);
+  InferenceServer server(engine, models);
+
+  // Request i sends i+1 rows of the value i - 3.5 (Relu and Neg make each row's answer its own).
+  auto request = [](int i) {
+    std::vector<float> x(static_cast<size_t>(4 * (i + 1)), static_cast<float>(i) - 3.5f);
+    return json{{"inputs", {{{"name", "x"}, {"shape", {i + 1, 4}}, {"datatype", "FP32"}, {"data", x}}}}}.dump();
+  };
+  std::vector<HttpResponse> answers(6);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 6; ++i)
+    clients.emplace_back([&, i] { answers[static_cast<size_t>(i)] = server.handle({"POST", "/v2/models/pair/infer", {}, request(i)}); });
+  for (std::thread& t : clients) t.join();
+  for (int i = 0; i < 6; ++i) {
+    const HttpResponse& r = answers[static_cast<size_t>(i)];
+    ASSERT_EQ(r.status, 200) << r.body;
+    json j = json::parse(r.body);
+    float v = static_cast<float>(i) - 3.5f;
+    for (const json& out : j["outputs"]) {
+      EXPECT_EQ(out["shape"], json({i + 1, 4}));
+      float want = out["name"] == "relu" ? std::max(v, 0.0f) : -v;
+      EXPECT_EQ(out["data"], json(std::vector<float>(static_cast<size_t>(4 * (i + 1)), want))) << i;
+    }
+  }
+  BatchStats stats = models.find("pair")->batcher->stats();
+  EXPECT_EQ(stats.requests, 6);
+  EXPECT_LT(stats.batches, 6) << "no requests were joined";
+  std::string metrics = server.handle({"GET", "/metrics", {}, ""}).body;
+  EXPECT_NE(metrics.find("grove_batched_requests_total{model=\"pair\"} 6"), std::string::npos) << metrics;
+  // Different shapes past dim 0 never share a batch; a wrong shape still gets 400.
+  HttpResponse bad = server.handle({"POST", "/v2/models/pair/infer", {}, json{{"inputs", {{{"name", "x"}, {"shape", {2, 5}}, {"datatype", "FP32"}, {"data", std::vector<float>(10)}}}}}.dump()});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+}
+
+}  // namespace
+}  // namespace grove::serve
