@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine: install dependencies, build, run every test:
-#  1. the runtime and tile-runtime tests under ThreadSanitizer with adversarial schedules
-#     (random delays, random pop/steal order); skip with GROVE_SKIP_TSAN=1;
-#  2. the unit, CLI and ONNX node conformance tests under AddressSanitizer + UndefinedBehavior-
+#  1. the runtime, tile-runtime and server tests under ThreadSanitizer with adversarial
+#     schedules (random delays, random pop/steal order); skip with GROVE_SKIP_TSAN=1;
+#  2. the unit, CLI, server and ONNX node conformance tests under AddressSanitizer + UndefinedBehavior-
 #     Sanitizer (clang; the model tests are left out: exporting them costs minutes of torch),
 #     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 60) in the same build
 #     (docs/fuzzing.md); skip with GROVE_SKIP_ASAN=1, or only the fuzzing with GROVE_SKIP_FUZZ=1;
@@ -17,10 +17,11 @@ if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   echo "== ThreadSanitizer + adversarial schedules =="
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_TESTS=ON \
         -DGROVE_SANITIZE=thread -DGROVE_ADVERSARIAL=ON > /dev/null
-  cmake --build build-tsan -j"$jobs" --target grove_runtime_tests grove_unit_tests
+  cmake --build build-tsan -j"$jobs" --target grove_runtime_tests grove_unit_tests grove_serve_tests
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   build-tsan/tests/runtime/grove_runtime_tests --gtest_brief=1
-  build-tsan/tests/grove_unit_tests --gtest_brief=1 --gtest_filter='Session*:PlannedRun*'
+  build-tsan/tests/grove_unit_tests --gtest_brief=1 --gtest_filter='Session*:PlannedRun*:StagedJob*'
+  build-tsan/tests/serve/grove_serve_tests --gtest_brief=1
 fi
 
 if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
@@ -32,6 +33,7 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   export ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   build-fuzz/tests/grove_unit_tests --gtest_brief=1
   build-fuzz/tests/grove_cli_tests --gtest_brief=1
+  build-fuzz/tests/serve/grove_serve_tests --gtest_brief=1
   build-fuzz/tests/grove_conformance
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
     bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"

@@ -10,52 +10,13 @@
 #include <random>
 
 #include "cli/bench_stats.h"
+#include "cli/coexec_models.h"
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "runtime/session.h"
-#include "onnx/import.h"
 
 namespace grove::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-struct Loaded {
-  std::string path;
-  std::unique_ptr<Session> session;
-  TensorMap inputs;
-};
-
-// Inputs: --input NAME=FILE.npy applies to the models with an input of that name; the rest get
-// seeded random data (integers in [0, 100): valid token ids).
-Loaded load(Engine& engine, const BenchOptions& o, const std::string& path, const ShapeMap& all_shapes) {
-  Loaded m;
-  m.path = path;
-  Graph g = load_onnx(path, o.limits);
-  ShapeMap shapes;
-  for (const auto& [name, shape] : all_shapes)
-    if (g.find_input(name)) shapes[name] = shape;
-  std::vector<std::string> files;
-  for (const auto& text : o.inputs) {
-    auto eq = text.find('=');
-    if (eq == std::string::npos) throw Error("--input " + text + ": with several models, name it as NAME=FILE.npy");
-    if (g.find_input(text.substr(0, eq))) files.push_back(text);
-  }
-  m.inputs = load_input_files(g, files, shapes);
-  ShapeMap resolved = resolve_input_shapes(g, shapes);
-  std::mt19937_64 rng(o.seed);
-  for (const auto& decl : g.inputs)
-    if (!m.inputs.count(decl.name)) m.inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
-  m.session = std::make_unique<Session>(
-      engine, Model(g, resolved, o.limits),
-      SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
-                     .tiles_per_op = o.tiles_per_op});
-  if (!m.session->plan_for(resolved))
-    throw Error(path + ": shapes depend on input values; co-execution needs plannable models");
-  return m;
-}
 
 double run_together(std::vector<Loaded>& models) {
   auto t = Clock::now();
@@ -79,7 +40,7 @@ int run_bench_coexec(const BenchOptions& o) {
   ShapeMap shapes = parse_shape_options(o.shapes);
   Engine engine({.threads = o.threads});
   std::vector<Loaded> models;
-  for (const auto& path : o.models) models.push_back(load(engine, o, path, shapes));
+  for (const auto& path : o.models) models.push_back(load_for_coexec(engine, o, path, shapes));
   double load_plan_ms = ms_since(t0);
 
   for (int i = 0; i < o.warmup; ++i) run_together(models), run_in_turn(models);

@@ -59,6 +59,10 @@ struct BenchOptions {
   uint64_t seed = 0;
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
+  // Several models, --mt-graph: search MT-Graph stage pointers (docs/serving.md).
+  bool mt_graph = false;
+  int mt_pointers = 2, mt_rounds = 2, mt_candidates = 6;
+  int mt_profile_runs = 5;          // runs per profiled candidate (median)
 };
 
 struct ServeOptions {
@@ -92,6 +96,7 @@ void write_trace(Engine& engine, const std::string& path, std::FILE* say = stdou
 int run_info(const InfoOptions& options);
 int run_bench(const BenchOptions& options);
 int run_bench_coexec(const BenchOptions& options);  // several models: submitted together vs in turn
+int run_bench_mtgraph(const BenchOptions& options);  // several models, --mt-graph: staged schedules
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();

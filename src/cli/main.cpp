@@ -240,6 +240,21 @@ Examples:
   bench->add_option("--tiles-per-op", bench_options.tiles_per_op, "Target tiles per op (0: by rule)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   bench->add_flag("--json", bench_options.json, "Print one JSON object instead of the table");
+  bench->add_flag("--mt-graph", bench_options.mt_graph,
+                  "With several models: search MT-Graph stage pointers by coordinate descent on measured latency, "
+                  "then compare the best schedule with plain co-execution, one after the other and split cores");
+  bench->add_option("--mt-pointers", bench_options.mt_pointers, "MT-Graph: stage boundaries per model")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  bench->add_option("--mt-rounds", bench_options.mt_rounds, "MT-Graph: coordinate descent rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  bench->add_option("--mt-candidates", bench_options.mt_candidates, "MT-Graph: pointer rows sampled per model per round")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  bench->add_option("--mt-profile-runs", bench_options.mt_profile_runs, "MT-Graph: runs per profiled schedule (median)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   bench->add_option("--seed", bench_options.seed, "Seed for the random inputs")->capture_default_str();
   bench->add_option("--trace", bench_options.trace_path,
                     "After the timed runs, one more warm run per schedule traced to this .json file (Chrome/Perfetto)")

@@ -1,0 +1,37 @@
+#include "cli/coexec_models.h"
+
+#include <random>
+
+#include "cli/inputs.h"
+#include "onnx/import.h"
+
+namespace grove::cli {
+
+Loaded load_for_coexec(Engine& engine, const BenchOptions& o, const std::string& path, const ShapeMap& all_shapes) {
+  Loaded m;
+  m.path = path;
+  Graph g = load_onnx(path, o.limits);
+  ShapeMap shapes;
+  for (const auto& [name, shape] : all_shapes)
+    if (g.find_input(name)) shapes[name] = shape;
+  std::vector<std::string> files;
+  for (const auto& text : o.inputs) {
+    auto eq = text.find('=');
+    if (eq == std::string::npos) throw Error("--input " + text + ": with several models, name it as NAME=FILE.npy");
+    if (g.find_input(text.substr(0, eq))) files.push_back(text);
+  }
+  m.inputs = load_input_files(g, files, shapes);
+  ShapeMap resolved = resolve_input_shapes(g, shapes);
+  std::mt19937_64 rng(o.seed);
+  for (const auto& decl : g.inputs)
+    if (!m.inputs.count(decl.name)) m.inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
+  m.session = std::make_unique<Session>(
+      engine, Model(g, resolved, o.limits),
+      SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
+                     .tiles_per_op = o.tiles_per_op});
+  if (!m.session->plan_for(resolved))
+    throw Error(path + ": shapes depend on input values; co-execution needs plannable models");
+  return m;
+}
+
+}  // namespace grove::cli

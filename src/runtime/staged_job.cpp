@@ -1,0 +1,101 @@
+#include "runtime/staged_job.h"
+
+#include <algorithm>
+
+namespace grove {
+
+std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_ptr<const Plan>>& plans, const PointerMatrix& rho) {
+  if (plans.empty() || rho.size() != plans.size()) throw Error("MT-Graph: one pointer row per model is needed");
+  const size_t pointers = rho[0].size();
+  auto dag = std::make_shared<StagedDag>();
+  int32_t total = 0;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan& p = *plans[i];
+    if (p.options.schedule != Schedule::aspen) throw Error("MT-Graph: stages are built on the barrier-free schedule");
+    if (rho[i].size() != pointers) throw Error("MT-Graph: every model needs the same number of pointers");
+    const int32_t nodes = static_cast<int32_t>(p.graph.nodes.size());
+    for (size_t k = 0; k < pointers; ++k)
+      if (rho[i][k] < 0 || rho[i][k] > nodes || (k && rho[i][k] < rho[i][k - 1]))
+        throw Error("MT-Graph: pointers of model " + std::to_string(i) + " must be nondecreasing node positions in [0, " +
+                    std::to_string(nodes) + "]");
+    dag->offset.push_back(total);
+    total += p.tiles.size();
+  }
+  dag->gates = static_cast<int32_t>(pointers);
+  const int32_t all = total + dag->gates;
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(all));
+  auto stage_of = [&](size_t i, int32_t node) {
+    return static_cast<int32_t>(std::upper_bound(rho[i].begin(), rho[i].end(), node) - rho[i].begin());
+  };
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const TileGraph& tg = plans[i]->tiles;
+    const int32_t base = dag->offset[i];
+    for (int32_t t = 0; t < tg.size(); ++t) {
+      auto& children = out[static_cast<size_t>(base + t)];
+      for (int64_t e = tg.child_begin[static_cast<size_t>(t)]; e < tg.child_begin[static_cast<size_t>(t) + 1]; ++e)
+        children.push_back(base + tg.children[static_cast<size_t>(e)]);
+      const int32_t stage = stage_of(i, tg.node[static_cast<size_t>(t)]);
+      if (stage < dag->gates) children.push_back(total + stage);           // the stage's gate waits for it
+      if (stage > 0) out[static_cast<size_t>(total + stage - 1)].push_back(base + t);  // released by the previous gate
+    }
+  }
+  for (int32_t g = 1; g < dag->gates; ++g) out[static_cast<size_t>(total + g - 1)].push_back(total + g);
+
+  dag->n_parents.assign(static_cast<size_t>(all), 0);
+  dag->child_begin.assign(static_cast<size_t>(all) + 1, 0);
+  for (int32_t t = 0; t < all; ++t) {
+    dag->child_begin[static_cast<size_t>(t) + 1] = dag->child_begin[static_cast<size_t>(t)] + static_cast<int64_t>(out[static_cast<size_t>(t)].size());
+    for (int32_t c : out[static_cast<size_t>(t)]) {
+      dag->children.push_back(c);
+      ++dag->n_parents[static_cast<size_t>(c)];
+    }
+  }
+  // Depth (the pool's priority): longest path from a source, by Kahn's order.
+  dag->depth.assign(static_cast<size_t>(all), 0);
+  std::vector<int32_t> waiting = dag->n_parents, ready;
+  for (int32_t t = 0; t < all; ++t)
+    if (waiting[static_cast<size_t>(t)] == 0) {
+      dag->sources.push_back(t);
+      ready.push_back(t);
+    }
+  for (size_t k = 0; k < ready.size(); ++k) {
+    const int32_t t = ready[k];
+    for (int32_t c : out[static_cast<size_t>(t)]) {
+      dag->depth[static_cast<size_t>(c)] = std::max(dag->depth[static_cast<size_t>(c)], dag->depth[static_cast<size_t>(t)] + 1);
+      if (--waiting[static_cast<size_t>(c)] == 0) ready.push_back(c);
+    }
+  }
+  return dag;
+}
+
+StagedJob::StagedJob(std::shared_ptr<const StagedDag> dag, std::vector<std::shared_ptr<PlannedRun>> runs)
+    : dag_(std::move(dag)), runs_(std::move(runs)) {
+  if (runs_.size() != dag_->offset.size()) throw Error("MT-Graph: one run per model of the staged DAG is needed");
+}
+
+DagView StagedJob::dag() const {
+  return {dag_->n_parents, dag_->child_begin, dag_->children, dag_->depth, dag_->sources};
+}
+
+int StagedJob::model_of(int32_t tile) const {
+  const int32_t gates_start = static_cast<int32_t>(dag_->n_parents.size()) - dag_->gates;
+  if (tile >= gates_start) return -1;
+  return static_cast<int>(std::upper_bound(dag_->offset.begin(), dag_->offset.end(), tile) - dag_->offset.begin()) - 1;
+}
+
+void StagedJob::run_tile(int32_t tile, int worker) {
+  int m = model_of(tile);
+  if (m >= 0) runs_[static_cast<size_t>(m)]->run_tile(tile - dag_->offset[static_cast<size_t>(m)], worker);
+}
+
+std::string StagedJob::tile_label(int32_t tile) const {
+  int m = model_of(tile);
+  if (m < 0) return "stage gate";
+  return "m" + std::to_string(m) + " " + runs_[static_cast<size_t>(m)]->tile_label(tile - dag_->offset[static_cast<size_t>(m)]);
+}
+
+void StagedJob::finished(std::exception_ptr error) noexcept {
+  for (auto& run : runs_) run->finished(error);
+}
+
+}  // namespace grove

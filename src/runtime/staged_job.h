@@ -1,0 +1,47 @@
+#pragma once
+// MT-Graph stages (thesis 004, chapter 4.1) over grove's tile DAGs: several runs (a compound
+// task of N models) submitted as one Job whose DAG is theirs side by side plus one gate tile
+// per stage boundary. A pointer matrix rho[N][P] cuts each model's op sequence (the plan's
+// topological node order) into P + 1 stages: stage s of model i holds its nodes n with
+// rho[i][s-1] <= n < rho[i][s]. Gate s waits for every tile of stage s of every model (and gate
+// s-1) and releases every tile of stage s+1, so a stage must finish before the next starts;
+// inside a stage the models' tiles share the ready pool as usual. Pointers at the end of every
+// sequence give one stage: plain co-execution.
+#include <memory>
+#include <vector>
+
+#include "runtime/planned_run.h"
+
+namespace grove {
+
+using PointerMatrix = std::vector<std::vector<int32_t>>;  // [model][pointer], each row nondecreasing
+
+// The combined tile DAG for `plans` (aspen schedule) under `rho`: built once per pointer
+// matrix, shared by every run of it. Throws Error for a malformed rho.
+struct StagedDag {
+  std::vector<int32_t> offset;  // first combined tile of each model; gates follow the last model
+  int32_t gates = 0;
+  std::vector<int32_t> n_parents, depth, sources, children;
+  std::vector<int64_t> child_begin;
+};
+std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_ptr<const Plan>>& plans, const PointerMatrix& rho);
+
+class StagedJob : public Job {
+ public:
+  // One run per plan, in the same order as make_staged_dag's plans.
+  StagedJob(std::shared_ptr<const StagedDag> dag, std::vector<std::shared_ptr<PlannedRun>> runs);
+
+  DagView dag() const override;
+  void run_tile(int32_t tile, int worker) override;
+  std::string tile_label(int32_t tile) const override;
+  void finished(std::exception_ptr error) noexcept override;
+
+ private:
+  // The model owning combined tile `tile`, or -1 for a gate.
+  int model_of(int32_t tile) const;
+
+  std::shared_ptr<const StagedDag> dag_;
+  std::vector<std::shared_ptr<PlannedRun>> runs_;
+};
+
+}  // namespace grove

@@ -1,0 +1,101 @@
+// MT-Graph stages: the staged DAG's gates sit where the pointer matrix says, and a staged
+// compound run gives each model the outputs it gives alone.
+#include <gtest/gtest.h>
+
+#include "onnx/import.h"
+#include "runtime/planned_run.h"
+#include "runtime/session.h"
+#include "runtime/staged_job.h"
+#include "tiny_models.h"
+
+namespace grove {
+namespace {
+
+struct Pair {
+  Engine engine{{.threads = 2}};
+  std::vector<Session> sessions;
+  std::vector<TensorMap> inputs;
+  std::vector<std::shared_ptr<const Plan>> plans;
+
+  Pair() {
+    sessions.emplace_back(engine, Model(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")));
+    sessions.emplace_back(engine, Model(load_onnx_bytes(test::transformer_bytes(), "bert.onnx")));
+    for (Session& s : sessions) {
+      TensorMap in;
+      uint32_t seed = 1;
+      ShapeMap shapes;
+      for (const ValueSpec& v : s.inputs()) {
+        Shape shape(v.dims.begin(), v.dims.end());
+        std::vector<float> values = test::pseudo_random(static_cast<size_t>(numel(shape)), seed++, 1.0f);
+        in[v.name] = Tensor::from<float>(shape, values);
+        shapes[v.name] = shape;
+      }
+      inputs.push_back(in);
+      plans.push_back(s.plan_for(shapes));
+    }
+  }
+  int32_t ops(size_t i) const { return static_cast<int32_t>(plans[i]->graph.nodes.size()); }
+};
+
+TEST(StagedJob, GatesSitWhereThePointersSay) {
+  Pair p;
+  PointerMatrix rho = {{2, 5}, {0, p.ops(1)}};
+  auto dag = make_staged_dag(p.plans, rho);
+  ASSERT_EQ(dag->gates, 2);
+  const int32_t total = dag->offset[1] + p.plans[1]->tiles.size();
+  std::vector<std::vector<int32_t>> parents(dag->n_parents.size());
+  for (int32_t t = 0; t + 1 < static_cast<int32_t>(dag->child_begin.size()); ++t)
+    for (int64_t e = dag->child_begin[t]; e < dag->child_begin[t + 1]; ++e) parents[dag->children[e]].push_back(t);
+  auto has = [](const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  for (size_t m = 0; m < 2; ++m) {
+    const TileGraph& tg = p.plans[m]->tiles;
+    for (int32_t t = 0; t < tg.size(); ++t) {
+      int32_t node = tg.node[t], c = dag->offset[m] + t;
+      int stage = node < rho[m][0] ? 0 : node < rho[m][1] ? 1 : 2;
+      for (int g = 0; g < 2; ++g) {
+        // Gate g waits for every tile of stage g and releases every tile of stage g + 1.
+        EXPECT_EQ(has(parents[total + g], c), stage == g) << "model " << m << " tile " << t;
+        EXPECT_EQ(has(parents[c], total + g), stage == g + 1) << "model " << m << " tile " << t;
+      }
+    }
+  }
+  EXPECT_TRUE(has(parents[total + 1], total));  // gates in a chain
+  EXPECT_GT(dag->depth[total + 1], dag->depth[total]);
+}
+
+TEST(StagedJob, StagedRunsEqualRunsAlone) {
+  Pair p;
+  std::vector<TensorMap> alone = {p.sessions[0].run(p.inputs[0]), p.sessions[1].run(p.inputs[1])};
+  for (const PointerMatrix& rho : std::vector<PointerMatrix>{{{p.ops(0)}, {p.ops(1)}},
+                                                              {{0}, {0}},
+                                                              {{1, p.ops(0) / 2, p.ops(0)}, {1, 2, p.ops(1) - 1}},
+                                                              {{p.ops(0), p.ops(0)}, {4, 4}}}) {
+    auto dag = make_staged_dag(p.plans, rho);
+    for (int repeat = 0; repeat < 5; ++repeat) {
+      std::vector<std::shared_ptr<PlannedRun>> runs;
+      std::vector<std::future<TensorMap>> results;
+      for (size_t i = 0; i < 2; ++i) {
+        runs.push_back(std::make_shared<PlannedRun>(p.plans[i], p.inputs[i]));
+        results.push_back(runs.back()->result());
+      }
+      p.engine.run(std::make_shared<StagedJob>(dag, runs));
+      for (size_t i = 0; i < 2; ++i) {
+        TensorMap got = results[i].get();
+        for (const auto& [name, t] : alone[i])
+          EXPECT_EQ(got.at(name).to_f64(), t.to_f64()) << "model " << i << " rho row " << rho[i].size();
+      }
+    }
+  }
+}
+
+TEST(StagedJob, BadPointerMatricesAreErrors) {
+  Pair p;
+  EXPECT_THROW(make_staged_dag(p.plans, {{1}}), Error);
+  EXPECT_THROW(make_staged_dag(p.plans, {{1}, {1, 2}}), Error);
+  EXPECT_THROW(make_staged_dag(p.plans, {{3, 2}, {1, 2}}), Error);
+  EXPECT_THROW(make_staged_dag(p.plans, {{-1}, {0}}), Error);
+  EXPECT_THROW(make_staged_dag(p.plans, {{p.ops(0) + 1}, {0}}), Error);
+}
+
+}  // namespace
+}  // namespace grove
