@@ -20,7 +20,8 @@ constexpr const char* kVersion = "0.1.0";
 HttpResponse json_response(const json& body, int status = 200) {
   HttpResponse r;
   r.status = status;
-  r.body = body.dump();
+  // Messages echo what the client sent (names), which need not be UTF-8: replace, never throw.
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 
