@@ -4,35 +4,14 @@
 // filling one model's idle cores with the other's tiles.
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
-#include <future>
-#include <random>
 
 #include "cli/bench_stats.h"
 #include "cli/coexec_models.h"
 #include "cli/commands.h"
-#include "cli/inputs.h"
 #include "runtime/session.h"
 
 namespace grove::cli {
-namespace {
-
-double run_together(std::vector<Loaded>& models) {
-  auto t = Clock::now();
-  std::vector<std::future<TensorMap>> pending;
-  for (auto& m : models) pending.push_back(m.session->submit(m.inputs));
-  for (auto& p : pending) p.get();
-  return ms_since(t);
-}
-
-double run_in_turn(std::vector<Loaded>& models) {
-  auto t = Clock::now();
-  for (auto& m : models) m.session->run(m.inputs);
-  return ms_since(t);
-}
-
-}  // namespace
 
 int run_bench_coexec(const BenchOptions& o) {
   if (o.schedule == "both") throw Error("--schedule both times one model; co-execution takes aspen or barrier");

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <future>
 
 #include "cli/bench_stats.h"
 #include "cli/coexec_models.h"
@@ -31,29 +30,6 @@ double run_staged(Engine& engine, Compound& c, const std::shared_ptr<const Stage
   for (size_t i = 0; i < c.models.size(); ++i)
     runs.push_back(std::make_shared<PlannedRun>(c.plans[i], c.models[i].inputs, PlannedRunOptions{.buffers = c.buffers[i]}));
   engine.run(std::make_shared<StagedJob>(dag, std::move(runs)));
-  return ms_since(t);
-}
-
-double run_together(Compound& c) {
-  auto t = Clock::now();
-  std::vector<std::future<TensorMap>> pending;
-  for (auto& m : c.models) pending.push_back(m.session->submit(m.inputs));
-  for (auto& p : pending) p.get();
-  return ms_since(t);
-}
-
-double run_in_turn(Compound& c) {
-  auto t = Clock::now();
-  for (auto& m : c.models) m.session->run(m.inputs);
-  return ms_since(t);
-}
-
-// Fixed partitioning: each model on its own engine, all started at once.
-double run_split(std::vector<Loaded>& split) {
-  auto t = Clock::now();
-  std::vector<std::future<TensorMap>> pending;
-  for (auto& m : split) pending.push_back(m.session->submit(m.inputs));
-  for (auto& p : pending) p.get();
   return ms_since(t);
 }
 
@@ -84,7 +60,7 @@ int run_bench_mtgraph(const BenchOptions& o) {
   }
 
   const bool tty = isatty(STDERR_FILENO) && !o.json;
-  for (int i = 0; i < o.warmup; ++i) run_together(c), run_in_turn(c), run_split(split);
+  for (int i = 0; i < o.warmup; ++i) run_together(c.models), run_in_turn(c.models), run_together(split);
   int profiled = 0;
   auto search_start = Clock::now();
   auto cost = [&](const PointerMatrix& rho) {
@@ -106,9 +82,9 @@ int run_bench_mtgraph(const BenchOptions& o) {
     for (int k = 0; k < 4; ++k) {
       switch ((i + k) % 4) {
         case 0: staged.push_back(run_staged(engine, c, best)); break;
-        case 1: together.push_back(run_together(c)); break;
-        case 2: in_turn.push_back(run_in_turn(c)); break;
-        default: cores.push_back(run_split(split)); break;
+        case 1: together.push_back(run_together(c.models)); break;
+        case 2: in_turn.push_back(run_in_turn(c.models)); break;
+        default: cores.push_back(run_together(split)); break;
       }
     }
   }

@@ -1,5 +1,6 @@
 #include "cli/coexec_models.h"
 
+#include <future>
 #include <random>
 
 #include "cli/inputs.h"
@@ -32,6 +33,20 @@ Loaded load_for_coexec(Engine& engine, const BenchOptions& o, const std::string&
   if (!m.session->plan_for(resolved))
     throw Error(path + ": shapes depend on input values; co-execution needs plannable models");
   return m;
+}
+
+double run_together(std::vector<Loaded>& models) {
+  auto t = Clock::now();
+  std::vector<std::future<TensorMap>> pending;
+  for (auto& m : models) pending.push_back(m.session->submit(m.inputs));
+  for (auto& p : pending) p.get();
+  return ms_since(t);
+}
+
+double run_in_turn(std::vector<Loaded>& models) {
+  auto t = Clock::now();
+  for (auto& m : models) m.session->run(m.inputs);
+  return ms_since(t);
 }
 
 }  // namespace grove::cli

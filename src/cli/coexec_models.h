@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "runtime/session.h"
@@ -23,5 +24,10 @@ struct Loaded {
 // seeded random data (integers in [0, 100): valid token ids). Throws Error for a model whose
 // shapes depend on input values (it cannot be planned ahead).
 Loaded load_for_coexec(Engine& engine, const BenchOptions& o, const std::string& path, const ShapeMap& all_shapes);
+
+// Milliseconds for one inference of every model: all submitted at once (on their engines),
+// or one after the other.
+double run_together(std::vector<Loaded>& models);
+double run_in_turn(std::vector<Loaded>& models);
 
 }  // namespace grove::cli
