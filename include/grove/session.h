@@ -23,6 +23,7 @@ struct RunStats {
 struct SessionOptions {
   Schedule schedule = Schedule::aspen;
   int tiles_per_op = 0;  // 0: by rule
+  int cached_plans = 8;  // plans kept for the input shapes seen last (each with its buffer pool)
   // For tests: fill every tiled op's output buffer with NaN/junk before its tiles run, so a
   // tile that leaves elements unwritten (and would pass on a pooled buffer holding the last
   // run's correct bytes) gives wrong results. Also on when GROVE_POISON_BUFFERS is set.
@@ -58,8 +59,8 @@ class Session {
   // input values and only the reference executor can run them.
   std::shared_ptr<const Plan> plan_for(const ShapeMap& shapes);
 
-  // The activation buffers kept for the current plan's runs, and a way to give the free ones
-  // back to the OS while the model is idle.
+  // The activation buffers kept for the runs of the plan used last, and a way to give the
+  // free ones (of every cached plan) back to the OS while the model is idle.
   BufferStats buffer_stats();
   void release_free_buffers();
 

@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -27,11 +28,17 @@ struct Session::Impl {
   Engine& engine;
   Model model;
   SessionOptions options;
-  std::mutex mutex;  // guards model binding and the cached plan
-  std::shared_ptr<const Plan> plan;
-  std::shared_ptr<BufferPool> buffers;  // for plan's runs; replaced with the plan
+  std::mutex mutex;  // guards model binding and the cached plans
+  // Plans of the shapes seen last, most recent first, each with the buffer pool of its runs:
+  // inputs that alternate between a few shapes (a server's batches, a tokenizer's lengths)
+  // neither re-bind nor re-plan. Runs of an evicted plan keep it and its pool alive.
+  struct Cached {
+    std::shared_ptr<const Plan> plan;
+    std::shared_ptr<BufferPool> buffers;
+  };
+  std::vector<Cached> plans;
 
-  std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held
+  std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
   // The job for one inference, or null when the shapes cannot be planned ahead.
   std::shared_ptr<PlannedRun> make_job(TensorMap inputs);
@@ -55,7 +62,11 @@ std::shared_ptr<const Plan> Session::plan_for(const ShapeMap& shapes) {
 }
 
 std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
-  if (plan && plan->graph.bound_inputs == shapes) return plan;
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (plans[i].plan->graph.bound_inputs == shapes) {
+      std::rotate(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(i), plans.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      return plans.front().plan;
+    }
   if (!model.is_bound() || model.graph().bound_inputs != shapes) {
     if (!model.try_bind(shapes)) return nullptr;
   }
@@ -64,6 +75,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.tiles_per_op = options.tiles_per_op;
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
+  std::shared_ptr<const Plan> plan;
   try {
     plan = make_plan(model.graph(), po);
   } catch (const Error& e) {
@@ -71,20 +83,19 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
     throw e.prefixed(path + ": ");
   }
-  // New shapes, new buffer sizes: a fresh pool. Runs of the old plan still in flight keep
-  // the old pool alive through their buffers.
-  buffers = std::make_shared<BufferPool>();
+  plans.insert(plans.begin(), Cached{plan, std::make_shared<BufferPool>()});
+  if (plans.size() > static_cast<size_t>(std::max(1, options.cached_plans))) plans.pop_back();
   return plan;
 }
 
 BufferStats Session::buffer_stats() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->buffers ? impl_->buffers->stats() : BufferStats{};
+  return impl_->plans.empty() ? BufferStats{} : impl_->plans.front().buffers->stats();
 }
 
 void Session::release_free_buffers() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (impl_->buffers) impl_->buffers->trim();
+  for (Impl::Cached& c : impl_->plans) c.buffers->trim();
 }
 
 std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs) {
@@ -93,7 +104,7 @@ std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs) {
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<const Plan> p = plan_locked(shapes);
   if (!p) return nullptr;
-  PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = buffers};
+  PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = plans.front().buffers};
   return std::make_shared<PlannedRun>(std::move(p), std::move(inputs), run_options);
 }
 

@@ -28,7 +28,10 @@ std::string DynamicBatcher::why_not_batchable(const std::vector<ValueSpec>& inpu
 }
 
 DynamicBatcher::DynamicBatcher(Session& session, int max_batch, std::chrono::microseconds max_delay)
-    : session_(session), max_batch_(std::max(1, max_batch)), max_delay_(max_delay), thread_([this] { loop(); }) {}
+    : session_(session), max_batch_(std::max(1, max_batch)), max_delay_(max_delay) {
+  batcher_ = std::thread([this] { form_batches(); });
+  splitter_ = std::thread([this] { split_batches(); });
+}
 
 DynamicBatcher::~DynamicBatcher() {
   {
@@ -36,7 +39,8 @@ DynamicBatcher::~DynamicBatcher() {
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  batcher_.join();
+  splitter_.join();
 }
 
 std::future<TensorMap> DynamicBatcher::submit(TensorMap inputs) {
@@ -64,11 +68,11 @@ BatchStats DynamicBatcher::stats() const {
   return stats_;
 }
 
-void DynamicBatcher::loop() {
+void DynamicBatcher::form_batches() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, nothing left
+    wake_.wait(lock, [&] { return (stopping_ || !queue_.empty()) && running_.size() < kBatchesInFlight; });
+    if (queue_.empty()) break;  // stopping, nothing left
     // Wait for company until the first request has waited max_delay, or a batch is full.
     const auto deadline = std::chrono::steady_clock::now() + max_delay_;
     auto rows_like_first = [&] {
@@ -78,71 +82,99 @@ void DynamicBatcher::loop() {
       return rows;
     };
     wake_.wait_until(lock, deadline, [&] { return stopping_ || rows_like_first() >= max_batch_; });
-    std::vector<Pending> batch;
-    int64_t rows = 0;
+    Batch batch;
     for (auto it = queue_.begin(); it != queue_.end();) {
-      bool fits = batch.empty() || (same_signature(it->inputs, batch.front().inputs) && rows + it->rows <= max_batch_);
+      bool fits = batch.requests.empty() ||
+                  (same_signature(it->inputs, batch.requests.front().inputs) && batch.rows + it->rows <= max_batch_);
       if (fits) {
-        rows += it->rows;
-        batch.push_back(std::move(*it));
+        batch.rows += it->rows;
+        batch.requests.push_back(std::move(*it));
         it = queue_.erase(it);
       } else {
         ++it;
       }
     }
     lock.unlock();
-    run_batch(batch);
+    submit_batch(batch);
     lock.lock();
     stats_.batches += 1;
-    stats_.requests += static_cast<int64_t>(batch.size());
+    stats_.requests += static_cast<int64_t>(batch.requests.size());
+    running_.push_back(std::move(batch));
+    wake_.notify_all();
+  }
+  forming_done_ = true;
+  wake_.notify_all();
+}
+
+void DynamicBatcher::split_batches() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return forming_done_ || !running_.empty(); });
+    if (running_.empty()) return;  // forming_done_ and nothing left
+    Batch batch = std::move(running_.front());
+    running_.pop_front();
+    lock.unlock();
+    split(batch);
+    lock.lock();
+    wake_.notify_all();  // a slot for the next batch
   }
 }
 
-void DynamicBatcher::run_batch(std::vector<Pending>& batch) {
+void DynamicBatcher::submit_batch(Batch& batch) {
+  std::vector<Pending>& requests = batch.requests;
   try {
-    TensorMap joined;
-    int64_t total = 0;
-    for (const Pending& p : batch) total += p.rows;
-    if (batch.size() == 1) {
-      joined = batch[0].inputs;
-    } else {
-      for (const auto& [name, first] : batch[0].inputs) {
-        Shape shape = first.shape();
-        shape[0] = total;
-        Tensor t(first.dtype(), shape);
-        size_t offset = 0;
-        for (const Pending& p : batch) {
-          const Tensor& part = p.inputs.at(name);
-          if (part.bytes()) std::memcpy(t.raw() + offset, part.raw(), part.bytes());
-          offset += part.bytes();
-        }
-        joined[name] = std::move(t);
-      }
-    }
-    TensorMap outputs = session_.run(joined);
-    if (batch.size() == 1) {
-      batch[0].result.set_value(std::move(outputs));
+    if (requests.size() == 1) {
+      batch.outputs = session_.submit(requests[0].inputs);
       return;
     }
-    std::vector<TensorMap> split(batch.size());
-    for (const auto& [name, out] : outputs) {
-      if (out.rank() == 0 || out.dim(0) != total)
-        throw Error("dynamic batching: output '" + name + "' has shape " + shape_str(out.shape()) + ", not the batch's " +
-                    std::to_string(total) + " rows first");
-      const size_t row_bytes = out.bytes() / static_cast<size_t>(total);
+    TensorMap joined;
+    for (const auto& [name, first] : requests[0].inputs) {
+      Shape shape = first.shape();
+      shape[0] = batch.rows;
+      Tensor t(first.dtype(), shape);
       size_t offset = 0;
-      for (size_t i = 0; i < batch.size(); ++i) {
+      for (const Pending& p : requests) {
+        const Tensor& part = p.inputs.at(name);
+        if (part.bytes()) std::memcpy(t.raw() + offset, part.raw(), part.bytes());
+        offset += part.bytes();
+      }
+      joined[name] = std::move(t);
+    }
+    batch.outputs = session_.submit(std::move(joined));
+  } catch (...) {
+    std::promise<TensorMap> failed;
+    failed.set_exception(std::current_exception());
+    batch.outputs = failed.get_future();
+  }
+}
+
+void DynamicBatcher::split(Batch& batch) {
+  std::vector<Pending>& requests = batch.requests;
+  try {
+    TensorMap outputs = batch.outputs.get();
+    if (requests.size() == 1) {
+      requests[0].result.set_value(std::move(outputs));
+      return;
+    }
+    std::vector<TensorMap> parts(requests.size());
+    for (const auto& [name, out] : outputs) {
+      if (out.rank() == 0 || out.dim(0) != batch.rows)
+        throw Error("dynamic batching: output '" + name + "' has shape " + shape_str(out.shape()) + ", not the batch's " +
+                    std::to_string(batch.rows) + " rows first");
+      const size_t row_bytes = out.bytes() / static_cast<size_t>(batch.rows);
+      size_t offset = 0;
+      for (size_t i = 0; i < requests.size(); ++i) {
         Shape shape = out.shape();
-        shape[0] = batch[i].rows;
+        shape[0] = requests[i].rows;
         Tensor part(out.dtype(), shape);
         if (part.bytes()) std::memcpy(part.raw(), out.raw() + offset, part.bytes());
-        offset += static_cast<size_t>(batch[i].rows) * row_bytes;
-        split[i][name] = std::move(part);
+        offset += static_cast<size_t>(requests[i].rows) * row_bytes;
+        parts[i][name] = std::move(part);
       }
     }
-    for (size_t i = 0; i < batch.size(); ++i) batch[i].result.set_value(std::move(split[i]));
+    for (size_t i = 0; i < requests.size(); ++i) requests[i].result.set_value(std::move(parts[i]));
   } catch (...) {
-    for (Pending& p : batch) p.result.set_exception(std::current_exception());
+    for (Pending& p : requests) p.result.set_exception(std::current_exception());
   }
 }
 

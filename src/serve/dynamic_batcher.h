@@ -2,9 +2,11 @@
 // Dynamic batching for one model: requests that arrive close together are joined along
 // dimension 0 into one run, and each gets its own rows of the outputs back. The batcher's
 // thread waits for a first request, gathers more of the same shape (past dimension 0) until
-// `max_batch` rows or `max_delay` after the first, runs the batch on the Session (taking part
-// in its tiles, as Engine::run's caller), and splits the outputs; requests arriving meanwhile
-// form the next batch. Only for models whose inputs and outputs all have a free dimension 0.
+// `max_batch` rows or `max_delay` after the first, and submits the batch to the Session; a
+// second thread waits for batches in order and splits their outputs. At most
+// kBatchesInFlight batches run at once, so while one runs the next one fills up, and the
+// ready pool always has a second batch's tiles to fill the first one's tail with. Only for
+// models whose inputs and outputs all have a free dimension 0.
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -40,8 +42,17 @@ class DynamicBatcher {
     int64_t rows = 0;
     std::promise<TensorMap> result;
   };
-  void loop();
-  void run_batch(std::vector<Pending>& batch);
+  struct Batch {
+    std::vector<Pending> requests;
+    int64_t rows = 0;
+    std::future<TensorMap> outputs;
+  };
+  static constexpr int kBatchesInFlight = 2;
+
+  void form_batches();   // the batcher thread
+  void split_batches();  // the splitter thread
+  void submit_batch(Batch& batch);
+  static void split(Batch& batch);
 
   Session& session_;
   const int64_t max_batch_;
@@ -49,9 +60,11 @@ class DynamicBatcher {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;
+  std::deque<Batch> running_;  // submitted, in order; the splitter takes them from the front
   bool stopping_ = false;
+  bool forming_done_ = false;  // the batcher thread has submitted its last batch
   BatchStats stats_;
-  std::thread thread_;
+  std::thread batcher_, splitter_;
 };
 
 }  // namespace grove::serve

@@ -156,3 +156,38 @@ TEST(Session, DestroyingTheEngineWaitsForRunsInFlight) {
   }  // engine and session gone with runs possibly still queued
   for (auto& f : pending) EXPECT_TRUE(bit_identical(f.get(), want));
 }
+
+namespace grove {
+namespace {
+
+// y = Relu(x) on x [N, 4].
+std::string dynamic_relu_bytes() {
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 4}).output("y", onnx::TensorProto::FLOAT, {-1, 4});
+  b.node("Relu", {"x"}, {"y"}, "relu");
+  return b.bytes();
+}
+
+TEST(Session, AlternatingShapesReuseTheirPlans) {
+  Engine engine({.threads = 2});
+  Session session(engine, Model(load_onnx_bytes(dynamic_relu_bytes(), "dyn.onnx")), {.cached_plans = 2});
+  auto a = session.plan_for({{"x", {2, 4}}});
+  auto b = session.plan_for({{"x", {3, 4}}});
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(session.plan_for({{"x", {2, 4}}}), a);  // cached, not re-planned
+  EXPECT_EQ(session.plan_for({{"x", {3, 4}}}), b);
+  // Runs of each shape give the right rows, in any order.
+  for (int64_t rows : {2, 3, 2, 5, 3}) {
+    std::vector<float> x(static_cast<size_t>(rows * 4));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 5.0f;
+    TensorMap out = session.run({{"x", Tensor::from<float>({rows, 4}, x)}});
+    ASSERT_EQ(out.at("y").shape(), (Shape{rows, 4}));
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(out.at("y").data<float>()[i], std::max(x[i], 0.0f));
+  }
+  // Three shapes seen since: the cache of two evicted [2, 4].
+  EXPECT_NE(session.plan_for({{"x", {2, 4}}}), a);
+}
+
+}  // namespace
+}  // namespace grove
