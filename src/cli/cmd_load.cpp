@@ -121,6 +121,7 @@ int run_load(const LoadOptions& o) {
     clients.emplace_back([&] {
       httplib::Client client(o.url);
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);  // a request written as header then body must not wait for an ACK
       client.set_read_timeout(120, 0);
       while (next.fetch_add(1) < o.requests) {
         auto t0 = std::chrono::steady_clock::now();
