@@ -27,17 +27,32 @@ std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_p
   auto stage_of = [&](size_t i, int32_t node) {
     return static_cast<int32_t>(std::upper_bound(rho[i].begin(), rho[i].end(), node) - rho[i].begin());
   };
+  // Gate edges only where needed: a tile with a child in its own stage reaches the stage's gate
+  // through that child, and a tile with a parent in its own stage is released through that
+  // parent. So only a stage's sinks feed its gate and only its sources wait on the previous
+  // gate, which keeps the gates' counters from being a point every tile contends on.
   for (size_t i = 0; i < plans.size(); ++i) {
     const TileGraph& tg = plans[i]->tiles;
     const int32_t base = dag->offset[i];
+    std::vector<int32_t> stage(static_cast<size_t>(tg.size()));
+    for (int32_t t = 0; t < tg.size(); ++t) stage[static_cast<size_t>(t)] = stage_of(i, tg.node[static_cast<size_t>(t)]);
+    std::vector<char> parent_in_stage(static_cast<size_t>(tg.size()), 0);
     for (int32_t t = 0; t < tg.size(); ++t) {
       auto& children = out[static_cast<size_t>(base + t)];
-      for (int64_t e = tg.child_begin[static_cast<size_t>(t)]; e < tg.child_begin[static_cast<size_t>(t) + 1]; ++e)
-        children.push_back(base + tg.children[static_cast<size_t>(e)]);
-      const int32_t stage = stage_of(i, tg.node[static_cast<size_t>(t)]);
-      if (stage < dag->gates) children.push_back(total + stage);           // the stage's gate waits for it
-      if (stage > 0) out[static_cast<size_t>(total + stage - 1)].push_back(base + t);  // released by the previous gate
+      bool child_in_stage = false;
+      for (int64_t e = tg.child_begin[static_cast<size_t>(t)]; e < tg.child_begin[static_cast<size_t>(t) + 1]; ++e) {
+        const int32_t c = tg.children[static_cast<size_t>(e)];
+        children.push_back(base + c);
+        if (stage[static_cast<size_t>(c)] == stage[static_cast<size_t>(t)]) {
+          child_in_stage = true;
+          parent_in_stage[static_cast<size_t>(c)] = 1;
+        }
+      }
+      if (!child_in_stage && stage[static_cast<size_t>(t)] < dag->gates) children.push_back(total + stage[static_cast<size_t>(t)]);
     }
+    for (int32_t t = 0; t < tg.size(); ++t)
+      if (stage[static_cast<size_t>(t)] > 0 && !parent_in_stage[static_cast<size_t>(t)])
+        out[static_cast<size_t>(total + stage[static_cast<size_t>(t)] - 1)].push_back(base + t);
   }
   for (int32_t g = 1; g < dag->gates; ++g) out[static_cast<size_t>(total + g - 1)].push_back(total + g);
 

@@ -4,7 +4,8 @@
 // per stage boundary. A pointer matrix rho[N][P] cuts each model's op sequence (the plan's
 // topological node order) into P + 1 stages: stage s of model i holds its nodes n with
 // rho[i][s-1] <= n < rho[i][s]. Gate s waits for every tile of stage s of every model (and gate
-// s-1) and releases every tile of stage s+1, so a stage must finish before the next starts;
+// s-1) and releases every tile of stage s+1 (through direct edges from the stage's sinks and to
+// the next stage's sources), so a stage must finish before the next starts;
 // inside a stage the models' tiles share the ready pool as usual. Pointers at the end of every
 // sequence give one stage: plain co-execution.
 #include <memory>
