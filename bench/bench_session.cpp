@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/flops.h"
+#include "passes/flops.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
 

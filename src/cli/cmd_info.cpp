@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "graph/epilogue_attrs.h"
-#include "graph/flops.h"
+#include "passes/flops.h"
 #include "runtime/model.h"
 
 namespace grove::cli {

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "graph/epilogue_attrs.h"
-#include "graph/flops.h"
+#include "passes/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"
 #include "runtime/engine.h"

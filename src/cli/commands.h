@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/bind.h"
+#include "passes/bind.h"
 #include "graph/limits.h"
 #include "runtime/engine.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/bind.h"
+#include "passes/bind.h"
 #include "runtime/reference_executor.h"
 
 namespace grove::cli {

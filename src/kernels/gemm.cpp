@@ -14,7 +14,7 @@
 #include <xmmintrin.h>
 #endif
 
-#include "graph/error.h"
+#include "grove/error.h"
 #include "kernels/gemm_microkernel.h"
 
 namespace grove::kernels {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "graph/error.h"
+#include "grove/error.h"
 
 namespace grove::kernels {
 

@@ -8,7 +8,7 @@
 #include <xmmintrin.h>
 #endif
 
-#include "graph/error.h"
+#include "grove/error.h"
 
 namespace grove::kernels {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "graph/error.h"
+#include "grove/error.h"
 #include "kernels/quantize.h"
 
 namespace grove::kernels {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "graph/error.h"
+#include "grove/error.h"
 
 namespace grove::kernels {
 

@@ -9,7 +9,7 @@
 #include <vector>
 #include <string>
 
-#include "graph/error.h"
+#include "grove/error.h"
 
 namespace grove::kernels {
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <sstream>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "onnx/check_arity.h"
 #include "onnx/external_data.h"
 #include "ops/op.h"

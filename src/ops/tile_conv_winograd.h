@@ -6,7 +6,7 @@
 #include "graph/tensor.h"
 #include "kernels/epilogue.h"
 #include "kernels/im2col.h"
-#include "plan/region.h"
+#include "graph/region.h"
 
 namespace grove::tiling {
 

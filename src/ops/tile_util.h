@@ -11,7 +11,7 @@
 #include "graph/graph.h"
 #include "ops/conv_geometry.h"
 #include "ops/tiling.h"
-#include "plan/region.h"
+#include "graph/region.h"
 
 namespace grove::tiling {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "plan/region.h"
+#include "graph/region.h"
 
 namespace grove {
 

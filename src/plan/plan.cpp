@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "graph/flops.h"
+#include "passes/flops.h"
 #include "ops/op.h"
 #include "plan/plan_internal.h"
 

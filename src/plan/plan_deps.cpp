@@ -3,7 +3,7 @@
 // d are floor(begin / extent) .. floor((end - 1) / extent). O(edges), never per element.
 #include <algorithm>
 
-#include "graph/flops.h"
+#include "passes/flops.h"
 #include "plan/plan_internal.h"
 
 namespace grove::plan_detail {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plan/region.h"
+#include "graph/region.h"
 
 namespace grove {
 

@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "onnx/import.h"
 
 namespace grove {

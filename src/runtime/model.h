@@ -1,5 +1,5 @@
 #pragma once
 // Model is public (include/grove/model.h); the library also needs the Graph inside it.
-#include "graph/bind.h"
+#include "passes/bind.h"
 #include "grove/model.h"
 #include "runtime/reference_executor.h"

@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "graph/bind.h"
+#include "passes/bind.h"
 #include "ops/evaluate.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"

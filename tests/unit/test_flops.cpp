@@ -2,7 +2,7 @@
 // pooling, nothing for data movement, one per output element otherwise.
 #include <gtest/gtest.h>
 
-#include "graph/flops.h"
+#include "passes/flops.h"
 
 namespace grove {
 namespace {

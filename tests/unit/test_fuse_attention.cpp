@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "graph/flops.h"
-#include "graph/passes.h"
+#include "passes/flops.h"
+#include "passes/passes.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
 #include "graph_test_util.h"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/epilogue_attrs.h"
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
 

@@ -3,7 +3,7 @@
 // is missing or wrong.
 #include <gtest/gtest.h>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "runtime/session.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"

@@ -2,7 +2,7 @@
 // graph before and after with the reference executor.
 #include <gtest/gtest.h>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "onnx/import.h"
 #include "graph_test_util.h"
 #include "onnx_builder.h"

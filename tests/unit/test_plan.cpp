@@ -1,6 +1,6 @@
 // The planner: tile grids, dependencies against a brute-force O(tiles^2) oracle, depth,
 // critical path, the barrier schedule and the buffer plan.
-#include "graph/flops.h"
+#include "passes/flops.h"
 #include "plan_test_util.h"
 
 using namespace grove;

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "graph_test_util.h"
 #include "runtime/session.h"
 #include "plan_test_util.h"

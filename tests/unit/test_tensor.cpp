@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "graph/bind.h"
+#include "passes/bind.h"
 #include "graph/tensor.h"
 
 using namespace grove;

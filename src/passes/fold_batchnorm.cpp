@@ -3,7 +3,7 @@
 #include <cmath>
 #include <set>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 
 namespace grove {
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <set>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 
 namespace grove {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 
 namespace grove {
 namespace {

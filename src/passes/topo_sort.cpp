@@ -5,7 +5,7 @@
 #include <queue>
 #include <set>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 
 namespace grove {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/bind.h"
+#include "passes/bind.h"
 
 #include <charconv>
 

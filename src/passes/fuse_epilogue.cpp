@@ -19,8 +19,8 @@
 #include <set>
 
 #include "graph/epilogue_attrs.h"
-#include "graph/flops.h"
-#include "graph/passes.h"
+#include "passes/flops.h"
+#include "passes/passes.h"
 
 namespace grove {
 namespace {

@@ -9,7 +9,7 @@
 // mask and keep must not widen the score shape. Anything else leaves the graph unchanged.
 #include <set>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 #include "ops/op.h"
 
 namespace grove {

@@ -1,4 +1,4 @@
-#include "graph/flops.h"
+#include "passes/flops.h"
 
 #include <set>
 #include <string>

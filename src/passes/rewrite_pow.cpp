@@ -5,7 +5,7 @@
 #include <cmath>
 #include <optional>
 
-#include "graph/passes.h"
+#include "passes/passes.h"
 
 namespace grove {
 namespace {
