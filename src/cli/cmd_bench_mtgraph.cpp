@@ -1,13 +1,20 @@
 // grove bench a.onnx b.onnx --mt-graph: MT-Graph (thesis 004, chapter 4.1) on grove's ready
 // pool. Searches the stage pointer matrix by coordinate descent on measured latency of the
-// compound task (every model run once), then times, interleaved round by round (medians):
-//   mt-graph      the best pointer matrix: stage gates in one job
-//   together      plain co-execution: every model submitted at once, no stages
-//   in turn       one after the other (FIFO over the task's requests)
-//   split cores   fixed partitioning: one engine per model with its share of the threads
+// compound task (every model run once), then times each layout alone, interleaved round by
+// round (medians), and under an open-loop stream of tasks against an SLO:
+//   mt-graph, stage gates      the best pointer matrix: stage gates in one job
+//   mt-graph, stage priority   the same stages as pool priorities only, no gates
+//   together                   plain co-execution: every model submitted at once, no stages
+//   one after the other        FIFO: each task's models in turn, tasks in arrival order
+//   split cores                fixed partitioning: one engine per model with its share of the threads
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "cli/bench_stats.h"
 #include "cli/coexec_models.h"
@@ -31,6 +38,40 @@ double run_staged(Engine& engine, Compound& c, const std::shared_ptr<const Stage
     runs.push_back(std::make_shared<PlannedRun>(c.plans[i], c.models[i].inputs, PlannedRunOptions{.buffers = c.buffers[i]}));
   engine.run(std::make_shared<StagedJob>(dag, std::move(runs)));
   return ms_since(t);
+}
+
+struct StreamResult {
+  double p50_ms = 0, p99_ms = 0, slo_met = 0, tasks_per_s = 0;
+};
+
+struct Layout {
+  const char* name;
+  std::function<void()> run;  // one compound task, blocking; safe to call from several threads
+  std::vector<double> alone_ms;
+  StreamResult stream;
+};
+
+// Open loop: task i arrives at i * interval whether or not earlier ones are done; its latency
+// runs from its arrival to its end.
+StreamResult stream(const std::function<void()>& run, int tasks, double interval_ms, double slo_ms) {
+  const auto start = Clock::now();
+  auto arrival = [&](int i) { return start + std::chrono::microseconds(static_cast<int64_t>(i * interval_ms * 1e3)); };
+  std::vector<double> latency(static_cast<size_t>(tasks));
+  std::vector<std::future<void>> inflight;
+  for (int i = 0; i < tasks; ++i) {
+    std::this_thread::sleep_until(arrival(i));
+    inflight.push_back(std::async(std::launch::async, [&, i] {
+      run();
+      latency[static_cast<size_t>(i)] = std::chrono::duration<double, std::milli>(Clock::now() - arrival(i)).count();
+    }));
+  }
+  for (auto& f : inflight) f.get();
+  StreamResult r;
+  r.p50_ms = percentile(latency, 50);
+  r.p99_ms = percentile(latency, 99);
+  r.slo_met = static_cast<double>(std::count_if(latency.begin(), latency.end(), [&](double l) { return l <= slo_ms; })) / tasks;
+  r.tasks_per_s = tasks / std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
 }
 
 }  // namespace
@@ -75,28 +116,49 @@ int run_bench_mtgraph(const BenchOptions& o) {
   const double search_s = ms_since(search_start) / 1e3;
   if (tty) std::fprintf(stderr, "\r%50s\r", "");
 
-  auto best = make_staged_dag(c.plans, found.best.rho);
-  std::vector<double> staged, together, in_turn, cores;
-  for (int i = 0; i < o.runs; ++i) {
-    // Rotate the order so that no layout always follows another.
-    for (int k = 0; k < 4; ++k) {
-      switch ((i + k) % 4) {
-        case 0: staged.push_back(run_staged(engine, c, best)); break;
-        case 1: together.push_back(run_together(c.models)); break;
-        case 2: in_turn.push_back(run_in_turn(c.models)); break;
-        default: cores.push_back(run_together(split)); break;
-      }
+  // The layouts compared, each running one compound task (every model once), blocking.
+  auto gated = make_staged_dag(c.plans, found.best.rho, StageOrder::gates);
+  auto ranked = make_staged_dag(c.plans, found.best.rho, StageOrder::priority);
+  std::mutex fifo;  // one after the other: tasks also wait for each other's turn
+  std::vector<Layout> layouts = {
+      {"mt-graph, stage gates", [&] { run_staged(engine, c, gated); }},
+      {"mt-graph, stage priority", [&] { run_staged(engine, c, ranked); }},
+      {"together, no stages", [&] { run_together(c.models); }},
+      {"one after the other", [&] {
+         std::lock_guard<std::mutex> lock(fifo);
+         run_in_turn(c.models);
+       }},
+      {"split cores", [&] { run_together(split); }},
+  };
+  for (int i = 0; i < o.runs; ++i)
+    for (size_t k = 0; k < layouts.size(); ++k) {  // rotated, so no layout always follows another
+      Layout& l = layouts[(static_cast<size_t>(i) + k) % layouts.size()];
+      auto t = Clock::now();
+      l.run();
+      l.alone_ms.push_back(ms_since(t));
     }
-  }
-  const double p_staged = percentile(staged, 50), p_together = percentile(together, 50), p_turn = percentile(in_turn, 50),
-               p_cores = percentile(cores, 50);
+  // A request stream: compound tasks arriving every `interval` (80% of what plain
+  // co-execution sustains), each judged against an SLO of twice its latency alone.
+  const double together_ms = percentile(layouts[2].alone_ms, 50);
+  const double interval_ms = together_ms / 0.8, slo_ms = 2 * together_ms;
+  const int tasks = std::max(20, 4 * o.runs);
+  for (Layout& l : layouts) l.stream = stream(l.run, tasks, interval_ms, slo_ms);
+
   const std::string rho = serve::pointer_matrix_str(found.best.rho);
   if (o.json) {
     std::printf("{\"models\": [");
     for (int i = 0; i < n; ++i) std::printf("%s\"%s\"", i ? ", " : "", o.models[static_cast<size_t>(i)].c_str());
     std::printf("], \"threads\": %d, \"rho\": \"%s\", \"search_s\": %.2f, \"profiled\": %zu, \"rounds\": %d, "
-                "\"mt_graph_p50_ms\": %.4f, \"together_p50_ms\": %.4f, \"in_turn_p50_ms\": %.4f, \"split_cores_p50_ms\": %.4f}\n",
-                engine.threads(), rho.c_str(), search_s, found.records.size(), o.runs, p_staged, p_together, p_turn, p_cores);
+                "\"stream_interval_ms\": %.3f, \"slo_ms\": %.3f, \"layouts\": [",
+                engine.threads(), rho.c_str(), search_s, found.records.size(), o.runs, interval_ms, slo_ms);
+    for (size_t k = 0; k < layouts.size(); ++k) {
+      const Layout& l = layouts[k];
+      std::printf("%s{\"name\": \"%s\", \"p50_ms\": %.4f, \"stream_p50_ms\": %.4f, \"stream_p99_ms\": %.4f, "
+                  "\"slo_met\": %.4f, \"tasks_per_s\": %.3f}",
+                  k ? ", " : "", l.name, percentile(l.alone_ms, 50), l.stream.p50_ms, l.stream.p99_ms, l.stream.slo_met,
+                  l.stream.tasks_per_s);
+    }
+    std::printf("]}\n");
     return 0;
   }
   std::printf("MT-Graph over %d models, %d threads: %zu schedules profiled in %.1f s (%d pointers, %d rounds, %d candidates, %d runs each)\n",
@@ -105,11 +167,12 @@ int run_bench_mtgraph(const BenchOptions& o) {
   std::printf("best pointer matrix %s (one stage, plain co-execution, is %s)%s\n", rho.c_str(),
               serve::pointer_matrix_str(found.start.rho).c_str(),
               found.best.rho == found.start.rho ? ": no staged schedule beat plain co-execution when profiled again" : "");
-  std::printf("compound task latency, %d interleaved rounds, medians:\n", o.runs);
-  std::printf("  %-24s %9.3f ms\n", "mt-graph (best stages)", p_staged);
-  std::printf("  %-24s %9.3f ms  (%.2fx of mt-graph)\n", "together, no stages", p_together, p_together / p_staged);
-  std::printf("  %-24s %9.3f ms  (%.2fx)\n", "one after the other", p_turn, p_turn / p_staged);
-  std::printf("  %-24s %9.3f ms  (%.2fx)\n", "split cores", p_cores, p_cores / p_staged);
+  std::printf("compound task: latency alone (%d interleaved rounds, median), then a stream of %d tasks every %.2f ms "
+              "with an SLO of %.2f ms\n", o.runs, tasks, interval_ms, slo_ms);
+  std::printf("  %-26s %10s %12s %12s %8s %10s\n", "", "alone p50", "stream p50", "stream p99", "SLO met", "tasks/s");
+  for (const Layout& l : layouts)
+    std::printf("  %-26s %7.3f ms %9.3f ms %9.3f ms %7.1f%% %10.1f\n", l.name, percentile(l.alone_ms, 50), l.stream.p50_ms,
+                l.stream.p99_ms, 100 * l.stream.slo_met, l.stream.tasks_per_s);
   return 0;
 }
 

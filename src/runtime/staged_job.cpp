@@ -4,7 +4,8 @@
 
 namespace grove {
 
-std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_ptr<const Plan>>& plans, const PointerMatrix& rho) {
+std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_ptr<const Plan>>& plans, const PointerMatrix& rho,
+                                                StageOrder order) {
   if (plans.empty() || rho.size() != plans.size()) throw Error("MT-Graph: one pointer row per model is needed");
   const size_t pointers = rho[0].size();
   auto dag = std::make_shared<StagedDag>();
@@ -21,7 +22,8 @@ std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_p
     dag->offset.push_back(total);
     total += p.tiles.size();
   }
-  dag->gates = static_cast<int32_t>(pointers);
+  const bool gated = order == StageOrder::gates;
+  dag->gates = gated ? static_cast<int32_t>(pointers) : 0;
   const int32_t all = total + dag->gates;
   std::vector<std::vector<int32_t>> out(static_cast<size_t>(all));
   auto stage_of = [&](size_t i, int32_t node) {
@@ -31,11 +33,15 @@ std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_p
   // through that child, and a tile with a parent in its own stage is released through that
   // parent. So only a stage's sinks feed its gate and only its sources wait on the previous
   // gate, which keeps the gates' counters from being a point every tile contends on.
+  std::vector<int32_t> stage_of_tile(static_cast<size_t>(total), 0);
   for (size_t i = 0; i < plans.size(); ++i) {
     const TileGraph& tg = plans[i]->tiles;
     const int32_t base = dag->offset[i];
     std::vector<int32_t> stage(static_cast<size_t>(tg.size()));
-    for (int32_t t = 0; t < tg.size(); ++t) stage[static_cast<size_t>(t)] = stage_of(i, tg.node[static_cast<size_t>(t)]);
+    for (int32_t t = 0; t < tg.size(); ++t) {
+      stage[static_cast<size_t>(t)] = stage_of(i, tg.node[static_cast<size_t>(t)]);
+      stage_of_tile[static_cast<size_t>(base + t)] = stage[static_cast<size_t>(t)];
+    }
     std::vector<char> parent_in_stage(static_cast<size_t>(tg.size()), 0);
     for (int32_t t = 0; t < tg.size(); ++t) {
       auto& children = out[static_cast<size_t>(base + t)];
@@ -50,7 +56,7 @@ std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_p
       }
       if (!child_in_stage && stage[static_cast<size_t>(t)] < dag->gates) children.push_back(total + stage[static_cast<size_t>(t)]);
     }
-    for (int32_t t = 0; t < tg.size(); ++t)
+    for (int32_t t = 0; t < tg.size() && gated; ++t)
       if (stage[static_cast<size_t>(t)] > 0 && !parent_in_stage[static_cast<size_t>(t)])
         out[static_cast<size_t>(total + stage[static_cast<size_t>(t)] - 1)].push_back(base + t);
   }
@@ -79,6 +85,13 @@ std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_p
       dag->depth[static_cast<size_t>(c)] = std::max(dag->depth[static_cast<size_t>(c)], dag->depth[static_cast<size_t>(t)] + 1);
       if (--waiting[static_cast<size_t>(c)] == 0) ready.push_back(c);
     }
+  }
+  if (!gated) {
+    // No gates: a later stage only ranks behind an earlier one in the pool (its depth is
+    // pushed past every depth of the stages before it).
+    int32_t span = 0;
+    for (int32_t d : dag->depth) span = std::max(span, d + 1);
+    for (int32_t t = 0; t < total; ++t) dag->depth[static_cast<size_t>(t)] += stage_of_tile[static_cast<size_t>(t)] * span;
   }
   return dag;
 }

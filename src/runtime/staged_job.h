@@ -17,6 +17,11 @@ namespace grove {
 
 using PointerMatrix = std::vector<std::vector<int32_t>>;  // [model][pointer], each row nondecreasing
 
+// How a stage waits for the one before it: `gates` (the thesis's synchronisation barriers) or
+// `priority`, the softer variant: no gates, but a later stage's tiles rank behind every earlier
+// stage's in the ready pool, so they run only when no earlier tile is ready.
+enum class StageOrder { gates, priority };
+
 // The combined tile DAG for `plans` (aspen schedule) under `rho`: built once per pointer
 // matrix, shared by every run of it. Throws Error for a malformed rho.
 struct StagedDag {
@@ -25,7 +30,8 @@ struct StagedDag {
   std::vector<int32_t> n_parents, depth, sources, children;
   std::vector<int64_t> child_begin;
 };
-std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_ptr<const Plan>>& plans, const PointerMatrix& rho);
+std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_ptr<const Plan>>& plans, const PointerMatrix& rho,
+                                                StageOrder order = StageOrder::gates);
 
 class StagedJob : public Job {
  public:

@@ -86,8 +86,9 @@ TEST(StagedJob, StagedRunsEqualRunsAlone) {
                                                               {{0}, {0}},
                                                               {{1, p.ops(0) / 2, p.ops(0)}, {1, 2, p.ops(1) - 1}},
                                                               {{p.ops(0), p.ops(0)}, {4, 4}}}) {
-    auto dag = make_staged_dag(p.plans, rho);
+    for (StageOrder order : {StageOrder::gates, StageOrder::priority})
     for (int repeat = 0; repeat < 5; ++repeat) {
+      auto dag = make_staged_dag(p.plans, rho, order);
       std::vector<std::shared_ptr<PlannedRun>> runs;
       std::vector<std::future<TensorMap>> results;
       for (size_t i = 0; i < 2; ++i) {
@@ -102,6 +103,24 @@ TEST(StagedJob, StagedRunsEqualRunsAlone) {
       }
     }
   }
+}
+
+TEST(StagedJob, PriorityOrderRanksLaterStagesBehindWithoutGates) {
+  Pair p;
+  PointerMatrix rho = {{2}, {3}};
+  auto dag = make_staged_dag(p.plans, rho, StageOrder::priority);
+  EXPECT_EQ(dag->gates, 0);
+  int32_t deepest_first = -1, shallowest_second = INT32_MAX;
+  for (size_t m = 0; m < 2; ++m) {
+    const TileGraph& tg = p.plans[m]->tiles;
+    EXPECT_EQ(dag->child_begin[dag->offset[m] + tg.size()] - dag->child_begin[dag->offset[m]], tg.edge_count());  // no new edges
+    for (int32_t t = 0; t < tg.size(); ++t) {
+      int32_t d = dag->depth[dag->offset[m] + t];
+      if (tg.node[t] < rho[m][0]) deepest_first = std::max(deepest_first, d);
+      else shallowest_second = std::min(shallowest_second, d);
+    }
+  }
+  EXPECT_LT(deepest_first, shallowest_second);
 }
 
 TEST(StagedJob, BadPointerMatricesAreErrors) {
