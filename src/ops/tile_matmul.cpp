@@ -88,9 +88,9 @@ void matmul_needs(const Node& node, std::span<const ValueInfo> in, std::span<con
   if (!d.b_vector) b.push_back(s.cols);
   in_regions[0] = a;
   in_regions[1] = b;
-  if (has_input(in, kEpilogueBiasInput)) {  // N values, with leading unit dims
+  if (has_input(in, kEpilogueBiasInput)) {  // N values, with leading unit dims; a scalar when N is 1
     Region bias(in[kEpilogueBiasInput].shape.size(), Range{0, 1});
-    bias.back() = s.cols;
+    if (!bias.empty()) bias.back() = s.cols;
     in_regions[kEpilogueBiasInput] = bias;
   }
   if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;

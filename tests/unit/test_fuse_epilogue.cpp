@@ -175,3 +175,28 @@ TEST(FuseEpilogue, ImporterRefusesReservedAttributes) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+// MatMul to one column plus a scalar constant: the fused bias is rank 0 (fuzz_graph found the
+// tile rule taking the last dim of that empty shape).
+TEST(FuseEpilogue, ScalarBiasOfAOneColumnMatMul) {
+  OnnxBuilder b;
+  b.input("x", kF32, {6, 10}).output("y", kF32, {6, 1});
+  weight(b, "w", {10, 1}, 50);
+  weight(b, "c", {}, 51);
+  b.node("MatMul", {"x", "w"}, {"m"}, "matmul");
+  b.node("Add", {"m", "c"}, {"y"}, "bias");
+  TestModel m{"scalar_bias", b.bytes(), {{"x", seeded_tensor({6, 10}, 52)}}};
+  TensorMap unfused = run_reference(unfused_graph(m), m.inputs);
+  Model model = load_test_model(m);
+  EXPECT_EQ(labels(model.graph()), (std::map<std::string, int>{{"MatMul+Bias", 1}}));
+  for (int k : {0, 1, 3}) {
+    auto plan = make_plan(model.graph(), options(k, Schedule::aspen));
+    expect_close(planned_outputs(plan, m.inputs, 3), unfused, 1e-5, "tiles k=" + std::to_string(k));
+  }
+}
+
+}  // namespace
+}  // namespace grove
