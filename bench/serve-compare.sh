@@ -17,11 +17,12 @@ format=${6:---binary}
 grove=${GROVE:-$(dirname "$0")/../build/grove}
 cores=$(nproc)
 out=$(mktemp -d)
-trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$out"' EXIT
+trap '[ -f "$out/pids" ] && kill $(cat "$out/pids") 2>/dev/null; rm -rf "$out"' EXIT
 
-start() {  # start LOGFILE ARGS... -> prints the port
+start() {  # start LOGFILE ARGS... -> prints the port (its pid goes to $out/pids)
   local log=$1; shift
   "$@" --port 0 > "$log" 2>&1 &
+  echo $! >> "$out/pids"
   for _ in $(seq 100); do
     grep -q "listening on" "$log" 2>/dev/null && break
     sleep 0.1
@@ -48,8 +49,9 @@ PY
 }
 
 stop_all() {
-  pkill -TERM -P $$ -f "grove serve" 2>/dev/null || true
+  [ -f "$out/pids" ] && kill -TERM $(cat "$out/pids") 2>/dev/null || true
   wait 2>/dev/null || true
+  rm -f "$out/pids"
 }
 
 echo "models: a=$a b=$b; $n requests per model, $c clients per model, ${format:-JSON} tensors, $cores cores"
