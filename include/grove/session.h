@@ -18,6 +18,9 @@ struct Plan;  // the planner's output (src/plan/plan.h)
 struct RunStats {
   int64_t peak_activation_bytes = 0;
   bool used_reference = false;  // the model's shapes depend on input values: reference executor
+  // A model with If, Loop or Scan runs in segments, each its own planned job: how many ran
+  // (a Loop's body counts once per iteration). 0 for a model without control flow.
+  int64_t segment_runs = 0;
 };
 
 struct SessionOptions {

@@ -25,6 +25,7 @@ struct Series {
   std::unique_ptr<Session> session;
   std::vector<double> ms;
   int64_t peak_activation_bytes = 0;
+  RunStats last;  // of the last run: whether it went through segments or the reference executor
 };
 
 // Activation buffers the session keeps for later runs (in use + free blocks).
@@ -73,13 +74,19 @@ int run_bench(const BenchOptions& o) {
     x.session = std::make_unique<Session>(
         engine, Model(imported, resolved, o.limits),
         SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen, .tiles_per_op = o.tiles_per_op});
-    if (!x.session->plan_for(resolved))
-      throw Error(o.models[0] + ": shapes depend on input values, so the model cannot be planned for the tile runtime");
+    // A model with control flow plans each segment on its first run: that run counts as loading.
+    if (!x.session->plan_for(resolved)) x.session->run(inputs, &x.last);
     series.push_back(std::move(x));
   }
   double load_plan_s = std::chrono::duration<double>(Clock::now() - t0).count();
   auto plan = series[0].session->plan_for(resolved);
-  double gflop = static_cast<double>(plan->total_flops) / 1e9;
+  const bool whole = plan != nullptr;  // one TileGraph for the whole model
+  if (!whole && series[0].last.used_reference && !o.json)
+    std::printf("note: shapes depend on input values, so every run is on the reference executor\n");
+  double gflop = whole ? static_cast<double>(plan->total_flops) / 1e9 : 0.0;
+  const int tiles = whole ? plan->tiles.size() : 0;
+  const long long edges = whole ? static_cast<long long>(plan->tiles.edge_count()) : 0;
+  const double packed = whole ? static_cast<double>(plan->prepared_bytes) : 0.0;
 
   for (int i = 0; i < o.warmup; ++i)
     for (auto& x : series) x.session->run(inputs);
@@ -92,6 +99,7 @@ int run_bench(const BenchOptions& o) {
       RunStats stats;
       auto t = Clock::now();
       x.session->run(inputs, &stats);
+      x.last = stats;
       x.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
       x.peak_activation_bytes = std::max(x.peak_activation_bytes, stats.peak_activation_bytes);
     }
@@ -107,8 +115,8 @@ int run_bench(const BenchOptions& o) {
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"threads\": %d, \"gflop\": %.6f, \"load_plan_ms\": %.3f, \"peak_rss_mb\": %.1f, "
                 "\"tiles\": %d, \"edges\": %lld, \"packed_weight_bytes\": %lld, \"results\": [",
-                o.models[0].c_str(), engine.threads(), gflop, load_plan_s * 1e3, peak_rss_mb(), plan->tiles.size(),
-                static_cast<long long>(plan->tiles.edge_count()), static_cast<long long>(plan->prepared_bytes));
+                o.models[0].c_str(), engine.threads(), gflop, load_plan_s * 1e3, peak_rss_mb(), tiles, edges,
+                static_cast<long long>(packed));
     for (size_t k = 0; k < series.size(); ++k) {
       const auto& x = series[k];
       std::printf("%s{\"schedule\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
@@ -124,10 +132,15 @@ int run_bench(const BenchOptions& o) {
     std::printf("]}\n");
     return 0;
   }
-  std::printf("model: %s  (%.3f GFLOPs, %d tiles, %lld edges)\n", o.models[0].c_str(), gflop, plan->tiles.size(),
-              static_cast<long long>(plan->tiles.edge_count()));
+  if (whole)
+    std::printf("model: %s  (%.3f GFLOPs, %d tiles, %lld edges)\n", o.models[0].c_str(), gflop, tiles, edges);
+  else if (series[0].last.segment_runs > 0)
+    std::printf("model: %s  (control flow: %lld planned segments per run, docs/control-flow.md)\n", o.models[0].c_str(),
+                static_cast<long long>(series[0].last.segment_runs));
+  else
+    std::printf("model: %s  (not planned: reference executor)\n", o.models[0].c_str());
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
-              milliseconds(load_plan_s).c_str(), peak_rss_mb(), static_cast<double>(plan->prepared_bytes) / 1e6);
+              milliseconds(load_plan_s).c_str(), peak_rss_mb(), packed / 1e6);
   std::printf("%-8s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {

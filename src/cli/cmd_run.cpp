@@ -173,7 +173,11 @@ int run_single(const RunOptions& o, LoadedModel m) {
     } else if (stats.used_reference) {
       how = "note: shapes depend on input values, so the reference executor ran the graph unbound\n"
             "latency: " + milliseconds(run_s) + " (reference executor)";
-    } else {
+    } else if (stats.segment_runs > 0) {
+      how = "note: the model has control flow (If, Loop, Scan), so it ran as " + std::to_string(stats.segment_runs) +
+            " planned segments, one after another (docs/control-flow.md)\n"
+            "latency: " + milliseconds(run_s) + " (" + executor_words(o, engine.threads()) + ")";
+    } else if (plan) {
       how = "latency: " + milliseconds(run_s) + " (" + executor_words(o, engine.threads()) + ")\n" +
             strf("tiles: %d, edges: %lld; peak activations: %.2f MB\n", plan->tiles.size(),
                  static_cast<long long>(plan->tiles.edge_count()), stats.peak_activation_bytes / 1e6) +

@@ -42,6 +42,11 @@ const Tensor& Node::attr_tensor(const std::string& key) const {
   if (!a) throw Error(describe() + ": missing attribute '" + key + "'");
   return a->t;
 }
+const Graph& Node::attr_graph(const std::string& key) const {
+  const Attribute* a = find(*this, key, Attribute::Kind::graph, "a graph");
+  if (!a || !a->g) throw Error(describe() + ": missing subgraph attribute '" + key + "'");
+  return *a->g;
+}
 
 const ValueDecl* Graph::find_input(const std::string& n) const {
   for (const auto& v : inputs)

@@ -4,6 +4,7 @@
 // dtype and a static shape in Graph::values.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "graph/tensor.h"
 
 namespace grove {
+
+struct Graph;
 
 struct Attribute {
   enum class Kind { none, i, f, s, ints, floats, strings, tensor, graph };
@@ -22,6 +25,9 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   Tensor t;
+  // A subgraph (If's branches, Loop's and Scan's body): shared by every copy of the node and
+  // never changed after import.
+  std::shared_ptr<const Graph> g;
 };
 
 struct Node {
@@ -32,6 +38,9 @@ struct Node {
   std::vector<std::string> outputs;
   std::map<std::string, Attribute> attrs;
   int opset = 0;                     // the model's opset for this node's domain
+  // Values of the enclosing graph that this node's subgraphs read by name (outer scope): the
+  // node depends on them as on its inputs. Empty for nodes without subgraphs.
+  std::vector<std::string> captures;
 
   // "node 'conv1' (Conv)": the prefix of every error about this node.
   std::string describe() const;
@@ -44,6 +53,7 @@ struct Node {
   std::vector<int64_t> attr_ints(const std::string& key, std::vector<int64_t> fallback = {}) const;
   std::vector<float> attr_floats(const std::string& key, std::vector<float> fallback = {}) const;
   const Tensor& attr_tensor(const std::string& key) const;
+  const Graph& attr_graph(const std::string& key) const;
 };
 
 // A dimension as declared in the model: a number, or a symbolic name (dim_param) when value < 0.

@@ -11,11 +11,13 @@
 #include <fstream>
 #include <new>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "passes/passes.h"
 #include "onnx/check_arity.h"
 #include "onnx/external_data.h"
+#include "ops/control_flow.h"
 #include "ops/op.h"
 
 namespace grove {
@@ -64,7 +66,11 @@ struct ImportContext {
   std::filesystem::path base_dir;
   const Limits& limits;
   int64_t declared_bytes = 0;
+  std::string path;                   // the model file, for messages
+  std::map<std::string, int> opsets;  // the model's, shared by every subgraph
 };
+
+Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level);
 
 // Values stored in the typed field (float_data, int32_data, ...) that holds `dtype`.
 int64_t typed_count(const onnx::TensorProto& tp, DType dtype) {
@@ -170,7 +176,7 @@ ValueDecl convert_value_info(const onnx::ValueInfoProto& vi) {
   return d;
 }
 
-Attribute convert_attribute(const onnx::AttributeProto& ap, ImportContext& ctx) {
+Attribute convert_attribute(onnx::AttributeProto& ap, ImportContext& ctx) {
   Attribute a;
   using AP = onnx::AttributeProto;
   switch (ap.type()) {
@@ -181,7 +187,11 @@ Attribute convert_attribute(const onnx::AttributeProto& ap, ImportContext& ctx) 
     case AP::FLOATS: a.kind = Attribute::Kind::floats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
     case AP::STRINGS: a.kind = Attribute::Kind::strings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
     case AP::TENSOR: a.kind = Attribute::Kind::tensor; a.t = convert_tensor(ap.t(), ctx); break;
-    case AP::GRAPH: case AP::GRAPHS: a.kind = Attribute::Kind::graph; break;
+    case AP::GRAPH:
+      a.kind = Attribute::Kind::graph;
+      a.g = std::make_shared<const Graph>(convert_graph(*ap.mutable_g(), ctx, false));
+      break;
+    case AP::GRAPHS: a.kind = Attribute::Kind::graph; break;  // no op grove runs takes a list of graphs
     default: a.kind = Attribute::Kind::none; break;
   }
   return a;
@@ -219,6 +229,102 @@ int64_t count_nodes(const onnx::GraphProto& graph, int depth, const Limits& limi
   return nodes;
 }
 
+// Names a subgraph reads that it does not define itself: values of an enclosing graph.
+std::vector<std::string> free_names(const Graph& body) {
+  std::set<std::string> defined;
+  for (const auto& in : body.inputs) defined.insert(in.name);
+  for (const auto& [name, t] : body.initializers) defined.insert(name);
+  for (const Node& n : body.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
+  std::set<std::string> free;
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name)) free.insert(name);
+  };
+  for (const Node& n : body.nodes) {
+    for (const auto& in : n.inputs) read(in);
+    for (const auto& c : n.captures) read(c);
+  }
+  for (const auto& out : body.outputs) read(out.name);
+  return {free.begin(), free.end()};
+}
+
+// The outer-scope values a node's subgraphs read, together.
+std::vector<std::string> outer_names_read(const Node& n) {
+  std::set<std::string> names;
+  for (const auto& [key, a] : n.attrs)
+    if (a.g)
+      for (auto& name : free_names(*a.g)) names.insert(name);
+  return {names.begin(), names.end()};
+}
+
+// A GraphProto as a Graph: the model's main graph (`top_level`) or a subgraph of one node.
+Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level) {
+  Graph g;
+  g.path = ctx.path;
+  g.name = gp.name();
+  g.opsets = ctx.opsets;
+  try {
+    // Each initializer's protobuf bytes are dropped once converted, so the model is held
+    // about once, not twice, at the peak of loading.
+    for (onnx::TensorProto& tp : *gp.mutable_initializer()) {
+      g.initializers[tp.name()] = convert_tensor(tp, ctx);
+      delete tp.release_raw_data();
+    }
+  } catch (const Error& e) {
+    throw e.prefixed(ctx.path + ": ");
+  }
+  auto require_tensor = [&](const onnx::ValueInfoProto& vi, const char* what) {
+    // An empty type (subgraph outputs often have one) says nothing: a tensor is assumed.
+    if (vi.has_type() && vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !vi.type().has_tensor_type())
+      throw Unsupported(ctx.path + ": " + what + " '" + vi.name() +
+                        "' is a sequence, map or optional; grove supports tensor inputs and outputs only");
+  };
+  for (const auto& vi : gp.input()) {
+    require_tensor(vi, "input");
+    // A subgraph's inputs are its formal parameters, never overridable defaults.
+    (top_level && g.initializers.count(vi.name()) ? g.defaults : g.inputs).push_back(convert_value_info(vi));
+  }
+  for (const auto& vi : gp.output()) {
+    require_tensor(vi, "output");
+    g.outputs.push_back(convert_value_info(vi));
+  }
+
+  int index = 0;
+  for (auto& np : *gp.mutable_node()) {
+    Node n;
+    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
+    ++index;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    auto op = g.opsets.find(n.domain);
+    n.opset = op == g.opsets.end() ? 0 : op->second;
+    try {
+      for (auto& ap : *np.mutable_attribute()) {
+        // grove's own passes mark fused nodes with grove_* attributes (graph/epilogue_attrs.h).
+        if (ap.name().rfind("grove_", 0) == 0)
+          throw Error(n.describe() + ": attribute '" + ap.name() + "' is reserved for grove's passes");
+        n.attrs[ap.name()] = convert_attribute(ap, ctx);
+      }
+      if (is_control_flow(n)) check_control_flow(n);
+      if (n.op_type == "Constant" && n.domain.empty()) {
+        if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant must have one output");
+        g.initializers[n.outputs[0]] = constant_value(n);
+        continue;
+      }
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      if (msg.rfind(ctx.path + ": ", 0) == 0) throw;  // from a subgraph, already prefixed
+      throw e.prefixed(ctx.path + ": " + (msg.rfind("node '", 0) == 0 ? "" : n.describe() + ": "));
+    }
+    n.captures = outer_names_read(n);
+    g.nodes.push_back(std::move(n));
+  }
+  sort_topologically(g);
+  widen_float16(g);
+  return g;
+}
+
 }  // namespace
 
 Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Limits& limits) {
@@ -241,9 +347,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
   }
   ImportContext ctx{std::filesystem::path(path).parent_path(), limits};
   Graph g;
-  g.path = path;
-  const auto& gp = model.graph();
-  g.name = gp.name();
+  g.name = model.graph().name();
   for (const auto& op : model.opset_import()) {
     // Versions start at 1; a 0 or negative version would find no operator schema at all.
     if (op.version() < 1 || op.version() > 10'000)
@@ -253,64 +357,15 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
   }
   if (!g.opsets.count("")) g.opsets[""] = model.ir_version() >= 3 ? 1 : 1;
 
-  try {
-    // Each initializer's protobuf bytes are dropped once converted, so the model is held
-    // about once, not twice, at the peak of loading.
-    for (onnx::TensorProto& tp : *model.mutable_graph()->mutable_initializer()) {
-      g.initializers[tp.name()] = convert_tensor(tp, ctx);
-      delete tp.release_raw_data();
-    }
-  } catch (const Error& e) {
-    throw e.prefixed(path + ": ");
-  }
-  auto require_tensor = [&](const onnx::ValueInfoProto& vi, const char* what) {
-    if (vi.has_type() && !vi.type().has_tensor_type())
-      throw Unsupported(path + ": " + what + " '" + vi.name() +
-                        "' is a sequence, map or optional; grove supports tensor inputs and outputs only");
-  };
-  for (const auto& vi : gp.input()) {
-    require_tensor(vi, "input");
-    (g.initializers.count(vi.name()) ? g.defaults : g.inputs).push_back(convert_value_info(vi));
-  }
-  for (const auto& vi : gp.output()) {
-    require_tensor(vi, "output");
-    g.outputs.push_back(convert_value_info(vi));
-  }
-
-  int index = 0;
-  for (const auto& np : gp.node()) {
-    Node n;
-    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
-    ++index;
-    n.op_type = np.op_type();
-    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    n.inputs.assign(np.input().begin(), np.input().end());
-    n.outputs.assign(np.output().begin(), np.output().end());
-    auto op = g.opsets.find(n.domain);
-    n.opset = op == g.opsets.end() ? 0 : op->second;
-    try {
-      for (const auto& ap : np.attribute()) {
-        // grove's own passes mark fused nodes with grove_* attributes (graph/epilogue_attrs.h).
-        if (ap.name().rfind("grove_", 0) == 0)
-          throw Error(n.describe() + ": attribute '" + ap.name() + "' is reserved for grove's passes");
-        n.attrs[ap.name()] = convert_attribute(ap, ctx);
-      }
-      if (n.op_type == "Constant" && n.domain.empty()) {
-        if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant must have one output");
-        g.initializers[n.outputs[0]] = constant_value(n);
-        continue;
-      }
-    } catch (const Error& e) {
-      std::string msg = e.what();
-      throw e.prefixed(path + ": " + (msg.rfind("node '", 0) == 0 ? "" : n.describe() + ": "));
-    }
-    g.nodes.push_back(std::move(n));
-  }
-  sort_topologically(g);
-  widen_float16(g);
-  check_supported_ops(g);
-  check_node_arity(g);
-  return g;
+  ctx.path = path;
+  ctx.opsets = g.opsets;
+  Graph converted = convert_graph(*model.mutable_graph(), ctx, true);
+  converted.path = path;
+  converted.name = g.name;
+  converted.opsets = g.opsets;
+  check_supported_ops(converted);
+  check_node_arity(converted);
+  return converted;
 }
 
 Graph load_onnx(const std::string& path, const Limits& limits) {
@@ -337,11 +392,23 @@ Tensor load_tensor_pb(const std::string& path) {
   }
 }
 
+namespace {
+
+// Op type -> names of its nodes the registry lacks, in `g` and every subgraph under it.
+void collect_unsupported(const Graph& g, std::map<std::string, std::vector<std::string>>& missing) {
+  const OpRegistry& reg = OpRegistry::builtin();
+  for (const auto& n : g.nodes) {
+    if (!reg.find(n)) missing[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type].push_back(n.name);
+    for (const auto& [key, a] : n.attrs)
+      if (a.g) collect_unsupported(*a.g, missing);
+  }
+}
+
+}  // namespace
+
 void check_supported_ops(const Graph& g) {
   std::map<std::string, std::vector<std::string>> missing;
-  const OpRegistry& reg = OpRegistry::builtin();
-  for (const auto& n : g.nodes)
-    if (!reg.find(n)) missing[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type].push_back(n.name);
+  collect_unsupported(g, missing);
   if (missing.empty()) return;
   std::string msg = g.path + ": unsupported ops:";
   for (const auto& [op, names] : missing) {

@@ -62,6 +62,7 @@ void register_recurrent_ops(OpRegistry&);     // recurrent.cpp: LSTM, GRU, RNN (
 void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
 void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul
+void register_control_flow_ops(OpRegistry&);  // control_flow.cpp: If, Loop, Scan (run by the executors)
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 
 }  // namespace grove

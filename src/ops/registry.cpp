@@ -31,6 +31,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_recurrent_ops(r);
     register_quantize_ops(r);
     register_quant_matmul_ops(r);
+    register_control_flow_ops(r);
     register_internal_ops(r);
     return r;
   }();

@@ -2,6 +2,9 @@
 
 #include <charconv>
 
+#include <set>
+
+#include "ops/control_flow.h"
 #include "ops/evaluate.h"
 
 namespace grove {
@@ -73,6 +76,45 @@ bool folds_on_shape_alone(const Node& n) { return n.domain.empty() && (n.op_type
 
 int64_t value_bytes(const ValueInfo& v) { return numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)); }
 
+// An If whose condition is now a constant (shape checks such as Size(Shape(x)) == 2 fold
+// once shapes are bound) is replaced by the nodes of the branch it takes, and an Identity per
+// output: the model stays one TileGraph. Returns false, leaving the node, when the condition
+// is not constant or the branch's names would collide with the graph's.
+bool inline_constant_if(Graph& g, size_t at) {
+  const Node& node = g.nodes[at];
+  if (!node.domain.empty() || node.op_type != "If" || node.inputs.empty()) return false;
+  auto cond = g.initializers.find(node.inputs[0]);
+  if (cond == g.initializers.end() || cond->second.dtype() != DType::boolean || cond->second.numel() != 1) return false;
+  check_control_flow(node);
+  const Graph& branch = node.attr_graph(cond->second.data<bool>()[0] ? "then_branch" : "else_branch");
+  std::set<std::string> taken;
+  for (const auto& [name, v] : g.values) taken.insert(name);
+  for (const Node& n : g.nodes) taken.insert(n.outputs.begin(), n.outputs.end());
+  for (const auto& [name, t] : branch.initializers)
+    if (taken.count(name)) return false;
+  for (const Node& n : branch.nodes)
+    for (const auto& name : n.outputs)
+      if (!name.empty() && taken.count(name)) return false;
+  std::vector<Node> nodes = branch.nodes;
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (node.outputs[k].empty()) continue;
+    Node id;
+    id.name = node.name + "/output" + std::to_string(k);
+    id.op_type = "Identity";
+    id.opset = node.opset;
+    id.inputs = {branch.outputs[k].name};
+    id.outputs = {node.outputs[k]};
+    nodes.push_back(std::move(id));
+  }
+  for (const auto& [name, t] : branch.initializers) {
+    g.initializers[name] = t;
+    g.values[name] = ValueInfo{t.dtype(), t.shape(), nullptr, true};
+  }
+  g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(at));
+  g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), nodes.begin(), nodes.end());
+  return true;
+}
+
 }  // namespace
 
 void bind_shapes(Graph& g, const ShapeMap& shapes, const Limits& limits) {
@@ -99,7 +141,15 @@ void bind_shapes(Graph& g, const ShapeMap& shapes, const Limits& limits) {
   for (auto& [name, t] : g.initializers) g.values[name] = ValueInfo{t.dtype(), t.shape(), nullptr, true};
 
   std::vector<Node> kept;
-  for (auto& node : g.nodes) {
+  for (size_t at = 0; at < g.nodes.size(); ++at) {
+    try {
+      // The branch's nodes now stand at `at`: bind them next.
+      while (inline_constant_if(g, at)) {}
+    } catch (const Error& e) {
+      throw e.prefixed(g.path + ": ");
+    }
+    if (at >= g.nodes.size()) break;
+    Node& node = g.nodes[at];
     std::vector<ValueInfo> in;
     bool all_constant = true;
     for (const auto& name : node.inputs) {

@@ -10,6 +10,13 @@
 namespace grove {
 namespace {
 
+// A node's inputs and the outer-scope values its subgraphs read: it runs after all of them.
+std::vector<std::string> reads(const Node& n) {
+  std::vector<std::string> names = n.inputs;
+  names.insert(names.end(), n.captures.begin(), n.captures.end());
+  return names;
+}
+
 // Names the nodes of one cycle among `stuck` (nodes whose inputs never became available),
 // following, from any stuck node, an input made by another stuck node until one repeats.
 std::string describe_cycle(const Graph& g, const std::map<std::string, size_t>& producer,
@@ -23,7 +30,7 @@ std::string describe_cycle(const Graph& g, const std::map<std::string, size_t>& 
     position[at] = path.size();
     path.push_back(at);
     size_t next = at;
-    for (const auto& in : g.nodes[at].inputs) {
+    for (const auto& in : reads(g.nodes[at])) {
       auto it = producer.find(in);
       if (it != producer.end() && stuck[it->second]) {
         next = it->second;
@@ -56,7 +63,7 @@ void sort_topologically(Graph& g) {
   std::vector<std::vector<size_t>> readers(n);
   for (size_t i = 0; i < n; ++i) {
     std::set<size_t> deps;
-    for (const auto& in : g.nodes[i].inputs) {
+    for (const auto& in : reads(g.nodes[i])) {
       auto it = producer.find(in);
       if (it != producer.end()) deps.insert(it->second);
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ops/control_flow.h"
 #include "ops/evaluate.h"
 
 namespace grove {
@@ -56,16 +57,33 @@ void check_inputs(const Graph& g, const TensorMap& inputs) {
   }
 }
 
-TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits) {
-  check_inputs(g, inputs);
+const Tensor* Scope::find(const std::string& name) const {
+  for (const Scope* s = this; s; s = s->parent) {
+    if (s->values) {
+      auto it = s->values->find(name);
+      if (it != s->values->end()) return &it->second;
+    }
+    if (s->initializers) {
+      auto it = s->initializers->find(name);
+      if (it != s->initializers->end()) return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits, const Scope* outer) {
+  // A subgraph's formal inputs are checked by the control-flow node that runs it.
+  if (!outer) check_inputs(g, inputs);
   const int64_t limit = limits.memory_limit();
   int64_t live_bytes = 0;  // initializers, inputs and the live intermediates
   for (const auto& [name, t] : g.initializers) live_bytes += static_cast<int64_t>(t.bytes());
   for (const auto& [name, t] : inputs) live_bytes += static_cast<int64_t>(t.bytes());
   // Last node index that reads each value; graph outputs are never dropped.
   std::map<std::string, size_t> last_use;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& name : g.nodes[i].inputs) last_use[name] = i;
+    for (const auto& name : g.nodes[i].captures) last_use[name] = i;
+  }
   std::set<std::string> outputs;
   for (const auto& o : g.outputs) outputs.insert(o.name);
 
@@ -75,6 +93,7 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& l
     if (it != live.end()) return &it->second;
     auto init = g.initializers.find(name);
     if (init != g.initializers.end()) return &init->second;
+    if (const Tensor* t = outer ? outer->find(name) : nullptr) return t;
     throw Error(g.path + ": value '" + name + "' is used before it is computed");
   };
 
@@ -84,16 +103,30 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& l
     for (const auto& name : node.inputs) in.push_back(name.empty() ? nullptr : lookup(name));
     std::vector<Tensor> out;
     try {
-      out = evaluate_node(node, in, std::max<int64_t>(0, limit - live_bytes));
+      if (is_control_flow(node)) {
+        const Scope here{&live, &g.initializers, outer};
+        out = run_control_flow(node, in, [&](const Graph& body, std::vector<Tensor> formal) {
+          TensorMap body_inputs;
+          for (size_t k = 0; k < formal.size(); ++k) body_inputs[body.inputs[k].name] = std::move(formal[k]);
+          TensorMap body_outputs = run_reference(body, body_inputs, limits, &here);
+          std::vector<Tensor> result;
+          for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
+          return result;
+        });
+      } else {
+        out = evaluate_node(node, in, std::max<int64_t>(0, limit - live_bytes));
+      }
     } catch (const Error& e) {
       throw e.prefixed(g.path + ": ");
     }
     for (size_t k = 0; k < node.outputs.size(); ++k)
-      if (!node.outputs[k].empty()) {
+      if (!node.outputs[k].empty() && k < out.size()) {
         live_bytes += static_cast<int64_t>(out[k].bytes());
         live[node.outputs[k]] = std::move(out[k]);
       }
-    for (const auto& name : node.inputs) {
+    std::vector<std::string> read = node.inputs;
+    read.insert(read.end(), node.captures.begin(), node.captures.end());
+    for (const auto& name : read) {
       if (name.empty() || last_use[name] != i || outputs.count(name)) continue;
       auto it = live.find(name);
       if (it == live.end()) continue;

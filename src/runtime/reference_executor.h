@@ -19,10 +19,22 @@ bool feeds_defaults(const Graph& imported, const TensorMap& inputs);
 // runtime input of the fed tensor's dtype and shape.
 Graph with_fed_defaults(const Graph& imported, const TensorMap& inputs);
 
+// The values of the graphs enclosing a subgraph, which it reads by name (Node::captures):
+// each graph's computed values and initializers, innermost first.
+struct Scope {
+  const TensorMap* values = nullptr;
+  const std::map<std::string, Tensor>* initializers = nullptr;
+  const Scope* parent = nullptr;
+  const Tensor* find(const std::string& name) const;
+};
+
 // Runs `bound` (after bind_shapes) and returns its outputs by name. Intermediate tensors are
 // dropped after their last use, so peak memory stays near the live set. Weights, inputs and
 // live tensors together stay under limits.max_memory: a node whose outputs (their shapes
 // can depend on input values here) would pass it is an Error before it allocates.
-TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {});
+// If, Loop and Scan run their subgraphs the same way, naively, with `outer` (null for a
+// model's main graph) giving the values of enclosing graphs.
+TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {},
+                        const Scope* outer = nullptr);
 
 }  // namespace grove

@@ -5,7 +5,9 @@
 #include <mutex>
 #include <new>
 
+#include "ops/control_flow.h"
 #include "runtime/planned_run.h"
+#include "runtime/segmented_graph.h"
 
 namespace grove {
 namespace {
@@ -37,6 +39,11 @@ struct Session::Impl {
     std::shared_ptr<BufferPool> buffers;
   };
   std::vector<Cached> plans;
+  // A graph with If, Loop or Scan runs in segments, each planned on its own (segmented_graph.h).
+  std::unique_ptr<SegmentedGraph> segmented;
+  // Input shapes that binding could not plan (they depend on input values): not re-tried on
+  // every run. The most recent few.
+  std::vector<ShapeMap> unplannable;
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
@@ -47,6 +54,9 @@ struct Session::Impl {
 Session::Session(Engine& engine, Model model, SessionOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(model), options)) {
   if (std::getenv("GROVE_POISON_BUFFERS")) impl_->options.poison_buffers = true;
+  const Model& m = impl_->model;
+  if (has_control_flow(m.imported()))
+    impl_->segmented = std::make_unique<SegmentedGraph>(m.imported(), engine, impl_->options, m.limits());
 }
 
 Session::Session(Session&&) noexcept = default;
@@ -67,8 +77,13 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
       std::rotate(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(i), plans.begin() + static_cast<std::ptrdiff_t>(i) + 1);
       return plans.front().plan;
     }
+  if (std::find(unplannable.begin(), unplannable.end(), shapes) != unplannable.end()) return nullptr;
   if (!model.is_bound() || model.graph().bound_inputs != shapes) {
-    if (!model.try_bind(shapes)) return nullptr;
+    if (!model.try_bind(shapes)) {
+      unplannable.insert(unplannable.begin(), shapes);
+      if (unplannable.size() > static_cast<size_t>(std::max(1, options.cached_plans))) unplannable.pop_back();
+      return nullptr;
+    }
   }
   PlanOptions po;
   po.threads = engine.threads();
@@ -120,7 +135,14 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats)
     std::lock_guard<std::mutex> lock(mutex);
     return model.run_reference(inputs);
   }
+  // First as one TileGraph: binding inlines each If whose condition folds to a constant.
   std::shared_ptr<PlannedRun> job = make_job(inputs);
+  if (!job && segmented) {
+    RunStats counted;
+    TensorMap outputs = segmented->run(inputs, &counted.segment_runs);
+    if (stats) *stats = counted;
+    return outputs;
+  }
   if (!job) {
     // Shapes that depend on input values cannot be planned ahead; the reference executor
     // infers them node by node.
@@ -140,6 +162,12 @@ std::future<TensorMap> Session::submit(TensorMap inputs) {
       feeds_defaults(s.model.imported(), inputs)
           ? nullptr
           : out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.make_job(inputs); });
+  if (!job && s.segmented && !feeds_defaults(s.model.imported(), inputs)) {
+    // Each segment's job waits for the one before: a thread of its own runs the chain.
+    return std::async(std::launch::async, [&s, inputs = std::move(inputs)] {
+      return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.segmented->run(inputs); });
+    });
+  }
   if (!job) {
     return std::async(std::launch::async, [&s, inputs = std::move(inputs)] {
       std::lock_guard<std::mutex> lock(s.mutex);

@@ -212,6 +212,18 @@ TEST(ImportHostile, NodeArityCheckedAgainstTheOpSchema) {
   expect_error(load_error(d.bytes(), "arity.onnx"), {"node 'relu' (Relu)", "has 2 inputs"});
 }
 
+// Found by fuzz/fuzz_model in CI: a model without opset_import (opset 1) holding an op of a
+// later opset found no schema at its opset, so the check was skipped and LayerNormalization's
+// shape rule indexed an output the node does not have.
+TEST(ImportHostile, NodeArityOfAnOpNewerThanTheModelsOpset) {
+  OnnxBuilder b;
+  b.input("x", kFloat, {2, 4}).output("y", kFloat, {2, 4});
+  b.node("LayerNormalization", {"x", "x"}, {}, "ln");
+  b.node("Relu", {"x"}, {"y"}, "r");
+  b.proto().clear_opset_import();
+  expect_error(load_error(b.bytes(), "arity.onnx"), {"node 'ln' (LayerNormalization)", "has 0 outputs"});
+}
+
 // Found by fuzz/fuzz_model: an opset_import with version 0 found no schema, so the arity check
 // above was skipped.
 TEST(ImportHostile, OpsetVersionMustBePositive) {

@@ -1,0 +1,30 @@
+#pragma once
+// If, Loop and Scan: nodes that hold subgraphs and decide at run time which subgraph runs
+// and how often. What they compute is written once here, over a callback that runs one
+// subgraph; the reference executor passes a callback that runs it naively, the segmented
+// runner (runtime/segmented_graph.h) one that runs it on the tile runtime.
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+bool is_control_flow(const Node& node);
+// Whether any top-level node of `graph` is If, Loop or Scan.
+bool has_control_flow(const Graph& graph);
+
+// Structural checks that need no tensors (branch and body input/output counts against the
+// node's); throws an Error naming the node. Run at import and before every run.
+void check_control_flow(const Node& node);
+
+// Runs `body` with its formal inputs given in order; returns its outputs in order. Values of
+// enclosing graphs the body reads by name come from whatever scope the caller set up.
+using RunBody = std::function<std::vector<Tensor>(const Graph& body, std::vector<Tensor> formal_inputs)>;
+
+// Runs one If, Loop or Scan node. in[i] is nullptr for a missing optional input. Errors name
+// the node.
+std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body);
+
+}  // namespace grove

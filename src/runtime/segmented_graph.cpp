@@ -1,0 +1,212 @@
+#include "runtime/segmented_graph.h"
+
+#include <mutex>
+#include <set>
+
+#include "ops/control_flow.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+
+namespace grove {
+
+// A graph of its own (a segment, or a subgraph with its outer-scope reads as inputs) and
+// the Session that plans and runs it, made on the first run, when its inputs' dtypes are known.
+struct SegmentedGraph::Part {
+  Graph graph;                       // inputs are declared by the first run
+  std::vector<std::string> formal;   // inputs the caller hands over (a subgraph's parameters)
+  std::vector<std::string> reads;    // inputs read by name from the enclosing graph's values
+  std::mutex mutex;                  // guards making the session
+  std::unique_ptr<Session> session;
+
+  // `inputs` holds every name of `formal` and `reads`.
+  TensorMap run(Engine& engine, const SessionOptions& options, const Limits& limits, const TensorMap& inputs,
+                int64_t* segment_runs) {
+    Session* s = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!session) {
+        // Shapes may change from run to run (a Loop's growing state): inputs are declared
+        // shapeless and bound per run through the Session's plan cache.
+        Graph g = graph;
+        for (const auto* names : {&formal, &reads})
+          for (const auto& name : *names) g.inputs.push_back(ValueDecl{name, inputs.at(name).dtype(), {}, false});
+        session = std::make_unique<Session>(engine, Model(std::move(g), {}, limits), options);
+      }
+      s = session.get();
+    }
+    RunStats stats;
+    TensorMap out = s->run(inputs, &stats);
+    if (segment_runs) *segment_runs += std::max<int64_t>(1, stats.segment_runs);
+    return out;
+  }
+};
+
+struct SegmentedGraph::Step {
+  std::unique_ptr<Part> segment;                           // a segment, or
+  const Node* control = nullptr;                           // a control-flow node and
+  std::map<const Graph*, std::unique_ptr<Part>> bodies;    // its subgraphs
+  std::vector<std::string> last_reads;                     // values no later step reads
+};
+
+namespace {
+
+// Names a graph's nodes and outputs read that the graph does not make itself.
+std::set<std::string> names_read_from_outside(const Graph& g, const std::vector<const Node*>& nodes) {
+  std::set<std::string> made, outside;
+  for (const auto& in : g.inputs) made.insert(in.name);
+  for (const Node* n : nodes) {
+    for (const auto* names : {&n->inputs, &n->captures})
+      for (const auto& name : *names)
+        if (!name.empty() && !made.count(name)) outside.insert(name);
+    made.insert(n->outputs.begin(), n->outputs.end());
+  }
+  for (const auto& o : g.outputs)
+    if (!made.count(o.name)) outside.insert(o.name);
+  return outside;
+}
+
+}  // namespace
+
+SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const SessionOptions& options, const Limits& limits)
+    : graph_(graph), engine_(engine), options_(options), limits_(limits) {
+  // A part reads constants of this graph as its own initializers (so its binding can fold
+  // them) and everything else from outside as inputs.
+  auto split_reads = [&](Part& part, const std::set<std::string>& outside) {
+    for (const auto& name : outside) {
+      if (part.graph.initializers.count(name)) continue;
+      auto c = graph.initializers.find(name);
+      if (c != graph.initializers.end()) part.graph.initializers[name] = c->second;
+      else part.reads.push_back(name);
+    }
+  };
+
+  std::vector<const Node*> pending;
+  auto close_segment = [&] {
+    if (pending.empty()) return;
+    auto step = std::make_unique<Step>();
+    step->segment = std::make_unique<Part>();
+    Graph& seg = step->segment->graph;
+    seg.path = graph.path;
+    seg.name = graph.name + "/segment" + std::to_string(steps_.size());
+    seg.opsets = graph.opsets;
+    for (const Node* n : pending) seg.nodes.push_back(*n);
+    split_reads(*step->segment, names_read_from_outside(seg, pending));
+    steps_.push_back(std::move(step));
+    pending.clear();
+  };
+  for (const Node& node : graph.nodes) {
+    if (!is_control_flow(node)) {
+      pending.push_back(&node);
+      continue;
+    }
+    close_segment();
+    check_control_flow(node);
+    auto step = std::make_unique<Step>();
+    step->control = &node;
+    for (const auto& [key, a] : node.attrs) {
+      if (!a.g) continue;
+      auto part = std::make_unique<Part>();
+      part->graph = *a.g;
+      part->graph.inputs.clear();  // declared by the first run, parameters first
+      for (const auto& in : a.g->inputs) part->formal.push_back(in.name);
+      std::vector<const Node*> nodes;
+      for (const Node& n : a.g->nodes) nodes.push_back(&n);
+      split_reads(*part, names_read_from_outside(*a.g, nodes));
+      step->bodies[a.g.get()] = std::move(part);
+    }
+    steps_.push_back(std::move(step));
+  }
+  close_segment();
+
+  // A segment's outputs: what later steps or the graph's outputs read of what it makes.
+  // Walking backwards, `needed` holds every name read after the current step.
+  std::set<std::string> needed;
+  for (const auto& o : graph.outputs) needed.insert(o.name);
+  for (size_t k = steps_.size(); k-- > 0;) {
+    Step& step = *steps_[k];
+    std::vector<std::string> reads;
+    if (step.control) {
+      reads = step.control->inputs;
+      reads.insert(reads.end(), step.control->captures.begin(), step.control->captures.end());
+    } else {
+      Graph& seg = step.segment->graph;
+      std::set<std::string> outputs;
+      for (const Node& n : seg.nodes)
+        for (const auto& name : n.outputs)
+          if (!name.empty() && needed.count(name)) outputs.insert(name);
+      for (const auto& name : outputs) seg.outputs.push_back(ValueDecl{name, DType::undefined, {}, false});
+      reads = step.segment->reads;
+    }
+    for (const auto& name : reads)
+      if (!name.empty() && needed.insert(name).second) step.last_reads.push_back(name);
+  }
+  // A segment none of whose values is read later does nothing a caller can see.
+  std::erase_if(steps_, [](const std::unique_ptr<Step>& s) { return s->segment && s->segment->graph.outputs.empty(); });
+}
+
+SegmentedGraph::~SegmentedGraph() = default;
+
+size_t SegmentedGraph::segment_count() const {
+  size_t n = 0;
+  for (const auto& s : steps_) n += s->segment ? 1 : 0;
+  return n;
+}
+
+size_t SegmentedGraph::control_count() const { return steps_.size() - segment_count(); }
+
+TensorMap SegmentedGraph::run(const TensorMap& inputs, int64_t* segment_runs) {
+  TensorMap values = inputs;
+  auto find = [&](const std::string& name) -> const Tensor& {
+    auto it = values.find(name);
+    if (it != values.end()) return it->second;
+    auto c = graph_.initializers.find(name);
+    if (c != graph_.initializers.end()) return c->second;
+    throw Error(graph_.path + ": value '" + name + "' is used before it is computed");
+  };
+  for (const auto& step : steps_) {
+    if (step->control) {
+      run_control(*step, values, segment_runs);
+    } else {
+      TensorMap in;
+      for (const auto& name : step->segment->reads) in[name] = find(name);
+      for (auto& [name, t] : step->segment->run(engine_, options_, limits_, in, segment_runs)) values[name] = std::move(t);
+    }
+    for (const auto& name : step->last_reads) values.erase(name);
+  }
+  TensorMap result;
+  for (const auto& o : graph_.outputs) result[o.name] = find(o.name);
+  return result;
+}
+
+void SegmentedGraph::run_control(Step& step, TensorMap& values, int64_t* segment_runs) {
+  const Node& node = *step.control;
+  auto find = [&](const std::string& name) -> const Tensor* {
+    auto it = values.find(name);
+    if (it != values.end()) return &it->second;
+    auto c = graph_.initializers.find(name);
+    if (c != graph_.initializers.end()) return &c->second;
+    throw Error(graph_.path + ": " + node.describe() + ": value '" + name + "' is used before it is computed");
+  };
+  std::vector<const Tensor*> in;
+  for (const auto& name : node.inputs) in.push_back(name.empty() ? nullptr : find(name));
+  std::vector<Tensor> out;
+  try {
+    out = run_control_flow(node, in, [&](const Graph& body, std::vector<Tensor> formal) {
+      Part& part = *step.bodies.at(&body);
+      TensorMap body_inputs;
+      for (size_t k = 0; k < formal.size(); ++k) body_inputs[part.formal[k]] = std::move(formal[k]);
+      for (const auto& name : part.reads) body_inputs[name] = *find(name);
+      TensorMap body_outputs = part.run(engine_, options_, limits_, body_inputs, segment_runs);
+      std::vector<Tensor> result;
+      for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
+      return result;
+    });
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(graph_.path, 0) == 0) throw;
+    throw e.prefixed(graph_.path + ": ");
+  }
+  for (size_t k = 0; k < node.outputs.size() && k < out.size(); ++k)
+    if (!node.outputs[k].empty()) values[node.outputs[k]] = std::move(out[k]);
+}
+
+}  // namespace grove

@@ -1,0 +1,51 @@
+#pragma once
+// A graph with If, Loop or Scan nodes whose choices are known only at run time, on the tile
+// runtime. (An If whose condition folds to a constant once shapes are bound is inlined by
+// binding, and the whole model stays one TileGraph; see passes/bind.h.) Such a graph cannot
+// be one TileGraph, so it is cut at its control-flow nodes: the nodes between two of them
+// form a segment, a graph of its own that a Session plans into a TileGraph (cached per input
+// shapes, run on the shared Engine like any job); a control-flow node runs between segments,
+// reads its condition or trip count, and runs the chosen subgraph, which is again a graph of
+// its own with its own Session (its outer-scope reads become inputs), so a branch whose
+// inner Ifs fold is one TileGraph too. Within a segment the schedule stays barrier-free;
+// between segments there is one wait.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "grove/engine.h"
+#include "grove/session.h"
+
+namespace grove {
+
+class SegmentedGraph {
+ public:
+  // `graph` and its subgraphs must outlive this.
+  SegmentedGraph(const Graph& graph, Engine& engine, const SessionOptions& options, const Limits& limits);
+  ~SegmentedGraph();
+  SegmentedGraph(const SegmentedGraph&) = delete;
+  SegmentedGraph& operator=(const SegmentedGraph&) = delete;
+
+  // Runs the graph on `inputs` (by name). Safe to call from several threads at once. Adds
+  // the planned jobs it ran (segments, and subgraphs run whole) to `segment_runs`.
+  TensorMap run(const TensorMap& inputs, int64_t* segment_runs = nullptr);
+
+  // How many segments and control-flow nodes the graph was cut into.
+  size_t segment_count() const;
+  size_t control_count() const;
+
+ private:
+  struct Part;
+  struct Step;
+  void run_control(Step& step, TensorMap& values, int64_t* segment_runs);
+
+  const Graph& graph_;
+  Engine& engine_;
+  SessionOptions options_;
+  Limits limits_;
+  std::vector<std::unique_ptr<Step>> steps_;
+};
+
+}  // namespace grove

@@ -1,0 +1,216 @@
+// If, Loop and Scan (ops/control_flow.h): the reference executor, and the tile runtime
+// through the Session (an If with a constant condition inlined at bind, anything else run in
+// segments, runtime/segmented_graph.h), must give the hand-computed values; bad control flow
+// is a one-line error naming the node.
+#include <gtest/gtest.h>
+
+#include "grove/grove.h"
+#include "onnx/import.h"
+#include "onnx_builder.h"
+#include "runtime/model.h"
+
+using namespace grove;
+using grove::test::OnnxBuilder;
+
+namespace {
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+constexpr int kBool = onnx::TensorProto::BOOL;
+constexpr int kInt64 = onnx::TensorProto::INT64;
+
+void attach(onnx::NodeProto& node, const std::string& name, OnnxBuilder& body) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body.proto().graph();
+}
+
+// Outputs of the reference executor, and of the tile runtime at 1 and 2 workers.
+std::vector<TensorMap> run_everywhere(const Graph& g, const TensorMap& inputs, std::vector<RunStats>* stats = nullptr) {
+  std::vector<TensorMap> results{Model(g).run_reference(inputs)};
+  for (int threads : {1, 2}) {
+    Engine engine({.threads = threads, .pin = false});
+    Session session(engine, Model(g));
+    RunStats s;
+    for (int again = 0; again < 2; ++again) results.push_back(session.run(inputs, &s));  // the second run uses cached plans
+    if (stats) stats->push_back(s);
+  }
+  return results;
+}
+
+void expect_values(const Tensor& t, std::vector<float> want) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(t.data<float>()[i], want[i]) << "element " << i;
+}
+
+std::string run_error(const Graph& g, const TensorMap& inputs) {
+  try {
+    Engine engine({.threads = 2, .pin = false});
+    Session session(engine, Model(g));
+    session.run(inputs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// y = If(c) then xx * 3 else xx - x, with xx = x + x made outside and x read from the outer scope.
+Graph if_model() {
+  OnnxBuilder b;
+  b.input("x", kFloat, {2}).input("c", kBool, {}).output("y", kFloat, {2});
+  b.node("Add", {"x", "x"}, {"xx"}, "double");
+  OnnxBuilder then_b, else_b;
+  then_b.initializer_f32("three", {}, {3});
+  then_b.node("Mul", {"xx", "three"}, {"t"}, "times3");
+  then_b.output("t", kFloat, {2});
+  else_b.node("Sub", {"xx", "x"}, {"e"}, "minus");
+  else_b.output("e", kFloat, {2});
+  auto& node = b.node("If", {"c"}, {"y"}, "choose");
+  attach(node, "then_branch", then_b);
+  attach(node, "else_branch", else_b);
+  return load_onnx_bytes(b.bytes(), "if.onnx");
+}
+
+}  // namespace
+
+TEST(ControlFlow, IfRunsTheBranchItsConditionPicksOnEveryExecutor) {
+  const Graph g = if_model();
+  for (bool c : {true, false}) {
+    TensorMap in{{"x", Tensor::from<float>({2}, std::vector<float>{1, -2})}, {"c", Tensor::scalar<bool>(c)}};
+    std::vector<RunStats> stats;
+    for (const TensorMap& out : run_everywhere(g, in, &stats))
+      expect_values(out.at("y"), c ? std::vector<float>{6, -12} : std::vector<float>{1, -2});
+    for (const RunStats& s : stats) EXPECT_GT(s.segment_runs, 0) << "a runtime condition runs in segments";
+  }
+}
+
+TEST(ControlFlow, IfWithAConstantConditionIsInlinedIntoOneTileGraph) {
+  OnnxBuilder b;
+  b.input("x", kFloat, {2}).output("y", kFloat, {2});
+  b.initializer_bool("yes", {}, {true});
+  OnnxBuilder then_b, else_b;
+  then_b.node("Relu", {"x"}, {"t"}, "relu");
+  then_b.output("t", kFloat, {2});
+  else_b.node("Neg", {"x"}, {"e"}, "neg");
+  else_b.output("e", kFloat, {2});
+  auto& node = b.node("If", {"yes"}, {"y"}, "choose");
+  attach(node, "then_branch", then_b);
+  attach(node, "else_branch", else_b);
+  const Graph g = load_onnx_bytes(b.bytes(), "const_if.onnx");
+  TensorMap in{{"x", Tensor::from<float>({2}, std::vector<float>{1, -2})}};
+  std::vector<RunStats> stats;
+  for (const TensorMap& out : run_everywhere(g, in, &stats)) expect_values(out.at("y"), {1, 0});
+  for (const RunStats& s : stats) EXPECT_EQ(s.segment_runs, 0) << "the whole model should be one TileGraph";
+  Engine engine({.threads = 1, .pin = false});
+  Session session(engine, Model(g));
+  EXPECT_NE(session.plan_for({{"x", {2}}}), nullptr);
+}
+
+// s' = s + x per iteration (x from the outer scope), every s' stacked as a scan output.
+TEST(ControlFlow, LoopCarriesStateAndStacksScanOutputs) {
+  OnnxBuilder b;
+  b.input("m", kInt64, {}).input("x", kFloat, {2}).input("s0", kFloat, {2});
+  b.output("s", kFloat, {2}).output("all", kFloat, {-1, 2});
+  OnnxBuilder body;
+  body.input("i", kInt64, {}).input("cond_in", kBool, {}).input("s_in", kFloat, {2});
+  body.node("Add", {"s_in", "x"}, {"s_out"}, "step");
+  body.node("Identity", {"cond_in"}, {"cond_out"}, "keep");
+  body.node("Identity", {"s_out"}, {"scan"}, "record");
+  body.output("cond_out", kBool, {}).output("s_out", kFloat, {2}).output("scan", kFloat, {2});
+  auto& node = b.node("Loop", {"m", "", "s0"}, {"s", "all"}, "repeat");
+  attach(node, "body", body);
+  const Graph g = load_onnx_bytes(b.bytes(), "loop.onnx");
+  TensorMap in{{"m", Tensor::scalar<int64_t>(3)},
+               {"x", Tensor::from<float>({2}, std::vector<float>{1, 10})},
+               {"s0", Tensor::from<float>({2}, std::vector<float>{0, 5})}};
+  std::vector<RunStats> stats;
+  for (const TensorMap& out : run_everywhere(g, in, &stats)) {
+    expect_values(out.at("s"), {3, 35});
+    EXPECT_EQ(out.at("all").shape(), (Shape{3, 2}));
+    expect_values(out.at("all"), {1, 15, 2, 25, 3, 35});
+  }
+  for (const RunStats& s : stats) EXPECT_GE(s.segment_runs, 3) << "one body run per iteration";
+
+  in["m"] = Tensor::scalar<int64_t>(0);  // no iteration: the initial state, an empty stack
+  for (const TensorMap& out : run_everywhere(g, in)) {
+    expect_values(out.at("s"), {0, 5});
+    EXPECT_EQ(out.at("all").numel(), 0);
+  }
+}
+
+TEST(ControlFlow, ScanSlicesItsInputsAndStacksItsOutputs) {
+  OnnxBuilder b(11);
+  b.input("s0", kFloat, {2}).input("xs", kFloat, {3, 2});
+  b.output("s", kFloat, {2}).output("ys", kFloat, {3, 2});
+  OnnxBuilder body(11);
+  body.input("s_in", kFloat, {2}).input("x", kFloat, {2});
+  body.node("Add", {"s_in", "x"}, {"s_out"}, "sum");
+  body.node("Identity", {"s_out"}, {"y"}, "emit");
+  body.output("s_out", kFloat, {2}).output("y", kFloat, {2});
+  auto& node = b.node("Scan", {"s0", "xs"}, {"s", "ys"}, "running_sum");
+  OnnxBuilder::attr_int(node, "num_scan_inputs", 1);
+  OnnxBuilder::attr_ints(node, "scan_input_directions", {1});  // last row first
+  attach(node, "body", body);
+  const Graph g = load_onnx_bytes(b.bytes(), "scan.onnx");
+  TensorMap in{{"s0", Tensor::from<float>({2}, std::vector<float>{0, 0})},
+               {"xs", Tensor::from<float>({3, 2}, std::vector<float>{1, 2, 3, 4, 5, 6})}};
+  for (const TensorMap& out : run_everywhere(g, in)) {
+    expect_values(out.at("s"), {9, 12});
+    expect_values(out.at("ys"), {5, 6, 8, 10, 9, 12});
+  }
+}
+
+TEST(ControlFlow, BadControlFlowIsAnErrorNamingTheNode) {
+  // Branches that disagree with the node on the number of outputs: an error at load.
+  OnnxBuilder b;
+  b.input("c", kBool, {}).output("y", kFloat, {1});
+  OnnxBuilder then_b, else_b;
+  then_b.initializer_f32("one", {1}, {1});
+  then_b.node("Identity", {"one"}, {"t"}, "t");
+  then_b.output("t", kFloat, {1});
+  else_b.initializer_f32("two", {1}, {2});
+  else_b.node("Identity", {"two"}, {"e1"}, "e1");
+  else_b.node("Identity", {"two"}, {"e2"}, "e2");
+  else_b.output("e1", kFloat, {1}).output("e2", kFloat, {1});
+  auto& node = b.node("If", {"c"}, {"y"}, "choose");
+  attach(node, "then_branch", then_b);
+  attach(node, "else_branch", else_b);
+  try {
+    load_onnx_bytes(b.bytes(), "if.onnx");
+    ADD_FAILURE() << "an If whose branches disagree on their outputs loaded";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("if.onnx: node 'choose' (If)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("else_branch gives 2 outputs"), std::string::npos) << msg;
+  }
+
+  // A Loop with a negative trip count and no condition, and one with neither.
+  OnnxBuilder l;
+  l.input("m", kInt64, {}).input("s0", kFloat, {1}).output("s", kFloat, {1});
+  OnnxBuilder body;
+  body.input("i", kInt64, {}).input("cond_in", kBool, {}).input("s_in", kFloat, {1});
+  body.node("Identity", {"cond_in"}, {"cond_out"}, "keep");
+  body.node("Identity", {"s_in"}, {"s_out"}, "same");
+  body.output("cond_out", kBool, {}).output("s_out", kFloat, {1});
+  auto& loop = l.node("Loop", {"m", "", "s0"}, {"s"}, "repeat");
+  attach(loop, "body", body);
+  const Graph lg = load_onnx_bytes(l.bytes(), "loop.onnx");
+  const TensorMap in{{"m", Tensor::scalar<int64_t>(-1)}, {"s0", Tensor::from<float>({1}, std::vector<float>{1})}};
+  std::string msg = run_error(lg, in);
+  EXPECT_NE(msg.find("node 'repeat' (Loop)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("trip count M is -1"), std::string::npos) << msg;
+  try {
+    Model(lg).run_reference(in);
+    ADD_FAILURE() << "the reference executor ran a Loop with a negative trip count";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'repeat' (Loop)"), std::string::npos) << e.what();
+  }
+
+  OnnxBuilder w;
+  w.input("s0", kFloat, {1}).output("s", kFloat, {1});
+  auto& forever = w.node("Loop", {"", "", "s0"}, {"s"}, "forever");
+  attach(forever, "body", body);
+  const Graph wg = load_onnx_bytes(w.bytes(), "forever.onnx");
+  msg = run_error(wg, {{"s0", Tensor::from<float>({1}, std::vector<float>{1})}});
+  EXPECT_NE(msg.find("node 'forever' (Loop)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("would never end"), std::string::npos) << msg;
+}
