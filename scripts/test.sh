@@ -20,7 +20,7 @@ if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   cmake --build build-tsan -j"$jobs" --target grove_runtime_tests grove_unit_tests grove_serve_tests
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   build-tsan/tests/runtime/grove_runtime_tests --gtest_brief=1
-  build-tsan/tests/grove_unit_tests --gtest_brief=1 --gtest_filter='Session*:PlannedRun*:StagedJob*'
+  build-tsan/tests/grove_unit_tests --gtest_brief=1 --gtest_filter='Session*:PlannedRun*:StagedJob*:ControlFlow*'
   build-tsan/tests/serve/grove_serve_tests --gtest_brief=1
 fi
 

@@ -4,6 +4,8 @@
 // is a one-line error naming the node.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "grove/grove.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"
@@ -213,4 +215,21 @@ TEST(ControlFlow, BadControlFlowIsAnErrorNamingTheNode) {
   msg = run_error(wg, {{"s0", Tensor::from<float>({1}, std::vector<float>{1})}});
   EXPECT_NE(msg.find("node 'forever' (Loop)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("would never end"), std::string::npos) << msg;
+}
+
+// Several requests of a segmented model at once: each segment's and branch's Session is made
+// once, under its lock, and shared (run under ThreadSanitizer by scripts/test.sh).
+TEST(ControlFlow, ConcurrentRunsOfASegmentedModelShareItsSessions) {
+  const Graph g = if_model();
+  Engine engine({.threads = 2, .pin = false});
+  Session session(engine, Model(g));
+  std::vector<std::future<TensorMap>> futures;
+  for (int i = 0; i < 24; ++i)
+    futures.push_back(session.submit({{"x", Tensor::from<float>({2}, std::vector<float>{1, static_cast<float>(i)})},
+                                      {"c", Tensor::scalar<bool>(i % 2 == 0)}}));
+  for (int i = 0; i < 24; ++i) {
+    const float v = static_cast<float>(i);
+    expect_values(futures[static_cast<size_t>(i)].get().at("y"), i % 2 == 0 ? std::vector<float>{6, 6 * v}
+                                                                             : std::vector<float>{1, v});
+  }
 }
