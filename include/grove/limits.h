@@ -24,6 +24,9 @@ struct Limits {
   // The planner's TileGraph: tiles, and kMaxEdgesPerTile times as many dependency edges
   // (its tables are not charged to max_memory; this bounds them instead).
   int64_t max_tiles = kDefaultMaxTiles;
+  // Iterations of one Loop node in one run: a hostile model's endless loop (a trip count
+  // near 2^63 and a condition that stays true) becomes an Error instead of a hung request.
+  int64_t max_loop_iterations = 10'000'000;
 
   int64_t memory_limit() const;  // max_memory, with 0 resolved to the default
 };

@@ -113,7 +113,7 @@ Examples:
   grove load http://127.0.0.1:8000 --model bert --binary --json
 )";
 
-// --max-memory, --max-nodes and --max-tiles on a subcommand (docs/security.md).
+// --max-memory, --max-nodes, --max-tiles and --max-loop-iterations on a subcommand (docs/security.md).
 void add_limit_options(CLI::App* cmd, grove::Limits& limits) {
   cmd->add_option("--max-memory", limits.max_memory,
                   "Most bytes of weights plus declared activations a model may make grove allocate; a larger "
@@ -126,6 +126,10 @@ void add_limit_options(CLI::App* cmd, grove::Limits& limits) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-tiles", limits.max_tiles,
                   "Most tiles a plan may cut the model into (and 16 dependency edges per tile)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-loop-iterations", limits.max_loop_iterations,
+                  "Most iterations one Loop node may run in one inference (an endless loop becomes an error)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
 }

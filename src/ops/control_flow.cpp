@@ -72,7 +72,8 @@ std::vector<Tensor> run_if(const Node& node, std::span<const Tensor* const> in, 
   return out;
 }
 
-std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body) {
+std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body,
+                             int64_t max_iterations) {
   const Graph& body = node.attr_graph("body");
   const size_t carried = in.size() - 2;
   const size_t scans = body.outputs.size() - 1 - carried;
@@ -94,6 +95,8 @@ std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> in
   }
   std::vector<std::vector<Tensor>> scan_parts(scans);
   for (int64_t i = 0; i < max_trips && keep_going; ++i) {
+    if (i == max_iterations)
+      throw Error("ran " + std::to_string(i) + " iterations, the limit (Limits::max_loop_iterations, --max-loop-iterations)");
     std::vector<Tensor> formal{Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(keep_going)};
     formal.insert(formal.end(), state.begin(), state.end());
     std::vector<Tensor> out = run_body(body, std::move(formal));
@@ -228,11 +231,12 @@ void check_control_flow(const Node& node) {
   }
 }
 
-std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body) {
+std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body,
+                                     int64_t max_iterations) {
   try {
     check_control_flow(node);
     if (node.op_type == "If") return run_if(node, in, run_body);
-    if (node.op_type == "Loop") return run_loop(node, in, run_body);
+    if (node.op_type == "Loop") return run_loop(node, in, run_body, max_iterations);
     return run_scan(node, in, run_body);
   } catch (const Error& e) {
     if (std::string(e.what()).find("node '") != std::string::npos) throw;

@@ -25,6 +25,8 @@ using RunBody = std::function<std::vector<Tensor>(const Graph& body, std::vector
 
 // Runs one If, Loop or Scan node. in[i] is nullptr for a missing optional input. Errors name
 // the node.
-std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body);
+// A Loop running more than `max_iterations` times is an Error (Limits::max_loop_iterations).
+std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body,
+                                     int64_t max_iterations);
 
 }  // namespace grove

@@ -112,7 +112,7 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& l
           std::vector<Tensor> result;
           for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
           return result;
-        });
+        }, limits.max_loop_iterations);
       } else {
         out = evaluate_node(node, in, std::max<int64_t>(0, limit - live_bytes));
       }

@@ -200,7 +200,7 @@ void SegmentedGraph::run_control(Step& step, TensorMap& values, int64_t* segment
       std::vector<Tensor> result;
       for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
       return result;
-    });
+    }, limits_.max_loop_iterations);
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(graph_.path, 0) == 0) throw;
     throw e.prefixed(graph_.path + ": ");

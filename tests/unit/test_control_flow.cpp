@@ -207,6 +207,20 @@ TEST(ControlFlow, BadControlFlowIsAnErrorNamingTheNode) {
     EXPECT_NE(std::string(e.what()).find("node 'repeat' (Loop)"), std::string::npos) << e.what();
   }
 
+  // A trip count the limit does not allow: an error after max_loop_iterations, not a hang.
+  {
+    TensorMap many = in;
+    many["m"] = Tensor::scalar<int64_t>(INT64_MAX);
+    Engine engine({.threads = 1, .pin = false});
+    Session session(engine, Model(lg, {}, Limits{.max_loop_iterations = 50}));
+    try {
+      session.run(many);
+      ADD_FAILURE() << "a Loop ran past max_loop_iterations";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'repeat' (Loop): ran 50 iterations"), std::string::npos) << e.what();
+    }
+  }
+
   OnnxBuilder w;
   w.input("s0", kFloat, {1}).output("s", kFloat, {1});
   auto& forever = w.node("Loop", {"", "", "s0"}, {"s"}, "forever");
