@@ -11,11 +11,9 @@
 
 #include "ops/op.h"
 #include "ops/op_util.h"
+#include "ops/recurrent.h"
 
 namespace grove {
-namespace {
-
-enum class Cell { rnn, gru, lstm };
 
 int gate_count(Cell c) { return c == Cell::lstm ? 4 : c == Cell::gru ? 3 : 1; }
 size_t activation_count(Cell c) { return c == Cell::lstm ? 3 : c == Cell::gru ? 2 : 1; }
@@ -30,16 +28,11 @@ Cell cell_of(const Node& node) {
   return node.op_type == "LSTM" ? Cell::lstm : node.op_type == "GRU" ? Cell::gru : Cell::rnn;
 }
 
-struct Dims {
-  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
-  bool batch_first = false;  // layout 1
-};
-
-Dims dims_of(const Node& node, const Shape& x, const Shape& w, const Shape& r) {
+RecurrentDims recurrent_dims(const Node& node, const Shape& x, const Shape& w, const Shape& r) {
   Cell cell = cell_of(node);
   if (x.size() != 3) throw Error("X must have rank 3, got " + shape_str(x));
   if (w.size() != 3 || r.size() != 3) throw Error("W and R must have rank 3, got " + shape_str(w) + " and " + shape_str(r));
-  Dims d;
+  RecurrentDims d;
   d.batch_first = node.attr_int("layout", 0) == 1;
   d.seq = d.batch_first ? x[1] : x[0];
   d.batch = d.batch_first ? x[0] : x[1];
@@ -57,14 +50,15 @@ Dims dims_of(const Node& node, const Shape& x, const Shape& w, const Shape& r) {
   return d;
 }
 
-// Y: [seq, dirs, batch, hidden] or [batch, seq, dirs, hidden]; Y_h, Y_c, initial_h/c:
-// [dirs, batch, hidden] or [batch, dirs, hidden].
-Shape y_shape(const Dims& d) {
+Shape recurrent_y_shape(const RecurrentDims& d) {
   return d.batch_first ? Shape{d.batch, d.seq, d.dirs, d.hidden} : Shape{d.seq, d.dirs, d.batch, d.hidden};
 }
-Shape state_shape(const Dims& d) {
+Shape recurrent_state_shape(const RecurrentDims& d) {
   return d.batch_first ? Shape{d.batch, d.dirs, d.hidden} : Shape{d.dirs, d.batch, d.hidden};
 }
+
+namespace {
+
 
 void check_optional(std::span<const ValueInfo> in, size_t i, const Shape& expected, const char* what) {
   if (has_input(in, i) && in[i].shape != expected)
@@ -76,15 +70,15 @@ void recurrent_infer(const Node& node, std::span<const ValueInfo> in, std::span<
   require_inputs(node, in.size(), 3, cell == Cell::lstm ? 8 : 6);
   if (in[0].dtype != DType::f32 || in[1].dtype != DType::f32 || in[2].dtype != DType::f32)
     throw Unsupported("grove runs " + node.op_type + " on float32 only");
-  const Dims d = dims_of(node, in[0].shape, in[1].shape, in[2].shape);
+  const RecurrentDims d = recurrent_dims(node, in[0].shape, in[1].shape, in[2].shape);
   const int64_t rows = gate_count(cell) * d.hidden;
   check_optional(in, 3, {d.dirs, 2 * rows}, "B");
   check_optional(in, 4, {d.batch}, "sequence_lens");
   if (has_input(in, 4) && in[4].dtype != DType::i32) throw Error("sequence_lens must be int32");
-  check_optional(in, 5, state_shape(d), "initial_h");
-  check_optional(in, 6, state_shape(d), "initial_c");
+  check_optional(in, 5, recurrent_state_shape(d), "initial_h");
+  check_optional(in, 6, recurrent_state_shape(d), "initial_c");
   check_optional(in, 7, {d.dirs, 3 * d.hidden}, "P");
-  const Shape shapes[] = {y_shape(d), state_shape(d), state_shape(d)};
+  const Shape shapes[] = {recurrent_y_shape(d), recurrent_state_shape(d), recurrent_state_shape(d)};
   if (out.size() > (cell == Cell::lstm ? 3u : 2u)) throw Error("too many outputs");
   for (size_t i = 0; i < out.size(); ++i)
     if (!node.outputs[i].empty()) out[i] = ValueInfo{DType::f32, shapes[i]};
@@ -157,7 +151,7 @@ struct Weights {
 void recurrent_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Cell cell = cell_of(node);
   const Tensor& x = *in[0];
-  const Dims d = dims_of(node, x.shape(), in[1]->shape(), in[2]->shape());
+  const RecurrentDims d = recurrent_dims(node, x.shape(), in[1]->shape(), in[2]->shape());
   const int64_t H = d.hidden, G = gate_count(cell), I = d.input;
   const Tensor* bias = optional_input(in, 3);
   const Tensor* lens = optional_input(in, 4);

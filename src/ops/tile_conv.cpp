@@ -10,7 +10,8 @@
 // (depthwise) runs a direct vectorised loop instead. 3x3 stride-1 layers with enough
 // channels and pixels take Winograd F(4x4, 3x3) (tile_conv_winograd.h), with row cuts at
 // multiples of 4. Either way each output element is computed by the same sequence of
-// operations whatever the tile, so results do not depend on the grid. Other ranks walk the window taps. A fused epilogue (graph/epilogue_attrs.h:
+// operations whatever the tile, so results do not depend on the grid. 3-D convs and 1-D
+// depthwise walk the window taps. A fused epilogue (graph/epilogue_attrs.h:
 // residual input 3, activation) runs in the GEMM's epilogue, or after each depthwise row or
 // tap sum, on every path.
 #include <algorithm>
@@ -129,9 +130,15 @@ struct ConvTail {
   kernels::ActivationParams activation;
 };
 
+// A 1-D conv is the 2-D conv of an [L, 1] plane by a [K, 1] kernel: its output positions
+// are rows, so the row cuts, im2col and GEMM paths serve it unchanged.
 kernels::Conv2dShape conv2d_shape(const ConvDims& c) {
   const WindowGeometry& g = c.g;
   auto u = [](int64_t v) { return static_cast<size_t>(v); };
+  if (g.rank() == 1)
+    return {.channels = u(c.cin()), .in_h = u(g.input[0]), .in_w = 1, .out_h = u(g.output[0]), .out_w = 1,
+            .kernel_h = u(g.kernel[0]), .kernel_w = 1, .stride_h = u(g.strides[0]), .stride_w = 1,
+            .dilation_h = u(g.dilations[0]), .dilation_w = 1, .pad_top = u(g.pads_begin[0]), .pad_left = 0};
   return {.channels = u(c.cin()), .in_h = u(g.input[0]), .in_w = u(g.input[1]), .out_h = u(g.output[0]),
           .out_w = u(g.output[1]), .kernel_h = u(g.kernel[0]), .kernel_w = u(g.kernel[1]),
           .stride_h = u(g.strides[0]), .stride_w = u(g.strides[1]), .dilation_h = u(g.dilations[0]),
@@ -182,7 +189,13 @@ void transpose_block(const float* src, size_t src_stride, size_t rows, size_t co
     }
 }
 
-bool uses_gemm(const ConvDims& c) { return c.g.rank() == 2 && c.cin() > 1; }
+// 2-D convs with one input channel per group take the direct depthwise loop. A 1-D conv has
+// no width to vectorise that loop over, so one of a single group (a filter bank such as an
+// STFT basis: one input channel, a long kernel, many output channels) is a GEMM too.
+bool uses_gemm(const ConvDims& c) {
+  if (c.g.rank() == 1) return c.cin() > 1 || c.group == 1;
+  return c.g.rank() == 2 && c.cin() > 1;
+}
 
 bool uses_winograd(const ConvDims& c) { return c.g.rank() == 2 && winograd_applies(conv2d_shape(c), c.group, c.out_channels); }
 
@@ -366,9 +379,9 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   ConvDims c = conv_dims(node, x.shape(), w.shape());
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
   const ConvTail tail{residual ? residual->data<float>() : nullptr, epilogue_activation(node)};
-  if (c.g.rank() != 2) return conv_taps(c, x, w, bias, tail, *out[0], r);
+  if (c.g.rank() > 2 || (c.g.rank() == 1 && !uses_gemm(c))) return conv_taps(c, x, w, bias, tail, *out[0], r);
   // cuttable() never cuts the width; a region that does is not worth a path of its own.
-  if (r[3].begin != 0 || r[3].end != c.g.output[1]) return reference_whole(node, in, out, r);
+  if (c.g.rank() == 2 && (r[3].begin != 0 || r[3].end != c.g.output[1])) return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
   if (!uses_gemm(c)) return conv2d_depthwise(c, x, w, bias, tail, *out[0], r);

@@ -20,6 +20,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_attention_rules(t);
     tiling::add_quant_matmul_rules(t);
     tiling::add_conv_integer_rules(t);
+    tiling::add_recurrent_rules(t);
     return t;
   }();
   return table;
@@ -30,12 +31,14 @@ const tiling::RuleTable& rule_table() {
 const TileRule* find_tile_rule(const Node& node) {
   const bool internal = node.domain == kGroveDomain;
   if (!internal && !node.domain.empty() && node.domain != "ai.onnx") return nullptr;
+  const auto& table = rule_table();
+  auto it = table.find(internal ? tiling::internal_rule_key(node.op_type) : node.op_type);
+  if (it == table.end()) return nullptr;
+  if (it->second.every_output) return node.outputs.empty() || node.outputs[0].empty() ? nullptr : &it->second;
   // A tile computes output 0 only; a second output the graph uses needs the whole-op reference.
   for (size_t i = 1; i < node.outputs.size(); ++i)
     if (!node.outputs[i].empty()) return nullptr;
-  const auto& table = rule_table();
-  auto it = table.find(internal ? tiling::internal_rule_key(node.op_type) : node.op_type);
-  return it == table.end() ? nullptr : &it->second;
+  return &it->second;
 }
 
 }  // namespace grove

@@ -42,10 +42,15 @@ struct TileRule {
 
   // Optional, with `prepare`: the bytes what it returned holds (packed weights), for reports.
   int64_t (*prepared_bytes)(const Node& node, std::span<const ValueInfo> in, const void* prepared) = nullptr;
+
+  // A rule of a multi-output op whose one tile (cuttable cuts nothing) computes every output
+  // (LSTM: Y, Y_h, Y_c); run_tile gets nullptr for outputs the node leaves unnamed.
+  bool every_output = false;
 };
 
 // nullptr when the op is computed as one whole tile by its reference implementation.
-// Multi-output ops (other than unused optional outputs) have no rule.
+// Multi-output ops (other than unused optional outputs) have no rule unless it computes
+// every output, and then only with output 0 named.
 const TileRule* find_tile_rule(const Node& node);
 
 }  // namespace grove

@@ -142,6 +142,22 @@ TEST(TilingKernels, ConvDepthwise) {
   check(NodeBuilder("Conv", 11, 2).ints("pads", {1, 1, 1, 1}), {random_f32({1, 1, 6, 7}, 23), random_f32({5, 1, 3, 3}, 24)});
 }
 
+TEST(TilingKernels, ConvOneDimensional) {
+  // A filter bank (STFT basis as Silero VAD exports it): one input channel, a 64-tap kernel
+  // at stride 32, many output channels; K = 64, few positions (the transposed form).
+  check(NodeBuilder("Conv", 11, 2).ints("strides", {32}), {random_f32({1, 1, 352}, 50), random_f32({66, 1, 64}, 51)});
+  // Channels in and out, pads, stride 2, dilation 2, two images, bias; K = 129 * 3 past no
+  // k block but pixels past one chunk.
+  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 2}).ints("strides", {2}).ints("dilations", {2}),
+        {random_f32({2, 129, 700}, 52), random_f32({20, 129, 3}, 53), random_f32({20}, 54)});
+  // K past one k block; 1x1 (read in place); grouped with several channels per group.
+  check(NodeBuilder("Conv", 11, 2).ints("pads", {2, 2}), {random_f32({1, 110, 9}, 55), random_f32({17, 110, 5}, 56)});
+  check(NodeBuilder("Conv", 11, 2), {random_f32({1, 37, 41}, 57), random_f32({33, 37, 1}, 58)});
+  check(NodeBuilder("Conv", 11, 2).i("group", 2).ints("pads", {1, 1}), {random_f32({1, 6, 13}, 59), random_f32({4, 3, 3}, 60)});
+  // Depthwise 1-D stays on the tap walk.
+  check(NodeBuilder("Conv", 11, 2).i("group", 4).ints("pads", {1, 1}), {random_f32({1, 4, 30}, 61), random_f32({4, 1, 3}, 62)});
+}
+
 // ---- MatMul and Gemm
 
 TEST(TilingKernels, MatMulConstantAndActivationB) {
