@@ -16,7 +16,7 @@
 
 namespace grove {
 
-enum class DType : uint8_t { undefined, f32, f64, f16, i8, u8, i16, u16, i32, u32, i64, u64, boolean, string };
+enum class DType : uint8_t { undefined, f32, f64, f16, i8, u8, i16, u16, i32, u32, i64, u64, boolean, string, bf16 };
 
 using Shape = std::vector<int64_t>;
 

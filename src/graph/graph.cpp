@@ -63,7 +63,7 @@ const ValueDecl* Graph::find_default(const std::string& n) const {
 int64_t Graph::parameter_count() const {
   int64_t n = 0;
   for (const auto& [name, t] : initializers)
-    if (t.dtype() == DType::f32 || t.dtype() == DType::f16 || t.dtype() == DType::f64) n += t.numel();
+    if (t.dtype() == DType::f32 || t.dtype() == DType::f16 || t.dtype() == DType::bf16 || t.dtype() == DType::f64) n += t.numel();
   return n;
 }
 

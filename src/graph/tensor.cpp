@@ -10,7 +10,7 @@ size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::f32: case DType::i32: case DType::u32: return 4;
     case DType::f64: case DType::i64: case DType::u64: return 8;
-    case DType::f16: case DType::i16: case DType::u16: return 2;
+    case DType::f16: case DType::bf16: case DType::i16: case DType::u16: return 2;
     case DType::i8: case DType::u8: case DType::boolean: return 1;
     default: return 0;
   }
@@ -21,6 +21,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::f32: return "float32";
     case DType::f64: return "float64";
     case DType::f16: return "float16";
+    case DType::bf16: return "bfloat16";
     case DType::i8: return "int8";
     case DType::u8: return "uint8";
     case DType::i16: return "int16";
@@ -51,6 +52,7 @@ DType dtype_from_onnx(int t) {
     case 11: return DType::f64;
     case 12: return DType::u32;
     case 13: return DType::u64;
+    case 16: return DType::bf16;
     default: return DType::undefined;
   }
 }
@@ -70,6 +72,7 @@ int dtype_to_onnx(DType d) {
     case DType::f64: return 11;
     case DType::u32: return 12;
     case DType::u64: return 13;
+    case DType::bf16: return 16;
     default: return 0;
   }
 }
@@ -182,6 +185,11 @@ std::vector<double> Tensor::to_f64() const {
     for (int64_t i = 0; i < numel_; ++i) out[static_cast<size_t>(i)] = f16_to_f32(p[i]);
     return out;
   }
+  if (dtype_ == DType::bf16) {
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(raw());
+    for (int64_t i = 0; i < numel_; ++i) out[static_cast<size_t>(i)] = bf16_to_f32(p[i]);
+    return out;
+  }
   visit_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     const T* p = reinterpret_cast<const T*>(raw());
@@ -227,6 +235,31 @@ uint16_t f64_to_f16(double value) {
   double q = std::nearbyint(std::ldexp(a, 10 - e));  // 11 significant bits, in [1024, 2048]
   if (q == 2048.0) q = 1024.0, ++e;
   return sign | static_cast<uint16_t>(((e + 15) << 10) | (static_cast<int>(q) - 1024));
+}
+
+float bf16_to_f32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;  // bfloat16 is the top half of a float32
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t f64_to_bf16(double value) {
+  uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  if (std::isnan(value)) return sign | 0x7fc0;
+  double a = std::fabs(value);
+  if (std::isinf(a)) return sign | 0x7f80;
+  if (a == 0.0) return sign;
+  int exponent = 0;
+  std::frexp(a, &exponent);
+  int e = exponent - 1;  // a in [2^e, 2^(e+1))
+  if (e < -126) {        // subnormal: a multiple of 2^-133; rounding up to 128 gives the smallest normal's bits
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 133)));
+  }
+  double q = std::nearbyint(std::ldexp(a, 7 - e));  // 8 significant bits, in [128, 256]
+  if (q == 256.0) q = 128.0, ++e;
+  if (e > 127) return sign | 0x7f80;
+  return sign | static_cast<uint16_t>(((e + 127) << 7) | (static_cast<int>(q) - 128));
 }
 
 }  // namespace grove

@@ -30,5 +30,9 @@ float f16_to_f32(uint16_t h);
 // The nearest float16 (round half to even; overflow to infinity, NaN stays NaN). A float
 // converts exactly to double first, so this also rounds float32 in one step.
 uint16_t f64_to_f16(double value);
+// bfloat16, also a storage type: widening is exact; narrowing rounds half to even from double
+// (one rounding from float32 too), overflows to infinity and keeps NaN a NaN.
+float bf16_to_f32(uint16_t h);
+uint16_t f64_to_bf16(double value);
 
 }  // namespace grove

@@ -138,7 +138,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx, bool wide
       case DType::i16: copy_field<int16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int16_t>(v); }); break;
       case DType::i8: copy_field<int8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); }); break;
       case DType::u8: copy_field<uint8_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint8_t>(v); }); break;
-      case DType::u16: case DType::f16:
+      case DType::u16: case DType::f16: case DType::bf16:
         copy_field<uint16_t>(t, tp.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); }); break;
       case DType::boolean: copy_field<bool>(t, tp.int32_data(), [](int32_t v) { return v != 0; }); break;
       case DType::u32: copy_field<uint32_t>(t, tp.uint64_data(), [](uint64_t v) { return static_cast<uint32_t>(v); }); break;

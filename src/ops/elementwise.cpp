@@ -17,8 +17,8 @@ bool dtype_in_set(DType dtype, unsigned set) {
 void require_dtype(const Node& node, DType dtype, unsigned set, const char* what) {
   if (dtype_in_set(dtype, set)) return;
   std::string message = node.describe() + ": " + what + " of dtype " + std::string(dtype_name(dtype)) + " is not supported";
-  // float16 is valid ONNX wherever float is: a gap in grove, not a bad model.
-  bool valid_onnx = (dtype == DType::f16 && (set & kFloat)) || dtype == DType::undefined || dtype == DType::string;
+  // float16 and bfloat16 are valid ONNX wherever float is: a gap in grove, not a bad model.
+  bool valid_onnx = ((dtype == DType::f16 || dtype == DType::bf16) && (set & kFloat)) || dtype == DType::undefined || dtype == DType::string;
   if (valid_onnx) throw Unsupported(message);
   throw Error(message);
 }

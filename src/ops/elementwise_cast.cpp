@@ -1,26 +1,29 @@
-// Cast and CastLike between float32/64, float16, the integer types and bool. float16 is a
-// storage type here: values are widened to float32 on the way in and rounded (half to even)
-// from double on the way out, so every conversion rounds once, as numpy's astype does.
+// Cast and CastLike between float32/64, float16, bfloat16, the integer types and bool. The
+// 16-bit floats are storage types here: values are widened to float32 on the way in and
+// rounded (half to even) from double on the way out, so every conversion rounds once, as
+// numpy's astype does.
 #include "ops/elementwise.h"
 
 namespace grove::elementwise {
 namespace {
 
-// The `to` attribute as a dtype grove casts to; bfloat16 and string are valid ONNX targets
+bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
+
+void require_castable(const Node& node, DType dtype, const char* what = "input") {
+  if (!is_half(dtype)) require_dtype(node, dtype, kAny, what);
+}
+
+// The `to` attribute as a dtype grove casts to; string and complex are valid ONNX targets
 // that grove does not produce.
 DType cast_target(const Node& node) {
   if (!node.has_attr("to")) throw Error(node.describe() + ": missing attribute 'to'");
   int64_t to = node.attr_int("to", 0);
   DType dtype = dtype_from_onnx(static_cast<int>(to));
-  if (dtype == DType::undefined && to >= 1 && to <= 16)  // 14, 15: complex, 16: bfloat16
+  if (dtype == DType::undefined && to >= 1 && to <= 16)  // 14, 15: complex
     throw Unsupported(node.describe() + ": casting to ONNX data type " + std::to_string(to) + " is not supported");
   if (dtype == DType::undefined) throw Error(node.describe() + ": 'to' is not an ONNX data type: " + std::to_string(to));
-  if (dtype != DType::f16) require_dtype(node, dtype, kAny, "target");
+  require_castable(node, dtype, "target");
   return dtype;
-}
-
-void require_castable(const Node& node, DType dtype, const char* what = "input") {
-  if (dtype != DType::f16) require_dtype(node, dtype, kAny, what);
 }
 
 void cast_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
@@ -40,16 +43,19 @@ void cast_like_infer(const Node& node, std::span<const ValueInfo> in, std::span<
 }
 
 void cast_reference(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
-  if (out[0]->dtype() == DType::f16) {
-    std::vector<double> values = in[0]->to_f64();  // exact for every source but int64 past 2^53, far past half's range
+  if (is_half(out[0]->dtype())) {
+    // to_f64 is exact for every source but int64 past 2^53, far past the 16-bit floats' precision
+    std::vector<double> values = in[0]->to_f64();
     uint16_t* y = reinterpret_cast<uint16_t*>(out[0]->raw());
-    for (size_t i = 0; i < values.size(); ++i) y[i] = f64_to_f16(values[i]);
+    auto narrow = out[0]->dtype() == DType::f16 ? f64_to_f16 : f64_to_bf16;
+    for (size_t i = 0; i < values.size(); ++i) y[i] = narrow(values[i]);
     return;
   }
-  if (in[0]->dtype() == DType::f16) {
+  if (is_half(in[0]->dtype())) {
     Tensor wide(DType::f32, in[0]->shape());
     const uint16_t* x = reinterpret_cast<const uint16_t*>(in[0]->raw());
-    for (int64_t i = 0; i < wide.numel(); ++i) wide.data<float>()[i] = f16_to_f32(x[i]);
+    auto widen = in[0]->dtype() == DType::f16 ? f16_to_f32 : bf16_to_f32;
+    for (int64_t i = 0; i < wide.numel(); ++i) wide.data<float>()[i] = widen(x[i]);
     const Tensor* wide_in[] = {&wide};
     return cast_reference(Node{}, wide_in, out);
   }

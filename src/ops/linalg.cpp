@@ -1,6 +1,7 @@
-// MatMul (numpy semantics) and Gemm. The references are triple loops accumulating in
+// MatMul (numpy semantics), Gemm and Det. The references are triple loops accumulating in
 // double for floats, so they are a stricter oracle than any blocked float kernel.
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -164,6 +165,57 @@ void reference_gemm(const Node& node, std::span<const Tensor* const> in, std::sp
   apply_epilogue_reference(node, nullptr, optional_input(in, kEpilogueResidualInput), *out[0]);
 }
 
+// ---- Det --------------------------------------------------------------------------------
+
+void infer_det(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 1, 1);
+  if (in[0].dtype != DType::f32 && in[0].dtype != DType::f64)
+    throw Unsupported("Det over " + std::string(dtype_name(in[0].dtype)) + " is not supported");
+  const Shape& s = in[0].shape;
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
+    throw Error("input must be square matrices [..., M, M], got shape " + shape_str(s));
+  out[0] = ValueInfo{in[0].dtype, Shape(s.begin(), s.end() - 2)};
+}
+
+// Gaussian elimination with partial pivoting, in double: the product of the pivots, with the
+// sign flipped once per row swap.
+double determinant(std::vector<double>& a, int64_t m) {
+  double det = 1.0;
+  for (int64_t col = 0; col < m; ++col) {
+    int64_t pivot = col;
+    for (int64_t r = col + 1; r < m; ++r)
+      if (std::abs(a[r * m + col]) > std::abs(a[pivot * m + col])) pivot = r;
+    if (a[pivot * m + col] == 0.0) return 0.0;
+    if (pivot != col) {
+      for (int64_t c = 0; c < m; ++c) std::swap(a[col * m + c], a[pivot * m + c]);
+      det = -det;
+    }
+    det *= a[col * m + col];
+    for (int64_t r = col + 1; r < m; ++r) {
+      double f = a[r * m + col] / a[col * m + col];
+      for (int64_t c = col; c < m; ++c) a[r * m + c] -= f * a[col * m + c];
+    }
+  }
+  return det;
+}
+
+template <class T>
+void det_typed(const T* xs, T* ys, int64_t count, int64_t m) {
+  if (count == 0) return;  // the matrices may be huge and empty, e.g. [0, M, M]
+  std::vector<double> a(static_cast<size_t>(m * m));
+  for (int64_t b = 0; b < count; ++b) {
+    std::copy(xs + b * m * m, xs + (b + 1) * m * m, a.begin());
+    ys[b] = static_cast<T>(determinant(a, m));
+  }
+}
+
+void reference_det(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor& x = *in[0];
+  int64_t m = x.dim(x.rank() - 1);
+  if (x.dtype() == DType::f32) det_typed(x.data<float>(), out[0]->data<float>(), out[0]->numel(), m);
+  else det_typed(x.data<double>(), out[0]->data<double>(), out[0]->numel(), m);
+}
+
 }  // namespace
 
 MatMulPlan plan_matmul(const Node& node, const Shape& a_shape, const Shape& b_shape) {
@@ -192,6 +244,7 @@ MatMulPlan plan_matmul(const Node& node, const Shape& a_shape, const Shape& b_sh
 void register_linalg_ops(OpRegistry& registry) {
   registry.add("MatMul", {infer_matmul, reference_matmul});
   registry.add("Gemm", {infer_gemm, reference_gemm});
+  registry.add("Det", {infer_det, reference_det});
 }
 
 }  // namespace grove

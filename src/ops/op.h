@@ -52,7 +52,7 @@ void register_conv_ops(OpRegistry&);          // conv.cpp: Conv, ConvTranspose
 void register_pool_ops(OpRegistry&);          // pool.cpp: MaxPool, AveragePool, Global*Pool
 void register_normalization_ops(OpRegistry&); // normalization.cpp: BatchNormalization, LayerNormalization, Softmax
 void register_rms_norm_op(OpRegistry&);       // rms_norm.cpp: RMSNormalization
-void register_linalg_ops(OpRegistry&);        // linalg.cpp: MatMul, Gemm
+void register_linalg_ops(OpRegistry&);        // linalg.cpp: MatMul, Gemm, Det
 void register_reduce_ops(OpRegistry&);        // reduce.cpp: ReduceMean/Sum/Max/...
 void register_shape_ops(OpRegistry&);         // shape.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Shape, Expand, ...
 void register_movement_ops(OpRegistry&);      // movement.cpp: Transpose, Concat, Split, Slice, Gather, Pad
@@ -63,6 +63,7 @@ void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
 void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul
 void register_control_flow_ops(OpRegistry&);  // control_flow.cpp: If, Loop, Scan (run by the executors)
+void register_select_ops(OpRegistry&);        // select.cpp: Compress, Unique, ReverseSequence
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 
 }  // namespace grove

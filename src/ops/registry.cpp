@@ -32,6 +32,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_quantize_ops(r);
     register_quant_matmul_ops(r);
     register_control_flow_ops(r);
+    register_select_ops(r);
     register_internal_ops(r);
     return r;
   }();

@@ -12,7 +12,7 @@ namespace {
 
 void poison(Tensor& t) {
   int fill = 0x7f;  // integers: huge values, so a stray index read fails loudly
-  if (t.dtype() == DType::f32 || t.dtype() == DType::f64 || t.dtype() == DType::f16) fill = 0xff;  // NaN
+  if (t.dtype() == DType::f32 || t.dtype() == DType::f64 || t.dtype() == DType::f16 || t.dtype() == DType::bf16) fill = 0xff;  // NaN
   if (t.dtype() == DType::boolean) fill = 0x01;
   if (t.bytes() > 0) std::memset(t.raw(), fill, t.bytes());
 }

@@ -43,6 +43,23 @@ std::string case_op(const Graph& g) {
   return types.empty() ? "Constant" : "composite";
 }
 
+// Cases whose test data contradict their own model (ONNX 1.12's generator): an engine that
+// checks input shapes against the model, as grove and ONNX Runtime do, must reject them.
+bool has_defective_data(const std::string& name) {
+  static const std::set<std::string> defective = {
+      "test_castlike_BFLOAT16_to_FLOAT", "test_castlike_BFLOAT16_to_FLOAT_expanded",
+      "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded"};
+  return defective.count(name) != 0;
+}
+
+// numpy has no bfloat16, so ONNX's generator stored bfloat16 test tensors as their uint16 bits.
+Tensor as_declared(Tensor t, DType declared) {
+  if (declared != DType::bf16 || t.dtype() != DType::u16) return t;
+  Tensor bits(DType::bf16, t.shape());
+  std::memcpy(bits.raw(), t.raw(), t.bytes());
+  return bits;
+}
+
 std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
   std::vector<fs::path> files;
   for (int i = 0;; ++i) {
@@ -93,6 +110,11 @@ CaseResult run_case(const fs::path& dir, bool tiles) {
       return r;
     }
     r.op = case_op(imported);
+    if (has_defective_data(dir.filename().string())) {
+      r.outcome = Outcome::skip;
+      r.detail = "the test data contradict the model: input 'like' is declared [3,4] but the data are [1]";
+      return r;
+    }
     std::vector<std::string> input_names;
     for (const auto& in : imported.inputs) input_names.push_back(in.name);
     std::vector<fs::path> sets;
@@ -106,7 +128,8 @@ CaseResult run_case(const fs::path& dir, bool tiles) {
       if (in_files.size() != input_names.size())
         throw Error("test data has " + std::to_string(in_files.size()) + " inputs, the model " +
                     std::to_string(input_names.size()));
-      for (size_t i = 0; i < in_files.size(); ++i) inputs[input_names[i]] = load_tensor_pb(in_files[i].string());
+      for (size_t i = 0; i < in_files.size(); ++i)
+        inputs[input_names[i]] = as_declared(load_tensor_pb(in_files[i].string()), imported.inputs[i].dtype);
       std::vector<std::pair<std::string, TensorMap>> results{{"", model.run_reference(inputs)}};
       if (tiles)
         for (const RunConfig& c : tile_configs()) {
@@ -116,7 +139,7 @@ CaseResult run_case(const fs::path& dir, bool tiles) {
         }
       auto out_files = numbered(set, "output_");
       for (size_t i = 0; i < out_files.size() && i < imported.outputs.size(); ++i) {
-        Tensor want = load_tensor_pb(out_files[i].string());
+        Tensor want = as_declared(load_tensor_pb(out_files[i].string()), imported.outputs[i].dtype);
         for (const auto& [how, outputs] : results) {
           std::string diff = compare_tensors(outputs.at(imported.outputs[i].name), want);
           if (!diff.empty()) {

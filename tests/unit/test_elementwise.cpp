@@ -231,6 +231,27 @@ TEST(Elementwise, CastFloat16Edges) {
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(back.data<float>()[i], static_cast<float>(want[i]));
 }
 
+// bfloat16 conversions at the edges: ties to even, the subnormal range, the largest bfloat16
+// and the overflow boundary, and back to float32 exactly.
+TEST(Elementwise, CastBFloat16Edges) {
+  const std::vector<double> in = {1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 0x1p-133, 0x1p-134, 3 * 0x1p-135,
+                                  0x1p-126 - 0x1p-134, 0x1.fep127, 0x1.fefffffp127, 0x1.ffp127, -0.0};
+  const std::vector<double> want = {1.0, 1.0 + 0x1p-6, 0x1p-133, 0.0, 0x1p-133, 0x1p-126, 0x1.fep127, 0x1.fep127,
+                                    INFINITY, -0.0};
+  Tensor x = Tensor::from<double>({static_cast<int64_t>(in.size())}, in);
+  Node n = NodeBuilder("Cast", 13, 1);
+  set_int(n, "to", 16);
+  Tensor h = run(n, {&x});
+  ASSERT_EQ(h.dtype(), DType::bf16);
+  std::vector<double> got = h.to_f64();
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(got[i], want[i]) << "input " << in[i];
+  EXPECT_TRUE(std::signbit(got.back()));
+  set_int(n, "to", 1);
+  Tensor back = run(n, {&h});
+  ASSERT_EQ(back.dtype(), DType::f32);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(back.data<float>()[i], static_cast<float>(want[i]));
+}
+
 TEST(Elementwise, Cast) {
   Tensor x = f32({6}, {1.9f, -1.9f, 0, NAN, 1e10f, -1e10f});
   Node n = NodeBuilder("Cast", 13, 1);
@@ -245,7 +266,9 @@ TEST(Elementwise, Cast) {
   expect_close(run(n, {&i}), DType::u8, {2}, {44, 255});
   set_int(n, "to", 10);  // float16: rounds half to even, overflows to infinity
   expect_close(run(n, {&x}), DType::f16, {6}, {1.900390625, -1.900390625, 0, NAN, INFINITY, -INFINITY});
-  set_int(n, "to", 16);  // bfloat16: valid ONNX, not supported
+  set_int(n, "to", 16);  // bfloat16: rounds half to even, keeps NaN
+  expect_close(run(n, {&x}), DType::bf16, {6}, {1.8984375, -1.8984375, 0, NAN, 0x1.2ap33, -0x1.2ap33});
+  set_int(n, "to", 14);  // complex64: valid ONNX, not supported
   expect_unsupported([&] { run(n, {&x}); });
   set_int(n, "to", 99);
   EXPECT_THROW(run(n, {&x}), Error);
