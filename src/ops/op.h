@@ -63,7 +63,9 @@ void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
 void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul
 void register_control_flow_ops(OpRegistry&);  // control_flow.cpp: If, Loop, Scan (run by the executors)
+void register_signal_ops(OpRegistry&);        // signal.cpp: DFT, STFT, the window ops, MelWeightMatrix
 void register_select_ops(OpRegistry&);        // select.cpp: Compress, Unique, ReverseSequence
+void register_text_ops(OpRegistry&);          // text.cpp: TfIdfVectorizer
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 
 }  // namespace grove

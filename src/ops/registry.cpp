@@ -32,7 +32,9 @@ const OpRegistry& OpRegistry::builtin() {
     register_quantize_ops(r);
     register_quant_matmul_ops(r);
     register_control_flow_ops(r);
+    register_signal_ops(r);
     register_select_ops(r);
+    register_text_ops(r);
     register_internal_ops(r);
     return r;
   }();
