@@ -28,12 +28,16 @@ struct OpDef {
 // The domain of grove's internal ops, which only graph passes create (e.g. Attention from
 // fuse_attention): a name no ONNX model uses for an operator set.
 inline constexpr const char* kGroveDomain = "grove.internal";
+// ONNX's optimizer ops (Adagrad, Adam, Momentum) live in their own domain.
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 
 class OpRegistry {
  public:
   void add(const std::string& op_type, OpDef def) { ops_[op_type] = def; }
   void add_internal(const std::string& op_type, OpDef def) { internal_[op_type] = def; }
-  // Default-domain ops and grove's internal ops; nullptr when grove does not support the op.
+  void add_training(const std::string& op_type, OpDef def) { training_[op_type] = def; }
+  // Default-domain ops, the training-preview optimizers and grove's internal ops; nullptr when
+  // grove does not support the op.
   const OpDef* find(const Node& node) const;
   const std::map<std::string, OpDef>& all() const { return ops_; }
 
@@ -43,6 +47,7 @@ class OpRegistry {
  private:
   std::map<std::string, OpDef> ops_;
   std::map<std::string, OpDef> internal_;  // domain kGroveDomain
+  std::map<std::string, OpDef> training_;  // domain kTrainingDomain
 };
 
 // Each family file in src/ops adds its operators through one of these.
@@ -64,6 +69,7 @@ void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, D
 void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul
 void register_control_flow_ops(OpRegistry&);  // control_flow.cpp: If, Loop, Scan (run by the executors)
 void register_signal_ops(OpRegistry&);        // signal.cpp: DFT, STFT, the window ops, MelWeightMatrix
+void register_vision_ops(OpRegistry&);        // vision.cpp: NonMaxSuppression, RoiAlign, GridSample
 void register_select_ops(OpRegistry&);        // select.cpp: Compress, Unique, ReverseSequence
 void register_text_ops(OpRegistry&);          // text.cpp: TfIdfVectorizer
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention

@@ -7,6 +7,10 @@ const OpDef* OpRegistry::find(const Node& node) const {
     auto it = internal_.find(node.op_type);
     return it == internal_.end() ? nullptr : &it->second;
   }
+  if (node.domain == kTrainingDomain) {
+    auto it = training_.find(node.op_type);
+    return it == training_.end() ? nullptr : &it->second;
+  }
   if (!node.domain.empty() && node.domain != "ai.onnx") return nullptr;
   auto it = ops_.find(node.op_type);
   return it == ops_.end() ? nullptr : &it->second;
@@ -33,6 +37,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_quant_matmul_ops(r);
     register_control_flow_ops(r);
     register_signal_ops(r);
+    register_vision_ops(r);
     register_select_ops(r);
     register_text_ops(r);
     register_internal_ops(r);
