@@ -30,7 +30,30 @@ int64_t copy_stride2(float* d, const float* row, int64_t first, int64_t t, int64
 
 // The im2col block in panels of `nr` pixels: panel j holds its k rows of nr floats back to
 // back (B's packed layout). With nr >= n there is one panel: the plain k x n matrix.
+// A 1-D conv mapped onto [L, 1] planes: every output row holds one pixel, so the general walk
+// below would pay its per-row set-up for each element. Walk each k row's pixels directly.
+void im2col_column_panels(float* panels, size_t nr, const float* x, const Conv2dShape& s, size_t q0, size_t n) {
+  const size_t k = s.channels * s.kernel_h, panel_stride = k * nr;
+  const int64_t H = static_cast<int64_t>(s.in_h), sh = static_cast<int64_t>(s.stride_h);
+  for (size_t c = 0; c < s.channels; ++c)
+    for (size_t kh = 0; kh < s.kernel_h; ++kh) {
+      const float* column = x + c * s.in_h;
+      float* d = panels + (c * s.kernel_h + kh) * nr;
+      int64_t ih = static_cast<int64_t>(q0) * sh + static_cast<int64_t>(kh * s.dilation_h) - static_cast<int64_t>(s.pad_top);
+      size_t lane = 0;
+      for (size_t q = 0; q < n; ++q, ih += sh) {
+        d[lane] = ih >= 0 && ih < H ? column[ih] : 0.0f;
+        if (++lane == nr) lane = 0, d += panel_stride;
+      }
+    }
+}
+
+bool is_column(const Conv2dShape& s) {
+  return s.in_w == 1 && s.kernel_w == 1 && s.out_w == 1 && s.pad_left == 0;
+}
+
 void im2col_panels(float* panels, size_t nr, const float* x, const Conv2dShape& s, size_t q0, size_t n) {
+  if (is_column(s)) return im2col_column_panels(panels, nr, x, s, q0, n);
   const size_t k = s.channels * s.kernel_h * s.kernel_w, plane = s.in_h * s.in_w;
   const int64_t W = static_cast<int64_t>(s.in_w), H = static_cast<int64_t>(s.in_h);
   const int64_t OW = static_cast<int64_t>(s.out_w), sw = static_cast<int64_t>(s.stride_w);
