@@ -211,17 +211,14 @@ TEST(Elementwise, IsNaNAndIsInf) {
   expect_close(run(n, {&x}), DType::boolean, {4}, {0, 0, 0, 1});
 }
 
-// float16 conversions at the edges: ties to even, the subnormal range, the largest half and
-// the overflow boundary, and back to float32 exactly.
-TEST(Elementwise, CastFloat16Edges) {
-  const std::vector<double> in = {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 0x1p-24, 0x1p-25, 3 * 0x1p-26, 0x1p-14 - 0x1p-25,
-                                  65504.0, 65519.99, 65520.0, -0.0};
-  const std::vector<double> want = {1.0, 1.0 + 2 * 0x1p-10, 0x1p-24, 0.0, 0x1p-24, 0x1p-14, 65504.0, 65504.0, INFINITY, -0.0};
+// Casts `in` (float64) to a 16-bit float type, checks every value, then casts back to float32,
+// which must be exact.
+static void check_half_cast(int onnx_to, DType half, const std::vector<double>& in, const std::vector<double>& want) {
   Tensor x = Tensor::from<double>({static_cast<int64_t>(in.size())}, in);
   Node n = NodeBuilder("Cast", 13, 1);
-  set_int(n, "to", 10);
+  set_int(n, "to", onnx_to);
   Tensor h = run(n, {&x});
-  ASSERT_EQ(h.dtype(), DType::f16);
+  ASSERT_EQ(h.dtype(), half);
   std::vector<double> got = h.to_f64();
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(got[i], want[i]) << "input " << in[i];
   EXPECT_TRUE(std::signbit(got.back()));
@@ -231,25 +228,21 @@ TEST(Elementwise, CastFloat16Edges) {
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(back.data<float>()[i], static_cast<float>(want[i]));
 }
 
-// bfloat16 conversions at the edges: ties to even, the subnormal range, the largest bfloat16
-// and the overflow boundary, and back to float32 exactly.
+// float16 conversions at the edges: ties to even, the subnormal range, the largest half and
+// the overflow boundary, and back to float32 exactly.
+TEST(Elementwise, CastFloat16Edges) {
+  check_half_cast(10, DType::f16,
+                  {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 0x1p-24, 0x1p-25, 3 * 0x1p-26, 0x1p-14 - 0x1p-25, 65504.0,
+                   65519.99, 65520.0, -0.0},
+                  {1.0, 1.0 + 2 * 0x1p-10, 0x1p-24, 0.0, 0x1p-24, 0x1p-14, 65504.0, 65504.0, INFINITY, -0.0});
+}
+
+// The same edges for bfloat16.
 TEST(Elementwise, CastBFloat16Edges) {
-  const std::vector<double> in = {1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 0x1p-133, 0x1p-134, 3 * 0x1p-135,
-                                  0x1p-126 - 0x1p-134, 0x1.fep127, 0x1.fefffffp127, 0x1.ffp127, -0.0};
-  const std::vector<double> want = {1.0, 1.0 + 0x1p-6, 0x1p-133, 0.0, 0x1p-133, 0x1p-126, 0x1.fep127, 0x1.fep127,
-                                    INFINITY, -0.0};
-  Tensor x = Tensor::from<double>({static_cast<int64_t>(in.size())}, in);
-  Node n = NodeBuilder("Cast", 13, 1);
-  set_int(n, "to", 16);
-  Tensor h = run(n, {&x});
-  ASSERT_EQ(h.dtype(), DType::bf16);
-  std::vector<double> got = h.to_f64();
-  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(got[i], want[i]) << "input " << in[i];
-  EXPECT_TRUE(std::signbit(got.back()));
-  set_int(n, "to", 1);
-  Tensor back = run(n, {&h});
-  ASSERT_EQ(back.dtype(), DType::f32);
-  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(back.data<float>()[i], static_cast<float>(want[i]));
+  check_half_cast(16, DType::bf16,
+                  {1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 0x1p-133, 0x1p-134, 3 * 0x1p-135, 0x1p-126 - 0x1p-134, 0x1.fep127,
+                   0x1.fefffffp127, 0x1.ffp127, -0.0},
+                  {1.0, 1.0 + 0x1p-6, 0x1p-133, 0.0, 0x1p-133, 0x1p-126, 0x1.fep127, 0x1.fep127, INFINITY, -0.0});
 }
 
 TEST(Elementwise, Cast) {
