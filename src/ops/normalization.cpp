@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "ops/op.h"
 #include "ops/op_util.h"
@@ -37,38 +38,92 @@ void require_unnamed_outputs(const Node& node, size_t from, const char* why) {
     if (!node.outputs[i].empty()) throw Unsupported(std::string("output ") + std::to_string(i) + " (" + why + ") is not supported");
 }
 
-// ---- BatchNormalization (inference) ---------------------------------------------------
+// ---- BatchNormalization -----------------------------------------------------------------
+// Inference normalises with the given statistics. training_mode=1 (opsets 14 and 15)
+// normalises with the batch's own statistics (mean and population variance per channel
+// over N and the spatial dims) and can output the running statistics, the inputs moved
+// towards the batch's by `momentum`. Old opsets, which mark training by naming the
+// saved-statistics outputs, stay unsupported.
+
+bool training_mode(const Node& node) { return node.attr_int("training_mode", 0) != 0; }
 
 void infer_batchnorm(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   require_inputs(node, in.size(), 5, 5);
   require_float(in[0].dtype);
-  if (node.attr_int("training_mode", 0) != 0) throw Unsupported("training_mode=1 is not supported (inference only)");
-  // Old opsets mark training by naming the running/saved statistics outputs.
-  require_unnamed_outputs(node, 1, "training statistics");
+  const bool training = training_mode(node);
+  if (training) {
+    node.attr_float("momentum", 0.9f);  // an Error now if present with the wrong kind
+    // Y, running_mean, running_var; the latter two optional.
+    if (node.outputs.size() > 3) throw Error("training mode has at most 3 outputs (Y, running_mean, running_var)");
+  } else {
+    require_unnamed_outputs(node, 1, "training statistics");
+  }
   const Shape& x = in[0].shape;
   if (x.size() < 2) throw Error("BatchNormalization input must have rank >= 2, got " + shape_str(x));
   // spatial=0 (opset 7/8) gives per-element statistics of shape x[1:]; otherwise one per channel.
+  // Training mode exists only from opset 14, which has per-channel statistics only.
   const int64_t per_channel = x[1], per_element = product(x, 1, x.size());
   for (size_t i = 1; i < 5; ++i) {
     if (in[i].dtype != in[0].dtype && node.opset > 0 && node.opset < 15)
       throw Error("input " + std::to_string(i) + " dtype differs from X");
     require_float(in[i].dtype);
     int64_t count = numel(in[i].shape);
-    if (count != per_channel && count != per_element)
+    if (count != per_channel && (training || count != per_element))
       throw Error("input " + std::to_string(i) + " has shape " + shape_str(in[i].shape) + ", expected [" +
                   std::to_string(per_channel) + "] for input " + shape_str(x));
   }
   out[0] = ValueInfo{in[0].dtype, x};
+  // The running statistics keep the dtypes of the statistics they update.
+  for (size_t i = 1; training && i < out.size(); ++i)
+    if (!node.outputs[i].empty()) out[i] = ValueInfo{in[i + 2].dtype, Shape{per_channel}};
 }
 
 double read_f64(const Tensor& t, int64_t i) {
   return t.dtype() == DType::f32 ? t.data<float>()[i] : t.data<double>()[i];
 }
 
+void write_f64(Tensor& t, int64_t i, double v) {
+  if (t.dtype() == DType::f32) t.data<float>()[i] = static_cast<float>(v);
+  else t.data<double>()[i] = v;
+}
+
+// Per channel: the batch mean and population variance over N and the spatial dims.
+void batch_statistics(const Tensor& x, std::vector<double>& mean, std::vector<double>& var) {
+  const int64_t n = x.dim(0), channels = x.dim(1), inner = product(x.shape(), 2, x.shape().size());
+  mean.assign(static_cast<size_t>(channels), 0.0);
+  var.assign(static_cast<size_t>(channels), 0.0);
+  // An empty batch has no statistics: NaN, as the mean of nothing is.
+  const double count = static_cast<double>(n * inner);
+  for (int64_t c = 0; c < channels; ++c) {
+    const auto ci = static_cast<size_t>(c);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t s = 0; s < inner; ++s) mean[ci] += read_f64(x, (b * channels + c) * inner + s);
+    mean[ci] = count > 0 ? mean[ci] / count : std::numeric_limits<double>::quiet_NaN();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t s = 0; s < inner; ++s) {
+        const double d = read_f64(x, (b * channels + c) * inner + s) - mean[ci];
+        var[ci] += d * d;
+      }
+    var[ci] = count > 0 ? var[ci] / count : std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
 void reference_batchnorm(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor& x = *in[0];
   const double epsilon = node.attr_float("epsilon", 1e-5f);
   const int64_t n = x.dim(0), channels = x.dim(1), inner = product(x.shape(), 2, x.shape().size());
+  const bool training = training_mode(node);
+  std::vector<double> batch_mean, batch_var;
+  if (training) {
+    batch_statistics(x, batch_mean, batch_var);
+    const double momentum = node.attr_float("momentum", 0.9f);
+    for (size_t i = 1; i < 3 && i < out.size(); ++i) {
+      if (!out[i]) continue;  // unnamed
+      const std::vector<double>& current = i == 1 ? batch_mean : batch_var;
+      for (int64_t c = 0; c < channels; ++c)
+        write_f64(*out[i], c, read_f64(*in[i + 2], c) * momentum + current[static_cast<size_t>(c)] * (1 - momentum));
+    }
+  }
   visit_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* src = x.data<T>();
@@ -80,8 +135,10 @@ void reference_batchnorm(const Node& node, std::span<const Tensor* const> in, st
           auto param = [&](size_t i) {
             return read_f64(*in[i], in[i]->numel() == channels ? c : c * inner + s);
           };
+          const double mean = training ? batch_mean[static_cast<size_t>(c)] : param(3),
+                       var = training ? batch_var[static_cast<size_t>(c)] : param(4);
           int64_t at = (b * channels + c) * inner + s;
-          double normalized = (src[at] - param(3)) / std::sqrt(param(4) + epsilon);
+          double normalized = (src[at] - mean) / std::sqrt(var + epsilon);
           dst[at] = static_cast<T>(normalized * param(1) + param(2));
         }
   });

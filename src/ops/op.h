@@ -73,6 +73,7 @@ void register_signal_ops(OpRegistry&);        // signal.cpp: DFT, STFT, the wind
 void register_vision_ops(OpRegistry&);        // vision.cpp: NonMaxSuppression, RoiAlign, GridSample
 void register_select_ops(OpRegistry&);        // select.cpp: Compress, Unique, ReverseSequence
 void register_text_ops(OpRegistry&);          // text.cpp: TfIdfVectorizer
+void register_training_ops(OpRegistry&);      // training.cpp: Adagrad, Adam, Momentum (ai.onnx.preview.training)
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 
 }  // namespace grove

@@ -41,6 +41,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_vision_ops(r);
     register_select_ops(r);
     register_text_ops(r);
+    register_training_ops(r);
     register_internal_ops(r);
     return r;
   }();

@@ -222,7 +222,9 @@ void channel_needs(const Node&, std::span<const ValueInfo> in, std::span<const V
 
 void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
-  if (!per_channel(infos) || in.size() != 5) return reference_whole(node, in, out, r);
+  // Training mode normalises with the batch's statistics, not the inputs': the reference's job.
+  if (!per_channel(infos) || in.size() != 5 || node.attr_int("training_mode", 0) != 0)
+    return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
   const double epsilon = node.attr_float("epsilon", 1e-5f);
   const float *scale = in[1]->data<float>(), *bias = in[2]->data<float>(), *mean = in[3]->data<float>(),

@@ -64,12 +64,22 @@ TEST(BatchNorm, InferenceFormula) {
   expect_close(run(n, {&x2, &scale, &bias, &mean, &var}), {2, 2}, {0, 1, 2, 3});
 }
 
-TEST(BatchNorm, TrainingIsUnsupported) {
-  Tensor x = f32({1, 2, 1, 1}, {1, 2});
-  Tensor p = f32({2}, {1, 1});
+// training_mode=1: normalise with the batch's own statistics (population variance) and
+// update the running statistics with momentum.
+TEST(BatchNorm, TrainingModeUsesBatchStatistics) {
+  Tensor x = f32({2, 2, 1, 1}, {1, 2, 3, 6});
+  Tensor scale = f32({2}, {1, 2}), bias = f32({2}, {0, 1});
+  Tensor mean = f32({2}, {0, 0}), var = f32({2}, {1, 1});
   Node n = NodeBuilder("BatchNormalization", 15, 5, 3);
   set_int(n, "training_mode", 1);
-  expect_unsupported(n, {&x, &p, &p, &p, &p});
+  set_float(n, "epsilon", 0);
+  set_float(n, "momentum", 0.5f);
+  std::vector<Tensor> out = run_all(n, {&x, &scale, &bias, &mean, &var});
+  expect_close(out.at(0), {2, 2, 1, 1}, {-1, -1, 1, 3});
+  expect_close(out.at(1), {2}, {1, 2});
+  expect_close(out.at(2), {2}, {1, 2.5});
+  // Opset 9 signals training by naming the saved statistics: not supported.
+  Tensor p = f32({2}, {1, 1});
   Node old_training = NodeBuilder("BatchNormalization", 9, 5, 5);
   expect_unsupported(old_training, {&x, &p, &p, &p, &p});
   Tensor wrong = f32({3}, {1, 1, 1});
