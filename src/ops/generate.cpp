@@ -26,6 +26,8 @@ void expand_infer(const Node& node, std::span<const ValueInfo> in, std::span<Val
 
 void expand_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   Tensor& y = *out[0];
+  // An empty output may still have huge dims: build no offset tables for it.
+  if (y.numel() == 0) return;
   std::vector<int64_t> strides = broadcast_strides(in[0]->shape(), y.shape());
   AxisOffsets offsets(y.shape().size());
   for (size_t d = 0; d < offsets.size(); ++d)

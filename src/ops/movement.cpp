@@ -174,6 +174,8 @@ void tile_infer(const Node& node, std::span<const ValueInfo> in, std::span<Value
 }
 
 void tile_reference(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  // An empty output may still have huge dims: build no offset tables for it.
+  if (out[0]->numel() == 0) return;
   const Shape& s = in[0]->shape();
   std::vector<int64_t> strides = strides_of(s);
   AxisOffsets offsets(s.size());
@@ -208,6 +210,8 @@ void depth_to_space_reference(const Node& node, std::span<const Tensor* const> i
   int64_t b = node.attr_int("blocksize", 0);
   bool dcr = node.attr_string("mode", "DCR") == "DCR";
   const Shape& y = out[0]->shape();
+  // An empty output may still have huge dims: build no offset tables for it.
+  if (out[0]->numel() == 0) return;
   std::vector<int64_t> st = strides_of(in[0]->shape());
   int64_t c_out = y[1];
   AxisOffsets offsets(4);
@@ -231,6 +235,8 @@ void space_to_depth_infer(const Node& node, std::span<const ValueInfo> in, std::
 void space_to_depth_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   int64_t b = node.attr_int("blocksize", 0);
   const Shape& y = out[0]->shape();
+  // An empty output may still have huge dims: build no offset tables for it.
+  if (out[0]->numel() == 0) return;
   int64_t c_in = in[0]->dim(1);
   std::vector<int64_t> st = strides_of(in[0]->shape());
   AxisOffsets offsets(4);

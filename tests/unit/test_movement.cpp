@@ -72,6 +72,22 @@ TEST(Movement, SliceClampsAndStepsBackwards) {
                 {2, 2}, {3, 4, 8, 9});
 }
 
+// An empty tensor may have huge dims (fuzz_model: a Slice of a [0, 2^40] input ran out of
+// memory building per-dim offset tables). Ops that copy through offset tables allocate nothing.
+TEST(Movement, EmptyTensorsWithHugeDimsAllocateNothing) {
+  const int64_t huge = int64_t{1} << 40;
+  Tensor x(DType::f32, {0, huge});
+  Tensor starts = ints1d({0}), ends = ints1d({kMax}), axes = ints1d({1});
+  EXPECT_EQ(run(NodeBuilder("Slice", 13, 4), {&x, &starts, &ends, &axes}).shape(), (Shape{0, huge}));
+  EXPECT_EQ(run(NodeBuilder("Transpose", 13, 1), {&x}).shape(), (Shape{huge, 0}));
+  Tensor repeats = ints1d({1, 1});
+  EXPECT_EQ(run(NodeBuilder("Tile", 13, 2), {&x, &repeats}).shape(), (Shape{0, huge}));
+  Tensor pads = ints1d({0, 1, 0, 1});
+  EXPECT_EQ(run(NodeBuilder("Pad", 13, 2), {&x, &pads}).shape(), (Shape{0, huge + 2}));
+  Tensor shape = ints1d({0, huge});
+  EXPECT_EQ(run(NodeBuilder("Expand", 13, 2), {&x, &shape}).shape(), (Shape{0, huge}));
+}
+
 TEST(Movement, GatherNegativeIndicesAndAxes) {
   Tensor x = iota_f32({3, 2});
   Tensor idx = i64({2}, {-1, 0});
