@@ -28,9 +28,10 @@ AxisView view_around(const Node& node, const Shape& shape, bool has_axis, int64_
   int64_t rank = static_cast<int64_t>(shape.size());
   if (rank == 0) throw Error("an axis is given but the input is a scalar");
   v.axis = normalize_axis(node, axis_attr, rank);
+  // Checked: an empty tensor's other dims may be huge enough to overflow their product.
   for (int64_t d = 0; d < rank; ++d) {
-    if (d < v.axis) v.outer *= shape[d];
-    else if (d > v.axis) v.inner *= shape[d];
+    if (d < v.axis) v.outer = checked_mul(v.outer, shape[d]);
+    else if (d > v.axis) v.inner = checked_mul(v.inner, shape[d]);
   }
   v.len = shape[v.axis];
   return v;
@@ -77,6 +78,7 @@ void compress_infer(const Node& node, std::span<const ValueInfo> in, std::span<V
 
 void compress_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   CompressPlan plan = plan_compress(node, in[0]->shape(), *in[1]);
+  if (out[0]->numel() == 0) return;  // its outer dims may still be huge
   const size_t slice = static_cast<size_t>(plan.view.inner) * element_size(node, in[0]->dtype());
   const std::byte* xs = in[0]->raw();
   std::byte* ys = out[0]->raw();
@@ -174,7 +176,10 @@ void unique_infer(const Node& node, std::span<const ValueInfo> in, std::span<Val
   if (!in[0].data)
     throw DataDependentShape("Unique's output size depends on the input's values, known only at run time");
   AxisView v = unique_view(node, in[0].shape);
-  int64_t count = static_cast<int64_t>(unique_of(node, *in[0].data).first.size());
+  // Slices of no elements are all equal: one unique slice, found without a table per slice
+  // (an empty tensor's slice count may be huge).
+  int64_t count = checked_mul(v.outer, v.inner) == 0 ? std::min<int64_t>(v.len, 1)
+                                                      : static_cast<int64_t>(unique_of(node, *in[0].data).first.size());
   Shape y_shape = {count};
   if (v.axis >= 0) {
     y_shape = in[0].shape;
@@ -189,6 +194,13 @@ void unique_infer(const Node& node, std::span<const ValueInfo> in, std::span<Val
 void unique_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor& x = *in[0];
   AxisView v = unique_view(node, x.shape());
+  if (checked_mul(v.outer, v.inner) == 0) {  // every slice is empty, so all are equal (see unique_infer)
+    if (v.len == 0) return;
+    if (out.size() > 1 && out[1]) out[1]->data<int64_t>()[0] = 0;
+    if (out.size() > 2 && out[2]) std::fill_n(out[2]->data<int64_t>(), out[2]->numel(), 0);
+    if (out.size() > 3 && out[3]) out[3]->data<int64_t>()[0] = v.len;
+    return;
+  }
   UniqueResult r = unique_of(node, x);
   const size_t slice = static_cast<size_t>(v.inner) * element_size(node, x.dtype());
   const std::byte* xs = x.raw();
@@ -238,7 +250,8 @@ void reverse_sequence_reference(const Node& node, std::span<const Tensor* const>
     if (lens[b] < 0 || lens[b] > time_len)
       throw Error("sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lens[b]) + " is outside [0, " +
                   std::to_string(time_len) + "]");
-  const size_t slice = static_cast<size_t>(x.numel() / std::max<int64_t>(d0 * d1, 1)) * element_size(node, x.dtype());
+  if (x.numel() == 0) return;  // d0 * d1 may overflow when another dim is 0
+  const size_t slice = static_cast<size_t>(x.numel() / (d0 * d1)) * element_size(node, x.dtype());
   for (int64_t i0 = 0; i0 < d0; ++i0)
     for (int64_t i1 = 0; i1 < d1; ++i1) {
       int64_t b = axes.batch == 0 ? i0 : i1, t = axes.time == 0 ? i0 : i1;
