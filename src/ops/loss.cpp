@@ -35,7 +35,8 @@ struct LossDims {
 
 LossDims loss_dims(const Shape& scores) {
   LossDims dims{scores[0], scores[1], 1};
-  for (size_t k = 2; k < scores.size(); ++k) dims.d *= scores[k];
+  // Checked: with N = 0 the trailing dims may be huge enough to overflow their product.
+  for (size_t k = 2; k < scores.size(); ++k) dims.d = checked_mul(dims.d, scores[k]);
   return dims;
 }
 

@@ -1,0 +1,27 @@
+// Empty tensors whose other dims are huge, on the ops whose loops or tables follow those dims
+// (TfIdfVectorizer, the losses): they must return at once or give a one-line error, never hang,
+// run out of memory or overflow. Movement and select ops have theirs in their own files.
+#include <gtest/gtest.h>
+
+#include "op_test_util.h"
+
+using namespace grove;
+using namespace grove::optest;
+
+namespace {
+
+constexpr int64_t kHuge = int64_t{1} << 40;
+
+TEST(HostileShapes, TfIdfWithoutNgramsOverHugeEmptyRows) {
+  Tensor ids(DType::i64, {kHuge, 0});
+  Node n = NodeBuilder("TfIdfVectorizer", 9, 1).s("mode", "TF").i("min_gram_length", 1).i("max_gram_length", 1);
+  EXPECT_EQ(run(n, {&ids}).shape(), (Shape{kHuge, 0}));
+}
+
+TEST(HostileShapes, LossOverflowingTrailingDimsIsAnError) {
+  Tensor scores(DType::f32, {0, 3, kHuge, kHuge});
+  Tensor target(DType::i64, {0, kHuge, kHuge});
+  expect_error([&] { run(NodeBuilder("NegativeLogLikelihoodLoss", 13, 2), {&scores, &target}); }, "overflow");
+}
+
+}  // namespace
