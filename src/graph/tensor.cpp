@@ -85,16 +85,21 @@ int64_t checked_mul(int64_t a, int64_t b) {
 }
 
 int64_t numel(const Shape& shape) {
+  // The product of the non-zero dims is bounded even for an empty tensor: kernels and shape
+  // rules multiply runs of dims (strides, outer and inner extents), and none of those
+  // products may overflow, whatever the zero elsewhere (fuzz_model found two that did).
   int64_t n = 1;
-  for (int64_t d : shape)
-    if (d == 0) n = 0;  // an empty tensor, whatever its other dims (still checked below)
+  bool empty = false;
   for (int64_t d : shape) {
-    if (n == 0 && d >= 0) continue;
     if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative dimension");
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
     if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
       throw Error("shape " + shape_str(shape) + " has too many elements (the count overflows)");
   }
-  return n;
+  return empty ? 0 : n;
 }
 
 std::string shape_str(const Shape& shape) {

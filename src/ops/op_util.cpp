@@ -30,11 +30,14 @@ Shape broadcast_shapes(const Node& node, const Shape& a, const Shape& b) {
 }
 
 std::vector<int64_t> strides_of(const Shape& shape) {
+  // Unsigned, so the product wraps instead of overflowing: it only can for an empty tensor
+  // with huge dims (fuzz_model), whose strides no element ever uses. For any tensor that
+  // exists with elements, the strides are at most its element count and exact.
   std::vector<int64_t> s(shape.size());
-  int64_t acc = 1;
+  uint64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
-    s[i] = acc;
-    acc *= shape[i];
+    s[i] = static_cast<int64_t>(acc);
+    acc *= static_cast<uint64_t>(shape[i]);
   }
   return s;
 }

@@ -45,7 +45,9 @@ std::string constant_of_shape_model(bool shape_is_input, std::vector<int64_t> sh
 TEST(Limits, ShapeArithmeticIsChecked) {
   EXPECT_EQ(numel({}), 1);
   EXPECT_EQ(numel({2, 3, 4}), 24);
-  EXPECT_EQ(numel({int64_t{1} << 40, 0}), 0);  // empty, however long the other dims
+  EXPECT_EQ(numel({int64_t{1} << 40, 0}), 0);  // empty
+  // Empty, but the other dims' product overflows: kernels multiply runs of dims, so an error.
+  expect_error(error_of([] { numel({0, int64_t{1} << 40, int64_t{1} << 40}); }), {"too many elements"});
   expect_error(error_of([] { numel({int64_t{1} << 32, int64_t{1} << 32}); }), {"too many elements"});
   expect_error(error_of([] { numel({int64_t{1} << 31, int64_t{1} << 31}); }), {"too many elements"});  // 2^62: its bytes overflow
   expect_error(error_of([] { numel({4, -1}); }), {"negative"});
