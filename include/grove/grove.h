@@ -13,6 +13,7 @@
 #include "grove/error.h"
 #include "grove/limits.h"
 #include "grove/model.h"
+#include "grove/precision.h"
 #include "grove/schedule.h"
 #include "grove/session.h"
 #include "grove/tensor.h"

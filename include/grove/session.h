@@ -8,6 +8,7 @@
 #include "grove/buffer_stats.h"
 #include "grove/engine.h"
 #include "grove/model.h"
+#include "grove/precision.h"
 #include "grove/schedule.h"
 #include "grove/tensor.h"
 
@@ -31,6 +32,9 @@ struct SessionOptions {
   // tile that leaves elements unwritten (and would pass on a pooled buffer holding the last
   // run's correct bytes) gives wrong results. Also on when GROVE_POISON_BUFFERS is set.
   bool poison_buffers = false;
+  // bf16: Conv/MatMul/Gemm products in bfloat16 where the CPU has AVX512-BF16 (fp32 otherwise;
+  // the plan's precision report says which). See grove/precision.h.
+  Precision precision = Precision::fp32;
 };
 
 class Session {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <random>
 
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
+#include "cli/precision_check.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
 
@@ -22,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Series {
   std::string schedule;
+  std::string precision;
   std::unique_ptr<Session> session;
   std::vector<double> ms;
   int64_t peak_activation_bytes = 0;
@@ -62,22 +65,29 @@ int run_bench(const BenchOptions& o) {
   TensorMap inputs = load_input_files(imported, o.inputs, shapes);
   ShapeMap resolved = resolve_input_shapes(imported, shapes);
   std::mt19937_64 rng(o.seed);
+  std::vector<std::string> drawn;  // inputs not from files: --check draws them again
   for (const auto& decl : imported.inputs)
-    if (!inputs.count(decl.name)) inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
+    if (!inputs.count(decl.name)) {
+      inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
+      drawn.push_back(decl.name);
+    }
 
   Engine engine({.threads = o.threads});
   std::vector<Series> series;
-  for (const std::string s : {"aspen", "barrier"}) {
-    if (o.schedule != "both" && o.schedule != s) continue;
-    Series x;
-    x.schedule = s;
-    x.session = std::make_unique<Session>(
-        engine, Model(imported, resolved, o.limits),
-        SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen, .tiles_per_op = o.tiles_per_op});
-    // A model with control flow plans each segment on its first run: that run counts as loading.
-    if (!x.session->plan_for(resolved)) x.session->run(inputs, &x.last);
-    series.push_back(std::move(x));
-  }
+  for (const std::string s : {"aspen", "barrier"})
+    for (const std::string p : {"fp32", "bf16"}) {
+      if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p)) continue;
+      Series x;
+      x.schedule = s;
+      x.precision = p;
+      x.session = std::make_unique<Session>(engine, Model(imported, resolved, o.limits),
+                                            SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
+                                                           .tiles_per_op = o.tiles_per_op,
+                                                           .precision = parse_precision(p)});
+      // A model with control flow plans each segment on its first run: that run counts as loading.
+      if (!x.session->plan_for(resolved)) x.session->run(inputs, &x.last);
+      series.push_back(std::move(x));
+    }
   double load_plan_s = std::chrono::duration<double>(Clock::now() - t0).count();
   auto plan = series[0].session->plan_for(resolved);
   const bool whole = plan != nullptr;  // one TileGraph for the whole model
@@ -112,6 +122,20 @@ int run_bench(const BenchOptions& o) {
     write_trace(engine, o.trace_path, o.json ? stderr : stdout);  // --json keeps stdout one JSON object
   }
 
+  // The plan's own account of what runs in bf16 (or why nothing does), once.
+  std::string precision_note;
+  for (auto& x : series)
+    if (x.precision == "bf16")
+      if (auto p = x.session->plan_for(resolved)) precision_note = p->precision.note;
+  std::optional<PrecisionCheck> check;
+  if (o.check > 0) {
+    Session fp32(engine, Model(imported, resolved, o.limits), SessionOptions{.tiles_per_op = o.tiles_per_op});
+    Session bf16(engine, Model(imported, resolved, o.limits),
+                 SessionOptions{.tiles_per_op = o.tiles_per_op, .precision = Precision::bf16});
+    std::mt19937_64 check_rng(o.seed + 1);
+    check = check_precision(fp32, bf16, imported, resolved, inputs, drawn, o.check, check_rng);
+  }
+
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"threads\": %d, \"gflop\": %.6f, \"load_plan_ms\": %.3f, \"peak_rss_mb\": %.1f, "
                 "\"tiles\": %d, \"edges\": %lld, \"packed_weight_bytes\": %lld, \"results\": [",
@@ -119,17 +143,25 @@ int run_bench(const BenchOptions& o) {
                 static_cast<long long>(packed));
     for (size_t k = 0; k < series.size(); ++k) {
       const auto& x = series[k];
-      std::printf("%s{\"schedule\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
+      std::printf("%s{\"schedule\": \"%s\", \"precision\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
                   "\"p99_ms\": %.4f, \"max_ms\": %.4f, \"mean_ms\": %.4f, \"throughput_per_s\": %.4f, "
                   "\"peak_activation_bytes\": %lld, \"buffer_pool_bytes\": %lld",
-                  k ? ", " : "", x.schedule.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
+                  k ? ", " : "", x.schedule.c_str(), x.precision.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
                   percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100), mean(x.ms),
                   1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes), static_cast<long long>(pool_bytes(x)));
       std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
       for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
       std::printf("]}");
     }
-    std::printf("]}\n");
+    std::printf("]");
+    if (!precision_note.empty()) std::printf(", \"precision_note\": \"%s\"", precision_note.c_str());
+    if (check)
+      std::printf(", \"check\": {\"inputs\": %d, \"max_error\": %.6g, \"worst_output\": \"%s\", \"rows\": %lld, "
+                  "\"top1_agreement\": %.6f, \"top5_agreement\": %.6f}",
+                  check->inputs, check->max_error, check->worst_output.c_str(), static_cast<long long>(check->rows),
+                  check->rows ? double(check->top1_agree) / double(check->rows) : 1.0,
+                  check->rows ? double(check->top5_agree) / double(check->rows) : 1.0);
+    std::printf("}\n");
     return 0;
   }
   if (whole)
@@ -141,17 +173,31 @@ int run_bench(const BenchOptions& o) {
     std::printf("model: %s  (not planned: reference executor)\n", o.models[0].c_str());
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
               milliseconds(load_plan_s).c_str(), peak_rss_mb(), packed / 1e6);
-  std::printf("%-8s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
+  if (!precision_note.empty()) std::printf("precision: %s\n", precision_note.c_str());
+  std::printf("%-13s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {
     double p50 = percentile(x.ms, 50);
-    std::printf("%-8s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", x.schedule.c_str(), x.ms.size(),
+    const std::string label = x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision);
+    std::printf("%-13s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
                 1e3 / p50, gflop / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
   }
-  if (series.size() == 2)
+  // Series run in the order aspen, barrier, each fp32 then bf16: ratios of matching pairs.
+  const size_t per_schedule = o.precision == "both" ? 2 : 1;
+  if (o.schedule == "both")
     std::printf("barrier-free speedup (p50 barrier / p50 aspen): %.3fx\n",
-                percentile(series[1].ms, 50) / percentile(series[0].ms, 50));
+                percentile(series[per_schedule].ms, 50) / percentile(series[0].ms, 50));
+  if (o.precision == "both")
+    std::printf("bf16 speedup (p50 fp32 / p50 bf16): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
+  if (check) {
+    std::printf("check bf16 vs fp32 over %d input sets: max error %.3g of the largest |output| (%s)", check->inputs,
+                check->max_error, check->worst_output.c_str());
+    if (check->rows)
+      std::printf("; top-1 agreement %.2f%%, top-5 %.2f%% of %lld rows", 100.0 * double(check->top1_agree) / double(check->rows),
+                  100.0 * double(check->top5_agree) / double(check->rows), static_cast<long long>(check->rows));
+    std::printf("\n");
+  }
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"
@@ -42,6 +43,7 @@ int run_plan(const PlanCliOptions& o) {
   options.min_tile_flops = o.min_tile_flops;
   options.schedule = parse_schedule(o.schedule);
   options.max_tiles = o.limits.max_tiles;
+  options.precision = parse_precision(o.precision);
 
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Plan> plan;
@@ -57,6 +59,7 @@ int run_plan(const PlanCliOptions& o) {
   std::printf("model: %s\n", o.model.c_str());
   std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
               o.tiles_per_op > 0 ? std::to_string(o.tiles_per_op).c_str() : "auto");
+  if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!o.totals_only) {
     std::printf("  %-4s %-32s %-22s %7s %-14s %9s %10s\n", "#", "node", "op", "tiles", "grid", "edges in", "GFLOPs");
     for (size_t n = 0; n < p.graph.nodes.size(); ++n) {
@@ -65,7 +68,7 @@ int run_plan(const PlanCliOptions& o) {
       for (int32_t t = tg.first_tile[n]; t < tg.first_tile[n] + tg.tile_count[n]; ++t) edges_in += tg.n_parents[t];
       std::string name = node.name.size() > 32 ? "..." + node.name.substr(node.name.size() - 29) : node.name;
       const bool view = is_view_node(p, static_cast<int32_t>(n));
-      std::string op = op_label(node) + (view ? " (view)" : p.rules[n] ? "" : "*");
+      std::string op = op_label(node) + (runs_in_bf16(node) ? " bf16" : "") + (view ? " (view)" : p.rules[n] ? "" : "*");
       std::printf("  %-4zu %-32s %-22s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
                   grid_str(tile_grid(p, static_cast<int32_t>(n))).c_str(), static_cast<long long>(edges_in),
                   static_cast<double>(node_flops(p.graph, node)) * 1e-9);

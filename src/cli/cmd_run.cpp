@@ -159,9 +159,11 @@ int run_single(const RunOptions& o, LoadedModel m) {
     Engine engine({.threads = o.threads});
     Session session(engine, Model(m.imported, m.shapes, o.limits),
                     {.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
-                     .tiles_per_op = o.tiles_per_op});
+                     .tiles_per_op = o.tiles_per_op,
+                     .precision = parse_precision(o.precision)});
     auto plan = session.plan_for(m.shapes);
     double plan_s = seconds_since(t0);
+    if (plan && o.precision != "fp32") std::printf("precision: %s\n", plan->precision.note.c_str());
     if (!o.trace_path.empty()) engine.start_trace();
     RunStats stats;
     auto t1 = Clock::now();
@@ -200,7 +202,8 @@ int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
     sessions.push_back(std::make_unique<Session>(
         engine, Model(m.imported, m.shapes, o.limits),
         SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
-                       .tiles_per_op = o.tiles_per_op}));
+                       .tiles_per_op = o.tiles_per_op,
+                       .precision = parse_precision(o.precision)}));
     if (!sessions.back()->plan_for(m.shapes))
       throw Error(m.path + ": shapes depend on input values; such models run alone (one model per grove run)");
   }
@@ -230,6 +233,12 @@ int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
 }
 
 }  // namespace
+
+Precision parse_precision(const std::string& text) {
+  if (text == "fp32") return Precision::fp32;
+  if (text == "bf16") return Precision::bf16;
+  throw Error("--precision " + text + ": expected fp32 or bf16");
+}
 
 ShapeMap parse_shape_options(const std::vector<std::string>& texts) {
   ShapeMap shapes;

@@ -29,7 +29,8 @@ Loaded load_for_coexec(Engine& engine, const BenchOptions& o, const std::string&
   m.session = std::make_unique<Session>(
       engine, Model(g, resolved, o.limits),
       SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
-                     .tiles_per_op = o.tiles_per_op});
+                     .tiles_per_op = o.tiles_per_op,
+                     .precision = parse_precision(o.precision)});
   if (!m.session->plan_for(resolved))
     throw Error(path + ": shapes depend on input values; co-execution needs plannable models");
   return m;

@@ -8,6 +8,7 @@
 
 #include "passes/bind.h"
 #include "graph/limits.h"
+#include "grove/precision.h"
 #include "runtime/engine.h"
 
 namespace grove::cli {
@@ -27,6 +28,7 @@ struct RunOptions {
   std::string executor = "tiles";   // tiles | reference
   std::string schedule = "aspen";   // aspen | barrier
   int tiles_per_op = 0;             // 0: by rule
+  std::string precision = "fp32";   // fp32 | bf16
   std::string trace_path;           // empty: no trace
   uint64_t seed = 0;
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
@@ -39,6 +41,7 @@ struct PlanCliOptions {
   int tiles_per_op = 0;             // 0: by rule
   int64_t min_tile_flops = 0;       // 0: by rule
   std::string schedule = "aspen";
+  std::string precision = "fp32";   // fp32 | bf16
   bool totals_only = false;
   std::string save_path;            // non-empty: write the TileGraph here
   std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan
@@ -55,6 +58,8 @@ struct BenchOptions {
   int warmup = 2;
   std::string schedule = "aspen";   // aspen | barrier | both (interleaved A B A B ...)
   int tiles_per_op = 0;
+  std::string precision = "fp32";   // fp32 | bf16 | both (interleaved, like --schedule both)
+  int check = 0;                    // > 0: compare bf16 with fp32 outputs over this many input sets
   bool json = false;
   uint64_t seed = 0;
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
@@ -102,6 +107,9 @@ int run_run(const RunOptions& options);
 int run_demo();
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
+
+// "fp32" or "bf16" (the CLI checks the spelling) as the API's Precision.
+Precision parse_precision(const std::string& text);
 
 // Parses repeated --shape NAME=DIMS options; a name given twice is an Error.
 ShapeMap parse_shape_options(const std::vector<std::string>& texts);

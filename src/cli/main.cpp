@@ -36,6 +36,11 @@ constexpr const char* kShapeHelp =
     "Binds an input's shape: NAME=DIMS with dims separated by 'x', e.g. --shape input=1x3x224x224. "
     "Needed for inputs with symbolic (dynamic) dims; checked against fixed dims. Repeat for each input.";
 
+constexpr const char* kPrecisionHelp =
+    "Arithmetic of Conv/MatMul/Gemm with constant weights: fp32, or bf16 (bfloat16 operands, float32 "
+    "accumulation, on AVX512-BF16; runs fp32 with a note on CPUs without it). Everything else stays fp32. "
+    "docs/precision.md";
+
 constexpr const char* kRunFooter = R"(
 Inputs: each model input comes from --input NAME=FILE.npy when given (dtype and shape must
 match the model; .npy files are C-order, little-endian: float32, int64, int32, bool, ...).
@@ -178,6 +183,9 @@ int main(int argc, char** argv) {
   run->add_option("--tiles-per-op", run_options.tiles_per_op, "Target tiles per op (0: by rule)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  run->add_option("--precision", run_options.precision, kPrecisionHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   run->add_option("--trace", run_options.trace_path,
                   "Write a Chrome/Perfetto trace (one track per worker, one slice per tile) to this .json file")
       ->type_name("FILE");
@@ -196,6 +204,9 @@ int main(int argc, char** argv) {
                    "Target tiles per op (0: about 2 per thread, none under 1 MFLOP)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
+  plan->add_option("--precision", plan_options.precision, kPrecisionHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   plan->add_option("--min-tile-flops", plan_options.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -243,6 +254,16 @@ Examples:
       ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
   bench->add_option("--tiles-per-op", bench_options.tiles_per_op, "Target tiles per op (0: by rule)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  bench->add_option("--precision", bench_options.precision,
+                    std::string(kPrecisionHelp) + " 'both' times fp32 and bf16 interleaved and prints the speedup.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "both"}));
+  bench->add_option("--check", bench_options.check,
+                    "Also run fp32 and bf16 on N input sets (the bench inputs, then seeded random ones) and report "
+                    "the largest output difference relative to the output's largest magnitude, and top-1/top-5 "
+                    "agreement of the rows of float outputs")
+      ->type_name("N")
+      ->check(CLI::Range(0, 100000));
   bench->add_flag("--json", bench_options.json, "Print one JSON object instead of the table");
   bench->add_flag("--mt-graph", bench_options.mt_graph,
                   "With several models: search MT-Graph stage pointers by coordinate descent on measured latency, "

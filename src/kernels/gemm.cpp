@@ -15,6 +15,7 @@
 #endif
 
 #include "grove/error.h"
+#include "kernels/bf16.h"
 #include "kernels/gemm_microkernel.h"
 
 namespace grove::kernels {
@@ -26,7 +27,9 @@ struct GemmConfig {
   GemmMicrokernel kernel;
 };
 
-GemmConfig config_for(Isa isa) {
+GemmConfig config_for(Isa isa, Precision precision = Precision::f32) {
+  if (precision == Precision::bf16)
+    return {{14, 32, 512, 168, "bf16_gemm_14x32_avx512bf16"}, bf16_gemm_14x32_avx512bf16};
   switch (isa) {
     case Isa::avx512: return {{14, 32, 512, 168, "f32_gemm_14x32_avx512"}, f32_gemm_14x32_avx512};
     case Isa::avx2: return {{6, 16, 512, 168, "f32_gemm_6x16_avx2"}, f32_gemm_6x16_avx2};
@@ -105,11 +108,71 @@ void pack_a_block_transposed(const float* a_t, size_t a_stride, size_t m, size_t
 
 }  // namespace
 
-GemmBlocking gemm_blocking(Isa isa) { return config_for(isa).blocking; }
+GemmBlocking gemm_blocking(Isa isa, Precision precision) { return config_for(isa, precision).blocking; }
 
-PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout layout, Isa isa) {
+bool precision_supported(Precision precision, Isa isa) {
+  if (!isa_supported(isa)) return false;
+  return precision == Precision::f32 || (isa == Isa::avx512 && isa_supports_bf16());
+}
+
+namespace {
+
+void check_supported(const char* what, Isa isa, Precision precision) {
   if (!isa_supported(isa))
-    throw Error("pack_b: ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+    throw Error(std::string(what) + ": ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+  if (!precision_supported(precision, isa))
+    throw Error(std::string(what) + ": bf16 kernels need AVX512-BF16, which this CPU (or GROVE_ISA) does not offer");
+}
+
+uint32_t* words(float* p) { return reinterpret_cast<uint32_t*>(p); }
+
+// B in bf16 panels straight from the source: for k_by_n each pair of source rows is
+// interleaved with vector conversions; for n_by_k (column c of B is a contiguous source
+// row) each word pairs two neighbours of that row.
+void pack_b_bf16(PackedB& out, const float* b, size_t row_stride, BLayout layout) {
+  const size_t k = out.k, n = out.n, nr = out.nr, pairs = out.steps();
+  for (size_t j = 0; j * nr < n; ++j) {
+    uint32_t* panel = words(out.panels.data()) + j * pairs * nr;
+    const size_t cols = std::min(nr, n - j * nr);
+    if (layout == BLayout::k_by_n) {
+      for (size_t q = 0; q < pairs; ++q) {
+        const float* row0 = b + 2 * q * row_stride + j * nr;
+        bf16_interleave_rows_avx512bf16(row0, 2 * q + 1 < k ? row0 + row_stride : nullptr, cols, panel + q * nr);
+      }
+    } else {
+      for (size_t c = 0; c < cols; ++c) {
+        const float* src = b + (j * nr + c) * row_stride;
+        for (size_t q = 0; q < pairs; ++q)
+          panel[q * nr + c] = bf16_pair(src[2 * q], 2 * q + 1 < k ? src[2 * q + 1] : 0.0f);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void convert_to_bf16(const PackedB& in, PackedB& out) {
+  if (in.precision != Precision::f32) throw Error("convert_to_bf16: B is not packed as f32");
+  check_supported("convert_to_bf16", in.isa, Precision::bf16);
+  out.k = in.k;
+  out.n = in.n;
+  out.isa = in.isa;
+  out.precision = Precision::bf16;
+  out.nr = config_for(in.isa, Precision::bf16).blocking.nr;
+  if (out.nr != in.nr) throw Error("convert_to_bf16: f32 and bf16 panels differ in width");
+  const size_t nr = out.nr, pairs = out.steps(), panel_count = (in.n + nr - 1) / nr;
+  out.panels.reserve(std::max<size_t>(panel_count * pairs * nr, 1));
+  for (size_t j = 0; j < panel_count; ++j) {
+    const float* src = in.panel(j);
+    uint32_t* dst = words(out.panels.data()) + j * pairs * nr;
+    for (size_t q = 0; q < pairs; ++q)
+      bf16_interleave_rows_avx512bf16(src + 2 * q * nr, 2 * q + 1 < in.k ? src + (2 * q + 1) * nr : nullptr, nr,
+                                      dst + q * nr);
+  }
+}
+
+PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout layout, Isa isa, Precision precision) {
+  check_supported("pack_b", isa, precision);
   const size_t row_length = layout == BLayout::k_by_n ? n : k;
   if (row_stride < row_length) throw Error("pack_b: row stride smaller than a row");
   if ((k > 0 && n > 0) && b == nullptr) throw Error("pack_b: null weights");
@@ -118,8 +181,14 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
   packed.k = k;
   packed.n = n;
   packed.isa = isa;
-  packed.nr = config_for(isa).blocking.nr;
+  packed.precision = precision;
+  packed.nr = config_for(isa, precision).blocking.nr;
   const size_t nr = packed.nr;
+  if (precision == Precision::bf16) {
+    packed.panels.resize((n + nr - 1) / nr * packed.steps() * nr);
+    pack_b_bf16(packed, b, row_stride, layout);
+    return packed;
+  }
   const size_t panel_count = (n + nr - 1) / nr;
   packed.panels.resize(panel_count * k * nr);  // zero-filled: the padding columns stay 0
   for (size_t j = 0; j < panel_count; ++j) {
@@ -135,11 +204,11 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
 }
 
 void shape_packed_b(PackedB& out, size_t k, size_t n, Isa isa) {
-  if (!isa_supported(isa))
-    throw Error("pack_b: ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+  check_supported("pack_b", isa, Precision::f32);
   out.k = k;
   out.n = n;
   out.isa = isa;
+  out.precision = Precision::f32;
   out.nr = config_for(isa).blocking.nr;
   const size_t nr = out.nr, panel_count = (n + nr - 1) / nr;
   out.panels.reserve(std::max<size_t>(panel_count * k * nr, 1));
@@ -149,10 +218,26 @@ void shape_packed_b(PackedB& out, size_t k, size_t n, Isa isa) {
     for (size_t c = n % nr; c < nr; ++c) last[p * nr + c] = 0.0f;
 }
 
-void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_stride, BLayout layout, Isa isa) {
+void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_stride, BLayout layout, Isa isa,
+                 Precision precision) {
   const size_t row_length = layout == BLayout::k_by_n ? n : k;
   if (row_stride < row_length) throw Error("pack_b: row stride smaller than a row");
   if ((k > 0 && n > 0) && b == nullptr) throw Error("pack_b: null B");
+  if (precision == Precision::bf16) {
+    check_supported("pack_b", isa, precision);
+    out.k = k;
+    out.n = n;
+    out.isa = isa;
+    out.precision = precision;
+    out.nr = config_for(isa, precision).blocking.nr;
+    // The padding columns of the last panel must be 0: reserve keeps old contents.
+    const size_t panel_count = (n + out.nr - 1) / out.nr, size = panel_count * out.steps() * out.nr;
+    out.panels.reserve(std::max<size_t>(size, 1));
+    if (n % out.nr != 0)
+      std::fill(out.panels.data() + (panel_count - 1) * out.steps() * out.nr, out.panels.data() + size, 0.0f);
+    pack_b_bf16(out, b, row_stride, layout);
+    return;
+  }
   shape_packed_b(out, k, n, isa);
   const size_t nr = out.nr;
   for (size_t j = 0; j * nr < n; ++j) {
@@ -169,17 +254,24 @@ void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_st
   }
 }
 
-PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa) {
-  if (!isa_supported(isa))
-    throw Error("pack_a: ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa, Precision precision) {
+  check_supported("pack_a", isa, precision);
   if (row_stride < k) throw Error("pack_a: row stride smaller than a row");
   if (m > 0 && k > 0 && a == nullptr) throw Error("pack_a: null A");
   PackedA packed;
   packed.m = m;
   packed.k = k;
   packed.isa = isa;
-  packed.mr = config_for(isa).blocking.mr;
+  packed.precision = precision;
+  packed.mr = config_for(isa, precision).blocking.mr;
   const size_t mr = packed.mr, tiles = (m + mr - 1) / mr;
+  if (precision == Precision::bf16) {
+    packed.tiles.resize(tiles * packed.steps() * mr);
+    for (size_t t = 0; t < tiles; ++t)
+      bf16_pack_a_tile_avx512bf16(a + t * mr * row_stride, row_stride, std::min(mr, m - t * mr), k, mr,
+                                  words(packed.tiles.data()) + t * packed.steps() * mr);
+    return packed;
+  }
   packed.tiles.resize(tiles * k * mr);  // zero-filled: rows past m stay 0
   for (size_t t = 0; t < tiles; ++t) {
     float* out = packed.tiles.data() + t * k * mr;
@@ -205,6 +297,10 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
   if (call.epilogue.residual && call.epilogue.residual_stride < call.n)
     throw Error("gemm: residual row stride smaller than a row");
 }
+
+// Packed rows for k steps: bf16 packs k in pairs. Every k block but the last has an even kc,
+// so a block's first pair is whole.
+size_t packed_steps(Precision precision, size_t k) { return precision == Precision::bf16 ? (k + 1) / 2 : k; }
 
 // Where a block of packed A lives: micro-panel t of the block at base + t * tile_stride.
 struct ABlock {
@@ -243,7 +339,7 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
       const ABlock packed = a_block(pc, kc, ic, mc, tiles);
       for (size_t jr = 0; jr < call.n; jr += nr) {
         tile.n = std::min(nr, call.n - jr);
-        tile.b = b.panel((call.n0 + jr) / nr) + pc * nr;
+        tile.b = b.panel((call.n0 + jr) / nr) + packed_steps(b.precision, pc) * nr;
         tile.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
         for (size_t t = 0; t < tiles; ++t) {
           const size_t ir = start(mc, tiles, t, mr);
@@ -268,16 +364,35 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
 void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   if (call.m == 0 || call.n == 0) return;
   check_call(call, b, true);
-  const GemmConfig config = config_for(b.isa);
+  const GemmConfig config = config_for(b.isa, b.precision);
   const size_t mr = config.blocking.mr, kc_max = config.blocking.kc, mc_max = config.blocking.mc;
-  scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) * std::min(std::max<size_t>(b.k, 1), kc_max));
+  const bool bf16 = b.precision == Precision::bf16;
+  scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) *
+                          packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
   gemm_loops(call, b, config, mc_max, true, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
+    float* out = scratch.a_block.data();
+    if (bf16) {
+      const size_t stride = packed_steps(Precision::bf16, kc) * mr;
+      for (size_t t = 0; t < tiles; ++t) {
+        const size_t i0 = ic + tile_row(mc, tiles, t), rows = tile_row(mc, tiles, t + 1) - tile_row(mc, tiles, t);
+        uint32_t* dst = words(out) + t * stride;
+        if (call.a_transposed) {
+          for (size_t q = 0; 2 * q < kc; ++q) {
+            const float* row0 = call.a + (pc + 2 * q) * call.a_stride + i0;
+            bf16_interleave_rows_avx512bf16(row0, 2 * q + 1 < kc ? row0 + call.a_stride : nullptr, rows, dst + q * mr);
+            std::fill(dst + q * mr + rows, dst + (q + 1) * mr, 0u);
+          }
+        } else {
+          bf16_pack_a_tile_avx512bf16(call.a + i0 * call.a_stride + pc, call.a_stride, rows, kc, mr, dst);
+        }
+      }
+      return ABlock{out, stride};
+    }
     if (call.a_transposed)
-      pack_a_block_transposed(call.a + pc * call.a_stride + ic, call.a_stride, mc, tiles, kc, mr,
-                              scratch.a_block.data());
+      pack_a_block_transposed(call.a + pc * call.a_stride + ic, call.a_stride, mc, tiles, kc, mr, out);
     else
-      pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, tiles, kc, mr, scratch.a_block.data());
-    return ABlock{scratch.a_block.data(), kc * mr};
+      pack_a_block(call.a + ic * call.a_stride + pc, call.a_stride, mc, tiles, kc, mr, out);
+    return ABlock{out, kc * mr};
   });
 }
 
@@ -285,16 +400,17 @@ void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b)
   if (call.m == 0 || call.n == 0) return;
   check_call(call, b, false);
   if (a.isa != b.isa) throw Error("gemm: A and B packed for different ISAs");
+  if (a.precision != b.precision) throw Error("gemm: A and B packed in different precisions");
   if (a.k != b.k) throw Error("gemm: packed A and B differ in k");
   if (a.mr == 0 || row0 % a.mr != 0) throw Error("gemm: first row of packed A is not on a tile boundary");
   if (row0 + call.m > a.m) throw Error("gemm: rows past the end of packed A");
-  const GemmConfig config = config_for(b.isa);
+  const GemmConfig config = config_for(b.isa, b.precision);
   const size_t mr = a.mr;
   // Tiles are the packed ones: mr rows each, m blocks of whole tiles.
   const size_t mc_max = std::max(mr, config.blocking.mc / mr * mr);
   const size_t first_tile = row0 / mr;
   gemm_loops(call, b, config, mc_max, false, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
-    return ABlock{a.tile(first_tile + ic / mr) + pc * mr, a.k * mr};
+    return ABlock{a.tile(first_tile + ic / mr) + packed_steps(a.precision, pc) * mr, a.steps() * mr};
   });
 }
 

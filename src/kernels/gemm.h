@@ -20,32 +20,48 @@
 
 namespace grove::kernels {
 
+// The element type of the packed operands. C, the epilogue and accumulation are float in
+// both; bf16 rounds A and B to bfloat16 when packing (kernels/bf16.h gives the layout) and
+// runs on AVX512-BF16 dot products, twice the multiplies per instruction.
+enum class Precision { f32, bf16 };
+
+// True when gemm() can run packed operands of `precision` for `isa` here.
+bool precision_supported(Precision precision, Isa isa);
+
 // How the unpacked B is stored: k rows of n (MatMul's B), or n rows of k (Gemm with
 // transB, and Conv weights [Cout][Cin*kh*kw]).
 enum class BLayout { k_by_n, n_by_k };
 
 // B cut into panels of nr columns; panel j holds its k rows of nr floats back to back, the
 // last panel zero-padded. A k-block [p, p + kc) of a panel is therefore contiguous.
+// With bf16, a panel holds (k + 1) / 2 rows of nr pair words instead (kernels/bf16.h).
 struct PackedB {
   size_t k = 0;
   size_t n = 0;
   size_t nr = 0;  // panel width: the microkernel's NR for `isa`
   Isa isa = Isa::scalar;
-  AlignedFloats panels;
+  Precision precision = Precision::f32;
+  AlignedFloats panels;  // bf16: 32-bit pair words in float-sized slots
 
   size_t bytes() const { return panels.size() * sizeof(float); }
-  const float* panel(size_t index) const { return panels.data() + index * k * nr; }
+  // Packed rows per panel: k, or k pairs for bf16.
+  size_t steps() const { return precision == Precision::bf16 ? (k + 1) / 2 : k; }
+  const float* panel(size_t index) const { return panels.data() + index * steps() * nr; }
 };
 
 // Packs for `isa`'s microkernel. Throws grove::Error if `isa` is not supported here or
 // the stride is smaller than a row.
 PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout layout,
-               Isa isa = active_isa());
+               Isa isa = active_isa(), Precision precision = Precision::f32);
 
 // Packs into `out`, reusing its buffer (no allocation once it is big enough): for a B that
 // changes every call, e.g. an activation operand of a batched MatMul, packed per tile.
 void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_stride, BLayout layout,
-                 Isa isa = active_isa());
+                 Isa isa = active_isa(), Precision precision = Precision::f32);
+
+// The f32 panels of `in` (e.g. written by pack_im2col) rounded into bf16 panels in `out`,
+// reusing its buffer.
+void convert_to_bf16(const PackedB& in, PackedB& out);
 
 // Sizes `out` for a k x n B on `isa` (reusing its buffer) for a caller that writes the
 // panels itself (im2col.h); the padding columns of the last panel are set to 0.
@@ -60,13 +76,16 @@ struct PackedA {
   size_t k = 0;
   size_t mr = 0;  // the microkernel's MR for `isa`
   Isa isa = Isa::scalar;
+  Precision precision = Precision::f32;
   AlignedFloats tiles;
 
   size_t bytes() const { return tiles.size() * sizeof(float); }
-  const float* tile(size_t index) const { return tiles.data() + index * k * mr; }
+  size_t steps() const { return precision == Precision::bf16 ? (k + 1) / 2 : k; }
+  const float* tile(size_t index) const { return tiles.data() + index * steps() * mr; }
 };
 
-PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa = active_isa());
+PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa = active_isa(),
+               Precision precision = Precision::f32);
 
 // Per-thread working memory (the packed block of A). Reused across calls: keep one per
 // worker so the hot path never allocates.
@@ -89,7 +108,8 @@ struct GemmCall {
   Epilogue epilogue;        // bias[j] is for column n0 + j; residual is m x n like C
 };
 
-// Runs on the ISA B was packed for. Throws grove::Error on inconsistent arguments.
+// Runs on the ISA and precision B was packed for (A is rounded to bf16 as it is packed when
+// B is bf16). Throws grove::Error on inconsistent arguments.
 void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch);
 
 // The same product with A taken from `a` (call.a is ignored): rows [row0, row0 + call.m) of
@@ -105,6 +125,6 @@ struct GemmBlocking {
   size_t mc;      // m block: the packed A block (mc x kc) stays in L2
   const char* kernel_name;
 };
-GemmBlocking gemm_blocking(Isa isa);
+GemmBlocking gemm_blocking(Isa isa, Precision precision = Precision::f32);
 
 }  // namespace grove::kernels

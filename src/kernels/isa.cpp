@@ -41,6 +41,10 @@ Isa active_isa() {
   return chosen;
 }
 
+bool isa_supports_bf16() {
+  return active_isa() == Isa::avx512 && __builtin_cpu_supports("avx512bf16");
+}
+
 std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";

@@ -18,6 +18,10 @@ Isa active_isa();
 
 std::string_view isa_name(Isa isa);
 
+// True when the bf16 GEMM kernels can run: the active ISA is AVX-512 (so GROVE_ISA=avx2
+// turns them off too) and the CPU has AVX512-BF16 (vdpbf16ps, vcvtneps2bf16).
+bool isa_supports_bf16();
+
 // Parses "avx512", "avx2" or "scalar"; returns false for anything else.
 bool parse_isa(std::string_view text, Isa& out);
 

@@ -32,6 +32,7 @@ namespace {
 struct ConvDims {
   WindowGeometry g;
   int64_t in_channels = 0, out_channels = 0, group = 1;
+  kernels::Precision precision = kernels::Precision::f32;  // of the GEMM path (bf16 skips Winograd)
   int64_t cin() const { return in_channels / group; }   // input channels per group
   int64_t cout() const { return out_channels / group; } // output channels per group
 };
@@ -46,6 +47,7 @@ ConvDims conv_dims(const Node& node, const Shape& x, const Shape& w) {
     throw Error(node.describe() + ": W " + shape_str(w) + " does not fit X " + shape_str(x));
   c.g = window_geometry(node, std::span<const int64_t>(x.data() + 2, x.size() - 2),
                         std::vector<int64_t>(w.begin() + 2, w.end()), false);
+  c.precision = gemm_precision(node);
   return c;
 }
 
@@ -154,6 +156,7 @@ constexpr size_t kMinPixels = 256;
 
 struct ConvWorkspace {
   kernels::PackedB b;
+  kernels::PackedB b16;          // bf16: b rounded into bf16 panels
   kernels::GemmScratch scratch;
   std::vector<float> rows, c_t;  // transposed form: im2col rows and C^T
   std::vector<float> residual_t; // transposed form: the fused residual's block, transposed
@@ -197,7 +200,10 @@ bool uses_gemm(const ConvDims& c) {
   return c.g.rank() == 2 && c.cin() > 1;
 }
 
-bool uses_winograd(const ConvDims& c) { return c.g.rank() == 2 && winograd_applies(conv2d_shape(c), c.group, c.out_channels); }
+bool uses_winograd(const ConvDims& c) {
+  return c.precision == kernels::Precision::f32 && c.g.rank() == 2 &&
+         winograd_applies(conv2d_shape(c), c.group, c.out_channels);
+}
 
 std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const ValueInfo> in,
                                          std::span<const Tensor* const> constants) {
@@ -209,8 +215,10 @@ std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const Value
   auto prepared = std::make_shared<PreparedConvWeights>();
   for (int64_t g = 0; g < c.group; ++g) {
     const float* w = constants[1]->data<float>() + static_cast<size_t>(g * c.cout()) * k;
-    prepared->groups.push_back(kernels::pack_a(w, static_cast<size_t>(c.cout()), k, k));
-    prepared->groups_t.push_back(kernels::pack_b(w, k, static_cast<size_t>(c.cout()), k, kernels::BLayout::n_by_k));
+    const kernels::Isa isa = kernels::active_isa();
+    prepared->groups.push_back(kernels::pack_a(w, static_cast<size_t>(c.cout()), k, k, isa, c.precision));
+    prepared->groups_t.push_back(
+        kernels::pack_b(w, k, static_cast<size_t>(c.cout()), k, kernels::BLayout::n_by_k, isa, c.precision));
   }
   return prepared;
 }
@@ -258,7 +266,8 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           const kernels::PackedB* w_t = prepared ? &prepared->groups_t[static_cast<size_t>(grp)] : nullptr;
           size_t n0 = rel0;
           if (!w_t || rel0 % nr != 0) {
-            kernels::pack_b_into(ws.w_t, ws_data + static_cast<size_t>(oc0) * k, k, cols, k, kernels::BLayout::n_by_k);
+            kernels::pack_b_into(ws.w_t, ws_data + static_cast<size_t>(oc0) * k, k, cols, k, kernels::BLayout::n_by_k,
+                                 kernels::active_isa(), c.precision);
             w_t = &ws.w_t;
             n0 = 0;
           }
@@ -287,6 +296,9 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           continue;
         }
         kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
+        const bool bf16 = c.precision == kernels::Precision::bf16;
+        if (bf16) kernels::convert_to_bf16(ws.b, ws.b16);
+        const kernels::PackedB& b = bf16 ? ws.b16 : ws.b;
         // Output channels [oc0, packed0) by packing their weights now, the rest from the
         // prepared tiles (which start on multiples of mr within the group).
         const size_t mr = prepared ? prepared->groups[static_cast<size_t>(grp)].mr : 1;
@@ -307,8 +319,8 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           call.epilogue.activation = tail.activation;
           return call;
         };
-        if (split > rel0) kernels::gemm(call_for(rel0, split), ws.b, ws.scratch);
-        if (rel1 > split) kernels::gemm(call_for(split, rel1), prepared->groups[static_cast<size_t>(grp)], split, ws.b);
+        if (split > rel0) kernels::gemm(call_for(rel0, split), b, ws.scratch);
+        if (rel1 > split) kernels::gemm(call_for(split, rel1), prepared->groups[static_cast<size_t>(grp)], split, b);
       }
     }
 }

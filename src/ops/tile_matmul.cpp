@@ -110,7 +110,8 @@ std::shared_ptr<const void> matmul_prepare(const Node& node, std::span<const Val
   const int64_t count = numel(d.b_batch);
   for (int64_t i = 0; i < count; ++i)
     prepared->mats.push_back(kernels::pack_b(b + i * d.k * d.n, static_cast<size_t>(d.k), static_cast<size_t>(d.n),
-                                             static_cast<size_t>(d.n), kernels::BLayout::k_by_n));
+                                             static_cast<size_t>(d.n), kernels::BLayout::k_by_n, kernels::active_isa(),
+                                             gemm_precision(node)));
   return prepared;
 }
 
@@ -135,15 +136,16 @@ GemmWorkspace& workspace() {
 // when the window starts on a panel boundary, else this tile's columns packed now. Returns
 // the first column to use inside the result.
 const kernels::PackedB& b_window(const kernels::PackedB* prepared, const float* b, size_t k, size_t n, size_t col0,
-                                 size_t cols, bool trans_b, size_t& n0) {
+                                 size_t cols, bool trans_b, kernels::Precision precision, size_t& n0) {
   if (prepared && col0 % prepared->nr == 0) {
     n0 = col0;
     return *prepared;
   }
   GemmWorkspace& w = workspace();
   n0 = 0;
-  if (trans_b) kernels::pack_b_into(w.b, b + col0 * k, k, cols, k, kernels::BLayout::n_by_k);
-  else kernels::pack_b_into(w.b, b + col0, k, cols, n, kernels::BLayout::k_by_n);
+  const kernels::Isa isa = kernels::active_isa();
+  if (trans_b) kernels::pack_b_into(w.b, b + col0 * k, k, cols, k, kernels::BLayout::n_by_k, isa, precision);
+  else kernels::pack_b_into(w.b, b + col0, k, cols, n, kernels::BLayout::k_by_n, isa, precision);
   return w.b;
 }
 
@@ -176,7 +178,7 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
     const float* b_mat = b + b_off * d.k * d.n;
     size_t n0 = 0;
     const kernels::PackedB& pb = b_window(packed ? &packed->mats.at(static_cast<size_t>(b_off)) : nullptr, b_mat, k, n,
-                                          static_cast<size_t>(s.cols.begin), cols, false, n0);
+                                          static_cast<size_t>(s.cols.begin), cols, false, gemm_precision(node), n0);
     kernels::GemmCall call;
     call.m = rows;
     call.a = a + a_off * d.m * d.k + s.rows.begin * d.k;
@@ -229,7 +231,8 @@ std::shared_ptr<const void> gemm_prepare(const Node& node, std::span<const Value
   GemmDims d = gemm_dims(node, in[0].shape, in[1].shape);
   return std::make_shared<kernels::PackedB>(kernels::pack_b(
       constants[1]->data<float>(), static_cast<size_t>(d.k), static_cast<size_t>(d.n),
-      static_cast<size_t>(in[1].shape[1]), d.trans_b ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n));
+      static_cast<size_t>(in[1].shape[1]), d.trans_b ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n,
+      kernels::active_isa(), gemm_precision(node)));
 }
 
 int64_t gemm_prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
@@ -262,7 +265,7 @@ void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const bool c_is_bias = c && alpha == 1.0f && beta == 1.0f && c_strides[0] == 0 && c_strides[1] == 1;
   size_t n0 = 0;
   const kernels::PackedB& pb = b_window(static_cast<const kernels::PackedB*>(prepared), in[1]->data<float>(), k, n,
-                                        static_cast<size_t>(r[1].begin), cols, d.trans_b, n0);
+                                        static_cast<size_t>(r[1].begin), cols, d.trans_b, gemm_precision(node), n0);
   kernels::GemmCall call;
   call.m = rows;
   call.a = a;

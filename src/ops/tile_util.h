@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/precision_attr.h"
+#include "kernels/gemm.h"
 #include "ops/conv_geometry.h"
 #include "ops/tiling.h"
 #include "graph/region.h"
@@ -37,6 +39,12 @@ inline std::vector<int64_t> all_cuttable(const Shape& s) { return std::vector<in
 inline std::vector<int64_t> none_cuttable(const Shape& s) { return std::vector<int64_t>(s.size(), 0); }
 
 bool is_full(const Region& r, const Shape& shape);
+
+// The GEMM precision the plan chose for this node (graph/precision_attr.h): prepared and
+// per-tile packing of one node use the same, so a tile gives the same bits either way.
+inline kernels::Precision gemm_precision(const Node& node) {
+  return runs_in_bf16(node) ? kernels::Precision::bf16 : kernels::Precision::f32;
+}
 
 // Whether a weight-stationary op (MatMul/Gemm with constant B) should be cut along its
 // weights' output dim (columns) rather than its positions (tokens, rows).

@@ -10,6 +10,7 @@
 #include "grove/schedule.h"
 #include "graph/limits.h"
 #include "ops/tiling.h"
+#include "plan/precision.h"
 #include "plan/tile_graph.h"
 
 namespace grove {
@@ -27,6 +28,7 @@ struct PlanOptions {
   // make the planner allocate without bound): more tiles, or more than kMaxEdgesPerTile times
   // as many edges, is an Error naming the node.
   int64_t max_tiles = kDefaultMaxTiles;
+  Precision precision = Precision::fp32;  // the GEMM ops' arithmetic (plan/precision.h)
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread, at most
@@ -69,6 +71,7 @@ struct Plan {
   int64_t prepared_bytes = 0;       // what `prepared` holds in all (packed weights), for reports
   int64_t critical_path_flops = 0;  // max over tile paths of the summed tile FLOPs
   int64_t total_flops = 0;          // graph_flops of the graph
+  PrecisionReport precision;        // which nodes run in bf16 (marked on `graph`)
 };
 
 // True when node n only relabels its input's buffer: one no-work tile, no copy.

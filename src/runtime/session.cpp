@@ -90,6 +90,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.tiles_per_op = options.tiles_per_op;
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
+  po.precision = options.precision;
   std::shared_ptr<const Plan> plan;
   try {
     plan = make_plan(model.graph(), po);

@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/bf16.h"
+
 namespace grove::kernels::testing {
 
 double reference_activation(double x, const ActivationParams& p) {
@@ -27,7 +29,7 @@ double reference_activation(double x, const ActivationParams& p) {
 }
 
 void GemmTester::test() const {
-  if (!isa_supported(isa_)) GTEST_SKIP() << "CPU lacks " << isa_name(isa_);
+  if (!precision_supported(precision_, isa_)) GTEST_SKIP() << "CPU lacks " << isa_name(isa_) << " for this precision";
   std::mt19937 rng(seed_);
   std::uniform_real_distribution<float> dist(-range_, range_);
   auto random_vector = [&](size_t count) {
@@ -39,7 +41,7 @@ void GemmTester::test() const {
   const size_t a_stride = k_ + a_pad_, c_stride = n_ + c_pad_, r_stride = n_ + residual_pad_;
   // B has extra columns in front (panels_before) and one partial panel's worth after, so the
   // call must pick exactly its own columns out of the packed weights.
-  const size_t nr = gemm_blocking(isa_).nr;
+  const size_t nr = gemm_blocking(isa_, precision_).nr;
   const size_t n0 = panels_before_ * nr;
   const size_t b_cols = n0 + n_ + 3;
   const std::vector<float> a = random_vector(std::max<size_t>(m_ * a_stride, 1));
@@ -57,10 +59,13 @@ void GemmTester::test() const {
   const std::vector<float> residual = random_vector(std::max<size_t>(m_ * r_stride, 1));
   const std::vector<float> c_initial = random_vector(m_ * c_stride);
 
-  const PackedB packed = transposed_b_ ? pack_b(b_stored.data(), k_, b_cols, k_, BLayout::n_by_k, isa_)
-                                       : pack_b(b_stored.data(), k_, b_cols, b_cols, BLayout::k_by_n, isa_);
+  const PackedB packed = transposed_b_ ? pack_b(b_stored.data(), k_, b_cols, k_, BLayout::n_by_k, isa_, precision_)
+                                       : pack_b(b_stored.data(), k_, b_cols, b_cols, BLayout::k_by_n, isa_, precision_);
   ASSERT_EQ(packed.nr, nr);
-  ASSERT_GE(packed.bytes(), k_ * b_cols * sizeof(float));
+  ASSERT_EQ(packed.precision, precision_);
+  ASSERT_GE(packed.bytes(), packed.steps() * b_cols * sizeof(float));
+  // What the kernel multiplies: the operands as packed.
+  auto operand = [&](float x) { return precision_ == Precision::bf16 ? double(bf16_value(bf16_bits(x))) : double(x); };
 
   std::vector<float> c = c_initial;
   GemmCall call;
@@ -100,7 +105,7 @@ void GemmTester::test() const {
       }
       double sum = 0.0, magnitude = 0.0;
       for (size_t p = 0; p < k_; ++p) {
-        const double term = double(a[i * a_stride + p]) * b[p * b_cols + n0 + j];
+        const double term = operand(a[i * a_stride + p]) * operand(b[p * b_cols + n0 + j]);
         sum += term;
         magnitude += std::abs(term);
       }
@@ -113,7 +118,7 @@ void GemmTester::test() const {
       const double tolerance = tolerance_ > 0.0 ? tolerance_ * std::max(1.0, std::abs(expected))
                                                 : 2e-6 * (magnitude + 1.0) + 1e-5 * std::abs(expected);
       if (std::abs(got - expected) > tolerance && ++failures <= 5)
-        ADD_FAILURE() << isa_name(isa_) << " m=" << m_ << " n=" << n_ << " k=" << k_ << " at (" << i << ", "
+        ADD_FAILURE() << isa_name(isa_) << (precision_ == Precision::bf16 ? " bf16" : "") << " m=" << m_ << " n=" << n_ << " k=" << k_ << " at (" << i << ", "
                       << j << "): got " << got << ", expected " << expected;
     }
   }

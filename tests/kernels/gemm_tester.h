@@ -1,6 +1,6 @@
 #pragma once
 // XNNPACK-style tester for the tile GEMM: set up one case with the builder methods, then
-// test() packs B for the chosen ISA, runs grove::kernels::gemm, and compares every element
+// test() packs B for the chosen ISA and precision, runs grove::kernels::gemm, and compares every element
 // of C (and the untouched padding around it) against a double-precision oracle.
 #include <cstddef>
 
@@ -13,6 +13,9 @@ namespace grove::kernels::testing {
 class GemmTester {
  public:
   GemmTester& isa(Isa v) { isa_ = v; return *this; }
+  // bf16: A and B are rounded to bfloat16 by the packing; the oracle uses the rounded values,
+  // so the bound is still that of float accumulation.
+  GemmTester& precision(Precision v) { precision_ = v; return *this; }
   GemmTester& m(size_t v) { m_ = v; return *this; }
   GemmTester& n(size_t v) { n_ = v; return *this; }
   GemmTester& k(size_t v) { k_ = v; return *this; }
@@ -44,6 +47,7 @@ class GemmTester {
 
  private:
   Isa isa_ = Isa::scalar;
+  Precision precision_ = Precision::f32;
   size_t m_ = 1, n_ = 1, k_ = 1;
   size_t a_pad_ = 0, c_pad_ = 0, residual_pad_ = 0, panels_before_ = 0;
   bool transposed_a_ = false, transposed_b_ = false, accumulate_ = false, bias_ = false, residual_ = false;

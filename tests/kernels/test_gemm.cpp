@@ -13,13 +13,20 @@
 namespace grove::kernels::testing {
 namespace {
 
-class Gemm : public ::testing::TestWithParam<Isa> {
+// One microkernel family: an ISA and the precision of its operands.
+struct GemmKernel {
+  Isa isa;
+  Precision precision;
+};
+
+class Gemm : public ::testing::TestWithParam<GemmKernel> {
  protected:
   void SetUp() override {
-    if (!isa_supported(GetParam())) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
-    blocking_ = gemm_blocking(GetParam());
+    if (!precision_supported(GetParam().precision, GetParam().isa))
+      GTEST_SKIP() << "CPU lacks " << isa_name(GetParam().isa) << " for this precision";
+    blocking_ = gemm_blocking(GetParam().isa, GetParam().precision);
   }
-  GemmTester tester() const { return GemmTester().isa(GetParam()); }
+  GemmTester tester() const { return GemmTester().isa(GetParam().isa).precision(GetParam().precision); }
   GemmBlocking blocking_{};
 };
 
@@ -132,7 +139,7 @@ TEST_P(Gemm, ActivationTailsAreAccurate) {
 TEST_P(Gemm, RejectsBadCalls) {
   const size_t nr = blocking_.nr;
   std::vector<float> b(4 * 3 * nr, 1.0f), a(4 * 4, 1.0f), c(4 * 3 * nr);
-  const PackedB packed = pack_b(b.data(), 4, 3 * nr, 3 * nr, BLayout::k_by_n, GetParam());
+  const PackedB packed = pack_b(b.data(), 4, 3 * nr, 3 * nr, BLayout::k_by_n, GetParam().isa, GetParam().precision);
   GemmScratch scratch;
   GemmCall call;
   call.m = 4;
@@ -149,12 +156,18 @@ TEST_P(Gemm, RejectsBadCalls) {
   call.n0 = 0;
   call.a_stride = 3;  // shorter than k
   EXPECT_THROW(gemm(call, packed, scratch), grove::Error);
-  EXPECT_THROW(pack_b(b.data(), 4, 3 * nr, 2, BLayout::k_by_n, GetParam()), grove::Error);
+  EXPECT_THROW(pack_b(b.data(), 4, 3 * nr, 2, BLayout::k_by_n, GetParam().isa, GetParam().precision), grove::Error);
 }
 
-std::string isa_test_name(const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); }
+std::string kernel_test_name(const ::testing::TestParamInfo<GemmKernel>& info) {
+  return std::string(isa_name(info.param.isa)) + (info.param.precision == Precision::bf16 ? "_bf16" : "");
+}
 
-INSTANTIATE_TEST_SUITE_P(Isas, Gemm, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512), isa_test_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, Gemm,
+                         ::testing::Values(GemmKernel{Isa::scalar, Precision::f32}, GemmKernel{Isa::avx2, Precision::f32},
+                                           GemmKernel{Isa::avx512, Precision::f32},
+                                           GemmKernel{Isa::avx512, Precision::bf16}),
+                         kernel_test_name);
 
 TEST(Isa, ActiveIsSupportedAndParses) {
   EXPECT_TRUE(isa_supported(active_isa()));

@@ -5,9 +5,13 @@
 // poisoned inputs (check_tiling), and every grid must give the same bits as one whole tile,
 // with and without prepared weights: the sum behind an output element must not depend on the
 // tile it falls in.
+#include <bit>
 #include <cstring>
+#include <random>
 
 #include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
+#include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "ops/tile_conv_winograd.h"
 #include "tiling_test_util.h"
@@ -181,6 +185,54 @@ TEST(TilingKernels, GemmConstantBAndBias) {
         {random_f32({530, 19}, 43), random_f32({530, 33}, 44), random_f32({19, 1}, 45)}, {{4, 32}});
 }
 
+// ---- bf16 (graph/precision_attr.h): every GEMM path of Conv, MatMul and Gemm with the node
+// marked. On inputs that are already bf16 values the packing's rounding changes nothing, so
+// the float reference must hold to float accumulation error; on other inputs the bound is
+// bf16's, and the result must differ from fp32's (or the mark did nothing). Across grids and
+// with or without prepared weights the bits must be those of one whole tile.
+
+std::vector<Tensor> rounded_to_bf16(std::vector<Tensor> inputs) {
+  for (Tensor& t : inputs)
+    if (!t.empty() && t.dtype() == DType::f32)
+      for (float& v : t.span<float>()) v = kernels::bf16_value(kernels::bf16_bits(v));
+  return inputs;
+}
+
+void check_bf16(const std::string& what, Node node, const std::vector<Tensor>& inputs,
+                std::vector<std::vector<int64_t>> extra = {}) {
+  const std::vector<int64_t> whole_grid(cuttable_of(node, inputs).size(), 0);
+  const Tensor fp32 = run_grid(node, inputs, whole_grid, true);
+  node.attrs[kAttrPrecision].kind = Attribute::Kind::s;
+  node.attrs[kAttrPrecision].s = "bf16";
+  SCOPED_TRACE(what);
+  check(node, rounded_to_bf16(inputs), std::move(extra), 1e-4);
+  check_tiling(node, inputs, 0.1);
+  EXPECT_NE(std::memcmp(run_grid(node, inputs, whole_grid, true).raw(), fp32.raw(), fp32.bytes()), 0)
+      << "bf16 gave the fp32 bits";
+}
+
+TEST(TilingKernels, Bf16OnEveryGemmPath) {
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa()))
+    GTEST_SKIP() << "no AVX512-BF16 here (or GROVE_ISA lowers the ISA)";
+  // 3x3 stride 1 (Winograd in fp32, the im2col GEMM in bf16), K = 540 past one k block.
+  check_bf16("3x3", NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}),
+             {random_f32({1, 60, 17, 19}, 1), random_f32({20, 60, 3, 3}, 2), random_f32({20}, 3)});
+  // Few pixels: the transposed form, from prepared W^T and from a column window.
+  check_bf16("transposed", NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}),
+             {random_f32({2, 60, 7, 7}, 25), random_f32({64, 60, 3, 3}, 26), random_f32({64}, 27)},
+             {{0, 0, 4, 0}, {1, 32, 1, 0}, {0, 32, 0, 0}, {0, 30, 4, 0}});
+  // Odd K (37: the last pair half empty), 1x1 read in place, and groups with a stride.
+  check_bf16("1x1", NodeBuilder("Conv", 11, 3),
+             {random_f32({1, 37, 17, 19}, 9), random_f32({33, 37, 1, 1}, 10), random_f32({33}, 11)});
+  check_bf16("groups", NodeBuilder("Conv", 11, 3).i("group", 3).ints("strides", {2, 2}).ints("pads", {2, 1, 2, 3}),
+             {random_f32({2, 12, 13, 15}, 4), random_f32({9, 4, 3, 3}, 5), random_f32({9}, 6)});
+  // MatMul with K = 531 (odd, past one k block) cut on panel boundaries and off them.
+  check_bf16("matmul", NodeBuilder("MatMul", 13, 2), {random_f32({2, 19, 531}, 30), random_f32({531, 45}, 31)},
+             {{1, 5, 32}, {0, 0, 32}, {0, 0, 7}});
+  check_bf16("gemm", NodeBuilder("Gemm", 13, 3).i("transB", 1),
+             {random_f32({37, 530}, 40), random_f32({45, 530}, 41), random_f32({45}, 42)}, {{5, 32}, {5, 7}});
+}
+
 // ---- The GEMM's per-row bias (the Conv bias), on every ISA this CPU has
 
 TEST(TilingKernels, GemmRowBiasOnEveryIsa) {
@@ -217,10 +269,13 @@ TEST(TilingKernels, GemmRowBiasOnEveryIsa) {
 TEST(TilingKernels, GemmPrepackedAMatchesPerCallPacking) {
   const size_t m = 300, n = 45, k = 530;
   Tensor a = random_f32({300, 530}, 60), b = random_f32({530, 45}, 61), bias = random_f32({300}, 62);
-  for (kernels::Isa isa : {kernels::Isa::scalar, kernels::Isa::avx2, kernels::Isa::avx512}) {
-    if (!kernels::isa_supported(isa)) continue;
-    kernels::PackedB pb = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa);
-    kernels::PackedA pa = kernels::pack_a(a.data<float>(), m, k, k, isa);
+  using kernels::Isa;
+  using kernels::Precision;
+  for (auto [isa, precision] : {std::pair{Isa::scalar, Precision::f32}, std::pair{Isa::avx2, Precision::f32},
+                                std::pair{Isa::avx512, Precision::f32}, std::pair{Isa::avx512, Precision::bf16}}) {
+    if (!kernels::precision_supported(precision, isa)) continue;
+    kernels::PackedB pb = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa, precision);
+    kernels::PackedA pa = kernels::pack_a(a.data<float>(), m, k, k, isa, precision);
     for (size_t row0 : {size_t{0}, pa.mr, 3 * pa.mr}) {
       std::vector<float> want(m * n, 1.0f), got(m * n, 2.0f);
       kernels::GemmScratch scratch;
@@ -237,7 +292,7 @@ TEST(TilingKernels, GemmPrepackedAMatchesPerCallPacking) {
       call.c = got.data();
       kernels::gemm(call, pa, row0, pb);
       EXPECT_EQ(std::memcmp(got.data(), want.data(), (m - row0) * n * sizeof(float)), 0)
-          << kernels::isa_name(isa) << " row0 " << row0;
+          << kernels::isa_name(isa) << (precision == Precision::bf16 ? " bf16" : "") << " row0 " << row0;
     }
     kernels::GemmCall bad;
     std::vector<float> c(n);
@@ -248,6 +303,75 @@ TEST(TilingKernels, GemmPrepackedAMatchesPerCallPacking) {
     EXPECT_THROW(kernels::gemm(bad, pa, 1, pb), Error);   // not on a tile boundary
     EXPECT_THROW(kernels::gemm(bad, pa, m, pb), Error);   // past the end
   }
+}
+
+// Every way to get bf16 panels gives the same words: pack_b from either layout, pack_b_into
+// into a reused buffer that held other data, and convert_to_bf16 of f32 panels; odd k leaves
+// the last pair's high half 0. Mixing precisions in one call is an error.
+TEST(TilingKernels, Bf16PackingsAgree) {
+  using kernels::Precision;
+  const kernels::Isa isa = kernels::Isa::avx512;
+  if (!kernels::precision_supported(Precision::bf16, isa)) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  for (size_t k : {size_t{1}, size_t{7}, size_t{64}}) {
+    const size_t n = 45;
+    Tensor b = random_f32({static_cast<int64_t>(k), static_cast<int64_t>(n)}, unsigned(70 + k));
+    std::vector<float> b_t(k * n);
+    for (size_t p = 0; p < k; ++p)
+      for (size_t j = 0; j < n; ++j) b_t[j * k + p] = b.data<float>()[p * n + j];
+    const kernels::PackedB want = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa, Precision::bf16);
+    const kernels::PackedB from_t = kernels::pack_b(b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, Precision::bf16);
+    kernels::PackedB into;
+    kernels::pack_b_into(into, std::vector<float>(4096, 3.0f).data(), 64, 64, 64, kernels::BLayout::k_by_n, isa);
+    kernels::pack_b_into(into, b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, Precision::bf16);
+    kernels::PackedB converted;
+    kernels::convert_to_bf16(kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa), converted);
+    const size_t words = (n + want.nr - 1) / want.nr * want.steps() * want.nr;
+    ASSERT_EQ(want.panels.size(), words);
+    for (const kernels::PackedB* other : {&from_t, static_cast<const kernels::PackedB*>(&into), static_cast<const kernels::PackedB*>(&converted)}) {
+      ASSERT_EQ(other->precision, Precision::bf16);
+      EXPECT_EQ(std::memcmp(other->panels.data(), want.panels.data(), words * sizeof(float)), 0) << "k " << k;
+    }
+    uint32_t first;
+    std::memcpy(&first, want.panels.data(), sizeof first);
+    EXPECT_EQ(first & 0xFFFFu, kernels::bf16_bits(b.data<float>()[0]));
+    EXPECT_EQ(first >> 16, k > 1 ? kernels::bf16_bits(b.data<float>()[n]) : 0u);
+  }
+  Tensor a = random_f32({20, 8}, 80), b = random_f32({8, 40}, 81);
+  const kernels::PackedA pa = kernels::pack_a(a.data<float>(), 20, 8, 8, isa, Precision::bf16);
+  const kernels::PackedB pb = kernels::pack_b(b.data<float>(), 8, 40, 40, kernels::BLayout::k_by_n, isa);
+  std::vector<float> c(20 * 40);
+  kernels::GemmCall call;
+  call.m = 20;
+  call.n = 40;
+  call.c = c.data();
+  call.c_stride = 40;
+  EXPECT_THROW(kernels::gemm(call, pa, 0, pb), Error);
+}
+
+// bf16_bits rounds to nearest even like vcvtneps2bf16: ties to even, carries into the
+// exponent, denormals to zero, NaN stays NaN, infinities stay.
+TEST(TilingKernels, Bf16RoundingMatchesTheInstruction) {
+  auto bits = [](uint32_t u) { float f; std::memcpy(&f, &u, 4); return kernels::bf16_bits(f); };
+  EXPECT_EQ(bits(0x3F808000u), 0x3F80u);  // tie, even stays
+  EXPECT_EQ(bits(0x3F818000u), 0x3F82u);  // tie, odd rounds up
+  EXPECT_EQ(bits(0x3F808001u), 0x3F81u);
+  EXPECT_EQ(bits(0x3FFFFFFFu), 0x4000u);  // carry into the exponent
+  EXPECT_EQ(bits(0x00400000u), 0x0000u);  // denormal
+  EXPECT_EQ(bits(0x80400000u), 0x8000u);
+  EXPECT_EQ(bits(0x7F800000u), 0x7F80u);
+  EXPECT_EQ(bits(0x7F800001u) & 0x7F80u, 0x7F80u);
+  EXPECT_NE(bits(0x7F800001u) & 0x007Fu, 0u);
+  EXPECT_EQ(kernels::bf16_value(0x3F80u), 1.0f);
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::Isa::avx512)) return;
+  std::vector<float> values;
+  for (uint32_t u : {0x3F808000u, 0x3F818000u, 0x3FFFFFFFu, 0x00400000u, 0x80400000u, 0x7F800000u, 0xFF800000u})
+    values.push_back(std::bit_cast<float>(u));
+  std::mt19937 rng(5);
+  for (int i = 0; i < 1000; ++i) values.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng()) & 0xBFFFFFFFu));
+  std::vector<uint32_t> words(values.size());
+  kernels::bf16_interleave_rows_avx512bf16(values.data(), nullptr, values.size(), words.data());
+  for (size_t i = 0; i < values.size(); ++i)
+    ASSERT_EQ(words[i], kernels::bf16_bits(values[i])) << "value bits " << std::bit_cast<uint32_t>(values[i]);
 }
 
 }  // namespace

@@ -1,0 +1,11 @@
+#pragma once
+namespace grove {
+
+// The arithmetic of the GEMM-based ops (Conv, MatMul, Gemm with constant weights). `fp32` is
+// exact float32 everywhere. `bf16` rounds both operands of those products to bfloat16 (8 bits
+// of mantissa) and accumulates in float32 on AVX512-BF16 dot products; everything else
+// (activations between ops, softmax, normalisation, reductions) stays float32. On a CPU
+// without AVX512-BF16 a bf16 session runs fp32 and its plan says so (docs/precision.md).
+enum class Precision { fp32, bf16 };
+
+}  // namespace grove

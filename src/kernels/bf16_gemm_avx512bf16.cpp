@@ -1,0 +1,114 @@
+// AVX512-BF16 microkernel, 14 x 32, and the packing into its operand layout (kernels/bf16.h).
+// The f32 kernel's register plan with vdpbf16ps in place of vfmadd: per k pair, 2 vector
+// loads of B (32 columns x 2 k), 14 broadcast words of A and 28 dot products, each adding
+// two products into a float lane. Twice the multiplies per instruction of the f32 kernel;
+// accumulation, epilogue and C stay float.
+//
+// Compiled with -mavx512bf16 on top of the AVX-512 flags (kernels.cmake); called only where
+// isa_supports_bf16().
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/bf16.h"
+#include "kernels/gemm_epilogue_avx512.h"
+
+namespace grove::kernels {
+
+namespace {
+
+constexpr int kMR = 14;
+
+template <int R>
+void tile(const GemmTileArgs& t) {
+  __m512 acc[R][kNV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
+
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * kNV - 1), _MM_HINT_T0);
+  }
+
+  const auto* a = reinterpret_cast<const uint32_t*>(t.a);
+  const auto* b = reinterpret_cast<const uint32_t*>(t.b);
+  const size_t pairs = (t.kc + 1) / 2;
+  for (size_t p = 0; p < pairs; ++p) {
+    __m512bh bv[kNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r]));
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+    }
+    a += kMR;
+    b += 16 * kNV;
+  }
+
+  store_tile<R>(acc, t);
+}
+
+__m128 bf16_of_8(const float* src) { return _mm_castsi128_ps((__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(src))); }
+
+}  // namespace
+
+void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& t) {
+  static_assert(kMR == 14, "with_rows_1_to_14 covers every tile height");
+  with_rows_1_to_14(t.m, [&](auto rows) { tile<rows()>(t); });
+}
+
+// Groups of 4 rows: 8 floats of each row become 4 pair words, and a 4 x 4 transpose of
+// those words puts each pair step's 4 rows side by side, as pack_a_block does for f32.
+void bf16_pack_a_tile_avx512bf16(const float* a, size_t stride, size_t rows, size_t kc, size_t mr, uint32_t* out) {
+  const size_t pairs = (kc + 1) / 2;
+  size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* s0 = a + r * stride;
+    const float* s1 = s0 + stride;
+    const float* s2 = s1 + stride;
+    const float* s3 = s2 + stride;
+    size_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+      __m128 x0 = bf16_of_8(s0 + p), x1 = bf16_of_8(s1 + p), x2 = bf16_of_8(s2 + p), x3 = bf16_of_8(s3 + p);
+      _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+      auto* dst = reinterpret_cast<float*>(out + p / 2 * mr + r);
+      _mm_storeu_ps(dst, x0);
+      _mm_storeu_ps(dst + mr, x1);
+      _mm_storeu_ps(dst + 2 * mr, x2);
+      _mm_storeu_ps(dst + 3 * mr, x3);
+    }
+    for (; p < kc; p += 2) {
+      const bool odd = p + 1 == kc;
+      uint32_t* dst = out + p / 2 * mr + r;
+      dst[0] = bf16_pair(s0[p], odd ? 0.0f : s0[p + 1]);
+      dst[1] = bf16_pair(s1[p], odd ? 0.0f : s1[p + 1]);
+      dst[2] = bf16_pair(s2[p], odd ? 0.0f : s2[p + 1]);
+      dst[3] = bf16_pair(s3[p], odd ? 0.0f : s3[p + 1]);
+    }
+  }
+  for (; r < rows; ++r) {
+    const float* src = a + r * stride;
+    for (size_t p = 0; p < kc; p += 2) out[p / 2 * mr + r] = bf16_pair(src[p], p + 1 == kc ? 0.0f : src[p + 1]);
+  }
+  for (; r < mr; ++r)
+    for (size_t q = 0; q < pairs; ++q) out[q * mr + r] = 0;
+}
+
+void bf16_interleave_rows_avx512bf16(const float* row0, const float* row1, size_t count, uint32_t* out) {
+  for (size_t i = 0; i < count; i += 16) {
+    const size_t left = std::min<size_t>(16, count - i);
+    const __mmask16 mask = left == 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    const __m512 x0 = _mm512_maskz_loadu_ps(mask, row0 + i);
+    const __m512 x1 = row1 ? _mm512_maskz_loadu_ps(mask, row1 + i) : _mm512_setzero_ps();
+    const __m512i low = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
+    const __m512i high = _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1)), 16);
+    _mm512_mask_storeu_epi32(out + i, mask, _mm512_or_si512(low, high));
+  }
+}
+
+}  // namespace grove::kernels

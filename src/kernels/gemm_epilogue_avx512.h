@@ -1,0 +1,175 @@
+#pragma once
+// The AVX-512 GEMM microkernels' common ending: once a tile's MR x 32 products are in zmm
+// registers, add C (accumulate), bias, row bias and residual, apply the activation, and
+// store the valid m x n corner with masks. Shared by the f32 and bf16 kernels so both apply
+// the epilogue identically.
+//
+// Included only by *_avx512*.cpp files (compiled with AVX-512 flags). Everything is in an
+// anonymous namespace so each such file gets its own copy, compiled with its own flags, and
+// no AVX-512 code can be picked by the linker for a generic caller.
+#include <immintrin.h>
+
+#include <type_traits>
+
+#include "kernels/gemm_microkernel.h"
+
+namespace grove::kernels {
+namespace {
+
+constexpr int kNV = 2;  // 16-float vectors per row: NR = 32
+
+// e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7 Taylor polynomial (error
+// ~5e-9 there, below float rounding), then scaled by 2^n with scalef, which also gives
+// 0 and inf cleanly at the ends of the range.
+inline __m512 exp_ps(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split: exact high part
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+inline __m512 sigmoid_ps(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+// 0.5 x (1 + erf(x / sqrt 2)). erfc(z), z = |x|/sqrt 2, by Abramowitz & Stegun 7.1.26
+// (absolute error <= 1.5e-7); for x < 0, 1 + erf = erfc(z) directly, so the negative tail
+// never suffers the cancellation of 1 - erf.
+inline __m512 gelu_erf_ps(__m512 x) {
+  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), one));
+  __m512 poly = _mm512_set1_ps(1.061405429f);
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(-1.453152027f));
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(1.421413741f));
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(-0.284496736f));
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(0.254829592f));
+  poly = _mm512_mul_ps(poly, t);
+  const __m512 erfc = _mm512_mul_ps(poly, exp_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z)));
+  const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 one_plus_erf = _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(2.0f), erfc), erfc);
+  return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), one_plus_erf);
+}
+
+// 0.5 x (1 + tanh u) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
+inline __m512 gelu_tanh_ps(__m512 x) {
+  const __m512 x2 = _mm512_mul_ps(x, x);
+  const __m512 inner = _mm512_fmadd_ps(x2, _mm512_set1_ps(0.044715f), _mm512_set1_ps(1.0f));
+  const __m512 two_u = _mm512_mul_ps(_mm512_mul_ps(x, inner), _mm512_set1_ps(2.0f * 0.79788456080286536f));
+  return _mm512_mul_ps(x, sigmoid_ps(two_u));
+}
+
+template <int R>
+inline void activate(__m512 (&acc)[R][kNV], const ActivationParams& p) {
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  const __m512 alpha = _mm512_set1_ps(p.alpha), beta = _mm512_set1_ps(p.beta);
+#define GROVE_EACH(expr)                 \
+  _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) \
+    _Pragma("GCC unroll 4") for (int v = 0; v < kNV; ++v) { __m512 x = acc[r][v]; acc[r][v] = (expr); }
+  switch (p.kind) {
+    case Activation::identity: break;
+    case Activation::relu: GROVE_EACH(_mm512_max_ps(x, zero)); break;
+    case Activation::clip: GROVE_EACH(_mm512_min_ps(_mm512_max_ps(x, alpha), beta)); break;
+    case Activation::leaky_relu:
+      GROVE_EACH(_mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, alpha));
+      break;
+    case Activation::sigmoid: GROVE_EACH(sigmoid_ps(x)); break;
+    case Activation::hard_sigmoid:
+      GROVE_EACH(_mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(x, alpha, beta), zero), one));
+      break;
+    case Activation::hard_swish: {
+      const __m512 sixth = _mm512_set1_ps(1.0f / 6.0f), half = _mm512_set1_ps(0.5f);
+      GROVE_EACH(_mm512_mul_ps(x, _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(x, sixth, half), zero), one)));
+      break;
+    }
+    case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;
+    case Activation::gelu_tanh: GROVE_EACH(gelu_tanh_ps(x)); break;
+    case Activation::swish: GROVE_EACH(_mm512_mul_ps(x, sigmoid_ps(_mm512_mul_ps(alpha, x)))); break;
+  }
+#undef GROVE_EACH
+}
+
+// Finishes a tile whose products over this k block are in acc (see the header comment).
+template <int R>
+inline void store_tile(__m512 (&acc)[R][kNV], const GemmTileArgs& t) {
+  __mmask16 mask[kNV];
+  for (int v = 0; v < kNV; ++v) {
+    const long left = static_cast<long>(t.n) - 16 * v;
+    mask[v] = left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+  }
+  if (t.accumulate) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v)
+        acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(mask[v], t.c + r * t.c_stride + 16 * v));
+  }
+  if (t.finish) {
+    if (t.bias) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) {
+        const __m512 bias = _mm512_maskz_loadu_ps(mask[v], t.bias + 16 * v);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) acc[r][v] = _mm512_add_ps(acc[r][v], bias);
+      }
+    }
+    if (t.row_bias) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512 bias = _mm512_set1_ps(t.row_bias[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], bias);
+      }
+    }
+    if (t.residual) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < kNV; ++v)
+          acc[r][v] = _mm512_add_ps(
+              acc[r][v], _mm512_maskz_loadu_ps(mask[v], t.residual + r * t.residual_stride + 16 * v));
+    }
+    activate<R>(acc, t.activation);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) _mm512_mask_storeu_ps(t.c + r * t.c_stride + 16 * v, mask[v], acc[r][v]);
+}
+
+// Calls f(std::integral_constant<int, m>) for m in 1..14, so a kernel instantiates its tile
+// for each row count and a short last tile does only the work it needs.
+template <class F>
+inline void with_rows_1_to_14(size_t m, F&& f) {
+  switch (m) {
+    case 14: f(std::integral_constant<int, 14>{}); break;
+    case 13: f(std::integral_constant<int, 13>{}); break;
+    case 12: f(std::integral_constant<int, 12>{}); break;
+    case 11: f(std::integral_constant<int, 11>{}); break;
+    case 10: f(std::integral_constant<int, 10>{}); break;
+    case 9: f(std::integral_constant<int, 9>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    case 7: f(std::integral_constant<int, 7>{}); break;
+    case 6: f(std::integral_constant<int, 6>{}); break;
+    case 5: f(std::integral_constant<int, 5>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    default: break;
+  }
+}
+
+}  // namespace
+}  // namespace grove::kernels

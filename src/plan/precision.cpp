@@ -1,0 +1,74 @@
+// The plan's choice of arithmetic per node (grove/precision.h): with bf16 asked for and
+// available, every Conv, MatMul and Gemm whose products run on the GEMM kernels with constant
+// weights is marked (graph/precision_attr.h); their tile rules then pack the weights to bf16
+// once and round activations to bf16 as they pack them. Everything else stays float32.
+#include "plan/precision.h"
+
+#include <map>
+
+#include "graph/precision_attr.h"
+#include "kernels/gemm.h"
+
+namespace grove {
+
+namespace {
+
+bool is_f32(const Graph& g, const std::string& name) {
+  auto it = g.values.find(name);
+  return it != g.values.end() && it->second.dtype == DType::f32;
+}
+
+const Tensor* initializer(const Graph& g, const Node& node, size_t input) {
+  if (node.inputs.size() <= input || node.inputs[input].empty()) return nullptr;
+  auto it = g.initializers.find(node.inputs[input]);
+  return it == g.initializers.end() || it->second.dtype() != DType::f32 ? nullptr : &it->second;
+}
+
+// Conv through the GEMM: 1-D or 2-D, and more than one input channel per group (a depthwise
+// conv runs a direct loop with nothing to pack).
+bool conv_on_gemm(const Node& node, const Tensor& w) {
+  const size_t rank = w.shape().size();
+  const int64_t group = node.attr_int("group", 1);
+  return (rank == 3 || rank == 4) && (group == 1 || w.shape()[1] > 1);
+}
+
+bool wants_bf16(const Graph& g, const Node& node) {
+  if (!node.domain.empty() && node.domain != "ai.onnx") return false;
+  if (node.inputs.empty() || !is_f32(g, node.inputs[0]) || node.outputs.empty() || !is_f32(g, node.outputs[0]))
+    return false;
+  const Tensor* w = initializer(g, node, 1);
+  if (!w) return false;
+  if (node.op_type == "Conv") return conv_on_gemm(node, *w);
+  return node.op_type == "MatMul" || node.op_type == "Gemm";
+}
+
+}  // namespace
+
+PrecisionReport apply_precision(Graph& graph, Precision wanted) {
+  PrecisionReport report;
+  if (wanted == Precision::fp32) return report;
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) {
+    report.note = "bf16 asked for, but this CPU (or GROVE_ISA) has no AVX512-BF16: running fp32";
+    return report;
+  }
+  report.precision = Precision::bf16;
+  std::map<std::string, int> by_op;
+  for (Node& node : graph.nodes) {
+    if (!wants_bf16(graph, node)) continue;
+    Attribute& a = node.attrs[kAttrPrecision];
+    a.kind = Attribute::Kind::s;
+    a.s = "bf16";
+    ++report.bf16_nodes;
+    ++by_op[node.op_type];
+  }
+  report.note = "bf16 products in " + std::to_string(report.bf16_nodes) + " nodes (";
+  bool first = true;
+  for (const auto& [op, count] : by_op) {
+    report.note += (first ? "" : ", ") + std::to_string(count) + " " + op;
+    first = false;
+  }
+  report.note += by_op.empty() ? "none)" : "); everything else fp32";
+  return report;
+}
+
+}  // namespace grove
