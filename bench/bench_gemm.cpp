@@ -1,4 +1,5 @@
-// Single-thread SGEMM throughput, grove against oneDNN's dnnl_sgemm: square 256..2048, and
+// Single-thread SGEMM throughput, grove against oneDNN's dnnl_sgemm (and grove's bf16 GEMM where the
+// CPU has AVX512-BF16): square 256..2048, and
 // every linear and attention GEMM of BERT-base at S=128 (M=128 rows of tokens).
 //
 //   build-x/bench/grove_bench_gemm --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -35,11 +36,11 @@ void set_flops(benchmark::State& state, size_t m, size_t n, size_t k) {
                                                   benchmark::Counter::kIsRate);
 }
 
-void BM_grove_sgemm(benchmark::State& state) {
+void run_grove_square(benchmark::State& state, Precision precision) {
   const size_t s = size_t(state.range(0));
   const std::vector<float> a = random_matrix(s * s, 1), b = random_matrix(s * s, 2);
   std::vector<float> c(s * s);
-  const PackedB packed = pack_b(b.data(), s, s, s, BLayout::k_by_n);
+  const PackedB packed = pack_b(b.data(), s, s, s, BLayout::k_by_n, active_isa(), precision);
   GemmScratch scratch;
   GemmCall call;
   call.m = s;
@@ -53,8 +54,13 @@ void BM_grove_sgemm(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_flops(state, s, s, s);
-  state.SetLabel(gemm_blocking(packed.isa).kernel_name);
+  state.SetLabel(gemm_blocking(packed.isa, precision).kernel_name);
 }
+
+void BM_grove_sgemm(benchmark::State& state) { run_grove_square(state, Precision::f32); }
+
+// The same GEMM with bf16 operands (A rounded as it is packed, inside the timed loop).
+void BM_grove_bf16gemm(benchmark::State& state) { run_grove_square(state, Precision::bf16); }
 
 void BM_dnnl_sgemm(benchmark::State& state) {
   const size_t s = size_t(state.range(0));
@@ -74,6 +80,8 @@ void register_square_sizes() {
   for (int s : {256, 384, 512, 768, 1024, 1536, 2048}) {
     benchmark::RegisterBenchmark("BM_grove_sgemm", BM_grove_sgemm)->Arg(s)->Unit(benchmark::kMillisecond)->MinTime(0.5);
     benchmark::RegisterBenchmark("BM_dnnl_sgemm", BM_dnnl_sgemm)->Arg(s)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+    if (precision_supported(Precision::bf16, active_isa()))
+      benchmark::RegisterBenchmark("BM_grove_bf16gemm", BM_grove_bf16gemm)->Arg(s)->Unit(benchmark::kMillisecond)->MinTime(0.5);
   }
 }
 
@@ -140,13 +148,15 @@ int main(int argc, char** argv) {
   grove::bench::TableReporter reporter;
   if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
-  std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---:|---:|---:|---:|\n");
+  std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | grove bf16 GFLOP/s | bf16/fp32 |\n"
+              "|---:|---:|---:|---:|---:|---:|\n");
   std::map<int, std::map<std::string, double>> by_size;
   for (auto& [size, row] : reporter.gflops)
     if (size.find('/') == std::string::npos) by_size[std::stoi(size)] = row;
   for (auto& [size, row] : by_size) {
-    const double grove = row["BM_grove_sgemm"], dnnl = row["BM_dnnl_sgemm"];
-    std::printf("| %d | %.1f | %.1f | %.2f |\n", size, grove, dnnl, dnnl > 0 ? grove / dnnl : 0.0);
+    const double grove = row["BM_grove_sgemm"], dnnl = row["BM_dnnl_sgemm"], bf16 = row["BM_grove_bf16gemm"];
+    std::printf("| %d | %.1f | %.1f | %.2f | %.1f | %.2f |\n", size, grove, dnnl, dnnl > 0 ? grove / dnnl : 0.0, bf16,
+                grove > 0 ? bf16 / grove : 0.0);
   }
   std::printf("\n| BERT-base S=128 | M x N x K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---|---|---:|---:|---:|\n");
   for (const BertShape& s : kBertShapes) {

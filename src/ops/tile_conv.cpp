@@ -32,7 +32,7 @@ namespace {
 struct ConvDims {
   WindowGeometry g;
   int64_t in_channels = 0, out_channels = 0, group = 1;
-  kernels::Precision precision = kernels::Precision::f32;  // of the GEMM path (bf16 skips Winograd)
+  kernels::Precision precision = kernels::Precision::f32;  // of the im2col GEMM (bf16 skips Winograd)
   int64_t cin() const { return in_channels / group; }   // input channels per group
   int64_t cout() const { return out_channels / group; } // output channels per group
 };
@@ -200,10 +200,22 @@ bool uses_gemm(const ConvDims& c) {
   return c.g.rank() == 2 && c.cin() > 1;
 }
 
+// Winograd is fp32 only; a node the plan marked bf16 runs the im2col GEMM.
 bool uses_winograd(const ConvDims& c) {
   return c.precision == kernels::Precision::f32 && c.g.rank() == 2 &&
          winograd_applies(conv2d_shape(c), c.group, c.out_channels);
 }
+
+}  // namespace
+
+bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4) return false;
+  ConvDims c = conv_dims(node, x, w);
+  c.precision = kernels::Precision::f32;
+  return uses_winograd(c);
+}
+
+namespace {
 
 std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const ValueInfo> in,
                                          std::span<const Tensor* const> constants) {
@@ -295,9 +307,13 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           transpose_block(ws.c_t.data(), cols, pixels, cols, y_block, out_plane);
           continue;
         }
-        kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
         const bool bf16 = c.precision == kernels::Precision::bf16;
-        if (bf16) kernels::convert_to_bf16(ws.b, ws.b16);
+        if (bf16 && kernels::is_plain_1x1(shape))  // the input planes are B: rounded as they are packed
+          kernels::pack_b_into(ws.b16, x_group + qa, k, pixels, in_plane, kernels::BLayout::k_by_n, kernels::active_isa(),
+                               c.precision);
+        else
+          kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
+        if (bf16 && !kernels::is_plain_1x1(shape)) kernels::convert_to_bf16(ws.b, ws.b16);
         const kernels::PackedB& b = bf16 ? ws.b16 : ws.b;
         // Output channels [oc0, packed0) by packing their weights now, the rest from the
         // prepared tiles (which start on multiples of mr within the group).

@@ -3,6 +3,7 @@
 // weights transformed at plan time, and one tile computed by kernels/winograd_f4x3.
 #include <memory>
 
+#include "graph/graph.h"
 #include "graph/tensor.h"
 #include "kernels/epilogue.h"
 #include "kernels/im2col.h"
@@ -18,6 +19,10 @@ bool winograd_applies(const kernels::Conv2dShape& shape, int64_t group, int64_t 
 // Whether a Winograd conv is cut by rows (planes of >= 128 GEMM columns) or, on smaller
 // planes, by output channels only, so every tile's GEMMs keep the whole plane's columns.
 bool winograd_cut_rows(const kernels::Conv2dShape& shape);
+
+// Whether a Conv node (input X, weights W of these shapes) takes the Winograd path. Winograd
+// runs in fp32 only: the plan leaves such layers out of bf16 (plan/precision.cpp says why).
+bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w);
 
 // Overrides GROVE_CONV for benchmarks that compare both paths in one process. Only between
 // plans: cuttable, needs, prepare and run_tile of one plan must all see the same setting.

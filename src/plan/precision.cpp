@@ -8,6 +8,7 @@
 
 #include "graph/precision_attr.h"
 #include "kernels/gemm.h"
+#include "ops/tile_conv_winograd.h"
 
 namespace grove {
 
@@ -24,12 +25,16 @@ const Tensor* initializer(const Graph& g, const Node& node, size_t input) {
   return it == g.initializers.end() || it->second.dtype() != DType::f32 ? nullptr : &it->second;
 }
 
-// Conv through the GEMM: 1-D or 2-D, and more than one input channel per group (a depthwise
-// conv runs a direct loop with nothing to pack).
-bool conv_on_gemm(const Node& node, const Tensor& w) {
+// Conv through the im2col GEMM: 1-D or 2-D, and more than one input channel per group (a
+// depthwise conv runs a direct loop with nothing to pack). Layers that take Winograd stay
+// fp32 there: its transforms, not its GEMMs, bound those layers, so bf16 buys little, and
+// bf16 im2col measured slower than fp32 Winograd on them; bf16 Winograd GEMMs were tried and
+// doubled the error for no measurable gain (docs/precision.md).
+bool conv_on_gemm(const Graph& g, const Node& node, const Tensor& w) {
   const size_t rank = w.shape().size();
   const int64_t group = node.attr_int("group", 1);
-  return (rank == 3 || rank == 4) && (group == 1 || w.shape()[1] > 1);
+  if (!(rank == 3 || rank == 4) || !(group == 1 || w.shape()[1] > 1)) return false;
+  return !tiling::conv_node_uses_winograd(node, g.values.at(node.inputs[0]).shape, w.shape());
 }
 
 bool wants_bf16(const Graph& g, const Node& node) {
@@ -38,7 +43,7 @@ bool wants_bf16(const Graph& g, const Node& node) {
     return false;
   const Tensor* w = initializer(g, node, 1);
   if (!w) return false;
-  if (node.op_type == "Conv") return conv_on_gemm(node, *w);
+  if (node.op_type == "Conv") return conv_on_gemm(g, node, *w);
   return node.op_type == "MatMul" || node.op_type == "Gemm";
 }
 
