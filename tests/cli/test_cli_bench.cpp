@@ -60,3 +60,42 @@ TEST(CliBench, CoExecutionRejectsBothSchedulesAndUnnamedInputs) {
 
 }  // namespace
 }  // namespace grove::cli_test
+
+namespace grove::cli_test {
+namespace {
+
+// --precision: bf16 and fp32 series side by side, the plan's note, and --check's agreement.
+// On a CPU without AVX512-BF16 the bf16 series is fp32 and the note says so.
+TEST(CliBench, PrecisionBothTimesBf16NextToFp32AndChecksAgreement) {
+  // Random inputs (no --input): --check draws three sets.
+  Result r = run_grove({"bench", kModel, "--runs", "2", "--warmup", "0", "--precision", "both", "--check", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"precision\": \"fp32\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"precision\": \"bf16\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"check\": {\"inputs\": 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"top1_agreement\": "), std::string::npos) << r.out;
+  const bool bf16_here = r.out.find("bf16 products in") != std::string::npos;
+  EXPECT_TRUE(bf16_here || r.out.find("no AVX512-BF16") != std::string::npos) << r.out;
+  Result table = run_grove({"bench", kModel, "--runs", "1", "--warmup", "0", "--precision", "both"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("bf16 speedup (p50 fp32 / p50 bf16):"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("aspen/bf16"), std::string::npos) << table.out;
+}
+
+// GROVE_ISA=avx2 hides AVX512-BF16: bf16 runs fp32 and says so once, never an illegal instruction.
+TEST(CliBench, Bf16WithoutTheIsaRunsFp32WithANote) {
+  setenv("GROVE_ISA", "avx2", 1);
+  Result r = run_grove({"run", kModel, "--input", kInput, "--precision", "bf16"});
+  unsetenv("GROVE_ISA");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no AVX512-BF16: running fp32"), std::string::npos) << r.out;
+  Result bad = run_grove({"run", kModel, "--precision", "fp16"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;  // a usage error
+  EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;
+  Result coexec = run_grove({"bench", kModel, kModel, "--precision", "both"});
+  EXPECT_EQ(coexec.exit_code, 1);
+  EXPECT_NE(coexec.err.find("--precision both"), std::string::npos) << coexec.err;
+}
+
+}  // namespace
+}  // namespace grove::cli_test

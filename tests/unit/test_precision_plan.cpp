@@ -1,0 +1,85 @@
+// The plan's bf16 choice (plan/precision.cpp): which nodes it marks, what it leaves fp32, the
+// fallback where the CPU lacks AVX512-BF16, and that a bf16 plan computes the fp32 answer to
+// bf16's accuracy on the tile runtime.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/precision_attr.h"
+#include "kernels/gemm.h"
+#include "plan_test_util.h"
+#include "runtime/reference_executor.h"
+
+namespace grove {
+namespace {
+
+using namespace grove::test;
+
+// x [1,16,32,32]: a Winograd 3x3 conv, a 1x1 conv, a depthwise conv, then a MatMul with
+// constant weights and one of two activations.
+TestModel mixed_model() {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 16, 32, 32}).output("y", kF32, {1, 16, 32, 32}).output("z", kF32, {1, 16, 32, 32});
+  weight(b, "w3", {16, 16, 3, 3}, 1);
+  weight(b, "w1", {16, 16, 1, 1}, 2);
+  weight(b, "wd", {16, 1, 3, 3}, 3);
+  weight(b, "wm", {32, 32}, 4);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "w3"}, {"c3"}, "conv3x3"), "pads", {1, 1, 1, 1});
+  b.node("Conv", {"c3", "w1"}, {"c1"}, "conv1x1");
+  auto& dw = b.node("Conv", {"c1", "wd"}, {"cd"}, "depthwise");
+  OnnxBuilder::attr_ints(dw, "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(dw, "group", 16);
+  b.node("MatMul", {"cd", "wm"}, {"y"}, "matmul_weights");
+  b.node("MatMul", {"cd", "cd"}, {"z"}, "matmul_activations");
+  return {"mixed", b.bytes(), {{"x", seeded_tensor({1, 16, 32, 32}, 9)}}};
+}
+
+TEST(PrecisionPlan, MarksGemmNodesWithConstantWeightsOnly) {
+  const TestModel m = mixed_model();
+  const Graph g = unfused_graph(m);
+  PlanOptions options;
+  options.precision = Precision::bf16;
+  auto plan = make_plan(g, options);
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) {
+    EXPECT_EQ(plan->precision.precision, Precision::fp32);
+    EXPECT_NE(plan->precision.note.find("no AVX512-BF16"), std::string::npos) << plan->precision.note;
+    for (const Node& n : plan->graph.nodes) EXPECT_FALSE(runs_in_bf16(n)) << n.name;
+    return;
+  }
+  std::map<std::string, bool> marked;
+  for (const Node& n : plan->graph.nodes) marked[n.name] = runs_in_bf16(n);
+  EXPECT_FALSE(marked.at("conv3x3"));  // Winograd stays fp32
+  EXPECT_TRUE(marked.at("conv1x1"));
+  EXPECT_FALSE(marked.at("depthwise"));
+  EXPECT_TRUE(marked.at("matmul_weights"));
+  EXPECT_FALSE(marked.at("matmul_activations"));
+  EXPECT_EQ(plan->precision.bf16_nodes, 2);
+  EXPECT_EQ(plan->precision.note, "bf16 products in 2 nodes (1 Conv, 1 MatMul); everything else fp32");
+  // The bound graph the plan was made from is not marked: only the plan's copy is.
+  for (const Node& n : g.nodes) EXPECT_FALSE(runs_in_bf16(n)) << n.name;
+
+  // The tile runtime on the bf16 plan: within bf16's error of the fp32 reference, not equal.
+  const TensorMap want = run_reference(g, m.inputs);
+  PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 3);
+  const TensorMap got = run.outputs();
+  for (const char* name : {"y", "z"}) {
+    const float* a = want.at(name).data<float>();
+    const float* b = got.at(name).data<float>();
+    double largest = 0, worst = 0;
+    for (int64_t i = 0; i < numel(want.at(name).shape()); ++i)
+      largest = std::max(largest, std::abs(double(a[i]))), worst = std::max(worst, std::abs(double(a[i]) - b[i]));
+    EXPECT_LT(worst, 2e-2 * largest) << name;
+    EXPECT_GT(worst, 0.0) << name << ": bf16 gave exactly the fp32 result";
+  }
+}
+
+TEST(PrecisionPlan, Fp32MarksNothing) {
+  auto plan = make_plan(unfused_graph(mixed_model()), PlanOptions{});
+  EXPECT_EQ(plan->precision.precision, Precision::fp32);
+  EXPECT_TRUE(plan->precision.note.empty());
+  for (const Node& n : plan->graph.nodes) EXPECT_FALSE(runs_in_bf16(n)) << n.name;
+}
+
+}  // namespace
+}  // namespace grove
