@@ -160,11 +160,18 @@ grove::Schedule schedule_of(const std::string& s) {
   throw grove::Error("schedule must be 'aspen' or 'barrier', not '" + s + "'");
 }
 
+grove::Precision precision_of(const std::string& s) {
+  if (s == "fp32") return grove::Precision::fp32;
+  if (s == "bf16") return grove::Precision::bf16;
+  throw grove::Error("precision must be 'fp32' or 'bf16', not '" + s + "'");
+}
+
 PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
                        const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& schedule,
-                       int64_t max_memory) {
+                       int64_t max_memory, const std::string& precision) {
   grove::SessionOptions options;
   options.schedule = schedule_of(schedule);
+  options.precision = precision_of(precision);
   grove::Limits limits;
   limits.max_memory = max_memory;
   grove::ShapeMap shape_map(shapes.begin(), shapes.end());
@@ -249,10 +256,11 @@ PYBIND11_MODULE(grove, m) {
   py::class_<PySession>(m, "Session", "One ONNX model, planned once per input shape, run on an Engine.")
       .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
            py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("schedule") = "aspen",
-           py::arg("max_memory") = 0,
+           py::arg("max_memory") = 0, py::arg("precision") = "fp32",
            "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
            "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
-           "max_memory: bytes a model may declare (0: half the RAM).")
+           "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', or 'bf16' for "
+           "Conv/MatMul/Gemm products in bfloat16 on CPUs with AVX512-BF16 (fp32 elsewhere; docs/precision.md).")
       .def("run",
            [](PySession& s, const py::dict& feeds) {
              BorrowedInputs in = borrow_inputs(feeds);

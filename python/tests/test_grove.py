@@ -121,6 +121,15 @@ def test_barrier_schedule_same_numbers(engine, session):
     np.testing.assert_array_equal(a, b)
 
 
+def test_bf16_precision_close_to_fp32(engine, session):
+    # bf16 products where the CPU has AVX512-BF16, fp32 elsewhere: close to fp32 either way.
+    bf16 = grove.Session(MODEL, engine=engine, precision="bf16")
+    name = input_name(session)
+    a = next(iter(session.run({name: X}).values()))
+    b = next(iter(bf16.run({name: X}).values()))
+    assert np.abs(a - b).max() <= 2e-2 * np.abs(a).max()
+
+
 def test_bench(session):
     r = session.bench(runs=3, warmup=1)
     assert r["runs"] == 3 and len(r["times_ms"]) == 3
@@ -136,6 +145,7 @@ def test_errors_are_grove_errors_with_one_line(session, tmp_path):
         (lambda: session.run({name: np.array(["a"])}), name),
         (lambda: grove.Session(str(tmp_path / "missing.onnx")), "missing.onnx"),
         (lambda: grove.Session(MODEL, schedule="fast"), "schedule"),
+        (lambda: grove.Session(MODEL, precision="fp16"), "precision"),
     ]
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(open(MODEL, "rb").read()[:200])

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "kernels/gemm.h"
 #include "graph/error.h"
 #include "serve/http_listener.h"
 #include "serve/inference_server.h"
@@ -35,7 +36,8 @@ int run_serve(const ServeOptions& o) {
   Engine engine({.threads = o.threads});
   serve::ModelRepository models(engine, o.limits, o.model_repository,
                                 {.max_batch = o.max_batch,
-                                 .max_delay = std::chrono::microseconds(static_cast<int64_t>(o.batch_delay_ms * 1000))});
+                                 .max_delay = std::chrono::microseconds(static_cast<int64_t>(o.batch_delay_ms * 1000))},
+                                {.precision = parse_precision(o.precision)});
   for (const std::string& spec : o.models) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
@@ -76,6 +78,11 @@ int run_serve(const ServeOptions& o) {
                            : m->batching_note.empty() ? "" : ", not batched: " + m->batching_note;
     std::printf("grove serve: model '%s' ready (%s%s)\n", m->name.c_str(), m->path.c_str(), batching.c_str());
   }
+  if (o.precision == "bf16")
+    std::printf("grove serve: precision bf16%s\n",
+                kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())
+                    ? ": Conv/MatMul/Gemm products with constant weights in bfloat16"
+                    : " asked for, but this CPU (or GROVE_ISA) has no AVX512-BF16: running fp32");
   std::printf("grove serve: listening on http://%s:%d (%d engine threads, KServe v2: /v2/models/NAME/infer, /metrics)\n",
               o.host.c_str(), port, engine.threads());
   std::fflush(stdout);

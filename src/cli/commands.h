@@ -82,6 +82,7 @@ struct ServeOptions {
   double request_timeout_s = 60;
   int max_batch = 0;                // dynamic batching: most rows per joined run; 0: off
   double batch_delay_ms = 2;        // how long a first request waits for company
+  std::string precision = "fp32";   // fp32 | bf16, for every served model
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 

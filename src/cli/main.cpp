@@ -326,6 +326,9 @@ Examples:
                     "Dynamic batching: how long a request may wait for others to join its batch")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  serve->add_option("--precision", serve_options.precision, kPrecisionHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   add_limit_options(serve, serve_options.limits);
 
   LoadOptions load_options;

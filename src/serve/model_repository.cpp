@@ -8,8 +8,9 @@ namespace grove::serve {
 
 namespace fs = std::filesystem;
 
-ModelRepository::ModelRepository(Engine& engine, Limits limits, std::string directory, BatchingOptions batching)
-    : engine_(engine), limits_(limits), directory_(std::move(directory)), batching_(batching) {}
+ModelRepository::ModelRepository(Engine& engine, Limits limits, std::string directory, BatchingOptions batching,
+                                 SessionOptions session)
+    : engine_(engine), limits_(limits), directory_(std::move(directory)), batching_(batching), session_options_(session) {}
 
 bool ModelRepository::valid_name(const std::string& name) {
   if (name.empty() || name.size() > 128 || name[0] == '.') return false;
@@ -49,7 +50,7 @@ void ModelRepository::load(const std::string& name, const std::string& path) {
   model->name = name;
   model->path = file;
   try {
-    model->session = std::make_unique<Session>(engine_, Model::load(file, {}, limits_));
+    model->session = std::make_unique<Session>(engine_, Model::load(file, {}, limits_), session_options_);
   } catch (const Error& e) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!models_.count(name)) unavailable_[name] = e.what();

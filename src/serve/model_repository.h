@@ -41,7 +41,9 @@ class ModelRepository {
  public:
   // `directory`: where load-by-name finds models ("" for none): NAME.onnx, NAME/model.onnx
   // or NAME/1/model.onnx.
-  ModelRepository(Engine& engine, Limits limits, std::string directory, BatchingOptions batching = {});
+  // `session`: options of every model's Session (e.g. its precision).
+  ModelRepository(Engine& engine, Limits limits, std::string directory, BatchingOptions batching = {},
+                  SessionOptions session = {});
 
   // Loads (or reloads) `name` from `path`, or from the directory when `path` is empty.
   // Throws HttpError: 400 for a bad name, 404 when the directory has no such model, 400 when
@@ -67,6 +69,7 @@ class ModelRepository {
   Limits limits_;
   std::string directory_;
   BatchingOptions batching_;
+  SessionOptions session_options_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<ServedModel>> models_;
   std::map<std::string, std::string> unavailable_;  // name -> reason
