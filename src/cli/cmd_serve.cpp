@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "kernels/gemm.h"
 #include "graph/error.h"
+#include "kernels/gemm.h"
 #include "serve/http_listener.h"
 #include "serve/inference_server.h"
 #include "serve/model_repository.h"

@@ -4,6 +4,9 @@
 // ([rows x T], never the whole [S x T] of every head), then scale, keep/fill, mask and the
 // softmax row by row (kernels/vmath.h), and the product with V straight into the output.
 //
+// Marked bf16 by the plan (graph/precision_attr.h), both GEMMs round their operands to bf16
+// (the scores and the softmax stay float).
+//
 // A score element is the GEMM's sum over the same k blocks whatever the query block, and
 // each row's softmax depends only on that row, so results do not depend on the tiling.
 #include <algorithm>
@@ -62,6 +65,7 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const bool divide = node.attr_string("scale_op", "Mul") == "Div";
   const float fill = node.attr_float("fill", 0.0f);
   const kernels::VMathKernels& vm = kernels::vmath();
+  const kernels::Precision precision = gemm_precision(node);  // of Q.K^T and P.V; the softmax stays fp32
   AttentionWorkspace& w = workspace();
   const auto rows = static_cast<size_t>(r[2].size());
   w.scores.resize(rows * static_cast<size_t>(keys));
@@ -69,7 +73,7 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
     for (int64_t h = r[1].begin; h < r[1].end; ++h) {
       const int64_t mat = b * heads + h;
       kernels::pack_b_into(w.kt, in[1]->data<float>() + mat * d * keys, static_cast<size_t>(d), static_cast<size_t>(keys),
-                           static_cast<size_t>(keys), kernels::BLayout::k_by_n);
+                           static_cast<size_t>(keys), kernels::BLayout::k_by_n, kernels::active_isa(), precision);
       kernels::GemmCall qk;
       qk.m = rows;
       qk.a = in[0]->data<float>() + (mat * seq + r[2].begin) * d;
@@ -96,7 +100,8 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
         vm.softmax(n, row, row);
       }
       kernels::pack_b_into(w.v, in[2]->data<float>() + mat * keys * dv, static_cast<size_t>(keys),
-                           static_cast<size_t>(dv), static_cast<size_t>(dv), kernels::BLayout::k_by_n);
+                           static_cast<size_t>(dv), static_cast<size_t>(dv), kernels::BLayout::k_by_n,
+                           kernels::active_isa(), precision);
       kernels::GemmCall pv;
       pv.m = rows;
       pv.a = w.scores.data();

@@ -1,13 +1,15 @@
 // The plan's choice of arithmetic per node (grove/precision.h): with bf16 asked for and
 // available, every Conv, MatMul and Gemm whose products run on the GEMM kernels with constant
-// weights is marked (graph/precision_attr.h); their tile rules then pack the weights to bf16
-// once and round activations to bf16 as they pack them. Everything else stays float32.
+// weights is marked (graph/precision_attr.h), and so is the fused Attention; their tile rules
+// then pack weights to bf16 once and round activations to bf16 as they pack them. Everything
+// else (normalisation, softmax, elementwise, reductions) stays float32.
 #include "plan/precision.h"
 
 #include <map>
 
 #include "graph/precision_attr.h"
 #include "kernels/gemm.h"
+#include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
 
 namespace grove {
@@ -38,9 +40,11 @@ bool conv_on_gemm(const Graph& g, const Node& node, const Tensor& w) {
 }
 
 bool wants_bf16(const Graph& g, const Node& node) {
-  if (!node.domain.empty() && node.domain != "ai.onnx") return false;
   if (node.inputs.empty() || !is_f32(g, node.inputs[0]) || node.outputs.empty() || !is_f32(g, node.outputs[0]))
     return false;
+  // The fused attention's two GEMMs (Q.K^T and P.V): its operands are activations, packed per tile.
+  if (node.domain == kGroveDomain) return node.op_type == "Attention";
+  if (!node.domain.empty() && node.domain != "ai.onnx") return false;
   const Tensor* w = initializer(g, node, 1);
   if (!w) return false;
   if (node.op_type == "Conv") return conv_on_gemm(g, node, *w);

@@ -34,6 +34,16 @@ TestModel mixed_model() {
   return {"mixed", b.bytes(), {{"x", seeded_tensor({1, 16, 32, 32}, 9)}}};
 }
 
+// Largest |a - b| over the largest |a|, for an output of both maps.
+double relative_error(const TensorMap& want, const TensorMap& got, const std::string& name) {
+  const float* a = want.at(name).data<float>();
+  const float* b = got.at(name).data<float>();
+  double largest = 0, worst = 0;
+  for (int64_t i = 0; i < numel(want.at(name).shape()); ++i)
+    largest = std::max(largest, std::abs(double(a[i]))), worst = std::max(worst, std::abs(double(a[i]) - b[i]));
+  return worst / largest;
+}
+
 TEST(PrecisionPlan, MarksGemmNodesWithConstantWeightsOnly) {
   const TestModel m = mixed_model();
   const Graph g = unfused_graph(m);
@@ -63,15 +73,36 @@ TEST(PrecisionPlan, MarksGemmNodesWithConstantWeightsOnly) {
   PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
   run_serial(run, 3);
   const TensorMap got = run.outputs();
-  for (const char* name : {"y", "z"}) {
-    const float* a = want.at(name).data<float>();
-    const float* b = got.at(name).data<float>();
-    double largest = 0, worst = 0;
-    for (int64_t i = 0; i < numel(want.at(name).shape()); ++i)
-      largest = std::max(largest, std::abs(double(a[i]))), worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-    EXPECT_LT(worst, 2e-2 * largest) << name;
-    EXPECT_GT(worst, 0.0) << name << ": bf16 gave exactly the fp32 result";
-  }
+  EXPECT_LT(relative_error(want, got, "y"), 2e-2);
+  EXPECT_GT(relative_error(want, got, "y"), 0.0) << "bf16 gave exactly the fp32 result";
+  EXPECT_LT(relative_error(want, got, "z"), 2e-2);  // fp32 itself, on the bf16 conv's output
+}
+
+// The fused attention's Q.K^T and P.V in bf16: marked, and within bf16's error of fp32.
+TEST(PrecisionPlan, FusedAttentionRunsItsGemmsInBf16) {
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) GTEST_SKIP() << "no AVX512-BF16";
+  OnnxBuilder b(17);
+  b.input("q", kF32, {1, 2, 17, 24}).input("kt", kF32, {1, 2, 24, 40}).input("v", kF32, {1, 2, 40, 16});
+  b.output("out", kF32, {1, 2, 17, 16});
+  b.initializer_f32("scale", {}, {0.2f});
+  b.node("MatMul", {"q", "kt"}, {"scores"}, "qk");
+  b.node("Mul", {"scores", "scale"}, {"scaled"}, "scale");
+  OnnxBuilder::attr_int(b.node("Softmax", {"scaled"}, {"probs"}, "softmax"), "axis", -1);
+  b.node("MatMul", {"probs", "v"}, {"out"}, "pv");
+  const TensorMap inputs{{"q", seeded_tensor({1, 2, 17, 24}, 1)},
+                         {"kt", seeded_tensor({1, 2, 24, 40}, 2)},
+                         {"v", seeded_tensor({1, 2, 40, 16}, 3)}};
+  Model fused(load_onnx_bytes(b.bytes(), "attn.onnx"));
+  PlanOptions options;
+  options.precision = Precision::bf16;
+  auto plan = make_plan(fused.graph(), options);
+  ASSERT_EQ(plan->precision.bf16_nodes, 1) << plan->precision.note;
+  EXPECT_EQ(plan->graph.nodes.at(0).op_type, "Attention");
+  PlannedRun run(plan, inputs, PlannedRunOptions{true});
+  run_serial(run, 4);
+  const double error = relative_error(run_reference(fused.graph(), inputs), run.outputs(), "out");
+  EXPECT_LT(error, 2e-2);
+  EXPECT_GT(error, 0.0) << "bf16 gave exactly the fp32 result";
 }
 
 TEST(PrecisionPlan, Fp32MarksNothing) {
