@@ -251,7 +251,8 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
   const size_t in_plane = shape.in_h * shape.in_w, out_plane = shape.out_h * shape.out_w;
   const size_t q0 = static_cast<size_t>(r[2].begin) * shape.out_w, q1 = static_cast<size_t>(r[2].end) * shape.out_w;
   const size_t nr = kernels::gemm_blocking(kernels::active_isa()).nr;
-  const size_t chunk = std::max(kMinPixels, kPackedFloats / std::max<size_t>(k, 1) / nr * nr);
+  const size_t packed_budget = c.precision == kernels::Precision::bf16 ? 2 * kPackedFloats : kPackedFloats;
+  const size_t chunk = std::max(kMinPixels, packed_budget / std::max<size_t>(k, 1) / nr * nr);
   const float* xs = x.data<float>();
   const float* ws_data = w.data<float>();
   const float* bs = bias ? bias->data<float>() : nullptr;
