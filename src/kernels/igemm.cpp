@@ -10,8 +10,9 @@ namespace grove::kernels {
 void int_gemm(const IntGemmCall& call, IntGemmScratch& scratch, Isa isa) {
   if (!isa_supported(isa)) throw Error("int_gemm: ISA " + std::string(isa_name(isa)) + " is not supported on this CPU");
   if (call.m == 0 || call.n == 0) return;
-  if (isa == Isa::scalar) int_gemm_scalar(call);
-  else int_gemm_avx2(call, scratch);
+  if (isa == Isa::scalar) return int_gemm_scalar(call);
+  pack_b_panels(call, scratch.b);
+  int_gemm_panels(call, scratch.b, scratch, isa);
 }
 
 namespace {
@@ -63,6 +64,7 @@ void int_gemm_panels(const IntGemmCall& call, const IntPanels& b, IntGemmScratch
   if (b.k != call.k || b.n != call.n) throw Error("int_gemm_panels: panels do not match the call's k and n");
   if (call.m == 0 || call.n == 0) return;
   if (isa == Isa::scalar) int_gemm_panels_scalar(call, b);
+  else if (isa == Isa::avx512 && isa_supports_avx512_vnni()) int_gemm_panels_avx512vnni(call, b, scratch);
   else int_gemm_panels_avx2(call, b, scratch);
 }
 

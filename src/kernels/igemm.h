@@ -8,7 +8,8 @@
 // The avx2 kernel widens both operands to int16 with the zero points subtracted (B packed in
 // panels of 16 columns holding pairs of k steps, A rows as k pairs) and multiplies pairs with
 // vpmaddwd into int32: bit-identical to the scalar loops, which tests/kernels/test_igemm.cpp
-// checks over odd sizes.
+// checks over odd sizes. The avx512 kernel does the same with vpdpwssd (AVX-512 VNNI) on the
+// same panels, 16 columns per instruction.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -66,17 +67,18 @@ struct IntGemmScratch {
   IntPanels b;
 };
 
-// Throws grove::Error if `isa` is not supported on this CPU. avx512 runs the avx2 kernel.
+// Throws grove::Error if `isa` is not supported on this CPU. avx512 runs the AVX-512 VNNI
+// kernel where the CPU has VNNI (isa_supports_avx512_vnni), else the avx2 kernel.
 void int_gemm(const IntGemmCall& call, IntGemmScratch& scratch, Isa isa = active_isa());
 
 // C = (A - a_zero) . panels, with call.b / b_stride / b_zero unused: every ISA (the scalar one
 // loops over the panels), bit-identical to int_gemm on the same values.
 void int_gemm_panels(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch, Isa isa = active_isa());
 
-// The per-ISA kernels (igemm_scalar.cpp, igemm_avx2.cpp).
+// The per-ISA kernels (igemm_scalar.cpp, igemm_avx2.cpp, igemm_avx512vnni.cpp).
 void int_gemm_scalar(const IntGemmCall& call);
 void int_gemm_panels_scalar(const IntGemmCall& call, const IntPanels& b);
-void int_gemm_avx2(const IntGemmCall& call, IntGemmScratch& scratch);
 void int_gemm_panels_avx2(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch);
+void int_gemm_panels_avx512vnni(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch);
 
 }  // namespace grove::kernels

@@ -67,9 +67,4 @@ void int_gemm_panels_avx2(const IntGemmCall& call, const IntPanels& b, IntGemmSc
   }
 }
 
-void int_gemm_avx2(const IntGemmCall& call, IntGemmScratch& scratch) {
-  pack_b_panels(call, scratch.b);
-  int_gemm_panels_avx2(call, scratch.b, scratch);
-}
-
 }  // namespace grove::kernels

@@ -45,6 +45,10 @@ bool isa_supports_bf16() {
   return active_isa() == Isa::avx512 && __builtin_cpu_supports("avx512bf16");
 }
 
+bool isa_supports_avx512_vnni() {
+  return active_isa() == Isa::avx512 && __builtin_cpu_supports("avx512vnni");
+}
+
 std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";

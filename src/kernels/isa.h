@@ -22,6 +22,10 @@ std::string_view isa_name(Isa isa);
 // turns them off too) and the CPU has AVX512-BF16 (vdpbf16ps, vcvtneps2bf16).
 bool isa_supports_bf16();
 
+// True when the AVX-512 VNNI integer GEMM can run (vpdpwssd): AVX-512 active and the CPU has
+// AVX512_VNNI.
+bool isa_supports_avx512_vnni();
+
 // Parses "avx512", "avx2" or "scalar"; returns false for anything else.
 bool parse_isa(std::string_view text, Isa& out);
 

@@ -74,8 +74,9 @@ TEST(IntGemm, MatchesOracleOverOddSizes) {
   IntGemmScratch scratch;
   unsigned seed = 1;
   for (Isa isa : isas_here())
-    for (size_t m : {1, 2, 5, 6, 7, 13})
-      for (size_t n : {1, 3, 15, 16, 17, 40})
+    // Row counts around the avx2 (6) and avx512 (14) tiles; columns around one and two panels.
+    for (size_t m : {1, 2, 5, 6, 7, 13, 14, 15, 29})
+      for (size_t n : {1, 3, 15, 16, 17, 32, 33, 40, 64})
         for (size_t k : {1, 2, 7, 64, 129})
           for (int signs = 0; signs < 4; ++signs)
             for (int zero_form = 0; zero_form < 3; ++zero_form) {
@@ -158,6 +159,22 @@ TEST(IntGemm, PrintsThroughput) {
     }
     std::sort(times.begin(), times.end());
     std::printf("int_gemm %s %zux%zux%zu: median %.3f ms, %.1f GOP/s\n", std::string(isa_name(isa)).c_str(), m, n, k,
+                times[3] * 1e3, 2.0 * m * n * k / times[3] * 1e-9);
+    // B packed once and A packed once, as for a weight matrix and a prepacked A: the kernel alone.
+    IntPanels panels;
+    pack_b_panels(call, panels);
+    std::vector<int16_t> a_pairs;
+    pack_a_pairs(call, a_pairs);
+    IntGemmCall packed = call;
+    packed.a_pairs = a_pairs.data();
+    times.clear();
+    for (int rep = 0; rep < 7; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      int_gemm_panels(packed, panels, scratch, isa);
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("int_gemm_panels %s, operands packed: median %.3f ms, %.1f GOP/s\n", std::string(isa_name(isa)).c_str(),
                 times[3] * 1e3, 2.0 * m * n * k / times[3] * 1e-9);
   }
 }
