@@ -19,18 +19,7 @@ constexpr int kMR = 14;
 template <int R>
 void tile(const GemmTileArgs& t) {
   __m512 acc[R][kNV];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
-
-  // The C tile is read (accumulate) or written only after the k loop: start pulling its
-  // lines in now so the epilogue does not wait on scattered rows.
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * kNV - 1), _MM_HINT_T0);
-  }
+  start_tile<R>(acc, t);
 
   const float* a = t.a;
   const float* b = t.b;

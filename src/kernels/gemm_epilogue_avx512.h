@@ -1,5 +1,6 @@
 #pragma once
-// The AVX-512 GEMM microkernels' common ending: once a tile's MR x 32 products are in zmm
+// The AVX-512 GEMM microkernels' common start and ending: zeroed accumulators and C
+// prefetched before the k loop; once a tile's MR x 32 products are in zmm
 // registers, add C (accumulate), bias, row bias and residual, apply the activation, and
 // store the valid m x n corner with masks. Shared by the f32 and bf16 kernels so both apply
 // the epilogue identically.
@@ -98,6 +99,21 @@ inline void activate(__m512 (&acc)[R][kNV], const ActivationParams& p) {
     case Activation::swish: GROVE_EACH(_mm512_mul_ps(x, sigmoid_ps(_mm512_mul_ps(alpha, x)))); break;
   }
 #undef GROVE_EACH
+}
+
+// Zeroes the accumulators and, since the C tile is read (accumulate) or written only after
+// the k loop, starts pulling its lines in now so the epilogue does not wait on scattered rows.
+template <int R>
+inline void start_tile(__m512 (&acc)[R][kNV], const GemmTileArgs& t) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * kNV - 1), _MM_HINT_T0);
+  }
 }
 
 // Finishes a tile whose products over this k block are in acc (see the header comment).

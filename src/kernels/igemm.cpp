@@ -59,6 +59,25 @@ void pack_a_pairs(const IntGemmCall& call, std::vector<int16_t>& out) {
   else pack_a_typed<uint8_t>(call, out);
 }
 
+void run_int_tiles(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch, size_t mr,
+                   const IntTileFn* tiles) {
+  constexpr size_t kWidth = IntPanels::kWidth;
+  const size_t pairs = b.pairs;
+  const int16_t* a = call.a_pairs;
+  if (!a) {
+    pack_a_pairs(call, scratch.a_pairs);
+    a = scratch.a_pairs.data();
+  }
+  for (size_t j0 = 0; j0 < call.n; j0 += kWidth) {
+    const int16_t* panel = b.values.data() + (j0 / kWidth) * pairs * kWidth * 2;
+    const size_t cols = std::min(kWidth, call.n - j0);
+    for (size_t i0 = 0; i0 < call.m; i0 += mr) {
+      const size_t rows = std::min(mr, call.m - i0);
+      tiles[rows](a + i0 * pairs * 2, pairs, panel, call.c + i0 * call.c_stride + j0, call.c_stride, cols);
+    }
+  }
+}
+
 void int_gemm_panels(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch, Isa isa) {
   if (!isa_supported(isa)) throw Error("int_gemm: ISA " + std::string(isa_name(isa)) + " is not supported on this CPU");
   if (b.k != call.k || b.n != call.n) throw Error("int_gemm_panels: panels do not match the call's k and n");

@@ -75,6 +75,15 @@ void int_gemm(const IntGemmCall& call, IntGemmScratch& scratch, Isa isa = active
 // loops over the panels), bit-identical to int_gemm on the same values.
 void int_gemm_panels(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch, Isa isa = active_isa());
 
+// One tile of a vector kernel: `rows` (the tile function's own count) rows of A pairs against
+// one 16-column panel into C, of which `cols` columns are valid.
+using IntTileFn = void (*)(const int16_t* a, size_t pairs, const int16_t* panel, int32_t* c, size_t c_stride,
+                           size_t cols);
+// The loops the vector kernels share: A packed unless call.a_pairs is given, then for every
+// panel every block of up to `mr` rows, tiles[rows] computing each.
+void run_int_tiles(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch, size_t mr,
+                   const IntTileFn* tiles);
+
 // The per-ISA kernels (igemm_scalar.cpp, igemm_avx2.cpp, igemm_avx512vnni.cpp).
 void int_gemm_scalar(const IntGemmCall& call);
 void int_gemm_panels_scalar(const IntGemmCall& call, const IntPanels& b);

@@ -45,26 +45,12 @@ void tile(const int16_t* a, size_t pairs, const int16_t* panel, int32_t* c, size
   }
 }
 
-using TileFn = void (*)(const int16_t*, size_t, const int16_t*, int32_t*, size_t, size_t);
-constexpr TileFn kTiles[kMr + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
+constexpr IntTileFn kTiles[kMr + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
 }  // namespace
 
 void int_gemm_panels_avx2(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch) {
-  const size_t pairs = b.pairs;
-  const int16_t* a = call.a_pairs;
-  if (!a) {
-    pack_a_pairs(call, scratch.a_pairs);
-    a = scratch.a_pairs.data();
-  }
-  for (size_t j0 = 0; j0 < call.n; j0 += kNr) {
-    const int16_t* panel = b.values.data() + (j0 / kNr) * pairs * kNr * 2;
-    const size_t cols = std::min(kNr, call.n - j0);
-    for (size_t i0 = 0; i0 < call.m; i0 += kMr) {
-      const size_t rows = std::min(kMr, call.m - i0);
-      kTiles[rows](a + i0 * pairs * 2, pairs, panel, call.c + i0 * call.c_stride + j0, call.c_stride, cols);
-    }
-  }
+  run_int_tiles(call, b, scratch, kMr, kTiles);
 }
 
 }  // namespace grove::kernels

@@ -38,31 +38,16 @@ void tile(const int16_t* a, size_t pairs, const int16_t* panel, int32_t* c, size
   for (size_t r = 0; r < R; ++r) _mm512_mask_storeu_epi32(c + r * c_stride, mask, acc[r]);
 }
 
-using TileFn = void (*)(const int16_t*, size_t, const int16_t*, int32_t*, size_t, size_t);
-
 template <size_t... R>
-constexpr std::array<TileFn, kMr + 1> tiles_of(std::index_sequence<R...>) {
+constexpr std::array<IntTileFn, kMr + 1> tiles_of(std::index_sequence<R...>) {
   return {nullptr, tile<R + 1>...};
 }
-constexpr std::array<TileFn, kMr + 1> kTiles = tiles_of(std::make_index_sequence<kMr>());
+constexpr std::array<IntTileFn, kMr + 1> kTiles = tiles_of(std::make_index_sequence<kMr>());
 
 }  // namespace
 
 void int_gemm_panels_avx512vnni(const IntGemmCall& call, const IntPanels& b, IntGemmScratch& scratch) {
-  const size_t pairs = b.pairs;
-  const int16_t* a = call.a_pairs;
-  if (!a) {
-    pack_a_pairs(call, scratch.a_pairs);
-    a = scratch.a_pairs.data();
-  }
-  for (size_t j0 = 0; j0 < call.n; j0 += kWidth) {
-    const int16_t* panel = b.values.data() + (j0 / kWidth) * pairs * kWidth * 2;
-    const size_t cols = std::min(kWidth, call.n - j0);
-    for (size_t i0 = 0; i0 < call.m; i0 += kMr) {
-      const size_t rows = std::min(kMr, call.m - i0);
-      kTiles[rows](a + i0 * pairs * 2, pairs, panel, call.c + i0 * call.c_stride + j0, call.c_stride, cols);
-    }
-  }
+  run_int_tiles(call, b, scratch, kMr, kTiles.data());
 }
 
 }  // namespace grove::kernels
