@@ -229,6 +229,9 @@ int main(int argc, char** argv) {
 Runs the model on seeded random inputs (as grove run does) after --warmup untimed runs.
 --schedule both interleaves the barrier-free and the op-by-op schedule run by run (A B A B),
 on the same engine, tiles and kernels, so their ratio is measured side by side.
+--precision both does the same for an fp32 and a bf16 session and prints the bf16 speedup;
+--check N then runs both on N input sets and reports the largest output difference relative
+to the output's largest magnitude, and top-1/top-5 agreement (docs/precision.md).
 Several model files: co-execution. Each round runs every model once submitted together into
 one engine and once one after the other (alternating which goes first); reports both medians,
 inferences/s and the speedup. --input NAME=FILE.npy goes to the models with that input.
@@ -236,6 +239,7 @@ inferences/s and the speedup. --input NAME=FILE.npy goes to the models with that
 Examples:
   grove bench resnet50.onnx --threads 2 --runs 20
   grove bench bert.onnx --shape input_ids=1x128 --schedule both --json
+  grove bench resnet50.onnx --precision both --check 20
   grove bench resnet50.onnx bert.onnx --threads 2 --runs 10)");
   bench->add_option("model", bench_options.models, "The .onnx file; several: co-execution vs one after the other")
       ->required();
