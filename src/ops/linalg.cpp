@@ -13,9 +13,18 @@
 namespace grove {
 namespace {
 
+// Integer products and sums wrap modulo 2^64 (then 2^bits of T when stored), as two's
+// complement hardware does; unsigned arithmetic makes the wrap defined where int64 overflow
+// would be UB (fuzz_graph: an int64 Gemm of INT64_MIN squared).
 template <class T>
-using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double,
-                                       std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+
+// An accumulated value as a double, integers read back as T's signedness.
+template <class T>
+double accumulated_value(Accumulator<T> value) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return static_cast<double>(static_cast<int64_t>(value));
+  else return static_cast<double>(value);
+}
 
 // MatMul and Gemm are defined for these; the small integer types and bool are not ONNX T here.
 void check_matmul_dtype(DType dtype) {
@@ -146,7 +155,7 @@ void gemm_typed(const GemmPlan& plan, double alpha, double beta, const T* a, con
       }
     }
     for (int64_t j = 0; j < plan.n; ++j) {
-      double value = alpha * static_cast<double>(row[static_cast<size_t>(j)]);
+      double value = alpha * accumulated_value<T>(row[static_cast<size_t>(j)]);
       if (c) value += beta * static_cast<double>(c[i * plan.c_strides[0] + j * plan.c_strides[1]]);
       y[i * plan.n + j] = static_cast<T>(value);
     }

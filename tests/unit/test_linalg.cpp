@@ -102,3 +102,25 @@ TEST(Gemm, BadShapesThrow) {
   Tensor b2 = iota({3, 4}), c = iota({3, 4});  // C [3,4] cannot broadcast to [2,4]
   EXPECT_THROW(run(NodeBuilder("Gemm", 13, 3), {&a, &b2, &c}), Error);
 }
+
+// Integer products wrap as two's complement instead of overflowing (UB in int64 arithmetic,
+// found by fuzz_graph): INT64_MIN squared is 2^126, 0 modulo 2^64; an int32 MatMul wraps mod 2^32.
+TEST(Gemm, IntegerProductsWrap) {
+  Tensor a(DType::i64, {1, 1}), b(DType::i64, {1, 1});
+  a.data<int64_t>()[0] = INT64_MIN;
+  b.data<int64_t>()[0] = INT64_MIN;
+  Tensor y = run(NodeBuilder("Gemm", 13, 2), {&a, &b});
+  EXPECT_EQ(y.data<int64_t>()[0], 0);
+  a.data<int64_t>()[0] = -3;
+  b.data<int64_t>()[0] = 5;
+  EXPECT_EQ(run(NodeBuilder("Gemm", 13, 2), {&a, &b}).data<int64_t>()[0], -15);  // read back signed
+  Tensor x(DType::i32, {1, 2}), w(DType::i32, {2, 1});
+  x.data<int32_t>()[0] = x.data<int32_t>()[1] = 65536;
+  w.data<int32_t>()[0] = w.data<int32_t>()[1] = 32768;  // 2 * 2^31 = 2^32: 0 modulo 2^32
+  Tensor z = run(NodeBuilder("MatMul", 13, 2), {&x, &w});
+  EXPECT_EQ(z.data<int32_t>()[0], 0);
+  w.data<int32_t>()[1] = -32768;
+  EXPECT_EQ(run(NodeBuilder("MatMul", 13, 2), {&x, &w}).data<int32_t>()[0], 0);
+  w.data<int32_t>()[1] = 32767;  // 2^31 + 2^31 - 65536 = 2^32 - 65536: -65536 as int32
+  EXPECT_EQ(run(NodeBuilder("MatMul", 13, 2), {&x, &w}).data<int32_t>()[0], -65536);
+}
