@@ -14,8 +14,9 @@ declare -A allowed=(
   [onnx]="graph ops passes onnx"
   [plan]="graph kernels ops passes plan"
   [runtime]="graph kernels ops passes onnx plan runtime"
+  [quantize]="graph kernels ops passes onnx plan runtime quantize"
   [serve]="graph kernels ops passes onnx plan runtime serve"
-  [cli]="graph kernels ops passes onnx plan runtime serve npy cli"
+  [cli]="graph kernels ops passes onnx plan runtime serve npy quantize cli"
 )
 status=0
 for layer in */; do

@@ -86,6 +86,16 @@ struct ServeOptions {
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
+struct QuantizeCliOptions {
+  std::string model;
+  std::string calibrate_dir;        // .npy samples (see cmd_quantize.cpp)
+  std::string output;
+  std::string method = "minmax";    // minmax | percentile
+  double percentile = 99.999;
+  bool per_tensor = false;
+  int threads = 0;
+};
+
 struct LoadOptions {
   std::string url = "http://127.0.0.1:8000";
   std::string model;
@@ -108,6 +118,7 @@ int run_run(const RunOptions& options);
 int run_demo();
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
+int run_quantize(const QuantizeCliOptions& options);
 
 // "fp32" or "bf16" (the CLI checks the spelling) as the API's Precision.
 Precision parse_precision(const std::string& text);

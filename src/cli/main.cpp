@@ -41,6 +41,20 @@ constexpr const char* kPrecisionHelp =
     "accumulation, on AVX512-BF16; runs fp32 with a note on CPUs without it). Everything else stays fp32. "
     "docs/precision.md";
 
+constexpr const char* kQuantizeFooter = R"(
+Post-training static quantization. The float model runs on every calibration sample; the
+range of each activation that a quantized op reads or writes is recorded; then Conv, MatMul
+and Gemm with constant weights get int8 weights (symmetric, per output channel), int32
+biases, and uint8 activations (asymmetric, per tensor) through QuantizeLinear /
+DequantizeLinear pairs. The result is a standard QDQ model: grove runs it on its integer
+kernels, and ONNX Runtime runs it too. A few dozen representative inputs are usually enough.
+
+Example:
+  grove quantize resnet50.onnx --calibrate samples/ -o resnet50.int8.onnx
+  grove bench resnet50.int8.onnx
+docs/quantization.md has the accuracy and speed measured.
+)";
+
 constexpr const char* kRunFooter = R"(
 Inputs: each model input comes from --input NAME=FILE.npy when given (dtype and shape must
 match the model; .npy files are C-order, little-endian: float32, int64, int32, bool, ...).
@@ -348,6 +362,32 @@ Examples:
   load->add_option("--seed", load_options.seed, "Seed for the random inputs")->capture_default_str();
   load->add_flag("--json", load_options.json, "Print the results as JSON");
 
+  QuantizeCliOptions quantize_options;
+  CLI::App* quantize = app.add_subcommand("quantize", "Quantize a float model to int8 (QDQ) from calibration samples");
+  quantize->footer(kQuantizeFooter);
+  quantize->add_option("model", quantize_options.model, "The float .onnx file")->required();
+  quantize->add_option("--calibrate", quantize_options.calibrate_dir,
+                       "Directory of calibration samples: FILE.npy each (one-input models), or one subdirectory "
+                       "per sample holding NAME.npy for every input")
+      ->type_name("DIR")
+      ->required();
+  quantize->add_option("--output,-o", quantize_options.output, "Where to write the quantized model")
+      ->type_name("FILE")
+      ->required();
+  quantize->add_option("--method", quantize_options.method,
+                       "minmax: the full range seen; percentile: clip |x| at --percentile (outliers cost the "
+                       "other values resolution)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"minmax", "percentile"}));
+  quantize->add_option("--percentile", quantize_options.percentile, "For --method percentile")
+      ->capture_default_str()
+      ->check(CLI::Range(50.0, 100.0));
+  quantize->add_flag("--per-tensor", quantize_options.per_tensor,
+                     "One weight scale per tensor instead of one per output channel");
+  quantize->add_option("--threads,-t", quantize_options.threads, "Worker threads for calibration (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -364,6 +404,7 @@ Examples:
     if (bench->parsed()) return run_bench(bench_options);
     if (serve->parsed()) return run_serve(serve_options);
     if (load->parsed()) return run_load(load_options);
+    if (quantize->parsed()) return run_quantize(quantize_options);
     return run_demo();
   } catch (const grove::Error& e) {
     std::fprintf(stderr, "grove: error: %s\n", e.what());
