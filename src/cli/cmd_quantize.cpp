@@ -67,6 +67,8 @@ int run_quantize(const QuantizeCliOptions& options) {
     }
   };
   const quantize::QuantizeReport report = quantize::quantize_model(options.model, options.output, samples, q, progress);
+  if (report.folded_batchnorms)
+    std::printf("folded %d BatchNormalization into the Conv before them\n", report.folded_batchnorms);
   std::printf("quantized %d nodes (%d Conv, %d MatMul, %d Gemm): int8 weights %s, uint8 activations (%d tensors)\n",
               report.conv + report.matmul + report.gemm, report.conv, report.matmul, report.gemm,
               report.per_channel ? "per output channel" : "per tensor", report.activations);

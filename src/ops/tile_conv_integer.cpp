@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "graph/epilogue_attrs.h"
 #include "kernels/igemm.h"
 #include "ops/conv_geometry.h"
 #include "ops/op_util.h"
@@ -240,7 +241,9 @@ std::vector<int64_t> qlinear_cuttable(const Node&, std::span<const ValueInfo> in
 }
 
 template <class Q>
-void requantize(std::span<const Tensor* const> in, const std::vector<int32_t>& sums, const Region& r, Tensor& y) {
+void requantize(const Node& node, std::span<const Tensor* const> in, const std::vector<int32_t>& sums, const Region& r,
+                Tensor& y) {
+  const bool relu = node.attr_string(kAttrActivation, "") == "relu";  // fused by passes/fuse_qdq.cpp
   const float x_scale = static_cast<float>(in[1]->to_f64().at(0)), y_scale = static_cast<float>(in[6]->to_f64().at(0));
   const std::vector<double> w_scale = in[4]->to_f64();
   const Tensor* y_zero = optional_input(in, 7);
@@ -255,8 +258,9 @@ void requantize(std::span<const Tensor* const> in, const std::vector<int32_t>& s
       const float multiplier = x_scale * static_cast<float>(w_scale[w_scale.size() == 1 ? 0 : static_cast<size_t>(m)]) / y_scale;
       const int64_t add = b.empty() ? 0 : b[static_cast<size_t>(m)];
       Q* row = out + ((n * channels + m) * y.dim(2) + r[2].begin) * width;
+      const Q floor = relu ? static_cast<Q>(zero_point) : std::numeric_limits<Q>::min();
       for (int64_t i = 0; i < rows * width; ++i, ++at)
-        row[i] = saturate_round<Q>(static_cast<float>(sums[at] + add) * multiplier, zero_point);
+        row[i] = std::max(floor, saturate_round<Q>(static_cast<float>(sums[at] + add) * multiplier, zero_point));
     }
 }
 
@@ -276,8 +280,8 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
   sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));
   conv_integer_sums(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), prepared, out_region[0],
                     out_region[2], sums.data(), channels * per_channel, per_channel);
-  if (y.dtype() == DType::i8) requantize<int8_t>(in, sums, out_region, y);
-  else requantize<uint8_t>(in, sums, out_region, y);
+  if (y.dtype() == DType::i8) requantize<int8_t>(node, in, sums, out_region, y);
+  else requantize<uint8_t>(node, in, sums, out_region, y);
 }
 
 }  // namespace

@@ -74,6 +74,10 @@ namespace {
 // Shape and Size depend only on the input's shape, so they fold once shapes are bound.
 bool folds_on_shape_alone(const Node& n) { return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size"); }
 
+// DequantizeLinear of a constant stays a node here, so passes/fuse_qdq.cpp still sees which
+// weights are integers; it folds the ones it does not fuse.
+bool folds_later(const Node& n) { return n.domain.empty() && n.op_type == "DequantizeLinear"; }
+
 int64_t value_bytes(const ValueInfo& v) { return numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)); }
 
 // An If whose condition is now a constant (shape checks such as Size(Shape(x)) == 2 fold
@@ -176,7 +180,7 @@ void bind_shapes(Graph& g, const ShapeMap& shapes, const Limits& limits) {
     } catch (const Error& e) {
       throw e.prefixed(g.path + ": ");
     }
-    if (all_constant || folds_on_shape_alone(node)) {
+    if ((all_constant && !folds_later(node)) || folds_on_shape_alone(node)) {
       std::vector<Tensor> inputs_for_shape;  // Shape/Size read only shapes: stand-in zero tensors
       inputs_for_shape.reserve(in.size());   // no reallocation: ptrs point into it
       std::vector<const Tensor*> ptrs;

@@ -65,6 +65,7 @@ void remove_dead_nodes(Graph& g) {
 void optimize(Graph& g) {
   rewrite_constant_pow(g);  // first: its Identity goes, its Mul(x, x) is what later passes match
   remove_identities(g);
+  fuse_qdq(g);  // before fuse_epilogues takes the Relu into the float Conv
   fold_batchnorm_into_conv(g);
   fuse_layernorm(g);
   fuse_attention(g);

@@ -27,6 +27,10 @@ int fuse_layernorm(Graph& graph);
 // only consumer) into the Conv's weights and bias.
 void fold_batchnorm_into_conv(Graph& graph);
 
+// DequantizeLinear -> Conv/MatMul [-> Relu] -> QuantizeLinear chains with constant integer
+// weights become QLinearConv/QLinearMatMul (fuse_qdq.cpp says when).
+void fuse_qdq(Graph& graph);
+
 // Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.
 int fuse_attention(Graph& graph);

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "graph/error.h"
-#include "onnx/import.h"
 #include "runtime/session.h"
 
 namespace grove::quantize {
@@ -60,11 +59,11 @@ struct Observer {
 
 }  // namespace
 
-std::map<std::string, TensorRange> calibrate(const std::string& model_path, const std::vector<std::string>& tensors,
+std::map<std::string, TensorRange> calibrate(Graph graph, const std::vector<std::string>& tensors,
                                              const std::vector<TensorMap>& samples, const CalibrationOptions& options,
                                              const CalibrationProgress& progress) {
+  const std::string model_path = graph.path;
   if (samples.empty()) throw Error(model_path + ": calibration needs at least one sample");
-  Graph graph = load_onnx(model_path);
   std::vector<std::string> declared;
   for (const auto& o : graph.outputs) declared.push_back(o.name);
   // The tensors to observe become extra graph outputs, so the optimiser keeps them.

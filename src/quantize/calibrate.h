@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/tensor.h"
+#include "graph/graph.h"
 
 namespace grove::quantize {
 
@@ -43,10 +43,10 @@ class AbsHistogram {
 // Progress: called after each sample with (samples done, samples in all).
 using CalibrationProgress = std::function<void(size_t, size_t)>;
 
-// Runs the model at `model_path` on every sample (each a full set of its inputs) and returns
-// the range of each named float tensor. Throws Error naming a tensor that is not a float
-// value of the model, or a sample the model rejects.
-std::map<std::string, TensorRange> calibrate(const std::string& model_path, const std::vector<std::string>& tensors,
+// Runs the imported model on every sample (each a full set of its inputs) and returns the
+// range of each named float tensor. Throws Error naming a tensor that is not a float value
+// of the model, or a sample the model rejects.
+std::map<std::string, TensorRange> calibrate(Graph model, const std::vector<std::string>& tensors,
                                              const std::vector<TensorMap>& samples, const CalibrationOptions& options,
                                              const CalibrationProgress& progress = {});
 

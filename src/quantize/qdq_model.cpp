@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "onnx/import.h"
 
 namespace grove::quantize {
 namespace {
@@ -72,6 +73,17 @@ std::pair<float, uint8_t> uint8_params(TensorRange r) {
   return {scale, static_cast<uint8_t>(zero)};
 }
 
+// Every value name the graph's nodes read, their subgraphs' included.
+void collect_reads(const onnx::GraphProto& g, std::set<std::string>& read) {
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) read.insert(in);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collect_reads(a.g(), read);
+      for (const auto& sub : a.graphs()) collect_reads(sub, read);
+    }
+  }
+}
+
 struct Candidate {
   int node = 0;
   int axis = 0;              // the weight's output-channel axis
@@ -91,6 +103,64 @@ class Rewriter {
       for (const auto& o : n.output()) names_.insert(o);
     for (const auto& [name, t] : initializers_) names_.insert(name);
     names_.insert(graph_inputs_.begin(), graph_inputs_.end());
+  }
+
+  // Conv -> BatchNormalization (inference, constants, the BN the Conv's only reader) becomes
+  // one Conv with scaled weights and a bias, as ONNX Runtime's quantization pre-processing
+  // does: quantizing between them would round the Conv's output at the wrong scale and keep
+  // the BN as a float op between integer ones. Returns how many were folded.
+  int fold_batchnorms() {
+    std::map<std::string, int> producer;
+    for (int i = 0; i < g_.node_size(); ++i)
+      for (const auto& o : g_.node(i).output()) producer[o] = i;
+    std::set<int> drop;
+    for (int bi = 0; bi < g_.node_size(); ++bi) {
+      const NodeProto& bn = g_.node(bi);
+      if (bn.op_type() != "BatchNormalization" || !bn.domain().empty() || bn.input_size() != 5 ||
+          bn.output_size() != 1 || attr_int(bn, "training_mode", 0) != 0)
+        continue;
+      auto p = producer.find(bn.input(0));
+      if (p == producer.end() || uses_[bn.input(0)] != 1 || graph_outputs_.count(bn.input(0))) continue;
+      NodeProto& conv = *g_.mutable_node(p->second);
+      if (conv.op_type() != "Conv" || !conv.domain().empty() || conv.input_size() < 2) continue;
+      const TensorProto* w = weight(conv.input(1));
+      const TensorProto* b = conv.input_size() > 2 && !conv.input(2).empty() ? weight(conv.input(2)) : nullptr;
+      if (!w || w->dims_size() < 3 || (conv.input_size() > 2 && !conv.input(2).empty() && !b)) continue;
+      std::vector<std::vector<float>> bn_params;
+      for (int k = 1; k < 5; ++k)
+        if (const TensorProto* t = weight(bn.input(k))) bn_params.push_back(float_values(*t));
+      const int64_t channels = w->dims(0);
+      if (bn_params.size() != 4) continue;
+      bool shapes_ok = true;
+      for (const auto& v : bn_params) shapes_ok = shapes_ok && static_cast<int64_t>(v.size()) == channels;
+      if (!shapes_ok) continue;
+      const std::vector<float>&gamma = bn_params[0], &beta = bn_params[1], &mean = bn_params[2], &var = bn_params[3];
+      std::vector<float> wv = float_values(*w), bv = b ? float_values(*b) : std::vector<float>(channels, 0.0f);
+      const float eps = attr_float(bn, "epsilon", 1e-5f);
+      const size_t per_channel = wv.size() / static_cast<size_t>(channels);
+      for (int64_t c = 0; c < channels; ++c) {
+        const float s = gamma[c] / std::sqrt(var[c] + eps);
+        for (size_t k = 0; k < per_channel; ++k) wv[c * per_channel + k] *= s;
+        bv[c] = (bv[c] - mean[c]) * s + beta[c];
+      }
+      const std::string wn = unique(conv.input(1) + "_bn_folded"), bnn = unique(bn.output(0) + "_conv_bias");
+      add_initializer(make_tensor<float>(wn, TensorProto::FLOAT, std::vector<int64_t>(w->dims().begin(), w->dims().end()), wv));
+      add_initializer(make_tensor<float>(bnn, TensorProto::FLOAT, {channels}, bv));
+      conv.set_input(1, wn);
+      if (conv.input_size() > 2) conv.set_input(2, bnn);
+      else conv.add_input(bnn);
+      conv.set_output(0, bn.output(0));
+      drop.insert(bi);
+    }
+    if (drop.empty()) return 0;
+    google::protobuf::RepeatedPtrField<NodeProto> kept;
+    for (int i = 0; i < g_.node_size(); ++i)
+      if (!drop.count(i)) *kept.Add() = g_.node(i);
+    g_.mutable_node()->Swap(&kept);
+    uses_.clear();
+    for (const auto& n : g_.node())
+      for (const auto& in : n.input()) ++uses_[in];
+    return static_cast<int>(drop.size());
   }
 
   // Picks the nodes to quantize; reasons for the ones left in float go to `report`.
@@ -190,7 +260,6 @@ class Rewriter {
     google::protobuf::RepeatedPtrField<NodeProto> old_nodes;
     old_nodes.Swap(g_.mutable_node());
     for (auto& n : at_start) *g_.add_node() = std::move(n);
-    std::set<std::string> replaced_weights;
     for (int i = 0; i < old_nodes.size(); ++i) {
       NodeProto n = old_nodes.Get(i);
       const std::string activation = n.input_size() ? n.input(0) : std::string();
@@ -199,7 +268,7 @@ class Rewriter {
         if (it != dequantized.end()) n.set_input(k, it->second);
       }
       auto c = by_node.find(i);
-      if (c != by_node.end()) quantize_weights(n, *c->second, activation, replaced_weights);
+      if (c != by_node.end()) quantize_weights(n, *c->second, activation);
       *g_.add_node() = std::move(n);
       for (const auto& o : old_nodes.Get(i).output()) {
         auto it = pairs_after.find(o);
@@ -207,14 +276,14 @@ class Rewriter {
         for (auto& pair : it->second) *g_.add_node() = std::move(pair);
       }
     }
-    // Float weights no other node reads are dropped.
+    // Initializers no node reads any more (float weights replaced by int8 ones, folded batch
+    // norms) are dropped; a subgraph's reads of outer values count.
     std::set<std::string> read;
-    for (const auto& n : g_.node())
-      for (const auto& in : n.input()) read.insert(in);
+    collect_reads(g_, read);
     auto* inits = g_.mutable_initializer();
     for (int i = inits->size(); i-- > 0;)
-      if (replaced_weights.count(inits->Get(i).name()) && !read.count(inits->Get(i).name()) &&
-          !graph_outputs_.count(inits->Get(i).name()))
+      if (!read.count(inits->Get(i).name()) && !graph_outputs_.count(inits->Get(i).name()) &&
+          !graph_inputs_.count(inits->Get(i).name()))
         inits->DeleteSubrange(i, 1);
   }
 
@@ -256,7 +325,7 @@ class Rewriter {
 
   // Replaces input 1 (and the bias) of `n` by int8 (int32) initializers behind DequantizeLinear
   // nodes, emitted before `n`.
-  void quantize_weights(NodeProto& n, const Candidate& c, const std::string& activation, std::set<std::string>& replaced) {
+  void quantize_weights(NodeProto& n, const Candidate& c, const std::string& activation) {
     const TensorProto w = *weight(n.input(1));
     const std::vector<float> values = float_values(w);
     std::vector<int64_t> dims(w.dims().begin(), w.dims().end());
@@ -281,7 +350,6 @@ class Rewriter {
     add_initializer(make_tensor<float>(ws, TensorProto::FLOAT, scale_dims, scale));
     add_initializer(make_tensor<int8_t>(wz, TensorProto::INT8, scale_dims, std::vector<int8_t>(scale.size(), 0)));
     *g_.add_node() = make_node("DequantizeLinear", {wq, ws, wz}, wdq, per_channel_ ? c.axis : -1);
-    replaced.insert(n.input(1));
     n.set_input(1, wdq);
 
     // The bias at scale x_scale * w_scale, so the integer sums take it exactly.
@@ -304,7 +372,6 @@ class Rewriter {
     add_initializer(make_tensor<int32_t>(bqn, TensorProto::INT32, {static_cast<int64_t>(out_channels)}, bq));
     add_initializer(make_tensor<float>(bs, TensorProto::FLOAT, {static_cast<int64_t>(out_channels)}, bias_scale));
     *g_.add_node() = make_node("DequantizeLinear", {bqn, bs}, bdq, 0);
-    replaced.insert(n.input(2));
     n.set_input(2, bdq);
   }
 
@@ -346,11 +413,17 @@ QuantizeReport quantize_model(const std::string& model_path, const std::string& 
   QuantizeReport report;
   report.per_channel = options.per_channel && opset >= 13;
   Rewriter rewriter(model, report.per_channel);
+  report.folded_batchnorms = rewriter.fold_batchnorms();
   const std::vector<Candidate> chosen = rewriter.choose(report);
   const std::vector<std::string> tensors = rewriter.activations(chosen);
   report.activations = static_cast<int>(tensors.size());
-  const auto ranges = tensors.empty() ? std::map<std::string, TensorRange>{}
-                                      : calibrate(model_path, tensors, samples, options.calibration, progress);
+  // Calibrated on the model as rewritten so far (batch norms folded), which computes the same
+  // function as the original up to float rounding.
+  std::string folded;
+  if (!model.SerializeToString(&folded)) throw Error("quantize: cannot serialise " + model_path);
+  const auto ranges = tensors.empty()
+                          ? std::map<std::string, TensorRange>{}
+                          : calibrate(load_onnx_bytes(folded, model_path), tensors, samples, options.calibration, progress);
   rewriter.rewrite(chosen, ranges);
 
   std::ofstream out(out_path, std::ios::binary | std::ios::trunc);

@@ -24,6 +24,7 @@ struct QuantizeOptions {
 
 struct QuantizeReport {
   int conv = 0, matmul = 0, gemm = 0;  // nodes quantized
+  int folded_batchnorms = 0;           // Conv -> BatchNormalization pairs folded into the Conv first
   int activations = 0;                 // activation tensors given a QuantizeLinear/DequantizeLinear pair
   bool per_channel = true;             // false when the opset forced per-tensor weights
   std::vector<std::string> skipped;    // "node 'fc' (MatMul): ..." for each candidate left in float

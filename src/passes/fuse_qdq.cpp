@@ -1,0 +1,194 @@
+// QDQ models (QuantizeLinear/DequantizeLinear around float ops, as `grove quantize` and ONNX
+// Runtime's quantizer write them) say "this Conv or MatMul runs on 8-bit values". Run as
+// written, each such op dequantizes its input and weights, computes in float and quantizes
+// again. This pass replaces
+//     DequantizeLinear(x) -> Conv(DequantizeLinear(W), DequantizeLinear(B)) [-> Relu] -> QuantizeLinear
+// by QLinearConv (integer sums, requantized once; a Relu becomes the clamp at y's zero point),
+// and DequantizeLinear(a) -> MatMul(DequantizeLinear(B)) -> QuantizeLinear by QLinearMatMul.
+// It applies only where the integer form computes the same function: per-tensor activation
+// scales, constant integer weights with zero points that are constants, and a bias that is
+// int32 at exactly x_scale * w_scale per channel. The result differs from the float chain only
+// by the float rounding of the sums (the fused form is exact in int32).
+#include <cstring>
+#include <set>
+
+#include "graph/epilogue_attrs.h"
+#include "ops/evaluate.h"
+#include "passes/passes.h"
+
+namespace grove {
+namespace {
+
+struct Index {
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> readers;
+  std::set<std::string> graph_outputs;
+
+  explicit Index(const Graph& g) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+    for (const auto& n : g.nodes) {
+      for (const auto& in : n.inputs) ++readers[in];
+      for (const auto& c : n.captures) ++readers[c];
+    }
+    for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  }
+  // The node producing `value`, if it has op type `op` in the default domain.
+  const Node* produced_by(const Graph& g, const std::string& value, const char* op) const {
+    auto it = producer.find(value);
+    if (it == producer.end()) return nullptr;
+    const Node& n = g.nodes[it->second];
+    return n.op_type == op && n.domain.empty() ? &n : nullptr;
+  }
+  // The one node reading `value` (which is not a graph output), if it has op type `op`.
+  Node* only_reader(Graph& g, const std::string& value, const char* op) const {
+    auto r = readers.find(value);
+    if (r == readers.end() || r->second != 1 || graph_outputs.count(value)) return nullptr;
+    for (auto& n : g.nodes)
+      for (const auto& in : n.inputs)
+        if (in == value) return n.op_type == op && n.domain.empty() ? &n : nullptr;
+    return nullptr;
+  }
+};
+
+const Tensor* constant(const Graph& g, const std::string& name) {
+  auto it = g.initializers.find(name);
+  return it == g.initializers.end() ? nullptr : &it->second;
+}
+
+bool is_8bit(DType t) { return t == DType::u8 || t == DType::i8; }
+
+// A DequantizeLinear whose scale and zero point are constants, and one per tensor when
+// `per_tensor`; its x is 8-bit (or int32 for a bias).
+bool plain_dequantize(const Graph& g, const Node& dq, bool per_tensor, bool x_constant) {
+  if (dq.inputs.size() < 2 || dq.has_attr("block_size")) return false;
+  const Tensor* scale = constant(g, dq.inputs[1]);
+  if (!scale || scale->dtype() != DType::f32 || (per_tensor && scale->numel() != 1)) return false;
+  if (dq.inputs.size() > 2 && !dq.inputs[2].empty() && !constant(g, dq.inputs[2])) return false;
+  return !x_constant || constant(g, dq.inputs[0]);
+}
+
+// The zero point input of a DequantizeLinear/QuantizeLinear, made a constant 0 of `dtype` if absent.
+std::string zero_point_of(Graph& g, const Node& q, DType dtype) {
+  if (q.inputs.size() > 2 && !q.inputs[2].empty()) return q.inputs[2];
+  const std::string name = q.outputs[0] + "/zero_point";
+  Tensor zero(dtype, {});
+  std::memset(zero.raw(), 0, zero.bytes());
+  g.values[name] = ValueInfo{dtype, {}, nullptr, true};
+  g.initializers[name] = std::move(zero);
+  return name;
+}
+
+// The int32 bias of a fused Conv: B's own DequantizeLinear input when its scale is exactly
+// x_scale * w_scale (per channel) with zero point 0, else "" (no fusion).
+std::string integer_bias(const Graph& g, const Index& index, const std::string& bias, float x_scale,
+                         const Tensor& w_scale) {
+  const Node* dq = index.produced_by(g, bias, "DequantizeLinear");
+  if (!dq || !plain_dequantize(g, *dq, false, true)) return {};
+  const Tensor* b = constant(g, dq->inputs[0]);
+  const Tensor* s = constant(g, dq->inputs[1]);
+  if (b->dtype() != DType::i32 || b->rank() != 1) return {};
+  if (dq->inputs.size() > 2 && !dq->inputs[2].empty())
+    for (int64_t v : constant(g, dq->inputs[2])->to_i64())
+      if (v != 0) return {};
+  const std::vector<double> bs = s->to_f64(), ws = w_scale.to_f64();
+  for (int64_t c = 0; c < b->numel(); ++c) {
+    const float w = static_cast<float>(ws[ws.size() == 1 ? 0 : static_cast<size_t>(c)]);
+    const float want = x_scale * w;
+    if (static_cast<float>(bs[bs.size() == 1 ? 0 : static_cast<size_t>(c)]) != want) return {};
+  }
+  return dq->inputs[0];
+}
+
+// Every DequantizeLinear of constants left (weights of ops that were not fused, and the
+// unused ones of fused ops, which remove_dead_nodes would drop anyway) becomes a constant.
+void fold_constant_dequantize(Graph& g) {
+  std::vector<Node> kept;
+  for (auto& n : g.nodes) {
+    bool constant_inputs = n.op_type == "DequantizeLinear" && n.domain.empty();
+    std::vector<const Tensor*> in;
+    for (const auto& name : n.inputs) {
+      const Tensor* t = name.empty() ? nullptr : constant(g, name);
+      constant_inputs = constant_inputs && (name.empty() || t);
+      in.push_back(t);
+    }
+    if (!constant_inputs) {
+      kept.push_back(std::move(n));
+      continue;
+    }
+    std::vector<Tensor> out = evaluate_node(n, in);
+    g.values[n.outputs[0]] = ValueInfo{out[0].dtype(), out[0].shape(), nullptr, true};
+    g.initializers[n.outputs[0]] = std::move(out[0]);
+  }
+  g.nodes = std::move(kept);
+}
+
+}  // namespace
+
+void fuse_qdq(Graph& g) {
+  std::vector<Node> fused;
+  std::set<const Node*> dropped;
+  Index index(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& op = g.nodes[i];
+    const bool conv = op.op_type == "Conv", matmul = op.op_type == "MatMul";
+    if (!op.domain.empty() || !(conv || matmul) || op.inputs.size() < 2 || op.outputs.size() != 1) continue;
+    const Node* dx = index.produced_by(g, op.inputs[0], "DequantizeLinear");
+    const Node* dw = index.produced_by(g, op.inputs[1], "DequantizeLinear");
+    if (!dx || !dw || !plain_dequantize(g, *dx, true, false) || !plain_dequantize(g, *dw, false, true)) continue;
+    const Tensor& w = *constant(g, dw->inputs[0]);
+    const Tensor& w_scale = *constant(g, dw->inputs[1]);
+    auto x_info = g.values.find(dx->inputs[0]);
+    if (x_info == g.values.end() || !is_8bit(x_info->second.dtype) || !is_8bit(w.dtype())) continue;
+    // Per-channel weights must be along the output channels: axis 0 of a Conv's W, 1 of a MatMul's B.
+    if (w_scale.numel() != 1) {
+      const int64_t axis = dw->attr_int("axis", 1);
+      if (w.rank() != (conv ? 4 : 2) || axis != (conv ? 0 : 1) || w_scale.numel() != w.dim(conv ? 0 : 1)) continue;
+    }
+    Node* relu = conv ? index.only_reader(g, op.outputs[0], "Relu") : nullptr;
+    const std::string& last = relu ? relu->outputs[0] : op.outputs[0];
+    Node* q = index.only_reader(g, last, "QuantizeLinear");
+    if (!q || q->inputs.size() < 2 || q->has_attr("block_size")) continue;
+    const Tensor* y_scale = constant(g, q->inputs[1]);
+    if (!y_scale || y_scale->dtype() != DType::f32 || y_scale->numel() != 1) continue;
+    if (q->inputs.size() > 2 && !q->inputs[2].empty() && !constant(g, q->inputs[2])) continue;
+    auto y_info = g.values.find(q->outputs[0]);
+    if (y_info == g.values.end() || !is_8bit(y_info->second.dtype)) continue;
+    const float x_scale = static_cast<float>(constant(g, dx->inputs[1])->to_f64().at(0));
+    std::string bias;
+    if (conv && op.inputs.size() > 2 && !op.inputs[2].empty()) {
+      bias = integer_bias(g, index, op.inputs[2], x_scale, w_scale);
+      if (bias.empty()) continue;
+    }
+
+    Node n;
+    n.name = op.name;
+    n.op_type = conv ? "QLinearConv" : "QLinearMatMul";
+    n.opset = op.opset;
+    if (conv) n.attrs = op.attrs;
+    n.inputs = {dx->inputs[0], dx->inputs[1], zero_point_of(g, *dx, x_info->second.dtype),
+                dw->inputs[0], dw->inputs[1], zero_point_of(g, *dw, w.dtype()),
+                q->inputs[1], zero_point_of(g, *q, y_info->second.dtype)};
+    if (!bias.empty()) n.inputs.push_back(bias);
+    n.outputs = {q->outputs[0]};
+    if (relu) {
+      n.attrs[kAttrActivation].kind = Attribute::Kind::s;
+      n.attrs[kAttrActivation].s = "relu";
+      n.attrs[kAttrFused].kind = Attribute::Kind::s;
+      n.attrs[kAttrFused].s = "Relu";
+      dropped.insert(relu);
+    }
+    dropped.insert(q);
+    op = std::move(n);
+  }
+  std::vector<Node> kept;
+  for (auto& n : g.nodes)
+    if (!dropped.count(&n)) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+  remove_dead_nodes(g);
+  fold_constant_dequantize(g);
+  // The fused node stands at the float op's place, before the readers of its output (the
+  // QuantizeLinear's readers), so the order stays topological.
+}
+
+}  // namespace grove
