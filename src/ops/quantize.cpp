@@ -90,6 +90,17 @@ void infer_quantize(const Node& node, std::span<const ValueInfo> in, std::span<V
 template <class Q>
 void quantize_typed(const QuantLayout& layout, const Tensor& x, const float* scale, const Tensor* zero_point, Q* y) {
   const Q* zp = zero_point ? zero_point->data<Q>() : nullptr;
+  if (layout.mode == QuantLayout::Mode::tensor && x.dtype() == DType::f32) {
+    // One scale for all (QDQ models' activations): a loop without per-element index arithmetic.
+    const float s = scale[0], z = zp ? static_cast<float>(zp[0]) : 0.0f;
+    const float* xf = x.data<float>();
+    if constexpr (std::is_same_v<Q, uint8_t>) {
+      kernels::quantize_u8(xf, static_cast<size_t>(x.numel()), s, z, y);  // the same values, vectorised
+    } else {
+      for (int64_t i = 0; i < x.numel(); ++i) y[i] = saturate_round<Q>(xf[i] / s, z);
+    }
+    return;
+  }
   std::vector<double> xv = x.dtype() == DType::f32 ? std::vector<double>() : x.to_f64();
   const float* xf = x.dtype() == DType::f32 ? x.data<float>() : nullptr;
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -131,6 +142,12 @@ void reference_dequantize(const Node& node, std::span<const Tensor* const> in, s
     if constexpr (std::is_integral_v<Q> && !std::is_same_v<Q, bool>) {
       const Q* x = in[0]->data<Q>();
       const Q* zp = zero_point ? zero_point->data<Q>() : nullptr;
+      if (layout.mode == QuantLayout::Mode::tensor) {  // the same arithmetic, without index math
+        const int64_t z = zp ? static_cast<int64_t>(zp[0]) : 0;
+        const float s = scale[0];
+        for (int64_t i = 0; i < in[0]->numel(); ++i) y[i] = static_cast<float>(static_cast<int64_t>(x[i]) - z) * s;
+        return;
+      }
       for (int64_t i = 0; i < in[0]->numel(); ++i) {
         int64_t p = layout.param_index(i);
         // int32 x: subtract exactly before the one rounding to float (int32 zero points are 0).

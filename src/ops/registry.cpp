@@ -43,6 +43,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_text_ops(r);
     register_training_ops(r);
     register_internal_ops(r);
+    register_quant_add_ops(r);
     return r;
   }();
   return registry;

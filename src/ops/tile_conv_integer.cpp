@@ -4,10 +4,13 @@
 // and multiplies every output channel's row of W with them, which gives the reference's
 // exact sums. Other ranks are one whole tile on the reference.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "graph/epilogue_attrs.h"
 #include "kernels/igemm.h"
+#include "kernels/qgemm.h"
+#include "kernels/requantize.h"
 #include "ops/conv_geometry.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
@@ -127,10 +130,25 @@ void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels
 // W - w_zero packed once at plan time as the GEMM's A (kernels::pack_a_pairs), when both are constants.
 struct PreparedWeights {
   std::vector<int16_t> pairs;
+  // int8 weights with zero point 0 on a CPU with AVX512_VNNI: each group's rows packed for
+  // the 8-bit kernel (kernels/qgemm.h). Empty: the int16 path.
+  std::vector<kernels::PackedS8> s8_groups;
 };
 
-std::shared_ptr<const void> prepare_weights(std::span<const ValueInfo> in, std::span<const Tensor* const> constants,
-                                            size_t w_index, size_t zero_index) {
+// Whether the 8-bit kernel can take this conv: int8 W with all zero points 0, groups that are
+// not depthwise, and VNNI on this CPU.
+bool takes_s8_kernel(const Node& node, std::span<const ValueInfo> in, const Tensor& w, const Tensor* w_zero) {
+  if (!kernels::isa_supports_avx512_vnni() || w.dtype() != DType::i8 || in[0].shape.size() != 4) return false;
+  if (in[0].dtype != DType::u8 && in[0].dtype != DType::i8) return false;
+  if (w_zero)
+    for (int64_t v : w_zero->to_i64())
+      if (v != 0) return false;
+  const int64_t group = node.attr_int("group", 1);
+  return group > 0 && !(in[0].shape[1] / group == 1 && w.dim(0) / group == 1);
+}
+
+std::shared_ptr<const void> prepare_weights(const Node& node, std::span<const ValueInfo> in,
+                                            std::span<const Tensor* const> constants, size_t w_index, size_t zero_index) {
   if (constants.size() <= w_index || !constants[w_index] || in[w_index].shape.size() != 4) return nullptr;
   const bool has_zero = has_input(in, zero_index);
   if (has_zero && (constants.size() <= zero_index || !constants[zero_index])) return nullptr;
@@ -147,23 +165,113 @@ std::shared_ptr<const void> prepare_weights(std::span<const ValueInfo> in, std::
   call.a_zero = zero.empty() ? nullptr : zero.data();
   call.a_zero_per_row = zero.size() > 1;
   auto prepared = std::make_shared<PreparedWeights>();
+  if (takes_s8_kernel(node, in, w, has_zero ? constants[zero_index] : nullptr)) {
+    const int64_t group = node.attr_int("group", 1), cout = w.dim(0) / group;
+    prepared->s8_groups.resize(static_cast<size_t>(group));
+    for (int64_t grp = 0; grp < group; ++grp)
+      kernels::pack_s8(w.data<int8_t>() + grp * cout * static_cast<int64_t>(call.k), static_cast<size_t>(cout), call.k,
+                       call.k, prepared->s8_groups[static_cast<size_t>(grp)]);
+    return prepared;
+  }
   kernels::pack_a_pairs(call, prepared->pairs);
   return prepared;
 }
 
-std::shared_ptr<const void> prepare(const Node&, std::span<const ValueInfo> in, std::span<const Tensor* const> constants) {
-  return prepare_weights(in, constants, 1, 3);
+std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
+                                    std::span<const Tensor* const> constants) {
+  return prepare_weights(node, in, constants, 1, 3);
 }
 
 int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
-  return static_cast<int64_t>(static_cast<const PreparedWeights*>(prepared)->pairs.size() * sizeof(int16_t));
+  const auto& p = *static_cast<const PreparedWeights*>(prepared);
+  size_t bytes = p.pairs.size() * sizeof(int16_t);
+  for (const auto& g : p.s8_groups) bytes += g.values.size() + g.row_sums.size() * sizeof(int32_t);
+  return static_cast<int64_t>(bytes);
+}
+
+// The windows of one group's channels as k rows of bytes (row (c, ki, kj), one byte per
+// output pixel of `rows`); padding reads `pad`, the byte of x's zero point.
+template <class T>
+void im2col_bytes(const T* x_image, int64_t first_channel, int64_t channels, const WindowGeometry& g, Range rows,
+                  uint8_t pad, std::vector<uint8_t>& out) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1];
+  const size_t pixels = static_cast<size_t>(rows.size() * ow);
+  out.resize(static_cast<size_t>(channels * g.kernel[0] * g.kernel[1]) * pixels);
+  uint8_t* dst_row = out.data();
+  for (int64_t c = 0; c < channels; ++c) {
+    const auto* plane = reinterpret_cast<const uint8_t*>(x_image + (first_channel + c) * ih * iw);
+    for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
+      for (int64_t kj = 0; kj < g.kernel[1]; ++kj, dst_row += pixels) {
+        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
+        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
+        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        for (int64_t y = rows.begin; y < rows.end; ++y) {
+          const int64_t iy = y * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          uint8_t* dst = dst_row + (y - rows.begin) * ow;
+          if (iy < 0 || iy >= ih) {
+            std::memset(dst, pad, static_cast<size_t>(ow));
+            continue;
+          }
+          const uint8_t* src = plane + iy * iw;
+          std::memset(dst, pad, static_cast<size_t>(x_lo));
+          if (stride == 1) std::memcpy(dst + x_lo, src + x_lo + shift, static_cast<size_t>(x_hi - x_lo));
+          else
+            for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = src[x * stride + shift];
+          std::memset(dst + x_hi, pad, static_cast<size_t>(ow - x_hi));
+        }
+      }
+  }
+}
+
+// The 8-bit path of conv_integer_sums: windows as bytes (straight from x for a 1x1 conv
+// with stride 1 and no padding), the vpdpbusd kernel, then minus x_zero * row sums of W. An
+// int8 x goes through the kernel as x + 128 with the zero point + 128.
+void conv_s8_sums(const Node& node, const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w,
+                  int32_t x_zero, Range images, Range rows, int32_t* out, int64_t image_stride, int64_t channel_stride) {
+  thread_local std::vector<uint8_t> bytes;
+  thread_local kernels::U8Panels panels;
+  const int64_t group = static_cast<int64_t>(w.size()), channels = x.dim(1), cin = channels / group;
+  const bool is_signed = x.dtype() == DType::i8;
+  const uint8_t flip = is_signed ? 0x80 : 0;
+  const int32_t zero = x_zero + (is_signed ? 128 : 0);
+  const auto pad = static_cast<uint8_t>(x_zero);  // the byte of x's zero point, int8 or uint8
+  const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
+                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.dilations[1] == 1 && g.output[1] == g.input[1];
+  const size_t pixels = static_cast<size_t>(rows.size() * g.output[1]);
+  const auto* x_bytes = reinterpret_cast<const uint8_t*>(x.raw());
+  for (int64_t n = images.begin; n < images.end; ++n)
+    for (int64_t grp = 0; grp < group; ++grp) {
+      const kernels::PackedS8& a = w[static_cast<size_t>(grp)];
+      const int64_t image = n * channels * g.input[0] * g.input[1];
+      if (direct) {
+        const uint8_t* first = x_bytes + image + grp * cin * g.input[0] * g.input[1] + rows.begin * g.input[1];
+        kernels::pack_u8_panels(first, static_cast<size_t>(g.input[0] * g.input[1]), a.k, pixels, flip, panels);
+      } else {
+        if (is_signed) im2col_bytes(x.data<int8_t>() + image, grp * cin, cin, g, rows, pad, bytes);
+        else im2col_bytes(x.data<uint8_t>() + image, grp * cin, cin, g, rows, pad, bytes);
+        kernels::pack_u8_panels(bytes.data(), pixels, a.k, pixels, flip, panels);
+      }
+      int32_t* c = out + (n - images.begin) * image_stride + grp * static_cast<int64_t>(a.m) * channel_stride;
+      kernels::s8u8_gemm(a, panels, c, static_cast<size_t>(channel_stride));
+      for (size_t i = 0; i < a.m; ++i) {
+        const int32_t correction = zero * a.row_sums[i];
+        int32_t* row = c + static_cast<int64_t>(i) * channel_stride;
+        for (size_t j = 0; j < pixels; ++j) row[j] -= correction;
+      }
+    }
 }
 
 void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const Tensor* x_zero, const Tensor* w_zero,
                        const void* prepared, Range images, Range rows, int32_t* out, int64_t image_stride,
                        int64_t channel_stride) {
-  const int16_t* w_pairs = prepared ? static_cast<const PreparedWeights*>(prepared)->pairs.data() : nullptr;
+  const auto* p = static_cast<const PreparedWeights*>(prepared);
   const WindowGeometry g = geometry_of(node, x.shape(), w.shape());
+  if (p && !p->s8_groups.empty()) {
+    const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
+    if (rows.size() > 0) conv_s8_sums(node, x, g, p->s8_groups, x_zp, images, rows, out, image_stride, channel_stride);
+    return;
+  }
+  const int16_t* w_pairs = p && !p->pairs.empty() ? p->pairs.data() : nullptr;
   const int64_t group = node.attr_int("group", 1), channels = x.dim(1), out_channels = w.dim(0);
   const int64_t cin = channels / group, cout = out_channels / group;
   const int64_t k = cin * g.kernel[0] * g.kernel[1];
@@ -251,6 +359,12 @@ void requantize(const Node& node, std::span<const Tensor* const> in, const std::
   const float zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
   const std::vector<int64_t> b = bias ? bias->to_i64() : std::vector<int64_t>();
   const int64_t channels = y.dim(1), width = y.dim(3), rows = r[2].size();
+  // |sum| <= k * 255 * 128; past int32 with the bias, the int64 scalar loop requantizes.
+  const int64_t k = in[3]->numel() / std::max<int64_t>(in[3]->dim(0), 1);
+  int64_t largest_bias = 0;
+  for (int64_t v : b) largest_bias = std::max(largest_bias, v < 0 ? -v : v);
+  const bool fits = k * 255 * 128 + largest_bias <= std::numeric_limits<int32_t>::max();
+  const kernels::Isa isa = fits ? kernels::active_isa() : kernels::Isa::scalar;
   Q* out = y.data<Q>();
   size_t at = 0;
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
@@ -258,15 +372,21 @@ void requantize(const Node& node, std::span<const Tensor* const> in, const std::
       const float multiplier = x_scale * static_cast<float>(w_scale[w_scale.size() == 1 ? 0 : static_cast<size_t>(m)]) / y_scale;
       const int64_t add = b.empty() ? 0 : b[static_cast<size_t>(m)];
       Q* row = out + ((n * channels + m) * y.dim(2) + r[2].begin) * width;
-      const Q floor = relu ? static_cast<Q>(zero_point) : std::numeric_limits<Q>::min();
-      for (int64_t i = 0; i < rows * width; ++i, ++at)
-        row[i] = std::max(floor, saturate_round<Q>(static_cast<float>(sums[at] + add) * multiplier, zero_point));
+      kernels::RequantizeParams params;
+      params.add = add;
+      params.multiplier = multiplier;
+      params.zero_point = zero_point;
+      params.lo = static_cast<float>(std::numeric_limits<Q>::min());
+      params.hi = static_cast<float>(std::numeric_limits<Q>::max());
+      if (relu) params.lo = std::max(params.lo, zero_point);
+      kernels::requantize(sums.data() + at, static_cast<size_t>(rows * width), params, std::is_signed_v<Q>, row, isa);
+      at += static_cast<size_t>(rows * width);
     }
 }
 
-std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
+std::shared_ptr<const void> qlinear_prepare(const Node& node, std::span<const ValueInfo> in,
                                             std::span<const Tensor* const> constants) {
-  return prepare_weights(in, constants, 3, 5);
+  return prepare_weights(node, in, constants, 3, 5);
 }
 
 void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,

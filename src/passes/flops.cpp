@@ -63,6 +63,10 @@ static int64_t attention_flops(const Graph& g, const Node& n) {
 
 int64_t node_flops(const Graph& g, const Node& n) {
   if (n.domain == kGroveDomain && n.op_type == "Attention" && !n.outputs.empty()) return attention_flops(g, n);
+  if (n.domain == kGroveDomain && n.op_type == "QLinearAdd" && !n.outputs.empty()) {  // fuse_qdq: one per element
+    const Shape* y = shape_of(g, n.outputs[0]);
+    return y ? numel(*y) : 0;
+  }
   if (!n.domain.empty() || n.outputs.empty()) return 0;
   const Shape* out = shape_of(g, n.outputs[0]);
   const Shape* x = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);

@@ -5,6 +5,9 @@
 //     DequantizeLinear(x) -> Conv(DequantizeLinear(W), DequantizeLinear(B)) [-> Relu] -> QuantizeLinear
 // by QLinearConv (integer sums, requantized once; a Relu becomes the clamp at y's zero point),
 // and DequantizeLinear(a) -> MatMul(DequantizeLinear(B)) -> QuantizeLinear by QLinearMatMul.
+// A residual add, DequantizeLinear(a), DequantizeLinear(b) -> Add [-> Relu] -> QuantizeLinear
+// on one shape, becomes grove.internal QLinearAdd (ops/quant_add.cpp), which computes the
+// chain's float32 steps on bytes, bit for bit.
 // It applies only where the integer form computes the same function: per-tensor activation
 // scales, constant integer weights with zero points that are constants, and a bias that is
 // int32 at exactly x_scale * w_scale per channel. The result differs from the float chain only
@@ -14,6 +17,7 @@
 
 #include "graph/epilogue_attrs.h"
 #include "ops/evaluate.h"
+#include "ops/op.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -125,6 +129,56 @@ void fold_constant_dequantize(Graph& g) {
 
 }  // namespace
 
+// The Add and its chain of fuse_qdq's comment: per-tensor scales, 8-bit values of one dtype
+// and one shape, no broadcasting.
+void fuse_quantized_adds(Graph& g) {
+  Index index(g);
+  std::set<const Node*> dropped;
+  for (auto& add : g.nodes) {
+    if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+    const Node* da = index.produced_by(g, add.inputs[0], "DequantizeLinear");
+    const Node* db = index.produced_by(g, add.inputs[1], "DequantizeLinear");
+    if (!da || !db || !plain_dequantize(g, *da, true, false) || !plain_dequantize(g, *db, true, false)) continue;
+    auto a = g.values.find(da->inputs[0]), b = g.values.find(db->inputs[0]), sum = g.values.find(add.outputs[0]);
+    if (a == g.values.end() || b == g.values.end() || sum == g.values.end()) continue;
+    const DType dtype = a->second.dtype;
+    if (!is_8bit(dtype) || b->second.dtype != dtype || a->second.shape != sum->second.shape ||
+        b->second.shape != sum->second.shape)
+      continue;
+    Node* relu = index.only_reader(g, add.outputs[0], "Relu");
+    const std::string& last = relu ? relu->outputs[0] : add.outputs[0];
+    Node* q = index.only_reader(g, last, "QuantizeLinear");
+    if (!q || q->inputs.size() < 2 || q->has_attr("block_size") || q->has_attr("output_dtype")) continue;
+    const Tensor* y_scale = constant(g, q->inputs[1]);
+    if (!y_scale || y_scale->dtype() != DType::f32 || y_scale->numel() != 1) continue;
+    if (q->inputs.size() > 2 && !q->inputs[2].empty() && !constant(g, q->inputs[2])) continue;
+    auto y = g.values.find(q->outputs[0]);
+    if (y == g.values.end() || y->second.dtype != dtype) continue;
+
+    Node n;
+    n.name = add.name;
+    n.op_type = "QLinearAdd";
+    n.domain = kGroveDomain;
+    n.inputs = {da->inputs[0], da->inputs[1], zero_point_of(g, *da, dtype),
+                db->inputs[0], db->inputs[1], zero_point_of(g, *db, dtype),
+                q->inputs[1], zero_point_of(g, *q, dtype)};
+    n.outputs = {q->outputs[0]};
+    n.attrs[kAttrFused].kind = Attribute::Kind::s;
+    n.attrs[kAttrFused].s = relu ? "DequantizeLinear+Add+Relu+QuantizeLinear" : "DequantizeLinear+Add+QuantizeLinear";
+    if (relu) {
+      n.attrs[kAttrActivation].kind = Attribute::Kind::s;
+      n.attrs[kAttrActivation].s = "relu";
+      dropped.insert(relu);
+    }
+    dropped.insert(q);
+    add = std::move(n);
+  }
+  std::vector<Node> kept;
+  for (auto& n : g.nodes)
+    if (!dropped.count(&n)) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+}
+
 void fuse_qdq(Graph& g) {
   std::vector<Node> fused;
   std::set<const Node*> dropped;
@@ -185,6 +239,7 @@ void fuse_qdq(Graph& g) {
   for (auto& n : g.nodes)
     if (!dropped.count(&n)) kept.push_back(std::move(n));
   g.nodes = std::move(kept);
+  fuse_quantized_adds(g);
   remove_dead_nodes(g);
   fold_constant_dequantize(g);
   // The fused node stands at the float op's place, before the readers of its output (the

@@ -3,11 +3,14 @@
 // rounding halves, values that saturate both ways, and NaN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/qadd.h"
 #include "kernels/quantize.h"
+#include "kernels/requantize.h"
 
 namespace grove::kernels {
 namespace {
@@ -55,6 +58,56 @@ TEST(QuantizeKernels, MatchScalarBits) {
     EXPECT_EQ(y[17], 7);
     EXPECT_EQ(y[0], 9);
   }
+}
+
+}  // namespace
+}  // namespace grove::kernels
+
+namespace grove::kernels {
+namespace {
+
+// requantize.h: the avx512 kernel against the scalar loop, bit for bit, over random and
+// extreme sums, multipliers that round many values to .5, both output dtypes, a Relu floor,
+// and an infinite multiplier (0 * inf is NaN: the zero point).
+TEST(Requantize, Avx512MatchesScalarExactly) {
+  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512";
+  std::mt19937 rng(5);
+  std::vector<int32_t> acc(1000 + 7);
+  for (auto& v : acc) v = static_cast<int32_t>(rng() % 200001) - 100000;
+  acc[0] = 0, acc[1] = 1 << 30, acc[2] = -(1 << 30), acc[3] = 5, acc[4] = -5;
+  for (float multiplier : {0.001f, 0.5f, 0.25f, 1.0f, 3.7e-5f, INFINITY})
+    for (bool is_signed : {false, true})
+      for (bool relu : {false, true}) {
+        RequantizeParams p;
+        p.add = 17, p.multiplier = multiplier, p.zero_point = is_signed ? -3.0f : 121.0f;
+        p.lo = is_signed ? -128.0f : 0.0f, p.hi = is_signed ? 127.0f : 255.0f;
+        if (relu) p.lo = std::max(p.lo, p.zero_point);
+        std::vector<uint8_t> want(acc.size()), got(acc.size());
+        requantize_scalar(acc.data(), acc.size(), p, is_signed, want.data());
+        requantize_avx512(acc.data(), acc.size(), p, is_signed, got.data());
+        ASSERT_EQ(got, want) << "multiplier " << multiplier << (is_signed ? " int8" : " uint8") << (relu ? " relu" : "");
+      }
+}
+
+// qadd.h: the avx512 kernel against the scalar loop, bit for bit, on every byte pair, both
+// dtypes, with and without the Relu, and scales whose sums land on .5 steps.
+TEST(QAdd, Avx512MatchesScalarOnEveryBytePair) {
+  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512";
+  std::vector<uint8_t> a(65536 + 9), b(65536 + 9);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i % 256), b[i] = static_cast<uint8_t>(i / 256 % 256);
+  for (bool is_signed : {false, true})
+    for (bool relu : {false, true})
+      for (float y_scale : {0.021f, 0.5f, 1e-6f}) {
+        QAddParams p;
+        p.a_scale = 0.013f, p.a_zero = is_signed ? -7.0f : 121.0f, p.b_scale = 0.0071f, p.b_zero = 3.0f;
+        p.y_scale = y_scale, p.y_zero = is_signed ? 5.0f : 17.0f;
+        p.lo = is_signed ? -128.0f : 0.0f, p.hi = is_signed ? 127.0f : 255.0f;
+        p.relu = relu, p.is_signed = is_signed;
+        std::vector<uint8_t> want(a.size()), got(a.size());
+        qadd_scalar(a.data(), b.data(), a.size(), p, want.data());
+        qadd_avx512(a.data(), b.data(), a.size(), p, got.data());
+        ASSERT_EQ(got, want) << (is_signed ? "int8" : "uint8") << (relu ? " relu" : "") << " y_scale " << y_scale;
+      }
 }
 
 }  // namespace

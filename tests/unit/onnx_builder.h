@@ -48,6 +48,16 @@ class OnnxBuilder {
       for (float v : values) t->add_float_data(v);
     return *t;
   }
+  // Any dtype from its little-endian bytes (raw_data).
+  onnx::TensorProto& initializer_raw(const std::string& name, int elem_type, std::vector<int64_t> dims,
+                                     const void* bytes, size_t size) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(elem_type);
+    for (auto d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(static_cast<const char*>(bytes), size));
+    return *t;
+  }
   onnx::TensorProto& initializer_i64(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);

@@ -290,6 +290,39 @@ TEST(QLinearConv, TileRuleMatchesReferenceExactly) {
 namespace grove {
 namespace {
 
+// Symmetric int8 weights (zero points 0): where the CPU has AVX512_VNNI the prepared weights
+// take the 8-bit kernel (kernels/qgemm.h), through byte windows or, for a 1x1 stride-1 conv,
+// straight from x; uint8 and int8 x, groups, padding, and a fused Relu (passes/fuse_qdq.cpp).
+TEST(QLinearConv, SymmetricWeightsMatchReferenceExactly) {
+  struct Case { Shape x, w; DType xt; int64_t group, stride, pad; bool relu; };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 7}, {5, 3, 3, 3}, DType::u8, 1, 1, 1, false},
+      {{1, 4, 8, 8}, {6, 2, 3, 3}, DType::i8, 2, 2, 1, true},
+      {{2, 19, 6, 5}, {33, 19, 1, 1}, DType::u8, 1, 1, 0, true},   // 1x1: windows straight from x
+      {{1, 16, 7, 7}, {20, 16, 1, 1}, DType::i8, 1, 2, 0, false},  // 1x1 stride 2: byte windows
+      {{1, 5, 12, 11}, {7, 5, 5, 5}, DType::u8, 1, 1, 2, true},
+  };
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    NodeBuilder node("QLinearConv", 10, 9);
+    node.i("group", c.group).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    if (c.relu) node.s("grove_activation", "relu").s("grove_fused", "Relu");
+    const int64_t m = c.w[0];
+    std::vector<float> w_scales;
+    for (int64_t i = 0; i < m; ++i) w_scales.push_back(0.002f * static_cast<float>(i + 1));
+    Tensor bias(DType::i32, {m});
+    std::mt19937 rng(seed);
+    for (int32_t& v : bias.span<int32_t>()) v = static_cast<int32_t>(rng() % 2001) - 1000;
+    Tensor w_zero(DType::i8, {m});
+    std::fill_n(w_zero.data<int8_t>(), m, int8_t{0});
+    std::vector<Tensor> in = {random_bytes(c.xt, c.x, seed++), Tensor::scalar<float>(0.05f), random_bytes(c.xt, {}, seed++),
+                              random_bytes(DType::i8, c.w, seed++), f32({m}, w_scales), w_zero,
+                              Tensor::scalar<float>(0.3f), random_bytes(c.xt, {}, seed++), bias};
+    auto stats = tiletest::check_tiling(node, in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+  }
+}
+
 TEST(QLinearMatMul, TileRuleMatchesReferenceExactly) {
   struct Case { Shape a, b; DType at, bt; bool per_row_col; };
   const std::vector<Case> cases = {

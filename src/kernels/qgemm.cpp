@@ -1,0 +1,97 @@
+// Packing for the 8-bit GEMM (qgemm.h) and its dispatch. The panel packing is a 4 x 16 byte
+// transpose per quad of k steps, done with SSE2 unpacks (baseline x86-64), so laying out
+// activations costs a fraction of the GEMM.
+#include "kernels/qgemm.h"
+
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "grove/error.h"
+
+namespace grove::kernels {
+
+void pack_u8_panels(const uint8_t* rows, size_t row_stride, size_t k, size_t n, uint8_t flip, U8Panels& out) {
+  constexpr size_t kWidth = U8Panels::kWidth;
+  out.k = k, out.n = n, out.quads = (k + 3) / 4;
+  const size_t panels = (n + kWidth - 1) / kWidth;
+  out.values.resize(panels * out.panel_bytes());
+  const __m128i x = _mm_set1_epi8(static_cast<char>(flip));
+  for (size_t q = 0; q < panels; ++q) {
+    const size_t j0 = q * kWidth, cols = std::min(kWidth, n - j0);
+    uint8_t* panel = out.values.data() + q * out.panel_bytes();
+    for (size_t t = 0; t < out.quads; ++t) {
+      uint8_t* dst = panel + t * kWidth * 4;
+      const size_t steps = std::min<size_t>(4, k - 4 * t);
+      if (cols == kWidth && steps == 4) {
+        const uint8_t* src = rows + 4 * t * row_stride + j0;
+        const __m128i r0 = _mm_xor_si128(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+        const __m128i r1 = _mm_xor_si128(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + row_stride)));
+        const __m128i r2 = _mm_xor_si128(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * row_stride)));
+        const __m128i r3 = _mm_xor_si128(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * row_stride)));
+        const __m128i p01l = _mm_unpacklo_epi8(r0, r1), p01h = _mm_unpackhi_epi8(r0, r1);
+        const __m128i p23l = _mm_unpacklo_epi8(r2, r3), p23h = _mm_unpackhi_epi8(r2, r3);
+        auto* d = reinterpret_cast<__m128i*>(dst);
+        _mm_storeu_si128(d + 0, _mm_unpacklo_epi16(p01l, p23l));
+        _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(p01l, p23l));
+        _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(p01h, p23h));
+        _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(p01h, p23h));
+        continue;
+      }
+      std::memset(dst, 0, kWidth * 4);
+      for (size_t s = 0; s < steps; ++s) {
+        const uint8_t* src = rows + (4 * t + s) * row_stride + j0;
+        for (size_t c = 0; c < cols; ++c) dst[c * 4 + s] = src[c] ^ flip;
+      }
+    }
+  }
+}
+
+void pack_s8(const int8_t* a, size_t m, size_t k, size_t a_stride, PackedS8& out) {
+  constexpr size_t kRows = PackedS8::kRows;
+  out.m = m, out.k = k, out.quads = (k + 3) / 4;
+  const size_t blocks = (m + kRows - 1) / kRows;
+  out.values.assign(blocks * kRows * out.quads * 4, 0);
+  out.row_sums.assign(m, 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t rows = std::min(kRows, m - b * kRows);
+    int8_t* block = out.values.data() + b * kRows * out.quads * 4;
+    for (size_t r = 0; r < rows; ++r) {
+      const int8_t* src = a + (b * kRows + r) * a_stride;
+      for (size_t p = 0; p < k; ++p) {
+        block[((p / 4) * rows + r) * 4 + p % 4] = src[p];
+        out.row_sums[b * kRows + r] += src[p];
+      }
+    }
+  }
+}
+
+void s8u8_gemm_scalar(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride) {
+  constexpr size_t kRows = PackedS8::kRows, kWidth = U8Panels::kWidth;
+  for (size_t i = 0; i < a.m; ++i) {
+    const size_t rows = std::min(kRows, a.m - i / kRows * kRows), r = i % kRows;
+    const int8_t* block = a.block(i / kRows);
+    for (size_t j = 0; j < b.n; ++j) {
+      const uint8_t* panel = b.values.data() + j / kWidth * b.panel_bytes();
+      int32_t sum = 0;
+      for (size_t t = 0; t < a.quads; ++t)
+        for (size_t s = 0; s < 4; ++s)
+          sum += static_cast<int32_t>(block[(t * rows + r) * 4 + s]) *
+                 static_cast<int32_t>(panel[(t * kWidth + j % kWidth) * 4 + s]);
+      c[i * c_stride + j] = sum;
+    }
+  }
+}
+
+void s8u8_gemm(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa) {
+  if (a.quads != b.quads) throw Error("s8u8_gemm: A has " + std::to_string(a.k) + " steps, B " + std::to_string(b.k));
+  if (a.m == 0 || b.n == 0) return;
+  if (isa == Isa::scalar) return s8u8_gemm_scalar(a, b, c, c_stride);
+  if (isa != Isa::avx512 || !isa_supports_avx512_vnni())
+    throw Error("s8u8_gemm: needs AVX512_VNNI, which this CPU or GROVE_ISA does not give");
+  s8u8_gemm_avx512vnni(a, b, c, c_stride);
+}
+
+}  // namespace grove::kernels

@@ -1,0 +1,53 @@
+#pragma once
+// The 8-bit GEMM of quantized convolutions on VNNI CPUs:
+//   C[i][j] = sum_p A[i][p] * B[p][j]   in int32,
+// A int8 (weights, packed once at plan time), B uint8 (activations laid out as panels).
+// vpdpbusd multiplies 4 u8 x s8 pairs and adds them to an int32 lane in one instruction
+// (no intermediate saturation), four times the products of vpdpwssd on int16 operands.
+// Zero points are not applied here: with A symmetric (zero point 0) and B's zero point zb,
+// sum_p A[i][p] * (B[p][j] - zb) = C[i][j] - zb * row_sum[i], which callers subtract. An
+// int8 B is stored XOR 0x80 (B + 128 as uint8) with zb + 128, the same products.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace grove::kernels {
+
+// B in panels of 16 columns: in panel q, k steps 4t..4t+3 of column c are the 4 bytes at
+// ((q * quads + t) * 16 + c) * 4. Steps past k and columns past n hold 0.
+struct U8Panels {
+  static constexpr size_t kWidth = 16;
+  size_t k = 0, n = 0, quads = 0;
+  std::vector<uint8_t> values;
+
+  size_t panel_bytes() const { return quads * kWidth * 4; }
+};
+
+// Packs a k x n byte matrix (row p at rows + p * row_stride) into panels, XOR-ing every
+// byte with `flip` (0x80 turns int8 into the uint8 the kernel reads, 0 keeps uint8).
+void pack_u8_panels(const uint8_t* rows, size_t row_stride, size_t k, size_t n, uint8_t flip, U8Panels& out);
+
+// A in blocks of up to kRows rows: block b (rows b * kRows ...) holds, for each quad t, the
+// 4 bytes of k steps 4t..4t+3 of each of its rows, row after row. Steps past k hold 0.
+struct PackedS8 {
+  static constexpr size_t kRows = 14;
+  size_t m = 0, k = 0, quads = 0;
+  std::vector<int8_t> values;
+  std::vector<int32_t> row_sums;  // sum_p A[i][p]
+
+  const int8_t* block(size_t b) const { return values.data() + b * kRows * quads * 4; }
+};
+
+// A is m rows of k int8 at a + i * a_stride.
+void pack_s8(const int8_t* a, size_t m, size_t k, size_t a_stride, PackedS8& out);
+
+// C (m rows of b.n, row i at c + i * c_stride) = A . B. Throws Error where the CPU lacks
+// AVX512_VNNI and isa is not scalar.
+void s8u8_gemm(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa = active_isa());
+
+void s8u8_gemm_scalar(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride);
+void s8u8_gemm_avx512vnni(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride);
+
+}  // namespace grove::kernels

@@ -1,0 +1,119 @@
+// Tester for the 8-bit GEMM (kernels/qgemm.h): the scalar loops and, where the CPU has
+// AVX512_VNNI, the vpdpbusd kernel against an int64 oracle on the unpacked matrices, bit for
+// bit, over every row remainder of the 14-row block, every column remainder of the 16-column
+// panel (one panel and two), k not a multiple of 4, extreme bytes, strides wider than a row,
+// and int8 B through the XOR 0x80 flip.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "grove/error.h"
+#include "kernels/qgemm.h"
+
+namespace grove::kernels {
+namespace {
+
+struct Case {
+  size_t m, n, k;
+};
+
+// A int8 (m x k, stride k + 3), B bytes (k x n, stride n + 5); B is uint8 unless `b_signed`.
+void check(const Case& s, bool b_signed, bool extreme, unsigned seed, Isa isa) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  auto draw = [&] { return extreme ? (byte(rng) & 1 ? 255 : 0) : byte(rng); };
+  const size_t a_stride = s.k + 3, b_stride = s.n + 5;
+  std::vector<int8_t> a(s.m * a_stride);
+  std::vector<uint8_t> b(s.k * b_stride);
+  for (auto& v : a) v = static_cast<int8_t>(draw() - 128);
+  for (auto& v : b) v = static_cast<uint8_t>(draw());
+  PackedS8 pa;
+  pack_s8(a.data(), s.m, s.k, a_stride, pa);
+  U8Panels pb;
+  pack_u8_panels(b.data(), b_stride, s.k, s.n, b_signed ? 0x80 : 0, pb);
+  std::vector<int32_t> c(s.m * (s.n + 2), -7);
+  s8u8_gemm(pa, pb, c.data(), s.n + 2, isa);
+  for (size_t i = 0; i < s.m; ++i) {
+    int64_t row_sum = 0;
+    for (size_t p = 0; p < s.k; ++p) row_sum += a[i * a_stride + p];
+    ASSERT_EQ(pa.row_sums[i], row_sum) << "row " << i;
+    for (size_t j = 0; j < s.n + 2; ++j) {
+      if (j >= s.n) {
+        ASSERT_EQ(c[i * (s.n + 2) + j], -7) << "wrote past column " << s.n;
+        continue;
+      }
+      int64_t want = 0;
+      for (size_t p = 0; p < s.k; ++p) {
+        const int64_t bv = b_signed ? static_cast<int8_t>(b[p * b_stride + j]) + 128 : b[p * b_stride + j];
+        want += int64_t{a[i * a_stride + p]} * bv;
+      }
+      ASSERT_EQ(c[i * (s.n + 2) + j], want) << isa_name(isa) << " m=" << s.m << " n=" << s.n << " k=" << s.k
+                                            << " at " << i << "," << j;
+    }
+  }
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out{Isa::scalar};
+  if (isa_supports_avx512_vnni()) out.push_back(Isa::avx512);
+  return out;
+}
+
+TEST(QGemm, MatchesOracleOverOddSizes) {
+  unsigned seed = 1;
+  for (Isa isa : isas())
+    for (size_t m : {1, 5, 13, 14, 15, 29, 64})
+      for (size_t n : {1, 15, 16, 17, 31, 32, 33, 49, 70})
+        for (size_t k : {1, 3, 4, 9, 64, 147})
+          for (bool b_signed : {false, true}) check({m, n, k}, b_signed, false, seed++, isa);
+}
+
+TEST(QGemm, ExtremeBytesDoNotSaturate) {
+  // 255 x -128 products summed in fours: vpdpbusds would saturate, vpdpbusd must not.
+  for (Isa isa : isas()) check({14, 32, 4096}, false, true, 7, isa);
+}
+
+TEST(QGemm, RefusesWithoutVnni) {
+  if (isa_supports_avx512_vnni()) GTEST_SKIP() << "this CPU has AVX512_VNNI";
+  PackedS8 a;
+  U8Panels b;
+  std::vector<int8_t> w(16, 1);
+  std::vector<uint8_t> x(16, 1);
+  pack_s8(w.data(), 4, 4, 4, a);
+  pack_u8_panels(x.data(), 4, 4, 4, 0, b);
+  std::vector<int32_t> c(16);
+  EXPECT_THROW(s8u8_gemm(a, b, c.data(), 4, Isa::avx512), Error);
+}
+
+TEST(QGemm, PrintsThroughput) {
+  if (!isa_supports_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI";
+  const size_t m = 256, n = 196, k = 576;
+  std::vector<int8_t> a(m * k, 3);
+  std::vector<uint8_t> b(k * n, 5);
+  PackedS8 pa;
+  pack_s8(a.data(), m, k, k, pa);
+  U8Panels pb;
+  std::vector<int32_t> c(m * n);
+  for (bool pack : {true, false}) {
+    std::vector<double> ms;
+    pack_u8_panels(b.data(), n, k, n, 0, pb);
+    for (int rep = 0; rep < 7; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int it = 0; it < 20; ++it) {
+        if (pack) pack_u8_panels(b.data(), n, k, n, 0, pb);
+        s8u8_gemm(pa, pb, c.data(), n, Isa::avx512);
+      }
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 20);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("s8u8 GEMM %zux%zux%zu, %s: %.3f ms, %.0f GOP/s\n", m, n, k,
+                pack ? "panels packed each call" : "operands packed", ms[3], 2.0 * m * n * k / ms[3] / 1e6);
+  }
+}
+
+}  // namespace
+}  // namespace grove::kernels

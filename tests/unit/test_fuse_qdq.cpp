@@ -1,0 +1,175 @@
+// QDQ fusion (passes/fuse_qdq.cpp) on a quantized residual block written the way
+// `grove quantize` and ONNX Runtime's quantizer write one:
+//   x -> Q -> DQ -> Conv(DQ(W1), DQ(B1)) -> Relu -> Q -> DQ -> Conv(DQ(W2), DQ(B2)) -> Q -> DQ -+
+//              \-------------------------------------------------------------------------- Add -> Relu -> Q -> DQ -> y
+// Which nodes fuse, which do not (a float bias, a per-channel activation scale), and that the
+// fused graph computes what the float chain computes: within one output step (the integer
+// sums are exact, the float chain rounds its sums), on the reference and on the tiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/epilogue_attrs.h"
+#include "passes/passes.h"
+#include "plan_test_util.h"
+#include "runtime/reference_executor.h"
+
+namespace grove {
+namespace {
+
+using namespace grove::test;
+
+std::map<std::string, int> labels(const Graph& g) {
+  std::map<std::string, int> h;
+  for (const auto& n : g.nodes) ++h[op_label(n)];
+  return h;
+}
+
+void scalar_qparams(OnnxBuilder& b, const std::string& name, float scale, uint8_t zero) {
+  b.initializer_f32(name + "_s", {}, {scale});
+  b.initializer_raw(name + "_z", onnx::TensorProto::UINT8, {}, &zero, 1);
+}
+
+// Q then DQ of `value` with the scalar parameters `qp`: the float output is value + "_dq".
+void qdq(OnnxBuilder& b, const std::string& value, const std::string& qp) {
+  b.node("QuantizeLinear", {value, qp + "_s", qp + "_z"}, {value + "_q"}, value + "_quantize");
+  b.node("DequantizeLinear", {value + "_q", qp + "_s", qp + "_z"}, {value + "_dq"}, value + "_dequantize");
+}
+
+// int8 per-channel weights and, when `int_bias`, an int32 bias at x_scale * w_scale.
+void conv_weights(OnnxBuilder& b, const std::string& name, int64_t cout, int64_t cin, float x_scale, uint32_t seed,
+                  bool int_bias) {
+  std::vector<int8_t> w(static_cast<size_t>(cout * cin * 9));
+  std::vector<float> ws(static_cast<size_t>(cout));
+  std::vector<int8_t> wz(static_cast<size_t>(cout), 0);
+  std::mt19937 rng(seed);
+  for (auto& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  for (int64_t c = 0; c < cout; ++c) ws[static_cast<size_t>(c)] = 0.004f + 0.001f * static_cast<float>(c);
+  b.initializer_raw(name + "_wq", onnx::TensorProto::INT8, {cout, cin, 3, 3}, w.data(), w.size());
+  b.initializer_f32(name + "_ws", {cout}, ws);
+  b.initializer_raw(name + "_wz", onnx::TensorProto::INT8, {cout}, wz.data(), wz.size());
+  OnnxBuilder::attr_int(b.node("DequantizeLinear", {name + "_wq", name + "_ws", name + "_wz"}, {name + "_w"}, name + "_wdq"),
+                        "axis", 0);
+  if (int_bias) {
+    std::vector<int32_t> bq(static_cast<size_t>(cout));
+    std::vector<float> bs(static_cast<size_t>(cout));
+    for (int64_t c = 0; c < cout; ++c) {
+      bq[static_cast<size_t>(c)] = static_cast<int32_t>(rng() % 2001) - 1000;
+      bs[static_cast<size_t>(c)] = x_scale * ws[static_cast<size_t>(c)];
+    }
+    b.initializer_raw(name + "_bq", onnx::TensorProto::INT32, {cout}, bq.data(), bq.size() * 4);
+    b.initializer_f32(name + "_bs", {cout}, bs);
+    OnnxBuilder::attr_int(b.node("DequantizeLinear", {name + "_bq", name + "_bs"}, {name + "_b"}, name + "_bdq"), "axis", 0);
+  } else {
+    weight(b, name + "_b", {cout}, seed + 1);
+  }
+}
+
+TestModel residual_block(bool int_bias) {
+  OnnxBuilder b(13);
+  const Shape x{2, 8, 10, 12};
+  b.input("x", kF32, x).output("y", kF32, x);
+  scalar_qparams(b, "in", 0.02f, 128);
+  scalar_qparams(b, "h", 0.03f, 0);
+  scalar_qparams(b, "c2", 0.05f, 131);
+  scalar_qparams(b, "out", 0.04f, 0);
+  qdq(b, "x", "in");
+  conv_weights(b, "conv1", 8, 8, 0.02f, 1, int_bias);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x_dq", "conv1_w", "conv1_b"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c1"}, {"h"}, "relu1");
+  qdq(b, "h", "h");
+  conv_weights(b, "conv2", 8, 8, 0.03f, 2, int_bias);
+  OnnxBuilder::attr_ints(b.node("Conv", {"h_dq", "conv2_w", "conv2_b"}, {"c2"}, "conv2"), "pads", {1, 1, 1, 1});
+  qdq(b, "c2", "c2");
+  b.node("Add", {"c2_dq", "x_dq"}, {"s"}, "add");
+  b.node("Relu", {"s"}, {"r"}, "relu2");
+  qdq(b, "r", "out");
+  b.node("Identity", {"r_dq"}, {"y"}, "out");
+  return {"qdq_block", b.bytes(), {{"x", seeded_tensor(x, 7)}}};
+}
+
+TEST(FuseQdq, FusesConvsAndTheResidualAdd) {
+  Model model = load_test_model(residual_block(true));
+  EXPECT_EQ(labels(model.graph()),
+            (std::map<std::string, int>{{"QuantizeLinear", 1},
+                                        {"QLinearConv+Relu", 1},
+                                        {"QLinearConv", 1},
+                                        {"QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear", 1},
+                                        {"DequantizeLinear", 1},
+                                        {"Identity", 1}}));
+}
+
+TEST(FuseQdq, FloatBiasKeepsTheFloatConv) {
+  // A float bias has no exact integer form: the Convs stay float (their weights folded to
+  // float constants), the Add still fuses.
+  Model model = load_test_model(residual_block(false));
+  const auto l = labels(model.graph());
+  EXPECT_EQ(l.count("QLinearConv"), 0u);
+  EXPECT_EQ(l.count("QLinearConv+Relu"), 0u);
+  EXPECT_EQ(l.at("QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear"), 1);
+}
+
+TEST(FuseQdq, FusedGraphMatchesTheFloatChain) {
+  for (bool int_bias : {true, false}) {
+    TestModel m = residual_block(int_bias);
+    TensorMap chain = run_reference(unfused_graph(m), m.inputs);
+    Model model = load_test_model(m);
+    // y is a multiple of out's scale 0.04. A sum the float chain rounds across a quantization
+    // boundary differs by one step, and a step in h can move c2 and y by one more: two steps
+    // at most, and rarely.
+    auto check = [&](const TensorMap& got, const std::string& what) {
+      const Tensor &g = got.at("y"), &w = chain.at("y");
+      ASSERT_EQ(g.shape(), w.shape());
+      int64_t differ = 0;
+      for (int64_t i = 0; i < w.numel(); ++i) {
+        const float d = std::fabs(g.data<float>()[i] - w.data<float>()[i]);
+        ASSERT_LE(d, 0.0801f) << what << " at " << i;
+        differ += d > 0;
+      }
+      EXPECT_LE(differ, w.numel() / 20) << what;
+    };
+    check(run_reference(model.graph(), m.inputs), "reference, fused");
+    for (int k : {0, 1, 3, 7}) {
+      PlanOptions o;
+      o.tiles_per_op = k;
+      PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+      run_serial(run, 3);
+      check(run.outputs(), "tiles k=" + std::to_string(k));
+    }
+  }
+}
+
+TEST(FuseQdq, QuantizedAddIsBitExactWithTheChain) {
+  // The Add alone: DQ, DQ -> Add -> Relu -> Q, fused and not, on every byte pair of a grid.
+  OnnxBuilder b(13);
+  b.input("a", onnx::TensorProto::UINT8, {1, 2, 256, 33}).input("c", onnx::TensorProto::UINT8, {1, 2, 256, 33});
+  b.output("y", onnx::TensorProto::UINT8, {1, 2, 256, 33});
+  scalar_qparams(b, "pa", 0.013f, 121);
+  scalar_qparams(b, "pc", 0.0071f, 3);
+  scalar_qparams(b, "py", 0.021f, 17);
+  b.node("DequantizeLinear", {"a", "pa_s", "pa_z"}, {"fa"}, "dqa");
+  b.node("DequantizeLinear", {"c", "pc_s", "pc_z"}, {"fc"}, "dqc");
+  b.node("Add", {"fa", "fc"}, {"s"}, "add");
+  b.node("Relu", {"s"}, {"r"}, "relu");
+  b.node("QuantizeLinear", {"r", "py_s", "py_z"}, {"y"}, "q");
+  Tensor a(DType::u8, {1, 2, 256, 33}), c(DType::u8, {1, 2, 256, 33});
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    a.data<uint8_t>()[i] = static_cast<uint8_t>(i % 256);
+    c.data<uint8_t>()[i] = static_cast<uint8_t>((i / 256) * 7 % 256);
+  }
+  TestModel m{"qadd", b.bytes(), {{"a", a}, {"c", c}}};
+  TensorMap chain = run_reference(unfused_graph(m), m.inputs);
+  Model model = load_test_model(m);
+  EXPECT_EQ(labels(model.graph()), (std::map<std::string, int>{{"QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear", 1}}));
+  EXPECT_EQ(run_reference(model.graph(), m.inputs).at("y").to_i64(), chain.at("y").to_i64());
+  for (int k : {1, 5}) {
+    PlanOptions o;
+    o.tiles_per_op = k;
+    PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+    run_serial(run, 4);
+    EXPECT_EQ(run.outputs().at("y").to_i64(), chain.at("y").to_i64()) << "tiles k=" << k;
+  }
+}
+
+}  // namespace
+}  // namespace grove
