@@ -68,9 +68,9 @@ void pack_s8(const int8_t* a, size_t m, size_t k, size_t a_stride, PackedS8& out
   }
 }
 
-void s8u8_gemm_scalar(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride) {
+void s8u8_gemm_scalar(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c, size_t c_stride) {
   constexpr size_t kRows = PackedS8::kRows, kWidth = U8Panels::kWidth;
-  for (size_t i = 0; i < a.m; ++i) {
+  for (size_t i = range.begin; i < range.end; ++i) {
     const size_t rows = std::min(kRows, a.m - i / kRows * kRows), r = i % kRows;
     const int8_t* block = a.block(i / kRows);
     for (size_t j = 0; j < b.n; ++j) {
@@ -80,18 +80,21 @@ void s8u8_gemm_scalar(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c
         for (size_t s = 0; s < 4; ++s)
           sum += static_cast<int32_t>(block[(t * rows + r) * 4 + s]) *
                  static_cast<int32_t>(panel[(t * kWidth + j % kWidth) * 4 + s]);
-      c[i * c_stride + j] = sum;
+      c[(i - range.begin) * c_stride + j] = sum;
     }
   }
 }
 
-void s8u8_gemm(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa) {
+void s8u8_gemm(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa) {
   if (a.quads != b.quads) throw Error("s8u8_gemm: A has " + std::to_string(a.k) + " steps, B " + std::to_string(b.k));
-  if (a.m == 0 || b.n == 0) return;
-  if (isa == Isa::scalar) return s8u8_gemm_scalar(a, b, c, c_stride);
+  if (rows.begin % PackedS8::kRows != 0 || rows.end > a.m || rows.begin > rows.end)
+    throw Error("s8u8_gemm: rows [" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) +
+                ") do not start a block of A's " + std::to_string(a.m));
+  if (rows.begin == rows.end || b.n == 0) return;
+  if (isa == Isa::scalar) return s8u8_gemm_scalar(a, rows, b, c, c_stride);
   if (isa != Isa::avx512 || !isa_supports_avx512_vnni())
     throw Error("s8u8_gemm: needs AVX512_VNNI, which this CPU or GROVE_ISA does not give");
-  s8u8_gemm_avx512vnni(a, b, c, c_stride);
+  s8u8_gemm_avx512vnni(a, rows, b, c, c_stride);
 }
 
 }  // namespace grove::kernels

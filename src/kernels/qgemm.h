@@ -43,11 +43,17 @@ struct PackedS8 {
 // A is m rows of k int8 at a + i * a_stride.
 void pack_s8(const int8_t* a, size_t m, size_t k, size_t a_stride, PackedS8& out);
 
-// C (m rows of b.n, row i at c + i * c_stride) = A . B. Throws Error where the CPU lacks
-// AVX512_VNNI and isa is not scalar.
-void s8u8_gemm(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa = active_isa());
+// Rows [begin, end) of A; begin a multiple of PackedS8::kRows (a block's first row).
+struct RowRange {
+  size_t begin = 0, end = 0;
+};
 
-void s8u8_gemm_scalar(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride);
-void s8u8_gemm_avx512vnni(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride);
+// C = A[rows] . B: C row i (at c + i * c_stride, b.n values) is A's row rows.begin + i.
+// Throws Error where the CPU lacks AVX512_VNNI and isa is not scalar, or for a bad range.
+void s8u8_gemm(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride,
+               Isa isa = active_isa());
+
+void s8u8_gemm_scalar(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);
+void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);
 
 }  // namespace grove::kernels

@@ -82,17 +82,24 @@ constexpr std::array<TileFn, kRows + 1> kTiles[2][2] = {
 
 }  // namespace
 
-void s8u8_gemm_avx512vnni(const PackedS8& a, const U8Panels& b, int32_t* c, size_t c_stride) {
+void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c, size_t c_stride) {
   const size_t panels = (b.n + kWidth - 1) / kWidth, bytes = b.panel_bytes();
-  for (size_t q0 = 0; q0 < panels; q0 += 2) {
+  auto run = [&](size_t q0, size_t i0) {
     const size_t count = std::min<size_t>(2, panels - q0);
     const size_t cols = std::min(kWidth, b.n - (q0 + count - 1) * kWidth);
-    const uint8_t* panel = b.values.data() + q0 * bytes;
-    const auto& tiles = kTiles[count - 1][cols < kWidth];
-    for (size_t i0 = 0; i0 < a.m; i0 += kRows) {
-      const size_t rows = std::min(kRows, a.m - i0);
-      tiles[rows](a.block(i0 / kRows), a.quads, panel, bytes, c + i0 * c_stride + q0 * kWidth, c_stride, cols);
-    }
+    const size_t rows = std::min(kRows, range.end - i0);
+    kTiles[count - 1][cols < kWidth][rows](a.block(i0 / kRows), a.quads, b.values.data() + q0 * bytes, bytes,
+                                           c + (i0 - range.begin) * c_stride + q0 * kWidth, c_stride, cols);
+  };
+  // The larger operand is walked once in the outer loop and the smaller one re-read from
+  // cache in the inner loop: weights outer for late layers (many channels, few pixels),
+  // pixel panels outer for early ones.
+  if (range.end - range.begin > b.n) {
+    for (size_t i0 = range.begin; i0 < range.end; i0 += kRows)
+      for (size_t q0 = 0; q0 < panels; q0 += 2) run(q0, i0);
+  } else {
+    for (size_t q0 = 0; q0 < panels; q0 += 2)
+      for (size_t i0 = range.begin; i0 < range.end; i0 += kRows) run(q0, i0);
   }
 }
 

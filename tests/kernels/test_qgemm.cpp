@@ -36,14 +36,16 @@ void check(const Case& s, bool b_signed, bool extreme, unsigned seed, Isa isa) {
   U8Panels pb;
   pack_u8_panels(b.data(), b_stride, s.k, s.n, b_signed ? 0x80 : 0, pb);
   std::vector<int32_t> c(s.m * (s.n + 2), -7);
-  s8u8_gemm(pa, pb, c.data(), s.n + 2, isa);
+  // All rows, or from the second block on (a tile of output channels).
+  const RowRange rows{s.m > PackedS8::kRows && seed % 2 ? PackedS8::kRows : 0, s.m};
+  s8u8_gemm(pa, rows, pb, c.data() + rows.begin * (s.n + 2), s.n + 2, isa);
   for (size_t i = 0; i < s.m; ++i) {
     int64_t row_sum = 0;
     for (size_t p = 0; p < s.k; ++p) row_sum += a[i * a_stride + p];
     ASSERT_EQ(pa.row_sums[i], row_sum) << "row " << i;
     for (size_t j = 0; j < s.n + 2; ++j) {
-      if (j >= s.n) {
-        ASSERT_EQ(c[i * (s.n + 2) + j], -7) << "wrote past column " << s.n;
+      if (j >= s.n || i < rows.begin) {
+        ASSERT_EQ(c[i * (s.n + 2) + j], -7) << "wrote outside rows [" << rows.begin << ", " << s.m << ") x " << s.n;
         continue;
       }
       int64_t want = 0;
@@ -77,6 +79,18 @@ TEST(QGemm, ExtremeBytesDoNotSaturate) {
   for (Isa isa : isas()) check({14, 32, 4096}, false, true, 7, isa);
 }
 
+TEST(QGemm, RefusesRowsNotStartingABlock) {
+  PackedS8 a;
+  U8Panels b;
+  std::vector<int8_t> w(40 * 4, 1);
+  std::vector<uint8_t> x(16, 1);
+  pack_s8(w.data(), 40, 4, 4, a);
+  pack_u8_panels(x.data(), 4, 4, 4, 0, b);
+  std::vector<int32_t> c(40 * 4);
+  EXPECT_THROW(s8u8_gemm(a, {3, 40}, b, c.data(), 4, Isa::scalar), Error);
+  EXPECT_THROW(s8u8_gemm(a, {0, 41}, b, c.data(), 4, Isa::scalar), Error);
+}
+
 TEST(QGemm, RefusesWithoutVnni) {
   if (isa_supports_avx512_vnni()) GTEST_SKIP() << "this CPU has AVX512_VNNI";
   PackedS8 a;
@@ -86,7 +100,7 @@ TEST(QGemm, RefusesWithoutVnni) {
   pack_s8(w.data(), 4, 4, 4, a);
   pack_u8_panels(x.data(), 4, 4, 4, 0, b);
   std::vector<int32_t> c(16);
-  EXPECT_THROW(s8u8_gemm(a, b, c.data(), 4, Isa::avx512), Error);
+  EXPECT_THROW(s8u8_gemm(a, {0, 4}, b, c.data(), 4, Isa::avx512), Error);
 }
 
 TEST(QGemm, PrintsThroughput) {
@@ -105,7 +119,7 @@ TEST(QGemm, PrintsThroughput) {
       auto t0 = std::chrono::steady_clock::now();
       for (int it = 0; it < 20; ++it) {
         if (pack) pack_u8_panels(b.data(), n, k, n, 0, pb);
-        s8u8_gemm(pa, pb, c.data(), n, Isa::avx512);
+        s8u8_gemm(pa, {0, m}, pb, c.data(), n, Isa::avx512);
       }
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 20);
     }
