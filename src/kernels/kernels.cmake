@@ -22,5 +22,6 @@ set_property(SOURCE ${GROVE_KERNELS_WINOGRAD} APPEND PROPERTY COMPILE_OPTIONS "-
 # The quantized epilogues do the float32 steps of the ops they replace, in their order: an
 # FMA contraction would round once where the chain rounds twice (tests/unit/test_fuse_qdq.cpp).
 set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/qadd_avx512.cpp ${CMAKE_CURRENT_LIST_DIR}/requantize_avx512.cpp
+             ${CMAKE_CURRENT_LIST_DIR}/qgemm_avx512vnni.cpp
              ${CMAKE_CURRENT_LIST_DIR}/qadd.cpp ${CMAKE_CURRENT_LIST_DIR}/requantize.cpp
              APPEND PROPERTY COMPILE_OPTIONS "-ffp-contract=off")

@@ -2,6 +2,7 @@
 // transpose per quad of k steps, done with SSE2 unpacks (baseline x86-64), so laying out
 // activations costs a fraction of the GEMM.
 #include "kernels/qgemm.h"
+#include "kernels/requantize.h"
 
 #include <emmintrin.h>
 
@@ -83,6 +84,31 @@ void s8u8_gemm_scalar(const PackedS8& a, RowRange range, const U8Panels& b, int3
       c[(i - range.begin) * c_stride + j] = sum;
     }
   }
+}
+
+void s8u8_gemm_requantize_scalar(const PackedS8& a, RowRange rows, const U8Panels& b, const S8Requantize& r) {
+  std::vector<int32_t> sums((rows.end - rows.begin) * b.n);
+  s8u8_gemm_scalar(a, rows, b, sums.data(), b.n);
+  for (size_t i = 0; i < rows.end - rows.begin; ++i) {
+    RequantizeParams p;
+    p.add = r.add[rows.begin + i];
+    p.multiplier = r.multiplier[rows.begin + i];
+    p.zero_point = r.zero_point, p.lo = r.lo, p.hi = r.hi;
+    void* y = static_cast<uint8_t*>(r.y) + i * r.y_stride;
+    requantize_scalar(sums.data() + i * b.n, b.n, p, r.is_signed, y);
+  }
+}
+
+void s8u8_gemm_requantize(const PackedS8& a, RowRange rows, const U8Panels& b, const S8Requantize& r, Isa isa) {
+  if (a.quads != b.quads) throw Error("s8u8_gemm: A has " + std::to_string(a.k) + " steps, B " + std::to_string(b.k));
+  if (rows.begin % PackedS8::kRows != 0 || rows.end > a.m || rows.begin > rows.end)
+    throw Error("s8u8_gemm: rows [" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) +
+                ") do not start a block of A's " + std::to_string(a.m));
+  if (rows.begin == rows.end || b.n == 0) return;
+  if (isa == Isa::scalar) return s8u8_gemm_requantize_scalar(a, rows, b, r);
+  if (isa != Isa::avx512 || !isa_supports_avx512_vnni())
+    throw Error("s8u8_gemm: needs AVX512_VNNI, which this CPU or GROVE_ISA does not give");
+  s8u8_gemm_requantize_avx512vnni(a, rows, b, r);
 }
 
 void s8u8_gemm(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa) {

@@ -53,7 +53,25 @@ struct RowRange {
 void s8u8_gemm(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride,
                Isa isa = active_isa());
 
+// The same with requantization fused into the tile's store (QLinearConv's epilogue): the
+// int32 sums never reach memory. For C row i (A row rows.begin + i), each value becomes
+//   clamp(round_half_even(float(sum + add[a_row]) * multiplier[a_row]) + zero_point, lo, hi)
+// as requantize.h computes it (a NaN product gives the zero point), stored as uint8 (int8 when
+// is_signed) at y + i * y_stride. sum + add must not overflow int32 (callers check the bound).
+struct S8Requantize {
+  const int32_t* add = nullptr;       // per A row: bias minus the zero-point correction
+  const float* multiplier = nullptr;  // per A row
+  float zero_point = 0, lo = 0, hi = 255;
+  bool is_signed = false;
+  void* y = nullptr;
+  size_t y_stride = 0;
+};
+void s8u8_gemm_requantize(const PackedS8& a, RowRange rows, const U8Panels& b, const S8Requantize& r,
+                          Isa isa = active_isa());
+
 void s8u8_gemm_scalar(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);
 void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);
+void s8u8_gemm_requantize_scalar(const PackedS8& a, RowRange rows, const U8Panels& b, const S8Requantize& r);
+void s8u8_gemm_requantize_avx512vnni(const PackedS8& a, RowRange rows, const U8Panels& b, const S8Requantize& r);
 
 }  // namespace grove::kernels

@@ -20,14 +20,41 @@ namespace {
 constexpr size_t kWidth = U8Panels::kWidth;
 constexpr size_t kRows = PackedS8::kRows;
 
-using TileFn = void (*)(const int8_t* a, size_t quads, const uint8_t* panel, size_t panel_bytes, int32_t* c,
-                        size_t c_stride, size_t cols);
+struct TileArgs {
+  const int8_t* a;  // the row block
+  size_t quads;
+  const uint8_t* panel;
+  size_t panel_bytes;
+  size_t cols;  // valid columns in the last panel
+  int32_t* c;   // int32 output: the tile's first row and column
+  size_t c_stride;
+  const S8Requantize* rq;  // requantized output instead
+  size_t a_row;            // A's row of the tile's first row (rq's add and multiplier)
+  uint8_t* y;              // rq: the tile's first row and column
+};
 
-// R rows x P panels (P is 1 or 2); `cols` valid columns in the last panel. Two plain
-// accumulator arrays, not one [R][P] array, which GCC 12 kept in memory.
-template <size_t R, size_t P, bool kMasked>
-void tile(const int8_t* a, size_t quads, const uint8_t* panel, size_t panel_bytes, int32_t* c, size_t c_stride,
-          size_t cols) {
+using TileFn = void (*)(const TileArgs& t);
+
+// requantize.h's arithmetic on 16 sums (intrinsics in the scalar loop's order; this file
+// is compiled without FMA contraction), narrowed to bytes, stored under `mask`.
+inline void store_requantized(__m512i acc, int32_t add, float multiplier, const S8Requantize& rq, uint8_t* y,
+                              __mmask16 mask) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_set1_epi32(add))), _mm512_set1_ps(multiplier));
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
+  v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(1 << 20)), _mm512_set1_ps(-(1 << 20)));
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  v = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
+  v = _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(rq.zero_point)), _mm512_set1_ps(rq.hi)),
+                    _mm512_set1_ps(rq.lo));
+  const __m512i q = _mm512_cvtps_epi32(v);  // integral already
+  if (rq.is_signed) _mm512_mask_cvtsepi32_storeu_epi8(y, mask, q);
+  else _mm512_mask_cvtusepi32_storeu_epi8(y, mask, q);
+}
+
+// R rows x P panels (P is 1 or 2). Two plain accumulator arrays, not one [R][P] array,
+// which GCC 12 kept in memory. kRequant: the S8Requantize epilogue instead of int32 stores.
+template <size_t R, size_t P, bool kMasked, bool kRequant>
+void tile(const TileArgs& t) {
   static_assert(P == 1 || P == 2);
   __m512i acc0[R], acc1[R];
 #pragma GCC unroll 16
@@ -35,11 +62,12 @@ void tile(const int8_t* a, size_t quads, const uint8_t* panel, size_t panel_byte
     acc0[r] = _mm512_setzero_si512();
     if constexpr (P == 2) acc1[r] = _mm512_setzero_si512();
   }
-  const uint8_t* second = panel + (P == 2 ? panel_bytes : 0);
-  for (size_t t = 0; t < quads; ++t) {
-    const __m512i b0 = _mm512_loadu_si512(panel + t * kWidth * 4);
-    const __m512i b1 = P == 2 ? _mm512_loadu_si512(second + t * kWidth * 4) : b0;
-    const int8_t* at = a + t * R * 4;
+  const uint8_t* first = t.panel;
+  const uint8_t* second = t.panel + (P == 2 ? t.panel_bytes : 0);
+  for (size_t q = 0; q < t.quads; ++q) {
+    const __m512i b0 = _mm512_loadu_si512(first + q * kWidth * 4);
+    const __m512i b1 = P == 2 ? _mm512_loadu_si512(second + q * kWidth * 4) : b0;
+    const int8_t* at = t.a + q * R * 4;
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r) {
       int32_t quad;
@@ -51,49 +79,76 @@ void tile(const int8_t* a, size_t quads, const uint8_t* panel, size_t panel_byte
   }
   // Masked stores only in the instantiation for a partial last panel: with them in every
   // tile GCC 12 kept shadow copies of the accumulators on the stack inside the loop.
-  if constexpr (kMasked) {
-    const __mmask16 last = __mmask16((1u << cols) - 1);
+  const __mmask16 last = kMasked ? __mmask16((1u << t.cols) - 1) : __mmask16(0xFFFF);
+  if constexpr (kRequant) {
+    // Through an L1 buffer: requantizing straight from the accumulators made GCC 12 keep
+    // shadow copies of them on the stack inside the loop, as masked stores did.
+    alignas(64) int32_t sums[R][P * kWidth];
+#pragma GCC unroll 16
+    for (size_t r = 0; r < R; ++r) {
+      _mm512_store_si512(sums[r], acc0[r]);
+      if constexpr (P == 2) _mm512_store_si512(sums[r] + kWidth, acc1[r]);
+    }
+    const S8Requantize& rq = *t.rq;
+    for (size_t r = 0; r < R; ++r) {
+      const int32_t add = rq.add[t.a_row + r];
+      const float multiplier = rq.multiplier[t.a_row + r];
+      uint8_t* y = t.y + r * rq.y_stride;
+      store_requantized(_mm512_load_si512(sums[r]), add, multiplier, rq, y, P == 2 ? __mmask16(0xFFFF) : last);
+      if constexpr (P == 2) store_requantized(_mm512_load_si512(sums[r] + kWidth), add, multiplier, rq, y + kWidth, last);
+    }
+  } else if constexpr (kMasked) {
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r) {
       if constexpr (P == 2) {
-        _mm512_storeu_si512(c + r * c_stride, acc0[r]);
-        _mm512_mask_storeu_epi32(c + r * c_stride + kWidth, last, acc1[r]);
+        _mm512_storeu_si512(t.c + r * t.c_stride, acc0[r]);
+        _mm512_mask_storeu_epi32(t.c + r * t.c_stride + kWidth, last, acc1[r]);
       } else {
-        _mm512_mask_storeu_epi32(c + r * c_stride, last, acc0[r]);
+        _mm512_mask_storeu_epi32(t.c + r * t.c_stride, last, acc0[r]);
       }
     }
   } else {
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r) {
-      _mm512_storeu_si512(c + r * c_stride, acc0[r]);
-      if constexpr (P == 2) _mm512_storeu_si512(c + r * c_stride + kWidth, acc1[r]);
+      _mm512_storeu_si512(t.c + r * t.c_stride, acc0[r]);
+      if constexpr (P == 2) _mm512_storeu_si512(t.c + r * t.c_stride + kWidth, acc1[r]);
     }
   }
 }
 
-template <size_t P, bool kMasked, size_t... R>
+template <size_t P, bool kMasked, bool kRequant, size_t... R>
 constexpr std::array<TileFn, kRows + 1> tiles_of(std::index_sequence<R...>) {
-  return {nullptr, tile<R + 1, P, kMasked>...};
+  return {nullptr, tile<R + 1, P, kMasked, kRequant>...};
 }
-// [panels - 1][masked]: tiles by row count.
+template <bool kRequant>
 constexpr std::array<TileFn, kRows + 1> kTiles[2][2] = {
-    {tiles_of<1, false>(std::make_index_sequence<kRows>()), tiles_of<1, true>(std::make_index_sequence<kRows>())},
-    {tiles_of<2, false>(std::make_index_sequence<kRows>()), tiles_of<2, true>(std::make_index_sequence<kRows>())}};
+    {tiles_of<1, false, kRequant>(std::make_index_sequence<kRows>()),
+     tiles_of<1, true, kRequant>(std::make_index_sequence<kRows>())},
+    {tiles_of<2, false, kRequant>(std::make_index_sequence<kRows>()),
+     tiles_of<2, true, kRequant>(std::make_index_sequence<kRows>())}};
 
-}  // namespace
-
-void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c, size_t c_stride) {
+// Every tile of A[range] . B: the larger operand is walked once in the outer loop and the
+// smaller one re-read from cache in the inner loop (weights outer for late layers: many
+// channels, few pixels; pixel panels outer for early ones).
+template <bool kRequant>
+void run_tiles(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c, size_t c_stride,
+               const S8Requantize* rq) {
   const size_t panels = (b.n + kWidth - 1) / kWidth, bytes = b.panel_bytes();
   auto run = [&](size_t q0, size_t i0) {
     const size_t count = std::min<size_t>(2, panels - q0);
-    const size_t cols = std::min(kWidth, b.n - (q0 + count - 1) * kWidth);
-    const size_t rows = std::min(kRows, range.end - i0);
-    kTiles[count - 1][cols < kWidth][rows](a.block(i0 / kRows), a.quads, b.values.data() + q0 * bytes, bytes,
-                                           c + (i0 - range.begin) * c_stride + q0 * kWidth, c_stride, cols);
+    TileArgs t{};
+    t.a = a.block(i0 / kRows);
+    t.quads = a.quads;
+    t.panel = b.values.data() + q0 * bytes;
+    t.panel_bytes = bytes;
+    t.cols = std::min(kWidth, b.n - (q0 + count - 1) * kWidth);
+    t.c = c ? c + (i0 - range.begin) * c_stride + q0 * kWidth : nullptr;
+    t.c_stride = c_stride;
+    t.rq = rq;
+    t.a_row = i0;
+    t.y = rq ? static_cast<uint8_t*>(rq->y) + (i0 - range.begin) * rq->y_stride + q0 * kWidth : nullptr;
+    kTiles<kRequant>[count - 1][t.cols < kWidth][std::min(kRows, range.end - i0)](t);
   };
-  // The larger operand is walked once in the outer loop and the smaller one re-read from
-  // cache in the inner loop: weights outer for late layers (many channels, few pixels),
-  // pixel panels outer for early ones.
   if (range.end - range.begin > b.n) {
     for (size_t i0 = range.begin; i0 < range.end; i0 += kRows)
       for (size_t q0 = 0; q0 < panels; q0 += 2) run(q0, i0);
@@ -101,6 +156,16 @@ void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange range, const U8Panels& b, 
     for (size_t q0 = 0; q0 < panels; q0 += 2)
       for (size_t i0 = range.begin; i0 < range.end; i0 += kRows) run(q0, i0);
   }
+}
+
+}  // namespace
+
+void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c, size_t c_stride) {
+  run_tiles<false>(a, range, b, c, c_stride, nullptr);
+}
+
+void s8u8_gemm_requantize_avx512vnni(const PackedS8& a, RowRange range, const U8Panels& b, const S8Requantize& r) {
+  run_tiles<true>(a, range, b, nullptr, 0, &r);
 }
 
 }  // namespace grove::kernels

@@ -232,18 +232,18 @@ void im2col_bytes(const T* x_image, int64_t first_channel, int64_t channels, con
   }
 }
 
-// The 8-bit path of conv_integer_sums: windows as bytes (straight from x for a 1x1 conv
-// with stride 1 and no padding), the vpdpbusd kernel, then minus x_zero * row sums of W. An
-// int8 x goes through the kernel as x + 128 with the zero point + 128.
-void conv_s8_sums(const Node& node, const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w,
-                  int32_t x_zero, Range images, Range out_channels, Range rows, int32_t* out, int64_t image_stride,
-                  int64_t channel_stride) {
+// The 8-bit path's windows: for each image and group of the tile, x's windows as the
+// kernel's uint8 panels (straight from x for a 1x1 conv with stride 1 and no padding, else
+// through byte rows), handed to use(image, group, panels). An int8 x is stored XOR 0x80
+// (x + 128), so the kernel's zero point is x_zero + 128 (s8_zero).
+template <class F>
+void for_each_s8_panels(const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w,
+                        int32_t x_zero, Range images, Range rows, F&& use) {
   thread_local std::vector<uint8_t> bytes;
   thread_local kernels::U8Panels panels;
   const int64_t group = static_cast<int64_t>(w.size()), channels = x.dim(1), cin = channels / group;
   const bool is_signed = x.dtype() == DType::i8;
   const uint8_t flip = is_signed ? 0x80 : 0;
-  const int32_t zero = x_zero + (is_signed ? 128 : 0);
   const auto pad = static_cast<uint8_t>(x_zero);  // the byte of x's zero point, int8 or uint8
   const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
                       g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.dilations[1] == 1 && g.output[1] == g.input[1];
@@ -261,18 +261,35 @@ void conv_s8_sums(const Node& node, const Tensor& x, const WindowGeometry& g, co
         else im2col_bytes(x.data<uint8_t>() + image, grp * cin, cin, g, rows, pad, bytes);
         kernels::pack_u8_panels(bytes.data(), pixels, a.k, pixels, flip, panels);
       }
-      // One group: the tile's output channels; several: all of them (never cut).
-      const kernels::RowRange range = group == 1 ? kernels::RowRange{static_cast<size_t>(out_channels.begin),
-                                                                      static_cast<size_t>(out_channels.end)}
-                                                 : kernels::RowRange{0, a.m};
-      int32_t* c = out + (n - images.begin) * image_stride + grp * static_cast<int64_t>(a.m) * channel_stride;
-      kernels::s8u8_gemm(a, range, panels, c, static_cast<size_t>(channel_stride));
-      for (size_t i = range.begin; i < range.end; ++i) {
-        const int32_t correction = zero * a.row_sums[i];
-        int32_t* row = c + static_cast<int64_t>(i - range.begin) * channel_stride;
-        for (size_t j = 0; j < pixels; ++j) row[j] -= correction;
-      }
+      use(n, grp, panels);
     }
+}
+
+int32_t s8_zero(const Tensor& x, int32_t x_zero) { return x_zero + (x.dtype() == DType::i8 ? 128 : 0); }
+
+// One group: the tile's output channels; several: all of a group's (never cut).
+kernels::RowRange s8_rows(size_t groups, Range out_channels, const kernels::PackedS8& a) {
+  return groups == 1 ? kernels::RowRange{static_cast<size_t>(out_channels.begin), static_cast<size_t>(out_channels.end)}
+                     : kernels::RowRange{0, a.m};
+}
+
+// The int32 sums by the 8-bit kernel, minus x_zero * row sums of W.
+void conv_s8_sums(const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w, int32_t x_zero,
+                  Range images, Range out_channels, Range rows, int32_t* out, int64_t image_stride,
+                  int64_t channel_stride) {
+  const int32_t zero = s8_zero(x, x_zero);
+  const size_t pixels = static_cast<size_t>(rows.size() * g.output[1]);
+  for_each_s8_panels(x, g, w, x_zero, images, rows, [&](int64_t n, int64_t grp, const kernels::U8Panels& panels) {
+    const kernels::PackedS8& a = w[static_cast<size_t>(grp)];
+    const kernels::RowRange range = s8_rows(w.size(), out_channels, a);
+    int32_t* c = out + (n - images.begin) * image_stride + grp * static_cast<int64_t>(a.m) * channel_stride;
+    kernels::s8u8_gemm(a, range, panels, c, static_cast<size_t>(channel_stride));
+    for (size_t i = range.begin; i < range.end; ++i) {
+      const int32_t correction = zero * a.row_sums[i];
+      int32_t* row = c + static_cast<int64_t>(i - range.begin) * channel_stride;
+      for (size_t j = 0; j < pixels; ++j) row[j] -= correction;
+    }
+  });
 }
 
 // `out` is the first of the tile's output channels: a channel cut (one group only) computes
@@ -285,7 +302,7 @@ void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const
   if (p && !p->s8_groups.empty()) {
     const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
     if (rows.size() > 0)
-      conv_s8_sums(node, x, g, p->s8_groups, x_zp, images, out_channels, rows, out, image_stride, channel_stride);
+      conv_s8_sums(x, g, p->s8_groups, x_zp, images, out_channels, rows, out, image_stride, channel_stride);
     return;
   }
   const int16_t* w_pairs = p && !p->pairs.empty() ? p->pairs.data() : nullptr;
@@ -408,12 +425,64 @@ std::shared_ptr<const void> qlinear_prepare(const Node& node, std::span<const Va
   return prepare_weights(node, in, constants, 3, 5);
 }
 
+// QLinearConv on the 8-bit kernel with requantization in its epilogue (kernels/qgemm.h
+// S8Requantize): the int32 sums stay in registers. Per output channel, the bias minus the
+// zero-point correction and the float multiplier; false (nothing written) where they do not
+// fit the epilogue's int32 arithmetic, for the path through int32 sums.
+bool qlinear_s8_fused(const Node& node, std::span<const Tensor* const> in, const PreparedWeights& p, const Region& r,
+                      Tensor& y) {
+  const Tensor& x = *in[0];
+  const WindowGeometry g = geometry_of(node, x.shape(), in[3]->shape());
+  const Tensor* x_zero = optional_input(in, 2);
+  const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0, zero = s8_zero(x, x_zp);
+  const float x_scale = static_cast<float>(in[1]->to_f64().at(0)), y_scale = static_cast<float>(in[6]->to_f64().at(0));
+  const std::vector<double> w_scale = in[4]->to_f64();
+  const Tensor* bias = optional_input(in, 8);
+  const std::vector<int64_t> b = bias ? bias->to_i64() : std::vector<int64_t>();
+  const int64_t channels = y.dim(1), cout = channels / static_cast<int64_t>(p.s8_groups.size());
+  const int64_t k = static_cast<int64_t>(p.s8_groups[0].k);
+  thread_local std::vector<int32_t> add;
+  thread_local std::vector<float> multiplier;
+  add.resize(static_cast<size_t>(channels));
+  multiplier.resize(static_cast<size_t>(channels));
+  for (int64_t m = 0; m < channels; ++m) {
+    const kernels::PackedS8& a = p.s8_groups[static_cast<size_t>(m / cout)];
+    const int64_t value = (b.empty() ? 0 : b[static_cast<size_t>(m)]) - int64_t{zero} * a.row_sums[static_cast<size_t>(m % cout)];
+    // |raw sum| <= k * 255 * 128; with the correction and bias it must stay in int32.
+    if (std::abs(value) + k * 255 * 128 > std::numeric_limits<int32_t>::max()) return false;
+    add[static_cast<size_t>(m)] = static_cast<int32_t>(value);
+    multiplier[static_cast<size_t>(m)] =
+        x_scale * static_cast<float>(w_scale[w_scale.size() == 1 ? 0 : static_cast<size_t>(m)]) / y_scale;
+  }
+  const Tensor* y_zero = optional_input(in, 7);
+  kernels::S8Requantize rq;
+  rq.zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
+  rq.is_signed = y.dtype() == DType::i8;
+  rq.lo = rq.is_signed ? -128.0f : 0.0f, rq.hi = rq.is_signed ? 127.0f : 255.0f;
+  if (node.attr_string(kAttrActivation, "") == "relu") rq.lo = std::max(rq.lo, rq.zero_point);
+  const int64_t plane = y.dim(2) * y.dim(3);
+  rq.y_stride = static_cast<size_t>(plane);
+  auto* y_bytes = reinterpret_cast<uint8_t*>(y.raw());
+  for_each_s8_panels(x, g, p.s8_groups, x_zp, r[0], r[2], [&](int64_t n, int64_t grp, const kernels::U8Panels& panels) {
+    const kernels::PackedS8& a = p.s8_groups[static_cast<size_t>(grp)];
+    const kernels::RowRange range = s8_rows(p.s8_groups.size(), r[1], a);
+    const int64_t first_channel = grp * cout + static_cast<int64_t>(range.begin);
+    rq.add = add.data() + grp * cout;  // indexed by A's row
+    rq.multiplier = multiplier.data() + grp * cout;
+    rq.y = y_bytes + (n * channels + first_channel) * plane + r[2].begin * y.dim(3);
+    kernels::s8u8_gemm_requantize(a, range, panels, rq);
+  });
+  return true;
+}
+
 void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
                       const Region& out_region, const void* prepared) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   if (in[0]->rank() != 4 || in[3]->rank() != 4) return reference_whole(node, in, out, out_region);
   check_scales(*in[6], "y_scale");
+  const auto* p = static_cast<const PreparedWeights*>(prepared);
+  if (p && !p->s8_groups.empty() && out_region[2].size() > 0 && qlinear_s8_fused(node, in, *p, out_region, y)) return;
   const int64_t channels = out_region[1].size(), per_channel = out_region[2].size() * y.dim(3);
   thread_local std::vector<int32_t> sums;
   sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));

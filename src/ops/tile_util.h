@@ -30,7 +30,7 @@ void add_attention_rules(RuleTable& t);    // tile_attention.cpp
 void add_quant_matmul_rules(RuleTable& t); // tile_quant_matmul.cpp
 void add_conv_integer_rules(RuleTable& t); // tile_conv_integer.cpp
 void add_recurrent_rules(RuleTable& t);    // tile_recurrent.cpp
-void add_quant_add_rules(RuleTable& t);    // tile_quant_add.cpp
+void add_quant_elementwise_rules(RuleTable& t);    // tile_quant_elementwise.cpp: QLinearAdd, QuantizeLinear, DequantizeLinear
 
 // The table key of a grove.internal op's rule: "grove.internal:<op_type>".
 std::string internal_rule_key(const std::string& op_type);

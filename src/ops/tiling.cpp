@@ -21,7 +21,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_quant_matmul_rules(t);
     tiling::add_conv_integer_rules(t);
     tiling::add_recurrent_rules(t);
-    tiling::add_quant_add_rules(t);
+    tiling::add_quant_elementwise_rules(t);
     return t;
   }();
   return table;
