@@ -331,3 +331,89 @@ TEST(CliBadInput, ZeroQuantizationScale) {
 
 }  // namespace
 }  // namespace grove::cli_test
+
+namespace grove::cli_test {
+namespace {
+
+// grove quantize on bad calibration input: a missing or empty directory, a sample that does
+// not fit the model, a multi-input model given bare .npy files, and an opset without
+// QuantizeLinear. Then a small conv model quantizes, runs and still reads its input.
+std::filesystem::path conv_model(const TempDir& dir, int opset = 13) {
+  ModelBuilder m(opset);
+  m.input("image", onnx::TensorProto::FLOAT, {"1", "2", "5", "5"}).output("y", onnx::TensorProto::FLOAT, {"1", "3", "5", "5"});
+  std::vector<float> w(3 * 2 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * static_cast<float>(static_cast<int>(i % 7) - 3);
+  m.initializer("w", {3, 2, 3, 3}, w);
+  m.initializer("b", {3}, {0.5f, -0.25f, 0.0f});
+  auto& conv = *m.proto().mutable_graph()->add_node();
+  conv.set_op_type("Conv");
+  conv.set_name("conv");
+  for (const char* in : {"image", "w", "b"}) conv.add_input(in);
+  conv.add_output("c");
+  auto* pads = conv.add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  m.node("Relu", {"c"}, {"r"}, "relu").node("Sigmoid", {"r"}, {"y"}, "sigmoid");
+  return m.save(dir / "conv.onnx");
+}
+
+TEST(CliQuantize, BadCalibrationInputIsACleanError) {
+  TempDir dir;
+  auto model = conv_model(dir);
+  const std::string out = (dir / "q.onnx").string();
+  Result missing = run_grove({"quantize", model.string(), "--calibrate", (dir / "nope").string(), "-o", out});
+  expect_clean_error(missing);
+  expect_mentions(missing, {"nope", "not a directory"});
+
+  std::filesystem::create_directory(dir / "empty");
+  Result empty = run_grove({"quantize", model.string(), "--calibrate", (dir / "empty").string(), "-o", out});
+  expect_clean_error(empty);
+  expect_mentions(empty, {"no samples"});
+
+  std::filesystem::create_directory(dir / "wrong");
+  write_npy((dir / "wrong" / "a.npy").string(), Tensor(DType::f32, {1, 2, 4, 4}));
+  Result wrong = run_grove({"quantize", model.string(), "--calibrate", (dir / "wrong").string(), "-o", out});
+  expect_clean_error(wrong);
+  expect_mentions(wrong, {"a.npy", "'image'"});
+
+  auto old = conv_model(dir, 9);
+  std::filesystem::create_directory(dir / "good");
+  write_npy((dir / "good" / "a.npy").string(), Tensor(DType::f32, {1, 2, 5, 5}));
+  Result opset = run_grove({"quantize", old.string(), "--calibrate", (dir / "good").string(), "-o", out});
+  expect_clean_error(opset);
+  expect_mentions(opset, {"opset 9", "QuantizeLinear"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(CliQuantize, WritesAQdqModelThatRuns) {
+  TempDir dir;
+  auto model = conv_model(dir);
+  std::filesystem::create_directory(dir / "samples");
+  for (int s = 0; s < 3; ++s) {
+    Tensor t(DType::f32, {1, 2, 5, 5});
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 7 + s) % 11) / 5.0f - 1.0f;
+    write_npy((dir / "samples" / ("s" + std::to_string(s) + ".npy")).string(), t);
+  }
+  const std::string out = (dir / "q.onnx").string();
+  Result q = run_grove({"quantize", model.string(), "--calibrate", (dir / "samples").string(), "-o", out,
+                        "--method", "percentile", "--percentile", "99.9"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.out.find("calibrating on 3 samples"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("quantized 1 nodes (1 Conv"), std::string::npos) << q.out;
+  onnx::ModelProto written;
+  ASSERT_TRUE(written.ParseFromString(read_bytes(out)));
+  int quantize = 0, dequantize = 0;
+  for (const auto& n : written.graph().node()) {
+    quantize += n.op_type() == "QuantizeLinear";
+    dequantize += n.op_type() == "DequantizeLinear";
+  }
+  EXPECT_EQ(quantize, 2);    // the input and the Relu's output
+  EXPECT_EQ(dequantize, 4);  // those two, the weights and the bias
+  for (const auto& t : written.graph().initializer()) EXPECT_NE(t.name(), "w") << "the float weights stay in the model";
+  Result run = run_grove({"run", out, "--input", "image=" + (dir / "samples" / "s0.npy").string()});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
+}  // namespace
+}  // namespace grove::cli_test
