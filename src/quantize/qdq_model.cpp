@@ -174,10 +174,11 @@ class Rewriter {
       const std::string& op = n.op_type();
       if (!(n.domain().empty() || n.domain() == "ai.onnx") || (op != "Conv" && op != "MatMul" && op != "Gemm")) continue;
       auto skip = [&](const std::string& why) { report.skipped.push_back(describe(n) + ": " + why); };
-      if (n.input_size() < 2) continue;
+      // A product of two activations (attention's Q.K^T) has no weights to quantize: not a candidate.
+      if (n.input_size() < 2 || !initializers_.count(n.input(1))) continue;
       const TensorProto* w = weight(n.input(1));
       if (!w) {
-        skip("input 1 is not a float32 constant");
+        skip("weight of another dtype than float32");
         continue;
       }
       if (initializers_.count(n.input(0)) || graph_inputs_.count(n.input(1))) {
