@@ -111,6 +111,38 @@ void s8u8_gemm_requantize(const PackedS8& a, RowRange rows, const U8Panels& b, c
   s8u8_gemm_requantize_avx512vnni(a, rows, b, r);
 }
 
+void u8s8_gemm_requantize_scalar(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
+                                 const ColumnRequantize& r) {
+  constexpr size_t kWidth = U8Panels::kWidth;
+  std::vector<int32_t> sums(w.n);
+  for (size_t t = 0; t < rows; ++t) {
+    for (size_t j = 0; j < w.n; ++j) {
+      const auto* panel = reinterpret_cast<const int8_t*>(w.values.data() + j / kWidth * w.panel_bytes());
+      int32_t sum = 0;
+      for (size_t q = 0; q < w.quads; ++q)
+        for (size_t s = 0; s < 4; ++s)
+          sum += static_cast<int32_t>(x[t * x_stride + q * 4 + s]) * static_cast<int32_t>(panel[(q * kWidth + j % kWidth) * 4 + s]);
+      sums[j] = sum;
+    }
+    for (size_t j = 0; j < w.n; ++j) {
+      RequantizeParams p;
+      p.add = r.add[j];
+      p.multiplier = r.multiplier[j];
+      p.zero_point = r.zero_point, p.lo = r.lo, p.hi = r.hi;
+      requantize_scalar(&sums[j], 1, p, r.is_signed, static_cast<uint8_t*>(r.y) + t * r.y_stride + j);
+    }
+  }
+}
+
+void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const ColumnRequantize& r,
+                          Isa isa) {
+  if (rows == 0 || w.n == 0) return;
+  if (isa == Isa::scalar) return u8s8_gemm_requantize_scalar(x, rows, x_stride, w, r);
+  if (isa != Isa::avx512 || !isa_supports_avx512_vnni())
+    throw Error("u8s8_gemm: needs AVX512_VNNI, which this CPU or GROVE_ISA does not give");
+  u8s8_gemm_requantize_avx512vnni(x, rows, x_stride, w, r);
+}
+
 void s8u8_gemm(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa) {
   if (a.quads != b.quads) throw Error("s8u8_gemm: A has " + std::to_string(a.k) + " steps, B " + std::to_string(b.k));
   if (rows.begin % PackedS8::kRows != 0 || rows.end > a.m || rows.begin > rows.end)

@@ -69,6 +69,27 @@ struct S8Requantize {
 void s8u8_gemm_requantize(const PackedS8& a, RowRange rows, const U8Panels& b, const S8Requantize& r,
                           Isa isa = active_isa());
 
+// The other orientation, for QLinearMatMul: Y = X . W with X uint8 rows (activations,
+// broadcast 4 bytes at a time) and W int8 in U8Panels' layout (pack_u8_panels on W's bytes
+// with flip 0: panels of 16 columns x 4 k steps), requantized per column:
+//   y[t][j] = clamp(round_half_even(float(sum + add[j]) * multiplier[j]) + zero_point, lo, hi)
+// with add[j] = -x_zero * (column sum of W) typically. X's rows hold `w.quads * 4` bytes (k
+// padded with zeros) at x + t * x_stride; y row t at y + t * y_stride. Same int32 bound.
+struct ColumnRequantize {
+  const int32_t* add = nullptr;       // per column of W
+  const float* multiplier = nullptr;  // per column of W
+  float zero_point = 0, lo = 0, hi = 255;
+  bool is_signed = false;
+  void* y = nullptr;
+  size_t y_stride = 0;
+};
+void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const ColumnRequantize& r,
+                          Isa isa = active_isa());
+void u8s8_gemm_requantize_scalar(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
+                                 const ColumnRequantize& r);
+void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
+                                     const ColumnRequantize& r);
+
 void s8u8_gemm_scalar(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);
 void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);
 void s8u8_gemm_requantize_scalar(const PackedS8& a, RowRange rows, const U8Panels& b, const S8Requantize& r);

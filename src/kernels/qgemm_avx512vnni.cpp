@@ -158,7 +158,101 @@ void run_tiles(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c,
   }
 }
 
+// ---- Y = X . W: rows of X broadcast, W's panels the vectors, per-column requantization ----
+
+struct RowTileArgs {
+  const uint8_t* x;
+  size_t x_stride, quads;
+  const uint8_t* panel;  // W's first panel of the tile
+  size_t panel_bytes, cols;
+  const ColumnRequantize* rq;
+  size_t col;  // the tile's first column
+  uint8_t* y;  // the tile's first row and column
+};
+
+using RowTileFn = void (*)(const RowTileArgs& t);
+
+inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, size_t col, uint8_t* y, __mmask16 mask) {
+  const __m512i add = _mm512_maskz_loadu_epi32(mask, rq.add + col);
+  const __m512 multiplier = _mm512_maskz_loadu_ps(mask, rq.multiplier + col);
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, add)), multiplier);
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
+  v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(1 << 20)), _mm512_set1_ps(-(1 << 20)));
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  v = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
+  v = _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(rq.zero_point)), _mm512_set1_ps(rq.hi)),
+                    _mm512_set1_ps(rq.lo));
+  const __m512i q = _mm512_cvtps_epi32(v);
+  if (rq.is_signed) _mm512_mask_cvtsepi32_storeu_epi8(y, mask, q);
+  else _mm512_mask_cvtusepi32_storeu_epi8(y, mask, q);
+}
+
+// R rows of X x P panels of W; through an L1 buffer before requantizing, as in tile().
+template <size_t R, size_t P>
+void row_tile(const RowTileArgs& t) {
+  __m512i acc0[R], acc1[R];
+#pragma GCC unroll 16
+  for (size_t r = 0; r < R; ++r) {
+    acc0[r] = _mm512_setzero_si512();
+    if constexpr (P == 2) acc1[r] = _mm512_setzero_si512();
+  }
+  for (size_t q = 0; q < t.quads; ++q) {
+    const __m512i w0 = _mm512_loadu_si512(t.panel + q * kWidth * 4);
+    const __m512i w1 = P == 2 ? _mm512_loadu_si512(t.panel + t.panel_bytes + q * kWidth * 4) : w0;
+#pragma GCC unroll 16
+    for (size_t r = 0; r < R; ++r) {
+      int32_t quad;
+      std::memcpy(&quad, t.x + r * t.x_stride + q * 4, sizeof quad);
+      const __m512i xq = _mm512_set1_epi32(quad);
+      acc0[r] = _mm512_dpbusd_epi32(acc0[r], xq, w0);
+      if constexpr (P == 2) acc1[r] = _mm512_dpbusd_epi32(acc1[r], xq, w1);
+    }
+  }
+  alignas(64) int32_t sums[R][P * kWidth];
+#pragma GCC unroll 16
+  for (size_t r = 0; r < R; ++r) {
+    _mm512_store_si512(sums[r], acc0[r]);
+    if constexpr (P == 2) _mm512_store_si512(sums[r] + kWidth, acc1[r]);
+  }
+  const __mmask16 last = t.cols == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << t.cols) - 1);
+  for (size_t r = 0; r < R; ++r) {
+    uint8_t* y = t.y + r * t.rq->y_stride;
+    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, t.col, y, P == 2 ? __mmask16(0xFFFF) : last);
+    if constexpr (P == 2) store_column_requantized(_mm512_load_si512(sums[r] + kWidth), *t.rq, t.col + kWidth, y + kWidth, last);
+  }
+}
+
+template <size_t P, size_t... R>
+constexpr std::array<RowTileFn, kRows + 1> row_tiles_of(std::index_sequence<R...>) {
+  return {nullptr, row_tile<R + 1, P>...};
+}
+constexpr std::array<RowTileFn, kRows + 1> kRowTiles[2] = {row_tiles_of<1>(std::make_index_sequence<kRows>()),
+                                                           row_tiles_of<2>(std::make_index_sequence<kRows>())};
+
 }  // namespace
+
+void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
+                                     const ColumnRequantize& r) {
+  const size_t panels = (w.n + kWidth - 1) / kWidth, bytes = w.panel_bytes();
+  // W (the weights) is the larger operand: its panel pair stays in cache while every block
+  // of rows passes.
+  for (size_t q0 = 0; q0 < panels; q0 += 2) {
+    const size_t count = std::min<size_t>(2, panels - q0);
+    for (size_t t0 = 0; t0 < rows; t0 += kRows) {
+      RowTileArgs t{};
+      t.x = x + t0 * x_stride;
+      t.x_stride = x_stride;
+      t.quads = w.quads;
+      t.panel = w.values.data() + q0 * bytes;
+      t.panel_bytes = bytes;
+      t.cols = std::min(kWidth, w.n - (q0 + count - 1) * kWidth);
+      t.rq = &r;
+      t.col = q0 * kWidth;
+      t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + q0 * kWidth;
+      kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
+    }
+  }
+}
 
 void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c, size_t c_stride) {
   run_tiles<false>(a, range, b, c, c_stride, nullptr);

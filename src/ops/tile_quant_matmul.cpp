@@ -2,9 +2,12 @@
 // reads its rows of A, all of B, and runs the integer GEMM (kernels/igemm.h), which gives the
 // int64 reference's exact sums (int32 wrap-around aside), so any cut gives the same bits;
 // QLinearMatMul then requantizes them as its reference does.
+#include <cstdlib>
+#include <limits>
 #include <memory>
 
 #include "kernels/igemm.h"
+#include "kernels/qgemm.h"
 #include "ops/op_util.h"
 #include "ops/quant_matmul.h"
 #include "ops/quant_util.h"
@@ -185,9 +188,89 @@ void requantize_rows(std::span<const Tensor* const> in, const int32_t* sums, int
   }
 }
 
+// QLinearMatMul's constant B: on a VNNI CPU, int8 with zero points 0 goes to the 8-bit kernel
+// (kernels/qgemm.h u8s8_gemm_requantize: B's bytes in panels, plus its column sums for
+// a's zero point); otherwise the int16 panels of prepare_b.
+struct QLinearWeights {
+  std::shared_ptr<const void> int16;  // kernels::IntPanels, or null on the 8-bit path
+  kernels::U8Panels s8;               // B's int8 bytes in the kernel's panel layout
+  std::vector<int32_t> column_sums;
+};
+
+bool zero_points_all_zero(const Tensor* t) {
+  if (!t) return true;
+  for (int64_t v : t->to_i64())
+    if (v != 0) return false;
+  return true;
+}
+
 std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
                                             std::span<const Tensor* const> constants) {
-  return prepare_b(in, constants, 3, 5);
+  auto w = std::make_shared<QLinearWeights>();
+  const Tensor* b = constants.size() > 3 ? constants[3] : nullptr;
+  const bool zero_known = !has_input(in, 5) || (constants.size() > 5 && constants[5]);
+  if (kernels::isa_supports_avx512_vnni() && b && b->rank() == 2 && b->dtype() == DType::i8 && zero_known &&
+      zero_points_all_zero(has_input(in, 5) ? constants[5] : nullptr) && (in[0].dtype == DType::u8 || in[0].dtype == DType::i8)) {
+    const auto k = static_cast<size_t>(b->dim(0)), n = static_cast<size_t>(b->dim(1));
+    kernels::pack_u8_panels(reinterpret_cast<const uint8_t*>(b->raw()), n, k, n, 0, w->s8);
+    w->column_sums.assign(n, 0);
+    for (size_t p = 0; p < k; ++p)
+      for (size_t j = 0; j < n; ++j) w->column_sums[j] += b->data<int8_t>()[p * n + j];
+    return w;
+  }
+  w->int16 = prepare_b(in, constants, 3, 5);
+  return w->int16 ? std::static_pointer_cast<const void>(w) : nullptr;
+}
+
+int64_t qlinear_prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  const auto& w = *static_cast<const QLinearWeights*>(prepared);
+  const auto* int16 = static_cast<const kernels::IntPanels*>(w.int16.get());
+  return static_cast<int64_t>((int16 ? int16->values.size() * sizeof(int16_t) : 0) + w.s8.values.size() +
+                              w.column_sums.size() * sizeof(int32_t));
+}
+
+// The 8-bit path for the blocks of one tile: a's rows padded to whole quads (and XOR 0x80
+// when int8), the kernel with per-column requantization straight into y. False where a's
+// scale or zero point is per row, or the sums could pass int32: the int16 path then runs.
+bool qlinear_s8(const Node& node, std::span<const Tensor* const> in, const QLinearWeights& w, const Region& out_region,
+                Tensor& y) {
+  const Tensor* a_zero = optional_input(in, 2);
+  if (in[1]->numel() != 1 || (a_zero && a_zero->numel() != 1)) return false;
+  const bool is_signed = in[0]->dtype() == DType::i8;
+  const int32_t zero = (a_zero ? static_cast<int32_t>(a_zero->to_i64()[0]) : 0) + (is_signed ? 128 : 0);
+  const size_t n = w.s8.n, k = w.s8.k, k4 = w.s8.quads * 4;
+  thread_local std::vector<int32_t> add;
+  thread_local std::vector<float> multiplier;
+  add.resize(n);
+  multiplier.resize(n);
+  const float a_scale = static_cast<float>(in[1]->to_f64()[0]), y_scale = in[6]->data<float>()[0];
+  const std::vector<double> b_scale = in[4]->to_f64();
+  for (size_t j = 0; j < n; ++j) {
+    const int64_t value = -int64_t{zero} * w.column_sums[j];
+    if (std::abs(value) + static_cast<int64_t>(k) * 255 * 128 > std::numeric_limits<int32_t>::max()) return false;
+    add[j] = static_cast<int32_t>(value);
+    multiplier[j] = a_scale * static_cast<float>(b_scale[b_scale.size() == 1 ? 0 : j]) / y_scale;
+  }
+  kernels::ColumnRequantize rq;
+  rq.add = add.data();
+  rq.multiplier = multiplier.data();
+  const Tensor* y_zero = optional_input(in, 7);
+  rq.zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
+  rq.is_signed = y.dtype() == DType::i8;
+  rq.lo = rq.is_signed ? -128.0f : 0.0f, rq.hi = rq.is_signed ? 127.0f : 255.0f;
+  rq.y_stride = n;
+  thread_local std::vector<uint8_t> rows;
+  const uint8_t flip = is_signed ? 0x80 : 0;
+  for_each_block(node, *in[0], *in[3], a_zero, optional_input(in, 5), out_region,
+                 [&](kernels::IntGemmCall& call, int64_t first_row) {
+                   rows.assign(call.m * k4, 0);
+                   const auto* a = static_cast<const uint8_t*>(call.a);
+                   for (size_t t = 0; t < call.m; ++t)
+                     for (size_t p = 0; p < k; ++p) rows[t * k4 + p] = a[t * k + p] ^ flip;
+                   rq.y = reinterpret_cast<uint8_t*>(y.raw()) + first_row * static_cast<int64_t>(n);
+                   kernels::u8s8_gemm_requantize(rows.data(), call.m, k4, w.s8, rq);
+                 });
+  return true;
 }
 
 void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
@@ -195,6 +278,9 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   check_scales(*in[6], "y_scale");
+  const auto* weights = static_cast<const QLinearWeights*>(prepared);
+  if (weights && !weights->int16 && qlinear_s8(node, in, *weights, out_region, y)) return;
+  prepared = weights ? weights->int16.get() : nullptr;
   const int64_t m = int_matmul_shape(node, in[0]->shape(), in[3]->shape()).m;
   thread_local kernels::IntGemmScratch scratch;
   thread_local std::vector<int32_t> sums;
@@ -213,7 +299,7 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
 
 void add_quant_matmul_rules(RuleTable& t) {
   t["MatMulInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
-  t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, prepared_bytes};
+  t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, qlinear_prepared_bytes};
 }
 
 }  // namespace grove::tiling

@@ -74,6 +74,40 @@ TEST(QGemm, MatchesOracleOverOddSizes) {
           for (bool b_signed : {false, true}) check({m, n, k}, b_signed, false, seed++, isa);
 }
 
+// u8s8_gemm_requantize (QLinearMatMul's orientation): the vpdpbusd kernel against the
+// scalar loops, bit for bit, over row and column remainders, per-column add and multiplier,
+// both output dtypes.
+TEST(QGemm, RowsTimesPanelsRequantizeLikeScalar) {
+  if (!isa_supports_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI";
+  unsigned seed = 40;
+  for (size_t rows : {1, 13, 14, 15, 30})
+    for (size_t n : {1, 16, 17, 33, 64})
+      for (size_t k : {4, 12, 100})
+        for (bool is_signed : {false, true}) {
+          std::mt19937 rng(seed++);
+          const size_t k4 = (k + 3) / 4 * 4, x_stride = k4 + 8;
+          std::vector<uint8_t> x(rows * x_stride, 0), w(k * n);
+          for (size_t t = 0; t < rows; ++t)
+            for (size_t p = 0; p < k; ++p) x[t * x_stride + p] = static_cast<uint8_t>(rng());
+          for (auto& v : w) v = static_cast<uint8_t>(rng());
+          U8Panels panels;
+          pack_u8_panels(w.data(), n, k, n, 0, panels);
+          std::vector<int32_t> add(n);
+          std::vector<float> multiplier(n);
+          for (size_t j = 0; j < n; ++j) add[j] = static_cast<int32_t>(rng() % 20001) - 10000, multiplier[j] = 0.0003f * static_cast<float>(j + 1);
+          std::vector<uint8_t> want(rows * (n + 3), 7), got(rows * (n + 3), 7);
+          ColumnRequantize r;
+          r.add = add.data(), r.multiplier = multiplier.data(), r.zero_point = is_signed ? 3.0f : 100.0f;
+          r.is_signed = is_signed, r.lo = is_signed ? -128.0f : 0.0f, r.hi = is_signed ? 127.0f : 255.0f;
+          r.y_stride = n + 3;
+          r.y = want.data();
+          u8s8_gemm_requantize(x.data(), rows, x_stride, panels, r, Isa::scalar);
+          r.y = got.data();
+          u8s8_gemm_requantize(x.data(), rows, x_stride, panels, r, Isa::avx512);
+          ASSERT_EQ(got, want) << "rows " << rows << " n " << n << " k " << k;
+        }
+}
+
 TEST(QGemm, ExtremeBytesDoNotSaturate) {
   // 255 x -128 products summed in fours: vpdpbusds would saturate, vpdpbusd must not.
   for (Isa isa : isas()) check({14, 32, 4096}, false, true, 7, isa);

@@ -323,6 +323,37 @@ TEST(QLinearConv, SymmetricWeightsMatchReferenceExactly) {
   }
 }
 
+// Symmetric int8 B (zero points 0, scale per column or per tensor): where the CPU has
+// AVX512_VNNI the prepared B takes the 8-bit kernel with per-column requantization; uint8
+// and int8 a, batched a, k not a multiple of 4, an int8 y, and a per-row a scale (int16 path).
+TEST(QLinearMatMul, SymmetricWeightsMatchReferenceExactly) {
+  struct Case { Shape a, b; DType at, yt; bool per_row_a; };
+  const std::vector<Case> cases = {
+      {{7, 36}, {36, 19}, DType::u8, DType::u8, false},
+      {{2, 29, 22}, {22, 40}, DType::i8, DType::i8, false},
+      {{3, 17, 64}, {64, 33}, DType::u8, DType::i8, false},
+      {{9, 20}, {20, 17}, DType::u8, DType::u8, true},
+  };
+  uint32_t seed = 800;
+  for (const Case& c : cases) {
+    const int64_t m = c.a[c.a.size() - 2], n = c.b.back();
+    std::vector<float> cols;
+    for (int64_t j = 0; j < n; ++j) cols.push_back(0.002f * static_cast<float>(j + 3));
+    Tensor a_scale = Tensor::scalar<float>(0.02f), a_zero = random_bytes(c.at, {}, seed++);
+    if (c.per_row_a) {
+      std::vector<float> rows;
+      for (int64_t i = 0; i < m; ++i) rows.push_back(0.01f * static_cast<float>(i + 1));
+      a_scale = f32({m}, rows), a_zero = random_bytes(c.at, {m}, seed++);
+    }
+    Tensor b_zero(DType::i8, {n});
+    std::fill_n(b_zero.data<int8_t>(), n, int8_t{0});
+    std::vector<Tensor> in = {random_bytes(c.at, c.a, seed++), a_scale, a_zero, random_bytes(DType::i8, c.b, seed++),
+                              f32({n}, cols), b_zero, Tensor::scalar<float>(0.4f), random_bytes(c.yt, {}, seed++)};
+    auto stats = tiletest::check_tiling(NodeBuilder("QLinearMatMul", 10, 8), in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.a);
+  }
+}
+
 TEST(QLinearMatMul, TileRuleMatchesReferenceExactly) {
   struct Case { Shape a, b; DType at, bt; bool per_row_col; };
   const std::vector<Case> cases = {
