@@ -222,7 +222,7 @@ void im2col_bytes(const T* x_image, int64_t first_channel, int64_t channels, con
           const int64_t src = (y_lo + dy) * iw + dx, total = (y_hi - y_lo) * ow;
           const int64_t t0 = std::max<int64_t>(0, -src), t1 = std::min(total, ih * iw - src);
           uint8_t* dst = dst_row + (y_lo - rows.begin) * ow;
-          if (t1 > t0) std::memcpy(dst + t0, plane + src + t0, static_cast<size_t>(t1 - t0));
+          if (t1 > t0) std::memcpy(dst + t0, plane + (src + t0), static_cast<size_t>(t1 - t0));
           // Columns whose window falls left or right of the row read padding, not the next row.
           if (dx != 0)
             for (int64_t y = 0; y < y_hi - y_lo; ++y) {
