@@ -37,18 +37,24 @@ using TileFn = void (*)(const TileArgs& t);
 
 // requantize.h's arithmetic on 16 sums (intrinsics in the scalar loop's order; this file
 // is compiled without FMA contraction), narrowed to bytes, stored under `mask`.
-inline void store_requantized(__m512i acc, int32_t add, float multiplier, const S8Requantize& rq, uint8_t* y,
-                              __mmask16 mask) {
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_set1_epi32(add))), _mm512_set1_ps(multiplier));
+inline void store_requantized(__m512i acc, __m512i add, __m512 multiplier, float zero_point, float lo, float hi,
+                              bool is_signed, uint8_t* y, __mmask16 mask) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, add)), multiplier);
   v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
   v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(1 << 20)), _mm512_set1_ps(-(1 << 20)));
   const __m512 magic = _mm512_set1_ps(12582912.0f);
   v = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
-  v = _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(rq.zero_point)), _mm512_set1_ps(rq.hi)),
-                    _mm512_set1_ps(rq.lo));
+  v = _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(zero_point)), _mm512_set1_ps(hi)), _mm512_set1_ps(lo));
   const __m512i q = _mm512_cvtps_epi32(v);  // integral already
-  if (rq.is_signed) _mm512_mask_cvtsepi32_storeu_epi8(y, mask, q);
+  if (is_signed) _mm512_mask_cvtsepi32_storeu_epi8(y, mask, q);
   else _mm512_mask_cvtusepi32_storeu_epi8(y, mask, q);
+}
+
+// One row's add and multiplier (S8Requantize: per row of A).
+inline void store_requantized(__m512i acc, int32_t add, float multiplier, const S8Requantize& rq, uint8_t* y,
+                              __mmask16 mask) {
+  store_requantized(acc, _mm512_set1_epi32(add), _mm512_set1_ps(multiplier), rq.zero_point, rq.lo, rq.hi, rq.is_signed,
+                    y, mask);
 }
 
 // R rows x P panels (P is 1 or 2). Two plain accumulator arrays, not one [R][P] array,
@@ -172,19 +178,10 @@ struct RowTileArgs {
 
 using RowTileFn = void (*)(const RowTileArgs& t);
 
+// 16 columns' adds and multipliers (ColumnRequantize: per column of W).
 inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, size_t col, uint8_t* y, __mmask16 mask) {
-  const __m512i add = _mm512_maskz_loadu_epi32(mask, rq.add + col);
-  const __m512 multiplier = _mm512_maskz_loadu_ps(mask, rq.multiplier + col);
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, add)), multiplier);
-  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
-  v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(1 << 20)), _mm512_set1_ps(-(1 << 20)));
-  const __m512 magic = _mm512_set1_ps(12582912.0f);
-  v = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
-  v = _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(rq.zero_point)), _mm512_set1_ps(rq.hi)),
-                    _mm512_set1_ps(rq.lo));
-  const __m512i q = _mm512_cvtps_epi32(v);
-  if (rq.is_signed) _mm512_mask_cvtsepi32_storeu_epi8(y, mask, q);
-  else _mm512_mask_cvtusepi32_storeu_epi8(y, mask, q);
+  store_requantized(acc, _mm512_maskz_loadu_epi32(mask, rq.add + col), _mm512_maskz_loadu_ps(mask, rq.multiplier + col),
+                    rq.zero_point, rq.lo, rq.hi, rq.is_signed, y, mask);
 }
 
 // R rows of X x P panels of W; through an L1 buffer before requantizing, as in tile().

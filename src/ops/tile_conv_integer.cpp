@@ -53,6 +53,19 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
     if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
 }
 
+// Kernel column kj reads input column x * stride + shift for output column x: inside the row
+// for x in [x_lo, x_hi), padding elsewhere.
+struct WindowColumns {
+  int64_t shift, x_lo, x_hi;
+};
+WindowColumns window_columns(const WindowGeometry& g, int64_t kj) {
+  const int64_t iw = g.input[1], ow = g.output[1];
+  const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
+  const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
+  const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+  return {shift, x_lo, x_hi};
+}
+
 struct ConvIntegerWorkspace {
   kernels::IntPanels columns;
   std::vector<int16_t> row;
@@ -76,9 +89,8 @@ void im2col_panels(const T* x_image, int64_t first_channel, int64_t channels, co
     for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
       for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
         // Output columns [x_lo, x_hi) read inside the row; the others read padding.
-        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
-        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
-        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        const auto [shift, x_lo, x_hi] = window_columns(g, kj);
+        const int64_t stride = g.strides[1];
         for (int64_t y = rows.begin; y < rows.end; ++y) {
           const int64_t iy = y * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
           int16_t* dst = row + (y - rows.begin) * ow;
@@ -119,9 +131,8 @@ void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels
     for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
       for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
         const int32_t wv = static_cast<int32_t>(w[c * taps + ki * g.kernel[1] + kj]) - zw;
-        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
-        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
-        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        const auto [shift, x_lo, x_hi] = window_columns(g, kj);
+        const int64_t stride = g.strides[1];
         for (int64_t r = rows.begin; r < rows.end; ++r) {
           const int64_t iy = r * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
           if (iy < 0 || iy >= ih) continue;
@@ -239,9 +250,8 @@ void im2col_bytes(const T* x_image, int64_t first_channel, int64_t channels, con
     const auto* plane = reinterpret_cast<const uint8_t*>(x_image + (first_channel + c) * ih * iw);
     for (int64_t ki = 0; ki < g.kernel[0]; ++ki)
       for (int64_t kj = 0; kj < g.kernel[1]; ++kj, dst_row += pixels) {
-        const int64_t shift = kj * g.dilations[1] - g.pads_begin[1], stride = g.strides[1];
-        const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
-        const int64_t x_hi = std::max(x_lo, std::min(ow, iw - shift <= 0 ? 0 : (iw - shift + stride - 1) / stride));
+        const auto [shift, x_lo, x_hi] = window_columns(g, kj);
+        const int64_t stride = g.strides[1];
         for (int64_t y = rows.begin; y < rows.end; ++y) {
           const int64_t iy = y * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
           uint8_t* dst = dst_row + (y - rows.begin) * ow;

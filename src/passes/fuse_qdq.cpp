@@ -129,6 +129,14 @@ void fold_constant_dequantize(Graph& g) {
 
 }  // namespace
 
+// Removes the nodes at these addresses (the Relu and QuantizeLinear a fused node replaced).
+void erase_nodes(Graph& g, const std::set<const Node*>& dropped) {
+  std::vector<Node> kept;
+  for (auto& n : g.nodes)
+    if (!dropped.count(&n)) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+}
+
 // The Add and its chain of fuse_qdq's comment: per-tensor scales, 8-bit values of one dtype
 // and one shape, no broadcasting.
 void fuse_quantized_adds(Graph& g) {
@@ -173,10 +181,7 @@ void fuse_quantized_adds(Graph& g) {
     dropped.insert(q);
     add = std::move(n);
   }
-  std::vector<Node> kept;
-  for (auto& n : g.nodes)
-    if (!dropped.count(&n)) kept.push_back(std::move(n));
-  g.nodes = std::move(kept);
+  erase_nodes(g, dropped);
 }
 
 void fuse_qdq(Graph& g) {
@@ -235,10 +240,7 @@ void fuse_qdq(Graph& g) {
     dropped.insert(q);
     op = std::move(n);
   }
-  std::vector<Node> kept;
-  for (auto& n : g.nodes)
-    if (!dropped.count(&n)) kept.push_back(std::move(n));
-  g.nodes = std::move(kept);
+  erase_nodes(g, dropped);
   fuse_quantized_adds(g);
   remove_dead_nodes(g);
   fold_constant_dequantize(g);
