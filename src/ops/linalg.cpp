@@ -1,6 +1,7 @@
 // MatMul (numpy semantics), Gemm and Det. The references are triple loops accumulating in
 // double for floats, so they are a stricter oracle than any blocked float kernel.
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -24,6 +25,19 @@ template <class T>
 double accumulated_value(Accumulator<T> value) {
   if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return static_cast<double>(static_cast<int64_t>(value));
   else return static_cast<double>(value);
+}
+
+// A double as T: floats as they are; integers rounded toward zero and saturated, NaN as 0.
+template <class T>
+T saturate_to(double value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(value);
+  } else {
+    if (std::isnan(value)) return T{0};
+    if (value <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (value >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(value);
+  }
 }
 
 // MatMul and Gemm are defined for these; the small integer types and bool are not ONNX T here.
@@ -155,9 +169,20 @@ void gemm_typed(const GemmPlan& plan, double alpha, double beta, const T* a, con
       }
     }
     for (int64_t j = 0; j < plan.n; ++j) {
-      double value = alpha * accumulated_value<T>(row[static_cast<size_t>(j)]);
+      const Acc sum = row[static_cast<size_t>(j)];
+      if constexpr (std::is_integral_v<T>) {
+        // alpha = beta = 1: integer arithmetic, wrapping like the products (C++20 makes the
+        // conversion to a signed T modular). Other scales go through double and saturate: a
+        // double outside T's range has no defined conversion (fuzz_graph, UBSan).
+        if (alpha == 1.0 && (!c || beta == 1.0)) {
+          const Acc add = c ? static_cast<Acc>(c[i * plan.c_strides[0] + j * plan.c_strides[1]]) : Acc{0};
+          y[i * plan.n + j] = static_cast<T>(sum + add);
+          continue;
+        }
+      }
+      double value = alpha * accumulated_value<T>(sum);
       if (c) value += beta * static_cast<double>(c[i * plan.c_strides[0] + j * plan.c_strides[1]]);
-      y[i * plan.n + j] = static_cast<T>(value);
+      y[i * plan.n + j] = saturate_to<T>(value);
     }
   }
 }

@@ -105,6 +105,20 @@ TEST(Gemm, BadShapesThrow) {
 
 // Integer products wrap as two's complement instead of overflowing (UB in int64 arithmetic,
 // found by fuzz_graph): INT64_MIN squared is 2^126, 0 modulo 2^64; an int32 MatMul wraps mod 2^32.
+// With beta != 1 an integer Gemm goes through double: a result past T's range saturates
+// (fuzz_graph: beta * C of -1.8e19 for an int64 output was a float-cast overflow, UB).
+TEST(Gemm, IntegerResultsOutsideTheRangeSaturate) {
+  Tensor a(DType::i64, {1, 1}), b(DType::i64, {1, 1}), c(DType::i64, {1, 1});
+  a.data<int64_t>()[0] = 1, b.data<int64_t>()[0] = 1, c.data<int64_t>()[0] = INT64_MIN;
+  EXPECT_EQ(run(NodeBuilder("Gemm", 13, 3).f("beta", 2.0f), {&a, &b, &c}).data<int64_t>()[0], INT64_MIN);
+  c.data<int64_t>()[0] = INT64_MAX;
+  EXPECT_EQ(run(NodeBuilder("Gemm", 13, 3).f("beta", 2.0f), {&a, &b, &c}).data<int64_t>()[0], INT64_MAX);
+  EXPECT_EQ(run(NodeBuilder("Gemm", 13, 3).f("alpha", 3.0f).f("beta", 0.5f), {&a, &b, &c}).data<int64_t>()[0],
+            static_cast<int64_t>(3.0 + 0.5 * static_cast<double>(INT64_MAX)));
+  // alpha = beta = 1 wraps instead: INT64_MAX + 1 is INT64_MIN.
+  EXPECT_EQ(run(NodeBuilder("Gemm", 13, 3), {&a, &b, &c}).data<int64_t>()[0], INT64_MIN);
+}
+
 TEST(Gemm, IntegerProductsWrap) {
   Tensor a(DType::i64, {1, 1}), b(DType::i64, {1, 1});
   a.data<int64_t>()[0] = INT64_MIN;
