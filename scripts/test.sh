@@ -4,7 +4,7 @@
 #     schedules (random delays, random pop/steal order); skip with GROVE_SKIP_TSAN=1;
 #  2. the unit, CLI, server and ONNX node conformance tests under AddressSanitizer + UndefinedBehavior-
 #     Sanitizer (clang; the model tests are left out: exporting them costs minutes of torch),
-#     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 60) in the same build
+#     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 30) in the same build
 #     (docs/fuzzing.md); skip with GROVE_SKIP_ASAN=1, or only the fuzzing with GROVE_SKIP_FUZZ=1;
 #  3. everything under ctest in Release: unit, ONNX node conformance, kernels, runtime, CLI
 #     and bad input, PyTorch model comparisons.
@@ -17,10 +17,10 @@ if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   echo "== ThreadSanitizer + adversarial schedules =="
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_TESTS=ON \
         -DGROVE_SANITIZE=thread -DGROVE_ADVERSARIAL=ON > /dev/null
-  cmake --build build-tsan -j"$jobs" --target grove_runtime_tests grove_unit_tests grove_serve_tests
+  cmake --build build-tsan -j"$jobs" --target grove_runtime_tests grove_concurrent_unit_tests grove_serve_tests
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   build-tsan/tests/runtime/grove_runtime_tests --gtest_brief=1
-  build-tsan/tests/grove_unit_tests --gtest_brief=1 --gtest_filter='Session*:PlannedRun*:StagedJob*:ControlFlow*'
+  build-tsan/tests/grove_concurrent_unit_tests --gtest_brief=1
   build-tsan/tests/serve/grove_serve_tests --gtest_brief=1
 fi
 
@@ -36,7 +36,7 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   build-fuzz/tests/serve/grove_serve_tests --gtest_brief=1
   build-fuzz/tests/grove_conformance
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
-    bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"
+    bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-30}"
   fi
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
