@@ -115,8 +115,9 @@ void u8s8_gemm_requantize_scalar(const uint8_t* x, size_t rows, size_t x_stride,
                                  const ColumnRequantize& r) {
   constexpr size_t kWidth = U8Panels::kWidth;
   std::vector<int32_t> sums(w.n);
+  const size_t j0 = r.col_begin, j1 = std::min(r.col_end, w.n);
   for (size_t t = 0; t < rows; ++t) {
-    for (size_t j = 0; j < w.n; ++j) {
+    for (size_t j = j0; j < j1; ++j) {
       const auto* panel = reinterpret_cast<const int8_t*>(w.values.data() + j / kWidth * w.panel_bytes());
       int32_t sum = 0;
       for (size_t q = 0; q < w.quads; ++q)
@@ -124,19 +125,21 @@ void u8s8_gemm_requantize_scalar(const uint8_t* x, size_t rows, size_t x_stride,
           sum += static_cast<int32_t>(x[t * x_stride + q * 4 + s]) * static_cast<int32_t>(panel[(q * kWidth + j % kWidth) * 4 + s]);
       sums[j] = sum;
     }
-    for (size_t j = 0; j < w.n; ++j) {
+    for (size_t j = j0; j < j1; ++j) {
       RequantizeParams p;
       p.add = r.add[j];
       p.multiplier = r.multiplier[j];
       p.zero_point = r.zero_point, p.lo = r.lo, p.hi = r.hi;
-      requantize_scalar(&sums[j], 1, p, r.is_signed, static_cast<uint8_t*>(r.y) + t * r.y_stride + j);
+      requantize_scalar(&sums[j], 1, p, r.is_signed, static_cast<uint8_t*>(r.y) + t * r.y_stride + (j - j0));
     }
   }
 }
 
 void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const ColumnRequantize& r,
                           Isa isa) {
-  if (rows == 0 || w.n == 0) return;
+  if (r.col_begin % U8Panels::kWidth != 0)
+    throw Error("u8s8_gemm: column " + std::to_string(r.col_begin) + " does not start a panel");
+  if (rows == 0 || r.col_begin >= std::min(r.col_end, w.n)) return;
   if (isa == Isa::scalar) return u8s8_gemm_requantize_scalar(x, rows, x_stride, w, r);
   if (isa != Isa::avx512 || !isa_supports_avx512_vnni())
     throw Error("u8s8_gemm: needs AVX512_VNNI, which this CPU or GROVE_ISA does not give");

@@ -74,7 +74,9 @@ void s8u8_gemm_requantize(const PackedS8& a, RowRange rows, const U8Panels& b, c
 // with flip 0: panels of 16 columns x 4 k steps), requantized per column:
 //   y[t][j] = clamp(round_half_even(float(sum + add[j]) * multiplier[j]) + zero_point, lo, hi)
 // with add[j] = -x_zero * (column sum of W) typically. X's rows hold `w.quads * 4` bytes (k
-// padded with zeros) at x + t * x_stride; y row t at y + t * y_stride. Same int32 bound.
+// padded with anything: W's padded steps are 0) at x + t * x_stride. Only W's columns
+// [col_begin, col_end) are computed (col_begin a multiple of kWidth; col_end past w.n means
+// w.n): column j of y row t at y + t * y_stride + (j - col_begin). Same int32 bound.
 struct ColumnRequantize {
   const int32_t* add = nullptr;       // per column of W
   const float* multiplier = nullptr;  // per column of W
@@ -82,6 +84,7 @@ struct ColumnRequantize {
   bool is_signed = false;
   void* y = nullptr;
   size_t y_stride = 0;
+  size_t col_begin = 0, col_end = SIZE_MAX;
 };
 void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const ColumnRequantize& r,
                           Isa isa = active_isa());

@@ -230,24 +230,31 @@ constexpr std::array<RowTileFn, kRows + 1> kRowTiles[2] = {row_tiles_of<1>(std::
 
 void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
                                      const ColumnRequantize& r) {
-  const size_t panels = (w.n + kWidth - 1) / kWidth, bytes = w.panel_bytes();
-  // W (the weights) is the larger operand: its panel pair stays in cache while every block
-  // of rows passes.
-  for (size_t q0 = 0; q0 < panels; q0 += 2) {
+  const size_t bytes = w.panel_bytes(), first = r.col_begin / kWidth;
+  const size_t panels = (std::min(r.col_end, w.n) + kWidth - 1) / kWidth;
+  auto run = [&](size_t q0, size_t t0) {
     const size_t count = std::min<size_t>(2, panels - q0);
-    for (size_t t0 = 0; t0 < rows; t0 += kRows) {
-      RowTileArgs t{};
-      t.x = x + t0 * x_stride;
-      t.x_stride = x_stride;
-      t.quads = w.quads;
-      t.panel = w.values.data() + q0 * bytes;
-      t.panel_bytes = bytes;
-      t.cols = std::min(kWidth, w.n - (q0 + count - 1) * kWidth);
-      t.rq = &r;
-      t.col = q0 * kWidth;
-      t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + q0 * kWidth;
-      kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
-    }
+    RowTileArgs t{};
+    t.x = x + t0 * x_stride;
+    t.x_stride = x_stride;
+    t.quads = w.quads;
+    t.panel = w.values.data() + q0 * bytes;
+    t.panel_bytes = bytes;
+    t.cols = std::min(kWidth, std::min(r.col_end, w.n) - (q0 + count - 1) * kWidth);
+    t.rq = &r;
+    t.col = q0 * kWidth;
+    t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + (q0 - first) * kWidth;
+    kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
+  };
+  // The larger operand is walked once in the outer loop, the smaller re-read from cache:
+  // W's panel pairs outer for few rows and many columns (a token block of a transformer, a
+  // late conv layer), X's row blocks outer for many rows (an early conv layer's pixels).
+  if (rows > (panels - first) * kWidth) {
+    for (size_t t0 = 0; t0 < rows; t0 += kRows)
+      for (size_t q0 = first; q0 < panels; q0 += 2) run(q0, t0);
+  } else {
+    for (size_t q0 = first; q0 < panels; q0 += 2)
+      for (size_t t0 = 0; t0 < rows; t0 += kRows) run(q0, t0);
   }
 }
 

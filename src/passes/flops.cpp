@@ -67,6 +67,11 @@ int64_t node_flops(const Graph& g, const Node& n) {
     const Shape* y = shape_of(g, n.outputs[0]);
     return y ? numel(*y) : 0;
   }
+  if (n.domain == kGroveDomain && n.op_type == "QLinearConvNhwc" && n.inputs.size() > 3 && !n.outputs.empty()) {
+    const Shape* y = shape_of(g, n.outputs[0]);  // layout_int8: QLinearConv's products, channels-last
+    const Shape* wq = shape_of(g, n.inputs[3]);
+    return y && wq && !wq->empty() ? mul(2, numel(*y), product(*wq, 1)) : 0;
+  }
   if (!n.domain.empty() || n.outputs.empty()) return 0;
   const Shape* out = shape_of(g, n.outputs[0]);
   const Shape* x = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);

@@ -66,6 +66,7 @@ void optimize(Graph& g) {
   rewrite_constant_pow(g);  // first: its Identity goes, its Mul(x, x) is what later passes match
   remove_identities(g);
   fuse_qdq(g);  // before fuse_epilogues takes the Relu into the float Conv
+  to_channels_last_int8(g);
   fold_batchnorm_into_conv(g);
   fuse_layernorm(g);
   fuse_attention(g);

@@ -31,6 +31,11 @@ void fold_batchnorm_into_conv(Graph& graph);
 // weights become QLinearConv/QLinearMatMul (fuse_qdq.cpp says when).
 void fuse_qdq(Graph& graph);
 
+// On a VNNI CPU, each QLinearConv the 8-bit kernel can take runs channels-last as
+// grove.internal QLinearConvNhwc, with Transposes where the layout changes; residual
+// QLinearAdds between such convs stay channels-last too (layout_int8.cpp). Returns how many.
+int to_channels_last_int8(Graph& graph);
+
 // Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.
 int fuse_attention(Graph& graph);

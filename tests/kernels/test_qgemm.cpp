@@ -108,6 +108,40 @@ TEST(QGemm, RowsTimesPanelsRequantizeLikeScalar) {
         }
 }
 
+// A column range (a channel tile of QLinearConvNhwc): only W's columns [col_begin, col_end)
+// are written, from y's first byte, each equal to the full product's column; nothing else.
+TEST(QGemm, ColumnRangeWritesOnlyItsColumns) {
+  std::mt19937 rng(77);
+  const size_t rows = 29, n = 70, k = 20, stride = n + 5;
+  std::vector<uint8_t> x(rows * k), w(k * n);
+  for (auto& v : x) v = static_cast<uint8_t>(rng());
+  for (auto& v : w) v = static_cast<uint8_t>(rng());
+  U8Panels panels;
+  pack_u8_panels(w.data(), n, k, n, 0, panels);
+  std::vector<int32_t> add(n, -300);
+  std::vector<float> multiplier(n, 0.002f);
+  ColumnRequantize r;
+  r.add = add.data(), r.multiplier = multiplier.data(), r.zero_point = 9.0f, r.y_stride = stride;
+  std::vector<uint8_t> whole(rows * stride, 0);
+  r.y = whole.data();
+  u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::scalar);
+  std::vector<Isa> isas = {Isa::scalar};
+  if (isa_supports_avx512_vnni()) isas.push_back(Isa::avx512);
+  for (Isa isa : isas)
+    for (auto [begin, end] : {std::pair<size_t, size_t>{16, 48}, {32, 70}, {64, 200}, {0, 16}}) {
+      std::vector<uint8_t> got(rows * stride, 0xEE);
+      r.col_begin = begin, r.col_end = end, r.y = got.data();
+      u8s8_gemm_requantize(x.data(), rows, k, panels, r, isa);
+      const size_t cols = std::min(end, n) - begin;
+      for (size_t t = 0; t < rows; ++t)
+        for (size_t j = 0; j < stride; ++j)
+          ASSERT_EQ(got[t * stride + j], j < cols ? whole[t * stride + begin + j] : 0xEE)
+              << isa_name(isa) << " columns [" << begin << ", " << end << ") row " << t << " byte " << j;
+    }
+  r.col_begin = 8;
+  EXPECT_THROW(u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::scalar), Error);
+}
+
 TEST(QGemm, ExtremeBytesDoNotSaturate) {
   // 255 x -128 products summed in fours: vpdpbusds would saturate, vpdpbusd must not.
   for (Isa isa : isas()) check({14, 32, 4096}, false, true, 7, isa);

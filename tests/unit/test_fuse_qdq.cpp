@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "graph/epilogue_attrs.h"
+#include "kernels/isa.h"
 #include "passes/passes.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
@@ -90,6 +91,18 @@ TestModel residual_block(bool int_bias) {
 
 TEST(FuseQdq, FusesConvsAndTheResidualAdd) {
   Model model = load_test_model(residual_block(true));
+  if (kernels::isa_supports_avx512_vnni()) {
+    // passes/layout_int8.cpp: both convs and the add channels-last, one Transpose in, one out.
+    EXPECT_EQ(labels(model.graph()),
+              (std::map<std::string, int>{{"QuantizeLinear", 1},
+                                          {"Transpose", 2},
+                                          {"QLinearConvNhwc+Relu", 1},
+                                          {"QLinearConvNhwc", 1},
+                                          {"QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear", 1},
+                                          {"DequantizeLinear", 1},
+                                          {"Identity", 1}}));
+    return;
+  }
   EXPECT_EQ(labels(model.graph()),
             (std::map<std::string, int>{{"QuantizeLinear", 1},
                                         {"QLinearConv+Relu", 1},
@@ -97,6 +110,21 @@ TEST(FuseQdq, FusesConvsAndTheResidualAdd) {
                                         {"QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear", 1},
                                         {"DequantizeLinear", 1},
                                         {"Identity", 1}}));
+}
+
+TEST(FuseQdq, ChannelsLastTilesEqualTheNchwReference) {
+  // On a VNNI CPU the block runs channels-last; its tiles must give QLinearConv's bytes, which
+  // the reference computes on NCHW tensors.
+  TestModel m = residual_block(true);
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  for (int k : {1, 3, 8}) {
+    PlanOptions o;
+    o.tiles_per_op = k;
+    PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+    run_serial(run, 5);
+    EXPECT_EQ(run.outputs().at("y").to_f64(), want.at("y").to_f64()) << "tiles k=" << k;
+  }
 }
 
 TEST(FuseQdq, FloatBiasKeepsTheFloatConv) {

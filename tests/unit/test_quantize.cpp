@@ -2,8 +2,12 @@
 // dtype, per-axis and blocked scales, DequantizeLinear, DynamicQuantizeLinear's range and
 // its all-zero input, MatMulInteger / QLinearMatMul against hand sums, and the MatMulInteger
 // tile rule (integer GEMM kernel) against the reference over grids, exactly.
+#include <cstring>
 #include <random>
 
+#include "graph/epilogue_attrs.h"
+#include "ops/op.h"
+#include "ops/quant_conv_nhwc.h"
 #include "ops/quant_util.h"
 #include "op_test_util.h"
 #include "tiling_test_util.h"
@@ -282,6 +286,58 @@ TEST(QLinearConv, TileRuleMatchesReferenceExactly) {
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
     check_needs_cover_reads(node, in, {1, 0, 2, 0});
   }
+}
+
+// grove.internal QLinearConvNhwc (passes/layout_int8.cpp): channels-last x and y, every tile
+// equal to QLinearConv's reference on the rotated tensors. The cases take each way the rule
+// lays windows out: 1x1 stride 1 straight from x, whole window rows, padded and dilated taps,
+// an int8 x (XOR 0x80), a first layer with 3 channels; channel cuts need M > 32; a weight
+// zero point that is not 0 runs the reference.
+TEST(QLinearConvNhwc, TileRuleMatchesReferenceExactly) {
+  struct Case { Shape x, w; DType xt, yt; int64_t stride, pad, dilation; bool relu, w_zero; };
+  const std::vector<Case> cases = {
+      {{2, 6, 5, 8}, {40, 8, 1, 1}, DType::u8, DType::u8, 1, 0, 1, false, false},
+      {{1, 9, 7, 12}, {36, 12, 3, 3}, DType::u8, DType::u8, 1, 1, 1, true, false},
+      {{1, 11, 9, 5}, {33, 5, 3, 3}, DType::i8, DType::i8, 2, 1, 1, false, false},
+      {{1, 12, 12, 3}, {8, 3, 7, 7}, DType::u8, DType::u8, 2, 3, 1, true, false},
+      {{2, 8, 9, 4}, {9, 4, 3, 3}, DType::u8, DType::i8, 1, 2, 2, false, false},
+      {{1, 6, 6, 6}, {40, 6, 1, 1}, DType::u8, DType::u8, 2, 0, 1, false, false},
+      {{1, 5, 5, 4}, {6, 4, 3, 3}, DType::u8, DType::u8, 1, 1, 1, false, true},
+  };
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    NodeBuilder node("QLinearConvNhwc", 13, 9);
+    node.node.domain = kGroveDomain;
+    node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    node.ints("dilations", {c.dilation, c.dilation});
+    if (c.relu) node.s(kAttrActivation, "relu");
+    const int64_t m = c.w[0];
+    std::vector<float> w_scales;
+    for (int64_t i = 0; i < m; ++i) w_scales.push_back(0.002f * static_cast<float>(i + 1));
+    Tensor bias(DType::i32, {m});
+    std::mt19937 rng(seed);
+    for (int32_t& v : bias.span<int32_t>()) v = static_cast<int32_t>(rng() % 2001) - 1000;
+    Tensor w_zero = c.w_zero ? random_bytes(DType::i8, {m}, seed++) : Tensor(DType::i8, {m});
+    if (!c.w_zero) std::memset(w_zero.raw(), 0, w_zero.bytes());
+    std::vector<Tensor> in = {random_bytes(c.xt, c.x, seed++), Tensor::scalar<float>(0.05f), random_bytes(c.xt, {}, seed++),
+                              random_bytes(DType::i8, c.w, seed++), f32({m}, w_scales), w_zero,
+                              Tensor::scalar<float>(0.3f), random_bytes(c.yt, {}, seed++), bias};
+    auto stats = tiletest::check_tiling(node, in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+    check_needs_cover_reads(node, in, {1, 2, 0, m > 32 ? 32 : 0});
+  }
+}
+
+TEST(QLinearConvNhwc, RotationsMoveChannelsLast) {
+  Tensor t = random_bytes(DType::u8, {2, 3, 4, 5}, 9);
+  Tensor r = nchw_to_nhwc(t);
+  ASSERT_EQ(r.shape(), (Shape{2, 4, 5, 3}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t h = 0; h < 4; ++h)
+        for (int64_t w = 0; w < 5; ++w)
+          ASSERT_EQ(r.data<uint8_t>()[((n * 4 + h) * 5 + w) * 3 + c], t.data<uint8_t>()[((n * 3 + c) * 4 + h) * 5 + w]);
+  EXPECT_EQ(nhwc_to_nchw(r).to_i64(), t.to_i64());
 }
 
 }  // namespace

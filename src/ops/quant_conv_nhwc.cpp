@@ -1,0 +1,78 @@
+// grove.internal QLinearConvNhwc(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+// y_zero_point, B) -> y: QLinearConv with x as [N, H, W, C] and y as [N, OH, OW, M] (channels
+// last); W stays [M, C, kh, kw] and every attribute means what it means on QLinearConv.
+// passes/layout_int8.cpp makes it so the 8-bit kernel reads each pixel's channels as one
+// contiguous run (tile_quant_conv_nhwc.cpp); the importer never sees it. The reference is
+// QLinearConv's on rotated tensors, so both layouts give the same bytes.
+#include "ops/quant_conv_nhwc.h"
+
+#include <cstring>
+
+#include "ops/evaluate.h"
+#include "ops/op.h"
+#include "ops/op_util.h"
+
+namespace grove {
+
+Node qlinear_conv_twin(const Node& node) {
+  Node twin = node;
+  twin.op_type = "QLinearConv";
+  twin.domain.clear();
+  twin.opset = std::max(node.opset, 10);
+  return twin;
+}
+
+namespace {
+
+// out[i0][i1][i2][i3] = in at the position `from` maps to, for 1-byte elements.
+Tensor rotate(const Tensor& t, bool to_nhwc) {
+  if (t.rank() != 4 || dtype_size(t.dtype()) != 1) throw Error("expected a 4-D tensor of 1-byte elements");
+  const int64_t n = t.dim(0);
+  const int64_t c = to_nhwc ? t.dim(1) : t.dim(3), h = to_nhwc ? t.dim(2) : t.dim(1), w = to_nhwc ? t.dim(3) : t.dim(2);
+  Tensor out(t.dtype(), to_nhwc ? Shape{n, h, w, c} : Shape{n, c, h, w});
+  const auto* src = reinterpret_cast<const uint8_t*>(t.raw());
+  auto* dst = reinterpret_cast<uint8_t*>(out.raw());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < h * w; ++p) {
+        const int64_t nchw = (i * c + ch) * h * w + p, nhwc = (i * h * w + p) * c + ch;
+        if (to_nhwc) dst[nhwc] = src[nchw];
+        else dst[nchw] = src[nhwc];
+      }
+  return out;
+}
+
+Shape nchw_of(const Shape& s) { return s.size() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s; }
+
+void infer_qlinear_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 8, 9);
+  if (in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
+  if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
+  std::vector<ValueInfo> nchw(in.begin(), in.end());
+  nchw[0].shape = nchw_of(in[0].shape);
+  nchw[0].data = nullptr;
+  std::vector<ValueInfo> y = infer_node(qlinear_conv_twin(node), nchw);
+  const Shape& s = y.at(0).shape;
+  out[0] = ValueInfo{y[0].dtype, {s[0], s[2], s[3], s[1]}, nullptr, true};
+}
+
+void reference_qlinear_conv_nhwc(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor x = nhwc_to_nchw(*in[0]);
+  std::vector<const Tensor*> nchw(in.begin(), in.end());
+  nchw[0] = &x;
+  std::vector<Tensor> y = evaluate_node(qlinear_conv_twin(node), nchw);
+  const Tensor rotated = nchw_to_nhwc(y.at(0));
+  if (rotated.shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
+  std::memcpy(out[0]->raw(), rotated.raw(), rotated.bytes());
+}
+
+}  // namespace
+
+Tensor nchw_to_nhwc(const Tensor& t) { return rotate(t, true); }
+Tensor nhwc_to_nchw(const Tensor& t) { return rotate(t, false); }
+
+void register_quant_conv_nhwc_ops(OpRegistry& r) {
+  r.add_internal("QLinearConvNhwc", OpDef{&infer_qlinear_conv_nhwc, &reference_qlinear_conv_nhwc});
+}
+
+}  // namespace grove

@@ -1,0 +1,124 @@
+// Quantized convolutions to channels-last: each QLinearConv the 8-bit kernel can take becomes
+// grove.internal QLinearConvNhwc between two Transposes (NCHW -> NHWC before, back after).
+// A conv or residual QLinearAdd whose inputs already have a channels-last twin reads the twin,
+// so a chain of them (a ResNet's blocks) runs channels-last from its first conv to its last
+// reader that is not one of them; the back Transposes no one reads are removed as dead.
+// Why: in NCHW each tile laid x's windows out in pixel-major panels (a byte transpose per tile)
+// and wasted panel columns on planes that are not a multiple of 16 pixels; channels-last
+// pixels are the kernel's rows as they lie in memory (docs/quantization.md has the numbers).
+#include <cstdlib>
+#include <limits>
+#include <map>
+
+#include "kernels/isa.h"
+#include "ops/op.h"
+#include "passes/passes.h"
+
+namespace grove {
+namespace {
+
+const Tensor* constant(const Graph& g, const std::string& name) {
+  auto it = g.initializers.find(name);
+  return it == g.initializers.end() ? nullptr : &it->second;
+}
+
+bool one_byte(DType t) { return t == DType::u8 || t == DType::i8; }
+
+// Everything but x constant, int8 W with zero points 0, one group, per-tensor x and y
+// parameters, and sums that fit the kernel's int32 (tile_quant_conv_nhwc.cpp checks again).
+bool takes_channels_last(const Graph& g, const Node& n) {
+  if (n.op_type != "QLinearConv" || !n.domain.empty() || n.inputs.size() < 8 || n.outputs.size() != 1) return false;
+  if (n.attr_int("group", 1) != 1) return false;
+  auto x = g.values.find(n.inputs[0]), y = g.values.find(n.outputs[0]);
+  if (x == g.values.end() || y == g.values.end() || x->second.shape.size() != 4 || !one_byte(x->second.dtype)) return false;
+  const Tensor* w = constant(g, n.inputs[3]);
+  if (!w || w->dtype() != DType::i8 || w->rank() != 4) return false;
+  for (size_t i : {1, 2, 4, 6, 7}) {
+    const Tensor* t = constant(g, n.inputs[i]);
+    if (!t || (i != 4 && t->numel() != 1)) return false;
+  }
+  if (!n.inputs[5].empty()) {
+    const Tensor* wz = constant(g, n.inputs[5]);
+    if (!wz) return false;
+    for (int64_t v : wz->to_i64())
+      if (v != 0) return false;
+  }
+  int64_t largest_bias = 0;
+  if (n.inputs.size() > 8 && !n.inputs[8].empty()) {
+    const Tensor* b = constant(g, n.inputs[8]);
+    if (!b) return false;
+    for (int64_t v : b->to_i64()) largest_bias = std::max(largest_bias, std::abs(v));
+  }
+  const int64_t m = w->dim(0), k = w->numel() / std::max<int64_t>(m, 1);
+  const int64_t x_zero = std::abs(constant(g, n.inputs[2])->to_i64().at(0)) + 128;
+  // |column sum of W| <= 128 k, so the zero-point correction is at most x_zero * 128 k.
+  return k * 255 * 128 + largest_bias + x_zero * 128 * k <= std::numeric_limits<int32_t>::max();
+}
+
+Shape to_nhwc(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
+
+Node transpose(const std::string& name, const std::string& from, const std::string& to, std::vector<int64_t> perm) {
+  Node t;
+  t.name = name;
+  t.op_type = "Transpose";
+  t.opset = 13;
+  t.inputs = {from};
+  t.outputs = {to};
+  t.attrs["perm"].kind = Attribute::Kind::ints;
+  t.attrs["perm"].ints = std::move(perm);
+  return t;
+}
+
+}  // namespace
+
+int to_channels_last_int8(Graph& g) {
+  if (!kernels::isa_supports_avx512_vnni()) return 0;  // without VNNI the NCHW int16 path is the fast one
+  std::map<std::string, std::string> twin;  // NCHW value -> its channels-last copy
+  std::vector<Node> out;
+  int converted = 0;
+  // The channels-last copy of `value`: a converted node's output, or a new Transpose.
+  auto channels_last = [&](const std::string& value) {
+    auto it = twin.find(value);
+    if (it != twin.end()) return it->second;
+    const std::string name = value + "/nhwc";
+    const ValueInfo& info = g.values.at(value);
+    g.values[name] = ValueInfo{info.dtype, to_nhwc(info.shape), nullptr, true};
+    out.push_back(transpose(name + "/Transpose", value, name, {0, 2, 3, 1}));
+    twin[value] = name;
+    return name;
+  };
+  // `n` (already reading channels-last inputs) writes a channels-last copy of its output; a
+  // Transpose back gives the NCHW value under its old name to every other reader.
+  auto emit = [&](Node n) {
+    const std::string y = n.outputs[0], name = y + "/nhwc";
+    const ValueInfo info = g.values.at(y);
+    g.values[name] = ValueInfo{info.dtype, to_nhwc(info.shape), nullptr, true};
+    n.outputs[0] = name;
+    out.push_back(std::move(n));
+    out.push_back(transpose(name + "/Transpose", name, y, {0, 3, 1, 2}));
+    twin[y] = name;
+  };
+  for (auto& n : g.nodes) {
+    if (takes_channels_last(g, n)) {
+      n.inputs[0] = channels_last(n.inputs[0]);
+      n.op_type = "QLinearConvNhwc";
+      n.domain = kGroveDomain;
+      emit(std::move(n));
+      ++converted;
+      continue;
+    }
+    // A residual add of two channels-last values stays channels-last (it is elementwise).
+    if (n.op_type == "QLinearAdd" && n.domain == kGroveDomain && n.inputs.size() == 8 && twin.count(n.inputs[0]) &&
+        twin.count(n.inputs[3])) {
+      n.inputs[0] = twin.at(n.inputs[0]);
+      n.inputs[3] = twin.at(n.inputs[3]);
+      emit(std::move(n));
+      continue;
+    }
+    out.push_back(std::move(n));
+  }
+  g.nodes = std::move(out);
+  return converted;
+}
+
+}  // namespace grove
