@@ -76,6 +76,6 @@ void register_text_ops(OpRegistry&);          // text.cpp: TfIdfVectorizer
 void register_training_ops(OpRegistry&);      // training.cpp: Adagrad, Adam, Momentum (ai.onnx.preview.training)
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 void register_quant_add_ops(OpRegistry&);     // quant_add.cpp: grove.internal QLinearAdd
-void register_quant_conv_nhwc_ops(OpRegistry&);  // quant_conv_nhwc.cpp: grove.internal QLinearConvNhwc
+void register_channels_last_ops(OpRegistry&);  // channels_last.cpp: grove.internal QLinearConvNhwc, MaxPoolNhwc
 
 }  // namespace grove

@@ -44,7 +44,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_training_ops(r);
     register_internal_ops(r);
     register_quant_add_ops(r);
-    register_quant_conv_nhwc_ops(r);
+    register_channels_last_ops(r);
     return r;
   }();
   return registry;

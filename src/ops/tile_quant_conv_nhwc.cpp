@@ -1,4 +1,4 @@
-// Tile rule of grove.internal QLinearConvNhwc (quant_conv_nhwc.cpp): output [N, OH, OW, M]
+// Tile rule of grove.internal QLinearConvNhwc (channels_last.cpp): output [N, OH, OW, M]
 // cut by output rows, images, then channels in panel pairs. Each output pixel is one row of
 // the 8-bit kernel's X (kernels/qgemm.h u8s8_gemm_requantize): its window's channel runs laid
 // end to end, (ki, kj, c) order, so a 1x1 stride-1 conv reads x itself and any other conv

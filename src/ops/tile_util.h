@@ -30,6 +30,7 @@ void add_attention_rules(RuleTable& t);    // tile_attention.cpp
 void add_quant_matmul_rules(RuleTable& t); // tile_quant_matmul.cpp
 void add_conv_integer_rules(RuleTable& t); // tile_conv_integer.cpp
 void add_quant_conv_nhwc_rules(RuleTable& t);  // tile_quant_conv_nhwc.cpp: QLinearConvNhwc
+void add_pool_nhwc_rules(RuleTable& t);        // tile_pool_nhwc.cpp: MaxPoolNhwc
 void add_recurrent_rules(RuleTable& t);    // tile_recurrent.cpp
 void add_quant_elementwise_rules(RuleTable& t);    // tile_quant_elementwise.cpp: QLinearAdd, QuantizeLinear, DequantizeLinear
 

@@ -72,6 +72,12 @@ int64_t node_flops(const Graph& g, const Node& n) {
     const Shape* wq = shape_of(g, n.inputs[3]);
     return y && wq && !wq->empty() ? mul(2, numel(*y), product(*wq, 1)) : 0;
   }
+  if (n.domain == kGroveDomain && n.op_type == "MaxPoolNhwc" && !n.outputs.empty()) {  // one compare per tap
+    const Shape* y = shape_of(g, n.outputs[0]);
+    int64_t window = 1;
+    for (int64_t k : n.attr_ints("kernel_shape")) window = mul(window, k);
+    return y ? mul(numel(*y), window) : 0;
+  }
   if (!n.domain.empty() || n.outputs.empty()) return 0;
   const Shape* out = shape_of(g, n.outputs[0]);
   const Shape* x = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <set>
 
+#include "graph/epilogue_attrs.h"
 #include "kernels/isa.h"
 #include "ops/op.h"
 #include "passes/passes.h"
@@ -57,6 +59,24 @@ bool takes_channels_last(const Graph& g, const Node& n) {
 
 Shape to_nhwc(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
 
+// A per-tensor scale (> 0) and zero point of a DequantizeLinear or QuantizeLinear, when
+// both are constants (an absent zero point is 0).
+struct Params {
+  bool known = false;
+  float scale = 0;
+  int64_t zero = 0;
+};
+Params params_of(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 2 || n.has_attr("axis") || n.has_attr("block_size") || n.has_attr("output_dtype")) return {};
+  const Tensor* s = constant(g, n.inputs[1]);
+  const Tensor* z = n.inputs.size() > 2 && !n.inputs[2].empty() ? constant(g, n.inputs[2]) : nullptr;
+  if (!s || s->dtype() != DType::f32 || s->numel() != 1 || (n.inputs.size() > 2 && !n.inputs[2].empty() && !z)) return {};
+  if (z && z->numel() != 1) return {};
+  const float scale = s->data<float>()[0];
+  if (!(scale > 0)) return {};
+  return {true, scale, z ? z->to_i64().at(0) : 0};
+}
+
 Node transpose(const std::string& name, const std::string& from, const std::string& to, std::vector<int64_t> perm) {
   Node t;
   t.name = name;
@@ -98,24 +118,70 @@ int to_channels_last_int8(Graph& g) {
     out.push_back(transpose(name + "/Transpose", name, y, {0, 3, 1, 2}));
     twin[y] = name;
   };
-  for (auto& n : g.nodes) {
+  // Which nodes read each value (graph outputs count as a reader no pass can see).
+  std::map<std::string, std::vector<const Node*>> readers;
+  for (const auto& n : g.nodes)
+    for (const auto& in : n.inputs) readers[in].push_back(&n);
+  for (const auto& o : g.outputs) readers[o.name].push_back(nullptr);
+  auto only_reader = [&](const std::string& value, const char* op) -> const Node* {
+    auto it = readers.find(value);
+    if (it == readers.end() || it->second.size() != 1 || !it->second[0]) return nullptr;
+    const Node* r = it->second[0];
+    return r->op_type == op && r->domain.empty() ? r : nullptr;
+  };
+  std::map<const Node*, const Node*> pools;  // MaxPool -> the DequantizeLinear before it
+  for (const auto& n : g.nodes) {
+    if (n.op_type != "MaxPool" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() != 1) continue;
+    if (!n.has_attr("kernel_shape") || n.attr_ints("kernel_shape").size() != 2) continue;
+    for (const auto& dq : g.nodes)
+      if (dq.op_type == "DequantizeLinear" && dq.domain.empty() && dq.outputs.size() == 1 && dq.outputs[0] == n.inputs[0])
+        pools[&n] = &dq;
+  }
+  std::set<const Node*> dropped;  // the QuantizeLinear after a MaxPool that went channels-last
+  for (const auto& n : g.nodes) {
+    if (dropped.count(&n)) continue;
+    // DequantizeLinear -> MaxPool -> QuantizeLinear with one scale and zero point is MaxPool on
+    // the bytes (dequantizing is increasing, and Q(DQ(v)) = v): channels-last when x is.
+    if (auto pool = pools.find(&n); pool != pools.end() && twin.count(pool->second->inputs[0])) {
+      const Node& dq = *pool->second;
+      const Node* q = only_reader(n.outputs[0], "QuantizeLinear");
+      const Params a = params_of(g, dq), b = q ? params_of(g, *q) : Params{};
+      auto x = g.values.find(dq.inputs[0]);
+      auto y = q ? g.values.find(q->outputs[0]) : g.values.end();
+      if (a.known && b.known && a.scale == b.scale && a.zero == b.zero && x != g.values.end() && y != g.values.end() &&
+          one_byte(x->second.dtype) && y->second.dtype == x->second.dtype) {
+        Node m = n;
+        m.op_type = "MaxPoolNhwc";
+        m.domain = kGroveDomain;
+        m.inputs = {twin.at(dq.inputs[0])};
+        m.outputs = {q->outputs[0]};
+        m.attrs[kAttrFused].kind = Attribute::Kind::s;
+        m.attrs[kAttrFused].s = "DequantizeLinear+MaxPool+QuantizeLinear";
+        dropped.insert(q);
+        emit(std::move(m));
+        continue;
+      }
+    }
+    // Copies, not moves: `pools` and `readers` look at nodes not reached yet and at ones passed.
     if (takes_channels_last(g, n)) {
-      n.inputs[0] = channels_last(n.inputs[0]);
-      n.op_type = "QLinearConvNhwc";
-      n.domain = kGroveDomain;
-      emit(std::move(n));
+      Node c = n;
+      c.inputs[0] = channels_last(n.inputs[0]);
+      c.op_type = "QLinearConvNhwc";
+      c.domain = kGroveDomain;
+      emit(std::move(c));
       ++converted;
       continue;
     }
     // A residual add of two channels-last values stays channels-last (it is elementwise).
     if (n.op_type == "QLinearAdd" && n.domain == kGroveDomain && n.inputs.size() == 8 && twin.count(n.inputs[0]) &&
         twin.count(n.inputs[3])) {
-      n.inputs[0] = twin.at(n.inputs[0]);
-      n.inputs[3] = twin.at(n.inputs[3]);
-      emit(std::move(n));
+      Node c = n;
+      c.inputs[0] = twin.at(n.inputs[0]);
+      c.inputs[3] = twin.at(n.inputs[3]);
+      emit(std::move(c));
       continue;
     }
-    out.push_back(std::move(n));
+    out.push_back(n);
   }
   g.nodes = std::move(out);
   return converted;

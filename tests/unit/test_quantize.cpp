@@ -7,7 +7,7 @@
 
 #include "graph/epilogue_attrs.h"
 #include "ops/op.h"
-#include "ops/quant_conv_nhwc.h"
+#include "ops/channels_last.h"
 #include "ops/quant_util.h"
 #include "op_test_util.h"
 #include "tiling_test_util.h"
@@ -325,6 +325,29 @@ TEST(QLinearConvNhwc, TileRuleMatchesReferenceExactly) {
     auto stats = tiletest::check_tiling(node, in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
     check_needs_cover_reads(node, in, {1, 2, 0, m > 32 ? 32 : 0});
+  }
+}
+
+// grove.internal MaxPoolNhwc: 8-bit MaxPool on channels-last bytes, every tile equal to
+// MaxPool's reference on the rotated tensor.
+TEST(MaxPoolNhwc, TileRuleMatchesReferenceExactly) {
+  struct Case { Shape x; DType t; int64_t kernel, stride, pad, dilation, ceil; };
+  const std::vector<Case> cases = {
+      {{2, 11, 9, 5}, DType::u8, 3, 2, 1, 1, 0},
+      {{1, 8, 8, 16}, DType::i8, 2, 2, 0, 1, 0},
+      {{1, 9, 10, 3}, DType::u8, 3, 1, 1, 2, 0},
+      {{1, 10, 10, 4}, DType::i8, 3, 2, 0, 1, 1},
+  };
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    NodeBuilder node("MaxPoolNhwc", 13, 1);
+    node.node.domain = kGroveDomain;
+    node.ints("kernel_shape", {c.kernel, c.kernel}).ints("strides", {c.stride, c.stride});
+    node.ints("pads", {c.pad, c.pad, c.pad, c.pad}).ints("dilations", {c.dilation, c.dilation}).i("ceil_mode", c.ceil);
+    std::vector<Tensor> in = {random_bytes(c.t, c.x, seed++)};
+    auto stats = tiletest::check_tiling(node, in, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+    check_needs_cover_reads(node, in, {1, 2, 0, 0});
   }
 }
 

@@ -1,10 +1,13 @@
-// grove.internal QLinearConvNhwc(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
-// y_zero_point, B) -> y: QLinearConv with x as [N, H, W, C] and y as [N, OH, OW, M] (channels
-// last); W stays [M, C, kh, kw] and every attribute means what it means on QLinearConv.
-// passes/layout_int8.cpp makes it so the 8-bit kernel reads each pixel's channels as one
-// contiguous run (tile_quant_conv_nhwc.cpp); the importer never sees it. The reference is
-// QLinearConv's on rotated tensors, so both layouts give the same bytes.
-#include "ops/quant_conv_nhwc.h"
+// The channels-last ops of grove.internal, made by passes/layout_int8.cpp (the importer never
+// sees them); each is its ONNX twin with x as [N, H, W, C] and y as [N, OH, OW, M]:
+//  - QLinearConvNhwc(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+//    y_zero_point, B): W stays [M, C, kh, kw]; the 8-bit kernel reads each pixel's channels
+//    as one contiguous run (tile_quant_conv_nhwc.cpp);
+//  - MaxPoolNhwc(x) on uint8 or int8: one output (no Indices); a pixel's channels are one
+//    vector of byte maxima (tile_pool_nhwc.cpp).
+// Every attribute means what it means on the twin. The references are the twins' on rotated
+// tensors, so both layouts give the same bytes.
+#include "ops/channels_last.h"
 
 #include <cstring>
 
@@ -14,11 +17,11 @@
 
 namespace grove {
 
-Node qlinear_conv_twin(const Node& node) {
+Node nchw_twin(const Node& node) {
   Node twin = node;
-  twin.op_type = "QLinearConv";
+  twin.op_type = node.op_type == "MaxPoolNhwc" ? "MaxPool" : "QLinearConv";
   twin.domain.clear();
-  twin.opset = std::max(node.opset, 10);
+  twin.opset = std::max(node.opset, 12);  // QLinearConv from 10, 8-bit MaxPool from 12
   return twin;
 }
 
@@ -44,23 +47,24 @@ Tensor rotate(const Tensor& t, bool to_nhwc) {
 
 Shape nchw_of(const Shape& s) { return s.size() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s; }
 
-void infer_qlinear_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
-  require_inputs(node, in.size(), 8, 9);
-  if (in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
+void infer_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  if (in.empty() || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
   if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
+  if (node.op_type == "MaxPoolNhwc" && in[0].dtype != DType::u8 && in[0].dtype != DType::i8)
+    throw Unsupported(node.describe() + ": x must be uint8 or int8");
   std::vector<ValueInfo> nchw(in.begin(), in.end());
   nchw[0].shape = nchw_of(in[0].shape);
   nchw[0].data = nullptr;
-  std::vector<ValueInfo> y = infer_node(qlinear_conv_twin(node), nchw);
+  std::vector<ValueInfo> y = infer_node(nchw_twin(node), nchw);
   const Shape& s = y.at(0).shape;
   out[0] = ValueInfo{y[0].dtype, {s[0], s[2], s[3], s[1]}, nullptr, true};
 }
 
-void reference_qlinear_conv_nhwc(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+void reference_nhwc(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor x = nhwc_to_nchw(*in[0]);
   std::vector<const Tensor*> nchw(in.begin(), in.end());
   nchw[0] = &x;
-  std::vector<Tensor> y = evaluate_node(qlinear_conv_twin(node), nchw);
+  std::vector<Tensor> y = evaluate_node(nchw_twin(node), nchw);
   const Tensor rotated = nchw_to_nhwc(y.at(0));
   if (rotated.shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
   std::memcpy(out[0]->raw(), rotated.raw(), rotated.bytes());
@@ -71,8 +75,9 @@ void reference_qlinear_conv_nhwc(const Node& node, std::span<const Tensor* const
 Tensor nchw_to_nhwc(const Tensor& t) { return rotate(t, true); }
 Tensor nhwc_to_nchw(const Tensor& t) { return rotate(t, false); }
 
-void register_quant_conv_nhwc_ops(OpRegistry& r) {
-  r.add_internal("QLinearConvNhwc", OpDef{&infer_qlinear_conv_nhwc, &reference_qlinear_conv_nhwc});
+void register_channels_last_ops(OpRegistry& r) {
+  r.add_internal("QLinearConvNhwc", OpDef{&infer_nhwc, &reference_nhwc});
+  r.add_internal("MaxPoolNhwc", OpDef{&infer_nhwc, &reference_nhwc});
 }
 
 }  // namespace grove

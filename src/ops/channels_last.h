@@ -1,0 +1,17 @@
+#pragma once
+// The channels-last ops of grove.internal (channels_last.cpp), made by passes/layout_int8.cpp:
+// QLinearConvNhwc and MaxPoolNhwc, QLinearConv and 8-bit MaxPool with x as [N, H, W, C] and
+// y as [N, OH, OW, M]. Shared by the ops and their tile rules.
+#include "graph/graph.h"
+
+namespace grove {
+
+// The ONNX op a channels-last node computes (same inputs and attributes, NCHW x and y):
+// QLinearConv for QLinearConvNhwc, MaxPool for MaxPoolNhwc.
+Node nchw_twin(const Node& node);
+
+// A 4-D tensor of 1-byte elements with dims 1..3 rotated: NCHW -> NHWC (to_nhwc) or back.
+Tensor nchw_to_nhwc(const Tensor& t);
+Tensor nhwc_to_nchw(const Tensor& t);
+
+}  // namespace grove

@@ -1,0 +1,69 @@
+// Tile rule of grove.internal MaxPoolNhwc (channels_last.cpp): output [N, OH, OW, C] cut by
+// output rows and images. A pixel's C bytes lie together, so each window tap is one
+// elementwise byte maximum over a contiguous run (vectorised by the compiler), where NCHW
+// pools gathered one value per plane.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+WindowGeometry geometry_of(const Node& node, const Shape& x) {
+  std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  if (x.size() != 4 || kernel.size() != 2) throw Error(node.describe() + ": needs a 4-D x and a 2-D kernel_shape");
+  return window_geometry(node, std::span<const int64_t>(x.data() + 1, 2), std::move(kernel),
+                         node.attr_int("ceil_mode", 0) != 0);
+}
+
+std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
+  if (out[0].shape.size() != 4) return none_cuttable(out[0].shape);
+  return {1, 1, 0, 0};
+}
+
+void needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+           std::span<Region> in_regions) {
+  const WindowGeometry g = geometry_of(node, in[0].shape);
+  in_regions[0] = {out_region[0], window_input_range(g, 0, out_region[1]), {0, in[0].shape[2]}, {0, in[0].shape[3]}};
+}
+
+template <class T>
+void pool(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], c = x.dim(3);
+  const T* xs = x.data<T>();
+  T* ys = y.data<T>();
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t oy = r[1].begin; oy < r[1].end; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        T* out = ys + ((n * g.output[0] + oy) * ow + ox) * c;
+        std::fill(out, out + c, std::numeric_limits<T>::lowest());
+        for (int64_t ki = 0; ki < g.kernel[0]; ++ki) {
+          const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          if (iy < 0 || iy >= ih) continue;
+          for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
+            const int64_t ix = ox * g.strides[1] - g.pads_begin[1] + kj * g.dilations[1];
+            if (ix < 0 || ix >= iw) continue;
+            const T* in = xs + ((n * ih + iy) * iw + ix) * c;
+            for (int64_t k = 0; k < c; ++k) out[k] = std::max(out[k], in[k]);
+          }
+        }
+      }
+}
+
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+              const void*) {
+  Tensor& y = *out[0];
+  check_region(node, r, y.shape());
+  const WindowGeometry g = geometry_of(node, in[0]->shape());
+  if (in[0]->dtype() == DType::i8) pool<int8_t>(*in[0], g, r, y);
+  else if (in[0]->dtype() == DType::u8) pool<uint8_t>(*in[0], g, r, y);
+  else reference_whole(node, in, out, r);
+}
+
+}  // namespace
+
+void add_pool_nhwc_rules(RuleTable& t) { t[internal_rule_key("MaxPoolNhwc")] = TileRule{cuttable, needs, run_tile}; }
+
+}  // namespace grove::tiling
