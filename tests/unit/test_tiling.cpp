@@ -1,5 +1,8 @@
 // Tile rules of the elementwise, movement and reshape families against the references,
 // over several grids, with poisoned inputs outside what `needs` names (tiling_test_util.h).
+#include <algorithm>
+#include <random>
+
 #include "tiling_test_util.h"
 
 namespace grove {
@@ -97,6 +100,16 @@ TEST(TilingMovement, TransposeAnyPermutation) {
   check_tiling(NodeBuilder("Transpose", 13, 1).ints("perm", {0, 2, 3, 1}), {random_f32({2, 3, 4, 5}, 40)}, 0);
   check_tiling(NodeBuilder("Transpose", 13, 1), {random_f32({3, 1, 5}, 41)}, 0);  // default: reversed
   check_tiling(NodeBuilder("Transpose", 13, 1).ints("perm", {1, 0}), {i64({2, 3}, {1, 2, 3, 4, 5, 6})}, 0);
+  // Bytes in 4-D take their own loop (the channels-last layout changes): every permutation,
+  // with the long dim read or written contiguously, and a 1-wide dim.
+  std::vector<int64_t> perm = {0, 1, 2, 3};
+  uint32_t seed = 60;
+  do {
+    Tensor bytes(DType::u8, {2, 3, 1, 7});
+    std::mt19937 rng(seed++);
+    for (uint8_t& v : bytes.span<uint8_t>()) v = static_cast<uint8_t>(rng());
+    check_tiling(NodeBuilder("Transpose", 13, 1).ints("perm", perm), {bytes}, 0);
+  } while (std::next_permutation(perm.begin(), perm.end()));
   auto needs = needs_of(NodeBuilder("Transpose", 13, 1).ints("perm", {2, 0, 1}), {random_f32({2, 3, 4}, 1)},
                         {{1, 3}, {0, 1}, {2, 3}});
   EXPECT_EQ(needs[0], (Region{{0, 1}, {2, 3}, {1, 3}}));
