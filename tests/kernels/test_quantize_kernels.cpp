@@ -90,23 +90,26 @@ TEST(Requantize, Avx512MatchesScalarExactly) {
 }
 
 // qadd.h: the avx512 kernel against the scalar loop, bit for bit, on every byte pair, both
-// dtypes, with and without the Relu, and scales whose sums land on .5 steps.
+// dtypes, with and without the Relu, scales whose sums land on .5 steps, and scales that
+// make NaN (the kernel's other path) or infinities.
 TEST(QAdd, Avx512MatchesScalarOnEveryBytePair) {
   if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512";
   std::vector<uint8_t> a(65536 + 9), b(65536 + 9);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i % 256), b[i] = static_cast<uint8_t>(i / 256 % 256);
   for (bool is_signed : {false, true})
     for (bool relu : {false, true})
-      for (float y_scale : {0.021f, 0.5f, 1e-6f}) {
+      for (float y_scale : {0.021f, 0.5f, 1e-6f, 0.0f, std::nanf("")})
+      for (float a_scale : {0.013f, 3e38f}) {  // 3e38: sums that overflow to inf - inf = NaN
         QAddParams p;
-        p.a_scale = 0.013f, p.a_zero = is_signed ? -7.0f : 121.0f, p.b_scale = 0.0071f, p.b_zero = 3.0f;
+        p.a_scale = a_scale, p.a_zero = is_signed ? -7.0f : 121.0f, p.b_scale = a_scale > 1 ? -a_scale : 0.0071f, p.b_zero = 3.0f;
         p.y_scale = y_scale, p.y_zero = is_signed ? 5.0f : 17.0f;
         p.lo = is_signed ? -128.0f : 0.0f, p.hi = is_signed ? 127.0f : 255.0f;
         p.relu = relu, p.is_signed = is_signed;
         std::vector<uint8_t> want(a.size()), got(a.size());
         qadd_scalar(a.data(), b.data(), a.size(), p, want.data());
         qadd_avx512(a.data(), b.data(), a.size(), p, got.data());
-        ASSERT_EQ(got, want) << (is_signed ? "int8" : "uint8") << (relu ? " relu" : "") << " y_scale " << y_scale;
+        ASSERT_EQ(got, want) << (is_signed ? "int8" : "uint8") << (relu ? " relu" : "") << " y_scale " << y_scale
+                             << " a_scale " << a_scale;
       }
 }
 
