@@ -41,9 +41,9 @@ inline void store_requantized(__m512i acc, __m512i add, __m512 multiplier, float
                               bool is_signed, uint8_t* y, __mmask16 mask) {
   __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, add)), multiplier);
   v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
-  v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(1 << 20)), _mm512_set1_ps(-(1 << 20)));
-  const __m512 magic = _mm512_set1_ps(12582912.0f);
-  v = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
+  // Round half to even in one instruction: the same integers as the scalar loop's bound and
+  // 1.5 * 2^23 trick, and values past the bound clamp to lo or hi below either way.
+  v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   v = _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(zero_point)), _mm512_set1_ps(hi)), _mm512_set1_ps(lo));
   const __m512i q = _mm512_cvtps_epi32(v);  // integral already
   if (is_signed) _mm512_mask_cvtsepi32_storeu_epi8(y, mask, q);
