@@ -155,9 +155,27 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 // ---- QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) ----
 // The same sums per block, requantized as reference_qlinear_matmul does.
 
+bool zero_points_all_zero(const Tensor* t);
+
+// Whether prepare takes the 8-bit kernel (VNNI, constant int8 B with zero points 0, 8-bit a).
+bool takes_s8_kernel(std::span<const ValueInfo> in, const Tensor* b, const Tensor* b_zero, bool b_zero_known) {
+  return kernels::isa_supports_avx512_vnni() && b && b->rank() == 2 && b->dtype() == DType::i8 && b_zero_known &&
+         zero_points_all_zero(b_zero) && (in[0].dtype == DType::u8 || in[0].dtype == DType::i8);
+}
+
+// On the 8-bit kernel a tile may take a slice of B's columns (whole panel pairs): where the
+// weights outweigh the activations (BERT at batch 1) columns are cut instead of rows, so each
+// tile streams its own slice of the weights, not all of them (tile_util.h cut_weights_first).
 std::vector<int64_t> qlinear_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   const ValueInfo ab[] = {in[0], in[3]};
-  return cuttable(node, ab, out);
+  std::vector<int64_t> blocks = cuttable(node, ab, out);
+  const bool zero_known = !has_input(in, 5) || in[5].data;
+  if (!takes_s8_kernel(in, in[3].data, has_input(in, 5) ? in[5].data : nullptr, zero_known) || in[0].shape.size() < 2 ||
+      out[0].shape.size() < 2 || !cut_weights_first(numel(in[3].shape), numel(in[0].shape)))
+    return blocks;
+  blocks[out[0].shape.size() - 2] = 0;
+  blocks.back() = 2 * static_cast<int64_t>(kernels::U8Panels::kWidth);
+  return blocks;
 }
 
 void qlinear_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out, const Region& out_region,
@@ -173,14 +191,14 @@ void qlinear_needs(const Node& node, std::span<const ValueInfo> in, std::span<co
 
 template <class Q>
 void requantize_rows(std::span<const Tensor* const> in, const int32_t* sums, int64_t rows, int64_t n, int64_t first_row,
-                     int64_t m, Q* y) {
+                     int64_t m, Range cols, Q* y) {
   const std::vector<double> a_scale = in[1]->to_f64(), b_scale = in[4]->to_f64();
   const float y_scale = in[6]->data<float>()[0];
   const Tensor* y_zero = optional_input(in, 7);
   const float zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
   for (int64_t r = 0; r < rows; ++r) {
     const size_t i = static_cast<size_t>((first_row + r) % m);  // row within its matrix
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = cols.begin; j < cols.end; ++j) {
       const float multiplier = static_cast<float>(a_scale[a_scale.size() == 1 ? 0 : i]) *
                                static_cast<float>(b_scale[b_scale.size() == 1 ? 0 : static_cast<size_t>(j)]) / y_scale;
       y[(first_row + r) * n + j] = saturate_round<Q>(static_cast<float>(sums[r * n + j]) * multiplier, zero_point);
@@ -209,8 +227,7 @@ std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueIn
   auto w = std::make_shared<QLinearWeights>();
   const Tensor* b = constants.size() > 3 ? constants[3] : nullptr;
   const bool zero_known = !has_input(in, 5) || (constants.size() > 5 && constants[5]);
-  if (kernels::isa_supports_avx512_vnni() && b && b->rank() == 2 && b->dtype() == DType::i8 && zero_known &&
-      zero_points_all_zero(has_input(in, 5) ? constants[5] : nullptr) && (in[0].dtype == DType::u8 || in[0].dtype == DType::i8)) {
+  if (takes_s8_kernel(in, b, has_input(in, 5) ? constants[5] : nullptr, zero_known)) {
     const auto k = static_cast<size_t>(b->dim(0)), n = static_cast<size_t>(b->dim(1));
     kernels::pack_u8_panels(reinterpret_cast<const uint8_t*>(b->raw()), n, k, n, 0, w->s8);
     w->column_sums.assign(n, 0);
@@ -259,15 +276,25 @@ bool qlinear_s8(const Node& node, std::span<const Tensor* const> in, const QLine
   rq.is_signed = y.dtype() == DType::i8;
   rq.lo = rq.is_signed ? -128.0f : 0.0f, rq.hi = rq.is_signed ? 127.0f : 255.0f;
   rq.y_stride = n;
+  const Range cols = out_region.back();
+  if (in[3]->rank() > 1) rq.col_begin = static_cast<size_t>(cols.begin), rq.col_end = static_cast<size_t>(cols.end);
   thread_local std::vector<uint8_t> rows;
   const uint8_t flip = is_signed ? 0x80 : 0;
   for_each_block(node, *in[0], *in[3], a_zero, optional_input(in, 5), out_region,
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
-                   rows.assign(call.m * k4, 0);
                    const auto* a = static_cast<const uint8_t*>(call.a);
-                   for (size_t t = 0; t < call.m; ++t)
-                     for (size_t p = 0; p < k; ++p) rows[t * k4 + p] = a[t * k + p] ^ flip;
-                   rq.y = reinterpret_cast<uint8_t*>(y.raw()) + first_row * static_cast<int64_t>(n);
+                   rq.y = reinterpret_cast<uint8_t*>(y.raw()) + first_row * static_cast<int64_t>(n) +
+                          static_cast<int64_t>(rq.col_begin);
+                   if (!is_signed && k == k4) {  // a's rows are the kernel's rows as they lie
+                     kernels::u8s8_gemm_requantize(a, call.m, k, w.s8, rq);
+                     return;
+                   }
+                   rows.resize(call.m * k4);
+                   for (size_t t = 0; t < call.m; ++t) {
+                     uint8_t* row = rows.data() + t * k4;
+                     for (size_t p = 0; p < k; ++p) row[p] = a[t * k + p] ^ flip;
+                     std::fill(row + k, row + k4, uint8_t{0});
+                   }
                    kernels::u8s8_gemm_requantize(rows.data(), call.m, k4, w.s8, rq);
                  });
   return true;
@@ -290,8 +317,10 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
                    call.c = sums.data();
                    gemm(call, prepared, scratch);
                    const auto rows = static_cast<int64_t>(call.m), n = static_cast<int64_t>(call.n);
-                   if (y.dtype() == DType::i8) requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<int8_t>());
-                   else requantize_rows(in, sums.data(), rows, n, first_row, m, y.data<uint8_t>());
+                   // Every column is summed; only the tile's (a column cut, qlinear_cuttable) are written.
+                   const Range cols = in[3]->rank() > 1 ? out_region.back() : Range{0, n};
+                   if (y.dtype() == DType::i8) requantize_rows(in, sums.data(), rows, n, first_row, m, cols, y.data<int8_t>());
+                   else requantize_rows(in, sums.data(), rows, n, first_row, m, cols, y.data<uint8_t>());
                  });
 }
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "graph/epilogue_attrs.h"
+#include "kernels/isa.h"
 #include "ops/op.h"
 #include "ops/channels_last.h"
 #include "ops/quant_util.h"
@@ -412,6 +413,11 @@ TEST(QLinearMatMul, SymmetricWeightsMatchReferenceExactly) {
       {{2, 29, 22}, {22, 40}, DType::i8, DType::i8, false},
       {{3, 17, 64}, {64, 33}, DType::u8, DType::i8, false},
       {{9, 20}, {20, 17}, DType::u8, DType::u8, true},
+      // Weights outweighing the activations: cut by columns on a VNNI CPU (qlinear_cuttable),
+      // a's rows read in place (uint8, k a multiple of 4), copied, and on the int16 path.
+      {{5, 48}, {48, 100}, DType::u8, DType::u8, false},
+      {{1, 6, 30}, {30, 70}, DType::i8, DType::u8, false},
+      {{4, 24}, {24, 80}, DType::u8, DType::u8, true},
   };
   uint32_t seed = 800;
   for (const Case& c : cases) {
@@ -430,6 +436,8 @@ TEST(QLinearMatMul, SymmetricWeightsMatchReferenceExactly) {
                               f32({n}, cols), b_zero, Tensor::scalar<float>(0.4f), random_bytes(c.yt, {}, seed++)};
     auto stats = tiletest::check_tiling(NodeBuilder("QLinearMatMul", 10, 8), in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.a);
+    if (kernels::isa_supports_avx512_vnni() && numel(c.b) > numel(c.a))
+      EXPECT_EQ(tiletest::cuttable_of(NodeBuilder("QLinearMatMul", 10, 8), in).back(), 32) << shape_str(c.a);
   }
 }
 
