@@ -73,8 +73,13 @@ std::shared_ptr<NhwcWeights> pack_weights(const Node& node, std::span<const Tens
   return p;
 }
 
-std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
-  if (out[0].shape.size() != 4) return none_cuttable(out[0].shape);
+// Rows first, unless the weights outweigh the windows (late layers: few pixels, many
+// channels): then channels only, so each tile streams its own slice of W instead of all of it.
+std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  const Shape& y = out[0].shape;
+  if (y.size() != 4 || in[3].shape.size() != 4) return none_cuttable(y);
+  const int64_t k = numel(in[3].shape) / std::max<int64_t>(in[3].shape[0], 1);
+  if (cut_weights_first(k * y[3], k * y[1] * y[2])) return {1, 0, 0, kChannelBlock};
   return {1, 1, 0, kChannelBlock};
 }
 
