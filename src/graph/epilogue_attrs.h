@@ -23,6 +23,9 @@ inline constexpr const char* kAttrAlpha = "grove_alpha";
 inline constexpr const char* kAttrBeta = "grove_beta";
 inline constexpr const char* kAttrFused = "grove_fused";
 inline constexpr const char* kAttrFusedFlops = "grove_fused_flops";
+// grove.internal QLinearConvNhwc with a residual QLinearAdd fused (passes/layout_int8.cpp):
+// "relu" when the add's Relu came along (ops/channels_last.h has the inputs).
+inline constexpr const char* kAttrResidualActivation = "grove_residual_activation";
 
 inline bool has_fused_epilogue(const Node& node) { return node.has_attr(kAttrFused); }
 

@@ -23,4 +23,8 @@ void qadd(const void* a, const void* b, size_t n, const QAddParams& p, void* y, 
 void qadd_scalar(const void* a, const void* b, size_t n, const QAddParams& p, void* y);
 void qadd_avx512(const void* a, const void* b, size_t n, const QAddParams& p, void* y);
 
+// Whether these scales can make a NaN sum (a scale past 1e30, y_scale NaN or 0): only then do
+// the vector loops need the scalar loop's NaN -> 0 step.
+bool qadd_may_be_nan(const QAddParams& p);
+
 }  // namespace grove::kernels

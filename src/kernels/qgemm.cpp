@@ -130,7 +130,9 @@ void u8s8_gemm_requantize_scalar(const uint8_t* x, size_t rows, size_t x_stride,
       p.add = r.add[j];
       p.multiplier = r.multiplier[j];
       p.zero_point = r.zero_point, p.lo = r.lo, p.hi = r.hi;
-      requantize_scalar(&sums[j], 1, p, r.is_signed, static_cast<uint8_t*>(r.y) + t * r.y_stride + (j - j0));
+      uint8_t* y = static_cast<uint8_t*>(r.y) + t * r.y_stride + (j - j0);
+      requantize_scalar(&sums[j], 1, p, r.is_signed, y);
+      if (r.residual) qadd_scalar(y, static_cast<const uint8_t*>(r.residual) + t * r.residual_stride + (j - j0), 1, r.residual_add, y);
     }
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "kernels/qadd.h"
 
 namespace grove::kernels {
 
@@ -85,6 +86,13 @@ struct ColumnRequantize {
   void* y = nullptr;
   size_t y_stride = 0;
   size_t col_begin = 0, col_end = SIZE_MAX;
+  // Optional: a residual QLinearAdd fused after the requantization (kernels/qadd.h). Each
+  // requantized value v (as the byte it would be stored as) becomes qadd(v, r), where r is the
+  // byte of the same row and column at residual + t * residual_stride + (j - col_begin);
+  // `residual_add` has a = v and b = r, and its dtype is y's.
+  const void* residual = nullptr;
+  size_t residual_stride = 0;
+  QAddParams residual_add;
 };
 void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const ColumnRequantize& r,
                           Isa isa = active_isa());

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/qadd_avx512.h"
 #include "kernels/qgemm.h"
 
 namespace grove::kernels {
@@ -36,18 +37,26 @@ struct TileArgs {
 using TileFn = void (*)(const TileArgs& t);
 
 // requantize.h's arithmetic on 16 sums (intrinsics in the scalar loop's order; this file
-// is compiled without FMA contraction), narrowed to bytes, stored under `mask`.
-inline void store_requantized(__m512i acc, __m512i add, __m512 multiplier, float zero_point, float lo, float hi,
-                              bool is_signed, uint8_t* y, __mmask16 mask) {
+// is compiled without FMA contraction): the values as integral floats in [lo, hi].
+inline __m512 requantized_lanes(__m512i acc, __m512i add, __m512 multiplier, float zero_point, float lo, float hi) {
   __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, add)), multiplier);
   v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
   // Round half to even in one instruction: the same integers as the scalar loop's bound and
   // 1.5 * 2^23 trick, and values past the bound clamp to lo or hi below either way.
   v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  v = _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(zero_point)), _mm512_set1_ps(hi)), _mm512_set1_ps(lo));
+  return _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, _mm512_set1_ps(zero_point)), _mm512_set1_ps(hi)), _mm512_set1_ps(lo));
+}
+
+// Integral floats in the dtype's range, narrowed to bytes, stored under `mask`.
+inline void store_lanes(__m512 v, bool is_signed, uint8_t* y, __mmask16 mask) {
   const __m512i q = _mm512_cvtps_epi32(v);  // integral already
   if (is_signed) _mm512_mask_cvtsepi32_storeu_epi8(y, mask, q);
   else _mm512_mask_cvtusepi32_storeu_epi8(y, mask, q);
+}
+
+inline void store_requantized(__m512i acc, __m512i add, __m512 multiplier, float zero_point, float lo, float hi,
+                              bool is_signed, uint8_t* y, __mmask16 mask) {
+  store_lanes(requantized_lanes(acc, add, multiplier, zero_point, lo, hi), is_signed, y, mask);
 }
 
 // One row's add and multiplier (S8Requantize: per row of A).
@@ -174,14 +183,19 @@ struct RowTileArgs {
   const ColumnRequantize* rq;
   size_t col;  // the tile's first column
   uint8_t* y;  // the tile's first row and column
+  const uint8_t* residual;  // ColumnRequantize::residual at the tile's first row and column, or null
 };
 
 using RowTileFn = void (*)(const RowTileArgs& t);
 
-// 16 columns' adds and multipliers (ColumnRequantize: per column of W).
-inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, size_t col, uint8_t* y, __mmask16 mask) {
-  store_requantized(acc, _mm512_maskz_loadu_epi32(mask, rq.add + col), _mm512_maskz_loadu_ps(mask, rq.multiplier + col),
-                    rq.zero_point, rq.lo, rq.hi, rq.is_signed, y, mask);
+// 16 columns' adds and multipliers (ColumnRequantize: per column of W), then the fused
+// residual add where `residual` (the same 16 positions of the residual) is given.
+inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, size_t col, uint8_t* y,
+                                     const uint8_t* residual, __mmask16 mask) {
+  __m512 v = requantized_lanes(acc, _mm512_maskz_loadu_epi32(mask, rq.add + col),
+                               _mm512_maskz_loadu_ps(mask, rq.multiplier + col), rq.zero_point, rq.lo, rq.hi);
+  if (residual) v = qadd_lanes<true>(v, bytes_as_floats(residual, rq.is_signed, mask), rq.residual_add);
+  store_lanes(v, rq.is_signed, y, mask);
 }
 
 // R rows of X x P panels of W; through an L1 buffer before requantizing, as in tile().
@@ -214,8 +228,11 @@ void row_tile(const RowTileArgs& t) {
   const __mmask16 last = t.cols == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << t.cols) - 1);
   for (size_t r = 0; r < R; ++r) {
     uint8_t* y = t.y + r * t.rq->y_stride;
-    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, t.col, y, P == 2 ? __mmask16(0xFFFF) : last);
-    if constexpr (P == 2) store_column_requantized(_mm512_load_si512(sums[r] + kWidth), *t.rq, t.col + kWidth, y + kWidth, last);
+    const uint8_t* res = t.residual ? t.residual + r * t.rq->residual_stride : nullptr;
+    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, t.col, y, res, P == 2 ? __mmask16(0xFFFF) : last);
+    if constexpr (P == 2)
+      store_column_requantized(_mm512_load_si512(sums[r] + kWidth), *t.rq, t.col + kWidth, y + kWidth,
+                               res ? res + kWidth : nullptr, last);
   }
 }
 
@@ -244,6 +261,8 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
     t.rq = &r;
     t.col = q0 * kWidth;
     t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + (q0 - first) * kWidth;
+    t.residual = r.residual ? static_cast<const uint8_t*>(r.residual) + t0 * r.residual_stride + (q0 - first) * kWidth
+                            : nullptr;
     kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
   };
   // The larger operand is walked once in the outer loop, the smaller re-read from cache:

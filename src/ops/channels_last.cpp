@@ -1,8 +1,10 @@
 // The channels-last ops of grove.internal, made by passes/layout_int8.cpp (the importer never
 // sees them); each is its ONNX twin with x as [N, H, W, C] and y as [N, OH, OW, M]:
 //  - QLinearConvNhwc(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
-//    y_zero_point, B): W stays [M, C, kh, kw]; the 8-bit kernel reads each pixel's channels
-//    as one contiguous run (tile_quant_conv_nhwc.cpp);
+//    y_zero_point, B [, r, r_scale, r_zero_point, c_scale, c_zero_point, z_scale,
+//    z_zero_point]): W stays [M, C, kh, kw]; the 8-bit kernel reads each pixel's channels
+//    as one contiguous run (tile_quant_conv_nhwc.cpp); with the last 7 inputs a residual
+//    QLinearAdd(conv output as c, r) -> z is fused after it and y is z;
 //  - MaxPoolNhwc(x) on uint8 or int8: one output (no Indices); a pixel's channels are one
 //    vector of byte maxima (tile_pool_nhwc.cpp).
 // Every attribute means what it means on the twin. The references are the twins' on rotated
@@ -11,9 +13,11 @@
 
 #include <cstring>
 
+#include "graph/epilogue_attrs.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
+#include "ops/quant_util.h"
 
 namespace grove {
 
@@ -21,6 +25,8 @@ Node nchw_twin(const Node& node) {
   Node twin = node;
   twin.op_type = node.op_type == "MaxPoolNhwc" ? "MaxPool" : "QLinearConv";
   twin.domain.clear();
+  if (twin.inputs.size() > kResidualInput) twin.inputs.resize(kResidualInput);
+  twin.attrs.erase(kAttrResidualActivation);
   twin.opset = std::max(node.opset, 12);  // QLinearConv from 10, 8-bit MaxPool from 12
   return twin;
 }
@@ -47,30 +53,60 @@ Tensor rotate(const Tensor& t, bool to_nhwc) {
 
 Shape nchw_of(const Shape& s) { return s.size() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s; }
 
+bool has_residual(const Node& node, size_t inputs) { return node.op_type == "QLinearConvNhwc" && inputs > kResidualInput; }
+
 void infer_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   if (in.empty() || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
   if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
   if (node.op_type == "MaxPoolNhwc" && in[0].dtype != DType::u8 && in[0].dtype != DType::i8)
     throw Unsupported(node.describe() + ": x must be uint8 or int8");
-  std::vector<ValueInfo> nchw(in.begin(), in.end());
+  const bool residual = has_residual(node, in.size());
+  if (residual && in.size() != kResidualInput + 7)
+    throw Error(node.describe() + ": a fused residual add takes 7 inputs after the conv's 9");
+  std::vector<ValueInfo> nchw(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(residual ? kResidualInput : in.size()));
   nchw[0].shape = nchw_of(in[0].shape);
   nchw[0].data = nullptr;
   std::vector<ValueInfo> y = infer_node(nchw_twin(node), nchw);
   const Shape& s = y.at(0).shape;
   out[0] = ValueInfo{y[0].dtype, {s[0], s[2], s[3], s[1]}, nullptr, true};
+  if (!residual) return;
+  if (in[kResidualInput].dtype != out[0].dtype || in[kResidualInput].shape != out[0].shape)
+    throw Error(node.describe() + ": the residual must have y's dtype and shape " + shape_str(out[0].shape));
+  for (size_t i = kResidualInput + 1; i < in.size(); i += 2)
+    if (in[i].dtype != DType::f32 || numel(in[i].shape) != 1 || in[i + 1].dtype != out[0].dtype ||
+        numel(in[i + 1].shape) != 1)
+      throw Error(node.describe() + ": the residual add's scales and zero points must be one value each");
 }
 
 void reference_nhwc(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const bool residual = has_residual(node, in.size());
   const Tensor x = nhwc_to_nchw(*in[0]);
-  std::vector<const Tensor*> nchw(in.begin(), in.end());
+  std::vector<const Tensor*> nchw(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(residual ? kResidualInput : in.size()));
   nchw[0] = &x;
   std::vector<Tensor> y = evaluate_node(nchw_twin(node), nchw);
   const Tensor rotated = nchw_to_nhwc(y.at(0));
   if (rotated.shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
-  std::memcpy(out[0]->raw(), rotated.raw(), rotated.bytes());
+  if (residual)
+    kernels::qadd_scalar(rotated.raw(), in[kResidualInput]->raw(), static_cast<size_t>(rotated.numel()),
+                         residual_add_params(node, in), out[0]->raw());
+  else
+    std::memcpy(out[0]->raw(), rotated.raw(), rotated.bytes());
 }
 
 }  // namespace
+
+kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor* const> in) {
+  const size_t r = kResidualInput;
+  check_scales(*in[r + 5], "the residual add's y_scale");
+  kernels::QAddParams p;
+  p.a_scale = in[r + 3]->data<float>()[0], p.a_zero = static_cast<float>(in[r + 4]->to_i64().at(0));
+  p.b_scale = in[r + 1]->data<float>()[0], p.b_zero = static_cast<float>(in[r + 2]->to_i64().at(0));
+  p.y_scale = in[r + 5]->data<float>()[0], p.y_zero = static_cast<float>(in[r + 6]->to_i64().at(0));
+  p.is_signed = in[r]->dtype() == DType::i8;
+  p.lo = p.is_signed ? -128.0f : 0.0f, p.hi = p.is_signed ? 127.0f : 255.0f;
+  p.relu = node.attr_string(kAttrResidualActivation, "") == "relu";
+  return p;
+}
 
 Tensor nchw_to_nhwc(const Tensor& t) { return rotate(t, true); }
 Tensor nhwc_to_nchw(const Tensor& t) { return rotate(t, false); }

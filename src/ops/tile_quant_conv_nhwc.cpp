@@ -4,13 +4,15 @@
 // end to end, (ki, kj, c) order, so a 1x1 stride-1 conv reads x itself and any other conv
 // copies whole channel runs (kw * C bytes per window row); W is packed once into panels of
 // output channels, and each y row (a pixel's M channels) is requantized in the kernel's
-// epilogue. No column of a panel is wasted on a plane that is not a multiple of 16 pixels.
+// epilogue, with a fused residual QLinearAdd after it where the node has one. No column of
+// a panel is wasted on a plane that is not a multiple of 16 pixels.
 #include <cstring>
 #include <limits>
 #include <memory>
 
 #include "graph/epilogue_attrs.h"
 #include "kernels/qgemm.h"
+#include "ops/channels_last.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 #include "ops/tile_util.h"
@@ -90,6 +92,7 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   if (in[0].shape.size() != 4 || in[3].shape.size() != 4) return;
   const WindowGeometry g = geometry_of(node, in[0].shape, in[3].shape);
   in_regions[0] = {out_region[0], window_input_range(g, 0, out_region[1]), {0, in[0].shape[2]}, {0, in[0].shape[3]}};
+  if (has_input(in, kResidualInput)) in_regions[kResidualInput] = out_region;  // same positions as y
 }
 
 std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
@@ -170,6 +173,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   rq.y_stride = static_cast<size_t>(m);
   rq.col_begin = static_cast<size_t>(out_region[3].begin);
   rq.col_end = static_cast<size_t>(out_region[3].end);
+  const Tensor* residual = in.size() > kResidualInput ? in[kResidualInput] : nullptr;
+  if (residual) {
+    rq.residual_add = residual_add_params(node, in);
+    rq.residual_stride = static_cast<size_t>(m);
+  }
   const kernels::Isa isa = kernels::isa_supports_avx512_vnni() ? kernels::active_isa() : kernels::Isa::scalar;
   const auto* x_bytes = reinterpret_cast<const uint8_t*>(x.raw());
   auto* y_bytes = reinterpret_cast<uint8_t*>(y.raw());
@@ -184,9 +192,12 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
                                           static_cast<int64_t>(kChunkBytes / stride) / kernels::PackedS8::kRows *
                                               kernels::PackedS8::kRows);
   for (int64_t n = out_region[0].begin; n < out_region[0].end; ++n) {
-    uint8_t* y_image = y_bytes + (n * y.dim(1) * ow) * m + out_region[3].begin;
+    const int64_t image = (n * y.dim(1) * ow) * m + out_region[3].begin;  // y's and the residual's offset
+    uint8_t* y_image = y_bytes + image;
+    const auto* residual_image = residual ? reinterpret_cast<const uint8_t*>(residual->raw()) + image : nullptr;
     if (direct) {
       rq.y = y_image + first * m;
+      if (residual) rq.residual = residual_image + first * m;
       kernels::u8s8_gemm_requantize(x_bytes + (n * g.input[0] * g.input[1] + first) * channels,
                                     static_cast<size_t>(pixels), stride, p->w, rq, isa);
       continue;
@@ -195,6 +206,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       const int64_t count = std::min(chunk, first + pixels - at);
       lay_out_windows(x_bytes, n, g, channels, at, count, pad, is_signed ? 0x80 : 0, stride, rows);
       rq.y = y_image + at * m;
+      if (residual) rq.residual = residual_image + at * m;
       kernels::u8s8_gemm_requantize(rows.data(), static_cast<size_t>(count), stride, p->w, rq, isa);
     }
   }

@@ -70,7 +70,9 @@ int64_t node_flops(const Graph& g, const Node& n) {
   if (n.domain == kGroveDomain && n.op_type == "QLinearConvNhwc" && n.inputs.size() > 3 && !n.outputs.empty()) {
     const Shape* y = shape_of(g, n.outputs[0]);  // layout_int8: QLinearConv's products, channels-last
     const Shape* wq = shape_of(g, n.inputs[3]);
-    return y && wq && !wq->empty() ? mul(2, numel(*y), product(*wq, 1)) : 0;
+    if (!y || !wq || wq->empty()) return 0;
+    const int64_t residual = n.inputs.size() > 9 ? numel(*y) : 0;  // a fused QLinearAdd: one per element
+    return add(mul(2, numel(*y), product(*wq, 1)), residual);
   }
   if (n.domain == kGroveDomain && n.op_type == "MaxPoolNhwc" && !n.outputs.empty()) {  // one compare per tap
     const Shape* y = shape_of(g, n.outputs[0]);

@@ -13,6 +13,7 @@
 
 #include "graph/epilogue_attrs.h"
 #include "kernels/isa.h"
+#include "ops/channels_last.h"
 #include "ops/op.h"
 #include "passes/passes.h"
 
@@ -109,11 +110,14 @@ int to_channels_last_int8(Graph& g) {
   };
   // `n` (already reading channels-last inputs) writes a channels-last copy of its output; a
   // Transpose back gives the NCHW value under its old name to every other reader.
+  std::map<std::string, size_t> conv_at;  // a converted conv's NCHW output -> its index in `out`
+  std::vector<bool> removed;                // entries of `out` a fusion took away
   auto emit = [&](Node n) {
     const std::string y = n.outputs[0], name = y + "/nhwc";
     const ValueInfo info = g.values.at(y);
     g.values[name] = ValueInfo{info.dtype, to_nhwc(info.shape), nullptr, true};
     n.outputs[0] = name;
+    if (n.op_type == "QLinearConvNhwc") conv_at[y] = out.size();
     out.push_back(std::move(n));
     out.push_back(transpose(name + "/Transpose", name, y, {0, 3, 1, 2}));
     twin[y] = name;
@@ -172,18 +176,51 @@ int to_channels_last_int8(Graph& g) {
       ++converted;
       continue;
     }
-    // A residual add of two channels-last values stays channels-last (it is elementwise).
+    // A residual add of two channels-last values stays channels-last (it is elementwise); where
+    // one side is a converted conv that nothing else reads, the add goes into that conv's
+    // epilogue (ops/channels_last.h): the conv's bytes never reach memory.
     if (n.op_type == "QLinearAdd" && n.domain == kGroveDomain && n.inputs.size() == 8 && twin.count(n.inputs[0]) &&
         twin.count(n.inputs[3])) {
-      Node c = n;
-      c.inputs[0] = twin.at(n.inputs[0]);
-      c.inputs[3] = twin.at(n.inputs[3]);
-      emit(std::move(c));
+      for (size_t side : {0, 3}) {
+        auto conv = conv_at.find(n.inputs[side]);
+        auto r = readers.find(n.inputs[side]);
+        if (conv == conv_at.end() || r == readers.end() || r->second.size() != 1) continue;
+        Node fused = out[conv->second];
+        if (fused.inputs.size() > kResidualInput) continue;  // one residual add per conv
+        fused.inputs.resize(kResidualInput);                 // B may be absent: "" keeps the residual at input 9
+        const size_t other = 3 - side;
+        for (size_t i : {other, other + 1, other + 2, side + 1, side + 2}) fused.inputs.push_back(i == other ? twin.at(n.inputs[i]) : n.inputs[i]);
+        fused.inputs.push_back(n.inputs[6]);
+        fused.inputs.push_back(n.inputs[7]);
+        const std::string before = fused.attr_string(kAttrFused, "");
+        const bool relu = n.attr_string(kAttrActivation, "") == "relu";
+        fused.attrs[kAttrFused].kind = Attribute::Kind::s;
+        fused.attrs[kAttrFused].s = (before.empty() ? "" : before + "+") + (relu ? "Add+Relu" : "Add");
+        if (relu) {
+          fused.attrs[kAttrResidualActivation].kind = Attribute::Kind::s;
+          fused.attrs[kAttrResidualActivation].s = "relu";
+        }
+        fused.outputs[0] = n.outputs[0];
+        removed.resize(out.size(), false);
+        removed[conv->second] = removed[conv->second + 1] = true;  // the conv and its Transpose back
+        conv_at.erase(conv);
+        emit(std::move(fused));  // here, after the residual's producer
+        break;
+      }
+      if (!twin.count(n.outputs[0])) {
+        Node c = n;
+        c.inputs[0] = twin.at(n.inputs[0]);
+        c.inputs[3] = twin.at(n.inputs[3]);
+        emit(std::move(c));
+      }
       continue;
     }
     out.push_back(n);
   }
-  g.nodes = std::move(out);
+  removed.resize(out.size(), false);
+  g.nodes.clear();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!removed[i]) g.nodes.push_back(std::move(out[i]));
   return converted;
 }
 

@@ -142,6 +142,46 @@ TEST(QGemm, ColumnRangeWritesOnlyItsColumns) {
   EXPECT_THROW(u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::scalar), Error);
 }
 
+// A residual QLinearAdd fused into the epilogue (QLinearConvNhwc after layout_int8): the
+// vpdpbusd kernel against the scalar loops, which requantize and then run qadd_scalar on the
+// byte; both dtypes, with and without the add's Relu, over a column range.
+TEST(QGemm, ResidualAddInTheEpilogueLikeScalar) {
+  if (!isa_supports_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI";
+  std::mt19937 rng(91);
+  const size_t rows = 31, n = 50, k = 36, stride = n + 2;
+  std::vector<uint8_t> x(rows * k), w(k * n), residual(rows * stride);
+  for (auto& v : x) v = static_cast<uint8_t>(rng());
+  for (auto& v : w) v = static_cast<uint8_t>(rng());
+  for (auto& v : residual) v = static_cast<uint8_t>(rng());
+  U8Panels panels;
+  pack_u8_panels(w.data(), n, k, n, 0, panels);
+  std::vector<int32_t> add(n);
+  std::vector<float> multiplier(n);
+  for (size_t j = 0; j < n; ++j) add[j] = static_cast<int32_t>(rng() % 4001) - 2000, multiplier[j] = 0.0004f * static_cast<float>(j + 1);
+  for (bool is_signed : {false, true})
+    for (bool relu : {false, true})
+      for (size_t begin : {size_t{0}, size_t{16}}) {
+        ColumnRequantize r;
+        r.add = add.data(), r.multiplier = multiplier.data(), r.zero_point = is_signed ? -3.0f : 110.0f;
+        r.is_signed = is_signed, r.lo = is_signed ? -128.0f : 0.0f, r.hi = is_signed ? 127.0f : 255.0f;
+        r.y_stride = stride, r.col_begin = begin;
+        r.residual = residual.data(), r.residual_stride = stride;
+        QAddParams& q = r.residual_add;
+        q.a_scale = 0.031f, q.a_zero = r.zero_point, q.b_scale = 0.017f, q.b_zero = is_signed ? 4.0f : 130.0f;
+        q.y_scale = 0.042f, q.y_zero = is_signed ? 2.0f : 97.0f, q.lo = r.lo, q.hi = r.hi;
+        q.relu = relu, q.is_signed = is_signed;
+        std::vector<uint8_t> want(rows * stride, 1), got(rows * stride, 1), plain(rows * stride, 1);
+        r.y = want.data();
+        u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::scalar);
+        r.y = got.data();
+        u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::avx512);
+        ASSERT_EQ(got, want) << (is_signed ? "int8" : "uint8") << (relu ? " relu" : "") << " from column " << begin;
+        r.residual = nullptr, r.y = plain.data();
+        u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::avx512);
+        EXPECT_NE(plain, want);  // the add changed something
+      }
+}
+
 TEST(QGemm, ExtremeBytesDoNotSaturate) {
   // 255 x -128 products summed in fours: vpdpbusds would saturate, vpdpbusd must not.
   for (Isa isa : isas()) check({14, 32, 4096}, false, true, 7, isa);

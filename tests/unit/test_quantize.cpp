@@ -326,6 +326,22 @@ TEST(QLinearConvNhwc, TileRuleMatchesReferenceExactly) {
     auto stats = tiletest::check_tiling(node, in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
     check_needs_cover_reads(node, in, {1, 2, 0, m > 32 ? 32 : 0});
+    // The same conv with a residual QLinearAdd fused after it (the add's Relu on odd cases).
+    std::vector<const Tensor*> whole;
+    for (const Tensor& t : in) whole.push_back(t.empty() ? nullptr : &t);
+    const Shape y = evaluate_node(node, whole).at(0).shape();
+    Node fused = node;
+    for (const char* name : {"r", "r_scale", "r_zero", "c_scale", "c_zero", "z_scale", "z_zero"}) fused.inputs.push_back(name);
+    if (seed % 2) optest::set_string(fused, kAttrResidualActivation, "relu");
+    in.push_back(random_bytes(c.yt, y, seed++));
+    in.push_back(Tensor::scalar<float>(0.04f));
+    in.push_back(random_bytes(c.yt, {}, seed++));
+    in.push_back(Tensor::scalar<float>(0.3f));  // the conv's y_scale, as the add reads it
+    in.push_back(in[7]);
+    in.push_back(Tensor::scalar<float>(0.05f));
+    in.push_back(random_bytes(c.yt, {}, seed++));
+    tiletest::check_tiling(fused, in, 0.0);
+    check_needs_cover_reads(fused, in, {1, 2, 0, m > 32 ? 32 : 0});
   }
 }
 
