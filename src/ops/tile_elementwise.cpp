@@ -65,8 +65,7 @@ void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   check_region(node, out_region, out[0]->shape());
   const float* x = in[0]->data<float>();
   float* y = out[0]->data<float>();
-  const int64_t run = out_region.empty() ? 1 : out_region.back().size();
-  for_each_row(out[0]->shape(), out_region, [&](int64_t offset, const std::vector<int64_t>&) {
+  for_each_run(out[0]->shape(), out_region, [&](int64_t offset, int64_t run) {
     for (int64_t i = offset; i < offset + run; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
   });
 }
@@ -81,8 +80,20 @@ void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Te
   const float* a = in[0]->data<float>();
   const float* b = in[1]->data<float>();
   float* y = out[0]->data<float>();
-  const int64_t run = out_region.empty() ? 1 : out_region.back().size();
   const kernels::VMathKernels& k = kernels::vmath();
+  // Operands shaped like the output, or one value: whole runs of consecutive rows at once.
+  const bool a_same = in[0]->shape() == shape, b_same = in[1]->shape() == shape;
+  if ((a_same || in[0]->numel() == 1) && (b_same || in[1]->numel() == 1)) {
+    const kernels::BinaryForm form = a_same && b_same ? kernels::BinaryForm::vector_vector
+                                     : a_same         ? kernels::BinaryForm::vector_scalar
+                                     : b_same         ? kernels::BinaryForm::scalar_vector
+                                                      : kernels::BinaryForm::vector_vector;
+    for_each_run(shape, out_region, [&](int64_t offset, int64_t run) {
+      k.binary(op, form, static_cast<size_t>(run), a + (a_same ? offset : 0), b + (b_same ? offset : 0), y + offset);
+    });
+    return;
+  }
+  const int64_t run = out_region.empty() ? 1 : out_region.back().size();
   for_each_row(shape, out_region, [&](int64_t offset, const std::vector<int64_t>& index) {
     const float* pa = a + offset_at(sa, index);
     const float* pb = b + offset_at(sb, index);
@@ -108,9 +119,9 @@ void run_vunary(const Node& node, std::span<const Tensor* const> in, std::span<T
   check_region(node, out_region, out[0]->shape());
   const float* x = in[0]->data<float>();
   float* y = out[0]->data<float>();
-  const auto run = static_cast<size_t>(out_region.empty() ? 1 : out_region.back().size());
   const kernels::VMathKernels& k = kernels::vmath();
-  for_each_row(out[0]->shape(), out_region, [&](int64_t offset, const std::vector<int64_t>&) { k.unary(op, run, x + offset, y + offset); });
+  for_each_run(out[0]->shape(), out_region,
+               [&](int64_t offset, int64_t run) { k.unary(op, static_cast<size_t>(run), x + offset, y + offset); });
 }
 
 constexpr const char* kUnaryOps[] = {

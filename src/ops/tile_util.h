@@ -93,6 +93,26 @@ void for_each_row(const Shape& shape, const Region& r, F&& row) {
   }
 }
 
+// Like for_each_row, for loops that need no index (operands shaped like the output): rows
+// that follow each other in memory are one run, i.e. the trailing dims `r` covers whole are
+// merged into the last dim it cuts. row(offset, run) once per run. A [1, 2048, 7, 7] tensor is
+// one run of 100352 elements, not 14336 rows of 7.
+template <class F>
+void for_each_run(const Shape& shape, const Region& r, F&& row) {
+  const size_t rank = shape.size();
+  if (rank == 0) return row(int64_t{0}, int64_t{1});
+  size_t m = rank;  // dims [m, rank) are covered whole
+  while (m > 1 && r[m - 1].begin == 0 && r[m - 1].end == shape[m - 1]) --m;
+  int64_t inner = 1;
+  for (size_t d = m; d < rank; ++d) inner *= shape[d];
+  Shape merged(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(m));
+  Region cut(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(m));
+  merged.back() *= inner;
+  cut.back() = {cut.back().begin * inner, cut.back().end * inner};
+  const int64_t run = cut.back().size();
+  for_each_row(merged, cut, [&](int64_t offset, const std::vector<int64_t>&) { row(offset, run); });
+}
+
 // The elements of `r` as a new tensor of the region's shape, and back.
 Tensor extract_region(const Tensor& t, const Region& r);
 void insert_region(Tensor& dst, const Region& r, const Tensor& src);
