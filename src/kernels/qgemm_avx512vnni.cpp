@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstring>
 #include <utility>
@@ -38,9 +39,12 @@ using TileFn = void (*)(const TileArgs& t);
 
 // requantize.h's arithmetic on 16 sums (intrinsics in the scalar loop's order; this file
 // is compiled without FMA contraction): the values as integral floats in [lo, hi].
-inline __m512 requantized_lanes(__m512i acc, __m512i add, __m512 multiplier, float zero_point, float lo, float hi) {
+// may_be_nan: a multiplier is NaN or infinite (else an int32 times it is never NaN, and the
+// NaN -> 0 step is skipped).
+inline __m512 requantized_lanes(__m512i acc, __m512i add, __m512 multiplier, float zero_point, float lo, float hi,
+                                bool may_be_nan = true) {
   __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, add)), multiplier);
-  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
+  if (may_be_nan) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
   // Round half to even in one instruction: the same integers as the scalar loop's bound and
   // 1.5 * 2^23 trick, and values past the bound clamp to lo or hi below either way.
   v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -175,6 +179,10 @@ void run_tiles(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c,
 
 // ---- Y = X . W: rows of X broadcast, W's panels the vectors, per-column requantization ----
 
+struct NanSteps {
+  bool requantize, add;  // whether each step can make a NaN (then it maps NaN to 0)
+};
+
 struct RowTileArgs {
   const uint8_t* x;
   size_t x_stride, quads;
@@ -184,6 +192,7 @@ struct RowTileArgs {
   size_t col;  // the tile's first column
   uint8_t* y;  // the tile's first row and column
   const uint8_t* residual;  // ColumnRequantize::residual at the tile's first row and column, or null
+  NanSteps nan;
 };
 
 using RowTileFn = void (*)(const RowTileArgs& t);
@@ -191,10 +200,14 @@ using RowTileFn = void (*)(const RowTileArgs& t);
 // 16 columns' adds and multipliers (ColumnRequantize: per column of W), then the fused
 // residual add where `residual` (the same 16 positions of the residual) is given.
 inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, size_t col, uint8_t* y,
-                                     const uint8_t* residual, __mmask16 mask) {
+                                     const uint8_t* residual, NanSteps nan, __mmask16 mask) {
   __m512 v = requantized_lanes(acc, _mm512_maskz_loadu_epi32(mask, rq.add + col),
-                               _mm512_maskz_loadu_ps(mask, rq.multiplier + col), rq.zero_point, rq.lo, rq.hi);
-  if (residual) v = qadd_lanes<true>(v, bytes_as_floats(residual, rq.is_signed, mask), rq.residual_add);
+                               _mm512_maskz_loadu_ps(mask, rq.multiplier + col), rq.zero_point, rq.lo, rq.hi,
+                               nan.requantize);
+  if (residual) {
+    const __m512 r = bytes_as_floats(residual, rq.is_signed, mask);
+    v = nan.add ? qadd_lanes<true>(v, r, rq.residual_add) : qadd_lanes<false>(v, r, rq.residual_add);
+  }
   store_lanes(v, rq.is_signed, y, mask);
 }
 
@@ -229,10 +242,10 @@ void row_tile(const RowTileArgs& t) {
   for (size_t r = 0; r < R; ++r) {
     uint8_t* y = t.y + r * t.rq->y_stride;
     const uint8_t* res = t.residual ? t.residual + r * t.rq->residual_stride : nullptr;
-    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, t.col, y, res, P == 2 ? __mmask16(0xFFFF) : last);
+    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, t.col, y, res, t.nan, P == 2 ? __mmask16(0xFFFF) : last);
     if constexpr (P == 2)
       store_column_requantized(_mm512_load_si512(sums[r] + kWidth), *t.rq, t.col + kWidth, y + kWidth,
-                               res ? res + kWidth : nullptr, last);
+                               res ? res + kWidth : nullptr, t.nan, last);
   }
 }
 
@@ -249,6 +262,8 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
                                      const ColumnRequantize& r) {
   const size_t bytes = w.panel_bytes(), first = r.col_begin / kWidth;
   const size_t panels = (std::min(r.col_end, w.n) + kWidth - 1) / kWidth;
+  NanSteps nan{false, r.residual && qadd_may_be_nan(r.residual_add)};
+  for (size_t j = r.col_begin; j < std::min(r.col_end, w.n); ++j) nan.requantize |= !std::isfinite(r.multiplier[j]);
   auto run = [&](size_t q0, size_t t0) {
     const size_t count = std::min<size_t>(2, panels - q0);
     RowTileArgs t{};
@@ -263,6 +278,7 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
     t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + (q0 - first) * kWidth;
     t.residual = r.residual ? static_cast<const uint8_t*>(r.residual) + t0 * r.residual_stride + (q0 - first) * kWidth
                             : nullptr;
+    t.nan = nan;
     kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
   };
   // The larger operand is walked once in the outer loop, the smaller re-read from cache:

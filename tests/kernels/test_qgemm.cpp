@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -180,6 +181,38 @@ TEST(QGemm, ResidualAddInTheEpilogueLikeScalar) {
         u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::avx512);
         EXPECT_NE(plain, want);  // the add changed something
       }
+}
+
+// NaN and infinite multipliers (a hostile model's scales) take the epilogue's NaN step, which
+// finite ones skip: the kernel still matches the scalar loops, with and without a residual
+// add whose scales can make a NaN.
+TEST(QGemm, NonFiniteMultipliersRequantizeLikeScalar) {
+  if (!isa_supports_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI";
+  std::mt19937 rng(17);
+  const size_t rows = 15, n = 33, k = 8;
+  std::vector<uint8_t> x(rows * k), w(k * n), residual(rows * n);
+  for (auto& v : x) v = static_cast<uint8_t>(rng());
+  for (auto& v : w) v = static_cast<uint8_t>(rng());
+  for (auto& v : residual) v = static_cast<uint8_t>(rng());
+  U8Panels panels;
+  pack_u8_panels(w.data(), n, k, n, 0, panels);
+  std::vector<int32_t> add(n, 0);
+  std::vector<float> multiplier(n, 0.01f);
+  multiplier[3] = std::nanf(""), multiplier[17] = INFINITY, multiplier[20] = -INFINITY, multiplier[32] = 3e38f;
+  for (bool with_residual : {false, true}) {
+    ColumnRequantize r;
+    r.add = add.data(), r.multiplier = multiplier.data(), r.zero_point = 7.0f, r.y_stride = n;
+    if (with_residual) {
+      r.residual = residual.data(), r.residual_stride = n;
+      r.residual_add.a_scale = 3e38f, r.residual_add.b_scale = -3e38f, r.residual_add.a_zero = 7.0f;  // inf - inf
+    }
+    std::vector<uint8_t> want(rows * n), got(rows * n);
+    r.y = want.data();
+    u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::scalar);
+    r.y = got.data();
+    u8s8_gemm_requantize(x.data(), rows, k, panels, r, Isa::avx512);
+    ASSERT_EQ(got, want) << (with_residual ? "with" : "without") << " a residual add";
+  }
 }
 
 TEST(QGemm, ExtremeBytesDoNotSaturate) {
