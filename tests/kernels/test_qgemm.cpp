@@ -60,6 +60,13 @@ void check(const Case& s, bool b_signed, bool extreme, unsigned seed, Isa isa) {
   }
 }
 
+// `count` random bytes.
+std::vector<uint8_t> random_bytes(size_t count, std::mt19937& rng) {
+  std::vector<uint8_t> v(count);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
 std::vector<Isa> isas() {
   std::vector<Isa> out{Isa::scalar};
   if (isa_supports_avx512_vnni()) out.push_back(Isa::avx512);
@@ -114,9 +121,7 @@ TEST(QGemm, RowsTimesPanelsRequantizeLikeScalar) {
 TEST(QGemm, ColumnRangeWritesOnlyItsColumns) {
   std::mt19937 rng(77);
   const size_t rows = 29, n = 70, k = 20, stride = n + 5;
-  std::vector<uint8_t> x(rows * k), w(k * n);
-  for (auto& v : x) v = static_cast<uint8_t>(rng());
-  for (auto& v : w) v = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> x = random_bytes(rows * k, rng), w = random_bytes(k * n, rng);
   U8Panels panels;
   pack_u8_panels(w.data(), n, k, n, 0, panels);
   std::vector<int32_t> add(n, -300);
@@ -150,10 +155,8 @@ TEST(QGemm, ResidualAddInTheEpilogueLikeScalar) {
   if (!isa_supports_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI";
   std::mt19937 rng(91);
   const size_t rows = 31, n = 50, k = 36, stride = n + 2;
-  std::vector<uint8_t> x(rows * k), w(k * n), residual(rows * stride);
-  for (auto& v : x) v = static_cast<uint8_t>(rng());
-  for (auto& v : w) v = static_cast<uint8_t>(rng());
-  for (auto& v : residual) v = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> x = random_bytes(rows * k, rng), w = random_bytes(k * n, rng);
+  const std::vector<uint8_t> residual = random_bytes(rows * stride, rng);
   U8Panels panels;
   pack_u8_panels(w.data(), n, k, n, 0, panels);
   std::vector<int32_t> add(n);
@@ -190,10 +193,8 @@ TEST(QGemm, NonFiniteMultipliersRequantizeLikeScalar) {
   if (!isa_supports_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI";
   std::mt19937 rng(17);
   const size_t rows = 15, n = 33, k = 8;
-  std::vector<uint8_t> x(rows * k), w(k * n), residual(rows * n);
-  for (auto& v : x) v = static_cast<uint8_t>(rng());
-  for (auto& v : w) v = static_cast<uint8_t>(rng());
-  for (auto& v : residual) v = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> x = random_bytes(rows * k, rng), w = random_bytes(k * n, rng);
+  const std::vector<uint8_t> residual = random_bytes(rows * n, rng);
   U8Panels panels;
   pack_u8_panels(w.data(), n, k, n, 0, panels);
   std::vector<int32_t> add(n, 0);

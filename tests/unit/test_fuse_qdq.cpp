@@ -66,19 +66,24 @@ void conv_weights(OnnxBuilder& b, const std::string& name, int64_t cout, int64_t
   }
 }
 
-TestModel residual_block(bool int_bias) {
-  OnnxBuilder b(13);
-  const Shape x{2, 8, 10, 12};
-  b.input("x", kF32, x).output("y", kF32, x);
+// x -> Q -> DQ -> Conv(3x3, 8 -> 8) -> Relu -> Q -> DQ: h_dq, the start of both test models.
+void first_conv(OnnxBuilder& b, bool int_bias) {
   scalar_qparams(b, "in", 0.02f, 128);
   scalar_qparams(b, "h", 0.03f, 0);
-  scalar_qparams(b, "c2", 0.05f, 131);
-  scalar_qparams(b, "out", 0.04f, 0);
   qdq(b, "x", "in");
   conv_weights(b, "conv1", 8, 8, 0.02f, 1, int_bias);
   OnnxBuilder::attr_ints(b.node("Conv", {"x_dq", "conv1_w", "conv1_b"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
   b.node("Relu", {"c1"}, {"h"}, "relu1");
   qdq(b, "h", "h");
+}
+
+TestModel residual_block(bool int_bias) {
+  OnnxBuilder b(13);
+  const Shape x{2, 8, 10, 12};
+  b.input("x", kF32, x).output("y", kF32, x);
+  scalar_qparams(b, "c2", 0.05f, 131);
+  scalar_qparams(b, "out", 0.04f, 0);
+  first_conv(b, int_bias);
   conv_weights(b, "conv2", 8, 8, 0.03f, 2, int_bias);
   OnnxBuilder::attr_ints(b.node("Conv", {"h_dq", "conv2_w", "conv2_b"}, {"c2"}, "conv2"), "pads", {1, 1, 1, 1});
   qdq(b, "c2", "c2");
@@ -173,14 +178,8 @@ TestModel conv_pool_conv() {
   OnnxBuilder b(13);
   const Shape x{1, 8, 11, 13};
   b.input("x", kF32, x).output("y", kF32, {1, 8, 6, 7});
-  scalar_qparams(b, "in", 0.02f, 128);
-  scalar_qparams(b, "h", 0.03f, 0);
   scalar_qparams(b, "out", 0.05f, 120);
-  qdq(b, "x", "in");
-  conv_weights(b, "conv1", 8, 8, 0.02f, 1, true);
-  OnnxBuilder::attr_ints(b.node("Conv", {"x_dq", "conv1_w", "conv1_b"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
-  b.node("Relu", {"c1"}, {"h"}, "relu1");
-  qdq(b, "h", "h");
+  first_conv(b, true);
   onnx::NodeProto& pool = b.node("MaxPool", {"h_dq"}, {"p"}, "pool");
   OnnxBuilder::attr_ints(pool, "kernel_shape", {3, 3});
   OnnxBuilder::attr_ints(pool, "strides", {2, 2});

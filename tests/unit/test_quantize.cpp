@@ -234,6 +234,19 @@ void check_needs_cover_reads(const Node& node, const std::vector<Tensor>& inputs
   }
 }
 
+// Per output channel: scales step, 2 step, ... and int32 biases in [-1000, 1000].
+Tensor channel_scales(int64_t m, float step) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < m; ++i) v.push_back(step * static_cast<float>(i + 1));
+  return f32({m}, v);
+}
+Tensor random_bias(int64_t m, uint32_t seed) {
+  Tensor bias(DType::i32, {m});
+  std::mt19937 rng(seed);
+  for (int32_t& v : bias.span<int32_t>()) v = static_cast<int32_t>(rng() % 2001) - 1000;
+  return bias;
+}
+
 TEST(ConvInteger, TileRuleMatchesReferenceExactly) {
   struct Case { Shape x, w; DType xt, wt; Shape w_zero; int64_t group, stride, pad, dilation; };
   const std::vector<Case> cases = {
@@ -275,13 +288,9 @@ TEST(QLinearConv, TileRuleMatchesReferenceExactly) {
     NodeBuilder node("QLinearConv", 10, 9);
     node.i("group", c.group).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
     const int64_t m = c.w[0];
-    std::vector<float> w_scales;
-    for (int64_t i = 0; i < m; ++i) w_scales.push_back(0.01f * static_cast<float>(i + 1));
-    Tensor bias(DType::i32, {m});
-    std::mt19937 rng(seed);
-    for (int32_t& v : bias.span<int32_t>()) v = static_cast<int32_t>(rng() % 2001) - 1000;
+    const Tensor bias = random_bias(m, seed);
     std::vector<Tensor> in = {random_bytes(c.xt, c.x, seed++), Tensor::scalar<float>(0.05f), random_bytes(c.xt, {}, seed++),
-                              random_bytes(c.wt, c.w, seed++), f32({m}, w_scales), random_bytes(c.wt, {m}, seed++),
+                              random_bytes(c.wt, c.w, seed++), channel_scales(m, 0.01f), random_bytes(c.wt, {m}, seed++),
                               Tensor::scalar<float>(0.7f), random_bytes(c.xt, {}, seed++), c.bias ? bias : Tensor()};
     auto stats = tiletest::check_tiling(node, in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
@@ -313,15 +322,11 @@ TEST(QLinearConvNhwc, TileRuleMatchesReferenceExactly) {
     node.ints("dilations", {c.dilation, c.dilation});
     if (c.relu) node.s(kAttrActivation, "relu");
     const int64_t m = c.w[0];
-    std::vector<float> w_scales;
-    for (int64_t i = 0; i < m; ++i) w_scales.push_back(0.002f * static_cast<float>(i + 1));
-    Tensor bias(DType::i32, {m});
-    std::mt19937 rng(seed);
-    for (int32_t& v : bias.span<int32_t>()) v = static_cast<int32_t>(rng() % 2001) - 1000;
+    const Tensor bias = random_bias(m, seed);
     Tensor w_zero = c.w_zero ? random_bytes(DType::i8, {m}, seed++) : Tensor(DType::i8, {m});
     if (!c.w_zero) std::memset(w_zero.raw(), 0, w_zero.bytes());
     std::vector<Tensor> in = {random_bytes(c.xt, c.x, seed++), Tensor::scalar<float>(0.05f), random_bytes(c.xt, {}, seed++),
-                              random_bytes(DType::i8, c.w, seed++), f32({m}, w_scales), w_zero,
+                              random_bytes(DType::i8, c.w, seed++), channel_scales(m, 0.002f), w_zero,
                               Tensor::scalar<float>(0.3f), random_bytes(c.yt, {}, seed++), bias};
     auto stats = tiletest::check_tiling(node, in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
@@ -404,15 +409,11 @@ TEST(QLinearConv, SymmetricWeightsMatchReferenceExactly) {
     node.i("group", c.group).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
     if (c.relu) node.s("grove_activation", "relu").s("grove_fused", "Relu");
     const int64_t m = c.w[0];
-    std::vector<float> w_scales;
-    for (int64_t i = 0; i < m; ++i) w_scales.push_back(0.002f * static_cast<float>(i + 1));
-    Tensor bias(DType::i32, {m});
-    std::mt19937 rng(seed);
-    for (int32_t& v : bias.span<int32_t>()) v = static_cast<int32_t>(rng() % 2001) - 1000;
+    const Tensor bias = random_bias(m, seed);
     Tensor w_zero(DType::i8, {m});
     std::fill_n(w_zero.data<int8_t>(), m, int8_t{0});
     std::vector<Tensor> in = {random_bytes(c.xt, c.x, seed++), Tensor::scalar<float>(0.05f), random_bytes(c.xt, {}, seed++),
-                              random_bytes(DType::i8, c.w, seed++), f32({m}, w_scales), w_zero,
+                              random_bytes(DType::i8, c.w, seed++), channel_scales(m, 0.002f), w_zero,
                               Tensor::scalar<float>(0.3f), random_bytes(c.xt, {}, seed++), bias};
     auto stats = tiletest::check_tiling(node, in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
