@@ -76,19 +76,44 @@ void transpose_needs(const Node& node, std::span<const ValueInfo> in, std::span<
   in_regions[0] = x;
 }
 
-// A 4-D transpose of bytes (the layout changes around channels-last int8 ops): one tight loop
-// along whichever output dim is longer, the one read contiguously or the one written
-// contiguously, instead of a copy call per output row (an image's rows of 3 channels).
+// A 4-D transpose of bytes (the layout changes around channels-last int8 ops). Where one
+// output dim is read contiguously and the last dim (written contiguously) is not, both at
+// least kBlock long, the two are walked in kBlock x kBlock blocks, so each block reads kBlock
+// short contiguous runs and writes kBlock (NCHW <-> NHWC with many channels: a per-element
+// gather down the channels otherwise). Else one tight loop along the longer of the two.
+constexpr int64_t kBlock = 16;
+
 void transpose_bytes_4d(const Tensor& x, Tensor& y, const Region& r, const std::vector<int64_t>& strides) {
   const std::vector<int64_t> out_strides = strides_of(y.shape());
+  const auto* src = reinterpret_cast<const uint8_t*>(x.raw());
+  auto* dst = reinterpret_cast<uint8_t*>(y.raw());
+  size_t read = 4;  // the output dim read contiguously, if any but the last
+  for (size_t j = 0; j < 3; ++j)
+    if (strides[j] == 1) read = j;
+  if (read < 3 && strides[3] != 1 && r[read].size() >= kBlock && r[3].size() >= kBlock) {
+    std::array<size_t, 2> outer{};
+    for (size_t j = 0, k = 0; j < 3; ++j)
+      if (j != read) outer[k++] = j;
+    const int64_t s3 = strides[3], dr = out_strides[read];
+    for (int64_t a = r[outer[0]].begin; a < r[outer[0]].end; ++a)
+      for (int64_t b = r[outer[1]].begin; b < r[outer[1]].end; ++b) {
+        const uint8_t* from = src + a * strides[outer[0]] + b * strides[outer[1]];
+        uint8_t* to = dst + a * out_strides[outer[0]] + b * out_strides[outer[1]];
+        for (int64_t i0 = r[read].begin; i0 < r[read].end; i0 += kBlock)
+          for (int64_t c0 = r[3].begin; c0 < r[3].end; c0 += kBlock) {
+            const int64_t i1 = std::min(i0 + kBlock, r[read].end), c1 = std::min(c0 + kBlock, r[3].end);
+            for (int64_t i = i0; i < i1; ++i)
+              for (int64_t c = c0; c < c1; ++c) to[i * dr + c] = from[i + c * s3];
+          }
+      }
+    return;
+  }
   size_t inner = 3;
   for (size_t j = 0; j < 3; ++j)
     if (strides[j] == 1 && r[j].size() > r[3].size()) inner = j;
   std::array<size_t, 3> outer{};
   for (size_t j = 0, k = 0; j < 4; ++j)
     if (j != inner) outer[k++] = j;
-  const auto* src = reinterpret_cast<const uint8_t*>(x.raw());
-  auto* dst = reinterpret_cast<uint8_t*>(y.raw());
   const int64_t n = r[inner].size(), si = strides[inner], di = out_strides[inner];
   for (int64_t a = r[outer[0]].begin; a < r[outer[0]].end; ++a)
     for (int64_t b = r[outer[1]].begin; b < r[outer[1]].end; ++b)

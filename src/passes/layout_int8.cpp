@@ -2,7 +2,8 @@
 // grove.internal QLinearConvNhwc between two Transposes (NCHW -> NHWC before, back after).
 // A conv or residual QLinearAdd whose inputs already have a channels-last twin reads the twin,
 // so a chain of them (a ResNet's blocks) runs channels-last from its first conv to its last
-// reader that is not one of them; the back Transposes no one reads are removed as dead.
+// reader that is not one of them; the back Transposes no one reads are removed as dead. A
+// conv left alone between NCHW ops goes back to NCHW (the two Transposes would cost more).
 // Why: in NCHW each tile laid x's windows out in pixel-major panels (a byte transpose per tile)
 // and wasted panel columns on planes that are not a multiple of 16 pixels; channels-last
 // pixels are the kernel's rows as they lie in memory (docs/quantization.md has the numbers).
@@ -88,6 +89,44 @@ Node transpose(const std::string& name, const std::string& from, const std::stri
   t.attrs["perm"].kind = Attribute::Kind::ints;
   t.attrs["perm"].ints = std::move(perm);
   return t;
+}
+
+// A channels-last conv whose input was transposed for it alone and whose output only goes
+// back to NCHW pays two Transposes for nothing (a quantized conv between float ops): it
+// becomes the NCHW QLinearConv again, and the Transposes go (remove_dead_nodes drops the one
+// in front). Returns how many.
+int revert_lone_convs(Graph& g) {
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> reads;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+    for (const auto& in : g.nodes[i].inputs) ++reads[in];
+  }
+  for (const auto& o : g.outputs) ++reads[o.name];
+  std::vector<bool> dropped(g.nodes.size(), false);
+  int reverted = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& c = g.nodes[i];
+    if (c.op_type != "QLinearConvNhwc" || c.inputs.size() > kResidualInput) continue;
+    auto in = producer.find(c.inputs[0]);
+    if (in == producer.end() || g.nodes[in->second].op_type != "Transpose" || reads[c.inputs[0]] != 1) continue;
+    if (reads[c.outputs[0]] != 1) continue;
+    size_t back = 0;
+    for (size_t j = i + 1; j < g.nodes.size(); ++j)
+      if (g.nodes[j].op_type == "Transpose" && g.nodes[j].inputs[0] == c.outputs[0]) back = j;
+    if (back == 0) continue;
+    c.inputs[0] = g.nodes[in->second].inputs[0];
+    c.outputs[0] = g.nodes[back].outputs[0];
+    c.op_type = "QLinearConv";
+    c.domain.clear();
+    dropped[back] = true;
+    ++reverted;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  return reverted;
 }
 
 }  // namespace
@@ -221,7 +260,7 @@ int to_channels_last_int8(Graph& g) {
   g.nodes.clear();
   for (size_t i = 0; i < out.size(); ++i)
     if (!removed[i]) g.nodes.push_back(std::move(out[i]));
-  return converted;
+  return converted - revert_lone_convs(g);
 }
 
 }  // namespace grove

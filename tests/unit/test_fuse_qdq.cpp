@@ -221,6 +221,21 @@ TEST(FuseQdq, MaxPoolBetweenQuantizedConvsPoolsBytes) {
   EXPECT_LE(differ, c.numel() / 10);
 }
 
+TEST(FuseQdq, LoneConvStaysNchw) {
+  // One quantized conv between float ops: channels-last would only add two Transposes.
+  OnnxBuilder b(13);
+  const Shape x{1, 8, 9, 9};
+  b.input("x", kF32, x).output("y", kF32, x);
+  first_conv(b, true);
+  b.node("Identity", {"h_dq"}, {"y"}, "out");
+  TestModel m{"qdq_lone_conv", b.bytes(), {{"x", seeded_tensor(x, 9)}}};
+  Model model = load_test_model(m);
+  EXPECT_EQ(labels(model.graph()), (std::map<std::string, int>{{"QuantizeLinear", 1},
+                                                               {"QLinearConv+Relu", 1},
+                                                               {"DequantizeLinear", 1},
+                                                               {"Identity", 1}}));
+}
+
 TEST(FuseQdq, QuantizedAddIsBitExactWithTheChain) {
   // The Add alone: DQ, DQ -> Add -> Relu -> Q, fused and not, on every byte pair of a grid.
   OnnxBuilder b(13);

@@ -105,10 +105,13 @@ TEST(TilingMovement, TransposeAnyPermutation) {
   std::vector<int64_t> perm = {0, 1, 2, 3};
   uint32_t seed = 60;
   do {
-    Tensor bytes(DType::u8, {2, 3, 1, 7});
-    std::mt19937 rng(seed++);
-    for (uint8_t& v : bytes.span<uint8_t>()) v = static_cast<uint8_t>(rng());
-    check_tiling(NodeBuilder("Transpose", 13, 1).ints("perm", perm), {bytes}, 0);
+    // The second shape has two dims past the 16 x 16 blocks of the channels-last transposes.
+    for (Shape shape : {Shape{2, 3, 1, 7}, Shape{1, 18, 2, 17}}) {
+      Tensor bytes(DType::u8, shape);
+      std::mt19937 rng(seed++);
+      for (uint8_t& v : bytes.span<uint8_t>()) v = static_cast<uint8_t>(rng());
+      check_tiling(NodeBuilder("Transpose", 13, 1).ints("perm", perm), {bytes}, 0);
+    }
   } while (std::next_permutation(perm.begin(), perm.end()));
   auto needs = needs_of(NodeBuilder("Transpose", 13, 1).ints("perm", {2, 0, 1}), {random_f32({2, 3, 4}, 1)},
                         {{1, 3}, {0, 1}, {2, 3}});
