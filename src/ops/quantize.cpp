@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels/quantize.h"
+#include "ops/fused_epilogue.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
@@ -122,14 +123,25 @@ void reference_quantize(const Node& node, std::span<const Tensor* const> in, std
 
 // ---- DequantizeLinear(x, x_scale, x_zero_point?) -> y ----
 
+// DequantizeLinear may carry a fused epilogue (passes/fuse_epilogue.cpp): a per-column bias
+// as input 3 and an activation, as in a QDQ transformer's DQ -> Add(bias) -> GELU.
+constexpr size_t kDequantizeBiasInput = 3;
+
 void infer_dequantize(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
-  require_inputs(node, in.size(), 2, 3);
+  require_inputs(node, in.size(), 2, has_fused_epilogue(node) ? kDequantizeBiasInput + 1 : 3);
   if (in[0].dtype != DType::i32) require_quantized_dtype(in[0].dtype, "x");
   check_scale_dtype(in[1], "x_scale");
   if (has_input(in, 2) && in[2].dtype != in[0].dtype)
     throw Error("x_zero_point is " + std::string(dtype_name(in[2].dtype)) + ", x is " + std::string(dtype_name(in[0].dtype)));
   quant_layout(node, in[0].shape, in[1].shape, has_input(in, 2) ? &in[2].shape : nullptr);
   out[0] = ValueInfo{DType::f32, in[0].shape};
+  if (!has_fused_epilogue(node)) return;
+  epilogue_activation(node);
+  if (has_input(in, kDequantizeBiasInput)) {
+    const ValueInfo& b = in[kDequantizeBiasInput];
+    if (b.dtype != DType::f32 || out[0].shape.empty() || numel(b.shape) != out[0].shape.back())
+      throw Error(node.describe() + ": fused bias " + shape_str(b.shape) + " does not fit output " + shape_str(out[0].shape));
+  }
 }
 
 void reference_dequantize(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
@@ -158,6 +170,7 @@ void reference_dequantize(const Node& node, std::span<const Tensor* const> in, s
       throw Unsupported("x of dtype " + std::string(dtype_name(in[0]->dtype())) + " is not supported");
     }
   });
+  apply_epilogue_reference(node, optional_input(in, kDequantizeBiasInput), nullptr, *out[0]);
 }
 
 // ---- DynamicQuantizeLinear(x) -> y (uint8), y_scale, y_zero_point ----

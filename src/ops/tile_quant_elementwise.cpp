@@ -2,11 +2,13 @@
 // kernel call per contiguous run of its region:
 //   grove.internal QLinearAdd (ops/quant_add.cpp);
 //   QuantizeLinear float32 -> uint8 and DequantizeLinear 8-bit -> float32 with one scale for
-//   the tensor (the activations between the integer ops). Other scale layouts and dtypes are
-//   one whole tile on the reference.
+//   the tensor (the activations between the integer ops), DequantizeLinear with a fused
+//   bias and activation too. Other scale layouts and dtypes are one whole tile on the reference.
 #include <cmath>
 
 #include "kernels/quantize.h"
+#include "kernels/vmath.h"
+#include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
 #include "ops/quant_add.h"
 #include "ops/quant_util.h"
@@ -14,20 +16,6 @@
 
 namespace grove::tiling {
 namespace {
-
-// Calls run(offset, count) for each contiguous span of `r` in a row-major tensor of `shape`:
-// trailing dims the region covers whole join the dim before them into one span, so a tile of
-// whole rows of a [N, C, H, W] tensor is a few long runs, not H x C short ones.
-template <class F>
-void for_each_span(const Shape& shape, const Region& r, F&& run) {
-  size_t d = shape.size();
-  int64_t inner = 1;
-  while (d > 1 && r[d - 1].begin == 0 && r[d - 1].end == shape[d - 1]) inner *= shape[--d];
-  const Region outer(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(d));
-  const Shape outer_shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(d));
-  const int64_t count = (outer.empty() ? 1 : outer.back().size()) * inner;
-  for_each_row(outer_shape, outer, [&](int64_t offset, const std::vector<int64_t>&) { run(offset * inner, count); });
-}
 
 // One scale and zero point for the whole tensor, as constants or not: the fast loops apply.
 bool per_tensor(std::span<const ValueInfo> in) {
@@ -70,8 +58,26 @@ void run_quantize(const Node& node, std::span<const Tensor* const> in, std::span
   const float zero_point = zero ? static_cast<float>(zero->data<uint8_t>()[0]) : 0.0f;
   const float* x = in[0]->data<float>();
   uint8_t* y = out[0]->data<uint8_t>();
-  for_each_span(out[0]->shape(), out_region, [&](int64_t offset, int64_t count) {
+  for_each_run(out[0]->shape(), out_region, [&](int64_t offset, int64_t count) {
     kernels::quantize_u8(x + offset, static_cast<size_t>(count), scale, zero_point, y + offset);
+  });
+}
+
+// A fused epilogue (passes/fuse_epilogue.cpp): bias per column, then the activation, row by
+// row of the region while it is in cache; the erf GELU on the vector kernel.
+void apply_epilogue(const Node& node, const Tensor* bias, const Region& r, Tensor& y) {
+  const kernels::ActivationParams act = epilogue_activation(node);
+  const kernels::VMathKernels& k = kernels::vmath();
+  if (r.empty()) return;
+  const auto run = static_cast<size_t>(r.back().size());
+  const float* b = bias ? bias->data<float>() + r.back().begin : nullptr;
+  float* ys = y.data<float>();
+  for_each_row(y.shape(), r, [&](int64_t offset, const std::vector<int64_t>&) {
+    float* row = ys + offset;
+    if (b) k.binary(kernels::BinaryOp::add, kernels::BinaryForm::vector_vector, run, row, b, row);
+    if (act.kind == kernels::Activation::gelu_erf) k.unary(kernels::UnaryOp::gelu_erf, run, row, row);
+    else if (act.kind != kernels::Activation::identity)
+      for (size_t i = 0; i < run; ++i) row[i] = kernels::apply_activation(row[i], act);
   });
 }
 
@@ -86,12 +92,13 @@ void run_dequantize(const Node& node, std::span<const Tensor* const> in, std::sp
   float* y = out[0]->data<float>();
   // The reference's arithmetic: the difference exactly, then one float multiply.
   auto apply = [&](const auto* x) {
-    for_each_span(out[0]->shape(), out_region, [&](int64_t offset, int64_t count) {
+    for_each_run(out[0]->shape(), out_region, [&](int64_t offset, int64_t count) {
       for (int64_t i = offset; i < offset + count; ++i) y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - z) * scale;
     });
   };
   if (is_signed) apply(in[0]->data<int8_t>());
   else apply(in[0]->data<uint8_t>());
+  if (has_fused_epilogue(node)) apply_epilogue(node, optional_input(in, 3), out_region, *out[0]);
 }
 
 std::vector<int64_t> cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
@@ -111,7 +118,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const auto* a = reinterpret_cast<const uint8_t*>(in[0]->raw());
   const auto* b = reinterpret_cast<const uint8_t*>(in[3]->raw());
   auto* y = reinterpret_cast<uint8_t*>(out[0]->raw());
-  for_each_span(out[0]->shape(), out_region, [&](int64_t offset, int64_t count) {
+  for_each_run(out[0]->shape(), out_region, [&](int64_t offset, int64_t count) {
     kernels::qadd(a + offset, b + offset, static_cast<size_t>(count), p, y + offset);
   });
 }

@@ -111,7 +111,7 @@ int64_t node_flops(const Graph& g, const Node& n) {
   }
   if (reads_every_input_once(op)) return x ? numel(*x) : 0;
   if (moves_data_only(op)) return 0;
-  return numel(*out);
+  return add(numel(*out), epilogue);  // a DequantizeLinear may carry a bias and activation
 }
 
 int64_t graph_flops(const Graph& g) {

@@ -1,5 +1,5 @@
-// Epilogue fusion: the elementwise ops right after a Conv, MatMul or Gemm become part of that
-// node, so their tiles write the final values while the GEMM accumulators are still in
+// Epilogue fusion: the elementwise ops right after a Conv, MatMul or Gemm (or a bias and
+// a Relu or erf GELU after an 8-bit DequantizeLinear) become part of that node, so their tiles write the final values while the GEMM accumulators are still in
 // registers instead of making another pass over memory per op. The chain, in the order of the
 // kernels' epilogue act(acc + bias + residual) (kernels/epilogue.h):
 //   [Add(constant per-column bias)]   MatMul, or a Gemm without C (torch's Linear export)
@@ -114,9 +114,21 @@ class EpilogueFuser {
     return false;
   }
 
+  // A DequantizeLinear of 8-bit values with one scale (a QDQ model's activation between the
+  // integer ops): its float output may take a bias and an activation the tile rule applies
+  // (ops/tile_quant_elementwise.cpp), the bias as input 3 after the zero point.
+  bool dequantize_producer(const Node& n) const {
+    if (n.op_type != "DequantizeLinear" || !n.domain.empty() || n.outputs.size() != 1 || has_fused_epilogue(n)) return false;
+    if (n.inputs.size() < 2 || n.inputs.size() > 3 || n.has_attr("axis") || n.has_attr("block_size")) return false;
+    const ValueInfo *x = info(n.inputs[0]), *s = info(n.inputs[1]);
+    return x && s && (x->dtype == DType::u8 || x->dtype == DType::i8) && numel(s->shape) == 1 && is_f32(n.outputs[0]);
+  }
+  static size_t bias_input(const Node& p) { return p.op_type == "DequantizeLinear" ? 3 : kEpilogueBiasInput; }
+
   // Add(v, constant of N values along the last dim) for a producer with no bias yet.
   bool take_bias(Node& p, std::string& v, Fusion& f) {
-    const bool has_bias = p.inputs.size() > kEpilogueBiasInput && !p.inputs[kEpilogueBiasInput].empty();
+    const size_t slot = bias_input(p);
+    const bool has_bias = p.inputs.size() > slot && !p.inputs[slot].empty();
     if (p.op_type == "Conv" || has_bias) return false;
     size_t at = 0;
     const Node* add = only_reader(v, "Add", at);
@@ -129,8 +141,8 @@ class EpilogueFuser {
       if (b->dim(d) != 1) return false;
     // A Gemm's C is scaled by beta.
     if (p.op_type == "Gemm" && (b->rank() > 2 || p.attr_float("beta", 1.0f) != 1.0f)) return false;
-    p.inputs.resize(kEpilogueBiasInput + 1);
-    p.inputs[kEpilogueBiasInput] = bias;
+    p.inputs.resize(slot + 1);  // a DequantizeLinear without a zero point gets "" before the bias
+    p.inputs[slot] = bias;
     v = add->outputs[0];
     f.add(at, "Bias");
     return true;
@@ -347,13 +359,23 @@ class EpilogueFuser {
 
   void fuse_into(size_t i) {
     Node& p = g_.nodes[i];
-    if (!fusable_producer(p)) return;
+    const bool dequantize = dequantize_producer(p);
+    if (!dequantize && !fusable_producer(p)) return;
     Node fused = p;
     std::string v = fused.outputs[0];
     Fusion f;
     take_bias(fused, v, f);
-    take_residual(fused, v, f);
-    take_activation(fused, v, f);
+    if (dequantize) {
+      // No residual; of the activations, the ones its tile rule runs on vectors (or cheaply).
+      Node with = fused;
+      std::string w = v;
+      Fusion g = f;
+      const std::string kind = take_activation(with, w, g) ? with.attr_string(kAttrActivation, "") : "";
+      if (kind == "gelu_erf" || kind == "relu") fused = std::move(with), v = w, f = std::move(g);
+    } else {
+      take_residual(fused, v, f);
+      take_activation(fused, v, f);
+    }
     if (f.nodes.empty()) return;
     Attribute& label = fused.attrs[kAttrFused];
     label.kind = Attribute::Kind::s;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "graph/epilogue_attrs.h"
 #include "kernels/isa.h"
@@ -234,6 +235,64 @@ TEST(FuseQdq, LoneConvStaysNchw) {
                                                                {"QLinearConv+Relu", 1},
                                                                {"DequantizeLinear", 1},
                                                                {"Identity", 1}}));
+}
+
+// A QDQ transformer's linear layer: QLinearMatMul's bytes dequantized, then the float bias
+// Add and torch's erf GELU (Div, Erf, Add, Mul, Mul): all of it one DequantizeLinear with a
+// fused bias and activation (fuse_epilogue.cpp), and a plain bias Add the same without GELU.
+TestModel qdq_linear_gelu() {
+  OnnxBuilder b(13);
+  const Shape x{2, 5, 24};
+  b.input("x", kF32, x).output("y", kF32, {2, 5, 40}).output("z", kF32, {2, 5, 40});
+  scalar_qparams(b, "in", 0.02f, 128);
+  scalar_qparams(b, "mm", 0.05f, 120);
+  qdq(b, "x", "in");
+  std::vector<int8_t> w(24 * 40);
+  std::mt19937 rng(4);
+  for (auto& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  b.initializer_raw("wq", onnx::TensorProto::INT8, {24, 40}, w.data(), w.size());
+  b.initializer_f32("ws", {}, {0.004f});
+  b.node("DequantizeLinear", {"wq", "ws"}, {"w"}, "wdq");
+  b.node("MatMul", {"x_dq", "w"}, {"m"}, "matmul");
+  qdq(b, "m", "mm");
+  weight(b, "bias", {40}, 5);
+  b.node("Add", {"m_dq", "bias"}, {"h"}, "bias_add");
+  b.initializer_f32("sqrt2", {}, {1.41421356f});
+  b.initializer_f32("one", {}, {1.0f});
+  b.initializer_f32("half", {}, {0.5f});
+  b.node("Div", {"h", "sqrt2"}, {"g1"}, "gelu_div");
+  b.node("Erf", {"g1"}, {"g2"}, "gelu_erf");
+  b.node("Add", {"g2", "one"}, {"g3"}, "gelu_add");
+  b.node("Mul", {"h", "g3"}, {"g4"}, "gelu_mul");
+  b.node("Mul", {"g4", "half"}, {"y"}, "gelu_half");
+  weight(b, "bias2", {40}, 6);
+  b.node("DequantizeLinear", {"m_q", "mm_s", "mm_z"}, {"m_dq2"}, "m_dequantize2");  // each reader its own DQ
+  b.node("Add", {"m_dq2", "bias2"}, {"z"}, "bias_only");
+  return {"qdq_linear_gelu", b.bytes(), {{"x", seeded_tensor(x, 10)}}};
+}
+
+TEST(FuseQdq, DequantizeTakesTheBiasAndGelu) {
+  TestModel m = qdq_linear_gelu();
+  Model model = load_test_model(m);
+  const auto l = labels(model.graph());
+  EXPECT_EQ(l.count("Erf"), 0u);
+  EXPECT_EQ(l.count("Add"), 0u);
+  EXPECT_EQ(l.at("DequantizeLinear+Bias+Gelu"), 1);
+  EXPECT_EQ(l.at("DequantizeLinear+Bias"), 1);
+  const TensorMap chain = run_reference(unfused_graph(m), m.inputs);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  for (const char* out : {"y", "z"})
+    for (int64_t i = 0; i < chain.at(out).numel(); ++i)
+      ASSERT_NEAR(want.at(out).data<float>()[i], chain.at(out).data<float>()[i], 1e-5) << out << " at " << i;
+  for (int k : {1, 3, 16}) {  // 16 also cuts the columns (the bias offset)
+    PlanOptions o;
+    o.tiles_per_op = k;
+    PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+    run_serial(run, 7);
+    for (const char* out : {"y", "z"})
+      for (int64_t i = 0; i < want.at(out).numel(); ++i)
+        ASSERT_NEAR(run.outputs().at(out).data<float>()[i], want.at(out).data<float>()[i], 1e-5) << out << " tiles k=" << k;
+  }
 }
 
 TEST(FuseQdq, QuantizedAddIsBitExactWithTheChain) {
