@@ -4,7 +4,7 @@
 #     schedules (random delays, random pop/steal order); skip with GROVE_SKIP_TSAN=1;
 #  2. the unit, CLI, server and ONNX node conformance tests under AddressSanitizer + UndefinedBehavior-
 #     Sanitizer (clang; the model tests are left out: exporting them costs minutes of torch),
-#     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 30) in the same build
+#     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 60) in the same build
 #     (docs/fuzzing.md); skip with GROVE_SKIP_ASAN=1, or only the fuzzing with GROVE_SKIP_FUZZ=1;
 #  3. everything under ctest in Release: unit, ONNX node conformance, kernels, runtime, CLI
 #     and bad input, PyTorch model comparisons.
@@ -36,7 +36,7 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   build-fuzz/tests/serve/grove_serve_tests --gtest_brief=1
   build-fuzz/tests/grove_conformance
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
-    bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-30}"
+    bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"
   fi
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
