@@ -96,11 +96,12 @@ Node transpose(const std::string& name, const std::string& from, const std::stri
 // becomes the NCHW QLinearConv again, and the Transposes go (remove_dead_nodes drops the one
 // in front). Returns how many.
 int revert_lone_convs(Graph& g) {
-  std::map<std::string, size_t> producer;
+  std::map<std::string, size_t> producer, transposed_back;  // value -> the node making it / its Transpose
   std::map<std::string, int> reads;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& o : g.nodes[i].outputs) producer[o] = i;
     for (const auto& in : g.nodes[i].inputs) ++reads[in];
+    if (g.nodes[i].op_type == "Transpose" && !g.nodes[i].inputs.empty()) transposed_back[g.nodes[i].inputs[0]] = i;
   }
   for (const auto& o : g.outputs) ++reads[o.name];
   std::vector<bool> dropped(g.nodes.size(), false);
@@ -111,10 +112,9 @@ int revert_lone_convs(Graph& g) {
     auto in = producer.find(c.inputs[0]);
     if (in == producer.end() || g.nodes[in->second].op_type != "Transpose" || reads[c.inputs[0]] != 1) continue;
     if (reads[c.outputs[0]] != 1) continue;
-    size_t back = 0;
-    for (size_t j = i + 1; j < g.nodes.size(); ++j)
-      if (g.nodes[j].op_type == "Transpose" && g.nodes[j].inputs[0] == c.outputs[0]) back = j;
-    if (back == 0) continue;
+    auto found = transposed_back.find(c.outputs[0]);
+    if (found == transposed_back.end()) continue;
+    const size_t back = found->second;
     c.inputs[0] = g.nodes[in->second].inputs[0];
     c.outputs[0] = g.nodes[back].outputs[0];
     c.op_type = "QLinearConv";
@@ -172,13 +172,14 @@ int to_channels_last_int8(Graph& g) {
     const Node* r = it->second[0];
     return r->op_type == op && r->domain.empty() ? r : nullptr;
   };
+  std::map<std::string, const Node*> dequantized;  // value -> the DequantizeLinear making it
+  for (const auto& n : g.nodes)
+    if (n.op_type == "DequantizeLinear" && n.domain.empty() && n.outputs.size() == 1) dequantized[n.outputs[0]] = &n;
   std::map<const Node*, const Node*> pools;  // MaxPool -> the DequantizeLinear before it
   for (const auto& n : g.nodes) {
     if (n.op_type != "MaxPool" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() != 1) continue;
     if (!n.has_attr("kernel_shape") || n.attr_ints("kernel_shape").size() != 2) continue;
-    for (const auto& dq : g.nodes)
-      if (dq.op_type == "DequantizeLinear" && dq.domain.empty() && dq.outputs.size() == 1 && dq.outputs[0] == n.inputs[0])
-        pools[&n] = &dq;
+    if (auto dq = dequantized.find(n.inputs[0]); dq != dequantized.end()) pools[&n] = dq->second;
   }
   std::set<const Node*> dropped;  // the QuantizeLinear after a MaxPool that went channels-last
   for (const auto& n : g.nodes) {
