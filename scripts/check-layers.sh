@@ -15,8 +15,9 @@ declare -A allowed=(
   [plan]="graph kernels ops passes plan"
   [runtime]="graph kernels ops passes onnx plan runtime"
   [quantize]="graph kernels ops passes onnx plan runtime quantize"
+  [sim]="graph kernels ops passes onnx plan runtime sim"
   [serve]="graph kernels ops passes onnx plan runtime serve"
-  [cli]="graph kernels ops passes onnx plan runtime serve npy quantize cli"
+  [cli]="graph kernels ops passes onnx plan runtime serve npy quantize sim cli"
 )
 status=0
 for layer in */; do

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "grove/priority_policy.h"
 
@@ -39,6 +40,14 @@ class Job {
   // exception of a tile, or null. Lets a job hand out its own result without a thread
   // waiting on the future.
   virtual void finished(std::exception_ptr error) noexcept {}
+};
+
+// One traced tile, for tools that analyse a trace (grove simulate) rather than show it.
+struct TileTiming {
+  uint64_t job = 0;     // the engine's id of the job, in submission order
+  int32_t tile = -1;    // index into the job's DAG
+  int track = 0;        // the worker slot that ran it
+  int64_t start_ns = 0, end_ns = 0;  // since start_trace()
 };
 
 struct EngineOptions {
@@ -82,6 +91,8 @@ class Engine {
   // one for run() callers). While tracing, the engine keeps the traced jobs alive.
   void start_trace();
   std::string stop_trace_json();
+  // Stops the trace like stop_trace_json, returning the raw timings, sorted by start.
+  std::vector<TileTiming> stop_trace_timings();
 
  private:
   struct Impl;

@@ -70,6 +70,20 @@ struct BenchOptions {
   int mt_profile_runs = 5;          // runs per profiled candidate (median)
 };
 
+struct SimulateOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE.npy; the others get seeded random data
+  std::vector<std::string> shapes;  // NAME=DIMS
+  std::vector<int> cores = {1, 2, 4, 8, 16, 32, 64};
+  std::string schedule = "both";    // aspen | barrier | both
+  int runs = 5;                     // traced one-thread runs per plan; each tile's median
+  int validate_runs = 0;            // > 0: also measure 1..this machine's cores, this many runs per schedule
+  double bandwidth_gbs = -1;        // shared by all simulated cores; < 0: measured here with all cores; 0: unlimited
+  bool json = false;
+  uint64_t seed = 0;
+  Limits limits;                    // --max-memory, --max-nodes, --max-tiles
+};
+
 struct ServeOptions {
   std::vector<std::string> models;  // NAME=PATH.onnx
   std::string model_repository;     // a directory: every model in it is loaded at start
@@ -116,6 +130,7 @@ int run_bench_mtgraph(const BenchOptions& options);  // several models, --mt-gra
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();
+int run_simulate(const SimulateOptions& options);
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);

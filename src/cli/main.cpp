@@ -388,6 +388,43 @@ Examples:
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
 
+  SimulateOptions sim_options;
+  CLI::App* simulate = app.add_subcommand("simulate", "Predict the model's latency on N cores (a simulation over timed tiles)");
+  simulate->footer(R"(
+For each core count N the model is planned as for N cores, and that plan runs on one thread
+with a trace, so each tile is timed alone (--runs times; the median per tile). A discrete-
+event simulation then runs the engine's own schedule over those times on N virtual cores:
+depth-first following, the ready pool's rows and priority columns, stealing, and for
+--schedule barrier the barrier tiles between ops. Memory bandwidth shared by all cores and the
+pool's push/pop costs (measured on this machine first) are part of the model; docs/scaling.md
+states the assumptions and the measured error.
+--validate R also runs the model for real on 1..(this machine's cores) threads, R runs per
+schedule interleaved, and prints the prediction's error next to each measurement.
+
+Examples:
+  grove simulate resnet50.onnx
+  grove simulate resnet50.onnx --cores 1,2 --validate 20
+  grove simulate bert.onnx --shape input_ids=1x128 --cores 1,4,16,64 --bandwidth 0 --json)");
+  simulate->add_option("model", sim_options.model, "The .onnx file")->required();
+  simulate->add_option("--input,-i", sim_options.inputs, "NAME=FILE.npy (other inputs: seeded random data)")
+      ->type_name("NAME=FILE");
+  simulate->add_option("--shape", sim_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+  simulate->add_option("--cores,-c", sim_options.cores, "Core counts to simulate, comma-separated")
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1024));
+  simulate->add_option("--schedule", sim_options.schedule, "aspen, barrier, or both")
+      ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
+  simulate->add_option("--runs,-r", sim_options.runs, "Traced one-thread runs per plan (median per tile)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  simulate->add_option("--validate", sim_options.validate_runs,
+                       "Also measure 1..(this machine's cores) threads, this many runs per schedule, and print the error")
+      ->check(CLI::Range(1, 100000));
+  simulate->add_option("--bandwidth", sim_options.bandwidth_gbs,
+                       "GB/s all simulated cores share (default: measured here with every core; 0: unlimited)")
+      ->check(CLI::Range(0.0, 1e6));
+  simulate->add_flag("--json", sim_options.json, "Print one JSON object instead of the table");
+  simulate->add_option("--seed", sim_options.seed, "Seed for the random inputs")->capture_default_str();
+  add_limit_options(simulate, sim_options.limits);
+
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -402,6 +439,7 @@ Examples:
     if (run->parsed()) return run_run(run_options);
     if (plan->parsed()) return run_plan(plan_options);
     if (bench->parsed()) return run_bench(bench_options);
+    if (simulate->parsed()) return run_simulate(sim_options);
     if (serve->parsed()) return run_serve(serve_options);
     if (load->parsed()) return run_load(load_options);
     if (quantize->parsed()) return run_quantize(quantize_options);

@@ -149,6 +149,8 @@ EngineStats Engine::stats() const {
 
 void Engine::start_trace() { impl_->tracer.start(); }
 
+std::vector<TileTiming> Engine::stop_trace_timings() { return impl_->tracer.stop_timings(); }
+
 std::string Engine::stop_trace_json() {
   std::vector<std::string> names;
   for (int i = 0; i < impl_->n_threads; ++i) names.push_back("worker " + std::to_string(i));

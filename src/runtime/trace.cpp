@@ -1,5 +1,6 @@
 #include "runtime/trace.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "runtime/engine.h"
@@ -104,6 +105,20 @@ std::string Tracer::stop_json(const std::vector<std::string>& track_names) {
     }
   }
   out += "]}\n";
+  return out;
+}
+
+std::vector<TileTiming> Tracer::stop_timings() {
+  on_.store(false, std::memory_order_release);
+  std::vector<TileTiming> out;
+  for (int track = 0; track < n_tracks_; ++track) {
+    std::lock_guard lock(tracks_[track].mutex);
+    for (const Event& e : tracks_[track].events)
+      out.push_back({tracks_[track].jobs[e.job].id, e.tile, track, e.start_ns, e.end_ns});
+    tracks_[track].jobs.clear();
+    tracks_[track].events.clear();
+  }
+  std::sort(out.begin(), out.end(), [](const TileTiming& a, const TileTiming& b) { return a.start_ns < b.start_ns; });
   return out;
 }
 

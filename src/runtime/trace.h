@@ -13,6 +13,7 @@
 namespace grove {
 
 class Job;
+struct TileTiming;
 struct JobState;
 
 class Tracer {
@@ -27,6 +28,9 @@ class Tracer {
   // Stops recording and renders everything recorded since start(). `track_names[i]` names
   // track i ("worker 0", ...). Labels come from Job::tile_label, called here.
   std::string stop_json(const std::vector<std::string>& track_names);
+
+  // Stops recording and returns what was recorded since start(), sorted by start time.
+  std::vector<TileTiming> stop_timings();
 
   void record(int track, const JobState& job, int32_t tile, Clock::time_point start, Clock::time_point end);
 

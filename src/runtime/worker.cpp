@@ -9,17 +9,6 @@ namespace grove {
 
 namespace {
 
-// Spin this many pool scans before parking: long enough to catch the next push of a busy
-// job (a few microseconds), short enough that an idle engine quickly stops burning CPU.
-constexpr int kSpinScans = 64;
-constexpr int kPausesPerScan = 32;
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 void run_one(WorkerContext& w, JobState& job, int32_t tile) {
   if constexpr (kAdversarial) w.adversary.delay();
   const bool tracing = w.tracer.on();

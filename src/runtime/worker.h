@@ -35,6 +35,18 @@ struct WorkerContext {
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
 };
 
+// An idle worker spins this many pool scans, with kPausesPerScan pauses after each, before it
+// parks: long enough to catch the next push of a busy job (a few microseconds), short enough
+// that an idle engine quickly stops burning CPU.
+inline constexpr int kSpinScans = 64;
+inline constexpr int kPausesPerScan = 32;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 // Runs tiles until `quit` is raised and the worker finds no tile to run.
 void work_until(WorkerContext& worker, const std::atomic<bool>& quit);
 

@@ -1,0 +1,160 @@
+// grove simulate: predicts the model's latency on N cores (docs/scaling.md). Each plan (cut
+// for N cores) runs on one thread with a trace, so every tile is timed alone; a discrete-event
+// simulation of the engine's schedule over those times, with this machine's measured memory
+// bandwidth and pool costs, gives the makespan on N virtual cores. --validate measures the
+// cores this machine has, side by side, to show the prediction's error.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "cli/bench_stats.h"
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/inputs.h"
+#include "onnx/import.h"
+#include "runtime/session.h"
+#include "sim/probe.h"
+#include "sim/tile_costs.h"
+
+namespace grove::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Row {
+  std::string schedule;
+  int cores = 1;
+  int tiles = 0;
+  SimResult sim;
+  double measured_ms = -1;  // --validate only
+};
+
+Schedule schedule_of(const std::string& s) { return s == "barrier" ? Schedule::barrier : Schedule::aspen; }
+
+}  // namespace
+
+int run_simulate(const SimulateOptions& o) {
+  ShapeMap shapes = parse_shape_options(o.shapes);
+  Graph imported = load_onnx(o.model, o.limits);
+  TensorMap inputs = load_input_files(imported, o.inputs, shapes);
+  ShapeMap resolved = resolve_input_shapes(imported, shapes);
+  std::mt19937_64 rng(o.seed);
+  for (const auto& decl : imported.inputs)
+    if (!inputs.count(decl.name)) inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
+  std::vector<std::string> schedules;
+  for (const std::string s : {"aspen", "barrier"})
+    if (o.schedule == "both" || o.schedule == s) schedules.push_back(s);
+  std::vector<int> cores = o.cores;
+  std::sort(cores.begin(), cores.end());
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  const int here = available_cores();
+  if (o.validate_runs > 0)
+    for (int n = 1; n <= here; ++n)
+      if (std::find(cores.begin(), cores.end(), n) == cores.end()) cores.insert(std::upper_bound(cores.begin(), cores.end(), n), n);
+
+  FILE* say = o.json ? stderr : stdout;
+  std::fprintf(stderr, "probing this machine (memory bandwidth, pool costs)...\n");
+  MachineProbe probe = probe_machine(here);
+  const double bandwidth = o.bandwidth_gbs < 0 ? probe.bandwidth_all : o.bandwidth_gbs;  // GB/s == bytes/ns
+  std::fprintf(say,
+               "machine: %d cores; copy bandwidth %.1f GB/s one core, %.1f GB/s all; pool push %.0f ns, pop %.0f ns, "
+               "contention +%.0f%% per core; wake-up %.1f us; spin %.1f us\n",
+               here, probe.bandwidth_one, probe.bandwidth_all, probe.push_ns, probe.pop_ns, probe.contention * 100,
+               probe.wake_ns / 1e3, probe.spin_ns / 1e3);
+  std::fprintf(say, "simulated bandwidth: %s\n", bandwidth > 0 ? strf("%.1f GB/s shared by all cores", bandwidth).c_str() : "unlimited");
+
+  std::vector<Row> rows;
+  Engine alone({.threads = 1});
+  for (const std::string& s : schedules)
+    for (int n : cores) {
+      auto t0 = Clock::now();
+      Session session(alone, Model(imported, resolved, o.limits),
+                      SessionOptions{.schedule = schedule_of(s), .plan_threads = n});
+      session.run(inputs);  // warm: buffers, packed weights
+      std::vector<double> tile_ns = time_tiles_alone(alone, session, inputs, o.runs);
+      auto plan = session.plan_for(resolved);
+      if (!plan) throw Error("simulate: " + o.model + " has no single tile graph (control flow or value-dependent shapes)");
+      if (tile_ns.size() < static_cast<size_t>(plan->tiles.size())) tile_ns.resize(static_cast<size_t>(plan->tiles.size()), 0.0);
+      Row row{s, n, plan->tiles.size(), {}, -1};
+      row.sim = simulate(plan->tiles, tile_ns, tile_traffic_bytes(*plan), sim_machine(probe, n, bandwidth));
+      rows.push_back(row);
+      std::fprintf(stderr, "  %-7s %3d cores: %6d tiles timed in %.1f s\n", s.c_str(), n, row.tiles,
+                   std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+
+  if (o.validate_runs > 0) {
+    std::fprintf(stderr, "measuring 1..%d cores, %d runs per schedule, interleaved...\n", here, o.validate_runs);
+    for (int n = 1; n <= here; ++n) {
+      Engine engine({.threads = n});
+      std::vector<std::unique_ptr<Session>> sessions;
+      std::vector<std::vector<double>> ms(schedules.size());
+      for (const std::string& s : schedules) {
+        sessions.push_back(std::make_unique<Session>(engine, Model(imported, resolved, o.limits),
+                                                     SessionOptions{.schedule = schedule_of(s)}));
+        for (int w = 0; w < 2; ++w) sessions.back()->run(inputs);
+      }
+      for (int r = 0; r < o.validate_runs; ++r)
+        for (size_t k = 0; k < sessions.size(); ++k) {
+          auto t = Clock::now();
+          sessions[k]->run(inputs);
+          ms[k].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+        }
+      for (size_t k = 0; k < schedules.size(); ++k)
+        for (Row& row : rows)
+          if (row.schedule == schedules[k] && row.cores == n) row.measured_ms = percentile(ms[k], 50);
+    }
+  }
+
+  std::map<std::string, double> one_core;
+  for (const Row& r : rows)
+    if (!one_core.count(r.schedule)) one_core[r.schedule] = r.sim.makespan_ns;
+  auto find = [&](const std::string& s, int n) -> const Row* {
+    for (const Row& r : rows)
+      if (r.schedule == s && r.cores == n) return &r;
+    return nullptr;
+  };
+  if (o.json) {
+    std::printf("{\"model\": \"%s\", \"machine\": {\"cores\": %d, \"bandwidth_one_gbs\": %.3f, \"bandwidth_all_gbs\": %.3f, "
+                "\"push_ns\": %.2f, \"pop_ns\": %.2f, \"contention\": %.4f, \"wake_ns\": %.1f, \"spin_ns\": %.1f}, "
+                "\"bandwidth_gbs\": %.3f, \"rows\": [",
+                o.model.c_str(), here, probe.bandwidth_one, probe.bandwidth_all, probe.push_ns, probe.pop_ns,
+                probe.contention, probe.wake_ns, probe.spin_ns, bandwidth);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::printf("%s{\"schedule\": \"%s\", \"cores\": %d, \"tiles\": %d, \"predicted_ms\": %.4f, \"speedup\": %.4f, "
+                  "\"utilisation\": %.4f, \"bandwidth_stretch\": %.4f, \"pool_ms\": %.4f, \"steals\": %lld",
+                  i ? ", " : "", r.schedule.c_str(), r.cores, r.tiles, r.sim.makespan_ns / 1e6,
+                  one_core[r.schedule] / r.sim.makespan_ns, r.sim.utilisation(),
+                  r.sim.tile_ns > 0 ? r.sim.stretch_ns / r.sim.tile_ns : 0.0, r.sim.pool_ns / 1e6,
+                  static_cast<long long>(r.sim.steals));
+      if (r.measured_ms >= 0) std::printf(", \"measured_ms\": %.4f", r.measured_ms);
+      std::printf("}");
+    }
+    std::printf("]}\n");
+    return 0;
+  }
+  std::printf("model: %s\n", o.model.c_str());
+  std::printf("%-8s %6s %7s %12s %8s %6s %8s %8s %12s %7s\n", "schedule", "cores", "tiles", "predicted ms", "speedup",
+              "busy", "stretch", "steals", "measured ms", "error");
+  for (const Row& r : rows) {
+    std::printf("%-8s %6d %7d %12.3f %7.2fx %5.0f%% %7.1f%% %8lld", r.schedule.c_str(), r.cores, r.tiles,
+                r.sim.makespan_ns / 1e6, one_core[r.schedule] / r.sim.makespan_ns, r.sim.utilisation() * 100,
+                r.sim.tile_ns > 0 ? 100 * r.sim.stretch_ns / r.sim.tile_ns : 0.0, static_cast<long long>(r.sim.steals));
+    if (r.measured_ms >= 0)
+      std::printf(" %12.3f %+6.1f%%", r.measured_ms, 100 * (r.sim.makespan_ns / 1e6 - r.measured_ms) / r.measured_ms);
+    std::printf("\n");
+  }
+  if (schedules.size() == 2) {
+    std::printf("predicted barrier-free gain (barrier / aspen):");
+    for (int n : cores)
+      if (const Row *a = find("aspen", n), *b = find("barrier", n); a && b)
+        std::printf("  %d: %.3fx", n, b->sim.makespan_ns / a->sim.makespan_ns);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,153 @@
+#include "sim/probe.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "runtime/parker.h"
+#include "runtime/ready_pool.h"
+#include "runtime/worker.h"
+
+namespace grove {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ns_since(Clock::time_point t) { return std::chrono::duration<double, std::nano>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Bytes/ns of `threads` threads each copying its own slice of a buffer well past the caches
+// (read + write counted), best of a few tries.
+double copy_bandwidth(int threads) {
+  const size_t bytes = size_t{256} << 20;
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  const size_t slice = bytes / static_cast<size_t>(threads);
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::atomic<int> ready{0};
+    std::vector<std::thread> pool;
+    auto t0 = Clock::now();
+    for (int i = 0; i < threads; ++i)
+      pool.emplace_back([&, i] {
+        ready.fetch_add(1);
+        while (ready.load() < threads) cpu_relax();
+        std::memcpy(dst.data() + slice * i, src.data() + slice * i, slice);
+      });
+    for (auto& t : pool) t.join();
+    best = std::max(best, 2.0 * static_cast<double>(slice * threads) / ns_since(t0));
+  }
+  return best;
+}
+
+// ns per push and per pop of `threads` threads all using row 0's first queue.
+std::pair<double, double> pool_costs(int threads) {
+  ReadyPool pool(std::max(threads, 1), PriorityPolicy{});
+  const int rounds = 20000, batch = 8;
+  std::vector<double> push_ns(static_cast<size_t>(threads)), pop_ns(static_cast<size_t>(threads));
+  std::atomic<int> ready{0};
+  std::vector<std::thread> pool_threads;
+  for (int i = 0; i < threads; ++i)
+    pool_threads.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < threads) cpu_relax();
+      ReadyTile one{nullptr, 0, 0}, out;
+      double push = 0, pop = 0;
+      for (int r = 0; r < rounds / batch; ++r) {
+        auto t = Clock::now();
+        for (int k = 0; k < batch; ++k) pool.push(0, {&one, 1});
+        push += ns_since(t);
+        t = Clock::now();
+        for (int k = 0; k < batch; ++k) pool.try_pop(0, out);
+        pop += ns_since(t);
+      }
+      push_ns[static_cast<size_t>(i)] = push / rounds;
+      pop_ns[static_cast<size_t>(i)] = pop / rounds;
+    });
+  for (auto& t : pool_threads) t.join();
+  return {median(push_ns), median(pop_ns)};
+}
+
+double wake_latency() {
+  Parker parker;
+  std::atomic<int> stage{0};
+  std::atomic<int64_t> woke_ns{0};
+  std::vector<double> samples;
+  std::thread sleeper([&] {
+    for (int i = 0; i < 31; ++i) {
+      uint32_t epoch = parker.prepare();
+      stage.store(1);
+      parker.wait(epoch);
+      woke_ns.store(Clock::now().time_since_epoch().count());
+      stage.store(2);
+      while (stage.load() != 0) cpu_relax();
+    }
+  });
+  for (int i = 0; i < 31; ++i) {
+    while (stage.load() != 1) cpu_relax();
+    std::this_thread::sleep_for(std::chrono::microseconds(300));  // asleep in the kernel by now
+    auto t0 = Clock::now();
+    parker.notify(1);
+    while (stage.load() != 2) cpu_relax();
+    samples.push_back(static_cast<double>(woke_ns.load() - t0.time_since_epoch().count()));
+    stage.store(0);
+  }
+  sleeper.join();
+  return median(samples);
+}
+
+double spin_time(int rows) {
+  ReadyPool pool(rows, PriorityPolicy{});
+  ReadyTile out;
+  std::vector<double> samples;
+  for (int i = 0; i < 15; ++i) {
+    auto t = Clock::now();
+    for (int scan = 0; scan < kSpinScans; ++scan) {
+      pool.try_pop(0, out);
+      for (int p = 0; p < kPausesPerScan; ++p) cpu_relax();
+    }
+    samples.push_back(ns_since(t));
+  }
+  return median(samples);
+}
+
+}  // namespace
+
+MachineProbe probe_machine(int cores) {
+  MachineProbe p;
+  p.cores = std::max(cores, 1);
+  p.bandwidth_one = copy_bandwidth(1);
+  p.bandwidth_all = p.cores > 1 ? copy_bandwidth(p.cores) : p.bandwidth_one;
+  auto [push, pop] = pool_costs(1);
+  p.push_ns = push;
+  p.pop_ns = pop;
+  if (p.cores > 1) {
+    auto [push_n, pop_n] = pool_costs(p.cores);
+    double grown = (push_n + pop_n) / std::max(push + pop, 1e-3) - 1.0;
+    p.contention = std::max(0.0, grown / (p.cores - 1));
+  }
+  p.wake_ns = wake_latency();
+  p.spin_ns = spin_time(p.cores);
+  return p;
+}
+
+SimMachine sim_machine(const MachineProbe& probe, int cores, double bandwidth) {
+  SimMachine m;
+  m.cores = cores;
+  m.bandwidth_bytes_per_ns = bandwidth;
+  m.push_ns = probe.push_ns;
+  m.pop_ns = probe.pop_ns;
+  m.contention = probe.contention;
+  m.wake_ns = probe.wake_ns;
+  m.spin_ns = probe.spin_ns;
+  return m;
+}
+
+}  // namespace grove
