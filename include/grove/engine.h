@@ -55,6 +55,10 @@ struct EngineOptions {
   bool pin = true;        // pin worker i to the i-th allowed core (best effort)
   bool caller_works = true;  // run(): the calling thread runs tiles while it waits, in place of the last worker
   PriorityPolicy priority;   // the ready pool's columns: shallower depth first by default
+  // Test mode for uneven cores (docs/scaling.md): worker thread 0 takes this many times as
+  // long over each tile (it busy-waits after the tile), a stand-in for a slower or shared core.
+  // 1: off. With one thread, run()'s caller does the work and nothing is slowed.
+  double slow_worker = 1.0;
 };
 
 // Totals since the engine started, for monitoring (a server's /metrics).

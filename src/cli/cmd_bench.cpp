@@ -72,7 +72,7 @@ int run_bench(const BenchOptions& o) {
       drawn.push_back(decl.name);
     }
 
-  Engine engine({.threads = o.threads});
+  Engine engine({.threads = o.threads, .slow_worker = o.slow_worker});
   std::vector<Series> series;
   for (const std::string s : {"aspen", "barrier"})
     for (const std::string p : {"fp32", "bf16"}) {

@@ -64,6 +64,9 @@ int run_simulate(const SimulateOptions& o) {
                "contention +%.0f%% per core; wake-up %.1f us; spin %.1f us\n",
                here, probe.bandwidth_one, probe.bandwidth_all, probe.push_ns, probe.pop_ns, probe.contention * 100,
                probe.wake_ns / 1e3, probe.spin_ns / 1e3);
+  if (o.slow_fraction > 0)
+    std::fprintf(say, "slow cores: %.0f%% of the cores (at least one) take %.2fx as long over each tile\n",
+                 o.slow_fraction * 100, o.slow_factor);
   std::fprintf(say, "simulated bandwidth: %s\n", bandwidth > 0 ? strf("%.1f GB/s shared by all cores", bandwidth).c_str() : "unlimited");
 
   std::vector<Row> rows;
@@ -73,13 +76,20 @@ int run_simulate(const SimulateOptions& o) {
       auto t0 = Clock::now();
       Session session(alone, Model(imported, resolved, o.limits),
                       SessionOptions{.schedule = schedule_of(s), .plan_threads = n});
-      session.run(inputs);  // warm: buffers, packed weights
+      // Warm: buffers, packed weights, caches; the first plan also warms the process (its first
+      // runs are slower for a while).
+      for (int w = 0; w < 3 || (rows.empty() && Clock::now() - t0 < std::chrono::seconds(1)); ++w) session.run(inputs);
       std::vector<double> tile_ns = time_tiles_alone(alone, session, inputs, o.runs);
       auto plan = session.plan_for(resolved);
       if (!plan) throw Error("simulate: " + o.model + " has no single tile graph (control flow or value-dependent shapes)");
       if (tile_ns.size() < static_cast<size_t>(plan->tiles.size())) tile_ns.resize(static_cast<size_t>(plan->tiles.size()), 0.0);
       Row row{s, n, plan->tiles.size(), {}, -1};
-      row.sim = simulate(plan->tiles, tile_ns, tile_traffic_bytes(*plan), sim_machine(probe, n, bandwidth));
+      SimMachine machine = sim_machine(probe, n, bandwidth);
+      if (o.slow_fraction > 0) {
+        machine.slow_cores = std::clamp(static_cast<int>(std::lround(o.slow_fraction * n)), 1, n);
+        machine.slow_factor = o.slow_factor;
+      }
+      row.sim = simulate(plan->tiles, tile_ns, tile_traffic_bytes(*plan), machine);
       rows.push_back(row);
       std::fprintf(stderr, "  %-7s %3d cores: %6d tiles timed in %.1f s\n", s.c_str(), n, row.tiles,
                    std::chrono::duration<double>(Clock::now() - t0).count());
@@ -88,7 +98,9 @@ int run_simulate(const SimulateOptions& o) {
   if (o.validate_runs > 0) {
     std::fprintf(stderr, "measuring 1..%d cores, %d runs per schedule, interleaved...\n", here, o.validate_runs);
     for (int n = 1; n <= here; ++n) {
-      Engine engine({.threads = n});
+      // Worker 0 is slowed only when the simulation slows one core of this many.
+      const bool slow_here = o.slow_fraction > 0 && std::clamp(static_cast<int>(std::lround(o.slow_fraction * n)), 1, n) == 1;
+      Engine engine({.threads = n, .slow_worker = slow_here && n > 1 ? o.slow_factor : 1.0});
       std::vector<std::unique_ptr<Session>> sessions;
       std::vector<std::vector<double>> ms(schedules.size());
       for (const std::string& s : schedules) {

@@ -63,6 +63,7 @@ struct BenchOptions {
   bool json = false;
   uint64_t seed = 0;
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
+  double slow_worker = 1;           // EngineOptions::slow_worker: worker 0 this many times slower (uneven cores)
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
   // Several models, --mt-graph: search MT-Graph stage pointers (docs/serving.md).
   bool mt_graph = false;
@@ -79,6 +80,8 @@ struct SimulateOptions {
   int runs = 5;                     // traced one-thread runs per plan; each tile's median
   int validate_runs = 0;            // > 0: also measure 1..this machine's cores, this many runs per schedule
   double bandwidth_gbs = -1;        // shared by all simulated cores; < 0: measured here with all cores; 0: unlimited
+  double slow_fraction = 0;         // this fraction of the simulated cores (rounded, at least one when > 0) is slow
+  double slow_factor = 2;           // by this factor
   bool json = false;
   uint64_t seed = 0;
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles

@@ -298,6 +298,10 @@ Examples:
   bench->add_option("--mt-profile-runs", bench_options.mt_profile_runs, "MT-Graph: runs per profiled schedule (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  bench->add_option("--slow-worker", bench_options.slow_worker,
+                    "Uneven cores test mode: worker thread 0 takes this many times as long over each tile "
+                    "(docs/scaling.md; 1: off)")
+      ->capture_default_str()->check(CLI::Range(1.0, 100.0));
   bench->add_option("--seed", bench_options.seed, "Seed for the random inputs")->capture_default_str();
   bench->add_option("--trace", bench_options.trace_path,
                     "After the timed runs, one more warm run per schedule traced to this .json file (Chrome/Perfetto)")
@@ -421,6 +425,11 @@ Examples:
   simulate->add_option("--bandwidth", sim_options.bandwidth_gbs,
                        "GB/s all simulated cores share (default: measured here with every core; 0: unlimited)")
       ->check(CLI::Range(0.0, 1e6));
+  simulate->add_option("--slow-fraction", sim_options.slow_fraction,
+                       "Uneven cores: this fraction of the simulated cores (at least one) is slow (0: none)")
+      ->check(CLI::Range(0.0, 1.0));
+  simulate->add_option("--slow-factor", sim_options.slow_factor, "How many times as long a slow core takes per tile")
+      ->capture_default_str()->check(CLI::Range(1.0, 100.0));
   simulate->add_flag("--json", sim_options.json, "Print one JSON object instead of the table");
   simulate->add_option("--seed", sim_options.seed, "Seed for the random inputs")->capture_default_str();
   add_limit_options(simulate, sim_options.limits);

@@ -49,6 +49,7 @@ void Engine::Impl::start_workers() {
       if (options.pin) pin_current_thread(cpu);
       WorkerContext worker(i, i, pool, tracer);
       worker.counters = &counters[static_cast<size_t>(i)];
+      if (i == 0) worker.slowdown = options.slow_worker;
       // The last worker makes room for run()'s caller (see Engine::run).
       if (i == n_threads - 1 && options.caller_works) worker.stand_aside = &caller_busy;
       work_until(worker, stopping);

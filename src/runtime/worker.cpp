@@ -12,12 +12,17 @@ namespace {
 void run_one(WorkerContext& w, JobState& job, int32_t tile) {
   if constexpr (kAdversarial) w.adversary.delay();
   const bool tracing = w.tracer.on();
+  const bool slowed = w.slowdown > 1.0;
   Tracer::Clock::time_point start;
-  if (tracing) start = Tracer::Clock::now();
+  if (tracing || slowed) start = Tracer::Clock::now();
   try {
     job.job->run_tile(tile, w.id);
   } catch (...) {
     job.fail(std::current_exception());
+  }
+  if (slowed) {
+    auto until = start + (Tracer::Clock::now() - start) * w.slowdown;
+    while (Tracer::Clock::now() < until) cpu_relax();
   }
   if (tracing) w.tracer.record(w.id, job, tile, start, Tracer::Clock::now());
   if constexpr (kAdversarial) w.adversary.delay();

@@ -31,6 +31,7 @@ struct WorkerContext {
   // sets it on one worker while run()'s caller works, so N threads run tiles, not N + 1.
   const std::atomic<bool>* stand_aside = nullptr;
   WorkerCounters* counters = nullptr;  // null: not counted
+  double slowdown = 1.0;         // > 1: stretch each tile to this many times its time (EngineOptions::slow_worker)
   Adversary adversary;           // used only in the adversarial build
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
 };

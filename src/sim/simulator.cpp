@@ -93,11 +93,12 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
   int idle = m.cores;
   int64_t finished = 0;
   auto pool_cost = [&](double base) { return base * (1.0 + m.contention * std::max(0, idle - 1)); };
-  auto start = [&](SimCore& core, int32_t tile, double overhead) {
+  auto start = [&](int c, int32_t tile, double overhead) {
+    SimCore& core = cores[static_cast<size_t>(c)];
     if (core.tile < 0) --idle;
     core.tile = tile;
     core.overhead_left = overhead;
-    core.work_left = tile_ns[static_cast<size_t>(tile)];
+    core.work_left = tile_ns[static_cast<size_t>(tile)] * (c < m.slow_cores ? std::max(m.slow_factor, 1.0) : 1.0);
     core.demand = limited && core.work_left > 0 ? tile_bytes[static_cast<size_t>(tile)] / core.work_left : 0;
   };
   auto try_pop = [&](int c) {
@@ -110,7 +111,7 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
     double overhead = core.pending + pool_cost(m.pop_ns);
     if (now - core.idle_since > m.spin_ns) overhead += m.wake_ns;
     core.pending = 0;
-    start(core, tile, overhead);
+    start(c, tile, overhead);
   };
   auto finish = [&](int c) {
     SimCore& core = cores[static_cast<size_t>(c)];
@@ -131,7 +132,7 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
     double push = pushed ? pool_cost(m.push_ns) : 0;
     if (follow >= 0) {
       ++r.follows;
-      start(core, follow, push);
+      start(c, follow, push);
       return;
     }
     core.tile = -1;

@@ -28,6 +28,10 @@ struct SimMachine {
   double wake_ns = 0;      // a parked worker until it runs
   double spin_ns = 0;      // an idle worker spins this long before it parks
   PriorityPolicy priority;
+  // Uneven cores: cores [0, slow_cores) take slow_factor times as long over each tile (and
+  // ask for proportionally less bandwidth), as EngineOptions::slow_worker does to worker 0.
+  int slow_cores = 0;
+  double slow_factor = 1.0;
 };
 
 struct SimResult {

@@ -99,6 +99,17 @@ TEST(Simulator, PoolOperationsCostTheirMeasuredTime) {
   EXPECT_DOUBLE_EQ(simulate(pair, {4, 4}, {}, m).makespan_ns, 11);
 }
 
+TEST(Simulator, FastCoresTakeMoreTilesFromASlowOne) {
+  // 4 tiles on 2 cores, core 0 three times slower: it runs one tile while core 1 runs three.
+  TileGraph g = dag(4, {});
+  SimMachine m = free_machine(2);
+  m.slow_cores = 1;
+  m.slow_factor = 3;
+  SimResult r = simulate(g, {5, 5, 5, 5}, {}, m);
+  EXPECT_DOUBLE_EQ(r.makespan_ns, 15);
+  EXPECT_EQ(r.steals, 1);
+}
+
 TEST(Simulator, BadInputIsAnError) {
   TileGraph g = dag(2, {{0, 1}});
   EXPECT_THROW(simulate(g, {1}, {}, free_machine(1)), Error);
