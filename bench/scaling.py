@@ -19,14 +19,15 @@ import subprocess
 import sys
 
 CORES = [1, 2, 4, 8, 16, 32, 64]
-SHAPES = {"bert_base_s128_b1": ["input_ids=1x128", "attention_mask=1x128", "token_type_ids=1x128"],
-          "gpt2_s256_b1": ["input_ids=1x256"]}
 
 
 def simulate(grove, model_path, name, extra):
     cmd = [grove, "simulate", model_path, "--json", "--cores", ",".join(map(str, CORES))] + extra
-    for s in SHAPES.get(name, []):
-        cmd += ["--shape", s]
+    # The exported input set (NAME.in.INPUT.npy), where there is one: random ids can be out of range.
+    folder = os.path.dirname(model_path)
+    for f in sorted(os.listdir(folder)):
+        if f.startswith(name + ".in.") and f.endswith(".npy"):
+            cmd += ["--input", f[len(name) + 4:-4] + "=" + os.path.join(folder, f)]
     print("+", shlex.join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
@@ -112,7 +113,7 @@ def main():
     if a.plot:
         results = json.load(open(a.plot))
     else:
-        results = {"models": {}}
+        results = json.load(open(a.out)) if os.path.exists(a.out) else {"models": {}}
         for name in a.only.split(","):
             path = os.path.join(a.models, name + ".onnx")
             if not os.path.exists(path):
@@ -122,8 +123,8 @@ def main():
             unlimited = simulate(a.grove, path, name, ["--bandwidth", "0"])
             results["models"][name] = {"limited": limited, "unlimited": unlimited}
             results["machine"] = limited["machine"]
-        with open(a.out, "w") as f:
-            json.dump(results, f, indent=1)
+            with open(a.out, "w") as f:  # after each model: a later failure keeps the earlier ones
+                json.dump(results, f, indent=1)
     print(table(results))
     print()
     print(gains(results))

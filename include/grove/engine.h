@@ -52,6 +52,9 @@ struct TileTiming {
 
 struct EngineOptions {
   int threads = 0;        // 0: the cores this process may use (affinity mask and cgroup quota)
+  // Elastic engines: worker threads started (the most set_workers() can activate); 0 or
+  // less than `threads`: `threads`. Workers past `threads` wait, benched, until activated.
+  int max_threads = 0;
   bool pin = true;        // pin worker i to the i-th allowed core (best effort)
   bool caller_works = true;  // run(): the calling thread runs tiles while it waits, in place of the last worker
   PriorityPolicy priority;   // the ready pool's columns: shallower depth first by default
@@ -78,9 +81,15 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  int threads() const;  // worker threads
-  // Distinct `worker` values run_tile may see: the threads, plus one for a run() caller.
+  int threads() const;      // worker threads taking tiles now (set_workers changes it)
+  int max_threads() const;  // worker threads started: the most set_workers() can activate
+  // Distinct `worker` values run_tile may see: max_threads(), plus one for a run() caller.
   int worker_slots() const;
+  // Elastic resize while runs are in flight: from now on, workers 0..n-1 take tiles (n is
+  // clamped to [1, max_threads()] and returned). An added worker starts popping at once; a
+  // removed one finishes the tile in hand, puts the child it would have followed back in
+  // the pool, and waits until it is added again. No tile is lost or run twice.
+  int set_workers(int n);
   // Starts the job; the future is ready when every tile has run (or one threw), after the
   // engine has dropped its reference to the job (unless a trace holds it). Throws Error at
   // once for a malformed DAG (see validate_dag in job_state.h).

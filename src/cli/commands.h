@@ -64,6 +64,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
   double slow_worker = 1;           // EngineOptions::slow_worker: worker 0 this many times slower (uneven cores)
+  std::string workers_schedule;     // "1:2s,2:2s,1:2s": elastic workers, throughput per phase
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
   // Several models, --mt-graph: search MT-Graph stage pointers (docs/serving.md).
   bool mt_graph = false;
@@ -86,6 +87,13 @@ struct SimulateOptions {
   uint64_t seed = 0;
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
+
+// One phase of --workers-schedule.
+struct WorkerPhase {
+  int workers = 1;
+  double seconds = 1;
+};
+std::vector<WorkerPhase> parse_workers_schedule(const std::string& text);  // Error naming a bad item
 
 struct ServeOptions {
   std::vector<std::string> models;  // NAME=PATH.onnx
@@ -128,7 +136,8 @@ void write_trace(Engine& engine, const std::string& path, std::FILE* say = stdou
 
 int run_info(const InfoOptions& options);
 int run_bench(const BenchOptions& options);
-int run_bench_coexec(const BenchOptions& options);  // several models: submitted together vs in turn
+int run_bench_coexec(const BenchOptions& options);
+int run_bench_elastic(const BenchOptions& options);  // --workers-schedule  // several models: submitted together vs in turn
 int run_bench_mtgraph(const BenchOptions& options);  // several models, --mt-graph: staged schedules
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);

@@ -302,6 +302,10 @@ Examples:
                     "Uneven cores test mode: worker thread 0 takes this many times as long over each tile "
                     "(docs/scaling.md; 1: off)")
       ->capture_default_str()->check(CLI::Range(1.0, 100.0));
+  bench->add_option("--workers-schedule", bench_options.workers_schedule,
+                    "Elastic workers: phases WORKERS:SECONDS, e.g. 1:2s,2:2s,1:2s; the worker count changes while "
+                    "runs are in flight, and each phase's throughput is printed")
+      ->type_name("N:S,...");
   bench->add_option("--seed", bench_options.seed, "Seed for the random inputs")->capture_default_str();
   bench->add_option("--trace", bench_options.trace_path,
                     "After the timed runs, one more warm run per schedule traced to this .json file (Chrome/Perfetto)")

@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -18,9 +19,12 @@ namespace grove {
 struct Engine::Impl {
   explicit Impl(const EngineOptions& options)
       : options(options),
-        n_threads(options.threads > 0 ? options.threads : available_cores()),
+        n_threads(std::max(options.max_threads, options.threads > 0 ? options.threads : available_cores())),
         pool(n_threads + 1, options.priority),
-        tracer(n_threads + 1) {}
+        tracer(n_threads + 1) {
+    roster.active.store(std::min(n_threads, options.threads > 0 ? options.threads : available_cores()));
+    roster.caller_works = options.caller_works;
+  }
 
   std::future<void> submit(std::shared_ptr<Job> job, std::atomic<bool>* done_flag);
   void start_workers();
@@ -32,7 +36,7 @@ struct Engine::Impl {
   Tracer tracer;
   JobTracker tracker;
   std::atomic<bool> stopping{false};
-  std::atomic<bool> caller_busy{false};
+  Roster roster;  // active workers and the run() caller's place
   std::atomic<uint64_t> next_job_id{1};
   std::atomic<uint32_t> next_source_row{0};
   std::vector<std::thread> threads;
@@ -51,7 +55,7 @@ void Engine::Impl::start_workers() {
       worker.counters = &counters[static_cast<size_t>(i)];
       if (i == 0) worker.slowdown = options.slow_worker;
       // The last worker makes room for run()'s caller (see Engine::run).
-      if (i == n_threads - 1 && options.caller_works) worker.stand_aside = &caller_busy;
+      worker.roster = &roster;
       work_until(worker, stopping);
     });
   }
@@ -60,7 +64,7 @@ void Engine::Impl::start_workers() {
 void Engine::Impl::stop_workers() {
   stopping.store(true, std::memory_order_release);
   pool.parker().notify_all();
-  caller_busy.notify_all();
+  roster.changed();
   for (std::thread& t : threads) t.join();
   threads.clear();
 }
@@ -83,7 +87,7 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
   // Sources go round-robin over the worker rows (paper: "uniformly distributed"), one batch
   // per row. Jobs start on different rows so that small jobs spread out too.
   JobState* s = state.release();
-  const int rows = n_threads;
+  const int rows = roster.active.load(std::memory_order_acquire);
   const uint32_t first_row = next_source_row.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::vector<ReadyTile>> per_row(static_cast<size_t>(std::min<size_t>(rows, dag.sources.size())));
   for (size_t i = 0; i < dag.sources.size(); ++i) {
@@ -103,7 +107,17 @@ Engine::~Engine() {
   impl_->stop_workers();
 }
 
-int Engine::threads() const { return impl_->n_threads; }
+int Engine::threads() const { return impl_->roster.active.load(std::memory_order_acquire); }
+
+int Engine::max_threads() const { return impl_->n_threads; }
+
+int Engine::set_workers(int n) {
+  Impl& impl = *impl_;
+  n = std::clamp(n, 1, impl.n_threads);
+  impl.roster.active.store(n, std::memory_order_release);
+  impl.roster.changed();
+  return n;
+}
 
 int Engine::worker_slots() const { return impl_->n_threads + 1; }
 
@@ -111,19 +125,20 @@ std::future<void> Engine::submit(std::shared_ptr<Job> job) { return impl_->submi
 
 void Engine::run(std::shared_ptr<Job> job) {
   Impl& impl = *impl_;
-  if (!impl.options.caller_works || impl.caller_busy.exchange(true, std::memory_order_acquire)) {
+  if (!impl.options.caller_works || impl.roster.caller_busy.exchange(true, std::memory_order_acquire)) {
     impl.submit(std::move(job), nullptr).get();
     return;
   }
   // The caller takes the place of the last worker, which stands aside until it is done: with
   // threads = N, N threads run tiles (N + 1 oversubscribed the cores; 2 cores, --threads 2).
+  impl.roster.changed();
   struct Release {
-    std::atomic<bool>& busy;
+    Roster& roster;
     ~Release() {
-      busy.store(false, std::memory_order_release);
-      busy.notify_all();
+      roster.caller_busy.store(false, std::memory_order_release);
+      roster.changed();
     }
-  } release{impl.caller_busy};
+  } release{impl.roster};
   std::atomic<bool> done{false};
   std::future<void> future = impl.submit(std::move(job), &done);
   WorkerContext caller(impl.n_threads, impl.n_threads, impl.pool, impl.tracer);
@@ -135,7 +150,7 @@ void Engine::run(std::shared_ptr<Job> job) {
 EngineStats Engine::stats() const {
   const Impl& impl = *impl_;
   EngineStats s;
-  s.threads = impl.n_threads;
+  s.threads = impl.roster.active.load(std::memory_order_relaxed);
   s.jobs_in_flight = impl.tracker.in_flight();
   s.jobs_submitted = static_cast<int64_t>(impl.next_job_id.load(std::memory_order_relaxed)) - 1;
   uint64_t busy_ns = 0;

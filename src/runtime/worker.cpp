@@ -71,11 +71,11 @@ bool try_pop(WorkerContext& w, ReadyTile& out) {
 bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
   Parker& parker = w.pool.parker();
   for (;;) {
-    if (w.stand_aside && w.stand_aside->load(std::memory_order_acquire)) {
+    if (w.roster && w.roster->benched(w.id)) {
       // A push may have woken this worker rather than another: pass the wake on first.
       parker.notify(1);
-      while (w.stand_aside->load(std::memory_order_acquire) && !quit.load(std::memory_order_acquire))
-        w.stand_aside->wait(true, std::memory_order_acquire);
+      w.roster->wait_while_benched(w.id, quit);
+      if (quit.load(std::memory_order_acquire)) return false;
       continue;
     }
     // quit before pop: run()'s caller must return once its job is done, even while other
@@ -109,6 +109,12 @@ void work_until(WorkerContext& w, const std::atomic<bool>& quit) {
     uint64_t tiles = 1;
     ReadyTile next;
     while (run_and_release(w, tile, next)) {
+      if (w.roster && w.roster->benched(w.id)) {
+        // Benched mid-path (set_workers shrank the engine): the child goes back to the pool.
+        next.column = w.pool.column_for(next.job->dag.depth[static_cast<size_t>(next.tile)], next.job->max_depth);
+        w.pool.push(w.row, {&next, 1});
+        break;
+      }
       tile = next;
       ++tiles;
     }

@@ -8,6 +8,7 @@
 
 #include "runtime/adversary.h"
 #include "runtime/ready_pool.h"
+#include "runtime/roster.h"
 #include "runtime/trace.h"
 
 namespace grove {
@@ -27,9 +28,10 @@ struct WorkerContext {
   int row;  // this worker's row in the pool
   ReadyPool& pool;
   Tracer& tracer;
-  // While this flag is set the worker takes no new tile (it waits on the flag): the engine
-  // sets it on one worker while run()'s caller works, so N threads run tiles, not N + 1.
-  const std::atomic<bool>* stand_aside = nullptr;
+  // Worker threads: while the roster benches this worker (Engine::set_workers, or run()'s
+  // caller working in its place so N threads run tiles, not N + 1) it takes no new tile.
+  // Null for run()'s caller, which is never benched.
+  Roster* roster = nullptr;
   WorkerCounters* counters = nullptr;  // null: not counted
   double slowdown = 1.0;         // > 1: stretch each tile to this many times its time (EngineOptions::slow_worker)
   Adversary adversary;           // used only in the adversarial build

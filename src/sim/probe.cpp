@@ -125,14 +125,20 @@ MachineProbe probe_machine(int cores) {
   p.cores = std::max(cores, 1);
   p.bandwidth_one = copy_bandwidth(1);
   p.bandwidth_all = p.cores > 1 ? copy_bandwidth(p.cores) : p.bandwidth_one;
-  auto [push, pop] = pool_costs(1);
-  p.push_ns = push;
-  p.pop_ns = pop;
-  if (p.cores > 1) {
-    auto [push_n, pop_n] = pool_costs(p.cores);
-    double grown = (push_n + pop_n) / std::max(push + pop, 1e-3) - 1.0;
-    p.contention = std::max(0.0, grown / (p.cores - 1));
+  // Medians of several tries: whether the threads of one try overlap varies from try to try.
+  std::vector<double> push, pop, grown;
+  for (int i = 0; i < 7; ++i) {
+    auto [push_1, pop_1] = pool_costs(1);
+    push.push_back(push_1);
+    pop.push_back(pop_1);
+    if (p.cores > 1) {
+      auto [push_n, pop_n] = pool_costs(p.cores);
+      grown.push_back((push_n + pop_n) / std::max(push_1 + pop_1, 1e-3) - 1.0);
+    }
   }
+  p.push_ns = median(push);
+  p.pop_ns = median(pop);
+  if (p.cores > 1) p.contention = std::max(0.0, median(grown) / (p.cores - 1));
   p.wake_ns = wake_latency();
   p.spin_ns = spin_time(p.cores);
   return p;

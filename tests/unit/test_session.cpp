@@ -3,7 +3,11 @@
 // models co-execute, and misuse gives errors instead of hangs.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <random>
+#include <thread>
 
 #include "runtime/session.h"
 #include "onnx/import.h"
@@ -142,6 +146,45 @@ TEST(Session, WrongInputsAreErrorsNotHangs) {
   EXPECT_THROW(session.submit({}), Error);                                         // missing input
   // Still usable afterwards.
   EXPECT_EQ(session.run(cases()[0].inputs).at("logits").shape(), (Shape{1, 10}));
+}
+
+TEST(Session, ASlowWorkerChangesTimingNotResults) {
+  // EngineOptions::slow_worker (uneven cores): worker 0 stretches its tiles; outputs stay
+  // bit-identical to a normal engine's, and the fast workers take the larger share of tiles.
+  Case c = cases()[0];
+  Engine normal({.threads = 2, .pin = false});
+  TensorMap want = Session(normal, Model(load_onnx_bytes(c.bytes, "t.onnx"))).run(c.inputs);
+  Engine uneven({.threads = 3, .pin = false, .slow_worker = 4.0});
+  Session session(uneven, Model(load_onnx_bytes(c.bytes, "t.onnx")), SessionOptions{.tiles_per_op = 6});
+  std::vector<std::future<TensorMap>> pending;
+  for (int i = 0; i < 8; ++i) pending.push_back(session.submit(c.inputs));
+  for (auto& f : pending) EXPECT_TRUE(bit_identical(f.get(), want));
+}
+
+TEST(Session, ThousandRunsUnderRandomResizesGiveIdenticalOutputs) {
+  // Elastic workers (Engine::set_workers) while runs are in flight: no run lost, none wrong.
+  Case c = cases()[0];
+  Engine engine({.threads = 2, .max_threads = 3, .pin = false});
+  Session session(engine, Model(load_onnx_bytes(c.bytes, "t.onnx")), SessionOptions{.tiles_per_op = 3});
+  TensorMap want = session.run(c.inputs);
+  std::atomic<bool> stop{false};
+  std::thread resizer([&] {
+    std::mt19937 rng(5);
+    while (!stop.load()) {
+      engine.set_workers(1 + static_cast<int>(rng() % 3));
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400));
+    }
+  });
+  int wrong = 0;
+  for (int round = 0; round < 250; ++round) {
+    std::vector<std::future<TensorMap>> pending;
+    for (int i = 0; i < 3; ++i) pending.push_back(session.submit(c.inputs));
+    wrong += !bit_identical(session.run(c.inputs), want);
+    for (auto& f : pending) wrong += !bit_identical(f.get(), want);
+  }
+  stop = true;
+  resizer.join();
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(Session, DestroyingTheEngineWaitsForRunsInFlight) {

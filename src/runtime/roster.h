@@ -1,0 +1,37 @@
+#pragma once
+// Which worker threads may take tiles now (Engine::set_workers, and run()'s caller taking a
+// worker's place). Worker i is benched while i >= active, or while run()'s caller works and
+// i is the last active worker. A benched worker finishes the tile in hand, hands the child
+// it would have followed back to the pool and waits on `generation`, which every change
+// bumps, so a wait never misses the change that ends it.
+#include <atomic>
+#include <cstdint>
+
+namespace grove {
+
+struct Roster {
+  std::atomic<int> active{1};
+  std::atomic<bool> caller_busy{false};
+  bool caller_works = true;
+  std::atomic<uint32_t> generation{0};
+
+  bool benched(int worker) const {
+    int n = active.load(std::memory_order_acquire);
+    return worker >= n || (caller_works && worker == n - 1 && caller_busy.load(std::memory_order_acquire));
+  }
+  // After changing `active` or `caller_busy` (or raising a stop flag the waiters check).
+  void changed() {
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    generation.notify_all();
+  }
+  // Blocks while `worker` is benched and `quit` is not raised.
+  void wait_while_benched(int worker, const std::atomic<bool>& quit) const {
+    for (;;) {
+      uint32_t seen = generation.load(std::memory_order_acquire);
+      if (!benched(worker) || quit.load(std::memory_order_acquire)) return;
+      generation.wait(seen, std::memory_order_acquire);
+    }
+  }
+};
+
+}  // namespace grove
