@@ -74,14 +74,16 @@ def plot(results, img_dir):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for name, r in results["models"].items():
+    for i, (name, r) in enumerate(results["models"].items()):
+        color = f"C{i}"
         for key, style in (("limited", "-"), ("unlimited", ":")):
             rows = [x for x in r[key]["rows"] if x["schedule"] == "aspen"]
-            axes[0].plot([x["cores"] for x in rows], [x["speedup"] for x in rows], style, marker="o", ms=3,
-                         label=f"{name}" if key == "limited" else None)
+            label = name if key == "limited" else None
+            axes[0].plot([x["cores"] for x in rows], [x["speedup"] for x in rows], style, color=color, marker="o", ms=3,
+                         label=label)
             bar = {x["cores"]: x for x in r[key]["rows"] if x["schedule"] == "barrier"}
             axes[1].plot([x["cores"] for x in rows], [bar[x["cores"]]["predicted_ms"] / x["predicted_ms"] for x in rows],
-                         style, marker="o", ms=3, label=f"{name}" if key == "limited" else None)
+                         style, color=color, marker="o", ms=3, label=label)
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_xticks(CORES)
