@@ -98,6 +98,7 @@ int run_simulate(const SimulateOptions& o) {
   if (o.validate_runs > 0) {
     std::fprintf(stderr, "measuring 1..%d cores, %d runs per schedule, interleaved...\n", here, o.validate_runs);
     for (int n = 1; n <= here; ++n) {
+      if (o.slow_fraction > 0 && n == 1) continue;  // one thread is run()'s caller, which is never slowed
       // Worker 0 is slowed only when the simulation slows one core of this many.
       const bool slow_here = o.slow_fraction > 0 && std::clamp(static_cast<int>(std::lround(o.slow_fraction * n)), 1, n) == 1;
       Engine engine({.threads = n, .slow_worker = slow_here && n > 1 ? o.slow_factor : 1.0});
