@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 struct Series {
   std::string schedule;
   std::string precision;
+  std::string counts;  // tile counts: fixed | tail
   std::unique_ptr<Session> session;
   std::vector<double> ms;
   int64_t peak_activation_bytes = 0;
@@ -75,20 +76,28 @@ int run_bench(const BenchOptions& o) {
 
   Engine engine({.threads = o.threads, .slow_worker = o.slow_worker});
   std::vector<Series> series;
-  for (const std::string s : {"aspen", "barrier"})
-    for (const std::string p : {"fp32", "bf16"}) {
-      if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p)) continue;
-      Series x;
-      x.schedule = s;
-      x.precision = p;
-      x.session = std::make_unique<Session>(engine, Model(imported, resolved, o.limits),
-                                            SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
-                                                           .tiles_per_op = o.tiles_per_op,
-                                                           .precision = parse_precision(p)});
-      // A model with control flow plans each segment on its first run: that run counts as loading.
-      if (!x.session->plan_for(resolved)) x.session->run(inputs, &x.last);
-      series.push_back(std::move(x));
-    }
+  if (o.tile_counts == "both" && (o.schedule == "both" || o.precision == "both"))
+    throw Error("--tile-counts both compares one schedule and precision; give --schedule and --precision one value");
+  for (const std::string c : {"fixed", "tail"})
+    for (const std::string s : {"aspen", "barrier"})
+      for (const std::string p : {"fp32", "bf16"}) {
+        if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p) ||
+            (o.tile_counts != "both" && o.tile_counts != c))
+          continue;
+        Series x;
+        x.schedule = s;
+        x.precision = p;
+        x.counts = c;
+        x.session = std::make_unique<Session>(
+            engine, Model(imported, resolved, o.limits),
+            SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
+                           .tiles_per_op = o.tiles_per_op,
+                           .tile_counts = c == "tail" ? TileCounts::tail_aware : TileCounts::fixed,
+                           .precision = parse_precision(p)});
+        // A model with control flow plans each segment on its first run: that run counts as loading.
+        if (!x.session->plan_for(resolved)) x.session->run(inputs, &x.last);
+        series.push_back(std::move(x));
+      }
   double load_plan_s = std::chrono::duration<double>(Clock::now() - t0).count();
   auto plan = series[0].session->plan_for(resolved);
   const bool whole = plan != nullptr;  // one TileGraph for the whole model
@@ -144,10 +153,10 @@ int run_bench(const BenchOptions& o) {
                 static_cast<long long>(packed));
     for (size_t k = 0; k < series.size(); ++k) {
       const auto& x = series[k];
-      std::printf("%s{\"schedule\": \"%s\", \"precision\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
+      std::printf("%s{\"schedule\": \"%s\", \"precision\": \"%s\", \"tile_counts\": \"%s\", \"runs\": %zu, \"min_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
                   "\"p99_ms\": %.4f, \"max_ms\": %.4f, \"mean_ms\": %.4f, \"throughput_per_s\": %.4f, "
                   "\"peak_activation_bytes\": %lld, \"buffer_pool_bytes\": %lld",
-                  k ? ", " : "", x.schedule.c_str(), x.precision.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
+                  k ? ", " : "", x.schedule.c_str(), x.precision.c_str(), x.counts.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
                   percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100), mean(x.ms),
                   1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes), static_cast<long long>(pool_bytes(x)));
       std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
@@ -179,7 +188,8 @@ int run_bench(const BenchOptions& o) {
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {
     double p50 = percentile(x.ms, 50);
-    const std::string label = x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision);
+    const std::string label =
+        x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "tail" ? "/tail" : "");
     std::printf("%-13s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
                 1e3 / p50, gflop / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
@@ -189,6 +199,8 @@ int run_bench(const BenchOptions& o) {
   if (o.schedule == "both")
     std::printf("barrier-free speedup (p50 barrier / p50 aspen): %.3fx\n",
                 percentile(series[per_schedule].ms, 50) / percentile(series[0].ms, 50));
+  if (o.tile_counts == "both")
+    std::printf("tail-aware speedup (p50 fixed / p50 tail): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (o.precision == "both")
     std::printf("bf16 speedup (p50 fp32 / p50 bf16): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (check) {

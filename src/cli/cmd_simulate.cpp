@@ -32,7 +32,11 @@ struct Row {
   double measured_ms = -1;  // --validate only
 };
 
-Schedule schedule_of(const std::string& s) { return s == "barrier" ? Schedule::barrier : Schedule::aspen; }
+// Row labels: "aspen", "barrier", and with tail-aware tile counts "aspen/tail", "barrier/tail".
+Schedule schedule_of(const std::string& label) { return label.rfind("barrier", 0) == 0 ? Schedule::barrier : Schedule::aspen; }
+TileCounts counts_of(const std::string& label) {
+  return label.size() > 5 && label.substr(label.size() - 5) == "/tail" ? TileCounts::tail_aware : TileCounts::fixed;
+}
 
 }  // namespace
 
@@ -45,8 +49,10 @@ int run_simulate(const SimulateOptions& o) {
   for (const auto& decl : imported.inputs)
     if (!inputs.count(decl.name)) inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
   std::vector<std::string> schedules;
-  for (const std::string s : {"aspen", "barrier"})
-    if (o.schedule == "both" || o.schedule == s) schedules.push_back(s);
+  for (const std::string counts : {"fixed", "tail"})
+    for (const std::string s : {"aspen", "barrier"})
+      if ((o.schedule == "both" || o.schedule == s) && (o.tile_counts == "both" || o.tile_counts == counts))
+        schedules.push_back(counts == "tail" ? s + "/tail" : s);
   std::vector<int> cores = o.cores;
   std::sort(cores.begin(), cores.end());
   cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
@@ -75,7 +81,7 @@ int run_simulate(const SimulateOptions& o) {
     for (int n : cores) {
       auto t0 = Clock::now();
       Session session(alone, Model(imported, resolved, o.limits),
-                      SessionOptions{.schedule = schedule_of(s), .plan_threads = n});
+                      SessionOptions{.schedule = schedule_of(s), .plan_threads = n, .tile_counts = counts_of(s)});
       // Warm: buffers, packed weights, caches; the first plan also warms the process (its first
       // runs are slower for a while).
       for (int w = 0; w < 3 || (rows.empty() && Clock::now() - t0 < std::chrono::seconds(1)); ++w) session.run(inputs);
@@ -106,7 +112,7 @@ int run_simulate(const SimulateOptions& o) {
       std::vector<std::vector<double>> ms(schedules.size());
       for (const std::string& s : schedules) {
         sessions.push_back(std::make_unique<Session>(engine, Model(imported, resolved, o.limits),
-                                                     SessionOptions{.schedule = schedule_of(s)}));
+                                                     SessionOptions{.schedule = schedule_of(s), .tile_counts = counts_of(s)}));
         for (int w = 0; w < 2; ++w) sessions.back()->run(inputs);
       }
       for (int r = 0; r < o.validate_runs; ++r)
@@ -150,23 +156,28 @@ int run_simulate(const SimulateOptions& o) {
     return 0;
   }
   std::printf("model: %s\n", o.model.c_str());
-  std::printf("%-8s %6s %7s %12s %8s %6s %8s %8s %12s %7s\n", "schedule", "cores", "tiles", "predicted ms", "speedup",
+  std::printf("%-12s %6s %7s %12s %8s %6s %8s %8s %12s %7s\n", "schedule", "cores", "tiles", "predicted ms", "speedup",
               "busy", "stretch", "steals", "measured ms", "error");
   for (const Row& r : rows) {
-    std::printf("%-8s %6d %7d %12.3f %7.2fx %5.0f%% %7.1f%% %8lld", r.schedule.c_str(), r.cores, r.tiles,
+    std::printf("%-12s %6d %7d %12.3f %7.2fx %5.0f%% %7.1f%% %8lld", r.schedule.c_str(), r.cores, r.tiles,
                 r.sim.makespan_ns / 1e6, one_core[r.schedule] / r.sim.makespan_ns, r.sim.utilisation() * 100,
                 r.sim.tile_ns > 0 ? 100 * r.sim.stretch_ns / r.sim.tile_ns : 0.0, static_cast<long long>(r.sim.steals));
     if (r.measured_ms >= 0)
       std::printf(" %12.3f %+6.1f%%", r.measured_ms, 100 * (r.sim.makespan_ns / 1e6 - r.measured_ms) / r.measured_ms);
     std::printf("\n");
   }
-  if (schedules.size() == 2) {
-    std::printf("predicted barrier-free gain (barrier / aspen):");
+  auto ratio_line = [&](const char* title, const std::string& slow, const std::string& fast) {
+    if (std::find(schedules.begin(), schedules.end(), slow) == schedules.end() ||
+        std::find(schedules.begin(), schedules.end(), fast) == schedules.end())
+      return;
+    std::printf("%s:", title);
     for (int n : cores)
-      if (const Row *a = find("aspen", n), *b = find("barrier", n); a && b)
-        std::printf("  %d: %.3fx", n, b->sim.makespan_ns / a->sim.makespan_ns);
+      if (const Row *a = find(fast, n), *b = find(slow, n); a && b) std::printf("  %d: %.3fx", n, b->sim.makespan_ns / a->sim.makespan_ns);
     std::printf("\n");
-  }
+  };
+  ratio_line("predicted barrier-free gain (barrier / aspen)", "barrier", "aspen");
+  ratio_line("predicted tail-aware gain (fixed / tail, aspen)", "aspen", "aspen/tail");
+  ratio_line("predicted tail-aware gain (fixed / tail, barrier)", "barrier", "barrier/tail");
   return 0;
 }
 

@@ -272,6 +272,10 @@ Examples:
       ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
   bench->add_option("--tiles-per-op", bench_options.tiles_per_op, "Target tiles per op (0: by rule)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  bench->add_option("--tile-counts", bench_options.tile_counts,
+                    "Tiles per op when --tiles-per-op is 0: fixed (about 2 per thread), tail (TA-DNN's staircase: "
+                    "the count whose waves on the threads cost least, docs/scaling.md), or both (interleaved)")
+      ->capture_default_str()->check(CLI::IsMember({"fixed", "tail", "both"}));
   bench->add_option("--precision", bench_options.precision,
                     std::string(kPrecisionHelp) + " 'both' times fp32 and bf16 interleaved and prints the speedup.")
       ->capture_default_str()
@@ -421,6 +425,9 @@ Examples:
       ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1024));
   simulate->add_option("--schedule", sim_options.schedule, "aspen, barrier, or both")
       ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
+  simulate->add_option("--tile-counts", sim_options.tile_counts,
+                       "Tiles per op when not forced: fixed (about 2 per thread), tail (TA-DNN's staircase), or both")
+      ->capture_default_str()->check(CLI::IsMember({"fixed", "tail", "both"}));
   simulate->add_option("--runs,-r", sim_options.runs, "Traced one-thread runs per plan (median per tile)")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   simulate->add_option("--validate", sim_options.validate_runs,

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "ops/op.h"
+#include "ops/elementwise.h"
 #include "ops/op_util.h"
 
 namespace grove {
@@ -104,17 +105,24 @@ void infer_reduce(const Node& node, std::span<const ValueInfo> in, std::span<Val
   out[0] = ValueInfo{in[0].dtype, plan.out_shape};
 }
 
-// Floats fold in double; integers in 64-bit integers, except the ops that need a log or sqrt.
+// Floats fold in double. Integers fold in uint64, which wraps as two's complement the way
+// numpy's int64 does, where a signed accumulator's overflow would be undefined behaviour.
 template <class T>
-using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double,
-                                       std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+
+// An integer accumulator read back as the signed or unsigned value it stands for.
+template <class T, class Acc>
+auto value_of(Acc acc) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return static_cast<int64_t>(acc);
+  else return acc;
+}
 
 template <class T>
 T fold(ReduceKind kind, const T* base, const std::vector<int64_t>& offsets) {
   using Acc = Accumulator<T>;
   const auto count = static_cast<int64_t>(offsets.size());
   auto magnitude = [](T x) -> Acc {
-    if constexpr (std::is_signed_v<T>) return x < 0 ? -static_cast<Acc>(x) : static_cast<Acc>(x);
+    if constexpr (std::is_signed_v<T>) return x < 0 ? Acc(0) - static_cast<Acc>(x) : static_cast<Acc>(x);
     else return static_cast<Acc>(x);
   };
   switch (kind) {
@@ -131,16 +139,16 @@ T fold(ReduceKind kind, const T* base, const std::vector<int64_t>& offsets) {
     case ReduceKind::prod: {
       Acc acc = 1;
       for (int64_t o : offsets) acc *= static_cast<Acc>(base[o]);
-      return static_cast<T>(acc);
+      return static_cast<T>(value_of<T>(acc));
     }
     case ReduceKind::log_sum_exp: {
       // Shift by the max so large inputs do not overflow exp.
       double peak = -std::numeric_limits<double>::infinity();
       for (int64_t o : offsets) peak = std::max(peak, static_cast<double>(base[o]));
-      if (!std::isfinite(peak)) return static_cast<T>(peak);
+      if (!std::isfinite(peak)) return elementwise::convert<T>(peak);
       double sum = 0;
       for (int64_t o : offsets) sum += std::exp(static_cast<double>(base[o]) - peak);
-      return static_cast<T>(peak + std::log(sum));
+      return elementwise::convert<T>(peak + std::log(sum));
     }
     default: break;
   }
@@ -151,14 +159,19 @@ T fold(ReduceKind kind, const T* base, const std::vector<int64_t>& offsets) {
     else if (kind == ReduceKind::l2 || kind == ReduceKind::sum_square) acc += static_cast<Acc>(x) * static_cast<Acc>(x);
     else acc += static_cast<Acc>(x);
   }
+  const auto value = value_of<T>(acc);
   switch (kind) {
     case ReduceKind::mean:
-      if constexpr (!std::is_floating_point_v<T>)
+      if constexpr (!std::is_floating_point_v<T>) {
         if (count == 0) return T{0};  // integer 0/0 has no value; floats give NaN like numpy
-      return static_cast<T>(acc / static_cast<Acc>(count));
-    case ReduceKind::l2: return static_cast<T>(std::sqrt(static_cast<double>(acc)));
-    case ReduceKind::log_sum: return static_cast<T>(std::log(static_cast<double>(acc)));
-    default: return static_cast<T>(acc);
+        return static_cast<T>(value / static_cast<decltype(value)>(count));
+      } else {
+        return static_cast<T>(acc / static_cast<Acc>(count));
+      }
+    // A log or sqrt of a wrapped integer sum may be NaN or out of T's range: convert() saturates.
+    case ReduceKind::l2: return elementwise::convert<T>(std::sqrt(static_cast<double>(value)));
+    case ReduceKind::log_sum: return elementwise::convert<T>(std::log(static_cast<double>(value)));
+    default: return static_cast<T>(value);
   }
 }
 

@@ -23,6 +23,7 @@ struct PlanOptions {
   int tiles_per_op = 0;         // target tiles per op; 0 chooses by rule (enough for every core, each big enough)
   int64_t min_tile_flops = 0;   // 0 chooses by rule (kDefaultMinTileFlops when tiles_per_op is 0, else no minimum)
   Schedule schedule = Schedule::aspen;
+  TileCounts tile_counts = TileCounts::fixed;  // when tiles_per_op is 0
   TileRuleLookup rule_lookup = nullptr;  // nullptr: find_tile_rule
   // Bound on the TileGraph, from Limits::max_tiles (a hostile model with many big ops must not
   // make the planner allocate without bound): more tiles, or more than kMaxEdgesPerTile times
@@ -39,6 +40,9 @@ struct PlanOptions {
 inline constexpr int kAutoTilesPerThread = 2;
 inline constexpr int kMaxAutoTiles = 256;
 inline constexpr int64_t kDefaultMinTileFlops = 1 << 20;
+// TileCounts::tail_aware: what one more tile is taken to cost, in FLOPs of work (its
+// scheduling, and the weights or packed inputs it streams again).
+inline constexpr int64_t kTileOverheadFlops = 1 << 18;
 
 // Per value that a run computes (everything but initializers): where consumers find it, and
 // when its buffer can be released.

@@ -23,6 +23,21 @@ std::vector<size_t> cut_order(size_t rank) {
   return order;
 }
 
+// The grid of about `target` tiles: dims cut in cut_order, each into whole blocks.
+Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target) {
+  Shape extent = shape;
+  int64_t remaining = target;
+  for (size_t d : cut_order(shape.size())) {
+    if (remaining <= 1) break;
+    if (blocks[d] == 0 || shape[d] <= blocks[d]) continue;
+    int64_t pieces = std::min(remaining, ceil_div(shape[d], blocks[d]));
+    int64_t size = ceil_div(ceil_div(shape[d], pieces), blocks[d]) * blocks[d];
+    extent[d] = size;
+    remaining = ceil_div(remaining, ceil_div(shape[d], size));
+  }
+  return extent;
+}
+
 }  // namespace
 
 Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRule* rule, const PlanOptions& options,
@@ -39,27 +54,42 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   for (int64_t b : blocks)
     if (b < 0) throw Error(node.describe() + ": tile rule gives a negative block size");
 
-  int64_t target = options.tiles_per_op > 0
-                       ? options.tiles_per_op
-                       : std::min<int64_t>(int64_t{kAutoTilesPerThread} * std::max(1, options.threads), kMaxAutoTiles);
+  const int64_t threads = std::max(1, options.threads);
   int64_t min_flops = options.min_tile_flops > 0 ? options.min_tile_flops
                       : options.tiles_per_op > 0 ? 0
                                                  : kDefaultMinTileFlops;
-  if (min_flops > 0) {
-    // A cheap op (an activation, a residual add) is cut no coarser than its producers, so it
-    // does not join their tiles into one and stall the flow across layers like a barrier.
+  // A cheap op (an activation, a residual add) is cut no coarser than its producers, so it
+  // does not join their tiles into one and stall the flow across layers like a barrier.
+  auto bounded = [&](int64_t target) {
+    if (min_flops <= 0) return target;
     int64_t enough_work = std::max<int64_t>(1, work / min_flops);
-    target = std::min(target, options.tiles_per_op > 0 ? enough_work : std::max(enough_work, producer_tiles));
-  }
+    return std::min(target, options.tiles_per_op > 0 ? enough_work : std::max(enough_work, producer_tiles));
+  };
+  if (options.tiles_per_op > 0) return grid_extent(shape, blocks, bounded(options.tiles_per_op));
+  extent = grid_extent(shape, blocks, bounded(std::min<int64_t>(kAutoTilesPerThread * threads, kMaxAutoTiles)));
+  if (options.tile_counts != TileCounts::tail_aware) return extent;
 
-  int64_t remaining = target;
-  for (size_t d : cut_order(shape.size())) {
-    if (remaining <= 1) break;
-    if (blocks[d] == 0 || shape[d] <= blocks[d]) continue;
-    int64_t pieces = std::min(remaining, ceil_div(shape[d], blocks[d]));
-    int64_t size = ceil_div(ceil_div(shape[d], pieces), blocks[d]) * blocks[d];
-    extent[d] = size;
-    remaining = ceil_div(remaining, ceil_div(shape[d], size));
+  // TA-DNN's staircase: B tiles on S threads take about ceil(B / S) waves of the largest tile,
+  // so a partly filled last wave costs a whole one. Ties keep the fixed rule's grid.
+  const double flops_per_element = static_cast<double>(work) / static_cast<double>(std::max<int64_t>(1, numel(shape)));
+  auto cost = [&](const Shape& e) {
+    int64_t tiles = 1, largest = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t size = e[d] > 0 ? std::min(e[d], shape[d]) : shape[d];
+      tiles *= e[d] > 0 ? ceil_div(shape[d], e[d]) : 1;
+      largest *= size;
+    }
+    double wave = static_cast<double>(largest) * flops_per_element + static_cast<double>(kTileOverheadFlops);
+    return static_cast<double>(ceil_div(tiles, threads)) * wave;
+  };
+  double best = cost(extent);
+  for (int64_t per_thread = 1; per_thread <= 4; ++per_thread) {
+    Shape e = grid_extent(shape, blocks, bounded(std::min<int64_t>(per_thread * threads, kMaxAutoTiles)));
+    double c = cost(e);
+    if (c < best * (1 - 1e-9)) {
+      best = c;
+      extent = e;
+    }
   }
   return extent;
 }

@@ -88,6 +88,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   PlanOptions po;
   po.threads = options.plan_threads > 0 ? options.plan_threads : engine.threads();
   po.tiles_per_op = options.tiles_per_op;
+  po.tile_counts = options.tile_counts;
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;

@@ -83,6 +83,23 @@ TEST(Reduce, Integers) {
   EXPECT_EQ(run(reduce_node("ReduceL1", 13), y).to_i64(), (std::vector<int64_t>{13}));
 }
 
+TEST(Reduce, IntegerOverflowWrapsAndSaturates) {
+  // Found by fuzz_graph: a ReduceSum of two INT64_MAX overflowed a signed accumulator (UB).
+  // Sums and products wrap as two's complement (numpy's int64); a log or sqrt of a wrapped
+  // value saturates into the dtype instead of an out-of-range conversion.
+  constexpr int64_t big = std::numeric_limits<int64_t>::max(), small_ = std::numeric_limits<int64_t>::min();
+  Tensor x = Tensor::from<int64_t>({2}, std::vector<int64_t>{big, big});
+  EXPECT_EQ(run(reduce_node("ReduceSum", 11), x).to_i64(), (std::vector<int64_t>{-2}));
+  EXPECT_EQ(run(reduce_node("ReduceProd", 13), x).to_i64(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(run(reduce_node("ReduceMean", 13), x).to_i64(), (std::vector<int64_t>{-1}));
+  EXPECT_EQ(run(reduce_node("ReduceSumSquare", 13), x).to_i64(), (std::vector<int64_t>{2}));
+  Tensor m = Tensor::from<int64_t>({1}, std::vector<int64_t>{small_});
+  EXPECT_EQ(run(reduce_node("ReduceL1", 13), m).to_i64(), (std::vector<int64_t>{small_}));  // |MIN| wraps to MIN
+  Tensor l = Tensor::from<int64_t>({2}, std::vector<int64_t>{small_, small_});
+  EXPECT_EQ(run(reduce_node("ReduceLogSum", 13), l).to_i64(), (std::vector<int64_t>{small_}));  // sum wraps to 0: log is -inf
+  EXPECT_EQ(run(reduce_node("ReduceLogSumExp", 13), x).to_i64(), (std::vector<int64_t>{big}));
+}
+
 TEST(Reduce, EmptyReductionGivesIdentity) {
   Tensor x(DType::f32, {2, 0});
   expect_close(run(reduce_node("ReduceSum", 11, {1}, 0), x), {2}, {0, 0});
