@@ -70,8 +70,11 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   if (options.tile_counts != TileCounts::tail_aware) return extent;
 
   // TA-DNN's staircase: B tiles on S threads take about ceil(B / S) waves of the largest tile,
-  // so a partly filled last wave costs a whole one. Ties keep the fixed rule's grid.
+  // so a partly filled last wave, or tiles of unequal size, cost as much as full ones. Only a
+  // grid with such a tail is replaced: where the fixed rule's waves are full, its spare tiles
+  // are what lets the barrier-free schedule overlap consecutive ops.
   const double flops_per_element = static_cast<double>(work) / static_cast<double>(std::max<int64_t>(1, numel(shape)));
+  bool tail = false;
   auto cost = [&](const Shape& e) {
     int64_t tiles = 1, largest = 1;
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -79,10 +82,13 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
       tiles *= e[d] > 0 ? ceil_div(shape[d], e[d]) : 1;
       largest *= size;
     }
+    const int64_t waves = ceil_div(tiles, threads);
+    tail = waves * threads * largest > numel(shape);  // some thread idles in some wave
     double wave = static_cast<double>(largest) * flops_per_element + static_cast<double>(kTileOverheadFlops);
-    return static_cast<double>(ceil_div(tiles, threads)) * wave;
+    return static_cast<double>(waves) * wave;
   };
   double best = cost(extent);
+  if (!tail) return extent;
   for (int64_t per_thread = 1; per_thread <= 4; ++per_thread) {
     Shape e = grid_extent(shape, blocks, bounded(std::min<int64_t>(per_thread * threads, kMaxAutoTiles)));
     double c = cost(e);
