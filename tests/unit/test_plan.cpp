@@ -235,6 +235,28 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 2);
 }
 
+TEST(Plan, TailAwareTileCountsReplaceOnlyGridsWithATail) {
+  // TA-DNN's staircase at 2 threads: 7 rows cut by the fixed rule into 4 tiles (2, 2, 2, 1
+  // rows) take 2 waves of 2 rows; 2 tiles (4 and 3 rows) take one wave of 4 rows and one
+  // tile cost fewer. 8 rows in 4 tiles of 2 fill both waves: the grid stays.
+  auto tiles_of = [](int64_t rows, TileCounts counts) {
+    OnnxBuilder b;
+    b.input("x", kF32, {1, rows, 1024}).output("y", kF32, {1, rows, 512});
+    weight(b, "w", {1024, 512}, 1);
+    b.node("MatMul", {"x", "w"}, {"y"}, "mm");  // 7.3 or 8.4 MFLOP: enough for 4 tiles
+    Model model(load_onnx_bytes(b.bytes(), "tail.onnx"));
+    PlanOptions o;
+    o.rule_lookup = test_rule;
+    o.threads = 2;
+    o.tile_counts = counts;
+    return make_plan(model.graph(), o)->tiles.tile_count[0];
+  };
+  EXPECT_EQ(tiles_of(7, TileCounts::fixed), 4);
+  EXPECT_EQ(tiles_of(7, TileCounts::tail_aware), 2);
+  EXPECT_EQ(tiles_of(8, TileCounts::fixed), 4);
+  EXPECT_EQ(tiles_of(8, TileCounts::tail_aware), 4);
+}
+
 TEST(Plan, CriticalPathAndDepth) {
   Model model = load_test_model(matmul_chain());
   auto whole = make_plan(model.graph(), with_test_rules(1));
