@@ -242,12 +242,18 @@ PYBIND11_MODULE(grove, m) {
 
   py::class_<grove::Engine, std::shared_ptr<grove::Engine>>(m, "Engine",
       "The workers (one per core) shared by every Session given this engine: runs of several models co-execute in one ready pool.")
-      .def(py::init([](int threads) {
+      .def(py::init([](int threads, int max_threads) {
              py::gil_scoped_release release;
-             return std::make_shared<grove::Engine>(grove::EngineOptions{.threads = threads});
+             return std::make_shared<grove::Engine>(grove::EngineOptions{.threads = threads, .max_threads = max_threads});
            }),
-           py::arg("threads") = 0, "threads=0: the cores this process may use")
-      .def_property_readonly("threads", &grove::Engine::threads);
+           py::arg("threads") = 0, py::arg("max_threads") = 0,
+           "threads=0: the cores this process may use. max_threads: workers started, the most set_workers() can "
+           "activate (0: threads)")
+      .def_property_readonly("threads", &grove::Engine::threads, "Workers taking tiles now")
+      .def_property_readonly("max_threads", &grove::Engine::max_threads)
+      .def("set_workers", [](grove::Engine& e, int n) { return e.set_workers(n); }, py::arg("n"),
+           "Elastic resize while runs are in flight: workers 0..n-1 take tiles from now on (clamped to "
+           "1..max_threads; returns the count). docs/scaling.md");
 
   py::class_<PyFuture>(m, "Future", "A run in flight, from Session.submit().")
       .def("result", &PyFuture::get, "Waits for the run; returns {output name: ndarray} or raises grove.Error.")

@@ -106,6 +106,21 @@ def test_python_threads_share_the_engine(engine):
         np.testing.assert_array_equal(y, results[0])
 
 
+def test_elastic_engine_resizes_while_runs_are_in_flight():
+    engine = grove.Engine(threads=1, max_threads=3)
+    assert (engine.threads, engine.max_threads) == (1, 3)
+    session = grove.Session(MODEL, engine=engine)
+    name = input_name(session)
+    want = next(iter(session.run({name: X}).values()))
+    pending = []
+    for i in range(12):
+        assert engine.set_workers(1 + i % 3) == 1 + i % 3
+        pending.append(session.submit({name: X}))
+    for f in pending:
+        np.testing.assert_array_equal(next(iter(f.result().values())), want)
+    assert engine.set_workers(0) == 1 and engine.set_workers(99) == 3
+
+
 def test_reference_executor_agrees(session):
     name = input_name(session)
     fast = next(iter(session.run({name: X}).values()))
