@@ -21,8 +21,8 @@ import sys
 CORES = [1, 2, 4, 8, 16, 32, 64]
 
 
-def simulate(grove, model_path, name, extra):
-    cmd = [grove, "simulate", model_path, "--json", "--cores", ",".join(map(str, CORES))] + extra
+def simulate(grove, model_path, name, extra, cores=CORES):
+    cmd = [grove, "simulate", model_path, "--json", "--cores", ",".join(map(str, cores))] + extra
     # The exported input set (NAME.in.INPUT.npy), where there is one: random ids can be out of range.
     folder = os.path.dirname(model_path)
     for f in sorted(os.listdir(folder)):
@@ -58,6 +58,8 @@ def gains(results):
     lines = ["| model | bandwidth | " + " | ".join(f"{c} cores" for c in CORES) + " |",
              "| --- | --- | " + " | ".join("---:" for _ in CORES) + " |"]
     for name, r in results["models"].items():
+        if "unlimited" not in r:
+            continue
         for key, label in (("limited", "measured here"), ("unlimited", "unlimited")):
             rows = r[key]["rows"]
             speed = {(x["schedule"], x["cores"]): x for x in rows}
@@ -75,6 +77,8 @@ def plot(results, img_dir):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for i, (name, r) in enumerate(results["models"].items()):
+        if "unlimited" not in r:
+            continue
         color = f"C{i}"
         for key, style in (("limited", "-"), ("unlimited", ":")):
             rows = [x for x in r[key]["rows"] if x["schedule"] == "aspen"]
@@ -109,6 +113,8 @@ def main():
     ap.add_argument("--only", default="convstack,mobilenet_v2_b1,resnet50_b1,vgg16_b1,bert_base_s128_b1,gpt2_s256_b1")
     ap.add_argument("--validate", type=int, default=15)
     ap.add_argument("--out", default="scaling.json")
+    ap.add_argument("--validate-only", action="store_true",
+                    help="only 1 and 2 cores with --validate (big models: the error table, no scaling curves)")
     ap.add_argument("--plot", help="an earlier --out file: print the tables and draw the plot only")
     ap.add_argument("--img", default="docs/img")
     a = ap.parse_args()
@@ -121,9 +127,13 @@ def main():
             if not os.path.exists(path):
                 print(f"skip {name}: {path} not found (bench/models/export_bench_models.py)", file=sys.stderr)
                 continue
-            limited = simulate(a.grove, path, name, ["--validate", str(a.validate)] if a.validate else [])
-            unlimited = simulate(a.grove, path, name, ["--bandwidth", "0"])
-            results["models"][name] = {"limited": limited, "unlimited": unlimited}
+            if a.validate_only:
+                limited = simulate(a.grove, path, name, ["--validate", str(a.validate)], cores=[1, 2])
+                results["models"][name] = {"limited": limited}
+            else:
+                limited = simulate(a.grove, path, name, ["--validate", str(a.validate)] if a.validate else [])
+                unlimited = simulate(a.grove, path, name, ["--bandwidth", "0"])
+                results["models"][name] = {"limited": limited, "unlimited": unlimited}
             results["machine"] = limited["machine"]
             with open(a.out, "w") as f:  # after each model: a later failure keeps the earlier ones
                 json.dump(results, f, indent=1)
