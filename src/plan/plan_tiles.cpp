@@ -66,7 +66,9 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
     return std::min(target, options.tiles_per_op > 0 ? enough_work : std::max(enough_work, producer_tiles));
   };
   if (options.tiles_per_op > 0) return grid_extent(shape, blocks, bounded(options.tiles_per_op));
-  extent = grid_extent(shape, blocks, bounded(std::min<int64_t>(kAutoTilesPerThread * threads, kMaxAutoTiles)));
+  // One thread has no other core to fill, so spare tiles only cost: one tile per op.
+  const int64_t fixed_target = threads == 1 ? 1 : std::min<int64_t>(kAutoTilesPerThread * threads, kMaxAutoTiles);
+  extent = grid_extent(shape, blocks, bounded(fixed_target));
   if (options.tile_counts != TileCounts::tail_aware) return extent;
 
   // TA-DNN's staircase: B tiles on S threads take about ceil(B / S) waves of the largest tile,
