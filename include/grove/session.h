@@ -27,8 +27,9 @@ struct RunStats {
 struct SessionOptions {
   Schedule schedule = Schedule::aspen;
   int tiles_per_op = 0;  // 0: by rule
-  // The cores the tiles are cut for; 0: the engine's threads. grove simulate runs the plan
-  // for N cores on a one-thread engine to time each of its tiles alone.
+  // The cores the tiles are cut for; 0: the engine's max_threads() (its threads, unless it is
+  // elastic). grove simulate runs the plan for N cores on a one-thread engine to time each
+  // of its tiles alone.
   int plan_threads = 0;
   TileCounts tile_counts = TileCounts::fixed;  // when tiles_per_op is 0 (grove/schedule.h)
   int cached_plans = 8;  // plans kept for the input shapes seen last (each with its buffer pool)

@@ -32,7 +32,8 @@ struct PlanOptions {
   Precision precision = Precision::fp32;  // the GEMM ops' arithmetic (plan/precision.h)
 };
 
-// The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread, at most
+// The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op
+// at one thread, where spare tiles have no other core to fill), at most
 // kMaxAutoTiles per op, and no tile under kDefaultMinTileFlops (so a tiny op is one tile),
 // except that an op is cut at least as finely as the producers of its inputs.
 // Two, not more: every extra tile of a conv or MatMul streams its weights (or repacks its

@@ -86,7 +86,8 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
     }
   }
   PlanOptions po;
-  po.threads = options.plan_threads > 0 ? options.plan_threads : engine.threads();
+  // An elastic engine's plans are cut for the most workers it can have.
+  po.threads = options.plan_threads > 0 ? options.plan_threads : engine.max_threads();
   po.tiles_per_op = options.tiles_per_op;
   po.tile_counts = options.tile_counts;
   po.schedule = options.schedule;
