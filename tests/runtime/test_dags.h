@@ -3,10 +3,12 @@
 // engine reads, with depths and sources derived the way the planner derives them.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -127,6 +129,26 @@ class CheckingJob : public Job {
   std::unique_ptr<std::atomic<bool>[]> finished_;
   std::atomic<int32_t> early_{0};
   std::atomic<int32_t> bad_arguments_{0};
+};
+
+// Counts how many threads are inside run_tile at once.
+class ConcurrencyJob : public Job {
+ public:
+  explicit ConcurrencyJob(const TestDag& dag) : dag_(dag) {}
+  DagView dag() const override { return dag_.view(); }
+  void run_tile(int32_t, int) override {
+    int32_t now = inside_.fetch_add(1) + 1;
+    int32_t seen = most_.load();
+    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    inside_.fetch_sub(1);
+  }
+  int32_t most() const { return most_.load(); }
+
+ private:
+  const TestDag& dag_;
+  std::atomic<int32_t> inside_{0}, most_{0};
 };
 
 }  // namespace grove::test

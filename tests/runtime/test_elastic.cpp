@@ -13,27 +13,6 @@
 namespace grove::test {
 namespace {
 
-// Counts how many of its tiles run at the same moment; each tile lingers a little so that
-// workers overlap when they can.
-class OverlapJob : public Job {
- public:
-  explicit OverlapJob(const TestDag& dag) : dag_(dag) {}
-  DagView dag() const override { return dag_.view(); }
-  void run_tile(int32_t, int) override {
-    int32_t now = inside_.fetch_add(1) + 1;
-    int32_t seen = most_.load();
-    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    inside_.fetch_sub(1);
-  }
-  int32_t most() const { return most_.load(); }
-
- private:
-  const TestDag& dag_;
-  std::atomic<int32_t> inside_{0}, most_{0};
-};
-
 TEST(Elastic, SetWorkersClampsToTheStartedThreads) {
   Engine engine(EngineOptions{.threads = 2, .max_threads = 4});
   EXPECT_EQ(engine.threads(), 2);
@@ -53,10 +32,10 @@ TEST(Elastic, AResizedEngineRunsAtMostItsWorkersAtOnce) {
   Engine engine(EngineOptions{.threads = 3, .max_threads = 3, .pin = false});
   for (int n : {1, 2, 3, 1}) {
     engine.set_workers(n);
-    auto job = std::make_shared<OverlapJob>(wide);
+    auto job = std::make_shared<ConcurrencyJob>(wide);
     engine.submit(job).get();
     EXPECT_LE(job->most(), n) << "submit with " << n << " workers";
-    auto by_caller = std::make_shared<OverlapJob>(wide);
+    auto by_caller = std::make_shared<ConcurrencyJob>(wide);
     engine.run(by_caller);  // the caller takes the last active worker's place
     EXPECT_LE(by_caller->most(), n) << "run() with " << n << " workers";
   }

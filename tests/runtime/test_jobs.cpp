@@ -249,26 +249,6 @@ TEST(Jobs, RunReturnsWhenItsJobIsDoneEvenWhileOthersRun) {
   EXPECT_EQ(slow->ran(), wide.size());
 }
 
-// Counts how many threads are inside run_tile at once.
-class ConcurrencyJob : public Job {
- public:
-  explicit ConcurrencyJob(const TestDag& dag) : dag_(dag) {}
-  DagView dag() const override { return dag_.view(); }
-  void run_tile(int32_t, int) override {
-    int32_t now = inside_.fetch_add(1) + 1;
-    int32_t seen = most_.load();
-    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-    inside_.fetch_sub(1);
-  }
-  int32_t most() const { return most_.load(); }
-
- private:
-  const TestDag& dag_;
-  std::atomic<int32_t> inside_{0}, most_{0};
-};
-
 TEST(Jobs, CallerOfRunTakesAWorkersPlaceInsteadOfOversubscribing) {
   TestDag wide = fan_out_in(64);
   for (int threads : {1, 2, 3}) {
