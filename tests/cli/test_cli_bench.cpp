@@ -97,5 +97,28 @@ TEST(CliBench, Bf16WithoutTheIsaRunsFp32WithANote) {
   EXPECT_NE(coexec.err.find("--precision both"), std::string::npos) << coexec.err;
 }
 
+TEST(CliBench, SimulatePredictsEachCoreCountAndValidates) {
+  Result r = run_grove({"simulate", kModel, "--cores", "1,4", "--runs", "1", "--validate", "2", "--input", kInput, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // aspen and barrier at 1, 2 (validated here: this machine's cores, at least 1) and 4 cores.
+  EXPECT_NE(r.out.find("\"schedule\": \"barrier\", \"cores\": 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"measured_ms\": "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"bandwidth_all_gbs\": "), std::string::npos) << r.out;
+  Result bad = run_grove({"simulate", kModel, "--cores", "0"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
+TEST(CliBench, WorkersScheduleReportsEachPhaseAndRejectsBadPhases) {
+  Result r = run_grove({"bench", kModel, "--input", kInput, "--workers-schedule", "1:0.2s,2:0.2s", "--warmup", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"workers\": 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"workers\": 2"), std::string::npos) << r.out;
+  for (const char* bad : {"2", "x:1s", "1:0s", "1:2q"}) {
+    Result e = run_grove({"bench", kModel, "--workers-schedule", bad});
+    EXPECT_EQ(e.exit_code, 1) << bad;
+    EXPECT_NE(e.err.find("--workers-schedule"), std::string::npos) << e.err;
+  }
+}
+
 }  // namespace
 }  // namespace grove::cli_test
