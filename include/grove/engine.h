@@ -60,7 +60,8 @@ struct EngineOptions {
   PriorityPolicy priority;   // the ready pool's columns: shallower depth first by default
   // Test mode for uneven cores (docs/scaling.md): worker thread 0 takes this many times as
   // long over each tile (it busy-waits after the tile), a stand-in for a slower or shared core.
-  // 1: off. With one thread, run()'s caller does the work and nothing is slowed.
+  // 1: off; clamped to [1, 1000]. With one thread, run()'s caller does the work and nothing
+  // is slowed.
   double slow_worker = 1.0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -53,7 +54,8 @@ void Engine::Impl::start_workers() {
       if (options.pin) pin_current_thread(cpu);
       WorkerContext worker(i, i, pool, tracer);
       worker.counters = &counters[static_cast<size_t>(i)];
-      if (i == 0) worker.slowdown = options.slow_worker;
+      // Clamped: an infinite or absurd factor would spin a worker for good.
+      if (i == 0 && std::isfinite(options.slow_worker)) worker.slowdown = std::clamp(options.slow_worker, 1.0, 1000.0);
       // The last worker makes room for run()'s caller (see Engine::run).
       worker.roster = &roster;
       work_until(worker, stopping);
