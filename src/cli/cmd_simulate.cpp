@@ -38,6 +38,11 @@ TileCounts counts_of(const std::string& label) {
   return label.size() > 5 && label.substr(label.size() - 5) == "/tail" ? TileCounts::tail_aware : TileCounts::fixed;
 }
 
+// Slow cores among n for --slow-fraction (at least one when the fraction is above 0).
+int slow_cores(const SimulateOptions& o, int n) {
+  return o.slow_fraction > 0 ? std::clamp(static_cast<int>(std::lround(o.slow_fraction * n)), 1, n) : 0;
+}
+
 }  // namespace
 
 int run_simulate(const SimulateOptions& o) {
@@ -92,7 +97,7 @@ int run_simulate(const SimulateOptions& o) {
       Row row{s, n, plan->tiles.size(), {}, -1};
       SimMachine machine = sim_machine(probe, n, bandwidth);
       if (o.slow_fraction > 0) {
-        machine.slow_cores = std::clamp(static_cast<int>(std::lround(o.slow_fraction * n)), 1, n);
+        machine.slow_cores = slow_cores(o, n);
         machine.slow_factor = o.slow_factor;
       }
       row.sim = simulate(plan->tiles, tile_ns, tile_traffic_bytes(*plan), machine);
@@ -106,7 +111,7 @@ int run_simulate(const SimulateOptions& o) {
     for (int n = 1; n <= here; ++n) {
       if (o.slow_fraction > 0 && n == 1) continue;  // one thread is run()'s caller, which is never slowed
       // Worker 0 is slowed only when the simulation slows one core of this many.
-      const bool slow_here = o.slow_fraction > 0 && std::clamp(static_cast<int>(std::lround(o.slow_fraction * n)), 1, n) == 1;
+      const bool slow_here = slow_cores(o, n) == 1;
       Engine engine({.threads = n, .slow_worker = slow_here && n > 1 ? o.slow_factor : 1.0});
       std::vector<std::unique_ptr<Session>> sessions;
       std::vector<std::vector<double>> ms(schedules.size());
