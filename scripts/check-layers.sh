@@ -16,8 +16,9 @@ declare -A allowed=(
   [runtime]="graph kernels ops passes onnx plan runtime"
   [quantize]="graph kernels ops passes onnx plan runtime quantize"
   [sim]="graph kernels ops passes onnx plan runtime sim"
+  [dynamic]="graph kernels ops passes onnx plan runtime dynamic"
   [serve]="graph kernels ops passes onnx plan runtime serve"
-  [cli]="graph kernels ops passes onnx plan runtime serve npy quantize sim cli"
+  [cli]="graph kernels ops passes onnx plan runtime serve npy quantize sim dynamic cli"
 )
 status=0
 for layer in */; do

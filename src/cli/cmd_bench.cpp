@@ -60,6 +60,7 @@ double peak_rss_mb() {
 
 int run_bench(const BenchOptions& o) {
   if (!o.workers_schedule.empty()) return run_bench_elastic(o);
+  if (!o.subnet.empty() || o.latency_target_ms > 0 || !o.co_run.empty()) return run_bench_dynamic(o);
   if (o.models.size() > 1) return o.mt_graph ? run_bench_mtgraph(o) : run_bench_coexec(o);
   auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);

@@ -14,7 +14,7 @@
 
 namespace grove::cli {
 
-std::vector<WorkerPhase> parse_workers_schedule(const std::string& text) {
+std::vector<WorkerPhase> parse_phases(const std::string& text, const std::string& option, int min_count) {
   std::vector<WorkerPhase> phases;
   size_t at = 0;
   while (at <= text.size()) {
@@ -32,15 +32,20 @@ std::vector<WorkerPhase> parse_workers_schedule(const std::string& text) {
       p.seconds = std::stod(secs, &used);
       if (used != secs.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw Error("--workers-schedule: '" + item + "' is not WORKERS:SECONDS (e.g. 2:1.5s)");
+      throw Error(option + ": '" + item + "' is not COUNT:SECONDS (e.g. 2:1.5s)");
     }
-    if (p.workers < 1 || p.workers > 4096 || !(p.seconds > 0) || p.seconds > 3600)
-      throw Error("--workers-schedule: '" + item + "' needs 1..4096 workers and 0..3600 seconds");
+    if (p.workers < min_count || p.workers > 4096 || !(p.seconds > 0) || p.seconds > 3600)
+      throw Error(option + ": '" + item + "' needs a count in " + std::to_string(min_count) +
+                  "..4096 and 0..3600 seconds");
     phases.push_back(p);
     if (end == std::string::npos) break;
     at = end + 1;
   }
   return phases;
+}
+
+std::vector<WorkerPhase> parse_workers_schedule(const std::string& text) {
+  return parse_phases(text, "--workers-schedule", 1);
 }
 
 int run_bench_elastic(const BenchOptions& o) {

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
+#include "cli/subnets.h"
 #include "cli/summary.h"
 #include "runtime/session.h"
 #include "npy/npy.h"
@@ -148,6 +149,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
   TensorMap outputs;
   std::string how;
   if (o.executor == "reference") {
+    if (!o.subnet.empty()) throw Error("--subnet runs on the tile runtime; drop --executor reference");
     Model model(m.imported, m.shapes, o.limits);
     double load_s = seconds_since(t0);
     auto t1 = Clock::now();
@@ -157,17 +159,28 @@ int run_single(const RunOptions& o, LoadedModel m) {
     if (!model.is_bound()) how = "note: shapes depend on input values, so the graph ran unbound\n" + how;
   } else {
     Engine engine({.threads = o.threads});
-    Session session(engine, Model(m.imported, m.shapes, o.limits),
-                    {.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
-                     .tiles_per_op = o.tiles_per_op,
-                     .precision = parse_precision(o.precision)});
-    auto plan = session.plan_for(m.shapes);
+    const SessionOptions options{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
+                                 .tiles_per_op = o.tiles_per_op,
+                                 .precision = parse_precision(o.precision)};
+    std::unique_ptr<Session> whole;
+    SubnetPick pick;
+    Session* session = nullptr;
+    if (o.subnet.empty()) {
+      whole = std::make_unique<Session>(engine, Model(m.imported, m.shapes, o.limits), options);
+      session = whole.get();
+    } else {
+      pick = open_subnets(engine, m.imported, m.path, options, o.subnet);
+      if (pick.indices.size() != 1) throw Error("--subnet " + o.subnet + ": grove run runs one sub-net; name one");
+      session = &pick.session->session(pick.indices[0]);
+      std::printf("sub-net: %s\n", describe_subnet(pick.session->subnets()[pick.indices[0]]).c_str());
+    }
+    auto plan = session->plan_for(m.shapes);
     double plan_s = seconds_since(t0);
     if (plan && o.precision != "fp32") std::printf("precision: %s\n", plan->precision.note.c_str());
     if (!o.trace_path.empty()) engine.start_trace();
     RunStats stats;
     auto t1 = Clock::now();
-    outputs = session.run(m.inputs, &stats);
+    outputs = session->run(m.inputs, &stats);
     double run_s = seconds_since(t1);
     if (stats.used_reference && feeds_defaults(m.imported, m.inputs)) {
       how = "note: an initializer was fed as an input, so the reference executor ran a copy bound with it\n"

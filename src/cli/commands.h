@@ -30,6 +30,7 @@ struct RunOptions {
   int tiles_per_op = 0;             // 0: by rule
   std::string precision = "fp32";   // fp32 | bf16
   std::string trace_path;           // empty: no trace
+  std::string subnet;               // non-empty: run this sub-net (cli/subnets.h)
   uint64_t seed = 0;
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
@@ -66,6 +67,12 @@ struct BenchOptions {
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
   double slow_worker = 1;           // EngineOptions::slow_worker: worker 0 this many times slower (uneven cores)
   std::string workers_schedule;     // "1:2s,2:2s,1:2s": elastic workers, throughput per phase
+  // Dynamic models (docs/dynamic.md): time these sub-nets (cli/subnets.h), or run under a
+  // latency target with the controller, against a co-running load of other models.
+  std::string subnet;
+  double latency_target_ms = 0;
+  std::string co_run;               // the load: this model, in as many streams as the phase says
+  std::string co_run_schedule = "0:3s,1:3s,0:3s";  // STREAMS:SECONDS phases
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
   // Several models, --mt-graph: search MT-Graph stage pointers (docs/serving.md).
   bool mt_graph = false;
@@ -96,6 +103,8 @@ struct WorkerPhase {
   double seconds = 1;
 };
 std::vector<WorkerPhase> parse_workers_schedule(const std::string& text);  // Error naming a bad item
+// COUNT:SECONDS,... with counts from min_count; errors name `option`.
+std::vector<WorkerPhase> parse_phases(const std::string& text, const std::string& option, int min_count);
 
 struct ServeOptions {
   std::vector<std::string> models;  // NAME=PATH.onnx
@@ -139,7 +148,8 @@ void write_trace(Engine& engine, const std::string& path, std::FILE* say = stdou
 int run_info(const InfoOptions& options);
 int run_bench(const BenchOptions& options);
 int run_bench_coexec(const BenchOptions& options);
-int run_bench_elastic(const BenchOptions& options);  // --workers-schedule  // several models: submitted together vs in turn
+int run_bench_elastic(const BenchOptions& options);
+int run_bench_dynamic(const BenchOptions& options);  // --subnet, --latency-target-ms  // --workers-schedule  // several models: submitted together vs in turn
 int run_bench_mtgraph(const BenchOptions& options);  // several models, --mt-graph: staged schedules
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);

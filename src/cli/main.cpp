@@ -40,6 +40,9 @@ constexpr const char* kPrecisionHelp =
     "Arithmetic of Conv/MatMul/Gemm with constant weights: fp32, or bf16 (bfloat16 operands, float32 "
     "accumulation, on AVX512-BF16; runs fp32 with a note on CPUs without it). Everything else stays fp32. "
     "docs/precision.md";
+constexpr const char* kSubnetHelp =
+    "Dynamic model (metadata grove.subnets): the sub-net to run, by name or width ratio. Any other model: "
+    "slice it uniformly at this width ratio (a latency study: the narrower net is untrained). docs/dynamic.md.";
 
 constexpr const char* kQuantizeFooter = R"(
 Post-training static quantization. The float model runs on every calibration sample; the
@@ -203,6 +206,7 @@ int main(int argc, char** argv) {
   run->add_option("--trace", run_options.trace_path,
                   "Write a Chrome/Perfetto trace (one track per worker, one slice per tile) to this .json file")
       ->type_name("FILE");
+  run->add_option("--subnet", run_options.subnet, kSubnetHelp)->type_name("NAME|RATIO");
   run->add_option("--seed", run_options.seed, "Seed for the random inputs")->capture_default_str();
 
   add_limit_options(run, run_options.limits);
@@ -309,6 +313,22 @@ Examples:
   bench->add_option("--workers-schedule", bench_options.workers_schedule,
                     "Elastic workers: phases WORKERS:SECONDS, e.g. 1:2s,2:2s,1:2s; the worker count changes while "
                     "runs are in flight, and each phase's throughput is printed")
+      ->type_name("N:S,...");
+  bench->add_option("--subnet", bench_options.subnet,
+                    std::string(kSubnetHelp) + " `all`: every sub-net, interleaved, with its first and warm latency")
+      ->type_name("NAME|RATIOS|all");
+  bench->add_option("--latency-target-ms", bench_options.latency_target_ms,
+                    "Dynamic model: each run takes the most accurate sub-net predicted to meet this target under "
+                    "the current load; prints P99 and the sub-nets chosen per 1-second window, against the full "
+                    "model alone (docs/dynamic.md)")
+      ->check(CLI::Range(0.0, 1e6));
+  bench->add_option("--co-run", bench_options.co_run,
+                    "With --latency-target-ms: a model run on the same engine as load, in the number of streams "
+                    "--co-run-schedule gives")
+      ->type_name("MODEL");
+  bench->add_option("--co-run-schedule", bench_options.co_run_schedule,
+                    "Load phases STREAMS:SECONDS, e.g. 0:3s,1:3s,0:3s (0 streams: no load)")
+      ->capture_default_str()
       ->type_name("N:S,...");
   bench->add_option("--seed", bench_options.seed, "Seed for the random inputs")->capture_default_str();
   bench->add_option("--trace", bench_options.trace_path,

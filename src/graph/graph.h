@@ -82,6 +82,7 @@ struct Graph {
   std::string path;                          // where it was loaded from, for messages
   std::string name;
   std::map<std::string, int> opsets;         // domain -> version
+  std::map<std::string, std::string> metadata;  // the model's metadata_props (top level only)
   std::vector<Node> nodes;                   // topological order
   std::map<std::string, Tensor> initializers;
   std::vector<ValueDecl> inputs;             // runtime inputs (initializers excluded)

@@ -363,6 +363,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
   converted.path = path;
   converted.name = g.name;
   converted.opsets = g.opsets;
+  for (const auto& prop : model.metadata_props()) converted.metadata[prop.key()] = prop.value();
   check_supported_ops(converted);
   check_node_arity(converted);
   return converted;
