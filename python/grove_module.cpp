@@ -207,6 +207,31 @@ py::dict random_inputs(const grove::Session& s) {
   return feeds;
 }
 
+struct PyDynamicSession {
+  std::shared_ptr<grove::Engine> engine;  // kept alive as long as the session
+  std::unique_ptr<grove::DynamicSession> session;
+};
+
+PyDynamicSession make_dynamic_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
+                                      std::vector<double> ratios, const std::string& schedule,
+                                      const std::string& precision) {
+  grove::SessionOptions options;
+  options.schedule = schedule_of(schedule);
+  options.precision = precision_of(precision);
+  py::gil_scoped_release release;
+  if (!engine) engine = std::make_shared<grove::Engine>(grove::EngineOptions{.threads = threads});
+  auto session = std::make_unique<grove::DynamicSession>(*engine, path, options, std::move(ratios));
+  return PyDynamicSession{std::move(engine), std::move(session)};
+}
+
+int subnet_index(const PyDynamicSession& s, const py::object& subnet) {
+  if (py::isinstance<py::int_>(subnet)) return subnet.cast<int>();
+  const std::string name = py::str(subnet);
+  const int i = s.session->find(name);
+  if (i < 0) throw grove::Error("no sub-net named '" + name + "'");
+  return i;
+}
+
 py::dict bench(PySession& s, py::object inputs, int runs, int warmup) {
   if (runs < 1) throw grove::Error("bench: runs must be at least 1");
   py::dict feeds = inputs.is_none() ? random_inputs(*s.session) : py::dict(inputs);
@@ -258,6 +283,55 @@ PYBIND11_MODULE(grove, m) {
   py::class_<PyFuture>(m, "Future", "A run in flight, from Session.submit().")
       .def("result", &PyFuture::get, "Waits for the run; returns {output name: ndarray} or raises grove.Error.")
       .def("done", &PyFuture::done);
+
+  py::class_<PyDynamicSession>(m, "DynamicSession",
+      "A dynamic model: several sub-nets with shared weights, all planned at load; each run picks one "
+      "(docs/dynamic.md).")
+      .def(py::init(&make_dynamic_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
+           py::arg("ratios") = std::vector<double>{}, py::arg("schedule") = "aspen", py::arg("precision") = "fp32",
+           "Loads PATH, whose metadata key grove.subnets lists its sub-nets; or, with ratios, slices any model "
+           "uniformly at those width ratios (untrained narrower nets: for latency studies).")
+      .def_property_readonly("subnets",
+           [](const PyDynamicSession& s) {
+             py::list out;
+             for (const auto& i : s.session->subnets()) {
+               py::dict d;
+               d["name"] = i.name;
+               d["width"] = i.ratio;
+               d["accuracy"] = i.accuracy;
+               d["flops"] = i.flops;
+               d["parameters"] = i.parameters;
+               out.append(d);
+             }
+             return out;
+           },
+           "Cheapest first: [{name, width, accuracy, flops, parameters}]")
+      .def("run",
+           [](PyDynamicSession& s, const py::dict& feeds, const py::object& subnet) {
+             const int index = subnet_index(s, subnet);
+             BorrowedInputs in = borrow_inputs(feeds);
+             grove::TensorMap outputs;
+             {
+               py::gil_scoped_release release;
+               outputs = s.session->run(in.tensors, index);
+             }
+             return to_numpy(std::move(outputs), in);
+           },
+           py::arg("inputs"), py::arg("subnet"), "Runs one sub-net, by index into subnets or by name (or width).")
+      .def("run_within",
+           [](PyDynamicSession& s, const py::dict& feeds, double target_ms) {
+             BorrowedInputs in = borrow_inputs(feeds);
+             grove::TensorMap outputs;
+             grove::SubnetChoice choice;
+             {
+               py::gil_scoped_release release;
+               outputs = s.session->run_within(in.tensors, target_ms, &choice);
+             }
+             return py::make_tuple(to_numpy(std::move(outputs), in), s.session->subnets()[static_cast<size_t>(choice.subnet)].name);
+           },
+           py::arg("inputs"), py::arg("target_ms"),
+           "Runs the most accurate sub-net predicted to meet target_ms under the engine's current load; "
+           "returns (outputs, the sub-net's name).");
 
   py::class_<PySession>(m, "Session", "One ONNX model, planned once per input shape, run on an Engine.")
       .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,

@@ -43,16 +43,16 @@ class DynamicSession {
   DynamicSession& operator=(DynamicSession&&) noexcept;
   ~DynamicSession();
 
-  // From cheapest to most accurate: by stated accuracy when every sub-net states one,
-  // else by FLOPs (then ratio).
+  // Cheapest first: by FLOPs (then ratio).
   const std::vector<SubnetInfo>& subnets() const;
   // The sub-net named `name`, else the one whose ratio is `name` read as a number; -1 if none.
   int find(const std::string& name) const;
 
   // Runs sub-net `subnet` (an index into subnets()); thread-safe.
   TensorMap run(const TensorMap& inputs, int subnet, RunStats* stats = nullptr);
-  // Runs the most accurate sub-net whose latency, predicted from recent runs under the
-  // engine's current load, meets `target_ms`; the cheapest when none does.
+  // Runs the most accurate sub-net (by stated accuracy when every sub-net states one, else
+  // by FLOPs) whose latency, predicted from recent runs under the engine's current load,
+  // meets `target_ms`; the cheapest when none does.
   TensorMap run_within(const TensorMap& inputs, double target_ms, SubnetChoice* choice = nullptr);
   // What run_within would pick now.
   SubnetChoice choose(double target_ms) const;

@@ -172,3 +172,20 @@ def test_errors_are_grove_errors_with_one_line(session, tmp_path):
         assert word in message, message
         assert "\n" not in message.strip(), message
     assert issubclass(grove.Error, RuntimeError)
+
+
+def test_dynamic_session_slices_a_plain_model(engine):
+    d = grove.DynamicSession(MODEL, engine=engine, ratios=[1.0, 0.5])
+    names = [s["name"] for s in d.subnets]
+    assert names == ["0.5", "1"]
+    assert d.subnets[0]["flops"] < d.subnets[1]["flops"]
+    feeds = {"image": X}
+    assert close_to_torch(d.run(feeds, "1")["logits"])  # width 1 is the model itself
+    half = d.run(feeds, 0)["logits"]
+    assert half.shape == EXPECTED.shape and not close_to_torch(half)
+    out, chosen = d.run_within(feeds, 1e6)  # no target it could miss: the widest
+    assert chosen == "1" and close_to_torch(out["logits"])
+    with pytest.raises(grove.Error, match="no sub-net named 'wide'"):
+        d.run(feeds, "wide")
+    with pytest.raises(grove.Error, match="not a dynamic model"):
+        grove.DynamicSession(MODEL, engine=engine)

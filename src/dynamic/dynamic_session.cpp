@@ -73,19 +73,19 @@ DynamicSession::DynamicSession(Engine& engine, const std::string& path, SessionO
     }
     built.push_back(Built{std::move(info), std::move(session)});
   }
-  const bool all_accuracies = std::all_of(built.begin(), built.end(), [](const Built& b) { return b.info.accuracy >= 0; });
   std::stable_sort(built.begin(), built.end(), [&](const Built& a, const Built& b) {
-    if (all_accuracies && a.info.accuracy != b.info.accuracy) return a.info.accuracy < b.info.accuracy;
     if (a.info.flops != b.info.flops) return a.info.flops < b.info.flops;
     return a.info.ratio < b.info.ratio;
   });
   std::vector<int64_t> flops;
+  std::vector<double> accuracy;
   for (auto& b : built) {
     flops.push_back(b.info.flops);
+    accuracy.push_back(b.info.accuracy);
     impl_->infos.push_back(std::move(b.info));
     impl_->sessions.push_back(std::move(b.session));
   }
-  impl_->controller = std::make_unique<LatencyController>(flops);
+  impl_->controller = std::make_unique<LatencyController>(flops, accuracy);
 }
 
 DynamicSession::DynamicSession(DynamicSession&&) noexcept = default;

@@ -19,9 +19,13 @@ double quantile(std::vector<double> v, double q) {
 
 }  // namespace
 
-LatencyController::LatencyController(std::vector<int64_t> flops, int window)
+LatencyController::LatencyController(std::vector<int64_t> flops, std::vector<double> accuracy, int window)
     : flops_(std::move(flops)), window_(std::max(window, 1)), best_ms_(flops_.size(), 0.0) {
   for (auto& f : flops_) f = std::max<int64_t>(f, 1);
+  const bool stated = accuracy.size() == flops_.size() &&
+                      std::all_of(accuracy.begin(), accuracy.end(), [](double a) { return a >= 0; });
+  for (size_t i = 0; i < flops_.size(); ++i)
+    rank_.push_back(stated ? accuracy[i] : static_cast<double>(flops_[i]));
 }
 
 double LatencyController::base_locked(int subnet) const {
@@ -57,7 +61,7 @@ int LatencyController::choose(double target_ms, int64_t others_in_flight, double
   double best_ms = base_locked(0) * slow;
   for (int i = 1; i < static_cast<int>(flops_.size()); ++i) {
     const double ms = base_locked(i) * slow;
-    if (ms > 0 && ms <= target_ms) {
+    if (ms > 0 && ms <= target_ms && rank_[static_cast<size_t>(i)] >= rank_[static_cast<size_t>(best)]) {
       best = i;
       best_ms = ms;
     }

@@ -17,11 +17,13 @@ namespace grove {
 
 class LatencyController {
  public:
-  // `flops` per sub-net, cheapest first (the order a choice walks); a zero entry counts as 1.
-  explicit LatencyController(std::vector<int64_t> flops, int window = 64);
+  // `flops` per sub-net, cheapest first; a zero entry counts as 1. `accuracy` per sub-net
+  // ranks the ones that meet a target (empty, or any entry < 0: FLOPs rank them).
+  explicit LatencyController(std::vector<int64_t> flops, std::vector<double> accuracy = {}, int window = 64);
 
-  // The sub-net to run (the last index meeting target_ms, else 0) and its prediction (0 when
-  // nothing has been observed yet: the cheapest then runs first to learn its cost).
+  // The most accurate sub-net predicted to meet target_ms (sub-net 0, the cheapest, when none
+  // is) and its prediction (0 when nothing has been observed yet: the cheapest then runs
+  // first to learn its cost).
   int choose(double target_ms, int64_t others_in_flight, double* predicted_ms = nullptr) const;
   double predict(int subnet, int64_t others_in_flight) const;
   void observe(int subnet, int64_t others_in_flight, double ms);
@@ -33,6 +35,7 @@ class LatencyController {
 
   mutable std::mutex mutex_;
   std::vector<int64_t> flops_;
+  std::vector<double> rank_;  // higher is better among sub-nets that meet the target
   int window_;
   std::vector<double> best_ms_;                // per sub-net; 0 until it has run
   std::deque<double> ratios_[kLoadBuckets];    // latency / base, per load bucket

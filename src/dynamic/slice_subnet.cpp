@@ -165,7 +165,6 @@ class Slicer {
     if (spec_.exempt_given) {
       for (const auto& e : spec_.exempt) exempt_.insert(lookup(e, "the exempt list"));
     } else {
-      exempt_.insert(layers.front());
       exempt_.insert(layers.back());
     }
     for (const auto& [name, count] : subnet_.channels) wanted_[lookup(name, "its channel list")] = count;

@@ -8,8 +8,9 @@
 //   subnet nu1 conv1=12 conv2=24      per-layer kept output channels; unlisted layers keep all
 //
 // A layer is a Conv, Gemm or MatMul with constant weights, named by its node name or its
-// weight initializer's name. Without an `exempt` line the first and last layers are exempt
-// (paper 002 keeps them whole). An initializer named `NAME@SUBNET` replaces NAME in that
+// weight initializer's name. Without an `exempt` line only the last layer is exempt (paper
+// 002: "all layers except the last one"; slicing the first one too keeps a ResNet's identity
+// shortcuts as narrow as its branches). An initializer named `NAME@SUBNET` replaces NAME in that
 // sub-net (private BatchNorm statistics).
 #include <cstdint>
 #include <map>
@@ -28,7 +29,7 @@ struct SubnetSpec {
 struct DynamicSpec {
   std::vector<SubnetSpec> subnets;
   std::vector<std::string> exempt;
-  bool exempt_given = false;  // false: the first and last layers are exempt
+  bool exempt_given = false;  // false: the last layer is exempt
 };
 
 inline constexpr const char* kSubnetsMetadataKey = "grove.subnets";

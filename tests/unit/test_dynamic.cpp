@@ -129,9 +129,11 @@ TEST(DynamicSpec, BadTextIsAnErrorNamingTheLine) {
 TEST(SliceSubnet, UniformRatioEqualsTheFullModelWithDroppedChannelsZeroed) {
   const Weights w;
   const Graph full = import(chain_model(w, ""));
-  const DynamicSpec spec = uniform_dynamic_spec({0.5});
+  DynamicSpec spec = uniform_dynamic_spec({0.5});
+  spec.exempt = {"conv0", "fc"};
+  spec.exempt_given = true;
   const SlicedSubnet s = slice_subnet(full, spec, spec.subnets[0]);
-  // conv0 and fc are exempt (first and last); conv1 keeps 4 of 8, conv2 3 of 6.
+  // conv0 and fc are exempt; conv1 keeps 4 of 8, conv2 3 of 6.
   ASSERT_EQ(s.layers.size(), 4u);
   EXPECT_EQ(s.layers[1].kept, 4);
   EXPECT_EQ(s.layers[2].kept, 3);
@@ -170,9 +172,9 @@ std::string slice_error(const std::string& metadata) {
 }
 
 TEST(SliceSubnet, BadMetadataIsAClearError) {
-  EXPECT_NE(slice_error("subnet a conv9=3").find("names unknown layer 'conv9' (layers: conv0, conv1, conv2, fc)"),
+  EXPECT_NE(slice_error("exempt conv0 fc\nsubnet a conv9=3").find("names unknown layer 'conv9' (layers: conv0, conv1, conv2, fc)"),
             std::string::npos);
-  EXPECT_NE(slice_error("subnet a conv1=20").find("keeps 20 channels but the layer has 8"), std::string::npos);
+  EXPECT_NE(slice_error("exempt fc\nsubnet a conv1=20").find("keeps 20 channels but the layer has 8"), std::string::npos);
   EXPECT_NE(slice_error("exempt conv0\nsubnet a ratio=0.5").find("output 'y' would lose channels: mark layer 'fc' exempt"),
             std::string::npos);
   EXPECT_NE(slice_error("exempt conv0 fc\nsubnet a fc=2").find("is exempt but the sub-net gives it a channel count"),
@@ -233,6 +235,36 @@ TEST(SliceSubnet, AResidualOfDifferentlySlicedBranchesIsAnError) {
   }
 }
 
+// x -> conv0(4) -> Relu -> conv1(4) -> + (identity shortcut) -> conv2(2): a residual block.
+OnnxBuilder residual_model(std::vector<float> w1, std::vector<float> w2) {
+  OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {1, 3, 4, 4}).output("y", onnx::TensorProto::FLOAT, {1, 2, 4, 4});
+  b.initializer_f32("w0", {4, 3, 1, 1}, random_values(12, 21));
+  b.initializer_f32("w1", {4, 4, 3, 3}, std::move(w1));
+  b.initializer_f32("w2", {2, 4, 1, 1}, std::move(w2));
+  b.node("Conv", {"x", "w0"}, {"a"}, "conv0");
+  b.node("Relu", {"a"}, {"b"}, "relu");
+  OnnxBuilder::attr_ints(b.node("Conv", {"b", "w1"}, {"c"}, "conv1"), "pads", {1, 1, 1, 1});
+  b.node("Add", {"c", "b"}, {"d"}, "add");
+  b.node("Conv", {"d", "w2"}, {"y"}, "conv2");
+  return b;
+}
+
+TEST(SliceSubnet, ByDefaultOnlyTheLastLayerIsExemptSoIdentityShortcutsStayAligned) {
+  const std::vector<float> w1 = random_values(144, 22), w2 = random_values(8, 23);
+  const Graph full = import(residual_model(w1, w2));
+  const DynamicSpec spec = uniform_dynamic_spec({0.5});
+  const SlicedSubnet s = slice_subnet(full, spec, spec.subnets[0]);
+  std::vector<float> z1 = w1, z2 = w2;
+  for (int o = 0; o < 4; ++o)
+    for (int i = 2; i < 4; ++i)
+      for (int k = 0; k < 9; ++k) z1[static_cast<size_t>((o * 4 + i) * 9 + k)] = 0;
+  for (int o = 0; o < 2; ++o)
+    for (int i = 2; i < 4; ++i) z2[static_cast<size_t>(o * 4 + i)] = 0;
+  const TensorMap in{{"x", Tensor::from<float>({1, 3, 4, 4}, random_values(48, 24))}};
+  expect_close(Model(s.graph).run_reference(in).at("y"), Model(import(residual_model(z1, z2))).run_reference(in).at("y"));
+}
+
 std::string write_model(const OnnxBuilder& b, const std::string& name) {
   const auto path = std::filesystem::temp_directory_path() / name;
   std::ofstream(path, std::ios::binary) << b.bytes();
@@ -242,12 +274,13 @@ std::string write_model(const OnnxBuilder& b, const std::string& name) {
 TEST(DynamicSession, PlansEverySubnetAtLoadAndSwitchesWithoutReplanning) {
   const Weights w;
   const std::string path = write_model(
-      chain_model(w, "subnet big ratio=1 accuracy=0.9\nsubnet small ratio=0.25 accuracy=0.5\nsubnet mid ratio=0.5 accuracy=0.8"),
+      chain_model(w, "exempt conv0 fc\nsubnet big ratio=1 accuracy=0.9\nsubnet small ratio=0.25 accuracy=0.5\n"
+                     "subnet mid ratio=0.5 accuracy=0.8"),
       "grove_dynamic_test.onnx");
   Engine engine({.threads = 2});
   DynamicSession d(engine, path);
   ASSERT_EQ(d.subnets().size(), 3u);
-  EXPECT_EQ(d.subnets()[0].name, "small");  // ordered by stated accuracy
+  EXPECT_EQ(d.subnets()[0].name, "small");  // ordered by FLOPs
   EXPECT_EQ(d.subnets()[2].name, "big");
   EXPECT_LT(d.subnets()[0].flops, d.subnets()[1].flops);
   EXPECT_LT(d.subnets()[1].flops, d.subnets()[2].flops);
@@ -308,6 +341,18 @@ TEST(LatencyController, PicksTheLargestSubnetPredictedToMeetTheTarget) {
   // An unseen heavier load is extrapolated from the heaviest seen: 2 x (1 + 1).
   EXPECT_DOUBLE_EQ(c.predict(0, 2), 4.0);
   EXPECT_EQ(c.choose(0.5, 3), 0);  // nothing meets it: the cheapest
+}
+
+TEST(LatencyController, StatedAccuracyRanksTheSubnetsThatMeetTheTarget) {
+  // Sub-net 1 is cheaper than 2 but states a higher accuracy (a better non-uniform net).
+  LatencyController c({100, 400, 800}, {0.5, 0.95, 0.9});
+  for (int i = 0; i < 3; ++i) c.observe(i, 0, 1.0 + i);
+  EXPECT_EQ(c.choose(10, 0), 1);
+  EXPECT_EQ(c.choose(2.5, 0), 1);
+  EXPECT_EQ(c.choose(1.5, 0), 0);
+  LatencyController by_flops({100, 400, 800}, {0.5, -1, 0.9});  // one unstated: FLOPs rank
+  for (int i = 0; i < 3; ++i) by_flops.observe(i, 0, 1.0 + i);
+  EXPECT_EQ(by_flops.choose(10, 0), 2);
 }
 
 }  // namespace

@@ -15,11 +15,14 @@ import torch.nn.functional as F
 # (output channels, stride) of the five 3x3 convs at width multiplier 1.
 LAYERS = [(64, 1), (128, 1), (128, 2), (256, 1), (256, 2)]
 IMAGE = 16  # digits are 8x8; upsampled so the convs have planes worth tiling
+# Most images are held out: trained on all 1437 of an 80% split, every width scores 99-100%
+# and the sub-nets cannot be told apart.
+TEST_FRACTION = 0.8
 CLASSES = 10
 
 
 def load_digits_split(seed: int):
-    """scikit-learn's digits (shipped by python3-sklearn): 1797 8x8 images, a fixed 80/20 split."""
+    """scikit-learn's digits (shipped by python3-sklearn): 1797 8x8 images, a fixed seeded split."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
     d = load_digits()
@@ -27,7 +30,7 @@ def load_digits_split(seed: int):
     x = F.interpolate(x, size=(IMAGE, IMAGE), mode="bilinear", align_corners=False)
     y = torch.tensor(d.target, dtype=torch.long)
     idx = np.arange(len(y))
-    tr, te = train_test_split(idx, test_size=0.2, random_state=seed, stratify=d.target)
+    tr, te = train_test_split(idx, test_size=TEST_FRACTION, random_state=seed, stratify=d.target)
     return (x[tr], y[tr]), (x[te], y[te])
 
 

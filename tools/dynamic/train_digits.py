@@ -89,13 +89,17 @@ def clipped_group_lasso(lam, beta):
     return penalty
 
 
-def surviving_channels(net, threshold=0.05):
-    """Per-layer counts of channels whose weight norm is above `threshold` of the layer's
-    strongest (the first conv is exempt)."""
+def surviving_channels(net, min_gap=1.3):
+    """Per-layer counts of the channels the Lasso left standing (the first conv is exempt).
+    The clipped penalty splits a layer's channel norms into a weak and a strong group; the
+    strong ones are those above the widest ratio between neighbouring sorted norms, when that
+    ratio reaches `min_gap` (else the layer keeps every channel)."""
     counts = [net.widths[0]]
     for _, w in net.channel_groups():
-        norms = w.detach().flatten(1).norm(dim=1)
-        counts.append(max(1, int((norms > threshold * norms.max()).sum())))
+        norms = w.detach().flatten(1).norm(dim=1).sort().values
+        ratios = norms[1:] / norms[:-1].clamp_min(1e-12)
+        cut = int(ratios.argmax())
+        counts.append(len(norms) - cut - 1 if float(ratios[cut]) >= min_gap else len(norms))
     return counts
 
 
@@ -174,18 +178,20 @@ def main():
 
     # Non-uniform: clipped group Lasso from the trained full net. Multi-path: one run per
     # lambda; single-path: one run, sub-nets read at two epochs.
+    # beta sets the share of channels under the clip (tau = beta x mean norm), so each path's
+    # beta gives a different sub-net size.
     found = {}
-    for lam in (2e-3, 8e-3):
+    for beta in (0.9, 1.1):
         torch.manual_seed(args.seed)
         net = SlimNet(args.width_mult, [full])
         net.load_state_dict(teacher.state_dict())
-        train(net, train_data, args.epochs, args.seed, penalty=clipped_group_lasso(lam, 0.5), lr=1e-3)
+        train(net, train_data, args.epochs, args.seed, penalty=clipped_group_lasso(1e-2, beta), lr=1e-3)
         found[f"mp{len(found) + 1}"] = surviving_channels(net)
     torch.manual_seed(args.seed)
     single = SlimNet(args.width_mult, [full])
     single.load_state_dict(teacher.state_dict())
-    picks = {max(args.epochs // 2 - 1, 0): "sp1", args.epochs - 1: "sp2"}
-    train(single, train_data, args.epochs, args.seed, penalty=clipped_group_lasso(4e-3, 0.5), lr=1e-3,
+    picks = {max(args.epochs // 4 - 1, 0): "sp1", args.epochs - 1: "sp2"}
+    train(single, train_data, args.epochs, args.seed, penalty=clipped_group_lasso(1e-2, 1.0), lr=1e-3,
           on_epoch=lambda e: found.__setitem__(picks[e], surviving_channels(single)) if e in picks else None)
     if args.quick:
         # Nothing is pruned in one epoch: one hand-set non-uniform sub-net so tests see
