@@ -17,7 +17,7 @@ declare -A allowed=(
   [quantize]="graph kernels ops passes onnx plan runtime quantize"
   [sim]="graph kernels ops passes onnx plan runtime sim"
   [dynamic]="graph kernels ops passes onnx plan runtime dynamic"
-  [serve]="graph kernels ops passes onnx plan runtime serve"
+  [serve]="graph kernels ops passes onnx plan runtime dynamic serve"
   [cli]="graph kernels ops passes onnx plan runtime serve npy quantize sim dynamic cli"
 )
 status=0

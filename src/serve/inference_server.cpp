@@ -125,7 +125,36 @@ struct ParsedRequest {
   TensorMap inputs;
   std::vector<std::string> outputs;  // in response order
   std::set<std::string> binary_outputs;
+  // A dynamic model's sub-net (docs/dynamic.md): by name (parameters.subnet), or chosen by the
+  // controller under parameters.latency_target_ms; -1 and 0 when neither is given.
+  int subnet = -1;
+  double latency_target_ms = 0;
 };
+
+// The request's top-level `subnet` / `latency_target_ms` parameters, checked against the model.
+void parse_subnet_parameters(const ServedModel& model, const json& params, ParsedRequest& r) {
+  if (!params.is_object() || (!params.contains("subnet") && !params.contains("latency_target_ms"))) return;
+  if (!model.dynamic)
+    throw HttpError(400, "model '" + model.name + "' has no sub-nets (no grove.subnets metadata); drop the subnet "
+                         "and latency_target_ms parameters");
+  if (params.contains("subnet")) {
+    const json& s = params["subnet"];
+    if (!s.is_string()) throw HttpError(400, "parameter 'subnet' must be a sub-net's name");
+    r.subnet = model.dynamic->find(s.get<std::string>());
+    if (r.subnet < 0) {
+      std::string names;
+      for (const auto& info : model.dynamic->subnets()) names += (names.empty() ? "" : ", ") + info.name;
+      throw HttpError(400, "model '" + model.name + "' has no sub-net '" + s.get<std::string>() + "' (sub-nets: " + names + ")");
+    }
+  }
+  if (params.contains("latency_target_ms")) {
+    const json& t = params["latency_target_ms"];
+    if (!t.is_number() || !(t.get<double>() > 0))
+      throw HttpError(400, "parameter 'latency_target_ms' must be a positive number of milliseconds");
+    if (r.subnet >= 0) throw HttpError(400, "give 'subnet' or 'latency_target_ms', not both");
+    r.latency_target_ms = t.get<double>();
+  }
+}
 
 ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request) {
   SplitBody body = split_body(request);
@@ -142,6 +171,7 @@ ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request) 
     r.id = j["id"].get<std::string>();
   }
   const bool all_binary = truthy(j.value("parameters", json::object()), "binary_data_output");
+  parse_subnet_parameters(model, j.value("parameters", json::object()), r);
   if (!j.contains("inputs") || !j["inputs"].is_array()) throw HttpError(400, "the request needs an 'inputs' array");
   size_t offset = 0;
   for (const json& in : j["inputs"]) {
@@ -295,6 +325,24 @@ HttpResponse InferenceServer::model_metadata(const ServedModel& model) const {
                         {"outputs", tensor_metadata(model.outputs)}});
 }
 
+// A sub-net runs on the request's own thread (DynamicSession::run, which times it for the
+// controller), so --request-timeout does not cut it short.
+TensorMap InferenceServer::run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms,
+                                      int& chosen) {
+  try {
+    if (subnet >= 0) {
+      chosen = subnet;
+      return model.dynamic->run(inputs, subnet);
+    }
+    SubnetChoice choice;
+    TensorMap out = model.dynamic->run_within(inputs, target_ms, &choice);
+    chosen = choice.subnet;
+    return out;
+  } catch (const Error& e) {
+    throw HttpError(500, e.what());
+  }
+}
+
 HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& request) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -317,24 +365,30 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   } done{*this, model, start, ok};
 
   ParsedRequest parsed = parse_infer(model, request);
-  std::future<TensorMap> pending;
-  try {
-    pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs)) : model.session->submit(std::move(parsed.inputs));
-  } catch (const Error& e) {
-    throw HttpError(400, e.what());  // inputs the model cannot bind or plan
-  }
-  if (pending.wait_for(std::chrono::duration<double>(options_.request_timeout_s)) != std::future_status::ready)
-    throw HttpError(504, "inference of model '" + model.name + "' took over " + std::to_string(options_.request_timeout_s) +
-                             " s (--request-timeout)");
   TensorMap outputs;
-  try {
-    outputs = pending.get();
-  } catch (const Error& e) {
-    throw HttpError(500, e.what());  // a failing tile names its node and op
+  int subnet = -1;
+  if (parsed.subnet >= 0 || parsed.latency_target_ms > 0) {
+    outputs = run_subnet(model, parsed.inputs, parsed.subnet, parsed.latency_target_ms, subnet);
+  } else {
+    std::future<TensorMap> pending;
+    try {
+      pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs)) : model.session->submit(std::move(parsed.inputs));
+    } catch (const Error& e) {
+      throw HttpError(400, e.what());  // inputs the model cannot bind or plan
+    }
+    if (pending.wait_for(std::chrono::duration<double>(options_.request_timeout_s)) != std::future_status::ready)
+      throw HttpError(504, "inference of model '" + model.name + "' took over " + std::to_string(options_.request_timeout_s) +
+                               " s (--request-timeout)");
+    try {
+      outputs = pending.get();
+    } catch (const Error& e) {
+      throw HttpError(500, e.what());  // a failing tile names its node and op
+    }
   }
 
   json response = {{"model_name", model.name}, {"model_version", "1"}, {"outputs", json::array()}};
   if (!parsed.id.empty()) response["id"] = parsed.id;
+  if (subnet >= 0) response["parameters"] = {{"subnet", model.dynamic->subnets()[static_cast<size_t>(subnet)].name}};
   std::string binary;
   for (const std::string& name : parsed.outputs) {
     const Tensor& t = outputs.at(name);

@@ -33,6 +33,7 @@ class InferenceServer {
  private:
   HttpResponse route(const HttpRequest& request);
   HttpResponse infer(ServedModel& model, const HttpRequest& request);
+  TensorMap run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms, int& chosen);
   HttpResponse model_metadata(const ServedModel& model) const;
   HttpResponse metrics() const;
 

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "dynamic/subnet_spec.h"
+#include "graph/graph.h"
 #include "serve/http_types.h"
 
 namespace grove::serve {
@@ -51,6 +53,8 @@ void ModelRepository::load(const std::string& name, const std::string& path) {
   model->path = file;
   try {
     model->session = std::make_unique<Session>(engine_, Model::load(file, {}, limits_), session_options_);
+    if (model->session->model().imported().metadata.count(kSubnetsMetadataKey))
+      model->dynamic = std::make_unique<DynamicSession>(engine_, file, session_options_);
   } catch (const Error& e) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!models_.count(name)) unavailable_[name] = e.what();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "grove/dynamic.h"
 #include "runtime/session.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/metrics.h"
@@ -21,6 +22,9 @@ struct ServedModel {
   std::unique_ptr<Session> session;
   std::unique_ptr<DynamicBatcher> batcher;  // null: each request runs alone (declared after the session it uses)
   std::string batching_note;                // why batching is off for this model, when it was asked for
+  // A dynamic model's sub-nets (docs/dynamic.md), for requests that name one or give a
+  // latency target; null for other models. Requests without those run `session`.
+  std::unique_ptr<DynamicSession> dynamic;
   std::vector<ValueSpec> inputs, outputs;
   ModelMetrics metrics;
 };

@@ -42,6 +42,25 @@ inline std::string gather_model() {
   return b.bytes();
 }
 
+// A dynamic model (docs/dynamic.md): y = fc2(Relu(fc1(x))) on x [1, 4], fc1 with 8 outputs;
+// sub-net `half` keeps 4 of them, `full` all.
+inline std::string dynamic_model() {
+  OnnxBuilder b;
+  b.input("x", kF32, {1, 4}).output("y", kF32, {1, 3});
+  std::vector<float> w1(32), w2(24);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>(i % 5) * 0.3f - 0.4f;
+  b.initializer_f32("w1", {8, 4}, w1);
+  b.initializer_f32("w2", {3, 8}, w2);
+  OnnxBuilder::attr_int(b.node("Gemm", {"x", "w1"}, {"h"}, "fc1"), "transB", 1);
+  b.node("Relu", {"h"}, {"r"}, "relu");
+  OnnxBuilder::attr_int(b.node("Gemm", {"r", "w2"}, {"y"}, "fc2"), "transB", 1);
+  auto* p = b.proto().add_metadata_props();
+  p->set_key("grove.subnets");
+  p->set_value("subnet half ratio=0.5\nsubnet full ratio=1");
+  return b.bytes();
+}
+
 class TempRepository {
  public:
   TempRepository() {

@@ -261,6 +261,32 @@ TEST_F(Server, ConcurrentRequestsOfTwoModelsEqualSessionRuns) {
 namespace grove::serve {
 namespace {
 
+TEST_F(Server, DynamicModelsTakeASubnetOrALatencyTargetPerRequest) {
+  models.load("dyn", repo.write("dyn.onnx", test::dynamic_model()));
+  auto request = [](json params) {
+    json r = {{"inputs", {{{"name", "x"}, {"shape", {1, 4}}, {"datatype", "FP32"}, {"data", {1, -2, 3, 0.5}}}}}};
+    if (!params.is_null()) r["parameters"] = params;
+    return r;
+  };
+  const HttpResponse plain = infer("dyn", request(nullptr));
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_FALSE(parse(plain).contains("parameters"));
+  const json full = parse(infer("dyn", request({{"subnet", "full"}})));
+  EXPECT_EQ(full["parameters"]["subnet"], "full");
+  EXPECT_EQ(full["outputs"][0]["data"], parse(plain)["outputs"][0]["data"]);
+  const json half = parse(infer("dyn", request({{"subnet", "half"}})));
+  EXPECT_EQ(half["parameters"]["subnet"], "half");
+  EXPECT_NE(half["outputs"][0]["data"], full["outputs"][0]["data"]);
+  // Warm both, then a target nothing can miss picks the full net.
+  for (int i = 0; i < 3; ++i) infer("dyn", request({{"subnet", "half"}}));
+  EXPECT_EQ(parse(infer("dyn", request({{"latency_target_ms", 1e6}})))["parameters"]["subnet"], "full");
+  expect_error(infer("dyn", request({{"subnet", "quarter"}})), 400, {"no sub-net 'quarter'", "half, full"});
+  expect_error(infer("dyn", request({{"latency_target_ms", -1}})), 400, {"positive number"});
+  expect_error(infer("dyn", request({{"subnet", "half"}, {"latency_target_ms", 2}})), 400, {"not both"});
+  expect_error(infer("add", {{"inputs", add_request({1, 2, 3, 4, 5, 6})["inputs"]}, {"parameters", {{"subnet", "half"}}}}),
+               400, {"model 'add' has no sub-nets"});
+}
+
 TEST(ServerBatching, JoinedRequestsGetTheirOwnRowsBack) {
   test::TempRepository repo;
   repo.write("pair.onnx", test::two_output_model());

@@ -89,7 +89,7 @@ def clipped_group_lasso(lam, beta):
     return penalty
 
 
-def surviving_channels(net, min_gap=1.3):
+def surviving_channels(net, min_gap=1.15):
     """Per-layer counts of the channels the Lasso left standing (the first conv is exempt).
     The clipped penalty splits a layer's channel norms into a weak and a strong group; the
     strong ones are those above the widest ratio between neighbouring sorted norms, when that
@@ -179,19 +179,20 @@ def main():
     # Non-uniform: clipped group Lasso from the trained full net. Multi-path: one run per
     # lambda; single-path: one run, sub-nets read at two epochs.
     # beta sets the share of channels under the clip (tau = beta x mean norm), so each path's
-    # beta gives a different sub-net size.
+    # beta gives a different sub-net size (docs/dynamic.md has the sweep behind these values).
     found = {}
-    for beta in (0.9, 1.1):
+    for beta in (0.95, 1.03):
         torch.manual_seed(args.seed)
         net = SlimNet(args.width_mult, [full])
         net.load_state_dict(teacher.state_dict())
         train(net, train_data, args.epochs, args.seed, penalty=clipped_group_lasso(1e-2, beta), lr=1e-3)
         found[f"mp{len(found) + 1}"] = surviving_channels(net)
+    # Single path: a weaker penalty prunes the deep layers first, then the shallow ones.
     torch.manual_seed(args.seed)
     single = SlimNet(args.width_mult, [full])
     single.load_state_dict(teacher.state_dict())
-    picks = {max(args.epochs // 4 - 1, 0): "sp1", args.epochs - 1: "sp2"}
-    train(single, train_data, args.epochs, args.seed, penalty=clipped_group_lasso(1e-2, 1.0), lr=1e-3,
+    picks = {max(args.epochs // 2 - 1, 0): "sp1", args.epochs - 1: "sp2"}
+    train(single, train_data, args.epochs, args.seed, penalty=clipped_group_lasso(3e-3, 1.0), lr=1e-3,
           on_epoch=lambda e: found.__setitem__(picks[e], surviving_channels(single)) if e in picks else None)
     if args.quick:
         # Nothing is pruned in one epoch: one hand-set non-uniform sub-net so tests see
@@ -200,6 +201,12 @@ def main():
     say("non-uniform channels: " + "; ".join(f"{n} {c}" for n, c in found.items()))
     # Fused training of the non-uniform sub-nets plus the full net, channels ordered by the
     # importance the teacher gives them so every sub-net is a prefix.
+    # A sub-net equal to another (or to the full net) is dropped: the metadata names each once.
+    unique = {}
+    for n, c in found.items():
+        if c != full and c not in unique.values():
+            unique[n] = c
+    found = unique
     nu_names = sorted(found, key=lambda n: sum(found[n])) + ["full"]
     nu_counts = [found[n] for n in nu_names[:-1]] + [full]
     torch.manual_seed(args.seed)
