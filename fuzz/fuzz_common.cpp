@@ -1,5 +1,7 @@
 #include "fuzz/fuzz_common.h"
 
+#include "dynamic/slice_subnet.h"
+#include "dynamic/subnet_spec.h"
 #include "passes/flops.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
@@ -36,6 +38,25 @@ bool bind_shapes_of(const Graph& g, ShapeMap& shapes) {
 constexpr int64_t kMaxDeclaredBytes = int64_t{16} << 20;
 constexpr int64_t kMaxFlops = int64_t{1} << 25;
 
+// A dynamic model's metadata (docs/dynamic.md) is untrusted text too: every sub-net it
+// describes is sliced, bound and run on the reference executor.
+void slice_and_run_subnets(const Graph& g, const ShapeMap& shapes, const Limits& limits) {
+  auto it = g.metadata.find(kSubnetsMetadataKey);
+  if (it == g.metadata.end()) return;
+  try {
+    const DynamicSpec spec = parse_dynamic_spec(it->second);
+    for (size_t i = 0; i < spec.subnets.size() && i < 8; ++i) {
+      Model sub(slice_subnet(g, spec, spec.subnets[i]).graph, {}, limits);
+      sub.bind(shapes);
+      if (sub.graph().declared_bytes > kMaxDeclaredBytes || graph_flops(sub.graph()) > kMaxFlops) continue;
+      TensorMap inputs;
+      for (const ValueDecl& in : sub.graph().inputs) inputs[in.name] = Tensor(in.dtype, sub.graph().bound_inputs.at(in.name));
+      sub.run_reference(inputs);
+    }
+  } catch (const Error&) {
+  }
+}
+
 }  // namespace
 
 void load_plan_run(std::string_view onnx_bytes) {
@@ -45,6 +66,7 @@ void load_plan_run(std::string_view onnx_bytes) {
     Graph g = load_onnx_bytes(onnx_bytes, "fuzz.onnx", limits);
     ShapeMap shapes;
     if (!bind_shapes_of(g, shapes)) return;
+    slice_and_run_subnets(g, shapes, limits);
     Model model(std::move(g), {}, limits);
     model.bind(shapes);
     if (model.graph().declared_bytes > kMaxDeclaredBytes || graph_flops(model.graph()) > kMaxFlops) return;

@@ -12,9 +12,11 @@ from onnx import TensorProto, helper, numpy_helper
 here = os.path.dirname(os.path.abspath(__file__))
 
 
-def save_model(name, nodes, inputs, outputs, inits=(), opset=17):
+def save_model(name, nodes, inputs, outputs, inits=(), opset=17, metadata=None):
     g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    if metadata:
+        helper.set_model_props(m, metadata)
     m.ir_version = 8
     onnx.save(m, os.path.join(here, "corpus", "model", name + ".onnx"))
 
@@ -51,6 +53,18 @@ save_model("layernorm_gelu",
             helper.make_node("Erf", ["l"], ["e"]), helper.make_node("Mul", ["l", "e"], ["y"])],
            [f("x", [2, 5, 8])], [f("y", [2, 5, 8])],
            [init("g", np.ones(8, np.float32)), init("b", np.zeros(8, np.float32))])
+# A dynamic model: its grove.subnets metadata is sliced into sub-nets (docs/dynamic.md).
+save_model("dynamic_subnets",
+           [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], name="conv1"),
+            helper.make_node("BatchNormalization", ["a", "s", "b", "m", "v"], ["n"], name="bn"),
+            helper.make_node("Relu", ["n"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+            helper.make_node("Flatten", ["g"], ["fl"]),
+            helper.make_node("Gemm", ["fl", "w2"], ["y"], transB=1, name="fc")],
+           [f("x", [1, 2, 4, 4])], [f("y", [1, 3])],
+           [init("w1", rng.standard_normal((4, 2, 3, 3)).astype(np.float32)), init("s", np.ones(4, np.float32)),
+            init("b", np.zeros(4, np.float32)), init("m", np.zeros(4, np.float32)), init("v", np.ones(4, np.float32)),
+            init("m@half", np.full(2, 0.5, np.float32)), init("w2", rng.standard_normal((3, 4)).astype(np.float32))],
+           metadata={"grove.subnets": "exempt fc\nsubnet half ratio=0.5 accuracy=0.5\nsubnet nu conv1=3\nsubnet full ratio=1"})
 save_model("gather_slice",
            [helper.make_node("Gather", ["x", "i"], ["g"], axis=0),
             helper.make_node("Slice", ["g", "st", "en"], ["y"])],
