@@ -8,7 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <mutex>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "dynamic/latency_controller.h"
 #include "dynamic/slice_subnet.h"
@@ -300,6 +304,37 @@ TEST(DynamicSession, PlansEverySubnetAtLoadAndSwitchesWithoutReplanning) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(d.session(i).plan_for(shapes), plans[static_cast<size_t>(i)]);
   EXPECT_THROW(d.run(in, 3), Error);
   EXPECT_THROW(d.run_within(in, 0), Error);
+  std::filesystem::remove(path);
+}
+
+TEST(DynamicSession, ConcurrentRunsUnderTargetsGetTheirSubnetsOutputs) {
+  const std::string path = write_model(
+      chain_model(Weights{}, "exempt conv0 fc\nsubnet a ratio=0.25\nsubnet b ratio=0.5\nsubnet c ratio=1"),
+      "grove_dynamic_concurrent.onnx");
+  Engine engine({.threads = 2});
+  DynamicSession d(engine, path);
+  const TensorMap in{{"x", input_x()}};
+  std::vector<Tensor> expected;
+  for (int i = 0; i < 3; ++i) expected.push_back(d.run(in, i).at("y"));
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  std::set<int> seen;
+  std::mutex seen_mutex;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 25; ++k) {
+        SubnetChoice c;
+        const Tensor y = d.run_within(in, t % 2 ? 1e6 : 1e-6, &c).at("y");
+        const Tensor& want = expected[static_cast<size_t>(c.subnet)];
+        for (int64_t i = 0; i < y.numel(); ++i)
+          if (std::abs(y.data<float>()[i] - want.data<float>()[i]) > 1e-5f) ++wrong;
+        std::lock_guard<std::mutex> lock(seen_mutex);
+        seen.insert(c.subnet);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(seen, (std::set<int>{0, 2}));  // the impossible target: the cheapest; the loose one: the widest
   std::filesystem::remove(path);
 }
 
