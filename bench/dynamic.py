@@ -7,8 +7,9 @@ and the latency controller against a co-running load.
   /usr/bin/python3 bench/dynamic.py --plot dynamic.json
 
 DIR holds what tools/dynamic/train_digits.py wrote (uniform.onnx, nonuniform.onnx,
-report.json). Without --target-ms the target is 1.25 x the full model's P99 alone, measured
-first. Without --load the full-width uniform model is its own load.
+report.json). The models are timed at --batch images per run (a copy with that batch size
+is written beside them). Without --target-ms the target is 1.5 x the full model's P99 alone,
+measured first. The load defaults to the embedded default model (models/default.onnx).
 """
 import argparse
 import json
@@ -22,21 +23,32 @@ def grove_json(cmd):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
+def with_batch(path, batch):
+    import onnx
+    m = onnx.load(str(path))
+    for v in (m.graph.input[0], m.graph.output[0]):
+        v.type.tensor_type.shape.dim[0].dim_value = batch
+    out = path.with_name(f"{path.stem}_b{batch}.onnx")
+    onnx.save(m, str(out))
+    return out
+
+
 def measure(args):
     models = Path(args.models)
     report = json.loads((models / "report.json").read_text())
-    result = {"report": report, "latency": {}, "threads": args.threads}
+    result = {"report": report, "latency": {}, "threads": args.threads, "batch": args.batch}
+    files = {kind: with_batch(models / f"{kind}.onnx", args.batch) for kind in ("uniform", "nonuniform")}
     for kind in ("uniform", "nonuniform"):
-        result["latency"][kind] = grove_json([args.grove, "bench", str(models / f"{kind}.onnx"), "--subnet", "all",
+        result["latency"][kind] = grove_json([args.grove, "bench", str(files[kind]), "--subnet", "all",
                                               "--runs", str(args.runs), "--threads", str(args.threads), "--json"])
     full_p99 = None
     if not args.target_ms:
-        alone = grove_json([args.grove, "bench", str(models / "uniform.onnx"), "--subnet", "w100", "--runs",
-                            str(args.runs * 5), "--threads", str(args.threads), "--json"])
-        full_p99 = alone["subnets"][0]["p90_ms"]
-    target = args.target_ms or round(1.25 * full_p99, 3)
-    load = args.load or str(models / "uniform.onnx")
-    result["controller"] = grove_json([args.grove, "bench", str(models / "uniform.onnx"), "--latency-target-ms",
+        alone = grove_json([args.grove, "bench", str(files["uniform"]), "--subnet", "w100", "--runs",
+                            str(args.runs), "--threads", str(args.threads), "--json"])
+        full_p99 = alone["subnets"][0]["p99_ms"]
+    target = args.target_ms or round(1.5 * full_p99, 3)
+    load = args.load or str(Path(__file__).resolve().parents[1] / "models" / "default.onnx")
+    result["controller"] = grove_json([args.grove, "bench", str(files["uniform"]), "--latency-target-ms",
                                        str(target), "--co-run", load, "--co-run-schedule", args.schedule,
                                        "--threads", str(args.threads), "--json"])
     result["controller"]["schedule"] = args.schedule
@@ -83,7 +95,7 @@ def plot(r, img_dir):
         for x, row in zip(xs, rows):
             ax.annotate(row["name"], (x, 100 * rep[row["name"]]["dynamic"]), fontsize=7, xytext=(3, -9),
                         textcoords="offset points")
-    ax.set_xlabel(f"grove latency, ms (median, {r['threads']} threads)")
+    ax.set_xlabel(f"grove latency, ms (median, batch {r.get('batch', 1)}, {r['threads']} threads)")
     ax.set_ylabel("test accuracy, %")
     ax.set_title("Sub-nets of one dynamic model (digits)")
     ax.legend(fontsize=7)
@@ -123,7 +135,8 @@ def main():
     ap.add_argument("--target-ms", type=float, default=0)
     ap.add_argument("--schedule", default="0:4s,1:4s,0:4s,2:4s,0:4s")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--img", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     args = ap.parse_args()
     if args.plot:

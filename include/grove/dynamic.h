@@ -20,7 +20,7 @@ namespace grove {
 struct SubnetInfo {
   std::string name;
   double ratio = 1.0;      // uniform width ratio; for per-layer widths, kept/full channels over all layers
-  double accuracy = -1;    // as the model's metadata states it; < 0 when not given
+  double accuracy = -1;    // as the model's metadata states it (shown, not used); < 0 when not given
   int64_t flops = 0;       // of the bound sub-net; 0 until input shapes are known
   int64_t parameters = 0;  // weights of the sub-net's graph
 };
@@ -50,9 +50,9 @@ class DynamicSession {
 
   // Runs sub-net `subnet` (an index into subnets()); thread-safe.
   TensorMap run(const TensorMap& inputs, int subnet, RunStats* stats = nullptr);
-  // Runs the most accurate sub-net (by stated accuracy when every sub-net states one, else
-  // by FLOPs) whose latency, predicted from recent runs under the engine's current load,
-  // meets `target_ms`; the cheapest when none does.
+  // Runs the costliest sub-net (the widest: taken as the most accurate) whose latency,
+  // predicted from recent runs under the engine's current load, meets `target_ms`; the
+  // cheapest when none does.
   TensorMap run_within(const TensorMap& inputs, double target_ms, SubnetChoice* choice = nullptr);
   // What run_within would pick now.
   SubnetChoice choose(double target_ms) const;

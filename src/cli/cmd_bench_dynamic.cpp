@@ -57,10 +57,10 @@ int bench_subnets(const BenchOptions& o, Engine& engine, SubnetPick& pick, const
     for (size_t i = 0; i < rows.size(); ++i) {
       const SubnetInfo& s = d.subnets()[static_cast<size_t>(rows[i].index)];
       std::printf("%s{\"name\": \"%s\", \"width\": %.4f, \"accuracy\": %.4f, \"flops\": %lld, \"parameters\": %lld, "
-                  "\"first_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, \"runs\": %zu}",
+                  "\"first_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, \"p99_ms\": %.4f, \"runs\": %zu}",
                   i ? ", " : "", s.name.c_str(), s.ratio, s.accuracy, static_cast<long long>(s.flops),
                   static_cast<long long>(s.parameters), rows[i].first_ms, percentile(rows[i].ms, 50),
-                  percentile(rows[i].ms, 90), rows[i].ms.size());
+                  percentile(rows[i].ms, 90), percentile(rows[i].ms, 99), rows[i].ms.size());
     }
     std::printf("]}\n");
     return 0;
@@ -84,6 +84,8 @@ struct RunRecord {
   double start_s;
   int subnet;
   double ms;
+  int64_t others;  // other jobs in flight at the start (what the controller saw)
+  double predicted_ms;
 };
 
 // One pass over the load schedule: `controlled` picks sub-nets under the target, otherwise
@@ -119,10 +121,11 @@ std::vector<RunRecord> drive(DynamicSession& d, const TensorMap& inputs, double 
       if (controlled) {
         d.run_within(inputs, target_ms, &c);
       } else {
+        c = d.choose(target_ms);  // only for the load it saw
         c.subnet = full;
         d.run(inputs, full);
       }
-      runs.push_back(RunRecord{t, c.subnet, ms_since(r0)});
+      runs.push_back(RunRecord{t, c.subnet, ms_since(r0), c.others_in_flight, c.predicted_ms});
     }
   }
   stop = true;
@@ -133,7 +136,9 @@ std::vector<RunRecord> drive(DynamicSession& d, const TensorMap& inputs, double 
 struct Window {
   int second;
   int streams;
+  int loaded = 0;  // runs that started with other jobs in flight
   std::vector<double> ms;
+  std::vector<double> predicted;
   std::map<int, int> subnets;  // index -> runs
 };
 
@@ -151,9 +156,11 @@ std::vector<Window> windows_of(const std::vector<RunRecord>& runs, const std::ve
         }
         acc += p.seconds;
       }
-      w.push_back(Window{static_cast<int>(w.size()), streams, {}, {}});
+      w.push_back(Window{static_cast<int>(w.size()), streams, 0, {}, {}, {}});
     }
     w[static_cast<size_t>(s)].ms.push_back(r.ms);
+    w[static_cast<size_t>(s)].loaded += r.others > 0;
+    w[static_cast<size_t>(s)].predicted.push_back(r.predicted_ms);
     ++w[static_cast<size_t>(s)].subnets[r.subnet];
   }
   return w;
@@ -196,8 +203,10 @@ int bench_target(const BenchOptions& o, Engine& engine, SubnetPick& pick, const 
       std::printf(", \"%s\": [", mode);
       for (size_t i = 0; i < ws.size(); ++i) {
         const auto& w = ws[i];
-        std::printf("%s{\"second\": %d, \"streams\": %d, \"runs\": %zu, \"p50_ms\": %.4f, \"p99_ms\": %.4f, \"subnets\": {",
-                    i ? ", " : "", w.second, w.streams, w.ms.size(), w.ms.empty() ? 0.0 : percentile(w.ms, 50),
+        std::printf("%s{\"second\": %d, \"streams\": %d, \"runs\": %zu, \"loaded_runs\": %d, \"predicted_p50_ms\": %.4f, "
+                    "\"p50_ms\": %.4f, \"p99_ms\": %.4f, \"subnets\": {",
+                    i ? ", " : "", w.second, w.streams, w.ms.size(), w.loaded,
+                    w.predicted.empty() ? 0.0 : percentile(w.predicted, 50), w.ms.empty() ? 0.0 : percentile(w.ms, 50),
                     w.ms.empty() ? 0.0 : percentile(w.ms, 99));
         size_t k = 0;
         for (const auto& [s, n] : w.subnets)
@@ -212,13 +221,16 @@ int bench_target(const BenchOptions& o, Engine& engine, SubnetPick& pick, const 
   }
   std::printf("model: %s   target: P99 <= %.3f ms per 1 s window   load: %s   %d threads\n", o.models[0].c_str(),
               o.latency_target_ms, o.co_run.empty() ? "none" : o.co_run.c_str(), engine.threads());
-  std::printf("%6s %7s | %-30s %9s | %9s\n", "second", "streams", "controller: sub-nets run", "p99 ms", "fixed p99");
+  std::printf("%6s %7s %7s | %-30s %9s %9s | %9s\n", "second", "streams", "loaded", "controller: sub-nets run",
+              "predicted", "p99 ms", "fixed p99");
   for (size_t i = 0; i < controlled.size(); ++i) {
     const auto& w = controlled[i];
     std::string mix;
     for (const auto& [s, n] : w.subnets) mix += d.subnets()[static_cast<size_t>(s)].name + "x" + std::to_string(n) + " ";
     const double fixed_p99 = i < fixed.size() && !fixed[i].ms.empty() ? percentile(fixed[i].ms, 99) : 0;
-    std::printf("%6d %7d | %-30s %9.3f | %9.3f\n", w.second, w.streams, mix.c_str(),
+    std::printf("%6d %7d %6.0f%% | %-30s %9.3f %9.3f | %9.3f\n", w.second, w.streams,
+                w.ms.empty() ? 0.0 : 100.0 * w.loaded / static_cast<double>(w.ms.size()), mix.c_str(),
+                w.predicted.empty() ? 0.0 : percentile(w.predicted, 50),
                 w.ms.empty() ? 0.0 : percentile(w.ms, 99), fixed_p99);
   }
   std::printf("P99 within target: controller %d of %zu windows, full model %d of %zu; without load the "

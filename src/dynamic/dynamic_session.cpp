@@ -45,10 +45,14 @@ struct DynamicSession::Impl {
   std::vector<SubnetInfo> infos;
   std::vector<Session> sessions;  // same order as infos
   std::unique_ptr<LatencyController> controller;
+  std::chrono::steady_clock::time_point born = std::chrono::steady_clock::now();
+  double now_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - born).count(); }
+  // Runs sub-net `subnet` and tells the controller how long it took under `others`.
+  TensorMap run_timed(const TensorMap& inputs, int subnet, int64_t others, RunStats* stats);
 };
 
 DynamicSession::DynamicSession(Engine& engine, const std::string& path, SessionOptions options, std::vector<double> ratios)
-    : impl_(std::make_unique<Impl>(Impl{engine, {}, {}, nullptr})) {
+    : impl_(std::make_unique<Impl>(Impl{engine, {}, {}, nullptr, std::chrono::steady_clock::now()})) {
   const Graph full = load_onnx(path);
   const DynamicSpec spec = spec_of(full, ratios);
   struct Built {
@@ -78,14 +82,12 @@ DynamicSession::DynamicSession(Engine& engine, const std::string& path, SessionO
     return a.info.ratio < b.info.ratio;
   });
   std::vector<int64_t> flops;
-  std::vector<double> accuracy;
   for (auto& b : built) {
     flops.push_back(b.info.flops);
-    accuracy.push_back(b.info.accuracy);
     impl_->infos.push_back(std::move(b.info));
     impl_->sessions.push_back(std::move(b.session));
   }
-  impl_->controller = std::make_unique<LatencyController>(flops, accuracy);
+  impl_->controller = std::make_unique<LatencyController>(flops);
 }
 
 DynamicSession::DynamicSession(DynamicSession&&) noexcept = default;
@@ -114,19 +116,24 @@ Session& DynamicSession::session(int subnet) {
 }
 
 TensorMap DynamicSession::run(const TensorMap& inputs, int subnet, RunStats* stats) {
-  Session& s = session(subnet);
-  const int64_t others = impl_->engine.stats().jobs_in_flight;
+  session(subnet);  // checks the index
+  const int64_t others = impl_->controller->load(impl_->engine.stats().jobs_in_flight, impl_->now_s());
+  return impl_->run_timed(inputs, subnet, others, stats);
+}
+
+TensorMap DynamicSession::Impl::run_timed(const TensorMap& inputs, int subnet, int64_t others, RunStats* stats) {
   const auto start = std::chrono::steady_clock::now();
-  TensorMap out = s.run(inputs, stats);
+  TensorMap out = sessions[static_cast<size_t>(subnet)].run(inputs, stats);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  impl_->controller->observe(subnet, others, ms);
+  controller->observe(subnet, others, ms, now_s());
   return out;
 }
 
 SubnetChoice DynamicSession::choose(double target_ms) const {
   SubnetChoice c;
-  c.others_in_flight = impl_->engine.stats().jobs_in_flight;
-  c.subnet = impl_->controller->choose(target_ms, c.others_in_flight, &c.predicted_ms);
+  const double now = impl_->now_s();
+  c.others_in_flight = impl_->controller->load(impl_->engine.stats().jobs_in_flight, now);
+  c.subnet = impl_->controller->choose(target_ms, c.others_in_flight, now, &c.predicted_ms);
   return c;
 }
 
@@ -134,7 +141,7 @@ TensorMap DynamicSession::run_within(const TensorMap& inputs, double target_ms, 
   if (!(target_ms > 0)) throw Error("latency target must be positive, not " + std::to_string(target_ms) + " ms");
   const SubnetChoice c = choose(target_ms);
   if (choice) *choice = c;
-  return run(inputs, c.subnet);
+  return impl_->run_timed(inputs, c.subnet, c.others_in_flight, nullptr);
 }
 
 }  // namespace grove

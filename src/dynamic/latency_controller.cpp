@@ -6,12 +6,25 @@
 namespace grove {
 namespace {
 
-// The quantile the slowdown is read at: the target is about tail latency, not the mean.
-constexpr double kSlowdownQuantile = 0.95;
+// Targets are about P99 latency, not the mean.
+constexpr double kQuantile = 0.99;
+// Own runs needed before they alone predict a sub-net; fewer make a noisy P99.
+constexpr size_t kMinOwnSamples = 32;
+constexpr size_t kMaxSamples = 512;
+// How long a sample counts: long enough for a P99 of the runs of a busy second, short enough
+// that a burst of load does not rule a sub-net out for long.
+constexpr double kMemorySeconds = 3.0;
+
+// How long a load counts after it was last seen: longer than the gap between a co-runner's
+// runs, shorter than a phase of load.
+constexpr double kLoadHoldSeconds = 0.1;
 
 int bucket_of(int64_t others) { return static_cast<int>(std::clamp<int64_t>(others, 0, 3)); }
 
-double quantile(std::vector<double> v, double q) {
+template <class Samples>
+double quantile_ms(const Samples& samples, double q) {
+  std::vector<double> v;
+  for (const auto& s : samples) v.push_back(s.ms);
   std::sort(v.begin(), v.end());
   const size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
   return v[std::min(i, v.size() - 1)];
@@ -19,18 +32,18 @@ double quantile(std::vector<double> v, double q) {
 
 }  // namespace
 
-LatencyController::LatencyController(std::vector<int64_t> flops, std::vector<double> accuracy, int window)
-    : flops_(std::move(flops)), window_(std::max(window, 1)), best_ms_(flops_.size(), 0.0) {
+LatencyController::LatencyController(std::vector<int64_t> flops) : flops_(std::move(flops)), best_ms_(flops_.size(), 0.0) {
   for (auto& f : flops_) f = std::max<int64_t>(f, 1);
-  const bool stated = accuracy.size() == flops_.size() &&
-                      std::all_of(accuracy.begin(), accuracy.end(), [](double a) { return a >= 0; });
-  for (size_t i = 0; i < flops_.size(); ++i)
-    rank_.push_back(stated ? accuracy[i] : static_cast<double>(flops_[i]));
+  for (auto& own : own_) own.resize(flops_.size());
+}
+
+void LatencyController::expire_locked(std::deque<Sample>& samples, double now_s) const {
+  while (!samples.empty() && (samples.front().t < now_s - kMemorySeconds || samples.size() > kMaxSamples))
+    samples.pop_front();
 }
 
 double LatencyController::base_locked(int subnet) const {
   if (best_ms_[static_cast<size_t>(subnet)] > 0) return best_ms_[static_cast<size_t>(subnet)];
-  // Scale the nearest observed sub-net by FLOPs.
   for (size_t d = 1; d < flops_.size(); ++d)
     for (int j : {subnet - static_cast<int>(d), subnet + static_cast<int>(d)}) {
       if (j < 0 || j >= static_cast<int>(flops_.size()) || best_ms_[static_cast<size_t>(j)] == 0) continue;
@@ -40,28 +53,43 @@ double LatencyController::base_locked(int subnet) const {
   return 0;
 }
 
-double LatencyController::slowdown_locked(int bucket) const {
-  // An unseen load level: the nearest lighter one seen, stretched as if each other job took
-  // an equal share of the cores; with nothing seen, no slowdown.
-  for (int b = bucket; b >= 0; --b)
-    if (!ratios_[b].empty())
-      return quantile({ratios_[b].begin(), ratios_[b].end()}, kSlowdownQuantile) * (1.0 + bucket - b);
-  return 1.0 + bucket;
+double LatencyController::predict_locked(int subnet, int bucket, double now_s) {
+  auto& own = own_[bucket][static_cast<size_t>(subnet)];
+  expire_locked(own, now_s);
+  if (own.size() >= kMinOwnSamples) return quantile_ms(own, kQuantile);
+  const double base = base_locked(subnet);
+  if (base == 0) return 0;
+  // An unseen load level: the nearest lighter one seen, plus one run of this sub-net per
+  // extra job (as if each took its turn on the cores); with nothing seen, the same from zero.
+  for (int b = bucket; b >= 0; --b) {
+    expire_locked(excess_[b], now_s);
+    if (!excess_[b].empty()) return base + quantile_ms(excess_[b], kQuantile) + (bucket - b) * base;
+  }
+  return base * (1.0 + bucket);
 }
 
-double LatencyController::predict(int subnet, int64_t others_in_flight) const {
+int64_t LatencyController::load(int64_t jobs_in_flight, double now_s) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return base_locked(subnet) * slowdown_locked(bucket_of(others_in_flight));
+  if (jobs_in_flight > 0 && (jobs_in_flight >= recent_load_ || now_s - recent_load_s_ > kLoadHoldSeconds)) {
+    recent_load_ = jobs_in_flight;
+    recent_load_s_ = now_s;
+  }
+  return now_s - recent_load_s_ <= kLoadHoldSeconds ? std::max(jobs_in_flight, recent_load_) : jobs_in_flight;
 }
 
-int LatencyController::choose(double target_ms, int64_t others_in_flight, double* predicted_ms) const {
+double LatencyController::predict(int subnet, int64_t others_in_flight, double now_s) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const double slow = slowdown_locked(bucket_of(others_in_flight));
+  return predict_locked(subnet, bucket_of(others_in_flight), now_s);
+}
+
+int LatencyController::choose(double target_ms, int64_t others_in_flight, double now_s, double* predicted_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int bucket = bucket_of(others_in_flight);
   int best = 0;
-  double best_ms = base_locked(0) * slow;
+  double best_ms = predict_locked(0, bucket, now_s);
   for (int i = 1; i < static_cast<int>(flops_.size()); ++i) {
-    const double ms = base_locked(i) * slow;
-    if (ms > 0 && ms <= target_ms && rank_[static_cast<size_t>(i)] >= rank_[static_cast<size_t>(best)]) {
+    const double ms = predict_locked(i, bucket, now_s);
+    if (ms > 0 && ms <= target_ms) {
       best = i;
       best_ms = ms;
     }
@@ -70,14 +98,16 @@ int LatencyController::choose(double target_ms, int64_t others_in_flight, double
   return best;
 }
 
-void LatencyController::observe(int subnet, int64_t others_in_flight, double ms) {
+void LatencyController::observe(int subnet, int64_t others_in_flight, double ms, double now_s) {
   if (subnet < 0 || subnet >= static_cast<int>(flops_.size()) || !(ms > 0)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   double& best = best_ms_[static_cast<size_t>(subnet)];
   best = best == 0 ? ms : std::min(best, ms);
-  auto& ratios = ratios_[bucket_of(others_in_flight)];
-  ratios.push_back(ms / base_locked(subnet));
-  if (static_cast<int>(ratios.size()) > window_) ratios.pop_front();
+  const int bucket = bucket_of(others_in_flight);
+  own_[bucket][static_cast<size_t>(subnet)].push_back({now_s, ms});
+  excess_[bucket].push_back({now_s, ms - best});
+  expire_locked(own_[bucket][static_cast<size_t>(subnet)], now_s);
+  expire_locked(excess_[bucket], now_s);
 }
 
 }  // namespace grove

@@ -357,37 +357,43 @@ TEST(DynamicSession, APlainModelSlicesAtRatiosAndBadMetadataFailsAtLoad) {
   std::filesystem::remove(bad);
 }
 
-TEST(LatencyController, PicksTheLargestSubnetPredictedToMeetTheTarget) {
+TEST(LatencyController, PicksTheWidestSubnetPredictedToMeetTheTarget) {
   LatencyController c({100, 400, 1600});
   double predicted = -1;
-  EXPECT_EQ(c.choose(10, 0, &predicted), 0);  // nothing known: the cheapest, to learn
+  EXPECT_EQ(c.choose(10, 0, 0.0, &predicted), 0);  // nothing known: the cheapest, to learn
   EXPECT_EQ(predicted, 0);
-  c.observe(0, 0, 1.0);
-  EXPECT_DOUBLE_EQ(c.predict(1, 0), 4.0);  // scaled by FLOPs from sub-net 0
-  EXPECT_EQ(c.choose(5, 0), 1);
-  c.observe(2, 0, 8.0);
-  EXPECT_EQ(c.choose(10, 0, &predicted), 2);
+  c.observe(0, 0, 1.0, 0.0);
+  EXPECT_DOUBLE_EQ(c.predict(1, 0, 0.0), 4.0);  // scaled by FLOPs from sub-net 0
+  EXPECT_EQ(c.choose(5, 0, 0.0), 1);
+  c.observe(2, 0, 8.0, 0.0);
+  EXPECT_EQ(c.choose(10, 0, 0.0, &predicted), 2);
   EXPECT_DOUBLE_EQ(predicted, 8.0);
-  // Under one co-running job, runs took twice as long: the full net no longer fits.
-  for (int i = 0; i < 20; ++i) c.observe(2, 1, 16.0);
-  EXPECT_EQ(c.choose(10, 1, &predicted), 1);
-  EXPECT_DOUBLE_EQ(predicted, 8.0);
-  EXPECT_EQ(c.choose(10, 0), 2);  // the load is gone: back to the full net
-  // An unseen heavier load is extrapolated from the heaviest seen: 2 x (1 + 1).
-  EXPECT_DOUBLE_EQ(c.predict(0, 2), 4.0);
-  EXPECT_EQ(c.choose(0.5, 3), 0);  // nothing meets it: the cheapest
+  // Under one co-running job the full net waited 8 ms longer: that excess is charged to
+  // every sub-net without runs of its own at that load, and the full net's own runs
+  // predict it once there are enough of them.
+  for (int i = 0; i < 40; ++i) c.observe(2, 1, 16.0, 0.1);
+  EXPECT_DOUBLE_EQ(c.predict(2, 1, 0.1), 16.0);
+  EXPECT_DOUBLE_EQ(c.predict(0, 1, 0.1), 9.0);
+  EXPECT_EQ(c.choose(10, 1, 0.1, &predicted), 0);
+  EXPECT_EQ(c.choose(12, 1, 0.1), 1);
+  EXPECT_EQ(c.choose(10, 0, 0.1), 2);  // the load is gone: back to the full net
+  // An unseen heavier load: the heaviest lighter one seen plus one more run per extra job.
+  EXPECT_DOUBLE_EQ(c.predict(0, 2, 0.1), 1.0 + 8.0 + 1.0);
+  EXPECT_EQ(c.choose(0.5, 3, 0.1), 0);  // nothing meets it: the cheapest
+  // Samples expire: seconds later the load's runs no longer count, and sub-net 0 at load 1
+  // is back to its base plus nothing seen: one run per other job.
+  EXPECT_DOUBLE_EQ(c.predict(0, 1, 60.0), 2.0);
+  EXPECT_DOUBLE_EQ(LatencyController({100}).predict(0, 2, 0.0), 0.0);  // nothing observed
 }
 
-TEST(LatencyController, StatedAccuracyRanksTheSubnetsThatMeetTheTarget) {
-  // Sub-net 1 is cheaper than 2 but states a higher accuracy (a better non-uniform net).
-  LatencyController c({100, 400, 800}, {0.5, 0.95, 0.9});
-  for (int i = 0; i < 3; ++i) c.observe(i, 0, 1.0 + i);
-  EXPECT_EQ(c.choose(10, 0), 1);
-  EXPECT_EQ(c.choose(2.5, 0), 1);
-  EXPECT_EQ(c.choose(1.5, 0), 0);
-  LatencyController by_flops({100, 400, 800}, {0.5, -1, 0.9});  // one unstated: FLOPs rank
-  for (int i = 0; i < 3; ++i) by_flops.observe(i, 0, 1.0 + i);
-  EXPECT_EQ(by_flops.choose(10, 0), 2);
+TEST(LatencyController, ALoadSeenAMomentAgoStillCounts) {
+  LatencyController c({100});
+  EXPECT_EQ(c.load(0, 0.0), 0);
+  EXPECT_EQ(c.load(2, 1.0), 2);
+  EXPECT_EQ(c.load(0, 1.05), 2);  // a gap between the co-runner's runs
+  EXPECT_EQ(c.load(1, 1.08), 2);
+  EXPECT_EQ(c.load(0, 1.5), 0);  // gone
+  EXPECT_EQ(c.load(1, 1.6), 1);
 }
 
 }  // namespace
