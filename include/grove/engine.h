@@ -40,6 +40,10 @@ class Job {
   // exception of a tile, or null. Lets a job hand out its own result without a thread
   // waiting on the future.
   virtual void finished(std::exception_ptr error) noexcept {}
+  // An urgent job's ready tiles are taken before any other job's (the pool scans their own
+  // column of every row first): a run under a latency target beside batch work. A worker
+  // still finishes the tile in hand and follows its child first.
+  virtual bool urgent() const { return false; }
 };
 
 // One traced tile, for tools that analyse a trace (grove simulate) rather than show it.

@@ -22,7 +22,7 @@ inline int column_by_depth(int32_t depth, int32_t /*max_depth*/, int columns) {
 }
 
 struct PriorityPolicy {
-  int columns = 8;  // 1..64
+  int columns = 8;  // 1..63 (the pool adds one for urgent jobs)
   PriorityColumnFn column = column_by_relative_depth;
 };
 

@@ -40,6 +40,9 @@ struct SessionOptions {
   // bf16: Conv/MatMul/Gemm products in bfloat16 where the CPU has AVX512-BF16 (fp32 otherwise;
   // the plan's precision report says which). See grove/precision.h.
   Precision precision = Precision::fp32;
+  // The runs' tiles go ahead of other jobs' in the engine's ready pool (Job::urgent): for a
+  // model under a latency target beside batch work (docs/dynamic.md).
+  bool urgent = false;
 };
 
 class Session {

@@ -23,7 +23,8 @@ namespace {
 SessionOptions session_options(const BenchOptions& o) {
   return {.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
           .tiles_per_op = o.tiles_per_op,
-          .precision = parse_precision(o.precision)};
+          .precision = parse_precision(o.precision),
+          .urgent = o.urgent};
 }
 
 int bench_subnets(const BenchOptions& o, Engine& engine, SubnetPick& pick, const TensorMap& inputs, double load_ms) {

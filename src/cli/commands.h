@@ -73,6 +73,7 @@ struct BenchOptions {
   double latency_target_ms = 0;
   std::string co_run;               // the load: this model, in as many streams as the phase says
   std::string co_run_schedule = "0:3s,1:3s,0:3s";  // STREAMS:SECONDS phases
+  bool urgent = false;              // SessionOptions::urgent for the timed dynamic model
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
   // Several models, --mt-graph: search MT-Graph stage pointers (docs/serving.md).
   bool mt_graph = false;

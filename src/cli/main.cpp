@@ -258,7 +258,9 @@ Examples:
   grove bench resnet50.onnx --threads 2 --runs 20
   grove bench bert.onnx --shape input_ids=1x128 --schedule both --json
   grove bench resnet50.onnx --precision both --check 20
-  grove bench resnet50.onnx bert.onnx --threads 2 --runs 10)");
+  grove bench resnet50.onnx bert.onnx --threads 2 --runs 10
+  grove bench dynamic.onnx --subnet all
+  grove bench dynamic.onnx --latency-target-ms 15 --co-run other.onnx --co-run-schedule 0:4s,1:4s,0:4s)");
   bench->add_option("model", bench_options.models, "The .onnx file; several: co-execution vs one after the other")
       ->required();
   bench->add_option("--input,-i", bench_options.inputs,
@@ -318,14 +320,17 @@ Examples:
                     std::string(kSubnetHelp) + " `all`: every sub-net, interleaved, with its first and warm latency")
       ->type_name("NAME|RATIOS|all");
   bench->add_option("--latency-target-ms", bench_options.latency_target_ms,
-                    "Dynamic model: each run takes the most accurate sub-net predicted to meet this target under "
-                    "the current load; prints P99 and the sub-nets chosen per 1-second window, against the full "
-                    "model alone (docs/dynamic.md)")
+                    "Dynamic model: each run takes the widest sub-net predicted to meet this P99 target under "
+                    "the current load; prints P99 and the sub-nets run per 1-second window, then the same "
+                    "with the full model on every run (docs/dynamic.md)")
       ->check(CLI::Range(0.0, 1e6));
   bench->add_option("--co-run", bench_options.co_run,
                     "With --latency-target-ms: a model run on the same engine as load, in the number of streams "
                     "--co-run-schedule gives")
       ->type_name("MODEL");
+  bench->add_flag("--urgent", bench_options.urgent,
+                  "With --subnet or --latency-target-ms: the timed model's tiles go ahead of the --co-run load's "
+                  "in the ready pool (SessionOptions::urgent)");
   bench->add_option("--co-run-schedule", bench_options.co_run_schedule,
                     "Load phases STREAMS:SECONDS, e.g. 0:3s,1:3s,0:3s (0 streams: no load)")
       ->capture_default_str()

@@ -94,7 +94,7 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
   std::vector<std::vector<ReadyTile>> per_row(static_cast<size_t>(std::min<size_t>(rows, dag.sources.size())));
   for (size_t i = 0; i < dag.sources.size(); ++i) {
     int32_t tile = dag.sources[i];
-    per_row[i % per_row.size()].push_back({s, tile, pool.column_for(dag.depth[static_cast<size_t>(tile)], max_depth)});
+    per_row[i % per_row.size()].push_back({s, tile, pool.column_for(dag.depth[static_cast<size_t>(tile)], max_depth, s->urgent)});
   }
   // Once the first batch is pushed the job may run, finish and be deleted: use only locals.
   for (size_t k = 0; k < per_row.size(); ++k)

@@ -89,6 +89,7 @@ JobState::JobState(std::shared_ptr<Job> job_, DagView dag_, int32_t max_depth_, 
       dag(dag_),
       max_depth(max_depth_),
       id(id_),
+      urgent(job->urgent()),
       done_parents_(std::make_unique<std::atomic<int32_t>[]>(dag_.n_parents.size())),
       remaining_(static_cast<int64_t>(dag_.n_parents.size())) {}
 

@@ -61,6 +61,7 @@ struct JobState {
   DagView dag;
   int32_t max_depth;
   uint64_t id;
+  bool urgent;  // job->urgent(), read once
   std::promise<void> promise;
   // Set by Engine::run: raised (then `parker` notified) when the job is complete, for the
   // calling thread that works while it waits.

@@ -25,6 +25,7 @@ struct PlannedRunOptions {
   // Where activation buffers come from: a pool kept across runs (Session keeps one per plan),
   // or, when null, the heap for this run only.
   std::shared_ptr<BufferPool> buffers;
+  bool urgent = false;  // Job::urgent(): SessionOptions::urgent
 };
 
 class PlannedRun : public Job {
@@ -44,6 +45,7 @@ class PlannedRun : public Job {
   // fulfilled by the worker that runs the last tile. Call before submitting, at most once.
   std::future<TensorMap> result();
   void finished(std::exception_ptr error) noexcept override;
+  bool urgent() const override { return options_.urgent; }
 
   int64_t activation_bytes() const { return current_bytes_.load(std::memory_order_relaxed); }
   int64_t peak_activation_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }

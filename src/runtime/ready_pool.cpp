@@ -10,14 +10,15 @@ namespace grove {
 ReadyPool::ReadyPool(int rows, PriorityPolicy policy)
     : rows_(rows), columns_(policy.columns), column_fn_(policy.column) {
   if (rows < 1) throw Error("ready pool: needs at least one row, got " + std::to_string(rows));
-  if (columns_ < 1 || columns_ > 64)
-    throw Error("ready pool: priority columns must be in 1..64, got " + std::to_string(columns_));
+  // One more column for urgent jobs; push() keeps a 64-bit mask of columns.
+  if (columns_ < 1 || columns_ > 63)
+    throw Error("ready pool: priority columns must be in 1..63, got " + std::to_string(columns_));
   if (!column_fn_) throw Error("ready pool: the priority policy has no column function");
-  queues_ = std::make_unique<Queue[]>(static_cast<size_t>(rows_) * columns_);
+  queues_ = std::make_unique<Queue[]>(static_cast<size_t>(rows_) * (columns_ + 1));
 }
 
-int ReadyPool::column_for(int32_t depth, int32_t max_depth) const {
-  return std::clamp(column_fn_(depth, max_depth, columns_), 0, columns_ - 1);
+int ReadyPool::column_for(int32_t depth, int32_t max_depth, bool urgent) const {
+  return urgent ? 0 : 1 + std::clamp(column_fn_(depth, max_depth, columns_), 0, columns_ - 1);
 }
 
 void ReadyPool::push(int row, std::span<const ReadyTile> tiles) {
@@ -52,11 +53,19 @@ bool ReadyPool::try_pop_queue(Queue& q, ReadyTile& out, bool newest_first) {
   return true;
 }
 
+bool ReadyPool::urgent_waiting() {
+  for (int r = 0; r < rows_; ++r)
+    if (queue(r, 0).size.load(std::memory_order_relaxed) != 0) return true;
+  return false;
+}
+
 bool ReadyPool::try_pop(int row, ReadyTile& out, const PopOrder& order) {
+  for (int r = 0; r < rows_; ++r)
+    if (try_pop_queue(queue((row + order.row_offset + r) % rows_, 0), out, order.newest_first)) return true;
   for (int r = 0; r < rows_; ++r) {
     int victim = (row + order.row_offset + r) % rows_;
     for (int c = 0; c < columns_; ++c) {
-      int column = (order.column_offset + c) % columns_;
+      int column = 1 + (order.column_offset + c) % columns_;
       if (try_pop_queue(queue(victim, column), out, order.newest_first)) return true;
     }
   }

@@ -19,7 +19,8 @@ namespace grove {
 struct JobState;
 
 // A tile whose parents have all finished, waiting for a worker. `column` is its priority
-// column, computed by the pusher with ReadyPool::column_for().
+// column, computed by the pusher with ReadyPool::column_for(): column 0 holds urgent jobs'
+// tiles, which every pop looks for in all rows first; the policy's columns follow.
 struct ReadyTile {
   JobState* job = nullptr;
   int32_t tile = -1;
@@ -40,11 +41,14 @@ class ReadyPool {
 
   int rows() const { return rows_; }
   int columns() const { return columns_; }
-  int column_for(int32_t depth, int32_t max_depth) const;
+  // The column of a tile at `depth`: the policy's column, after the urgent column 0.
+  int column_for(int32_t depth, int32_t max_depth, bool urgent = false) const;
 
   // Adds ready tiles to `row`, taking each touched queue's lock once, then wakes up to
   // tiles.size() parked workers.
   void push(int row, std::span<const ReadyTile> tiles);
+  // Whether any urgent tile waits (unlocked sizes: a hint, which may be stale).
+  bool urgent_waiting();
   // Takes one tile, scanning `row` first; false when every queue looked empty.
   bool try_pop(int row, ReadyTile& out, const PopOrder& order = {});
 
@@ -56,7 +60,7 @@ class ReadyPool {
     std::deque<ReadyTile> tiles;
     std::atomic<int64_t> size{0};  // a hint for unlocked scans; exact under the lock
   };
-  Queue& queue(int row, int column) { return queues_[static_cast<size_t>(row) * columns_ + column]; }
+  Queue& queue(int row, int column) { return queues_[static_cast<size_t>(row) * (columns_ + 1) + column]; }
   bool try_pop_queue(Queue& q, ReadyTile& out, bool newest_first);
 
   int rows_;

@@ -122,7 +122,8 @@ std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs) {
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<const Plan> p = plan_locked(shapes);
   if (!p) return nullptr;
-  PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = plans.front().buffers};
+  PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = plans.front().buffers,
+                                .urgent = options.urgent};
   return std::make_shared<PlannedRun>(std::move(p), std::move(inputs), run_options);
 }
 

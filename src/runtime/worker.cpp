@@ -44,14 +44,14 @@ bool run_and_release(WorkerContext& w, const ReadyTile& ready, ReadyTile& next) 
     if (follow < 0) {
       follow = child;
     } else {
-      w.batch.push_back({&job, child, w.pool.column_for(dag.depth[static_cast<size_t>(child)], job.max_depth)});
+      w.batch.push_back({&job, child, w.pool.column_for(dag.depth[static_cast<size_t>(child)], job.max_depth, job.urgent)});
     }
   }
   if constexpr (kAdversarial) {
     if (!w.batch.empty() && (w.adversary.next() & 1)) {
       std::swap(follow, w.batch[w.adversary.below(static_cast<uint32_t>(w.batch.size()))].tile);
       for (ReadyTile& r : w.batch)
-        r.column = w.pool.column_for(dag.depth[static_cast<size_t>(r.tile)], job.max_depth);
+        r.column = w.pool.column_for(dag.depth[static_cast<size_t>(r.tile)], job.max_depth, job.urgent);
     }
   }
   w.pool.push(w.row, w.batch);
@@ -109,9 +109,12 @@ void work_until(WorkerContext& w, const std::atomic<bool>& quit) {
     uint64_t tiles = 1;
     ReadyTile next;
     while (run_and_release(w, tile, next)) {
-      if (w.roster && w.roster->benched(w.id)) {
-        // Benched mid-path (set_workers shrank the engine): the child goes back to the pool.
-        next.column = w.pool.column_for(next.job->dag.depth[static_cast<size_t>(next.tile)], next.job->max_depth);
+      // Benched mid-path (set_workers shrank the engine), or an urgent job's tiles wait while
+      // this path is an ordinary job's: the child goes back to the pool, and the next pop
+      // takes the urgent tiles first.
+      if ((w.roster && w.roster->benched(w.id)) || (!next.job->urgent && w.pool.urgent_waiting())) {
+        next.column = w.pool.column_for(next.job->dag.depth[static_cast<size_t>(next.tile)], next.job->max_depth,
+                                        next.job->urgent);
         w.pool.push(w.row, {&next, 1});
         break;
       }

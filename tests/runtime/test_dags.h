@@ -98,11 +98,12 @@ inline std::vector<TestDag> all_shapes() {
 // parents finished. Violations are counted, not asserted, so worker threads never throw.
 class CheckingJob : public Job {
  public:
-  explicit CheckingJob(const TestDag& dag, int worker_slots)
-      : dag_(dag), worker_slots_(worker_slots), runs_(new std::atomic<int32_t>[dag.n_parents.size()]()),
+  explicit CheckingJob(const TestDag& dag, int worker_slots, bool urgent = false)
+      : dag_(dag), worker_slots_(worker_slots), urgent_(urgent), runs_(new std::atomic<int32_t>[dag.n_parents.size()]()),
         finished_(new std::atomic<bool>[dag.n_parents.size()]()) {}
 
   DagView dag() const override { return dag_.view(); }
+  bool urgent() const override { return urgent_; }
   void run_tile(int32_t tile, int worker) override {
     if (tile < 0 || tile >= dag_.size() || worker < 0 || worker >= worker_slots_) {
       bad_arguments_.fetch_add(1);
@@ -125,6 +126,7 @@ class CheckingJob : public Job {
  private:
   const TestDag& dag_;
   int worker_slots_;
+  bool urgent_;
   std::unique_ptr<std::atomic<int32_t>[]> runs_;
   std::unique_ptr<std::atomic<bool>[]> finished_;
   std::atomic<int32_t> early_{0};

@@ -27,7 +27,7 @@ TEST_P(SchedulingTest, EveryTileOnceAfterItsParents) {
 }
 
 TEST_P(SchedulingTest, PriorityPoliciesAllComplete) {
-  for (PriorityPolicy policy : {PriorityPolicy{1, column_by_relative_depth}, PriorityPolicy{64, column_by_depth},
+  for (PriorityPolicy policy : {PriorityPolicy{1, column_by_relative_depth}, PriorityPolicy{63, column_by_depth},
                                 PriorityPolicy{3, [](int32_t, int32_t, int) { return 1000; }}}) {
     Engine engine(EngineOptions{.threads = GetParam(), .priority = policy});
     TestDag dag = random_layered(7, 10, 12, 3);
@@ -35,6 +35,29 @@ TEST_P(SchedulingTest, PriorityPoliciesAllComplete) {
     engine.submit(job).get();
     EXPECT_EQ(job->tiles_not_run_once(), 0);
     EXPECT_EQ(job->early(), 0);
+  }
+}
+
+// Urgent jobs (Job::urgent) beside ordinary ones: their tiles jump the queue, and every tile
+// of both still runs once, after its parents.
+TEST_P(SchedulingTest, UrgentAndOrdinaryJobsTogether) {
+  Engine engine(EngineOptions{.threads = GetParam()});
+  TestDag big = random_layered(11, 12, 16, 3), small = random_layered(5, 4, 6, 2);
+  for (int repeat = 0; repeat < 10; ++repeat) {
+    std::vector<std::shared_ptr<CheckingJob>> jobs;
+    std::vector<std::future<void>> done;
+    for (int k = 0; k < 4; ++k) {
+      jobs.push_back(std::make_shared<CheckingJob>(k % 2 ? small : big, engine.worker_slots(), k % 2 == 1));
+      done.push_back(engine.submit(jobs.back()));
+    }
+    auto urgent_run = std::make_shared<CheckingJob>(small, engine.worker_slots(), true);
+    engine.run(urgent_run);
+    for (auto& f : done) f.get();
+    jobs.push_back(urgent_run);
+    for (const auto& job : jobs) {
+      ASSERT_EQ(job->tiles_not_run_once(), 0) << "repeat " << repeat;
+      ASSERT_EQ(job->early(), 0) << "repeat " << repeat;
+    }
   }
 }
 
