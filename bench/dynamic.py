@@ -48,11 +48,12 @@ def measure(args):
         full_p99 = alone["subnets"][0]["p99_ms"]
     target = args.target_ms or round(1.5 * full_p99, 3)
     load = args.load or str(Path(__file__).resolve().parents[1] / "models" / "default.onnx")
-    result["controller"] = grove_json([args.grove, "bench", str(files["uniform"]), "--latency-target-ms",
-                                       str(target), "--co-run", load, "--co-run-schedule", args.schedule,
-                                       "--threads", str(args.threads), "--json"])
-    result["controller"]["schedule"] = args.schedule
-    result["controller"]["load_model"] = Path(load).name
+    for key, extra in (("controller", []), ("controller_urgent", ["--urgent"])):
+        result[key] = grove_json([args.grove, "bench", str(files["uniform"]), "--latency-target-ms", str(target),
+                                  "--co-run", load, "--co-run-schedule", args.schedule, "--threads",
+                                  str(args.threads), "--json"] + extra)
+        result[key]["schedule"] = args.schedule
+        result[key]["load_model"] = Path(load).name
     return result
 
 
@@ -71,11 +72,15 @@ def tables(r):
                        f"{100 * info['dynamic']:.2f}% | {100 * info['alone']:.2f}% | {row['first_ms']:.3f} | "
                        f"{row['p50_ms']:.3f} | {full / row['p50_ms']:.2f}x |")
         out.append("")
-    c = r["controller"]
-    out.append(f"Controller: target P99 <= {c['target_ms']} ms per 1-second window, load `{c['load_model']}` "
-               f"in phases {c['schedule']}: P99 met in {c['met_controller']} of {c['windows']} windows with the "
-               f"controller, {c['met_fixed']} of {len(c['fixed'])} with the full model every time; without load "
-               f"the controller ran only the full model in {c['idle_windows_full']} of {c['idle_windows']} windows.")
+    for key, words in (("controller", "ordinary jobs"), ("controller_urgent", "the timed model's runs urgent")):
+        if key not in r:
+            continue
+        c = r[key]
+        out.append(f"Controller ({words}): target P99 <= {c['target_ms']} ms per 1-second window, load "
+                   f"`{c['load_model']}` in phases {c['schedule']}: P99 met in {c['met_controller']} of "
+                   f"{c['windows']} windows with the controller, {c['met_fixed']} of {len(c['fixed'])} with the full "
+                   f"model every time; without load the controller ran only the full model in "
+                   f"{c['idle_windows_full']} of {c['idle_windows']} windows.")
     return "\n".join(out)
 
 
@@ -104,17 +109,22 @@ def plot(r, img_dir):
 
     c = r["controller"]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-    for mode, style in (("controller", "-o"), ("fixed", "-s")):
-        ws = c[mode]
-        top.plot([w["second"] for w in ws], [w["p99_ms"] for w in ws], style, markersize=3,
-                 label="controller" if mode == "controller" else "full model every run")
+    lines = [(c["controller"], "-o", "controller"), (c["fixed"], "-s", "full model every run")]
+    if "controller_urgent" in r:
+        lines.append((r["controller_urgent"]["controller"], "-^", "controller, urgent runs"))
+    for ws, style, label in lines:
+        top.plot([w["second"] for w in ws], [w["p99_ms"] for w in ws], style, markersize=3, label=label)
     top.axhline(c["target_ms"], color="k", linestyle="--", linewidth=1, label="target")
     top.set_ylabel("P99 per second, ms")
     top.legend(fontsize=7)
     width = {s["name"]: s["width"] for s in c["subnets"]}
+    for key, style, label in (("controller", "-o", "mean width run"), ("controller_urgent", "-^", "mean width run, urgent")):
+        if key not in r:
+            continue
+        ws = r[key]["controller"]
+        mean_width = [sum(width[n] * k for n, k in w["subnets"].items()) / max(1, sum(w["subnets"].values())) for w in ws]
+        bottom.plot([w["second"] for w in ws], mean_width, style, markersize=3, label=label)
     ws = c["controller"]
-    mean_width = [sum(width[n] * k for n, k in w["subnets"].items()) / max(1, sum(w["subnets"].values())) for w in ws]
-    bottom.plot([w["second"] for w in ws], mean_width, "-o", markersize=3, label="mean width run")
     bottom.step([w["second"] for w in ws], [w["streams"] for w in ws], where="mid", color="gray",
                 label="load streams")
     bottom.set_xlabel("second")
