@@ -31,8 +31,13 @@ void ReadyPool::push(int row, std::span<const ReadyTile> tiles) {
     pending &= pending - 1;
     Queue& q = queue(row, column);
     std::lock_guard lock(q.mutex);
+    int64_t added = 0;
     for (const ReadyTile& t : tiles)
-      if (t.column == column) q.tiles.push_back(t);
+      if (t.column == column) {
+        q.tiles.push_back(t);
+        ++added;
+      }
+    if (column == 0) urgent_waiting_.fetch_add(added, std::memory_order_relaxed);
     q.size.store(static_cast<int64_t>(q.tiles.size()), std::memory_order_relaxed);
   }
   parker_.notify(static_cast<int>(std::min<size_t>(tiles.size(), 1 << 20)));
@@ -53,15 +58,13 @@ bool ReadyPool::try_pop_queue(Queue& q, ReadyTile& out, bool newest_first) {
   return true;
 }
 
-bool ReadyPool::urgent_waiting() {
-  for (int r = 0; r < rows_; ++r)
-    if (queue(r, 0).size.load(std::memory_order_relaxed) != 0) return true;
-  return false;
-}
-
 bool ReadyPool::try_pop(int row, ReadyTile& out, const PopOrder& order) {
-  for (int r = 0; r < rows_; ++r)
-    if (try_pop_queue(queue((row + order.row_offset + r) % rows_, 0), out, order.newest_first)) return true;
+  if (urgent_waiting())
+    for (int r = 0; r < rows_; ++r)
+      if (try_pop_queue(queue((row + order.row_offset + r) % rows_, 0), out, order.newest_first)) {
+        urgent_waiting_.fetch_sub(1, std::memory_order_relaxed);
+        return true;
+      }
   for (int r = 0; r < rows_; ++r) {
     int victim = (row + order.row_offset + r) % rows_;
     for (int c = 0; c < columns_; ++c) {

@@ -47,8 +47,9 @@ class ReadyPool {
   // Adds ready tiles to `row`, taking each touched queue's lock once, then wakes up to
   // tiles.size() parked workers.
   void push(int row, std::span<const ReadyTile> tiles);
-  // Whether any urgent tile waits (unlocked sizes: a hint, which may be stale).
-  bool urgent_waiting();
+  // Whether any urgent tile waits (a hint, which may be stale): one load, as workers ask
+  // it on every followed tile.
+  bool urgent_waiting() const { return urgent_waiting_.load(std::memory_order_relaxed) > 0; }
   // Takes one tile, scanning `row` first; false when every queue looked empty.
   bool try_pop(int row, ReadyTile& out, const PopOrder& order = {});
 
@@ -63,6 +64,7 @@ class ReadyPool {
   Queue& queue(int row, int column) { return queues_[static_cast<size_t>(row) * (columns_ + 1) + column]; }
   bool try_pop_queue(Queue& q, ReadyTile& out, bool newest_first);
 
+  std::atomic<int64_t> urgent_waiting_{0};  // tiles in column 0 of all rows
   int rows_;
   int columns_;
   PriorityColumnFn column_fn_;
