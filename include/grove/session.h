@@ -43,6 +43,10 @@ struct SessionOptions {
   // The runs' tiles go ahead of other jobs' in the engine's ready pool (Job::urgent): for a
   // model under a latency target beside batch work (docs/dynamic.md).
   bool urgent = false;
+  // Dynamic feature-map pruning (docs/dynamic.md, Antidote): "" follows the model's
+  // `grove.antidote` metadata (none without it), "off" prunes nothing, anything else is
+  // statements in that format ("prune VALUE channels=R positions=R", one per line).
+  std::string feature_pruning;
 };
 
 class Session {

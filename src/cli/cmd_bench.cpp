@@ -26,7 +26,9 @@ struct Series {
   std::string schedule;
   std::string precision;
   std::string counts;  // tile counts: fixed | tail
+  std::string pruning;  // with --prune both: "unpruned" | "pruned"
   std::unique_ptr<Session> session;
+  double gflop = 0;     // of its plan (pruned convs count their kept channels only)
   std::vector<double> ms;
   int64_t peak_activation_bytes = 0;
   RunStats last;  // of the last run: whether it went through segments or the reference executor
@@ -79,26 +81,37 @@ int run_bench(const BenchOptions& o) {
   std::vector<Series> series;
   if (o.tile_counts == "both" && (o.schedule == "both" || o.precision == "both"))
     throw Error("--tile-counts both compares one schedule and precision; give --schedule and --precision one value");
-  for (const std::string c : {"fixed", "tail"})
-    for (const std::string s : {"aspen", "barrier"})
-      for (const std::string p : {"fp32", "bf16"}) {
-        if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p) ||
-            (o.tile_counts != "both" && o.tile_counts != c))
-          continue;
-        Series x;
-        x.schedule = s;
-        x.precision = p;
-        x.counts = c;
-        x.session = std::make_unique<Session>(
-            engine, Model(imported, resolved, o.limits),
-            SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
-                           .tiles_per_op = o.tiles_per_op,
-                           .tile_counts = c == "tail" ? TileCounts::tail_aware : TileCounts::fixed,
-                           .precision = parse_precision(p)});
-        // A model with control flow plans each segment on its first run: that run counts as loading.
-        if (!x.session->plan_for(resolved)) x.session->run(inputs, &x.last);
-        series.push_back(std::move(x));
-      }
+  const bool prune_both = o.prune == "both";
+  if (prune_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both"))
+    throw Error("--prune both compares one schedule, precision and tile count; give each one value");
+  if (prune_both && !imported.metadata.count(kFeaturePruningKey))
+    throw Error(o.models[0] + ": --prune both compares with the model's grove.antidote metadata, and it has none");
+  for (const std::string pruning : {"unpruned", "pruned"})
+    for (const std::string c : {"fixed", "tail"})
+      for (const std::string s : {"aspen", "barrier"})
+        for (const std::string p : {"fp32", "bf16"}) {
+          if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p) ||
+              (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned"))
+            continue;
+          Series x;
+          x.schedule = s;
+          x.precision = p;
+          x.counts = c;
+          x.pruning = prune_both ? pruning : "";
+          x.session = std::make_unique<Session>(
+              engine, Model(imported, resolved, o.limits),
+              SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
+                             .tiles_per_op = o.tiles_per_op,
+                             .tile_counts = c == "tail" ? TileCounts::tail_aware : TileCounts::fixed,
+                             .precision = parse_precision(p),
+                             .feature_pruning = pruning == "unpruned" ? "off"
+                                                : prune_both          ? ""
+                                                                      : feature_pruning_option(o.prune)});
+          // A model with control flow plans each segment on its first run: that run counts as loading.
+          if (auto planned = x.session->plan_for(resolved)) x.gflop = double(planned->total_flops) / 1e9;
+          else x.session->run(inputs, &x.last);
+          series.push_back(std::move(x));
+        }
   double load_plan_s = std::chrono::duration<double>(Clock::now() - t0).count();
   auto plan = series[0].session->plan_for(resolved);
   const bool whole = plan != nullptr;  // one TileGraph for the whole model
@@ -160,6 +173,7 @@ int run_bench(const BenchOptions& o) {
                   k ? ", " : "", x.schedule.c_str(), x.precision.c_str(), x.counts.c_str(), x.ms.size(), percentile(x.ms, 0), percentile(x.ms, 50),
                   percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100), mean(x.ms),
                   1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes), static_cast<long long>(pool_bytes(x)));
+      if (!x.pruning.empty()) std::printf(", \"pruning\": \"%s\", \"gflop\": %.6f", x.pruning.c_str(), x.gflop);
       std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
       for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
       std::printf("]}");
@@ -185,15 +199,16 @@ int run_bench(const BenchOptions& o) {
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
               milliseconds(load_plan_s).c_str(), peak_rss_mb(), packed / 1e6);
   if (!precision_note.empty()) std::printf("precision: %s\n", precision_note.c_str());
-  std::printf("%-13s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
+  std::printf("%-16s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {
     double p50 = percentile(x.ms, 50);
     const std::string label =
-        x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "tail" ? "/tail" : "");
-    std::printf("%-13s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
+        x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "tail" ? "/tail" : "") +
+        (x.pruning.empty() ? "" : "/" + x.pruning);
+    std::printf("%-16s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
-                1e3 / p50, gflop / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
+                1e3 / p50, (x.gflop > 0 ? x.gflop : gflop) / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
   }
   // Series run in the order aspen, barrier, each fp32 then bf16: ratios of matching pairs.
   const size_t per_schedule = o.precision == "both" ? 2 : 1;
@@ -204,6 +219,9 @@ int run_bench(const BenchOptions& o) {
     std::printf("tail-aware speedup (p50 fixed / p50 tail): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (o.precision == "both")
     std::printf("bf16 speedup (p50 fp32 / p50 bf16): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
+  if (prune_both)
+    std::printf("pruning speedup (p50 unpruned / p50 pruned): %.3fx for %.1f%% of the FLOPs\n",
+                percentile(series[0].ms, 50) / percentile(series[1].ms, 50), 100.0 * series[1].gflop / series[0].gflop);
   if (check) {
     std::printf("check bf16 vs fp32 over %d input sets: max error %.3g of the largest |output| (%s)", check->inputs,
                 check->max_error, check->worst_output.c_str());

@@ -161,7 +161,8 @@ int run_single(const RunOptions& o, LoadedModel m) {
     Engine engine({.threads = o.threads});
     const SessionOptions options{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                                  .tiles_per_op = o.tiles_per_op,
-                                 .precision = parse_precision(o.precision)};
+                                 .precision = parse_precision(o.precision),
+                                 .feature_pruning = feature_pruning_option(o.prune)};
     std::unique_ptr<Session> whole;
     SubnetPick pick;
     Session* session = nullptr;
@@ -177,6 +178,10 @@ int run_single(const RunOptions& o, LoadedModel m) {
     auto plan = session->plan_for(m.shapes);
     double plan_s = seconds_since(t0);
     if (plan && o.precision != "fp32") std::printf("precision: %s\n", plan->precision.note.c_str());
+    if (plan && plan->pruning.gates > 0)
+      std::printf("pruning: %d feature maps, %d convs reduce over kept channels (their FLOPs: %.1f%% kept)\n",
+                  plan->pruning.gates, plan->pruning.pruned_convs,
+                  100.0 * double(plan->pruning.kept_flops) / double(std::max<int64_t>(plan->pruning.dense_flops, 1)));
     if (!o.trace_path.empty()) engine.start_trace();
     RunStats stats;
     auto t1 = Clock::now();
@@ -246,6 +251,12 @@ int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
 }
 
 }  // namespace
+
+std::string feature_pruning_option(const std::string& text) {
+  std::string out = text;
+  std::replace(out.begin(), out.end(), ';', '\n');
+  return out;
+}
 
 Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::fp32;

@@ -31,6 +31,7 @@ struct RunOptions {
   std::string precision = "fp32";   // fp32 | bf16
   std::string trace_path;           // empty: no trace
   std::string subnet;               // non-empty: run this sub-net (cli/subnets.h)
+  std::string prune;                // SessionOptions::feature_pruning ("": the model's metadata)
   uint64_t seed = 0;
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
@@ -62,6 +63,9 @@ struct BenchOptions {
   std::string tile_counts = "fixed";  // fixed | tail | both (interleaved, like --schedule both)
   std::string precision = "fp32";   // fp32 | bf16 | both (interleaved, like --schedule both)
   int check = 0;                    // > 0: compare bf16 with fp32 outputs over this many input sets
+  // Feature-map pruning: "" the model's metadata, "off", "both" (interleaved, unpruned vs the
+  // model's), or statements (docs/dynamic.md).
+  std::string prune;
   bool json = false;
   uint64_t seed = 0;
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
@@ -162,6 +166,8 @@ int run_quantize(const QuantizeCliOptions& options);
 
 // "fp32" or "bf16" (the CLI checks the spelling) as the API's Precision.
 Precision parse_precision(const std::string& text);
+// --prune TEXT as SessionOptions::feature_pruning: ';' separates statements on a command line.
+std::string feature_pruning_option(const std::string& text);
 
 // Parses repeated --shape NAME=DIMS options; a name given twice is an Error.
 ShapeMap parse_shape_options(const std::vector<std::string>& texts);

@@ -36,6 +36,10 @@ constexpr const char* kShapeHelp =
     "Binds an input's shape: NAME=DIMS with dims separated by 'x', e.g. --shape input=1x3x224x224. "
     "Needed for inputs with symbolic (dynamic) dims; checked against fixed dims. Repeat for each input.";
 
+constexpr const char* kPruneHelp =
+    "Dynamic feature-map pruning (Antidote, docs/dynamic.md): by default a model's grove.antidote metadata "
+    "applies; 'off' runs it unpruned; or statements such as 'prune relu1.out channels=0.5 positions=0.75', "
+    "several separated by ';'";
 constexpr const char* kPrecisionHelp =
     "Arithmetic of Conv/MatMul/Gemm with constant weights: fp32, or bf16 (bfloat16 operands, float32 "
     "accumulation, on AVX512-BF16; runs fp32 with a note on CPUs without it). Everything else stays fp32. "
@@ -207,6 +211,7 @@ int main(int argc, char** argv) {
                   "Write a Chrome/Perfetto trace (one track per worker, one slice per tile) to this .json file")
       ->type_name("FILE");
   run->add_option("--subnet", run_options.subnet, kSubnetHelp)->type_name("NAME|RATIO");
+  run->add_option("--prune", run_options.prune, kPruneHelp)->type_name("off|STATEMENTS");
   run->add_option("--seed", run_options.seed, "Seed for the random inputs")->capture_default_str();
 
   add_limit_options(run, run_options.limits);
@@ -292,6 +297,10 @@ Examples:
                     "agreement of the rows of float outputs")
       ->type_name("N")
       ->check(CLI::Range(0, 100000));
+  bench->add_option("--prune", bench_options.prune,
+                    std::string(kPruneHelp) + ". 'both' times the model unpruned and as its metadata prunes it, "
+                    "interleaved, and prints the speedup next to the share of FLOPs kept.")
+      ->type_name("off|both|STATEMENTS");
   bench->add_flag("--json", bench_options.json, "Print one JSON object instead of the table");
   bench->add_flag("--mt-graph", bench_options.mt_graph,
                   "With several models: search MT-Graph stage pointers by coordinate descent on measured latency, "

@@ -45,6 +45,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_internal_ops(r);
     register_quant_add_ops(r);
     register_channels_last_ops(r);
+    register_feature_pruning_ops(r);
     return r;
   }();
   return registry;

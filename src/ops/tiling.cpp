@@ -24,6 +24,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_pool_nhwc_rules(t);
     tiling::add_recurrent_rules(t);
     tiling::add_quant_elementwise_rules(t);
+    tiling::add_pruned_conv_rules(t);
     return t;
   }();
   return table;

@@ -80,6 +80,16 @@ int64_t node_flops(const Graph& g, const Node& n) {
     for (int64_t k : n.attr_ints("kernel_shape")) window = mul(window, k);
     return y ? mul(numel(*y), window) : 0;
   }
+  if (n.domain == kGroveDomain && n.op_type == "PrunedConv" && n.inputs.size() > 1 && !n.outputs.empty()) {
+    const Shape* y = shape_of(g, n.outputs[0]);  // the products over the kept channels only
+    const Shape* wp = shape_of(g, n.inputs[1]);
+    if (!y || !wp || wp->size() != 4) return 0;
+    return add(mul(2, numel(*y), mul(n.attr_int("channels", 0), (*wp)[2] * (*wp)[3])), n.attr_int(kAttrFusedFlops, 0));
+  }
+  if (n.domain == kGroveDomain && n.op_type == "AttentionKeep" && !n.inputs.empty()) {  // both means
+    const Shape* x = shape_of(g, n.inputs[0]);
+    return x ? mul(2, numel(*x)) : 0;
+  }
   if (!n.domain.empty() || n.outputs.empty()) return 0;
   const Shape* out = shape_of(g, n.outputs[0]);
   const Shape* x = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);

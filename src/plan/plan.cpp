@@ -99,6 +99,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   auto plan = std::make_shared<Plan>();
   plan->graph = bound;
   plan->options = options;
+  plan->pruning = apply_feature_pruning(plan->graph, options.feature_pruning);
   plan->precision = apply_precision(plan->graph, options.precision);
   plan_values(*plan);
   plan_detail::mark_views(*plan);

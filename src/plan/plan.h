@@ -10,6 +10,7 @@
 #include "grove/schedule.h"
 #include "graph/limits.h"
 #include "ops/tiling.h"
+#include "plan/feature_pruning.h"
 #include "plan/precision.h"
 #include "plan/tile_graph.h"
 
@@ -30,6 +31,7 @@ struct PlanOptions {
   // as many edges, is an Error naming the node.
   int64_t max_tiles = kDefaultMaxTiles;
   Precision precision = Precision::fp32;  // the GEMM ops' arithmetic (plan/precision.h)
+  std::vector<FeatureMapPruning> feature_pruning;  // dynamic feature-map pruning (plan/feature_pruning.h)
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op
@@ -77,6 +79,7 @@ struct Plan {
   int64_t critical_path_flops = 0;  // max over tile paths of the summed tile FLOPs
   int64_t total_flops = 0;          // graph_flops of the graph
   PrecisionReport precision;        // which nodes run in bf16 (marked on `graph`)
+  FeaturePruningReport pruning;     // the feature maps pruned per run (rewritten in `graph`)
 };
 
 // True when node n only relabels its input's buffer: one no-work tile, no copy.

@@ -30,6 +30,7 @@ struct Session::Impl {
   Engine& engine;
   Model model;
   SessionOptions options;
+  std::vector<FeatureMapPruning> pruning;  // options.feature_pruning or the model's metadata, parsed
   std::mutex mutex;  // guards model binding and the cached plans
   // Plans of the shapes seen last, most recent first, each with the buffer pool of its runs:
   // inputs that alternate between a few shapes (a server's batches, a tokenizer's lengths)
@@ -55,6 +56,16 @@ Session::Session(Engine& engine, Model model, SessionOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(model), options)) {
   if (std::getenv("GROVE_POISON_BUFFERS")) impl_->options.poison_buffers = true;
   const Model& m = impl_->model;
+  const std::string& asked = impl_->options.feature_pruning;
+  auto meta = m.imported().metadata.find(kFeaturePruningKey);
+  const std::string text = asked == "off"  ? ""
+                           : !asked.empty() ? asked
+                           : meta != m.imported().metadata.end() ? meta->second : "";
+  try {
+    impl_->pruning = parse_feature_pruning(text);
+  } catch (const Error& e) {
+    throw m.path().empty() ? e : e.prefixed(m.path() + ": ");
+  }
   if (has_control_flow(m.imported()))
     impl_->segmented = std::make_unique<SegmentedGraph>(m.imported(), engine, impl_->options, m.limits());
 }
@@ -93,6 +104,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;
+  po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;
   try {
     plan = make_plan(model.graph(), po);

@@ -1,0 +1,22 @@
+#pragma once
+// grove.internal AttentionKeep and PrunedConv: dynamic feature-map pruning
+// (feature_pruning.cpp says what each computes; passes/feature_pruning.h makes them).
+#include <cstdint>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+inline constexpr size_t kPrunedConvKeepInput = 4;  // after x, w, bias and the fused residual
+inline constexpr const char* kAttrKeepChannels = "channels";
+inline constexpr const char* kAttrKeepPositions = "positions";
+
+// The Conv a PrunedConv is when nothing is pruned (its reference runs that on masked x).
+Node pruned_conv_twin(const Node& node);
+
+// One image's keep row: the `keep_channels` channels of highest mean over the plane, then the
+// `keep_positions` positions of highest mean over the channels, each ascending, into keep.
+void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
+                    int64_t* keep);
+
+}  // namespace grove

@@ -1,0 +1,39 @@
+#pragma once
+// Dynamic feature-map pruning (Antidote, docs/dynamic.md): after a chosen feature map, a
+// decision node ranks its channels and positions per image, and every Conv that reads it
+// reduces over the kept ones only (ops/feature_pruning.h has the two ops).
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+// The model metadata key that carries the statements below.
+inline constexpr const char* kFeaturePruningKey = "grove.antidote";
+
+// One statement "prune VALUE [channels=R] [positions=R]": of feature map VALUE, keep
+// int(R * C) channels and int(R * H * W) positions per image (at least one; R in (0, 1]).
+struct FeatureMapPruning {
+  std::string value;
+  double channels = 1.0;
+  double positions = 1.0;
+};
+
+// One statement per line; blank lines and lines from '#' are skipped. Bad text is an Error
+// naming the line.
+std::vector<FeatureMapPruning> parse_feature_pruning(const std::string& text);
+
+struct FeaturePruningReport {
+  int gates = 0;                  // AttentionKeep nodes inserted
+  int pruned_convs = 0;           // Convs that now reduce over kept channels only
+  int64_t dense_flops = 0;        // what the pruned Convs count unpruned
+  int64_t kept_flops = 0;         // and pruned
+};
+
+// Rewrites a bound graph (the plan's own copy): after each named value an AttentionKeep
+// node, and each Conv reading it becomes a PrunedConv. The value must be a float [N, C, H, W]
+// map read only by 2-D group-1 Convs (as their x); anything else is an Error naming it.
+FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements);
+
+}  // namespace grove

@@ -1,0 +1,128 @@
+"""Attention-based dynamic feature-map pruning (Antidote, thesis 004 ch. 3.1) for a plain CNN
+on the digits, with the exact semantics grove runs (docs/dynamic.md):
+
+  per image, of feature map F [C, H, W]: keep the int(pc * C) channels of highest mean over
+  H x W and the int(ps * H * W) positions of highest mean over C (at least one of each), and
+  zero everything else before the next conv.
+
+Means are taken in float64 (grove does the same), so both pick the same channels.
+"""
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import TensorProto, helper, numpy_helper
+
+from slimmable import IMAGE, LAYERS, CLASSES
+
+# Feature maps that may be pruned: the ReLU outputs that a conv reads (not the last one,
+# which the classifier's pooling reads).
+PRUNABLE = len(LAYERS) - 1
+
+
+def kept(ratio: float, total: int) -> int:
+    return min(total, max(1, int(ratio * total)))
+
+
+def _top(scores, k):
+    """Indices of the k highest scores per row; ties keep the lower index (as grove does:
+    background pixels of a digit make many positions tie exactly)."""
+    return torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]
+
+
+def keep_mask(f, pc: float, ps: float):
+    """The 0/1 mask of F [N, C, H, W] that the AttentionKeep decision keeps."""
+    n, c, h, w = f.shape
+    d = f.detach().double()
+    chan = _top(d.mean((2, 3)), kept(pc, c))
+    spat = _top(d.mean(1).flatten(1), kept(ps, h * w))
+    mc = torch.zeros(n, c, dtype=f.dtype).scatter_(1, chan, 1.0)
+    ms = torch.zeros(n, h * w, dtype=f.dtype).scatter_(1, spat, 1.0)
+    return mc[:, :, None, None] * ms.view(n, 1, h, w)
+
+
+class PlainNet(nn.Module):
+    """conv3x3-BN-ReLU x 5 (LAYERS), global average pool, linear. `keep[l]` = (pc, ps) prunes
+    the output of layer l (l < PRUNABLE) before layer l + 1 reads it; None leaves it whole.
+    Training with masks is the targeted dropout (TTD) of the thesis: the gradient flows
+    through the kept entries only."""
+
+    def __init__(self, width_mult: float = 1.0):
+        super().__init__()
+        self.widths = [max(4, int(c * width_mult)) for c, _ in LAYERS]
+        self.strides = [s for _, s in LAYERS]
+        cin = 1
+        self.convs = nn.ModuleList()
+        self.bns = nn.ModuleList()
+        for w, s in zip(self.widths, self.strides):
+            self.convs.append(nn.Conv2d(cin, w, 3, s, 1, bias=False))
+            self.bns.append(nn.BatchNorm2d(w))
+            cin = w
+        self.fc = nn.Linear(cin, CLASSES)
+
+    def forward(self, x, keep=None):
+        for layer, (conv, bn) in enumerate(zip(self.convs, self.bns)):
+            x = F.relu(bn(conv(x)))
+            if keep and layer < PRUNABLE and keep[layer] is not None:
+                x = x * keep_mask(x, *keep[layer])
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+    def flops(self, keep=None):
+        """Multiply-adds x 2 of the convs and classifier as grove counts them: a pruned map's
+        consumer reduces over the kept channels only (pruned positions are zeroed, not skipped)."""
+        total, size, cin = 0, IMAGE, 1
+        for layer, (w, s) in enumerate(zip(self.widths, self.strides)):
+            size = (size + 2 - 3) // s + 1
+            reads = cin
+            if keep and layer > 0 and keep[layer - 1] is not None:
+                reads = kept(keep[layer - 1][0], cin)
+            total += 2 * w * reads * 9 * size * size
+            cin = w
+        return total + 2 * cin * CLASSES
+
+
+def value_name(layer: int) -> str:
+    return f"relu{layer}.out"
+
+
+def metadata(keep) -> str:
+    lines = []
+    for layer, k in enumerate(keep or []):
+        if k is not None:
+            lines.append(f"prune {value_name(layer)} channels={k[0]:g} positions={k[1]:g}")
+    return "\n".join(lines)
+
+
+def _np(t):
+    return t.detach().cpu().numpy().astype(np.float32)
+
+
+def export(net, path, keep, batch=1):
+    """The unpruned network as standard ONNX (ONNX Runtime runs it as it is), BatchNorm left
+    unfolded, with `keep` as grove.antidote metadata."""
+    inits, nodes, x = [], [], "image"
+    for layer, (conv, bn) in enumerate(zip(net.convs, net.bns)):
+        s = net.strides[layer]
+        inits.append(numpy_helper.from_array(_np(conv.weight), f"conv{layer}.weight"))
+        nodes.append(helper.make_node("Conv", [x, f"conv{layer}.weight"], [f"conv{layer}.out"], name=f"conv{layer}",
+                                      kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[s, s]))
+        for key, value in (("scale", bn.weight), ("bias", bn.bias), ("mean", bn.running_mean), ("var", bn.running_var)):
+            inits.append(numpy_helper.from_array(_np(value), f"bn{layer}.{key}"))
+        nodes.append(helper.make_node("BatchNormalization", [f"conv{layer}.out"] + [f"bn{layer}.{k}" for k in ("scale", "bias", "mean", "var")],
+                                      [f"bn{layer}.out"], name=f"bn{layer}", epsilon=bn.eps))
+        nodes.append(helper.make_node("Relu", [f"bn{layer}.out"], [value_name(layer)], name=f"relu{layer}"))
+        x = value_name(layer)
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool.out"], name="pool"))
+    nodes.append(helper.make_node("Flatten", ["pool.out"], ["flat.out"], name="flatten", axis=1))
+    inits.append(numpy_helper.from_array(_np(net.fc.weight), "fc.weight"))
+    inits.append(numpy_helper.from_array(_np(net.fc.bias), "fc.bias"))
+    nodes.append(helper.make_node("Gemm", ["flat.out", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1))
+    graph = helper.make_graph(nodes, "antidote_digits",
+                              [helper.make_tensor_value_info("image", TensorProto.FLOAT, [batch, 1, IMAGE, IMAGE])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, CLASSES])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="grove tools/dynamic")
+    if keep:
+        helper.set_model_props(model, {"grove.antidote": metadata(keep)})
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
