@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""Dynamic feature-map pruning end to end (docs/dynamic.md, Antidote):
+
+  1. tools/dynamic/train_antidote.py --quick trains a CNN on scikit-learn's digits with
+     targeted dropout (seconds) and saves PyTorch's logits of 8 test images for every keep
+     setting (channels only, channels and positions, per-map bounds);
+  2. `grove run MODEL --prune SETTING` runs each; its logits must equal PyTorch's within 1e-3
+     of their largest magnitude, and a pruned setting must change them (or the test could
+     not fail);
+  3. statements that cannot be right (a ratio above 1, an unknown value, a map that a
+     non-conv reads) fail with one line naming the problem, exit code 1, no crash;
+  4. `grove bench --prune both --json` times unpruned and pruned, with fewer FLOPs pruned.
+
+Usage: antidote_model_test.py --grove build/grove [--grove-args "--threads 2"] [--keep DIR]
+"""
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grove", required=True)
+    ap.add_argument("--grove-args", default="")
+    ap.add_argument("--keep", type=Path)
+    args = ap.parse_args()
+    extra = shlex.split(args.grove_args)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="grove_antidote_"))
+    subprocess.run([sys.executable, str(ROOT / "tools/dynamic/train_antidote.py"), "--quick", "--out", str(work)],
+                   check=True, stdout=subprocess.DEVNULL)
+    settings = json.loads((work / "settings.json").read_text())
+    failures, checked = [], 0
+    unpruned = np.load(work / "antidote.none.logits.npy")
+    for name, text in settings.items():
+        out = work / f"out_{name}"
+        r = subprocess.run([args.grove, "run", str(work / "antidote.onnx"), "--prune", text.replace("\n", ";") or "off",
+                            "-i", str(work / "test_input.npy"), "-o", str(out)] + extra, capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{name}: grove failed: {r.stderr.strip()}")
+            continue
+        got = np.load(out / "logits.npy")
+        want = np.load(work / f"antidote.{name}.logits.npy")
+        err = float(np.abs(got - want).max())
+        bound = 1e-3 * max(float(np.abs(want).max()), 1e-3)
+        status = "ok" if got.shape == want.shape and err <= bound else "MISMATCH"
+        if text and float(np.abs(want - unpruned).max()) <= bound:
+            status = "UNCHANGED"  # the setting prunes nothing that matters: the check could not fail
+        print(f"{name:7s} max|grove - torch| = {err:.2e} (bound {bound:.2e}) {status}")
+        checked += 1
+        if status != "ok":
+            failures.append(f"{name}: {status}, max error {err:.3g} over {bound:.3g}")
+
+    bad_cases = {
+        "prune relu1.out channels=1.5": "channels=1.5 is not a ratio in (0, 1]",
+        "prune relu9.out channels=0.5": "'relu9.out': no node computes this value",
+        "prune relu4.out channels=0.5": "node 'pool' (GlobalAveragePool) reads it",
+    }
+    for text, expected in bad_cases.items():
+        r = subprocess.run([args.grove, "run", str(work / "antidote.onnx"), "--prune", text, "--shape", "image=1x1x16x16"] + extra,
+                           capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        ok = r.returncode == 1 and len(lines) == 1 and expected in lines[0]
+        print(f"bad statement {text!r}: {'ok' if ok else 'WRONG'}: {r.stderr.strip()}")
+        if not ok:
+            failures.append(f"bad statement {text!r}: exit {r.returncode}, stderr {r.stderr.strip()!r}")
+
+    r = subprocess.run([args.grove, "bench", str(work / "antidote.onnx"), "--prune", "both", "--runs", "3", "--json",
+                        "--shape", "image=8x1x16x16"] + extra, capture_output=True, text=True)
+    try:
+        rows = json.loads(r.stdout)["results"]
+        if [row["pruning"] for row in rows] != ["unpruned", "pruned"] or not rows[1]["gflop"] < rows[0]["gflop"]:
+            failures.append(f"bench --prune both: unexpected rows {rows}")
+        else:
+            print("bench --prune both: " + ", ".join(f"{row['pruning']} {row['p50_ms']:.3f} ms {row['gflop']:.4f} GFLOP" for row in rows))
+    except (ValueError, KeyError) as err:
+        failures.append(f"bench --prune both: {err}: {r.stdout} {r.stderr}")
+
+    if checked < len(settings):
+        failures.append(f"only {checked} of {len(settings)} settings were compared")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{checked} settings compared, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+// Dynamic feature-map pruning (Antidote, docs/dynamic.md): the decision op's choice, the
+// pruned conv against an independent oracle (the Conv with the pruned channels' weights
+// zeroed and the pruned positions of x zeroed), its tile rule against its reference, and the
+// plan rewrite from a model's metadata.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "grove/session.h"
+#include "onnx/import.h"
+#include "onnx_builder.h"
+#include "ops/feature_pruning.h"
+#include "ops/op.h"
+#include "plan/feature_pruning.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "tiling_test_util.h"
+
+namespace grove {
+namespace {
+
+using optest::NodeBuilder;
+using tiletest::random_f32;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(AttentionKeep, KeepsTheHighestMeansAndTiesGoToTheLowerIndex) {
+  // Channel means 1, 1, 0; position means 4/3, 1/3, 1/3, 2/3.
+  const Tensor x = optest::f32({1, 3, 2, 2}, {1, 1, 1, 1, 3, 0, 0, 1, 0, 0, 0, 0});
+  std::vector<int64_t> keep(4);
+  attention_keep(x.data<float>(), 3, 4, 2, 2, keep.data());
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 0, 3}));
+  keep.assign(4, -1);
+  attention_keep(x.data<float>(), 3, 4, 1, 3, keep.data());
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 0, 1, 3}));  // positions 1 and 2 tie: 1 is kept
+}
+
+Node pruned_conv(int64_t channels, int64_t positions, int64_t stride, bool residual) {
+  NodeBuilder b("PrunedConv", 13, 5);
+  b.ints("pads", {1, 1, 1, 1}).ints("strides", {stride, stride}).i(kAttrKeepChannels, channels).i(kAttrKeepPositions, positions);
+  b.s("grove_activation", "relu").s("grove_fused", residual ? "Add+Relu" : "Relu");
+  b.node.domain = kGroveDomain;
+  if (!residual) b.node.inputs[3] = "";
+  return b.node;
+}
+
+// keep rows of x [N, C, H, W] as AttentionKeep computes them.
+Tensor keep_of(const Tensor& x, int64_t channels, int64_t positions) {
+  const int64_t plane = x.dim(2) * x.dim(3);
+  Tensor keep(DType::i64, {x.dim(0), channels + positions});
+  for (int64_t n = 0; n < x.dim(0); ++n)
+    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, channels, positions,
+                   keep.data<int64_t>() + n * (channels + positions));
+  return keep;
+}
+
+TEST(PrunedConv, EqualsTheConvOfTheMaskedMap) {
+  const Tensor x = random_f32({2, 6, 5, 7}, 1, -1, 1), w = random_f32({4, 6, 3, 3}, 2), b = random_f32({4}, 3);
+  const Tensor keep = keep_of(x, 3, 20);
+  const Node node = pruned_conv(3, 20, 1, false);
+  const Tensor got = evaluate_node(node, std::vector<const Tensor*>{&x, &w, &b, nullptr, &keep}).at(0);
+  // The oracle zeroes x where keep does not name the channel and position, and runs Conv.
+  Tensor masked = x.clone();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 6; ++c)
+      for (int64_t p = 0; p < 35; ++p) {
+        const int64_t* k = keep.data<int64_t>() + n * 23;
+        const bool kept = std::count(k, k + 3, c) && std::count(k + 3, k + 23, p);
+        if (!kept) masked.data<float>()[(n * 6 + c) * 35 + p] = 0;
+      }
+  const Tensor want = evaluate_node(pruned_conv_twin(node), std::vector<const Tensor*>{&masked, &w, &b}).at(0);
+  ASSERT_EQ(got.shape(), want.shape());
+  const Tensor unpruned = evaluate_node(pruned_conv_twin(node), std::vector<const Tensor*>{&x, &w, &b}).at(0);
+  int differing = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << i;
+    differing += std::fabs(got.data<float>()[i] - unpruned.data<float>()[i]) > 1e-3;
+  }
+  EXPECT_GT(differing, 0) << "pruning changed nothing: the test cannot tell";
+}
+
+TEST(PrunedConv, TilesEqualTheReference) {
+  for (int64_t stride : {1, 2})
+    for (bool residual : {false, true}) {
+      const Tensor x = random_f32({2, 6, 9, 7}, 4, -1, 1), w = random_f32({5, 6, 3, 3}, 5), b = random_f32({5}, 6);
+      const Tensor keep = keep_of(x, 4, 40);
+      const Shape y = stride == 1 ? Shape{2, 5, 9, 7} : Shape{2, 5, 5, 4};
+      const Tensor r = residual ? random_f32(y, 7) : Tensor();
+      const auto stats = tiletest::check_tiling(pruned_conv(4, 40, stride, residual), {x, w, b, r, keep}, 1e-5);
+      EXPECT_GT(stats.tiles, 4u);
+    }
+}
+
+// x[N,2,6,6] -> conv0(8) -> BN -> Relu (a2) -> conv1(6) -> Relu (a4) -> GlobalAveragePool -> Flatten -> fc(3)
+test::OnnxBuilder chain(const std::string& metadata, int64_t batch = 2) {
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {batch, 2, 6, 6}).output("y", onnx::TensorProto::FLOAT, {batch, 3});
+  auto values = [](size_t n, uint32_t seed) {
+    const Tensor t = random_f32({int64_t(n)}, seed);
+    return std::vector<float>(t.data<float>(), t.data<float>() + n);
+  };
+  b.initializer_f32("w0", {8, 2, 3, 3}, values(144, 1));
+  b.initializer_f32("scale", {8}, values(8, 2));
+  b.initializer_f32("shift", {8}, values(8, 3));
+  b.initializer_f32("mean", {8}, values(8, 4));
+  b.initializer_f32("var", {8}, std::vector<float>(8, 0.5f));
+  b.initializer_f32("w1", {6, 8, 3, 3}, values(432, 5));
+  b.initializer_f32("fc", {3, 6}, values(18, 6));
+  test::OnnxBuilder::attr_ints(b.node("Conv", {"x", "w0"}, {"a0"}, "conv0"), "pads", {1, 1, 1, 1});
+  b.node("BatchNormalization", {"a0", "scale", "shift", "mean", "var"}, {"a1"}, "bn0");
+  b.node("Relu", {"a1"}, {"a2"}, "relu0");
+  test::OnnxBuilder::attr_ints(b.node("Conv", {"a2", "w1"}, {"a3"}, "conv1"), "pads", {1, 1, 1, 1});
+  b.node("Relu", {"a3"}, {"a4"}, "relu1");
+  b.node("GlobalAveragePool", {"a4"}, {"a5"}, "pool");
+  b.node("Flatten", {"a5"}, {"a6"}, "flatten");
+  test::OnnxBuilder::attr_int(b.node("Gemm", {"a6", "fc"}, {"y"}, "fc"), "transB", 1);
+  if (!metadata.empty()) {
+    auto* p = b.proto().add_metadata_props();
+    p->set_key(kFeaturePruningKey);
+    p->set_value(metadata);
+  }
+  return b;
+}
+
+TEST(FeaturePruning, MetadataPrunesTheRunAndThePlanSaysWhat) {
+  Engine engine({.threads = 2, .pin = false});
+  const Tensor x = random_f32({2, 2, 6, 6}, 9);
+  const auto bytes = chain("prune a2 channels=0.5 positions=0.5  # half of each").bytes();
+  Session pruned(engine, Model(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.tiles_per_op = 3});
+  Session whole(engine, Model(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.feature_pruning = "off"});
+  const auto plan = pruned.plan_for({{"x", x.shape()}});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->pruning.gates, 1);
+  EXPECT_EQ(plan->pruning.pruned_convs, 1);
+  const int64_t relu = 2 * 6 * 6 * 6;  // the fused Relu counts whole either way; the products halve (4 of 8 channels)
+  EXPECT_EQ((plan->pruning.kept_flops - relu) * 2, plan->pruning.dense_flops - relu);
+  EXPECT_EQ(whole.plan_for({{"x", x.shape()}})->pruning.gates, 0);
+  // The oracle: the plan's own rewritten graph on the reference executor (the ops' references).
+  const Tensor want = Model(plan->graph).run_reference({{"x", x}}).at("y");
+  const Tensor got = pruned.run({{"x", x}}).at("y");
+  const Tensor unpruned = whole.run({{"x", x}}).at("y");
+  bool changed = false;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << i;
+    changed |= std::fabs(unpruned.data<float>()[i] - want.data<float>()[i]) > 1e-4;
+  }
+  EXPECT_TRUE(changed);
+}
+
+TEST(FeaturePruning, BadStatementsAreOneLineErrors) {
+  Engine engine({.threads = 1, .pin = false});
+  const Shape x{2, 2, 6, 6};
+  auto plan_error = [&](const std::string& metadata) {
+    return error_of([&] {
+      Session s(engine, Model(load_onnx_bytes(chain(metadata).bytes(), "m.onnx")));
+      s.plan_for({{"x", x}});
+    });
+  };
+  EXPECT_NE(plan_error("prune a2 channels=2").find("m.onnx: grove.antidote line 1: channels=2 is not a ratio in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(plan_error("prune a2 width=0.5").find("unknown setting 'width=0.5'"), std::string::npos);
+  EXPECT_NE(plan_error("keep a2").find("expected 'prune VALUE"), std::string::npos);
+  EXPECT_NE(plan_error("prune a2\nprune a2").find("line 2: 'a2' is pruned twice"), std::string::npos);
+  EXPECT_NE(plan_error("prune nothing channels=0.5").find("'nothing': no node computes this value"), std::string::npos);
+  EXPECT_NE(plan_error("prune a4 channels=0.5").find("node 'pool' (GlobalAveragePool) reads it"), std::string::npos);
+  EXPECT_NE(plan_error("prune y channels=0.5").find("must be a float32 [N, C, H, W] feature map"), std::string::npos);
+  // Given in the options, statements replace the metadata; "off" drops it.
+  Session off(engine, Model(load_onnx_bytes(chain("prune a4 channels=0.5").bytes(), "m.onnx")),
+              SessionOptions{.feature_pruning = "off"});
+  EXPECT_EQ(off.plan_for({{"x", x}})->pruning.gates, 0);
+  Session given(engine, Model(load_onnx_bytes(chain("prune a4 channels=0.5").bytes(), "m.onnx")),
+                SessionOptions{.feature_pruning = "prune a2 channels=0.25"});
+  EXPECT_EQ(given.plan_for({{"x", x}})->pruning.gates, 1);
+}
+
+}  // namespace
+}  // namespace grove
