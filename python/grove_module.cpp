@@ -168,10 +168,11 @@ grove::Precision precision_of(const std::string& s) {
 
 PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
                        const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& schedule,
-                       int64_t max_memory, const std::string& precision) {
+                       int64_t max_memory, const std::string& precision, const std::string& prune) {
   grove::SessionOptions options;
   options.schedule = schedule_of(schedule);
   options.precision = precision_of(precision);
+  options.feature_pruning = prune;
   grove::Limits limits;
   limits.max_memory = max_memory;
   grove::ShapeMap shape_map(shapes.begin(), shapes.end());
@@ -336,11 +337,13 @@ PYBIND11_MODULE(grove, m) {
   py::class_<PySession>(m, "Session", "One ONNX model, planned once per input shape, run on an Engine.")
       .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
            py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("schedule") = "aspen",
-           py::arg("max_memory") = 0, py::arg("precision") = "fp32",
+           py::arg("max_memory") = 0, py::arg("precision") = "fp32", py::arg("prune") = "",
            "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
            "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
            "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', or 'bf16' for "
-           "Conv/MatMul/Gemm products in bfloat16 on CPUs with AVX512-BF16 (fp32 elsewhere; docs/precision.md).")
+           "Conv/MatMul/Gemm products in bfloat16 on CPUs with AVX512-BF16 (fp32 elsewhere; docs/precision.md). "
+           "prune: dynamic feature-map pruning, '' as the model's grove.antidote metadata says, 'off', or "
+           "statements 'prune VALUE channels=R positions=R' one per line (docs/dynamic.md).")
       .def("run",
            [](PySession& s, const py::dict& feeds) {
              BorrowedInputs in = borrow_inputs(feeds);

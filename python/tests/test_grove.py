@@ -161,6 +161,7 @@ def test_errors_are_grove_errors_with_one_line(session, tmp_path):
         (lambda: grove.Session(str(tmp_path / "missing.onnx")), "missing.onnx"),
         (lambda: grove.Session(MODEL, schedule="fast"), "schedule"),
         (lambda: grove.Session(MODEL, precision="fp16"), "precision"),
+        (lambda: grove.Session(MODEL, prune="prune x channels=2"), "grove.antidote line 1"),
     ]
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(open(MODEL, "rb").read()[:200])
@@ -172,6 +173,18 @@ def test_errors_are_grove_errors_with_one_line(session, tmp_path):
         assert word in message, message
         assert "\n" not in message.strip(), message
     assert issubclass(grove.Error, RuntimeError)
+
+
+def test_prune_off_runs_the_model_and_a_map_read_by_an_add_is_refused(engine):
+    s = grove.Session(MODEL, engine=engine, prune="off")
+    assert close_to_torch(s.run({"image": X})["logits"])
+    # The embedded ResNet's block outputs feed convs and residual Adds: nothing to skip there.
+    inner = "/stages/stages.0/relu/Relu_output_0"  # read by one Conv only: prunable
+    pruned = grove.Session(MODEL, engine=engine, prune=f"prune {inner} channels=0.5").run({"image": X})["logits"]
+    assert pruned.shape == EXPECTED.shape and not close_to_torch(pruned)
+    s = grove.Session(MODEL, engine=engine, prune="prune /stages/stages.0/relu_1/Relu_output_0 channels=0.5")
+    with pytest.raises(grove.Error, match="can skip pruned channels"):
+        s.run({"image": X})
 
 
 def test_dynamic_session_slices_a_plain_model(engine):

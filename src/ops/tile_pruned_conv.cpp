@@ -4,8 +4,8 @@
 // channels x kernel taps instead of all channels: the pruned channels' work is skipped, not
 // multiplied by zero. The weights are packed once at plan time as the GEMM's A; a kept
 // channel's taps are one contiguous run of each packed row tile, so the gather is a copy of
-// runs. A tile waits for its image's keep row (the AttentionKeep tile), which is how the
-// decision gates the consumer in the tile graph.
+// runs. A tile waits for its image's keep row (the AttentionKeep tile, cut by images too),
+// which is how the decision gates the consumer in the tile graph.
 #include <algorithm>
 #include <memory>
 
@@ -40,7 +40,11 @@ kernels::Conv2dShape conv2d_shape(const WindowGeometry& g, int64_t channels) {
 std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   std::vector<int64_t> blocks = none_cuttable(out[0].shape);
   if (!claimed(node, in)) return blocks;
-  blocks[0] = blocks[2] = 1;  // images and rows: a channel cut would gather the input again
+  // Images, and rows only for a single image: each image's weights are gathered once per
+  // tile, so a row cut across several images would gather them once per image and row block.
+  // A channel cut would gather the input again.
+  blocks[0] = 1;
+  if (in[0].shape[0] == 1) blocks[2] = 1;
   return blocks;
 }
 
@@ -161,10 +165,36 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
 }
 
+// AttentionKeep: one tile per image or block of images, so an image's consumer tiles wait
+// for that image's decision only.
+std::vector<int64_t> keep_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  std::vector<int64_t> blocks = none_cuttable(out[0].shape);
+  if (in.size() == 1 && in[0].shape.size() == 4 && in[0].dtype == DType::f32) blocks[0] = 1;
+  return blocks;
+}
+
+void keep_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                std::span<Region> in_regions) {
+  in_regions[0] = full_region(in[0].shape);
+  in_regions[0][0] = out_region[0];
+}
+
+void keep_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+              const void*) {
+  const Tensor& x = *in[0];
+  if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
+  check_region(node, r, out[0]->shape());
+  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
+  const int64_t plane = x.dim(2) * x.dim(3);
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, kc, kp, out[0]->data<int64_t>() + n * (kc + kp));
+}
+
 }  // namespace
 
 void add_pruned_conv_rules(RuleTable& t) {
   t[internal_rule_key("PrunedConv")] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  t[internal_rule_key("AttentionKeep")] = TileRule{keep_cuttable, keep_needs, keep_run};
 }
 
 }  // namespace grove::tiling

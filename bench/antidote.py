@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Numbers and plot of docs/dynamic.md's Antidote section: per keep setting, accuracy, the
+FLOPs grove runs, and measured latency pruned vs unpruned (interleaved, same engine).
+
+  /usr/bin/python3 bench/antidote.py --grove build/grove --models DIR --out antidote.json \
+      [--batch 8] [--threads 2] [--runs 200]
+  /usr/bin/python3 bench/antidote.py --plot antidote.json
+
+DIR holds what tools/dynamic/train_antidote.py wrote (antidote.onnx, report.json). Each
+setting is timed with `grove bench --prune both` on a copy of the model carrying that
+setting's statements, so every pair is measured side by side. "keep-all" prunes nothing
+(ratio 1 everywhere): what the decision tiles and the gathers cost by themselves.
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def grove_json(cmd):
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def with_metadata(src, dst, text):
+    import onnx
+    m = onnx.load(str(src))
+    del m.metadata_props[:]
+    if text:
+        p = m.metadata_props.add()
+        p.key, p.value = "grove.antidote", text
+    onnx.save(m, str(dst))
+
+
+def measure(args):
+    models = Path(args.models)
+    report = json.loads((models / "report.json").read_text())
+    settings = {n: s["metadata"] for n, s in report["settings"].items() if s["metadata"]}
+    settings["keep-all"] = "\n".join(f"prune relu{i}.out channels=1 positions=1" for i in range(len(report["bounds"])))
+    result = {"report": report, "threads": args.threads, "batch": args.batch, "latency": {}}
+    for name, text in settings.items():
+        path = models / f"bench_{name}.onnx"
+        with_metadata(models / "antidote.onnx", path, text)
+        r = grove_json([args.grove, "bench", str(path), "--prune", "both", "--runs", str(args.runs), "--threads",
+                        str(args.threads), "--shape", f"image={args.batch}x1x16x16", "--json"])
+        rows = {row["pruning"]: row for row in r["results"]}
+        result["latency"][name] = {k: {"p50_ms": v["p50_ms"], "p90_ms": v["p90_ms"], "gflop": v["gflop"]}
+                                   for k, v in rows.items()}
+    return result
+
+
+def table(r):
+    rep = r["report"]
+    lines = [f"Plain network: {rep['plain_accuracy']:.4f} on {rep['test_images']} held-out images. "
+             f"Batch {r['batch']}, {r['threads']} threads, p50 of interleaved runs.", "",
+             "| setting | accuracy, plain net pruned | accuracy after targeted dropout | FLOPs kept | "
+             "latency unpruned ms | pruned ms | latency drop | half the FLOP drop |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, lat in r["latency"].items():
+        s = rep["settings"].get(name, {})
+        kept = lat["pruned"]["gflop"] / lat["unpruned"]["gflop"]
+        drop = 1 - lat["pruned"]["p50_ms"] / lat["unpruned"]["p50_ms"]
+        acc_plain = f"{s['accuracy_plain']:.4f}" if s else "-"
+        acc_ttd = f"{s['accuracy_ttd']:.4f}" if s and s.get("accuracy_ttd") is not None else "-"
+        lines.append(f"| {name} | {acc_plain} | {acc_ttd} | {kept:.2f} | {lat['unpruned']['p50_ms']:.3f} | "
+                     f"{lat['pruned']['p50_ms']:.3f} | {100 * drop:.1f}% | {50 * (1 - kept):.1f}% |")
+    lines += ["", "Layer sensitivity (plain network, one map pruned alone, no retraining):", "",
+              "| map | " + " | ".join(f"channels {k}" for k in rep["sensitivity"][0]["channels"]) + " | " +
+              " | ".join(f"positions {k}" for k in rep["sensitivity"][0]["positions"]) + " |",
+              "| --- |" + " ---: |" * (len(rep["sensitivity"][0]["channels"]) + len(rep["sensitivity"][0]["positions"]))]
+    for row in rep["sensitivity"]:
+        lines.append(f"| {row['map']} | " + " | ".join(f"{v:.3f}" for v in row["channels"].values()) + " | " +
+                     " | ".join(f"{v:.3f}" for v in row["positions"].values()) + " |")
+    return "\n".join(lines)
+
+
+def plot(r, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rep = r["report"]
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    base = next(iter(r["latency"].values()))["unpruned"]["p50_ms"]
+    ax.scatter([base], [rep["plain_accuracy"]], color="black", label="unpruned")
+    for name, lat in r["latency"].items():
+        s = rep["settings"].get(name)
+        if not s or s.get("accuracy_ttd") is None:
+            continue
+        ax.scatter([lat["pruned"]["p50_ms"]], [s["accuracy_ttd"]], color="tab:blue")
+        ax.scatter([lat["pruned"]["p50_ms"]], [s["accuracy_plain"]], color="tab:orange", marker="x")
+        ax.annotate(f"{name} ({lat['pruned']['gflop'] / lat['unpruned']['gflop']:.2f} FLOPs)",
+                    (lat["pruned"]["p50_ms"], s["accuracy_ttd"]), fontsize=8, xytext=(4, -10), textcoords="offset points")
+    ax.scatter([], [], color="tab:blue", label="after targeted dropout")
+    ax.scatter([], [], color="tab:orange", marker="x", label="plain network, pruned")
+    ax.set_xlabel(f"grove p50 latency, ms (batch {r['batch']}, {r['threads']} threads)")
+    ax.set_ylabel("accuracy on held-out digits")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--grove")
+    ap.add_argument("--models")
+    ap.add_argument("--out")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--plot")
+    args = ap.parse_args()
+    if args.plot:
+        r = json.loads(Path(args.plot).read_text())
+        print(table(r))
+        plot(r, Path(args.plot).with_suffix(".png"))
+        return 0
+    r = measure(args)
+    Path(args.out).write_text(json.dumps(r, indent=1))
+    print(table(r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
