@@ -65,6 +65,15 @@ save_model("dynamic_subnets",
             init("b", np.zeros(4, np.float32)), init("m", np.zeros(4, np.float32)), init("v", np.ones(4, np.float32)),
             init("m@half", np.full(2, 0.5, np.float32)), init("w2", rng.standard_normal((3, 4)).astype(np.float32))],
            metadata={"grove.subnets": "exempt fc\nsubnet half ratio=0.5 accuracy=0.5\nsubnet nu conv1=3\nsubnet full ratio=1"})
+# Antidote: grove.antidote metadata prunes the feature map r per input (docs/dynamic.md).
+save_model("antidote_prune",
+           [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], name="conv1"),
+            helper.make_node("Relu", ["a"], ["r"]),
+            helper.make_node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2], name="conv2")],
+           [f("x", [2, 2, 5, 5])], [f("y", [2, 3, 3, 3])],
+           [init("w1", rng.standard_normal((4, 2, 3, 3)).astype(np.float32)),
+            init("w2", rng.standard_normal((3, 4, 3, 3)).astype(np.float32))],
+           metadata={"grove.antidote": "prune r channels=0.5 positions=0.75"})
 save_model("gather_slice",
            [helper.make_node("Gather", ["x", "i"], ["g"], axis=0),
             helper.make_node("Slice", ["g", "st", "en"], ["y"])],
