@@ -20,6 +20,7 @@
 #include "kernels/dwconv.h"
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
+#include "ops/conv_gemm_forms.h"
 #include "ops/conv_geometry.h"
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
@@ -169,28 +170,6 @@ struct PreparedConvWeights {
   std::vector<kernels::PackedA> groups;
   std::vector<kernels::PackedB> groups_t;
 };
-
-// Few pixels (the deep layers' 7 x 7 or 14 x 14 planes cut into row tiles) fill few lanes of
-// a B panel (7 pixels: 7 of 32). The transposed form puts the output channels in the panels
-// instead. Both forms compute every element with the same fused multiply-adds over the same
-// k blocks (a * b = b * a exactly) and the bias after them, so either form gives the same
-// bits and the choice may depend on the tile.
-bool transposed_is_better(size_t pixels, size_t channels, size_t nr) {
-  const size_t pixel_lanes = (pixels + nr - 1) / nr * nr, channel_lanes = (channels + nr - 1) / nr * nr;
-  return pixels * 5 < pixel_lanes * 4 && channels * 5 >= channel_lanes * 4;
-}
-
-// dst[j][i] = src[i][j] for a rows x cols src. In blocks of 16 x 16 so that reads and
-// writes each touch 16 cache lines at a time rather than striding a whole column.
-void transpose_block(const float* src, size_t src_stride, size_t rows, size_t cols, float* dst, size_t dst_stride) {
-  constexpr size_t kBlock = 16;
-  for (size_t i0 = 0; i0 < rows; i0 += kBlock)
-    for (size_t j0 = 0; j0 < cols; j0 += kBlock) {
-      const size_t i1 = std::min(rows, i0 + kBlock), j1 = std::min(cols, j0 + kBlock);
-      for (size_t j = j0; j < j1; ++j)
-        for (size_t i = i0; i < i1; ++i) dst[j * dst_stride + i] = src[i * src_stride + j];
-    }
-}
 
 // 2-D convs with one input channel per group take the direct depthwise loop. A 1-D conv has
 // no width to vectorise that loop over, so one of a single group (a filter bank such as an

@@ -106,6 +106,17 @@ TEST(PrunedConv, TilesEqualTheReference) {
       const auto stats = tiletest::check_tiling(pruned_conv(4, 40, stride, residual), {x, w, b, r, keep}, 1e-5);
       EXPECT_GE(stats.tiles, 4u);
     }
+  // Few pixels and many output channels: the transposed form (output channels in the panels).
+  // Few kept channels of many are gathered; most kept run every channel on the zeroed map.
+  for (bool residual : {false, true})
+    for (int64_t kept : {6, 32}) {
+      const Tensor x = random_f32({2, 40, 4, 3}, 12, -1, 1), w = random_f32({32, 40, 3, 3}, 13), b = random_f32({32}, 14);
+      const Tensor r = residual ? random_f32({2, 32, 4, 3}, 15) : Tensor();
+      tiletest::check_tiling(pruned_conv(kept, 9, 1, residual), {x, w, b, r, keep_of(x, kept, 9)}, 1e-4);
+    }
+  // Enough kept channels that the weights are gathered in several blocks of rows.
+  const Tensor x = random_f32({1, 400, 4, 3}, 8, -1, 1), w = random_f32({40, 400, 3, 3}, 9), b = random_f32({40}, 10);
+  tiletest::check_tiling(pruned_conv(350, 10, 1, false), {x, w, b, Tensor(), keep_of(x, 350, 10)}, 1e-4);
 }
 
 // x[N,2,6,6] -> conv0(8) -> BN -> Relu (a2) -> conv1(6) -> Relu (a4) -> GlobalAveragePool -> Flatten -> fc(3)
