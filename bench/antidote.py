@@ -83,14 +83,15 @@ def plot(r, path):
     fig, ax = plt.subplots(figsize=(6.4, 4))
     base = next(iter(r["latency"].values()))["unpruned"]["p50_ms"]
     ax.scatter([base], [rep["plain_accuracy"]], color="black", label="unpruned")
-    for name, lat in r["latency"].items():
+    for i, (name, lat) in enumerate(r["latency"].items()):
         s = rep["settings"].get(name)
         if not s or s.get("accuracy_ttd") is None:
             continue
         ax.scatter([lat["pruned"]["p50_ms"]], [s["accuracy_ttd"]], color="tab:blue")
         ax.scatter([lat["pruned"]["p50_ms"]], [s["accuracy_plain"]], color="tab:orange", marker="x")
         ax.annotate(f"{name} ({lat['pruned']['gflop'] / lat['unpruned']['gflop']:.2f} FLOPs)",
-                    (lat["pruned"]["p50_ms"], s["accuracy_ttd"]), fontsize=8, xytext=(4, -10), textcoords="offset points")
+                    (lat["pruned"]["p50_ms"], s["accuracy_ttd"]), fontsize=8, xytext=(4, -12 - 11 * (i % 3)),
+                    textcoords="offset points")
     ax.scatter([], [], color="tab:blue", label="after targeted dropout")
     ax.scatter([], [], color="tab:orange", marker="x", label="plain network, pruned")
     ax.set_xlabel(f"grove p50 latency, ms (batch {r['batch']}, {r['threads']} threads)")
