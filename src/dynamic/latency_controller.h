@@ -23,7 +23,8 @@ class LatencyController {
   // `flops` per sub-net, cheapest first; a zero entry counts as 1.
   explicit LatencyController(std::vector<int64_t> flops);
 
-  // The costliest sub-net predicted to meet target_ms, taken as the most accurate (sub-net
+  // The costliest sub-net predicted to meet target_ms (10% under it per other job in flight),
+  // taken as the most accurate (sub-net
   // 0, the cheapest, when none is), and its prediction (0 when nothing has been observed
   // yet: the cheapest then runs first to learn its cost). `now_s`: seconds on any steady
   // clock, the same one observe() gets.

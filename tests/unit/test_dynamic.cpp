@@ -375,7 +375,8 @@ TEST(LatencyController, PicksTheWidestSubnetPredictedToMeetTheTarget) {
   EXPECT_DOUBLE_EQ(c.predict(2, 1, 0.1), 16.0);
   EXPECT_DOUBLE_EQ(c.predict(0, 1, 0.1), 9.0);
   EXPECT_EQ(c.choose(10, 1, 0.1, &predicted), 0);
-  EXPECT_EQ(c.choose(12, 1, 0.1), 1);
+  EXPECT_EQ(c.choose(12, 1, 0.1), 0);  // predicted 12: under load it aims 10% lower
+  EXPECT_EQ(c.choose(13.5, 1, 0.1), 1);
   EXPECT_EQ(c.choose(10, 0, 0.1), 2);  // the load is gone: back to the full net
   // An unseen heavier load: the heaviest lighter one seen plus one more run per extra job.
   EXPECT_DOUBLE_EQ(c.predict(0, 2, 0.1), 1.0 + 8.0 + 1.0);
