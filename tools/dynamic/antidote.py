@@ -7,13 +7,13 @@ on the digits, with the exact semantics grove runs (docs/dynamic.md):
 
 Means are taken in float64 (grove does the same), so both pick the same channels.
 """
-import numpy as np
 import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
+from export_onnx import _np, classifier_head
 from slimmable import IMAGE, LAYERS, CLASSES
 
 # Feature maps that may be pruned: the ReLU outputs that a conv reads (not the last one,
@@ -94,10 +94,6 @@ def metadata(keep) -> str:
     return "\n".join(lines)
 
 
-def _np(t):
-    return t.detach().cpu().numpy().astype(np.float32)
-
-
 def export(net, path, keep, batch=1):
     """The unpruned network as standard ONNX (ONNX Runtime runs it as it is), BatchNorm left
     unfolded, with `keep` as grove.antidote metadata."""
@@ -113,11 +109,7 @@ def export(net, path, keep, batch=1):
                                       [f"bn{layer}.out"], name=f"bn{layer}", epsilon=bn.eps))
         nodes.append(helper.make_node("Relu", [f"bn{layer}.out"], [value_name(layer)], name=f"relu{layer}"))
         x = value_name(layer)
-    nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool.out"], name="pool"))
-    nodes.append(helper.make_node("Flatten", ["pool.out"], ["flat.out"], name="flatten", axis=1))
-    inits.append(numpy_helper.from_array(_np(net.fc.weight), "fc.weight"))
-    inits.append(numpy_helper.from_array(_np(net.fc.bias), "fc.bias"))
-    nodes.append(helper.make_node("Gemm", ["flat.out", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1))
+    classifier_head(nodes, inits, x, net.fc)
     graph = helper.make_graph(nodes, "antidote_digits",
                               [helper.make_tensor_value_info("image", TensorProto.FLOAT, [batch, 1, IMAGE, IMAGE])],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, CLASSES])], inits)

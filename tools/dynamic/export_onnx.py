@@ -36,11 +36,7 @@ def export(net, names, accuracies, path, full_index):
                                       [f"bn{layer}.out"], name=f"bn{layer}", epsilon=eps))
         nodes.append(helper.make_node("Relu", [f"bn{layer}.out"], [f"relu{layer}.out"], name=f"relu{layer}"))
         x = f"relu{layer}.out"
-    nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool.out"], name="pool"))
-    nodes.append(helper.make_node("Flatten", ["pool.out"], ["flat.out"], name="flatten", axis=1))
-    inits.append(numpy_helper.from_array(_np(net.fc.weight), "fc.weight"))
-    inits.append(numpy_helper.from_array(_np(net.fc.bias), "fc.bias"))
-    nodes.append(helper.make_node("Gemm", ["flat.out", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1))
+    classifier_head(nodes, inits, x, net.fc)
     graph = helper.make_graph(nodes, "slimnet_digits",
                               [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 1, 16, 16])],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
@@ -48,6 +44,15 @@ def export(net, names, accuracies, path, full_index):
     helper.set_model_props(model, {"grove.subnets": metadata(net, names, accuracies)})
     onnx.checker.check_model(model)
     onnx.save(model, path)
+
+
+def classifier_head(nodes, inits, x, fc):
+    """Global average pooling, Flatten and the fully connected layer `fc` (node fc) -> logits."""
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool.out"], name="pool"))
+    nodes.append(helper.make_node("Flatten", ["pool.out"], ["flat.out"], name="flatten", axis=1))
+    inits.append(numpy_helper.from_array(_np(fc.weight), "fc.weight"))
+    inits.append(numpy_helper.from_array(_np(fc.bias), "fc.bias"))
+    nodes.append(helper.make_node("Gemm", ["flat.out", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1))
 
 
 def _same_bn(a, b):
