@@ -175,15 +175,18 @@ def test_errors_are_grove_errors_with_one_line(session, tmp_path):
     assert issubclass(grove.Error, RuntimeError)
 
 
-def test_prune_off_runs_the_model_and_a_map_read_by_an_add_is_refused(engine):
+def test_prune_off_runs_the_model_and_a_map_no_conv_reads_is_refused(engine):
     s = grove.Session(MODEL, engine=engine, prune="off")
     assert close_to_torch(s.run({"image": X})["logits"])
     # The embedded ResNet's block outputs feed convs and residual Adds: nothing to skip there.
     inner = "/stages/stages.0/relu/Relu_output_0"  # read by one Conv only: prunable
     pruned = grove.Session(MODEL, engine=engine, prune=f"prune {inner} channels=0.5").run({"image": X})["logits"]
     assert pruned.shape == EXPECTED.shape and not close_to_torch(pruned)
-    s = grove.Session(MODEL, engine=engine, prune="prune /stages/stages.0/relu_1/Relu_output_0 channels=0.5")
-    with pytest.raises(grove.Error, match="can skip pruned channels"):
+    # A block output feeds a Conv and a residual Add: the Add reads it masked.
+    block = grove.Session(MODEL, engine=engine, prune="prune /stages/stages.0/relu_1/Relu_output_0 channels=0.5")
+    assert not close_to_torch(block.run({"image": X})["logits"])
+    s = grove.Session(MODEL, engine=engine, prune="prune /stages/stages.7/relu_1/Relu_output_0 channels=0.5")
+    with pytest.raises(grove.Error, match="no 2-D Conv of one group reads it"):
         s.run({"image": X})
 
 

@@ -6,6 +6,8 @@
 //    channel indices, then the kept position indices (h * W + w), each ascending. Ties keep
 //    the lower index. Means are summed in double so the choice does not depend on the order
 //    a kernel adds in.
+//  - ApplyKeep(x, keep): x with every channel and position that keep does not name set to 0,
+//    for the map's readers that are not pruned convs (a residual Add, a pool);
 //  - PrunedConv(x, w, [bias], [residual], keep): the Conv (attributes and fused epilogue as
 //    on Conv) of x with every channel and position that `keep` does not name set to 0.
 //    Attribute `channels` says how many of keep's columns are channels.
@@ -75,6 +77,23 @@ void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t kee
 
 namespace {
 
+// x with the channels and positions keep does not name set to 0.
+Tensor masked_map(const Node& node, const Tensor& x, const Tensor& keep) {
+  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
+  const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
+  Tensor masked(DType::f32, x.shape());  // zero-filled
+  for (int64_t n = 0; n < x.dim(0); ++n) {
+    const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
+    for (int64_t i = 0; i < kc; ++i)
+      for (int64_t j = 0; j < kp; ++j) {
+        const int64_t c = k[i], p = k[kc + j];
+        if (c < 0 || c >= channels || p < 0 || p >= plane) throw Error(node.describe() + ": keep index out of range");
+        masked.data<float>()[(n * channels + c) * plane + p] = x.data<float>()[(n * channels + c) * plane + p];
+      }
+  }
+  return masked;
+}
+
 void check_counts(const Node& node, const Shape& x) {
   if (x.size() != 4) throw Error(node.describe() + ": x must be a 4-D [N, C, H, W] feature map, not " + shape_str(x));
   const int64_t c = node.attr_int(kAttrKeepChannels, 0), p = node.attr_int(kAttrKeepPositions, 0);
@@ -98,6 +117,21 @@ void reference_keep(const Node& node, std::span<const Tensor* const> in, std::sp
     attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, c, p, out[0]->data<int64_t>() + n * (c + p));
 }
 
+void infer_apply_keep(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 2, 2);
+  if (in[0].dtype != DType::f32) throw Unsupported(node.describe() + ": x must be float32");
+  check_counts(node, in[0].shape);
+  const int64_t columns = node.attr_int(kAttrKeepChannels, 0) + node.attr_int(kAttrKeepPositions, 0);
+  if (in[1].dtype != DType::i64 || in[1].shape != Shape{in[0].shape[0], columns})
+    throw Error(node.describe() + ": keep must be int64 [" + std::to_string(in[0].shape[0]) + ", " + std::to_string(columns) + "]");
+  out[0] = ValueInfo{DType::f32, in[0].shape};
+}
+
+void reference_apply_keep(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor masked = masked_map(node, *in[0], *in[1]);
+  std::memcpy(out[0]->raw(), masked.raw(), masked.bytes());
+}
+
 void infer_pruned_conv(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   if (in.size() != kPrunedConvKeepInput + 1 || !in[kPrunedConvKeepInput].present)
     throw Error(node.describe() + ": needs x, w, bias, residual (either may be empty) and keep");
@@ -114,20 +148,7 @@ void infer_pruned_conv(const Node& node, std::span<const ValueInfo> in, std::spa
 }
 
 void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
-  const Tensor& x = *in[0];
-  const Tensor& keep = *in[kPrunedConvKeepInput];
-  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
-  const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
-  Tensor masked(DType::f32, x.shape());  // zero-filled
-  for (int64_t n = 0; n < x.dim(0); ++n) {
-    const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
-    for (int64_t i = 0; i < kc; ++i)
-      for (int64_t j = 0; j < kp; ++j) {
-        const int64_t c = k[i], p = k[kc + j];
-        if (c < 0 || c >= channels || p < 0 || p >= plane) throw Error(node.describe() + ": keep index out of range");
-        masked.data<float>()[(n * channels + c) * plane + p] = x.data<float>()[(n * channels + c) * plane + p];
-      }
-  }
+  const Tensor masked = masked_map(node, *in[0], *in[kPrunedConvKeepInput]);
   const Node twin = pruned_conv_twin(node);
   std::vector<const Tensor*> conv_in(in.begin(), in.begin() + std::ptrdiff_t(twin.inputs.size()));
   conv_in[0] = &masked;
@@ -141,6 +162,7 @@ void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, 
 void register_feature_pruning_ops(OpRegistry& r) {
   r.add_internal("AttentionKeep", OpDef{&infer_keep, &reference_keep});
   r.add_internal("PrunedConv", OpDef{&infer_pruned_conv, &reference_pruned_conv});
+  r.add_internal("ApplyKeep", OpDef{&infer_apply_keep, &reference_apply_keep});
 }
 
 }  // namespace grove

@@ -1,5 +1,5 @@
 #pragma once
-// grove.internal AttentionKeep and PrunedConv: dynamic feature-map pruning
+// grove.internal AttentionKeep, ApplyKeep and PrunedConv: dynamic feature-map pruning
 // (feature_pruning.cpp says what each computes; passes/feature_pruning.h makes them).
 #include <cstdint>
 

@@ -77,6 +77,6 @@ void register_training_ops(OpRegistry&);      // training.cpp: Adagrad, Adam, Mo
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 void register_quant_add_ops(OpRegistry&);     // quant_add.cpp: grove.internal QLinearAdd
 void register_channels_last_ops(OpRegistry&);  // channels_last.cpp: grove.internal QLinearConvNhwc, MaxPoolNhwc
-void register_feature_pruning_ops(OpRegistry&);  // feature_pruning.cpp: grove.internal AttentionKeep, PrunedConv
+void register_feature_pruning_ops(OpRegistry&);  // feature_pruning.cpp: grove.internal AttentionKeep, ApplyKeep, PrunedConv
 
 }  // namespace grove

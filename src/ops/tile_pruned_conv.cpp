@@ -292,9 +292,53 @@ void keep_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, kc, kp, out[0]->data<int64_t>() + n * (kc + kp));
 }
 
+// ApplyKeep: cut by images and channels; a tile copies its kept planes with the pruned
+// positions zeroed, and zeroes the rest.
+std::vector<int64_t> mask_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  std::vector<int64_t> blocks = none_cuttable(out[0].shape);
+  if (in.size() == 2 && in[0].shape.size() == 4 && in[0].dtype == DType::f32) blocks[0] = blocks[1] = 1;
+  return blocks;
+}
+
+void mask_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                std::span<Region> in_regions) {
+  in_regions[0] = out_region;
+  in_regions[1] = full_region(in[1].shape);
+  in_regions[1][0] = out_region[0];
+}
+
+void mask_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+              const void*) {
+  const Tensor &x = *in[0], &keep = *in[1];
+  if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
+  check_region(node, r, out[0]->shape());
+  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
+  const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
+  thread_local std::vector<unsigned char> kept_channel, kept_position;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+    const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
+    kept_channel.assign(size_t(channels), 0);
+    kept_position.assign(size_t(plane), 0);
+    for (int64_t i = 0; i < kc + kp; ++i) {
+      if (k[i] < 0 || k[i] >= (i < kc ? channels : plane)) throw Error(node.describe() + ": keep index out of range");
+      (i < kc ? kept_channel : kept_position)[size_t(k[i])] = 1;
+    }
+    for (int64_t c = r[1].begin; c < r[1].end; ++c) {
+      const float* src = x.data<float>() + (n * channels + c) * plane;
+      float* dst = out[0]->data<float>() + (n * channels + c) * plane;
+      if (!kept_channel[size_t(c)]) {
+        std::fill_n(dst, plane, 0.0f);
+        continue;
+      }
+      for (int64_t p = 0; p < plane; ++p) dst[p] = kept_position[size_t(p)] ? src[p] : 0.0f;
+    }
+  }
+}
+
 }  // namespace
 
 void add_pruned_conv_rules(RuleTable& t) {
+  t[internal_rule_key("ApplyKeep")] = TileRule{mask_cuttable, mask_needs, mask_run};
   t[internal_rule_key("PrunedConv")] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
   t[internal_rule_key("AttentionKeep")] = TileRule{keep_cuttable, keep_needs, keep_run};
 }

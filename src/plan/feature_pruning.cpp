@@ -82,22 +82,24 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       throw Error(where + "must be a float32 [N, C, H, W] feature map, not " + shape_str(x));
     const int64_t kc = kept_count(s.channels, x[1]), kp = kept_count(s.positions, x[2] * x[3]);
     const std::string keep = s.value + "@keep";
-    std::vector<size_t> consumers;
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const Node& n = graph.nodes[i];
-      if (std::find(n.inputs.begin(), n.inputs.end(), s.value) == n.inputs.end()) continue;
+    const int convs_before = report.pruned_convs;
+    // A Conv that reads the map as x (and only there) skips the pruned channels; every other
+    // reader reads the map with them zeroed (a residual Add, a pool), as the model trained.
+    const std::string masked = s.value + "@pruned";
+    bool needs_masked = false;
+    for (Node& n : graph.nodes) {
+      if (std::find(n.inputs.begin(), n.inputs.end(), s.value) == n.inputs.end() || n.outputs.empty() ||
+          n.outputs[0] == keep)
+        continue;
       const bool conv = n.op_type == "Conv" && n.domain.empty() && n.inputs[0] == s.value &&
                         std::count(n.inputs.begin(), n.inputs.end(), s.value) == 1 && n.attr_int("group", 1) == 1 &&
                         n.inputs.size() > 1 && graph.values.count(n.inputs[1]) &&
                         graph.values.at(n.inputs[1]).shape.size() == 4 && !runs_in_bf16(n);
-      if (!conv)
-        throw Error(where + n.describe() + " reads it: only 2-D Convs of one group (reading it as x) can skip "
-                            "pruned channels");
-      consumers.push_back(i);
-    }
-    if (consumers.empty()) throw Error(where + "no Conv reads it, so pruning it would skip nothing");
-    for (size_t i : consumers) {
-      Node& n = graph.nodes[i];
+      if (!conv) {
+        std::replace(n.inputs.begin(), n.inputs.end(), s.value, masked);
+        needs_masked = true;
+        continue;
+      }
       const int64_t dense = node_flops(graph, n);
       n.op_type = "PrunedConv";
       n.domain = kGroveDomain;
@@ -109,6 +111,8 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       report.kept_flops += node_flops(graph, n);
       ++report.pruned_convs;
     }
+    if (report.pruned_convs == convs_before)
+      throw Error(where + "no 2-D Conv of one group reads it as x, so pruning it would skip nothing");
     Node gate;
     gate.name = s.value + "@attention";
     gate.op_type = "AttentionKeep";
@@ -118,7 +122,17 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
     gate.attrs[kAttrKeepChannels] = int_attr(kc);
     gate.attrs[kAttrKeepPositions] = int_attr(kp);
     graph.values[keep] = ValueInfo{DType::i64, {x[0], kc + kp}};
-    graph.nodes.insert(producer + 1, std::move(gate));
+    std::vector<Node> added = {std::move(gate)};
+    if (needs_masked) {
+      Node mask = added[0];
+      mask.name = s.value + "@mask";
+      mask.op_type = "ApplyKeep";
+      mask.inputs = {s.value, keep};
+      mask.outputs = {masked};
+      graph.values[masked] = info->second;
+      added.push_back(std::move(mask));
+    }
+    graph.nodes.insert(producer + 1, added.begin(), added.end());
     ++report.gates;
   }
   return report;

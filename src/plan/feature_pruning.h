@@ -32,8 +32,10 @@ struct FeaturePruningReport {
 };
 
 // Rewrites a bound graph (the plan's own copy): after each named value an AttentionKeep
-// node, and each Conv reading it becomes a PrunedConv. The value must be a float [N, C, H, W]
-// map read only by 2-D group-1 Convs (as their x); anything else is an Error naming it.
+// node; each 2-D group-1 Conv reading it as x becomes a PrunedConv, and every other reader
+// reads it through an ApplyKeep node (the map with the pruned channels and positions zeroed).
+// The value must be a float [N, C, H, W] map that at least one such Conv reads; a graph output
+// stays unpruned. Anything else is an Error naming it.
 FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements);
 
 }  // namespace grove
