@@ -1,11 +1,17 @@
-// Tile rule of grove.internal PrunedConv (2-D, group 1, float32, NCHW): cut by images and
-// output rows. Per image, the tile gathers the kept channels of its input rows (zero at pruned
-// positions) and the weight columns of those channels, and runs the GEMM with K = kept
-// channels x kernel taps instead of all channels: the pruned channels' work is skipped, not
-// multiplied by zero. The weights are packed once at plan time as the GEMM's A; a kept
-// channel's taps are one contiguous run of each packed row tile, so the gather is a copy of
-// runs. A tile waits for its image's keep row (the AttentionKeep tile, cut by images too),
-// which is how the decision gates the consumer in the tile graph.
+// Tile rules of the grove.internal ops of feature-map pruning (ops/feature_pruning.h).
+//
+// PrunedConv (2-D, group 1, float32, NCHW): cut by images (and rows for a single image). Per
+// image, the tile copies the kept channels of its input rows (zero at pruned positions) and
+// gathers those channels' weights, then runs the GEMM with K = kept channels x kernel taps:
+// the pruned channels' work is skipped, not multiplied by zero. The weights are packed once at
+// plan time in both GEMM forms (as A, and as W^T for few pixels); a kept channel's taps are one
+// contiguous run of each packed row tile or column panel, so the gather is a copy of runs.
+// Where a gathered weight would be used over too few pixels to pay for its copy, the tile runs
+// every channel on the zeroed copy instead (run_tile says when).
+//
+// A tile waits for its image's keep row (the AttentionKeep tile, cut by images too), which is
+// how the decision gates the consumer in the tile graph. ApplyKeep gives the map's other
+// readers the zeroed map.
 #include <algorithm>
 #include <memory>
 
