@@ -4,8 +4,31 @@
 // tile has few pixels.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+
+#include "kernels/im2col.h"
+#include "ops/conv_geometry.h"
 
 namespace grove::tiling {
+
+// The im2col shape of a 2-D conv over `channels` input channels (one group, or the kept ones).
+inline kernels::Conv2dShape conv2d_shape_2d(const WindowGeometry& g, int64_t channels) {
+  auto u = [](int64_t v) { return static_cast<size_t>(v); };
+  return {.channels = u(channels), .in_h = u(g.input[0]), .in_w = u(g.input[1]), .out_h = u(g.output[0]),
+          .out_w = u(g.output[1]), .kernel_h = u(g.kernel[0]), .kernel_w = u(g.kernel[1]),
+          .stride_h = u(g.strides[0]), .stride_w = u(g.strides[1]), .dilation_h = u(g.dilations[0]),
+          .dilation_w = u(g.dilations[1]), .pad_top = u(g.pads_begin[0]), .pad_left = u(g.pads_begin[1])};
+}
+
+// Pixels packed per GEMM call: the packed im2col block (k x pixels) is kept to about
+// kPackedFloats so it stays in L2 next to the GEMM's A block; at least kMinPixels so that
+// re-reading the weights (once per call) stays a small part of the work. Not tuned by
+// measurement yet.
+inline constexpr size_t kPackedFloats = 96 * 1024;
+inline constexpr size_t kMinPixels = 256;
+inline size_t pixels_per_gemm_call(size_t k, size_t nr, size_t packed_floats = kPackedFloats) {
+  return std::max(kMinPixels, packed_floats / std::max<size_t>(k, 1) / nr * nr);
+}
 
 // Few pixels (the deep layers' 7 x 7 or 14 x 14 planes cut into row tiles) fill few lanes of
 // a B panel (7 pixels: 7 of 32). The transposed form puts the output channels in the panels

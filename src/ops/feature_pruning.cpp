@@ -55,8 +55,9 @@ double sum(const float* x, int64_t count) {
 
 void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
                     int64_t* keep) {
-  std::vector<double> score(static_cast<size_t>(std::max(channels, plane)));
-  std::vector<int64_t> order;
+  thread_local std::vector<double> score;  // per-worker scratch: no allocation per image
+  thread_local std::vector<int64_t> order;
+  score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
   // The `count` highest of score[0, size), ascending by index, into out.
   auto top = [&](int64_t size, int64_t count, int64_t* out) {
     order.resize(static_cast<size_t>(size));

@@ -142,18 +142,8 @@ kernels::Conv2dShape conv2d_shape(const ConvDims& c) {
     return {.channels = u(c.cin()), .in_h = u(g.input[0]), .in_w = 1, .out_h = u(g.output[0]), .out_w = 1,
             .kernel_h = u(g.kernel[0]), .kernel_w = 1, .stride_h = u(g.strides[0]), .stride_w = 1,
             .dilation_h = u(g.dilations[0]), .dilation_w = 1, .pad_top = u(g.pads_begin[0]), .pad_left = 0};
-  return {.channels = u(c.cin()), .in_h = u(g.input[0]), .in_w = u(g.input[1]), .out_h = u(g.output[0]),
-          .out_w = u(g.output[1]), .kernel_h = u(g.kernel[0]), .kernel_w = u(g.kernel[1]),
-          .stride_h = u(g.strides[0]), .stride_w = u(g.strides[1]), .dilation_h = u(g.dilations[0]),
-          .dilation_w = u(g.dilations[1]), .pad_top = u(g.pads_begin[0]), .pad_left = u(g.pads_begin[1])};
+  return conv2d_shape_2d(g, c.cin());
 }
-
-// Pixels packed per GEMM call: the packed im2col block (k x pixels) is kept to about
-// kPackedFloats so it stays in L2 next to the GEMM's A block; at least kMinPixels so that
-// re-reading the weights (once per call) stays a small part of the work. Not tuned by
-// measurement yet.
-constexpr size_t kPackedFloats = 96 * 1024;
-constexpr size_t kMinPixels = 256;
 
 struct ConvWorkspace {
   kernels::PackedB b;
@@ -231,7 +221,7 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
   const size_t q0 = static_cast<size_t>(r[2].begin) * shape.out_w, q1 = static_cast<size_t>(r[2].end) * shape.out_w;
   const size_t nr = kernels::gemm_blocking(kernels::active_isa()).nr;
   const size_t packed_budget = c.precision == kernels::Precision::bf16 ? 2 * kPackedFloats : kPackedFloats;
-  const size_t chunk = std::max(kMinPixels, packed_budget / std::max<size_t>(k, 1) / nr * nr);
+  const size_t chunk = pixels_per_gemm_call(k, nr, packed_budget);
   const float* xs = x.data<float>();
   const float* ws_data = w.data<float>();
   const float* bs = bias ? bias->data<float>() : nullptr;

@@ -36,14 +36,6 @@ WindowGeometry geometry(const Node& node, const Shape& x, const Shape& w) {
   return window_geometry(node, std::span<const int64_t>(x.data() + 2, 2), {w[2], w[3]}, false);
 }
 
-kernels::Conv2dShape conv2d_shape(const WindowGeometry& g, int64_t channels) {
-  auto u = [](int64_t v) { return static_cast<size_t>(v); };
-  return {.channels = u(channels), .in_h = u(g.input[0]), .in_w = u(g.input[1]), .out_h = u(g.output[0]),
-          .out_w = u(g.output[1]), .kernel_h = u(g.kernel[0]), .kernel_w = u(g.kernel[1]),
-          .stride_h = u(g.strides[0]), .stride_w = u(g.strides[1]), .dilation_h = u(g.dilations[0]),
-          .dilation_w = u(g.dilations[1]), .pad_top = u(g.pads_begin[0]), .pad_left = u(g.pads_begin[1])};
-}
-
 std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   std::vector<int64_t> blocks = none_cuttable(out[0].shape);
   if (!claimed(node, in)) return blocks;
@@ -122,10 +114,6 @@ void gather_b(kernels::PackedB& out, const kernels::PackedB& full, const int64_t
   out.panels.reserve(panels * k * nr);
   for (size_t j = 0; j < panels; ++j) gather_runs(full.panel(col0 / nr + j), out.panels.data() + j * k * nr, channels, kept, taps, nr);
 }
-
-// Pixels per GEMM call, as the Conv rule chooses them: the packed im2col block stays in L2.
-constexpr size_t kPackedFloats = 96 * 1024;
-constexpr size_t kMinPixels = 256;
 
 struct PrunedGemm {
   const kernels::Conv2dShape& shape;  // of the kept channels
@@ -231,12 +219,12 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const WindowGeometry g = geometry(node, x.shape(), w.shape());
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
   const int64_t channels = x.dim(1), in_plane = x.dim(2) * x.dim(3), width = x.dim(3);
-  const kernels::Conv2dShape shape = conv2d_shape(g, kc);
+  const kernels::Conv2dShape shape = conv2d_shape_2d(g, kc);
   const size_t taps = shape.kernel_h * shape.kernel_w, k = static_cast<size_t>(kc) * taps;
   const size_t out_plane = shape.out_h * shape.out_w, m = static_cast<size_t>(w.dim(0));
   const size_t q0 = static_cast<size_t>(r[2].begin) * shape.out_w, q1 = static_cast<size_t>(r[2].end) * shape.out_w;
   const size_t nr = kernels::gemm_blocking(kernels::active_isa()).nr;
-  const size_t chunk = std::max(kMinPixels, kPackedFloats / std::max<size_t>(k, 1) / nr * nr);
+  const size_t chunk = pixels_per_gemm_call(k, nr);
   const Range rows = window_input_range(g, 0, r[2]);
   const auto* packed = static_cast<const PreparedWeights*>(prepared);
   // Skipping a pruned channel saves 2 x pixels FLOPs per weight, and gathering costs a copy
@@ -261,7 +249,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       for (int64_t p = rows.begin * width; p < rows.end * width; ++p) dst[p] = ws.kept[size_t(p)] ? src[p] : 0.0f;
     }
     const size_t image = static_cast<size_t>(n) * m * out_plane;
-    const kernels::Conv2dShape used = gather ? shape : conv2d_shape(g, channels);
+    const kernels::Conv2dShape used = gather ? shape : conv2d_shape_2d(g, channels);
     const PrunedGemm job{used, ws.x.data(), gather ? kept : nullptr, static_cast<size_t>(planes), taps, m,
                          bias ? bias->data<float>() : nullptr, residual ? residual->data<float>() + image : nullptr,
                          epilogue_activation(node), out[0]->data<float>() + image};
