@@ -22,6 +22,7 @@ Each model is exported in its own child process so that its memory is returned t
 before the next one starts (BERT-large needs a few GiB while exporting).
 """
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -148,10 +149,13 @@ def export_one(name: str, out_dir: str, opset_override) -> None:
         # without the exporter's Conv+BN fusion: folding is grove's job, and the peers'.
         # Constant folding stays on: it turns weight transposes and the causal mask into
         # initializers, as a typical production export does.
+        # torch >= 2.9 exports through dynamo by default; these models are made for the
+        # TorchScript exporter (PRESERVE, the opset asked for), which older torch has alone.
+        legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
         torch.onnx.export(model, tuple(inputs.values()), tmp_onnx, opset_version=opset,
                           input_names=list(inputs.keys()),
                           output_names=list(workload.output_names),
-                          training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=True)
+                          training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=True, **legacy)
     timings["onnx_export_s"] = time.perf_counter() - t
 
     t = time.perf_counter()

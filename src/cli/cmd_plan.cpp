@@ -8,6 +8,7 @@
 #include "cli/format.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
+#include "kernels/move_cost.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"
@@ -44,6 +45,10 @@ int run_plan(const PlanCliOptions& o) {
   options.schedule = parse_schedule(o.schedule);
   options.max_tiles = o.limits.max_tiles;
   options.precision = parse_precision(o.precision);
+  if (o.tile_counts == "tail") {
+    options.tile_counts = TileCounts::tail_aware;
+    options.move_flops = kernels::measure_move_flops();
+  }
 
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Plan> plan;
@@ -58,7 +63,9 @@ int run_plan(const PlanCliOptions& o) {
   const TileGraph& tg = p.tiles;
   std::printf("model: %s\n", o.model.c_str());
   std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
-              o.tiles_per_op > 0 ? std::to_string(o.tiles_per_op).c_str() : "auto");
+              o.tiles_per_op > 0                                   ? std::to_string(o.tiles_per_op).c_str()
+              : options.tile_counts == TileCounts::tail_aware ? strf("tail-aware, %g FLOPs per moved element", options.move_flops).c_str()
+                                                                   : "about 2 per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!o.totals_only) {
     std::printf("  %-4s %-32s %-22s %7s %-14s %9s %10s\n", "#", "node", "op", "tiles", "grid", "edges in", "GFLOPs");

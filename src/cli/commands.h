@@ -44,6 +44,7 @@ struct PlanCliOptions {
   int64_t min_tile_flops = 0;       // 0: by rule
   std::string schedule = "aspen";
   std::string precision = "fp32";   // fp32 | bf16
+  std::string tile_counts = "fixed";  // fixed | tail
   bool totals_only = false;
   std::string save_path;            // non-empty: write the TileGraph here
   std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan

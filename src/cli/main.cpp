@@ -233,6 +233,10 @@ int main(int argc, char** argv) {
   plan->add_option("--min-tile-flops", plan_options.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  plan->add_option("--tile-counts", plan_options.tile_counts,
+                   "Tiles per op when --tiles-per-op is 0: fixed (about 2 per thread) or tail (TA-DNN's staircase, "
+                   "with what finer tiles repeat priced at this machine's measured cost per moved element)")
+      ->capture_default_str()->check(CLI::IsMember({"fixed", "tail"}));
   plan->add_option("--schedule", plan_options.schedule, "aspen (tile dataflow) or barrier (op by op)")
       ->capture_default_str()
       ->check(CLI::IsMember({"aspen", "barrier"}));
@@ -444,8 +448,9 @@ depth-first following, the ready pool's rows and priority columns, stealing, and
 --schedule barrier the barrier tiles between ops. Memory bandwidth shared by all cores and the
 pool's push/pop costs (measured on this machine first) are part of the model; docs/scaling.md
 states the assumptions and the measured error.
---validate R also runs the model for real on 1..(this machine's cores) threads, R runs per
-schedule interleaved, and prints the prediction's error next to each measurement.
+--validate R also runs the model for real at each simulated core count this machine has (at
+1..its cores when --cores names none of them), R runs per schedule interleaved, and prints the
+prediction's error next to each measurement.
 
 Examples:
   grove simulate resnet50.onnx
@@ -465,7 +470,7 @@ Examples:
   simulate->add_option("--runs,-r", sim_options.runs, "Traced one-thread runs per plan (median per tile)")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   simulate->add_option("--validate", sim_options.validate_runs,
-                       "Also measure 1..(this machine's cores) threads, this many runs per schedule, and print the error")
+                       "Also measure the simulated core counts this machine has, this many runs per schedule, and print the error")
       ->check(CLI::Range(1, 100000));
   simulate->add_option("--bandwidth", sim_options.bandwidth_gbs,
                        "GB/s all simulated cores share (default: measured here with every core; 0: unlimited)")

@@ -17,6 +17,13 @@
 
 namespace grove {
 
+// What one full-size tile of a grid does, in the rule's own accounting, for choosing how
+// finely to cut (plan/plan_tiles.cpp).
+struct TileWork {
+  double flops = 0;  // arithmetic, counting the register tile's padding lanes
+  double moves = 0;  // elements packed, transformed or streamed, which a finer cut repeats
+};
+
 struct TileRule {
   // Per dim of output 0: the block size tiles along that dim must be a multiple of (the last
   // tile may be smaller), or 0 when the dim must not be cut. E.g. Conv NCHW: {1, 1, 1, 0}.
@@ -46,6 +53,12 @@ struct TileRule {
   // A rule of a multi-output op whose one tile (cuttable cuts nothing) computes every output
   // (LSTM: Y, Y_h, Y_c); run_tile gets nullptr for outputs the node leaves unnamed.
   bool every_output = false;
+
+  // Optional: the work of one full-size tile of a grid of this extent (extent[d] is the
+  // tile's size along d; the whole dim where it is not cut). Without it a tile is taken to do
+  // its share of the op's FLOPs and to repeat nothing.
+  TileWork (*tile_work)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                        const Shape& extent) = nullptr;
 };
 
 // nullptr when the op is computed as one whole tile by its reference implementation.

@@ -19,6 +19,8 @@ namespace grove {
 // Which TileRule an op gets; nullptr for a whole-op tile. Tests inject their own.
 using TileRuleLookup = const TileRule* (*)(const Node& node);
 
+inline constexpr double kDefaultMoveFlops = 32;
+
 struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
   int tiles_per_op = 0;         // target tiles per op; 0 chooses by rule (enough for every core, each big enough)
@@ -32,6 +34,9 @@ struct PlanOptions {
   int64_t max_tiles = kDefaultMaxTiles;
   Precision precision = Precision::fp32;  // the GEMM ops' arithmetic (plan/precision.h)
   std::vector<FeatureMapPruning> feature_pruning;  // dynamic feature-map pruning (plan/feature_pruning.h)
+  // TileCounts::tail_aware: FLOPs one moved element is worth (kernels::measure_move_flops;
+  // sessions measure it; kDefaultMoveFlops for plans made without a measurement).
+  double move_flops = kDefaultMoveFlops;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op
@@ -44,7 +49,7 @@ inline constexpr int kAutoTilesPerThread = 2;
 inline constexpr int kMaxAutoTiles = 256;
 inline constexpr int64_t kDefaultMinTileFlops = 1 << 20;
 // TileCounts::tail_aware: what one more tile is taken to cost, in FLOPs of work (its
-// scheduling, and the weights or packed inputs it streams again).
+// scheduling; what it packs or streams again is the rule's TileWork::moves).
 inline constexpr int64_t kTileOverheadFlops = 1 << 18;
 
 // Per value that a run computes (everything but initializers): where consumers find it, and

@@ -1,5 +1,6 @@
 // How an op's output is cut: a regular grid, sized for the cores and a minimum work per tile.
 #include <algorithm>
+#include <array>
 
 #include "plan/plan_internal.h"
 
@@ -7,6 +8,10 @@ namespace grove::plan_detail {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A fixed-rule grid whose tiles repeat more than this share of the op's work is priced
+// against coarser grids even when its waves are full.
+constexpr double kRepeatedShare = 0.02;
 
 // Dims in the order they are cut. Rows (dim r-2: image rows of NCHW, tokens of [B, S, D],
 // query rows of attention) first: a tile then reads only nearby rows of its producers, so
@@ -71,29 +76,70 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   extent = grid_extent(shape, blocks, bounded(fixed_target));
   if (options.tile_counts != TileCounts::tail_aware) return extent;
 
-  // TA-DNN's staircase: B tiles on S threads take about ceil(B / S) waves of the largest tile,
-  // so a partly filled last wave, or tiles of unequal size, cost as much as full ones. Only a
-  // grid with such a tail is replaced: where the fixed rule's waves are full, its spare tiles
-  // are what lets the barrier-free schedule overlap consecutive ops.
+  // TA-DNN's staircase: B tiles on S threads take about ceil(B / S) waves of the largest
+  // tile, so a partly filled last wave, or tiles of unequal size, cost as much as full ones.
+  // A tile's time is the rule's TileWork: its FLOPs plus what it repeats (packing, input
+  // transforms, weight streams) at the machine's measured price per moved element. What a
+  // finer cut repeats also takes cores from the other ops and runs in flight, so it is
+  // charged once more, spread over all threads. A grid with no tail that repeats little
+  // stays: its spare tiles are what lets the barrier-free schedule overlap consecutive ops.
   const double flops_per_element = static_cast<double>(work) / static_cast<double>(std::max<int64_t>(1, numel(shape)));
-  bool tail = false;
-  auto cost = [&](const Shape& e) {
-    int64_t tiles = 1, largest = 1;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      int64_t size = e[d] > 0 ? std::min(e[d], shape[d]) : shape[d];
-      tiles *= e[d] > 0 ? ceil_div(shape[d], e[d]) : 1;
-      largest *= size;
+  auto tile_time = [&](const Shape& size) {  // one tile of this size along every dim
+    TileWork w = rule->tile_work ? rule->tile_work(node, infos.in, infos.out, size) : TileWork{};
+    if (w.flops <= 0) w = {static_cast<double>(numel(size)) * flops_per_element, 0};
+    return w.flops + options.move_flops * w.moves;
+  };
+  const double whole = tile_time(shape);
+  const bool barrier = options.schedule == Schedule::barrier;
+  struct Priced {
+    double cost = 0;
+    bool tail = false, repeats = false;
+  };
+  auto price = [&](const Shape& e) {
+    // Along each dim, full pieces and at most one smaller last piece: every distinct tile
+    // size is priced once and counted as often as it occurs.
+    const size_t rank = shape.size();
+    std::vector<std::array<std::pair<int64_t, int64_t>, 2>> pieces(rank);  // (size, count)
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t size = e[d] > 0 ? std::min(e[d], shape[d]) : shape[d];
+      pieces[d] = {std::pair<int64_t, int64_t>{size, shape[d] / size}, {shape[d] % size, shape[d] % size > 0 ? 1 : 0}};
+    }
+    int64_t tiles = 0, largest = 0;
+    double total = 0, slowest = 0;
+    for (size_t combo = 0; combo < (size_t{1} << rank); ++combo) {
+      Shape size(rank);
+      int64_t count = 1;
+      for (size_t d = 0; d < rank; ++d) {
+        const auto& [length, n] = pieces[d][(combo >> d) & 1];
+        size[d] = length;
+        count *= n;
+      }
+      if (count == 0) continue;
+      const double t = tile_time(size);
+      tiles += count;
+      total += static_cast<double>(count) * t;
+      slowest = std::max(slowest, t);
+      largest = std::max(largest, numel(size));
     }
     const int64_t waves = ceil_div(tiles, threads);
-    tail = waves * threads * largest > numel(shape);  // some thread idles in some wave
-    double wave = static_cast<double>(largest) * flops_per_element + static_cast<double>(kTileOverheadFlops);
-    return static_cast<double>(waves) * wave;
+    const double repeated = std::max(0.0, total - whole), o = static_cast<double>(kTileOverheadFlops),
+                 s = static_cast<double>(threads);
+    Priced p;
+    p.tail = waves * threads * largest > numel(shape);  // some thread idles in some wave
+    p.repeats = repeated > kRepeatedShare * whole;
+    if (barrier)
+      p.cost = static_cast<double>(waves) * (slowest + o) + repeated / s;
+    else  // the next ops' tiles fill the waves; a tile's time is what a chain of ops waits on
+      p.cost = (total + static_cast<double>(tiles) * o) / s + slowest;
+    return p;
   };
-  double best = cost(extent);
-  if (!tail) return extent;
-  for (int64_t per_thread = 1; per_thread <= 4; ++per_thread) {
-    Shape e = grid_extent(shape, blocks, bounded(std::min<int64_t>(per_thread * threads, kMaxAutoTiles)));
-    double c = cost(e);
+  const Priced fixed = price(extent);
+  if (!fixed.repeats && (!barrier || !fixed.tail)) return extent;
+  double best = fixed.cost;
+  const int64_t most = barrier ? std::min<int64_t>(4 * threads, kMaxAutoTiles) : fixed_target;
+  for (int64_t target = 1; target <= most; target = target < 16 ? target + 1 : target * 5 / 4) {
+    Shape e = grid_extent(shape, blocks, bounded(target));
+    double c = price(e).cost;
     if (c < best * (1 - 1e-9)) {
       best = c;
       extent = e;

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <new>
 
+#include "kernels/move_cost.h"
 #include "ops/control_flow.h"
 #include "runtime/planned_run.h"
 #include "runtime/segmented_graph.h"
@@ -45,6 +46,9 @@ struct Session::Impl {
   // Input shapes that binding could not plan (they depend on input values): not re-tried on
   // every run. The most recent few.
   std::vector<ShapeMap> unplannable;
+  // FLOPs per moved element for tail-aware tile counts: measured at the first such plan and
+  // kept, so every plan of the session prices tiles alike.
+  double move_flops = 0;
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
@@ -101,6 +105,10 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.threads = options.plan_threads > 0 ? options.plan_threads : engine.max_threads();
   po.tiles_per_op = options.tiles_per_op;
   po.tile_counts = options.tile_counts;
+  if (po.tile_counts == TileCounts::tail_aware && po.tiles_per_op == 0) {
+    if (move_flops == 0) move_flops = kernels::measure_move_flops();
+    po.move_flops = move_flops;
+  }
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;

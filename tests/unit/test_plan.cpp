@@ -1,5 +1,6 @@
 // The planner: tile grids, dependencies against a brute-force O(tiles^2) oracle, depth,
 // critical path, the barrier schedule and the buffer plan.
+#include "kernels/gemm.h"
 #include "passes/flops.h"
 #include "plan_test_util.h"
 
@@ -236,10 +237,12 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
 }
 
 TEST(Plan, TailAwareTileCountsReplaceOnlyGridsWithATail) {
-  // TA-DNN's staircase at 2 threads: 7 rows cut by the fixed rule into 4 tiles (2, 2, 2, 1
-  // rows) take 2 waves of 2 rows; 2 tiles (4 and 3 rows) take one wave of 4 rows and one
-  // tile cost fewer. 8 rows in 4 tiles of 2 fill both waves: the grid stays.
-  auto tiles_of = [](int64_t rows, TileCounts counts) {
+  // TA-DNN's staircase at 2 threads under the barrier schedule: 7 rows cut by the fixed rule
+  // into 4 tiles (2, 2, 2, 1 rows) take 2 waves of 2 rows; 2 tiles (4 and 3 rows) take one
+  // wave of 4 rows and one tile cost fewer. 8 rows in 4 tiles of 2 fill both waves: the grid
+  // stays. Barrier-free, the next ops' tiles fill a tail, so a grid that repeats no work
+  // stays whatever its tail.
+  auto tiles_of = [](int64_t rows, TileCounts counts, Schedule schedule) {
     OnnxBuilder b;
     b.input("x", kF32, {1, rows, 1024}).output("y", kF32, {1, rows, 512});
     weight(b, "w", {1024, 512}, 1);
@@ -249,12 +252,58 @@ TEST(Plan, TailAwareTileCountsReplaceOnlyGridsWithATail) {
     o.rule_lookup = test_rule;
     o.threads = 2;
     o.tile_counts = counts;
+    o.schedule = schedule;
     return make_plan(model.graph(), o)->tiles.tile_count[0];
   };
-  EXPECT_EQ(tiles_of(7, TileCounts::fixed), 4);
-  EXPECT_EQ(tiles_of(7, TileCounts::tail_aware), 2);
-  EXPECT_EQ(tiles_of(8, TileCounts::fixed), 4);
-  EXPECT_EQ(tiles_of(8, TileCounts::tail_aware), 4);
+  EXPECT_EQ(tiles_of(7, TileCounts::fixed, Schedule::barrier), 4);
+  EXPECT_EQ(tiles_of(7, TileCounts::tail_aware, Schedule::barrier), 2);
+  EXPECT_EQ(tiles_of(8, TileCounts::fixed, Schedule::barrier), 4);
+  EXPECT_EQ(tiles_of(8, TileCounts::tail_aware, Schedule::barrier), 4);
+  EXPECT_EQ(tiles_of(7, TileCounts::tail_aware, Schedule::aspen), 4);
+}
+
+// One Conv with its real tile rule: x [1, c, plane, plane], k x k, c output channels.
+std::shared_ptr<const Plan> conv_plan(int64_t c, int64_t plane, int64_t k, int threads, TileCounts counts,
+                                      double move_flops = kDefaultMoveFlops) {
+  OnnxBuilder b;
+  b.input("x", kF32, {1, c, plane, plane}).output("y", kF32, {1, c, plane, plane});
+  weight(b, "w", {c, c, k, k}, 1);
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"}, "conv");
+  OnnxBuilder::attr_ints(conv, "pads", std::vector<int64_t>(4, k / 2));
+  Model model(load_onnx_bytes(b.bytes(), "conv.onnx"));
+  PlanOptions o;
+  o.threads = threads;
+  o.tile_counts = counts;
+  o.move_flops = move_flops;
+  return make_plan(model.graph(), o);
+}
+
+TEST(Plan, GemmConvChannelTilesStartOnRegisterTileColumns) {
+  // A 7x7 plane cut for 16 threads runs out of rows: channels are cut too, in whole
+  // register-tile columns (nr), so a tile of few pixels takes the plan-time packed W^T.
+  const int64_t nr = int64_t(kernels::gemm_blocking(kernels::active_isa()).nr);
+  auto plan = conv_plan(512, 7, 3, 16, TileCounts::fixed);
+  ASSERT_GT(tile_grid(*plan, 0)[1], 1);
+  EXPECT_EQ(plan->tile_extent[0][1] % nr, 0) << shape_str(plan->tile_extent[0]);
+}
+
+TEST(Plan, TailAwareCountsPriceTheWorkAFinerCutRepeats) {
+  // Winograd on a 28x28 plane is cut by output channels only, and each channel tile
+  // transforms the whole input again: for 16 threads the fixed rule's 32 tiles of 4
+  // channels repeat the transform 32 times. Priced, fewer tiles win, and fewer still when a
+  // moved element costs more.
+  auto fixed = conv_plan(128, 28, 3, 16, TileCounts::fixed);
+  auto tail = conv_plan(128, 28, 3, 16, TileCounts::tail_aware, 32);
+  auto dear = conv_plan(128, 28, 3, 16, TileCounts::tail_aware, 256);
+  ASSERT_EQ(tile_grid(*fixed, 0), (Shape{1, 32, 1, 1}));
+  EXPECT_LT(tail->tiles.tile_count[0], 32);
+  EXPECT_GT(tail->tiles.tile_count[0], 1);
+  EXPECT_LT(dear->tiles.tile_count[0], tail->tiles.tile_count[0]);
+  // A plain 1x1 conv cut by rows into whole register tiles repeats nothing: the fixed grid
+  // (4 tiles of 16 rows for 2 threads) stays.
+  auto plain = conv_plan(64, 64, 1, 2, TileCounts::tail_aware, 256);
+  EXPECT_EQ(tile_grid(*plain, 0), (Shape{1, 1, 4, 1}));
+  EXPECT_EQ(tile_grid(*conv_plan(64, 64, 1, 2, TileCounts::fixed), 0), (Shape{1, 1, 4, 1}));
 }
 
 TEST(Plan, CriticalPathAndDepth) {

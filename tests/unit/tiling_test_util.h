@@ -122,7 +122,10 @@ inline bool in_region(size_t flat, const Shape& shape, const Region& r) {
 }
 
 // `inputs`: an empty Tensor marks a missing optional input. `tol` 0 asks for exact results.
-inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& inputs, double tol) {
+// `finer_blocks`, when given, replaces the rule's block sizes: a tile must be right for any
+// region, also ones the planner would not cut (unaligned channel ranges of a Conv).
+inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& inputs, double tol,
+                              const std::vector<int64_t>* finer_blocks = nullptr) {
   TileStats stats;
   std::vector<const Tensor*> in;
   std::vector<ValueInfo> infos;
@@ -135,7 +138,7 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
   const TileRule* rule = find_tile_rule(node);
   EXPECT_NE(rule, nullptr) << node.op_type;
   if (!rule) return stats;
-  const std::vector<int64_t> blocks = rule->cuttable(node, infos, out_infos);
+  const std::vector<int64_t> blocks = finer_blocks ? *finer_blocks : rule->cuttable(node, infos, out_infos);
   EXPECT_EQ(blocks.size(), ref.shape().size());
   if (blocks.size() != ref.shape().size()) return stats;
   const double sentinel = -12345.0;

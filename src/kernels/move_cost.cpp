@@ -1,0 +1,49 @@
+#include "kernels/move_cost.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/im2col.h"
+
+namespace grove::kernels {
+
+namespace {
+
+template <typename F>
+double best_ns(F&& f) {
+  double best = 1e300;
+  for (int i = 0; i < 5; ++i) {
+    auto t = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+double measure_move_flops() {
+  // A 3x3 layer of 64 channels on a 16x16 plane: 576 x 256 packed elements, 64 x 576 x 256
+  // multiply-adds: small enough to stay in L2, big enough to reach the kernels' speed.
+  const Conv2dShape s{.channels = 64, .in_h = 16, .in_w = 16, .out_h = 16, .out_w = 16, .kernel_h = 3, .kernel_w = 3,
+                      .pad_top = 1, .pad_left = 1};
+  const size_t k = s.channels * 9, pixels = 256, m = 64;
+  std::vector<float> x(s.channels * s.in_h * s.in_w, 0.5f), w(m * k, 0.25f), y(m * pixels);
+  PackedB b;
+  const PackedA a = pack_a(w.data(), m, k, k);
+  const double pack_ns = best_ns([&] { pack_im2col(b, x.data(), s, 0, pixels); });
+  GemmCall call;
+  call.m = m;
+  call.n = pixels;
+  call.c = y.data();
+  call.c_stride = pixels;
+  const double gemm_ns = best_ns([&] { gemm(call, a, 0, b); });
+  const double flops_per_ns = 2.0 * double(m * k * pixels) / std::max(gemm_ns, 1.0);
+  const double elements_per_ns = double(k * pixels) / std::max(pack_ns, 1.0);
+  return std::exp2(2 * std::round(std::log2(std::clamp(flops_per_ns / elements_per_ns, 1.0, 1024.0)) / 2));
+}
+
+}  // namespace grove::kernels

@@ -1,0 +1,14 @@
+#pragma once
+// What moving one element costs next to the GEMM's arithmetic, on this machine: the planner
+// weighs the work a finer cut repeats (im2col packing, Winograd input transforms, weight
+// panels streamed again) against the FLOPs it spreads (plan/plan_tiles.cpp).
+
+namespace grove::kernels {
+
+// FLOPs the f32 GEMM does in the time pack_im2col packs one element, measured now (about a
+// millisecond: the best of a few timed calls of each on one small conv layer), rounded to a
+// power of four so that plans made one after another agree (the choice it feeds moves with
+// its square root, so a factor of two either way changes little).
+double measure_move_flops();
+
+}  // namespace grove::kernels
