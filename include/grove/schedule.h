@@ -6,8 +6,9 @@ namespace grove {
 enum class Schedule { aspen, barrier };
 
 // How many tiles an op is cut into when no count is forced: `fixed`, about 2 per thread;
-// `tail_aware`, TA-DNN's staircase (docs/scaling.md): of 1..4 tiles per thread, the count
-// whose waves of its largest tile on the threads, plus a cost per tile, are cheapest.
+// `tail_aware` (the default), the same unless a finer cut repeats work (a conv's channel
+// tiles each packing or transforming the whole input again): then the count whose total
+// work over the threads plus one tile's time is least, after TA-DNN (docs/scaling.md).
 enum class TileCounts { fixed, tail_aware };
 
 }  // namespace grove

@@ -31,7 +31,7 @@ struct SessionOptions {
   // elastic). grove simulate runs the plan for N cores on a one-thread engine to time each
   // of its tiles alone.
   int plan_threads = 0;
-  TileCounts tile_counts = TileCounts::fixed;  // when tiles_per_op is 0 (grove/schedule.h)
+  TileCounts tile_counts = TileCounts::tail_aware;  // when tiles_per_op is 0 (grove/schedule.h)
   int cached_plans = 8;  // plans kept for the input shapes seen last (each with its buffer pool)
   // For tests: fill every tiled op's output buffer with NaN/junk before its tiles run, so a
   // tile that leaves elements unwritten (and would pass on a pooled buffer holding the last

@@ -204,7 +204,7 @@ int run_bench(const BenchOptions& o) {
   for (const auto& x : series) {
     double p50 = percentile(x.ms, 50);
     const std::string label =
-        x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "tail" ? "/tail" : "") +
+        x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "fixed" ? "/fixed" : "") +
         (x.pruning.empty() ? "" : "/" + x.pruning);
     std::printf("%-16s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),

@@ -32,10 +32,10 @@ struct Row {
   double measured_ms = -1;  // --validate only
 };
 
-// Row labels: "aspen", "barrier", and with tail-aware tile counts "aspen/tail", "barrier/tail".
+// Row labels: "aspen", "barrier", and with the fixed rule's tile counts "aspen/fixed", "barrier/fixed".
 Schedule schedule_of(const std::string& label) { return label.rfind("barrier", 0) == 0 ? Schedule::barrier : Schedule::aspen; }
 TileCounts counts_of(const std::string& label) {
-  return label.size() > 5 && label.substr(label.size() - 5) == "/tail" ? TileCounts::tail_aware : TileCounts::fixed;
+  return label.size() > 6 && label.substr(label.size() - 6) == "/fixed" ? TileCounts::fixed : TileCounts::tail_aware;
 }
 
 // Slow cores among n for --slow-fraction (at least one when the fraction is above 0).
@@ -57,7 +57,7 @@ int run_simulate(const SimulateOptions& o) {
   for (const std::string counts : {"fixed", "tail"})
     for (const std::string s : {"aspen", "barrier"})
       if ((o.schedule == "both" || o.schedule == s) && (o.tile_counts == "both" || o.tile_counts == counts))
-        schedules.push_back(counts == "tail" ? s + "/tail" : s);
+        schedules.push_back(counts == "fixed" ? s + "/fixed" : s);
   std::vector<int> cores = o.cores;
   std::sort(cores.begin(), cores.end());
   cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
@@ -190,8 +190,8 @@ int run_simulate(const SimulateOptions& o) {
     std::printf("\n");
   };
   ratio_line("predicted barrier-free gain (barrier / aspen)", "barrier", "aspen");
-  ratio_line("predicted tail-aware gain (fixed / tail, aspen)", "aspen", "aspen/tail");
-  ratio_line("predicted tail-aware gain (fixed / tail, barrier)", "barrier", "barrier/tail");
+  ratio_line("predicted tail-aware gain (fixed / tail, aspen)", "aspen/fixed", "aspen");
+  ratio_line("predicted tail-aware gain (fixed / tail, barrier)", "barrier/fixed", "barrier");
   return 0;
 }
 

@@ -44,7 +44,7 @@ struct PlanCliOptions {
   int64_t min_tile_flops = 0;       // 0: by rule
   std::string schedule = "aspen";
   std::string precision = "fp32";   // fp32 | bf16
-  std::string tile_counts = "fixed";  // fixed | tail
+  std::string tile_counts = "tail";  // fixed | tail
   bool totals_only = false;
   std::string save_path;            // non-empty: write the TileGraph here
   std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan
@@ -61,7 +61,7 @@ struct BenchOptions {
   int warmup = 2;
   std::string schedule = "aspen";   // aspen | barrier | both (interleaved A B A B ...)
   int tiles_per_op = 0;
-  std::string tile_counts = "fixed";  // fixed | tail | both (interleaved, like --schedule both)
+  std::string tile_counts = "tail";  // fixed | tail | both (interleaved, like --schedule both)
   std::string precision = "fp32";   // fp32 | bf16 | both (interleaved, like --schedule both)
   int check = 0;                    // > 0: compare bf16 with fp32 outputs over this many input sets
   // Feature-map pruning: "" the model's metadata, "off", "both" (interleaved, unpruned vs the
@@ -92,7 +92,7 @@ struct SimulateOptions {
   std::vector<std::string> shapes;  // NAME=DIMS
   std::vector<int> cores = {1, 2, 4, 8, 16, 32, 64};
   std::string schedule = "both";    // aspen | barrier | both
-  std::string tile_counts = "fixed";  // fixed | tail | both (TileCounts)
+  std::string tile_counts = "tail";  // fixed | tail | both (TileCounts)
   int runs = 5;                     // traced one-thread runs per plan; each tile's median
   int validate_runs = 0;            // > 0: also measure 1..this machine's cores, this many runs per schedule
   double bandwidth_gbs = -1;        // shared by all simulated cores; < 0: measured here with all cores; 0: unlimited

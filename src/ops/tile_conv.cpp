@@ -439,9 +439,18 @@ TileWork conv_tile_work(const Node& node, std::span<const ValueInfo> in, std::sp
 
 }  // namespace
 
+// A grouped conv's groups (not a depthwise conv's channels: those layers sit between 1x1
+// convs that mix every channel, so there is no path to follow).
+int64_t conv_paths(const Node& node, std::span<const ValueInfo> in) {
+  if (!claimed(in)) return 0;
+  const ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
+  return c.group > 1 && c.cin() > 1 ? c.group : 0;
+}
+
 void add_conv_rules(RuleTable& t) {
   TileRule rule{conv_cuttable, conv_needs, conv_run, conv_prepare, conv_prepared_bytes};
   rule.tile_work = conv_tile_work;
+  rule.paths = conv_paths;
   t["Conv"] = rule;
 }
 

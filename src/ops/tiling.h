@@ -59,6 +59,11 @@ struct TileRule {
   // its share of the op's FLOPs and to repeat nothing.
   TileWork (*tile_work)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
                         const Shape& extent) = nullptr;
+
+  // Optional: G > 1 when output 0 splits along dim 1 into G independent paths, block g of
+  // the output reading only block g of input 0 along its dim 1 (a grouped Conv's groups).
+  // Consecutive ops of the same G are cut along their paths first (DCCNN, plan.cpp).
+  int64_t (*paths)(const Node& node, std::span<const ValueInfo> in) = nullptr;
 };
 
 // nullptr when the op is computed as one whole tile by its reference implementation.

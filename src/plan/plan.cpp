@@ -92,6 +92,28 @@ void plan_values(Plan& plan) {
 
 }  // namespace
 
+// DCCNN (thesis 004, 3.2): ops whose rules split them into the same G independent paths and
+// that feed one another directly (grouped convs with nothing mixing the groups between them)
+// form a chain; its ops are cut along the paths first, so a path's tiles depend only on the
+// same path's tiles in the op before.
+std::vector<int64_t> path_chains(const Plan& plan, TileRuleLookup lookup) {
+  const Graph& g = plan.graph;
+  std::vector<int64_t> paths(g.nodes.size(), 0);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const TileRule* rule = is_view_node(plan, static_cast<int32_t>(n)) ? nullptr : lookup(g.nodes[n]);
+    if (rule && rule->paths) paths[n] = rule->paths(g.nodes[n], plan_detail::node_infos(g, g.nodes[n]).in);
+  }
+  std::vector<int64_t> chained(g.nodes.size(), 0);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (paths[n] < 2 || plan.node_inputs[n].empty()) continue;
+    int32_t v = plan.node_inputs[n][0];
+    while (v >= 0 && plan.values[v].view_of >= 0) v = plan.values[v].view_of;
+    const int32_t p = v >= 0 ? plan.values[v].producer : -1;
+    if (p >= 0 && paths[p] == paths[n]) chained[n] = chained[p] = paths[n];
+  }
+  return chained;
+}
+
 std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& options) {
   if (options.threads < 1) throw Error("plan: threads must be at least 1");
   if (options.tiles_per_op < 0) throw Error("plan: tiles per op must not be negative");
@@ -107,6 +129,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   const Graph& g = plan->graph;
   TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;
   TileGraph& tg = plan->tiles;
+  const std::vector<int64_t> chain_paths = path_chains(*plan, lookup);
   std::vector<NodeInfos> infos;
   infos.reserve(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -131,7 +154,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
       if (v >= 0 && plan->values[v].producer >= 0)
         producer_tiles = std::max<int64_t>(producer_tiles, tg.tile_count[plan->values[v].producer]);
     }
-    Shape extent = plan_detail::choose_tile_extent(node, infos.back(), rule, options, work, producer_tiles);
+    Shape extent = plan_detail::choose_tile_extent(node, infos.back(), rule, options, work, producer_tiles, chain_paths[n]);
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);

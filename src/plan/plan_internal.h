@@ -16,9 +16,11 @@ NodeInfos node_infos(const Graph& graph, const Node& node);
 
 // The tile extent per dim of output 0 for a node with `rule`, aiming at the tile count the
 // options ask for; the full shape (one tile) when rule is nullptr. `work` is its FLOPs (at
-// least one per output element); `producer_tiles` the most tiles of a producer of its inputs.
+// least one per output element); `producer_tiles` the most tiles of a producer of its inputs;
+// `paths` > 1 when the node is on a chain of that many independent paths (TileRule::paths):
+// dim 1 is then cut first, in whole paths.
 Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRule* rule, const PlanOptions& options,
-                         int64_t work, int64_t producer_tiles);
+                         int64_t work, int64_t producer_tiles, int64_t paths = 0);
 
 // Marks the values that are views of their input's buffer (PlannedValue::view_of); their
 // nodes get one no-work tile (plan_views.cpp says why).

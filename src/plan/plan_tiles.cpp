@@ -1,6 +1,7 @@
 // How an op's output is cut: a regular grid, sized for the cores and a minimum work per tile.
 #include <algorithm>
 #include <array>
+#include <numeric>
 
 #include "plan/plan_internal.h"
 
@@ -19,20 +20,24 @@ constexpr double kRepeatedShare = 0.02;
 // column-wise insight, with positions as columns). Then the outer dims (channels of NCHW,
 // heads, batch), and the last dim (columns) last, because cutting it makes every consumer
 // that reduces over it need all of them.
-std::vector<size_t> cut_order(size_t rank) {
+// An op on a chain of independent paths (paths_first) is cut along dim 1 first: each tile
+// then follows its own paths from the op before, with no edges across them (DCCNN).
+std::vector<size_t> cut_order(size_t rank, bool paths_first) {
   std::vector<size_t> order;
   if (rank == 0) return order;
   if (rank == 1) return {0};
-  for (size_t d = rank - 1; d-- > 0;) order.push_back(d);
+  if (paths_first) order.push_back(1);
+  for (size_t d = rank - 1; d-- > 0;)
+    if (!paths_first || d != 1) order.push_back(d);
   order.push_back(rank - 1);
   return order;
 }
 
 // The grid of about `target` tiles: dims cut in cut_order, each into whole blocks.
-Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target) {
+Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target, bool paths_first) {
   Shape extent = shape;
   int64_t remaining = target;
-  for (size_t d : cut_order(shape.size())) {
+  for (size_t d : cut_order(shape.size(), paths_first)) {
     if (remaining <= 1) break;
     if (blocks[d] == 0 || shape[d] <= blocks[d]) continue;
     int64_t pieces = std::min(remaining, ceil_div(shape[d], blocks[d]));
@@ -46,7 +51,7 @@ Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_
 }  // namespace
 
 Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRule* rule, const PlanOptions& options,
-                         int64_t work, int64_t producer_tiles) {
+                         int64_t work, int64_t producer_tiles, int64_t paths) {
   if (infos.out.empty() || node.outputs.empty() || node.outputs[0].empty()) return {};
   const Shape& shape = infos.out[0].shape;
   Shape extent = shape;
@@ -58,6 +63,8 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
                 std::to_string(shape.size()));
   for (int64_t b : blocks)
     if (b < 0) throw Error(node.describe() + ": tile rule gives a negative block size");
+  const bool paths_first = paths > 1 && shape.size() > 1 && blocks[1] > 0 && shape[1] % paths == 0;
+  if (paths_first) blocks[1] = std::lcm(blocks[1], shape[1] / paths);  // a tile holds whole paths
 
   const int64_t threads = std::max(1, options.threads);
   int64_t min_flops = options.min_tile_flops > 0 ? options.min_tile_flops
@@ -70,19 +77,22 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
     int64_t enough_work = std::max<int64_t>(1, work / min_flops);
     return std::min(target, options.tiles_per_op > 0 ? enough_work : std::max(enough_work, producer_tiles));
   };
-  if (options.tiles_per_op > 0) return grid_extent(shape, blocks, bounded(options.tiles_per_op));
+  if (options.tiles_per_op > 0) return grid_extent(shape, blocks, bounded(options.tiles_per_op), paths_first);
   // One thread has no other core to fill, so spare tiles only cost: one tile per op.
   const int64_t fixed_target = threads == 1 ? 1 : std::min<int64_t>(kAutoTilesPerThread * threads, kMaxAutoTiles);
-  extent = grid_extent(shape, blocks, bounded(fixed_target));
+  extent = grid_extent(shape, blocks, bounded(fixed_target), paths_first);
   if (options.tile_counts != TileCounts::tail_aware) return extent;
 
-  // TA-DNN's staircase: B tiles on S threads take about ceil(B / S) waves of the largest
-  // tile, so a partly filled last wave, or tiles of unequal size, cost as much as full ones.
-  // A tile's time is the rule's TileWork: its FLOPs plus what it repeats (packing, input
-  // transforms, weight streams) at the machine's measured price per moved element. What a
-  // finer cut repeats also takes cores from the other ops and runs in flight, so it is
-  // charged once more, spread over all threads. A grid with no tail that repeats little
-  // stays: its spare tiles are what lets the barrier-free schedule overlap consecutive ops.
+  // TA-DNN (thesis 004, 4.2) prices a layer cut into B tiles on S cores as ceil(B / S) waves
+  // of one tile's time, and that tile's time grows with what the cut repeats. Here a tile's
+  // time is the rule's TileWork: its FLOPs, padding lanes included, plus what it packs or
+  // transforms again at this machine's measured price per moved element. The barrier-free
+  // schedule fills a partly empty wave with the next ops' tiles, so waves are not the price:
+  // a grid costs its total work (repeats and per-tile costs included) spread over the
+  // threads, plus one tile's time, which a chain of ops waits on. Only grids that repeat work
+  // are priced, and only coarser ones tried: where nothing is repeated, the fixed rule's
+  // spare tiles are what lets consecutive ops overlap. The choice ignores the schedule, so
+  // the barrier twin keeps the same tiles.
   const double flops_per_element = static_cast<double>(work) / static_cast<double>(std::max<int64_t>(1, numel(shape)));
   auto tile_time = [&](const Shape& size) {  // one tile of this size along every dim
     TileWork w = rule->tile_work ? rule->tile_work(node, infos.in, infos.out, size) : TileWork{};
@@ -90,10 +100,9 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
     return w.flops + options.move_flops * w.moves;
   };
   const double whole = tile_time(shape);
-  const bool barrier = options.schedule == Schedule::barrier;
   struct Priced {
     double cost = 0;
-    bool tail = false, repeats = false;
+    bool repeats = false;
   };
   auto price = [&](const Shape& e) {
     // Along each dim, full pieces and at most one smaller last piece: every distinct tile
@@ -104,7 +113,7 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
       const int64_t size = e[d] > 0 ? std::min(e[d], shape[d]) : shape[d];
       pieces[d] = {std::pair<int64_t, int64_t>{size, shape[d] / size}, {shape[d] % size, shape[d] % size > 0 ? 1 : 0}};
     }
-    int64_t tiles = 0, largest = 0;
+    int64_t tiles = 0;
     double total = 0, slowest = 0;
     for (size_t combo = 0; combo < (size_t{1} << rank); ++combo) {
       Shape size(rank);
@@ -119,26 +128,17 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
       tiles += count;
       total += static_cast<double>(count) * t;
       slowest = std::max(slowest, t);
-      largest = std::max(largest, numel(size));
     }
-    const int64_t waves = ceil_div(tiles, threads);
-    const double repeated = std::max(0.0, total - whole), o = static_cast<double>(kTileOverheadFlops),
-                 s = static_cast<double>(threads);
     Priced p;
-    p.tail = waves * threads * largest > numel(shape);  // some thread idles in some wave
-    p.repeats = repeated > kRepeatedShare * whole;
-    if (barrier)
-      p.cost = static_cast<double>(waves) * (slowest + o) + repeated / s;
-    else  // the next ops' tiles fill the waves; a tile's time is what a chain of ops waits on
-      p.cost = (total + static_cast<double>(tiles) * o) / s + slowest;
+    p.repeats = total - whole > kRepeatedShare * whole;
+    p.cost = (total + static_cast<double>(tiles * kTileOverheadFlops)) / static_cast<double>(threads) + slowest;
     return p;
   };
   const Priced fixed = price(extent);
-  if (!fixed.repeats && (!barrier || !fixed.tail)) return extent;
+  if (!fixed.repeats) return extent;
   double best = fixed.cost;
-  const int64_t most = barrier ? std::min<int64_t>(4 * threads, kMaxAutoTiles) : fixed_target;
-  for (int64_t target = 1; target <= most; target = target < 16 ? target + 1 : target * 5 / 4) {
-    Shape e = grid_extent(shape, blocks, bounded(target));
+  for (int64_t target = 1; target < fixed_target; target = target < 16 ? target + 1 : target * 5 / 4) {
+    Shape e = grid_extent(shape, blocks, bounded(target), paths_first);
     double c = price(e).cost;
     if (c < best * (1 - 1e-9)) {
       best = c;

@@ -1,5 +1,7 @@
 // The planner: tile grids, dependencies against a brute-force O(tiles^2) oracle, depth,
 // critical path, the barrier schedule and the buffer plan.
+#include <tuple>
+
 #include "kernels/gemm.h"
 #include "passes/flops.h"
 #include "plan_test_util.h"
@@ -236,17 +238,15 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 2);
 }
 
-TEST(Plan, TailAwareTileCountsReplaceOnlyGridsWithATail) {
-  // TA-DNN's staircase at 2 threads under the barrier schedule: 7 rows cut by the fixed rule
-  // into 4 tiles (2, 2, 2, 1 rows) take 2 waves of 2 rows; 2 tiles (4 and 3 rows) take one
-  // wave of 4 rows and one tile cost fewer. 8 rows in 4 tiles of 2 fill both waves: the grid
-  // stays. Barrier-free, the next ops' tiles fill a tail, so a grid that repeats no work
-  // stays whatever its tail.
+TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
+  // 7 rows cut by the fixed rule into 4 tiles (2, 2, 2, 1 rows) at 2 threads leave a tail,
+  // which the barrier-free schedule fills with the next ops' tiles: a MatMul row cut repeats
+  // nothing, so the grid stays, under either schedule (the barrier twin keeps the tiles).
   auto tiles_of = [](int64_t rows, TileCounts counts, Schedule schedule) {
     OnnxBuilder b;
     b.input("x", kF32, {1, rows, 1024}).output("y", kF32, {1, rows, 512});
     weight(b, "w", {1024, 512}, 1);
-    b.node("MatMul", {"x", "w"}, {"y"}, "mm");  // 7.3 or 8.4 MFLOP: enough for 4 tiles
+    b.node("MatMul", {"x", "w"}, {"y"}, "mm");  // 7.3 MFLOP: enough for 4 tiles
     Model model(load_onnx_bytes(b.bytes(), "tail.onnx"));
     PlanOptions o;
     o.rule_lookup = test_rule;
@@ -255,16 +255,14 @@ TEST(Plan, TailAwareTileCountsReplaceOnlyGridsWithATail) {
     o.schedule = schedule;
     return make_plan(model.graph(), o)->tiles.tile_count[0];
   };
-  EXPECT_EQ(tiles_of(7, TileCounts::fixed, Schedule::barrier), 4);
-  EXPECT_EQ(tiles_of(7, TileCounts::tail_aware, Schedule::barrier), 2);
-  EXPECT_EQ(tiles_of(8, TileCounts::fixed, Schedule::barrier), 4);
-  EXPECT_EQ(tiles_of(8, TileCounts::tail_aware, Schedule::barrier), 4);
+  EXPECT_EQ(tiles_of(7, TileCounts::fixed, Schedule::aspen), 4);
   EXPECT_EQ(tiles_of(7, TileCounts::tail_aware, Schedule::aspen), 4);
+  EXPECT_EQ(tiles_of(7, TileCounts::tail_aware, Schedule::barrier), 4);
 }
 
 // One Conv with its real tile rule: x [1, c, plane, plane], k x k, c output channels.
 std::shared_ptr<const Plan> conv_plan(int64_t c, int64_t plane, int64_t k, int threads, TileCounts counts,
-                                      double move_flops = kDefaultMoveFlops) {
+                                      double move_flops = kDefaultMoveFlops, Schedule schedule = Schedule::aspen) {
   OnnxBuilder b;
   b.input("x", kF32, {1, c, plane, plane}).output("y", kF32, {1, c, plane, plane});
   weight(b, "w", {c, c, k, k}, 1);
@@ -275,6 +273,7 @@ std::shared_ptr<const Plan> conv_plan(int64_t c, int64_t plane, int64_t k, int t
   o.threads = threads;
   o.tile_counts = counts;
   o.move_flops = move_flops;
+  o.schedule = schedule;
   return make_plan(model.graph(), o);
 }
 
@@ -299,11 +298,57 @@ TEST(Plan, TailAwareCountsPriceTheWorkAFinerCutRepeats) {
   EXPECT_LT(tail->tiles.tile_count[0], 32);
   EXPECT_GT(tail->tiles.tile_count[0], 1);
   EXPECT_LT(dear->tiles.tile_count[0], tail->tiles.tile_count[0]);
+  // The barrier twin is cut alike.
+  auto twin = conv_plan(128, 28, 3, 16, TileCounts::tail_aware, 32, Schedule::barrier);
+  EXPECT_EQ(twin->tile_extent[0], tail->tile_extent[0]);
   // A plain 1x1 conv cut by rows into whole register tiles repeats nothing: the fixed grid
   // (4 tiles of 16 rows for 2 threads) stays.
   auto plain = conv_plan(64, 64, 1, 2, TileCounts::tail_aware, 256);
   EXPECT_EQ(tile_grid(*plain, 0), (Shape{1, 1, 4, 1}));
   EXPECT_EQ(tile_grid(*conv_plan(64, 64, 1, 2, TileCounts::fixed), 0), (Shape{1, 1, 4, 1}));
+}
+
+TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
+  // Stem, then two grouped convs (4 groups) feeding each other: the chain is cut by groups
+  // first, in whole groups, so each tile of the second reads only its own path's tile of the
+  // first (DCCNN). A grouped conv between ungrouped ones is still cut by rows first.
+  OnnxBuilder b;
+  b.input("x", kF32, {1, 3, 16, 16}).output("y", kF32, {1, 8, 16, 16});
+  weight(b, "w0", {8, 3, 3, 3}, 1);
+  weight(b, "w1", {8, 2, 3, 3}, 2);
+  weight(b, "w2", {8, 2, 3, 3}, 3);
+  for (auto [x, w, y, name, groups] : {std::tuple{"x", "w0", "a", "stem", 1}, {"a", "w1", "b", "path1", 4},
+                                       {"b", "w2", "y", "path2", 4}}) {
+    auto& conv = b.node("Conv", {x, w}, {y}, name);
+    OnnxBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+    OnnxBuilder::attr_int(conv, "group", groups);
+  }
+  Model model(load_onnx_bytes(b.bytes(), "paths.onnx"));
+  PlanOptions o;
+  o.threads = 2;
+  o.tiles_per_op = 4;
+  auto plan = make_plan(model.graph(), o);
+  const TileGraph& tg = plan->tiles;
+  EXPECT_EQ(tile_grid(*plan, 0), (Shape{1, 1, 4, 1}));  // the stem: rows
+  EXPECT_EQ(tile_grid(*plan, 1), (Shape{1, 4, 1, 1}));  // the paths: one group each
+  EXPECT_EQ(tile_grid(*plan, 2), (Shape{1, 4, 1, 1}));
+  for (int32_t t = tg.first_tile[2]; t < tg.first_tile[2] + tg.tile_count[2]; ++t) EXPECT_EQ(tg.n_parents[t], 1);
+  EXPECT_EQ(planned_edges(tg), oracle_edges(*plan));
+
+  // The same grouped conv alone between ungrouped convs: rows first, as before.
+  OnnxBuilder c;
+  c.input("x", kF32, {1, 3, 16, 16}).output("y", kF32, {1, 8, 16, 16});
+  weight(c, "w0", {8, 3, 3, 3}, 1);
+  weight(c, "w1", {8, 2, 3, 3}, 2);
+  weight(c, "w2", {8, 8, 1, 1}, 3);
+  for (auto [x, w, y, name, groups] : {std::tuple{"x", "w0", "a", "stem", 1}, {"a", "w1", "b", "grouped", 4},
+                                       {"b", "w2", "y", "mix", 1}}) {
+    auto& conv = c.node("Conv", {x, w}, {y}, name);
+    if (std::string(name) != "mix") OnnxBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+    OnnxBuilder::attr_int(conv, "group", groups);
+  }
+  Model alone(load_onnx_bytes(c.bytes(), "grouped.onnx"));
+  EXPECT_EQ(tile_grid(*make_plan(alone.graph(), o), 1), (Shape{1, 1, 4, 1}));
 }
 
 TEST(Plan, CriticalPathAndDepth) {
