@@ -103,6 +103,20 @@ struct SimulateOptions {
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
+struct TailOptions {
+  std::string model;
+  std::vector<std::string> shapes;  // NAME=DIMS
+  int threads = 0;                  // 0: the cores this process may use
+  int64_t span = 32;                // widths from channels - span to channels + span
+  int64_t step = 4;                 // in steps of this many channels
+  int runs = 7;                     // timed runs per width and sweep (two sweeps; the better median)
+  double threshold = 0.05;          // prune when the latency saved exceeds the channels removed by this share
+  std::string only;                 // one layer by node name
+  bool json = false;
+  uint64_t seed = 0;
+  Limits limits;
+};
+
 // One phase of --workers-schedule.
 struct WorkerPhase {
   int workers = 1;
@@ -161,6 +175,7 @@ int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();
 int run_simulate(const SimulateOptions& options);
+int run_tail(const TailOptions& options);
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);

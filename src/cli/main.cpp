@@ -484,6 +484,36 @@ Examples:
   simulate->add_option("--seed", sim_options.seed, "Seed for the random inputs")->capture_default_str();
   add_limit_options(simulate, sim_options.limits);
 
+  TailOptions tail_options;
+  CLI::App* tail = app.add_subcommand("tail", "Each Conv/MatMul layer's latency over its output-channel count: prune/grow hints");
+  tail->footer(R"(
+Latency does not fall smoothly with a layer's output channels: it steps with the GEMM's
+register tile, the vector width and the tile grid (TA-DNN's staircase). Each Conv (one group),
+MatMul and Gemm with constant weights is timed alone, as a one-node model with random weights,
+at widths from --span below to --span above its own in steps of --step, on --threads threads
+(two sweeps, the better median of --runs runs per width). A layer just past a step is listed
+with the width to prune to (latency saved beyond the share of channels removed, at least
+--threshold); a layer below a step with the widest width that costs at most a quarter of
+--threshold more (free channels). docs/scaling.md has measured staircases.
+
+Examples:
+  grove tail resnet50.onnx --threads 2
+  grove tail model.onnx --only /layer4/layer4.0/conv2/Conv --span 64 --step 2 --json)");
+  tail->add_option("model", tail_options.model, "The .onnx file")->required();
+  tail->add_option("--shape", tail_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+  tail->add_option("--threads,-t", tail_options.threads, "Worker threads (0: the cores this process may use)")
+      ->capture_default_str()->check(CLI::Range(0, 4096));
+  tail->add_option("--span", tail_options.span, "Widths this many channels below and above each layer's")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  tail->add_option("--step", tail_options.step, "In steps of this many channels")->capture_default_str()->check(CLI::Range(1, 4096));
+  tail->add_option("--runs,-r", tail_options.runs, "Timed runs per width and sweep")->capture_default_str()->check(CLI::Range(1, 1000));
+  tail->add_option("--threshold", tail_options.threshold, "Smallest latency saving beyond the channel share to suggest a prune")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  tail->add_option("--only", tail_options.only, "Only the layer with this node name");
+  tail->add_flag("--json", tail_options.json, "Print one JSON object (every width's latency) instead of the table");
+  tail->add_option("--seed", tail_options.seed, "Seed for the random weights and inputs")->capture_default_str();
+  add_limit_options(tail, tail_options.limits);
+
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -498,6 +528,7 @@ Examples:
     if (run->parsed()) return run_run(run_options);
     if (plan->parsed()) return run_plan(plan_options);
     if (bench->parsed()) return run_bench(bench_options);
+    if (tail->parsed()) return run_tail(tail_options);
     if (simulate->parsed()) return run_simulate(sim_options);
     if (serve->parsed()) return run_serve(serve_options);
     if (load->parsed()) return run_load(load_options);

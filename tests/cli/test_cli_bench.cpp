@@ -108,6 +108,22 @@ TEST(CliBench, SimulatePredictsEachCoreCountAndValidates) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
+TEST(CliBench, TailTimesEachLayerOverItsWidths) {
+  // The embedded CNN's convs, each at widths 2 below to 2 above its own: five points a layer,
+  // the layer's own width among them, every time positive.
+  Result r = run_grove({"tail", kModel, "--span", "2", "--step", "1", "--runs", "1", "--threads", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"op\": \"Conv\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"points\": [["), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"ms\": 0.0000"), std::string::npos) << r.out;
+  Result table = run_grove({"tail", kModel, "--span", "1", "--runs", "1", "--threads", "1"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("prune to"), std::string::npos) << table.out;
+  Result none = run_grove({"tail", kModel, "--only", "no-such-layer"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no-such-layer"), std::string::npos) << none.err;
+}
+
 TEST(CliBench, WorkersScheduleReportsEachPhaseAndRejectsBadPhases) {
   Result r = run_grove({"bench", kModel, "--input", kInput, "--workers-schedule", "1:0.2s,2:0.2s", "--warmup", "0", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
