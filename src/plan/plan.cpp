@@ -95,7 +95,8 @@ void plan_values(Plan& plan) {
 // DCCNN (thesis 004, 3.2): ops whose rules split them into the same G independent paths and
 // that feed one another directly (grouped convs with nothing mixing the groups between them)
 // form a chain; its ops are cut along the paths first, so a path's tiles depend only on the
-// same path's tiles in the op before.
+// same path's tiles in the op before. Only when there is a core for every path (DCCNN's
+// premise): with fewer, rows first measured faster (docs/scaling.md).
 std::vector<int64_t> path_chains(const Plan& plan, TileRuleLookup lookup) {
   const Graph& g = plan.graph;
   std::vector<int64_t> paths(g.nodes.size(), 0);
@@ -109,7 +110,7 @@ std::vector<int64_t> path_chains(const Plan& plan, TileRuleLookup lookup) {
     int32_t v = plan.node_inputs[n][0];
     while (v >= 0 && plan.values[v].view_of >= 0) v = plan.values[v].view_of;
     const int32_t p = v >= 0 ? plan.values[v].producer : -1;
-    if (p >= 0 && paths[p] == paths[n]) chained[n] = chained[p] = paths[n];
+    if (p >= 0 && paths[p] == paths[n] && plan.options.threads >= paths[n]) chained[n] = chained[p] = paths[n];
   }
   return chained;
 }

@@ -309,9 +309,10 @@ TEST(Plan, TailAwareCountsPriceTheWorkAFinerCutRepeats) {
 }
 
 TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
-  // Stem, then two grouped convs (4 groups) feeding each other: the chain is cut by groups
-  // first, in whole groups, so each tile of the second reads only its own path's tile of the
-  // first (DCCNN). A grouped conv between ungrouped ones is still cut by rows first.
+  // Stem, then two grouped convs (4 groups) feeding each other: planned for 4 threads, one
+  // per path, the chain is cut by groups first, in whole groups, so each tile of the second
+  // reads only its own path's tile of the first (DCCNN). For 2 threads, or for a grouped conv
+  // between ungrouped ones, rows first as before.
   OnnxBuilder b;
   b.input("x", kF32, {1, 3, 16, 16}).output("y", kF32, {1, 8, 16, 16});
   weight(b, "w0", {8, 3, 3, 3}, 1);
@@ -325,7 +326,7 @@ TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
   }
   Model model(load_onnx_bytes(b.bytes(), "paths.onnx"));
   PlanOptions o;
-  o.threads = 2;
+  o.threads = 4;
   o.tiles_per_op = 4;
   auto plan = make_plan(model.graph(), o);
   const TileGraph& tg = plan->tiles;
@@ -334,6 +335,9 @@ TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
   EXPECT_EQ(tile_grid(*plan, 2), (Shape{1, 4, 1, 1}));
   for (int32_t t = tg.first_tile[2]; t < tg.first_tile[2] + tg.tile_count[2]; ++t) EXPECT_EQ(tg.n_parents[t], 1);
   EXPECT_EQ(planned_edges(tg), oracle_edges(*plan));
+  PlanOptions two = o;
+  two.threads = 2;
+  EXPECT_EQ(tile_grid(*make_plan(model.graph(), two), 1), (Shape{1, 1, 4, 1}));
 
   // The same grouped conv alone between ungrouped convs: rows first, as before.
   OnnxBuilder c;
