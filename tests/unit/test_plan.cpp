@@ -308,23 +308,31 @@ TEST(Plan, TailAwareCountsPriceTheWorkAFinerCutRepeats) {
   EXPECT_EQ(tile_grid(*conv_plan(64, 64, 1, 2, TileCounts::fixed), 0), (Shape{1, 1, 4, 1}));
 }
 
-TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
-  // Stem, then two grouped convs (4 groups) feeding each other: planned for 4 threads, one
-  // per path, the chain is cut by groups first, in whole groups, so each tile of the second
-  // reads only its own path's tile of the first (DCCNN). For 2 threads, or for a grouped conv
-  // between ungrouped ones, rows first as before.
+// A 3x3 stem (3 -> 8 channels), a 3x3 conv of 4 groups, then a conv of `last_groups` groups
+// and a `last_kernel` square kernel, all on 16x16.
+Model stem_grouped_and(int64_t last_groups, int64_t last_kernel) {
   OnnxBuilder b;
   b.input("x", kF32, {1, 3, 16, 16}).output("y", kF32, {1, 8, 16, 16});
   weight(b, "w0", {8, 3, 3, 3}, 1);
   weight(b, "w1", {8, 2, 3, 3}, 2);
-  weight(b, "w2", {8, 2, 3, 3}, 3);
-  for (auto [x, w, y, name, groups] : {std::tuple{"x", "w0", "a", "stem", 1}, {"a", "w1", "b", "path1", 4},
-                                       {"b", "w2", "y", "path2", 4}}) {
-    auto& conv = b.node("Conv", {x, w}, {y}, name);
-    OnnxBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  weight(b, "w2", {8, 8 / last_groups, last_kernel, last_kernel}, 3);
+  const std::tuple<const char*, const char*, const char*, int64_t> convs[] = {
+      {"x", "w0", "a", 1}, {"a", "w1", "b", 4}, {"b", "w2", "y", last_groups}};
+  for (const auto& [x, w, y, groups] : convs) {
+    auto& conv = b.node("Conv", {x, w}, {y}, y);
+    const int64_t pad = std::string(y) == "y" ? last_kernel / 2 : 1;
+    OnnxBuilder::attr_ints(conv, "pads", {pad, pad, pad, pad});
     OnnxBuilder::attr_int(conv, "group", groups);
   }
-  Model model(load_onnx_bytes(b.bytes(), "paths.onnx"));
+  return Model(load_onnx_bytes(b.bytes(), "paths.onnx"));
+}
+
+TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
+  // Stem, then two grouped convs (4 groups) feeding each other: planned for 4 threads, one
+  // per path, the chain is cut by groups first, in whole groups, so each tile of the second
+  // reads only its own path's tile of the first (DCCNN). For 2 threads, or for a grouped conv
+  // followed by an ungrouped one, rows first as before.
+  Model model = stem_grouped_and(4, 3);
   PlanOptions o;
   o.threads = 4;
   o.tiles_per_op = 4;
@@ -338,20 +346,7 @@ TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
   PlanOptions two = o;
   two.threads = 2;
   EXPECT_EQ(tile_grid(*make_plan(model.graph(), two), 1), (Shape{1, 1, 4, 1}));
-
-  // The same grouped conv alone between ungrouped convs: rows first, as before.
-  OnnxBuilder c;
-  c.input("x", kF32, {1, 3, 16, 16}).output("y", kF32, {1, 8, 16, 16});
-  weight(c, "w0", {8, 3, 3, 3}, 1);
-  weight(c, "w1", {8, 2, 3, 3}, 2);
-  weight(c, "w2", {8, 8, 1, 1}, 3);
-  for (auto [x, w, y, name, groups] : {std::tuple{"x", "w0", "a", "stem", 1}, {"a", "w1", "b", "grouped", 4},
-                                       {"b", "w2", "y", "mix", 1}}) {
-    auto& conv = c.node("Conv", {x, w}, {y}, name);
-    if (std::string(name) != "mix") OnnxBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
-    OnnxBuilder::attr_int(conv, "group", groups);
-  }
-  Model alone(load_onnx_bytes(c.bytes(), "grouped.onnx"));
+  Model alone = stem_grouped_and(1, 1);
   EXPECT_EQ(tile_grid(*make_plan(alone.graph(), o), 1), (Shape{1, 1, 4, 1}));
 }
 
