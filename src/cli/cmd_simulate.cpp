@@ -80,9 +80,10 @@ int run_simulate(const SimulateOptions& o) {
   const double bandwidth = o.bandwidth_gbs < 0 ? probe.bandwidth_all : o.bandwidth_gbs;  // GB/s == bytes/ns
   std::fprintf(say,
                "machine: %d cores; copy bandwidth %.1f GB/s one core, %.1f GB/s all; pool push %.0f ns, pop %.0f ns, "
-               "contention +%.0f%% per core; wake-up %.1f us; spin %.1f us\n",
+               "contention +%.0f%% per core; wake-up %.1f us; spin %.1f us; another core's data +%.3f ns/KB\n",
                here, probe.bandwidth_one, probe.bandwidth_all, probe.push_ns, probe.pop_ns, probe.contention * 100,
-               probe.wake_ns / 1e3, probe.spin_ns / 1e3);
+               probe.wake_ns / 1e3, probe.spin_ns / 1e3, probe.cross_ns_per_byte * 1024);
+  if (o.cross_ns_per_kb >= 0) probe.cross_ns_per_byte = o.cross_ns_per_kb / 1024;
   if (o.slow_fraction > 0)
     std::fprintf(say, "slow cores: %.0f%% of the cores (at least one) take %.2fx as long over each tile\n",
                  o.slow_fraction * 100, o.slow_factor);
@@ -108,7 +109,7 @@ int run_simulate(const SimulateOptions& o) {
         machine.slow_cores = slow_cores(o, n);
         machine.slow_factor = o.slow_factor;
       }
-      row.sim = simulate(plan->tiles, tile_ns, tile_traffic_bytes(*plan), machine);
+      row.sim = simulate(plan->tiles, tile_ns, tile_traffic_bytes(*plan), machine, tile_input_bytes(*plan));
       rows.push_back(row);
       std::fprintf(stderr, "  %-7s %3d cores: %6d tiles timed in %.1f s\n", s.c_str(), n, row.tiles,
                    std::chrono::duration<double>(Clock::now() - t0).count());
@@ -151,17 +152,18 @@ int run_simulate(const SimulateOptions& o) {
   };
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"machine\": {\"cores\": %d, \"bandwidth_one_gbs\": %.3f, \"bandwidth_all_gbs\": %.3f, "
-                "\"push_ns\": %.2f, \"pop_ns\": %.2f, \"contention\": %.4f, \"wake_ns\": %.1f, \"spin_ns\": %.1f}, "
-                "\"bandwidth_gbs\": %.3f, \"rows\": [",
+                "\"push_ns\": %.2f, \"pop_ns\": %.2f, \"contention\": %.4f, \"wake_ns\": %.1f, \"spin_ns\": %.1f, "
+                "\"cross_ns_per_kb\": %.3f}, \"bandwidth_gbs\": %.3f, \"rows\": [",
                 o.model.c_str(), here, probe.bandwidth_one, probe.bandwidth_all, probe.push_ns, probe.pop_ns,
-                probe.contention, probe.wake_ns, probe.spin_ns, bandwidth);
+                probe.contention, probe.wake_ns, probe.spin_ns, probe.cross_ns_per_byte * 1024, bandwidth);
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::printf("%s{\"schedule\": \"%s\", \"cores\": %d, \"tiles\": %d, \"predicted_ms\": %.4f, \"speedup\": %.4f, "
-                  "\"utilisation\": %.4f, \"bandwidth_stretch\": %.4f, \"pool_ms\": %.4f, \"steals\": %lld",
+                  "\"utilisation\": %.4f, \"bandwidth_stretch\": %.4f, \"cross_core_ms\": %.4f, \"pool_ms\": %.4f, "
+                  "\"steals\": %lld",
                   i ? ", " : "", r.schedule.c_str(), r.cores, r.tiles, r.sim.makespan_ns / 1e6,
                   one_core[r.schedule] / r.sim.makespan_ns, r.sim.utilisation(),
-                  r.sim.tile_ns > 0 ? r.sim.stretch_ns / r.sim.tile_ns : 0.0, r.sim.pool_ns / 1e6,
+                  r.sim.tile_ns > 0 ? r.sim.stretch_ns / r.sim.tile_ns : 0.0, r.sim.cross_ns / 1e6, r.sim.pool_ns / 1e6,
                   static_cast<long long>(r.sim.steals));
       if (r.measured_ms >= 0) std::printf(", \"measured_ms\": %.4f", r.measured_ms);
       std::printf("}");

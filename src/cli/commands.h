@@ -96,6 +96,7 @@ struct SimulateOptions {
   int runs = 5;                     // traced one-thread runs per plan; each tile's median
   int validate_runs = 0;            // > 0: also measure 1..this machine's cores, this many runs per schedule
   double bandwidth_gbs = -1;        // shared by all simulated cores; < 0: measured here with all cores; 0: unlimited
+  double cross_ns_per_kb = -1;      // reading another core's output; < 0: measured here; 0: free
   double slow_fraction = 0;         // this fraction of the simulated cores (rounded, at least one when > 0) is slow
   double slow_factor = 2;           // by this factor
   bool json = false;

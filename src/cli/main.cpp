@@ -475,6 +475,9 @@ Examples:
   simulate->add_option("--bandwidth", sim_options.bandwidth_gbs,
                        "GB/s all simulated cores share (default: measured here with every core; 0: unlimited)")
       ->check(CLI::Range(0.0, 1e6));
+  simulate->add_option("--cross-core", sim_options.cross_ns_per_kb,
+                       "ns per KB a tile pays to read output another core wrote (default: measured here; 0: free)")
+      ->check(CLI::Range(0.0, 1e6));
   simulate->add_option("--slow-fraction", sim_options.slow_fraction,
                        "Uneven cores: this fraction of the simulated cores (at least one) is slow (0: none)")
       ->check(CLI::Range(0.0, 1.0));

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/cores.h"
 #include "runtime/parker.h"
 #include "runtime/ready_pool.h"
 #include "runtime/worker.h"
@@ -118,6 +119,48 @@ double spin_time(int rows) {
   return median(samples);
 }
 
+// ns per byte that one thread pays to read a buffer another thread has just written on
+// another CPU, over what it pays to read it again from its own cache: a tile reading a
+// producer tile's output that ran on another core. Both threads are pinned to two different
+// allowed CPUs; the buffer is the size of a typical tile's input.
+double cross_core_read() {
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) return 0;
+  const size_t floats = size_t{128} << 10;  // 512 KiB
+  std::vector<float> buffer(floats, 1.0f);
+  std::atomic<int> turn{0};  // even: the writer's, odd: the reader's
+  std::vector<double> samples;
+  constexpr int kTries = 9;
+  std::thread writer([&] {
+    pin_current_thread(cpus[0]);
+    for (int i = 0; i < kTries; ++i) {
+      while (turn.load() != 2 * i) cpu_relax();
+      for (size_t k = 0; k < floats; ++k) buffer[k] = static_cast<float>(k + static_cast<size_t>(i));
+      turn.store(2 * i + 1);
+    }
+  });
+  std::thread reader([&] {
+    pin_current_thread(cpus[1]);
+    auto read = [&] {
+      auto t = Clock::now();
+      float sum = 0;
+      for (size_t k = 0; k < floats; k += 16) sum += buffer[k];  // one float per cache line
+      volatile float keep = sum;
+      (void)keep;
+      return ns_since(t);
+    };
+    for (int i = 0; i < kTries; ++i) {
+      while (turn.load() != 2 * i + 1) cpu_relax();
+      const double cross = read(), local = read();
+      samples.push_back(std::max(0.0, cross - local) / static_cast<double>(floats * sizeof(float)));
+      turn.store(2 * i + 2);
+    }
+  });
+  writer.join();
+  reader.join();
+  return median(samples);
+}
+
 }  // namespace
 
 MachineProbe probe_machine(int cores) {
@@ -141,6 +184,7 @@ MachineProbe probe_machine(int cores) {
   if (p.cores > 1) p.contention = std::max(0.0, median(grown) / (p.cores - 1));
   p.wake_ns = wake_latency();
   p.spin_ns = spin_time(p.cores);
+  if (p.cores > 1) p.cross_ns_per_byte = cross_core_read();
   return p;
 }
 
@@ -153,6 +197,7 @@ SimMachine sim_machine(const MachineProbe& probe, int cores, double bandwidth) {
   m.contention = probe.contention;
   m.wake_ns = probe.wake_ns;
   m.spin_ns = probe.spin_ns;
+  m.cross_ns_per_byte = probe.cross_ns_per_byte;
   return m;
 }
 

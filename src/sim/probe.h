@@ -1,7 +1,8 @@
 #pragma once
 // Short measurements of this machine for the simulator (grove simulate): memory bandwidth
 // with one and with every core, and the ready pool's costs (push, pop, their growth when
-// several cores use one queue, a parked worker's wake-up, the spin before parking).
+// several cores use one queue, a parked worker's wake-up, the spin before parking, and what
+// reading another core's freshly written data costs).
 #include "sim/simulator.h"
 
 namespace grove {
@@ -14,6 +15,7 @@ struct MachineProbe {
   double contention = 0;            // extra fraction of a pool op per other core at the same queue
   double wake_ns = 0;               // Parker::notify until the sleeper runs (median)
   double spin_ns = 0;               // the idle spin before parking
+  double cross_ns_per_byte = 0;     // reading data another core just wrote, over reading it again
 };
 
 // Takes about a second. `cores` >= 1.

@@ -53,6 +53,7 @@ class SimPool {
 struct SimCore {
   int32_t tile = -1;        // running; -1: idle
   double overhead_left = 0; // pool time before the tile starts (no memory traffic)
+  double cross = 0;         // then reading other cores' output, before the tile's own work
   double work_left = 0;     // the tile's time alone, still to run
   double demand = 0;        // bytes per ns while the tile runs alone
   double pending = 0;       // pool time owed by an idle core (its last push), paid before its next tile
@@ -64,7 +65,7 @@ constexpr double kDone = 1e-9;  // ns: float leftovers below this count as finis
 }  // namespace
 
 SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const std::vector<double>& tile_bytes,
-                   const SimMachine& m) {
+                   const SimMachine& m, const std::vector<double>& input_bytes) {
   const int32_t n = g.size();
   if (static_cast<int32_t>(tile_ns.size()) != n)
     throw Error("simulate: " + std::to_string(tile_ns.size()) + " tile times for a graph of " + std::to_string(n) + " tiles");
@@ -72,6 +73,25 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
   if (limited && static_cast<int32_t>(tile_bytes.size()) != n)
     throw Error("simulate: " + std::to_string(tile_bytes.size()) + " tile byte counts for a graph of " + std::to_string(n) + " tiles");
   if (m.cores < 1) throw Error("simulate: cores must be at least 1");
+  const bool crossing = m.cross_ns_per_byte > 0 && m.cores > 1 && !input_bytes.empty();
+  if (crossing && static_cast<int32_t>(input_bytes.size()) != n)
+    throw Error("simulate: " + std::to_string(input_bytes.size()) + " tile input byte counts for a graph of " + std::to_string(n) + " tiles");
+  // Where each tile ran, as shares per core: all on its core for a tile with work; for a
+  // no-work tile (a barrier, a view) the mean of its parents', so the tiles after a barrier
+  // know where the op before it ran.
+  std::vector<int32_t> parents_begin, parents;
+  std::vector<std::vector<float>> ran_on;
+  if (crossing) {
+    std::vector<int32_t> at(static_cast<size_t>(n) + 1, 0);
+    for (int32_t t = 0; t < n; ++t)
+      for (int64_t e = g.child_begin[t]; e < g.child_begin[t + 1]; ++e) ++at[static_cast<size_t>(g.children[e]) + 1];
+    for (int32_t t = 0; t < n; ++t) at[t + 1] += at[t];
+    parents_begin = at;
+    parents.resize(static_cast<size_t>(at[n]));
+    for (int32_t t = 0; t < n; ++t)
+      for (int64_t e = g.child_begin[t]; e < g.child_begin[t + 1]; ++e) parents[static_cast<size_t>(at[g.children[e]]++)] = t;
+    ran_on.resize(static_cast<size_t>(n));
+  }
   const int columns = std::clamp(m.priority.columns, 1, 64);
   int32_t max_depth = 0;
   for (int32_t d : g.depth) max_depth = std::max(max_depth, d);
@@ -100,6 +120,22 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
     core.overhead_left = overhead;
     core.work_left = tile_ns[static_cast<size_t>(tile)] * (c < m.slow_cores ? std::max(m.slow_factor, 1.0) : 1.0);
     core.demand = limited && core.work_left > 0 ? tile_bytes[static_cast<size_t>(tile)] / core.work_left : 0;
+    core.cross = 0;
+    if (!crossing) return;
+    std::vector<float>& share = ran_on[static_cast<size_t>(tile)];
+    share.assign(static_cast<size_t>(m.cores), 0.0f);
+    const int32_t first = parents_begin[tile], last = parents_begin[tile + 1];
+    if (tile_ns[static_cast<size_t>(tile)] <= 0) {
+      for (int32_t k = first; k < last; ++k)
+        for (int x = 0; x < m.cores; ++x)
+          share[static_cast<size_t>(x)] += ran_on[static_cast<size_t>(parents[k])][static_cast<size_t>(x)] / static_cast<float>(last - first);
+      return;
+    }
+    share[static_cast<size_t>(c)] = 1.0f;
+    double here = 0;
+    for (int32_t k = first; k < last; ++k) here += ran_on[static_cast<size_t>(parents[k])][static_cast<size_t>(c)];
+    const double elsewhere = last > first ? 1.0 - here / (last - first) : 0.0;
+    core.cross = elsewhere * input_bytes[static_cast<size_t>(tile)] * m.cross_ns_per_byte;
   };
   auto try_pop = [&](int c) {
     SimCore& core = cores[static_cast<size_t>(c)];
@@ -148,12 +184,12 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
     if (idle == m.cores) break;
     double demand = 0;
     for (const SimCore& core : cores)
-      if (core.tile >= 0 && core.overhead_left <= 0) demand += core.demand;
+      if (core.tile >= 0 && core.overhead_left <= 0 && core.cross <= 0) demand += core.demand;
     const double speed = limited && demand > m.bandwidth_bytes_per_ns ? m.bandwidth_bytes_per_ns / demand : 1.0;
     double dt = std::numeric_limits<double>::infinity();
     for (const SimCore& core : cores) {
       if (core.tile < 0) continue;
-      dt = std::min(dt, core.overhead_left > 0 ? core.overhead_left : core.work_left / speed);
+      dt = std::min(dt, core.overhead_left > 0 ? core.overhead_left : core.cross > 0 ? core.cross : core.work_left / speed);
     }
     now += dt;
     for (SimCore& core : cores) {
@@ -161,6 +197,10 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
       if (core.overhead_left > 0) {
         core.overhead_left -= dt;
         r.pool_ns += dt;
+      } else if (core.cross > 0) {
+        core.cross = core.cross - dt <= kDone ? 0 : core.cross - dt;
+        r.tile_ns += dt;
+        r.cross_ns += dt;
       } else {
         core.work_left -= dt * speed;
         r.tile_ns += dt;
@@ -171,7 +211,7 @@ SimResult simulate(const TileGraph& g, const std::vector<double>& tile_ns, const
       SimCore& core = cores[static_cast<size_t>(c)];
       if (core.tile < 0) continue;
       if (core.overhead_left > 0 && core.overhead_left <= kDone) core.overhead_left = 0;
-      if (core.overhead_left <= 0 && core.work_left <= kDone) finish(c);
+      if (core.overhead_left <= 0 && core.cross <= 0 && core.work_left <= kDone) finish(c);
     }
   }
   if (finished != n)

@@ -27,6 +27,10 @@ struct SimMachine {
   double contention = 0;   // a pool operation grows by this fraction per idle worker
   double wake_ns = 0;      // a parked worker until it runs
   double spin_ns = 0;      // an idle worker spins this long before it parks
+  // A tile whose parents ran on other cores reads their output across the chip: this many ns
+  // per byte of its input, times the share of its parents (through barrier tiles: of their
+  // parents) that ran elsewhere.
+  double cross_ns_per_byte = 0;
   PriorityPolicy priority;
   // Uneven cores: cores [0, slow_cores) take slow_factor times as long over each tile (and
   // ask for proportionally less bandwidth), as EngineOptions::slow_worker does to worker 0.
@@ -39,15 +43,17 @@ struct SimResult {
   double tile_ns = 0;   // summed over cores: running tiles, bandwidth stretch included
   double pool_ns = 0;   // summed over cores: pushes, pops, wake-ups
   double stretch_ns = 0;  // of tile_ns: what shared bandwidth added
+  double cross_ns = 0;    // of tile_ns: reading other cores' output
   int64_t follows = 0, pops = 0, steals = 0;
   int cores = 1;
   double utilisation() const { return makespan_ns > 0 ? tile_ns / (makespan_ns * cores) : 0; }
 };
 
 // `tile_ns[t]`: tile t's time alone on one core; `tile_bytes[t]`: the bytes it moves (may be
-// empty when the bandwidth is unlimited). Throws Error when a tile never becomes ready or
+// empty when the bandwidth is unlimited); `input_bytes[t]`: the bytes of other tiles' output it
+// reads (may be empty: no cross-core cost). Throws Error when a tile never becomes ready or
 // the arrays do not match the graph.
 SimResult simulate(const TileGraph& graph, const std::vector<double>& tile_ns, const std::vector<double>& tile_bytes,
-                   const SimMachine& machine);
+                   const SimMachine& machine, const std::vector<double>& input_bytes = {});
 
 }  // namespace grove

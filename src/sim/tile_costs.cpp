@@ -38,28 +38,11 @@ std::vector<double> time_tiles_alone(Engine& engine, Session& session, const Ten
   return out;
 }
 
-std::vector<double> tile_traffic_bytes(const Plan& plan) {
+namespace {
+
+// Each tile's share (by output elements) of per-node byte counts.
+std::vector<double> tile_shares(const Plan& plan, const std::vector<double>& node_bytes) {
   const TileGraph& g = plan.tiles;
-  std::vector<double> node_bytes(plan.graph.nodes.size(), 0.0);
-  for (size_t n = 0; n < plan.graph.nodes.size(); ++n) {
-    const Node& node = plan.graph.nodes[n];
-    double bytes = 0;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      int32_t v = i < plan.node_inputs[n].size() ? plan.node_inputs[n][i] : -1;
-      if (v >= 0) {
-        const PlannedValue& pv = plan.values[static_cast<size_t>(v)];
-        bytes += static_cast<double>(numel(pv.shape)) * static_cast<double>(dtype_size(pv.dtype));
-      } else if (auto it = plan.graph.initializers.find(node.inputs[i]); it != plan.graph.initializers.end()) {
-        bytes += static_cast<double>(it->second.bytes());
-      }
-    }
-    for (int32_t v : plan.node_outputs[n])
-      if (v >= 0) {
-        const PlannedValue& pv = plan.values[static_cast<size_t>(v)];
-        bytes += static_cast<double>(numel(pv.shape)) * static_cast<double>(dtype_size(pv.dtype));
-      }
-    node_bytes[n] = bytes;
-  }
   std::vector<double> out(static_cast<size_t>(g.size()), 0.0);
   for (int32_t t = 0; t < g.size(); ++t) {
     int32_t n = g.node[static_cast<size_t>(t)];
@@ -72,5 +55,35 @@ std::vector<double> tile_traffic_bytes(const Plan& plan) {
   }
   return out;
 }
+
+// Per node: the bytes of its activation inputs, plus its weights and outputs when `all`.
+std::vector<double> node_bytes(const Plan& plan, bool all) {
+  std::vector<double> bytes(plan.graph.nodes.size(), 0.0);
+  auto value_bytes = [&](int32_t v) {
+    const PlannedValue& pv = plan.values[static_cast<size_t>(v)];
+    return static_cast<double>(numel(pv.shape)) * static_cast<double>(dtype_size(pv.dtype));
+  };
+  for (size_t n = 0; n < plan.graph.nodes.size(); ++n) {
+    const Node& node = plan.graph.nodes[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      int32_t v = i < plan.node_inputs[n].size() ? plan.node_inputs[n][i] : -1;
+      if (v >= 0) {
+        bytes[n] += value_bytes(v);
+      } else if (auto it = plan.graph.initializers.find(node.inputs[i]); all && it != plan.graph.initializers.end()) {
+        bytes[n] += static_cast<double>(it->second.bytes());
+      }
+    }
+    if (all)
+      for (int32_t v : plan.node_outputs[n])
+        if (v >= 0) bytes[n] += value_bytes(v);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<double> tile_traffic_bytes(const Plan& plan) { return tile_shares(plan, node_bytes(plan, true)); }
+
+std::vector<double> tile_input_bytes(const Plan& plan) { return tile_shares(plan, node_bytes(plan, false)); }
 
 }  // namespace grove

@@ -19,4 +19,8 @@ std::vector<double> time_tiles_alone(Engine& engine, Session& session, const Ten
 // of its node's activations in and out and of the node's weights.
 std::vector<double> tile_traffic_bytes(const Plan& plan);
 
+// Bytes of other tiles' output each tile reads: its share of its node's activation inputs
+// (initializers, which every core reads from the same packed copy, not counted).
+std::vector<double> tile_input_bytes(const Plan& plan);
+
 }  // namespace grove

@@ -45,6 +45,28 @@ SimMachine free_machine(int cores) {
   return m;
 }
 
+TEST(Simulator, ReadingAnotherCoresOutputCostsItsShareOfTheInput) {
+  // Sources a (100 ns) and b (300 ns) start on cores 0 and 1; their child c (100 ns, 1000
+  // input bytes) follows b on core 1 and reads half its input from core 0: 0.5 x 1000 x
+  // 0.01 ns. On one core, or with no price, nothing is added.
+  TileGraph g = dag(3, {{0, 2}, {1, 2}});
+  std::vector<double> ns = {100, 300, 100}, input = {0, 0, 1000};
+  SimMachine m = free_machine(2);
+  m.cross_ns_per_byte = 0.01;
+  SimResult r = simulate(g, ns, {}, m, input);
+  EXPECT_DOUBLE_EQ(r.makespan_ns, 405);
+  EXPECT_DOUBLE_EQ(r.cross_ns, 5);
+  EXPECT_DOUBLE_EQ(simulate(g, ns, {}, free_machine(2), input).makespan_ns, 400);
+  m.cores = 1;
+  EXPECT_DOUBLE_EQ(simulate(g, ns, {}, m, input).makespan_ns, 500);
+  // Through a no-work tile (a barrier): d after the barrier reads what a and b wrote.
+  TileGraph barrier = dag(4, {{0, 2}, {1, 2}, {2, 3}});
+  std::vector<double> bns = {100, 300, 0, 100}, binput = {0, 0, 0, 1000};
+  m.cores = 2;
+  EXPECT_DOUBLE_EQ(simulate(barrier, bns, {}, m, binput).makespan_ns, 405);
+  EXPECT_THROW(simulate(g, ns, {}, m, std::vector<double>{1.0}), Error);
+}
+
 TEST(Simulator, ForkJoinMakespanIsTheCriticalPathOnEnoughCores) {
   // a -> {b, c} -> d with times 1, 2, 3, 4.
   TileGraph g = dag(4, {{0, 1}, {0, 2}, {1, 3}, {2, 3}});
