@@ -166,11 +166,19 @@ grove::Precision precision_of(const std::string& s) {
   throw grove::Error("precision must be 'fp32' or 'bf16', not '" + s + "'");
 }
 
+grove::TileCounts tile_counts_of(const std::string& s) {
+  if (s == "tail") return grove::TileCounts::tail_aware;
+  if (s == "fixed") return grove::TileCounts::fixed;
+  throw grove::Error("tile_counts must be 'tail' or 'fixed', not '" + s + "'");
+}
+
 PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
                        const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& schedule,
-                       int64_t max_memory, const std::string& precision, const std::string& prune) {
+                       int64_t max_memory, const std::string& precision, const std::string& prune,
+                       const std::string& tile_counts) {
   grove::SessionOptions options;
   options.schedule = schedule_of(schedule);
+  options.tile_counts = tile_counts_of(tile_counts);
   options.precision = precision_of(precision);
   options.feature_pruning = prune;
   grove::Limits limits;
@@ -337,13 +345,14 @@ PYBIND11_MODULE(grove, m) {
   py::class_<PySession>(m, "Session", "One ONNX model, planned once per input shape, run on an Engine.")
       .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
            py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("schedule") = "aspen",
-           py::arg("max_memory") = 0, py::arg("precision") = "fp32", py::arg("prune") = "",
+           py::arg("max_memory") = 0, py::arg("precision") = "fp32", py::arg("prune") = "", py::arg("tile_counts") = "tail",
            "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
            "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
            "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', or 'bf16' for "
            "Conv/MatMul/Gemm products in bfloat16 on CPUs with AVX512-BF16 (fp32 elsewhere; docs/precision.md). "
            "prune: dynamic feature-map pruning, '' as the model's grove.antidote metadata says, 'off', or "
-           "statements 'prune VALUE channels=R positions=R' one per line (docs/dynamic.md).")
+           "statements 'prune VALUE channels=R positions=R' one per line (docs/dynamic.md). tile_counts: 'tail' "
+           "(coarser tiles where a finer cut repeats work) or 'fixed' (about 2 per thread; docs/scaling.md).")
       .def("run",
            [](PySession& s, const py::dict& feeds) {
              BorrowedInputs in = borrow_inputs(feeds);

@@ -136,6 +136,16 @@ def test_barrier_schedule_same_numbers(engine, session):
     np.testing.assert_array_equal(a, b)
 
 
+def test_fixed_tile_counts_agree(engine, session):
+    fixed = grove.Session(MODEL, engine=engine, tile_counts="fixed")
+    name = input_name(session)
+    a = next(iter(session.run({name: X}).values()))
+    b = next(iter(fixed.run({name: X}).values()))
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(grove.Error, match="tile_counts"):
+        grove.Session(MODEL, engine=engine, tile_counts="waves")
+
+
 def test_bf16_precision_close_to_fp32(engine, session):
     # bf16 products where the CPU has AVX512-BF16, fp32 elsewhere: close to fp32 either way.
     bf16 = grove.Session(MODEL, engine=engine, precision="bf16")
