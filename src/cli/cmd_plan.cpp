@@ -107,7 +107,11 @@ int run_plan(const PlanCliOptions& o) {
     TileGraph loaded = load_tile_graph(o.load_path, p);
     std::string difference = tile_graph_difference(loaded, tg);
     if (!difference.empty())
-      throw Error(o.load_path + ": does not match a fresh plan of " + o.model + " (file vs fresh): " + difference);
+      throw Error(o.load_path + ": does not match a fresh plan of " + o.model + " (file vs fresh): " + difference +
+                  (options.tile_counts == TileCounts::tail_aware
+                       ? "; tail-aware tile counts follow this machine's measured price of moving data, so save and "
+                         "load with --tile-counts fixed for plans that must match across machines"
+                       : ""));
     std::printf("loaded %s: %s tiles, %s edges, matches\n", o.load_path.c_str(), with_commas(tg.size() - barriers).c_str(),
                 with_commas(loaded.edge_count()).c_str());
   }
