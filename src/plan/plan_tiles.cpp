@@ -134,6 +134,7 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
     p.cost = (total + static_cast<double>(tiles * kTileOverheadFlops)) / static_cast<double>(threads) + slowest;
     return p;
   };
+  if (numel(shape) == 0) return extent;  // an empty output has nothing to price
   const Priced fixed = price(extent);
   if (!fixed.repeats) return extent;
   double best = fixed.cost;

@@ -260,6 +260,19 @@ TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
   EXPECT_EQ(tiles_of(7, TileCounts::tail_aware, Schedule::barrier), 4);
 }
 
+TEST(Plan, TailAwareCountsLeaveEmptyOutputsAlone) {
+  // An output with a zero dim has no tile to price (it divided by zero, found by fuzz_model).
+  OnnxBuilder b;
+  b.input("x", kF32, {1, 0, 1024}).output("y", kF32, {1, 0, 512});
+  weight(b, "w", {1024, 512}, 1);
+  b.node("MatMul", {"x", "w"}, {"y"}, "mm");
+  Model model(load_onnx_bytes(b.bytes(), "empty.onnx"));
+  PlanOptions o;
+  o.threads = 2;
+  o.tile_counts = TileCounts::tail_aware;
+  EXPECT_NO_THROW(make_plan(model.graph(), o));
+}
+
 // One Conv with its real tile rule: x [1, c, plane, plane], k x k, c output channels.
 std::shared_ptr<const Plan> conv_plan(int64_t c, int64_t plane, int64_t k, int threads, TileCounts counts,
                                       double move_flops = kDefaultMoveFlops, Schedule schedule = Schedule::aspen) {
