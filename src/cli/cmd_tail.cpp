@@ -28,6 +28,7 @@ struct Layer {
   size_t weight_input = 1;
   size_t weight_dim = 0;
   int bias_input = -1;
+  int channel_dim = 1;  // of the output (and a fused residual); -1: the last
   int64_t channels = 0;
 };
 
@@ -50,11 +51,14 @@ std::optional<Layer> layer_of(const Graph& g, const Node& node) {
     const Shape& b = g.initializers.at(node.inputs[1]).shape();
     if (b.size() != 2) return std::nullopt;
     l.weight_dim = node.op_type == "Gemm" && node.attr_int("transB", 0) ? 0 : 1;
-    l.bias_input = node.op_type == "Gemm" && node.inputs.size() > 2 && constant(g, node.inputs[2]) &&
-                           g.initializers.at(node.inputs[2]).shape() == Shape{b[l.weight_dim]}
-                       ? 2
-                       : -1;
-    if (node.op_type == "Gemm" && node.inputs.size() > 2 && !node.inputs[2].empty() && l.bias_input < 0) return std::nullopt;
+    l.channel_dim = -1;
+    // A bias per output column (Gemm's C, or a MatMul's fused one), or none: anything else
+    // (a C to broadcast) is not a layer this tool can resize.
+    const bool biased = node.inputs.size() > kEpilogueBiasInput && !node.inputs[kEpilogueBiasInput].empty();
+    if (biased && !(constant(g, node.inputs[kEpilogueBiasInput]) &&
+                    g.initializers.at(node.inputs[kEpilogueBiasInput]).shape() == Shape{b[l.weight_dim]}))
+      return std::nullopt;
+    l.bias_input = biased ? static_cast<int>(kEpilogueBiasInput) : -1;
     l.channels = b[l.weight_dim];
   } else {
     return std::nullopt;
@@ -78,14 +82,24 @@ Graph layer_alone(const Graph& g, const Node& node, const Layer& l, int64_t chan
       Shape shape = g.initializers.at(n.inputs[i]).shape();
       shape[weight ? l.weight_dim : 0] = channels;
       one.initializers[name] = random_tensor(DType::f32, shape, rng);
-    } else if (constant(g, n.inputs[i])) {
+    } else if (constant(g, n.inputs[i]) && i != kEpilogueResidualInput) {
       one.initializers[name] = g.initializers.at(n.inputs[i]);
     } else {
-      const ValueInfo& v = g.values.at(n.inputs[i]);
-      Shape shape = v.shape;
+      const bool known = constant(g, n.inputs[i]);
+      const Shape base = known ? g.initializers.at(n.inputs[i]).shape() : g.values.at(n.inputs[i]).shape;
+      const DType dtype = known ? g.initializers.at(n.inputs[i]).dtype() : g.values.at(n.inputs[i]).dtype;
+      Shape shape = base;
       // A fused residual is shaped like the output, whose channels change with the layer.
-      if (node.op_type == "Conv" && i == kEpilogueResidualInput && shape.size() == 4) shape[1] = channels;
-      ValueDecl decl{name, v.dtype, {}, true};
+      if (i == kEpilogueResidualInput && !shape.empty()) {
+        const size_t d = l.channel_dim < 0 ? shape.size() - 1 : static_cast<size_t>(l.channel_dim);
+        if (d < shape.size()) shape[d] = channels;
+      }
+      if (known) {
+        one.initializers[name] = random_tensor(dtype, shape, rng);
+        n.inputs[i] = name;
+        continue;
+      }
+      ValueDecl decl{name, dtype, {}, true};
       for (int64_t d : shape) decl.dims.push_back(Dim{d, ""});
       one.inputs.push_back(decl);
     }
