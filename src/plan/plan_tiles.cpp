@@ -81,7 +81,8 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   // One thread has no other core to fill, so spare tiles only cost: one tile per op.
   const int64_t fixed_target = threads == 1 ? 1 : std::min<int64_t>(kAutoTilesPerThread * threads, kMaxAutoTiles);
   extent = grid_extent(shape, blocks, bounded(fixed_target), paths_first);
-  if (options.tile_counts != TileCounts::tail_aware) return extent;
+  // A rule that reports no TileWork repeats nothing a coarser grid would save.
+  if (options.tile_counts != TileCounts::tail_aware || !rule->tile_work) return extent;
 
   // TA-DNN (thesis 004, 4.2) prices a layer cut into B tiles on S cores as ceil(B / S) waves
   // of one tile's time, and that tile's time grows with what the cut repeats. Here a tile's
@@ -95,7 +96,7 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   // the barrier twin keeps the same tiles.
   const double flops_per_element = static_cast<double>(work) / static_cast<double>(std::max<int64_t>(1, numel(shape)));
   auto tile_time = [&](const Shape& size) {  // one tile of this size along every dim
-    TileWork w = rule->tile_work ? rule->tile_work(node, infos.in, infos.out, size) : TileWork{};
+    TileWork w = rule->tile_work(node, infos.in, infos.out, size);
     if (w.flops <= 0) w = {static_cast<double>(numel(size)) * flops_per_element, 0};
     return w.flops + options.move_flops * w.moves;
   };
