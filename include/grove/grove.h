@@ -18,3 +18,4 @@
 #include "grove/schedule.h"
 #include "grove/session.h"
 #include "grove/tensor.h"
+#include "grove/value.h"

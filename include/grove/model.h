@@ -9,6 +9,7 @@
 
 #include "grove/limits.h"
 #include "grove/tensor.h"
+#include "grove/value.h"
 
 namespace grove {
 
@@ -18,10 +19,11 @@ struct Graph;  // the IR (src/graph/graph.h); only the library and its tools loo
 // unnamed when that is empty). `shape_known` is false when the model declares no shape.
 struct ValueSpec {
   std::string name;
-  DType dtype = DType::undefined;
+  DType dtype = DType::undefined;  // of the tensor, or of a sequence's tensors
   std::vector<int64_t> dims;
   std::vector<std::string> dim_params;
   bool shape_known = true;
+  ValueKind kind = ValueKind::tensor;
 };
 
 class Model {
@@ -57,6 +59,8 @@ class Model {
   // given as an input, ...) cannot be bound statically; the reference executor then runs the
   // imported graph as it is, inferring every node's shapes from the actual tensors.
   TensorMap run_reference(const TensorMap& inputs);
+  // The same for models whose inputs or outputs are sequences or optionals (grove/value.h).
+  ValueMap run_reference_values(const ValueMap& inputs);
 
   // The library's view: the graph as imported, and the bound, optimised graph (throws when
   // no shapes have been bound yet).

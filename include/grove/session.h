@@ -64,6 +64,9 @@ class Session {
   // tiles meanwhile. Thread-safe. Throws Error for wrong inputs, a failing tile (naming the
   // node and op) or running out of memory; other runs on the engine are not affected.
   TensorMap run(const TensorMap& inputs, RunStats* stats = nullptr);
+  // The same for models whose inputs or outputs are sequences or optionals (grove/value.h).
+  // Sequence ops run between planned segments, as If and Loop do (docs/control-flow.md).
+  ValueMap run_values(const ValueMap& inputs, RunStats* stats = nullptr);
 
   // Starts one inference; get() on the future waits and returns the outputs (or throws).
   // The worker that finishes the run fulfils the future: no thread per request.

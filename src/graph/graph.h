@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/tensor.h"
+#include "grove/value.h"
 
 namespace grove {
 
@@ -65,9 +66,10 @@ struct Dim {
 // A graph input or output as the model declares it.
 struct ValueDecl {
   std::string name;
-  DType dtype = DType::undefined;
+  DType dtype = DType::undefined;  // of the tensor, or of a sequence's tensors
   std::vector<Dim> dims;
   bool has_shape = false;  // false when the model gives no shape at all
+  ValueKind kind = ValueKind::tensor;
 };
 
 // What is known about a value: dtype and shape, and its data when it is constant.

@@ -1,6 +1,7 @@
 #include "onnx/import.h"
 
 #include <fcntl.h>
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -157,22 +158,56 @@ Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx, bool wide
   return t;
 }
 
-ValueDecl convert_value_info(const onnx::ValueInfoProto& vi) {
+void read_tensor_type(const onnx::TypeProto::Tensor& tt, ValueDecl& d) {
+  d.dtype = dtype_from_onnx(tt.elem_type());
+  if (!tt.has_shape()) return;
+  d.has_shape = true;
+  for (const auto& dim : tt.shape().dim()) {
+    Dim x;
+    if (dim.has_dim_value()) x.value = dim.dim_value();
+    else x.param = dim.has_dim_param() ? dim.dim_param() : "?";
+    d.dims.push_back(x);
+  }
+}
+
+// An element type of a sequence: tensors only (a sequence of sequences or of maps is refused).
+bool read_sequence_type(const onnx::TypeProto::Sequence& st, ValueDecl& d) {
+  if (st.has_elem_type() && st.elem_type().value_case() != onnx::TypeProto::VALUE_NOT_SET &&
+      !st.elem_type().has_tensor_type())
+    return false;
+  if (st.elem_type().has_tensor_type()) d.dtype = dtype_from_onnx(st.elem_type().tensor_type().elem_type());
+  return true;
+}
+
+// A declared input or output: a tensor, a sequence of tensors, or an optional of either.
+// An empty type (subgraph outputs often have one) says nothing: a tensor is assumed.
+ValueDecl convert_value_info(const onnx::ValueInfoProto& vi, const std::string& path, const char* what) {
   ValueDecl d;
   d.name = vi.name();
-  if (vi.type().has_tensor_type()) {
-    const auto& tt = vi.type().tensor_type();
-    d.dtype = dtype_from_onnx(tt.elem_type());
-    if (tt.has_shape()) {
-      d.has_shape = true;
-      for (const auto& dim : tt.shape().dim()) {
-        Dim x;
-        if (dim.has_dim_value()) x.value = dim.dim_value();
-        else x.param = dim.has_dim_param() ? dim.dim_param() : "?";
-        d.dims.push_back(x);
-      }
+  const onnx::TypeProto& type = vi.type();
+  bool known = true;
+  if (type.has_tensor_type()) {
+    read_tensor_type(type.tensor_type(), d);
+  } else if (type.has_sequence_type()) {
+    d.kind = ValueKind::sequence;
+    known = read_sequence_type(type.sequence_type(), d);
+  } else if (type.has_optional_type()) {
+    const onnx::TypeProto& inner = type.optional_type().elem_type();
+    if (inner.has_tensor_type()) {
+      d.kind = ValueKind::optional_tensor;
+      read_tensor_type(inner.tensor_type(), d);
+    } else if (inner.has_sequence_type()) {
+      d.kind = ValueKind::optional_sequence;
+      known = read_sequence_type(inner.sequence_type(), d);
+    } else {
+      known = false;
     }
+  } else if (type.value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+    known = false;
   }
+  if (!known)
+    throw Unsupported(path + ": " + what + " '" + vi.name() +
+                      "' is a map or a nested sequence; grove supports tensors, sequences of tensors and optionals");
   return d;
 }
 
@@ -272,21 +307,12 @@ Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level) {
   } catch (const Error& e) {
     throw e.prefixed(ctx.path + ": ");
   }
-  auto require_tensor = [&](const onnx::ValueInfoProto& vi, const char* what) {
-    // An empty type (subgraph outputs often have one) says nothing: a tensor is assumed.
-    if (vi.has_type() && vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !vi.type().has_tensor_type())
-      throw Unsupported(ctx.path + ": " + what + " '" + vi.name() +
-                        "' is a sequence, map or optional; grove supports tensor inputs and outputs only");
-  };
   for (const auto& vi : gp.input()) {
-    require_tensor(vi, "input");
+    ValueDecl d = convert_value_info(vi, ctx.path, "input");
     // A subgraph's inputs are its formal parameters, never overridable defaults.
-    (top_level && g.initializers.count(vi.name()) ? g.defaults : g.inputs).push_back(convert_value_info(vi));
+    (top_level && g.initializers.count(vi.name()) ? g.defaults : g.inputs).push_back(d);
   }
-  for (const auto& vi : gp.output()) {
-    require_tensor(vi, "output");
-    g.outputs.push_back(convert_value_info(vi));
-  }
+  for (const auto& vi : gp.output()) g.outputs.push_back(convert_value_info(vi, ctx.path, "output"));
 
   int index = 0;
   for (auto& np : *gp.mutable_node()) {
@@ -388,6 +414,40 @@ Tensor load_tensor_pb(const std::string& path) {
     Limits limits;
     ImportContext ctx{std::filesystem::path(path).parent_path(), limits};
     return convert_tensor(tp, ctx, false);
+  } catch (const Error& e) {
+    throw e.prefixed(path + ": ");
+  }
+}
+
+namespace {
+
+Value convert_sequence(const onnx::SequenceProto& sp, DType declared, ImportContext& ctx) {
+  if (sp.elem_type() != onnx::SequenceProto::TENSOR && sp.tensor_values_size() > 0)
+    throw Unsupported("a sequence of non-tensors is not supported");
+  std::vector<Tensor> items;
+  for (const auto& tp : sp.tensor_values()) items.push_back(convert_tensor(tp, ctx, false));
+  DType element = items.empty() ? declared : items.front().dtype();
+  return Value::sequence(element == DType::undefined ? DType::f32 : element, std::move(items));
+}
+
+}  // namespace
+
+Value load_value_pb(const std::string& path, const ValueDecl& decl) {
+  if (decl.kind == ValueKind::tensor) return load_tensor_pb(path);
+  std::string bytes = read_file(path, "load value");
+  Limits limits;
+  ImportContext ctx{std::filesystem::path(path).parent_path(), limits};
+  try {
+    if (decl.kind == ValueKind::sequence) {
+      onnx::SequenceProto sp;
+      if (!sp.ParseFromString(bytes)) throw Error("not a valid serialized ONNX SequenceProto");
+      return convert_sequence(sp, decl.dtype, ctx);
+    }
+    onnx::OptionalProto op;
+    if (!op.ParseFromString(bytes)) throw Error("not a valid serialized ONNX OptionalProto");
+    if (op.has_tensor_value()) return convert_tensor(op.tensor_value(), ctx, false);
+    if (op.has_sequence_value()) return convert_sequence(op.sequence_value(), decl.dtype, ctx);
+    return Value();
   } catch (const Error& e) {
     throw e.prefixed(path + ": ");
   }

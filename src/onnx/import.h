@@ -21,6 +21,8 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
 
 // Reads a serialized TensorProto file (the ONNX test data format: input_0.pb, output_0.pb).
 Tensor load_tensor_pb(const std::string& path);
+// The same for a value declared as `decl`: a TensorProto, SequenceProto or OptionalProto file.
+Value load_value_pb(const std::string& path, const ValueDecl& decl);
 
 // Throws one Error listing every op type the registry lacks, with its node count and names.
 void check_supported_ops(const Graph& graph);

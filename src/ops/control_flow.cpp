@@ -6,6 +6,7 @@
 
 #include "ops/op.h"
 #include "ops/op_util.h"
+#include "ops/sequence.h"
 
 namespace grove {
 namespace {
@@ -57,28 +58,37 @@ Tensor empty_stack(const ValueDecl& decl) {
   return Tensor(decl.dtype == DType::undefined ? DType::f32 : decl.dtype, shape);
 }
 
-bool read_condition(const Tensor* t, const char* what) {
-  if (!t) throw Error(std::string(what) + " is missing");
+bool read_condition(const Value* v, const char* what) {
+  if (!v) throw Error(std::string(what) + " is missing");
+  if (!v->is_tensor()) throw Error(std::string(what) + " must be a tensor, got " + v->describe());
+  const Tensor* t = &v->tensor();
   if (t->numel() != 1) throw Error(std::string(what) + " must hold one value, it has shape " + shape_str(t->shape()));
   if (t->dtype() == DType::boolean) return t->data<bool>()[0];
   throw Error(std::string(what) + " must be bool, got " + std::string(dtype_name(t->dtype())));
 }
 
-std::vector<Tensor> run_if(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body) {
+// A tensor input of a node that also takes sequences; nullptr when missing.
+const Tensor* tensor_or_null(std::span<const Value* const> in, size_t i, const std::string& what) {
+  if (i >= in.size() || !in[i]) return nullptr;
+  if (!in[i]->is_tensor()) throw Error(what + " must be a tensor, got " + in[i]->describe());
+  return &in[i]->tensor();
+}
+
+std::vector<Value> run_if(const Node& node, std::span<const Value* const> in, const RunBody& run_body) {
   const bool cond = read_condition(in.empty() ? nullptr : in[0], "the condition");
-  std::vector<Tensor> out = run_body(node.attr_graph(cond ? "then_branch" : "else_branch"), {});
+  std::vector<Value> out = run_body(node.attr_graph(cond ? "then_branch" : "else_branch"), {});
   if (out.size() != node.outputs.size())
     throw Error("the branch gave " + count_str(out.size(), "output") + " for the node's " + std::to_string(node.outputs.size()));
   return out;
 }
 
-std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body,
-                             int64_t max_iterations) {
+std::vector<Value> run_loop(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
+                            int64_t max_iterations) {
   const Graph& body = node.attr_graph("body");
   const size_t carried = in.size() - 2;
   const size_t scans = body.outputs.size() - 1 - carried;
-  const Tensor* trip = in[0];
-  const Tensor* cond = in.size() > 1 ? in[1] : nullptr;
+  const Tensor* trip = tensor_or_null(in, 0, "the trip count M");
+  const Value* cond = in.size() > 1 ? in[1] : nullptr;
   int64_t max_trips = std::numeric_limits<int64_t>::max();
   if (trip) {
     if (trip->numel() != 1) throw Error("the trip count M must hold one value, it has shape " + shape_str(trip->shape()));
@@ -88,7 +98,7 @@ std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> in
     throw Error("has neither a trip count M nor a condition: it would never end");
   }
   bool keep_going = cond ? read_condition(cond, "the condition") : true;
-  std::vector<Tensor> state;
+  std::vector<Value> state;
   for (size_t k = 0; k < carried; ++k) {
     if (!in[2 + k]) throw Error("loop-carried input " + std::to_string(k) + " is missing");
     state.push_back(*in[2 + k]);
@@ -97,14 +107,18 @@ std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> in
   for (int64_t i = 0; i < max_trips && keep_going; ++i) {
     if (i == max_iterations)
       throw Error("ran " + std::to_string(i) + " iterations, the limit (Limits::max_loop_iterations, --max-loop-iterations)");
-    std::vector<Tensor> formal{Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(keep_going)};
+    std::vector<Value> formal{Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(keep_going)};
     formal.insert(formal.end(), state.begin(), state.end());
-    std::vector<Tensor> out = run_body(body, std::move(formal));
+    std::vector<Value> out = run_body(body, std::move(formal));
     keep_going = read_condition(&out[0], "the body's condition output");
     for (size_t k = 0; k < carried; ++k) state[k] = std::move(out[1 + k]);
-    for (size_t k = 0; k < scans; ++k) scan_parts[k].push_back(std::move(out[1 + carried + k]));
+    for (size_t k = 0; k < scans; ++k) {
+      if (!out[1 + carried + k].is_tensor())
+        throw Error("scan output " + std::to_string(k) + " must be a tensor, got " + out[1 + carried + k].describe());
+      scan_parts[k].push_back(out[1 + carried + k].tensor());
+    }
   }
-  std::vector<Tensor> result = std::move(state);
+  std::vector<Value> result = std::move(state);
   for (size_t k = 0; k < scans; ++k)
     result.push_back(scan_parts[k].empty() ? empty_stack(body.outputs[1 + carried + k])
                                            : stack_along(scan_parts[k], 0));
@@ -120,7 +134,7 @@ std::vector<int64_t> per_value(const Node& node, const char* key, size_t count, 
   return v;
 }
 
-std::vector<Tensor> run_scan(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body) {
+std::vector<Value> run_scan(const Node& node, std::span<const Value* const> in, const RunBody& run_body) {
   const Graph& body = node.attr_graph("body");
   const size_t scan_inputs = static_cast<size_t>(node.attr_int("num_scan_inputs", 0));
   const size_t states = in.size() - scan_inputs;
@@ -132,7 +146,7 @@ std::vector<Tensor> run_scan(const Node& node, std::span<const Tensor* const> in
   int64_t length = -1;
   std::vector<int64_t> axes(scan_inputs);
   for (size_t k = 0; k < scan_inputs; ++k) {
-    const Tensor* t = in[states + k];
+    const Tensor* t = tensor_or_null(in, states + k, "scan input " + std::to_string(k));
     if (!t) throw Error("scan input " + std::to_string(k) + " is missing");
     axes[k] = normalize_axis(node, in_axes[k], t->rank());
     const int64_t n = t->dim(axes[k]);
@@ -141,21 +155,25 @@ std::vector<Tensor> run_scan(const Node& node, std::span<const Tensor* const> in
                   std::to_string(n) + ")");
     length = n;
   }
-  std::vector<Tensor> state;
+  std::vector<Value> state;
   for (size_t k = 0; k < states; ++k) {
     if (!in[k]) throw Error("state input " + std::to_string(k) + " is missing");
     state.push_back(*in[k]);
   }
   std::vector<std::vector<Tensor>> parts(scan_outputs);
   for (int64_t i = 0; i < std::max<int64_t>(length, 0); ++i) {
-    std::vector<Tensor> formal = state;
+    std::vector<Value> formal = state;
     for (size_t k = 0; k < scan_inputs; ++k)
-      formal.push_back(slice_along(*in[states + k], axes[k], in_dirs[k] ? length - 1 - i : i));
-    std::vector<Tensor> out = run_body(body, std::move(formal));
+      formal.push_back(slice_along(in[states + k]->tensor(), axes[k], in_dirs[k] ? length - 1 - i : i));
+    std::vector<Value> out = run_body(body, std::move(formal));
     for (size_t k = 0; k < states; ++k) state[k] = std::move(out[k]);
-    for (size_t k = 0; k < scan_outputs; ++k) parts[k].push_back(std::move(out[states + k]));
+    for (size_t k = 0; k < scan_outputs; ++k) {
+      if (!out[states + k].is_tensor())
+        throw Error("scan output " + std::to_string(k) + " must be a tensor, got " + out[states + k].describe());
+      parts[k].push_back(out[states + k].tensor());
+    }
   }
-  std::vector<Tensor> result = std::move(state);
+  std::vector<Value> result = std::move(state);
   for (size_t k = 0; k < scan_outputs; ++k) {
     if (parts[k].empty()) {
       result.push_back(empty_stack(body.outputs[states + k]));
@@ -163,6 +181,39 @@ std::vector<Tensor> run_scan(const Node& node, std::span<const Tensor* const> in
     }
     if (out_dirs[k]) std::reverse(parts[k].begin(), parts[k].end());
     result.push_back(stack_along(parts[k], normalize_axis(node, out_axes[k], parts[k].front().rank() + 1)));
+  }
+  return result;
+}
+
+// SequenceMap: the body runs once per position of the first input (a sequence); the other
+// inputs give it their item at that position (sequences) or themselves (tensors). Each body
+// output is collected into one output sequence.
+std::vector<Value> run_sequence_map(const Node& node, std::span<const Value* const> in, const RunBody& run_body) {
+  const Graph& body = node.attr_graph("body");
+  if (in.empty() || !in[0] || !in[0]->is_sequence())
+    throw Error("input 0 must be a sequence, got " + (in.empty() || !in[0] ? std::string("nothing") : in[0]->describe()));
+  const size_t length = in[0]->items().size();
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!in[k]) throw Error("input " + std::to_string(k) + " is missing");
+    if (in[k]->is_none()) throw Error("input " + std::to_string(k) + " is an empty optional");
+    if (in[k]->is_sequence() && in[k]->items().size() != length)
+      throw Error("input sequences differ in length (" + std::to_string(length) + " and " +
+                  std::to_string(in[k]->items().size()) + ")");
+  }
+  std::vector<std::vector<Tensor>> outputs(body.outputs.size());
+  for (size_t i = 0; i < length; ++i) {
+    std::vector<Value> formal;
+    for (const Value* v : in) formal.push_back(v->is_sequence() ? Value(v->items()[i]) : *v);
+    std::vector<Value> out = run_body(body, std::move(formal));
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (!out[k].is_tensor()) throw Error("body output " + std::to_string(k) + " must be a tensor, got " + out[k].describe());
+      outputs[k].push_back(out[k].tensor());
+    }
+  }
+  std::vector<Value> result;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const DType element = outputs[k].empty() ? body.outputs[k].dtype : outputs[k].front().dtype();
+    result.push_back(Value::sequence(element == DType::undefined ? DType::f32 : element, std::move(outputs[k])));
   }
   return result;
 }
@@ -189,12 +240,16 @@ void reference_control_flow(const Node&, std::span<const Tensor* const>, std::sp
 }  // namespace
 
 bool is_control_flow(const Node& node) {
-  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
+  return node.domain.empty() &&
+         (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan" || node.op_type == "SequenceMap");
 }
 
-bool has_control_flow(const Graph& graph) {
+bool needs_segments(const Graph& graph) {
   for (const Node& n : graph.nodes)
-    if (is_control_flow(n)) return true;
+    if (is_control_flow(n) || is_sequence_op(n)) return true;
+  for (const auto* decls : {&graph.inputs, &graph.outputs})
+    for (const ValueDecl& d : *decls)
+      if (d.kind != ValueKind::tensor) return true;
   return false;
 }
 
@@ -215,6 +270,10 @@ void check_control_flow(const Node& node) {
     if (node.outputs.size() > body.outputs.size() - 1)
       throw Error(node.describe() + ": has " + std::to_string(node.outputs.size()) + " outputs, its body makes " +
                   std::to_string(body.outputs.size() - 1));
+  } else if (node.op_type == "SequenceMap") {
+    if (node.inputs.empty() || node.inputs[0].empty()) throw Error(node.describe() + ": has no input sequence");
+    const Graph& body = node.attr_graph("body");
+    check_counts(node, body, "body", node.inputs.size(), node.outputs.size());
   } else if (node.op_type == "Scan") {
     if (node.opset < 9)
       throw Unsupported(node.describe() + ": Scan before opset 9 (batch axis and sequence_lens) is not supported");
@@ -231,12 +290,13 @@ void check_control_flow(const Node& node) {
   }
 }
 
-std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body,
-                                     int64_t max_iterations) {
+std::vector<Value> run_control_flow(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
+                                    int64_t max_iterations) {
   try {
     check_control_flow(node);
     if (node.op_type == "If") return run_if(node, in, run_body);
     if (node.op_type == "Loop") return run_loop(node, in, run_body, max_iterations);
+    if (node.op_type == "SequenceMap") return run_sequence_map(node, in, run_body);
     return run_scan(node, in, run_body);
   } catch (const Error& e) {
     if (std::string(e.what()).find("node '") != std::string::npos) throw;
@@ -245,7 +305,7 @@ std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* c
 }
 
 void register_control_flow_ops(OpRegistry& r) {
-  for (const char* op : {"If", "Loop", "Scan"}) r.add(op, {infer_control_flow, reference_control_flow});
+  for (const char* op : {"If", "Loop", "Scan", "SequenceMap"}) r.add(op, {infer_control_flow, reference_control_flow});
 }
 
 }  // namespace grove

@@ -1,5 +1,5 @@
 #pragma once
-// If, Loop and Scan: nodes that hold subgraphs and decide at run time which subgraph runs
+// If, Loop, Scan and SequenceMap: nodes that hold subgraphs and decide at run time which subgraph runs
 // and how often. What they compute is written once here, over a callback that runs one
 // subgraph; the reference executor passes a callback that runs it naively, the segmented
 // runner (runtime/segmented_graph.h) one that runs it on the tile runtime.
@@ -12,8 +12,9 @@
 namespace grove {
 
 bool is_control_flow(const Node& node);
-// Whether any top-level node of `graph` is If, Loop or Scan.
-bool has_control_flow(const Graph& graph);
+// Whether `graph` cannot be one TileGraph: a top-level node is control flow or a sequence op
+// (ops/sequence.h), or an input or output is a sequence or an optional.
+bool needs_segments(const Graph& graph);
 
 // Structural checks that need no tensors (branch and body input/output counts against the
 // node's); throws an Error naming the node. Run at import and before every run.
@@ -21,12 +22,12 @@ void check_control_flow(const Node& node);
 
 // Runs `body` with its formal inputs given in order; returns its outputs in order. Values of
 // enclosing graphs the body reads by name come from whatever scope the caller set up.
-using RunBody = std::function<std::vector<Tensor>(const Graph& body, std::vector<Tensor> formal_inputs)>;
+using RunBody = std::function<std::vector<Value>(const Graph& body, std::vector<Value> formal_inputs)>;
 
-// Runs one If, Loop or Scan node. in[i] is nullptr for a missing optional input. Errors name
+// Runs one If, Loop, Scan or SequenceMap node. in[i] is nullptr for a missing optional input. Errors name
 // the node.
 // A Loop running more than `max_iterations` times is an Error (Limits::max_loop_iterations).
-std::vector<Tensor> run_control_flow(const Node& node, std::span<const Tensor* const> in, const RunBody& run_body,
-                                     int64_t max_iterations);
+std::vector<Value> run_control_flow(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
+                                    int64_t max_iterations);
 
 }  // namespace grove

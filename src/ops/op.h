@@ -67,7 +67,8 @@ void register_recurrent_ops(OpRegistry&);     // recurrent.cpp: LSTM, GRU, RNN (
 void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
 void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul
-void register_control_flow_ops(OpRegistry&);  // control_flow.cpp: If, Loop, Scan (run by the executors)
+void register_control_flow_ops(OpRegistry&);  // control_flow.cpp: If, Loop, Scan, SequenceMap (run by the executors)
+void register_sequence_ops(OpRegistry&);      // sequence.cpp: Sequence*, SplitToSequence, ConcatFromSequence, Optional* (run by the executors)
 void register_loss_ops(OpRegistry&);          // loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_signal_ops(OpRegistry&);        // signal.cpp: DFT, STFT, the window ops, MelWeightMatrix
 void register_vision_ops(OpRegistry&);        // vision.cpp: NonMaxSuppression, RoiAlign, GridSample

@@ -36,6 +36,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_quantize_ops(r);
     register_quant_matmul_ops(r);
     register_control_flow_ops(r);
+    register_sequence_ops(r);
     register_loss_ops(r);
     register_signal_ops(r);
     register_vision_ops(r);

@@ -122,6 +122,11 @@ bool inline_constant_if(Graph& g, size_t at) {
 }  // namespace
 
 void bind_shapes(Graph& g, const ShapeMap& shapes, const Limits& limits) {
+  for (const auto* decls : {&g.inputs, &g.outputs})
+    for (const ValueDecl& d : *decls)
+      if (d.kind != ValueKind::tensor)
+        throw DataDependentShape(g.path + ": '" + d.name + "' is a " + std::string(value_kind_name(d.kind)) +
+                                 ": what it holds is known only when the graph runs");
   ShapeMap resolved = resolve_input_shapes(g, shapes);
   g.values.clear();
   g.bound_inputs = resolved;

@@ -47,7 +47,7 @@ const Graph& Model::imported() const { return impl_->imported; }
 namespace {
 
 ValueSpec spec_of(const ValueDecl& d) {
-  ValueSpec s{d.name, d.dtype, {}, {}, d.has_shape};
+  ValueSpec s{d.name, d.dtype, {}, {}, d.has_shape, d.kind};
   for (const Dim& dim : d.dims) {
     s.dims.push_back(dim.value);
     s.dim_params.push_back(dim.param);
@@ -121,6 +121,17 @@ TensorMap Model::run_reference(const TensorMap& inputs) {
   }
   if (!m.bound) return grove::run_reference(m.imported, inputs, m.limits);
   return grove::run_reference(*m.bound, inputs, m.limits);
+}
+
+ValueMap Model::run_reference_values(const ValueMap& inputs) {
+  Impl& m = *impl_;
+  check_inputs(m.imported, inputs);
+  bool tensors_only = true;
+  for (const auto* decls : {&m.imported.inputs, &m.imported.outputs})
+    for (const ValueDecl& d : *decls) tensors_only = tensors_only && d.kind == ValueKind::tensor;
+  if (tensors_only) return to_values(run_reference(to_tensors(inputs, m.imported.path + ": input ")));
+  // Sequences and optionals never bind: the imported graph runs as it is.
+  return grove::run_reference_values(m.imported, inputs, m.limits);
 }
 
 }  // namespace grove

@@ -5,6 +5,7 @@
 
 #include "ops/control_flow.h"
 #include "ops/evaluate.h"
+#include "ops/sequence.h"
 
 namespace grove {
 
@@ -36,14 +37,38 @@ Graph with_fed_defaults(const Graph& imported, const TensorMap& inputs) {
   return g;
 }
 
+namespace {
+
+std::string known_inputs(const Graph& g) {
+  std::string known;
+  for (const auto& in : g.inputs) known += (known.empty() ? "" : ", ") + in.name;
+  return known;
+}
+
+// Whether `v` is what `decl` declares: its kind, and the dtype of the tensor or of the
+// sequence's tensors (an empty optional fits either optional kind).
+std::string mismatch(const ValueDecl& decl, const Value& v) {
+  const bool optional = decl.kind == ValueKind::optional_tensor || decl.kind == ValueKind::optional_sequence;
+  if (v.is_none()) return optional ? "" : "is an empty optional";
+  const bool wants_sequence = decl.kind == ValueKind::sequence || decl.kind == ValueKind::optional_sequence;
+  if (v.is_sequence() != wants_sequence)
+    return "must be a " + std::string(value_kind_name(decl.kind)) + ", got " + v.describe();
+  const DType got = v.is_sequence() ? v.element_dtype() : v.tensor().dtype();
+  if (decl.dtype != DType::undefined && got != decl.dtype)
+    return "must hold " + std::string(dtype_name(decl.dtype)) + ", got " + std::string(dtype_name(got));
+  return "";
+}
+
+}  // namespace
+
 void check_inputs(const Graph& g, const TensorMap& inputs) {
   for (const auto& [name, t] : inputs)
-    if (!g.find_input(name) && !g.find_default(name)) {
-      std::string known;
-      for (const auto& in : g.inputs) known += (known.empty() ? "" : ", ") + in.name;
-      throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known + ")");
-    }
+    if (!g.find_input(name) && !g.find_default(name))
+      throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known_inputs(g) + ")");
   for (const auto& in : g.inputs) {
+    if (in.kind != ValueKind::tensor)
+      throw Error(g.path + ": input '" + in.name + "' is a " + std::string(value_kind_name(in.kind)) +
+                  "; pass it with run_values (Session::run_values, Model::run_reference_values)");
     auto it = inputs.find(in.name);
     if (it == inputs.end()) throw Error(g.path + ": input '" + in.name + "' was not given");
     const Tensor& t = it->second;
@@ -57,27 +82,53 @@ void check_inputs(const Graph& g, const TensorMap& inputs) {
   }
 }
 
-const Tensor* Scope::find(const std::string& name) const {
+void check_inputs(const Graph& g, const ValueMap& inputs) {
+  for (const auto& [name, v] : inputs)
+    if (!g.find_input(name) && !g.find_default(name))
+      throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known_inputs(g) + ")");
+  TensorMap tensors;
+  for (const auto& in : g.inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end()) throw Error(g.path + ": input '" + in.name + "' was not given");
+    if (in.kind == ValueKind::tensor && it->second.is_tensor()) {
+      tensors[in.name] = it->second.tensor();
+      continue;
+    }
+    if (std::string why = mismatch(in, it->second); !why.empty())
+      throw Error(g.path + ": input '" + in.name + "' " + why);
+  }
+  for (const auto& [name, v] : inputs)
+    if (g.find_default(name)) tensors[name] = v.tensor();
+  Graph tensors_only;
+  tensors_only.path = g.path;
+  tensors_only.bound_inputs = g.bound_inputs;
+  for (const auto& in : g.inputs)
+    if (in.kind == ValueKind::tensor) tensors_only.inputs.push_back(in);
+  tensors_only.defaults = g.defaults;
+  check_inputs(tensors_only, tensors);
+}
+
+std::optional<Value> Scope::find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->parent) {
     if (s->values) {
       auto it = s->values->find(name);
-      if (it != s->values->end()) return &it->second;
+      if (it != s->values->end()) return it->second;
     }
     if (s->initializers) {
       auto it = s->initializers->find(name);
-      if (it != s->initializers->end()) return &it->second;
+      if (it != s->initializers->end()) return Value(it->second);
     }
   }
-  return nullptr;
+  return std::nullopt;
 }
 
-TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits, const Scope* outer) {
+ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limits& limits, const Scope* outer) {
   // A subgraph's formal inputs are checked by the control-flow node that runs it.
   if (!outer) check_inputs(g, inputs);
   const int64_t limit = limits.memory_limit();
   int64_t live_bytes = 0;  // initializers, inputs and the live intermediates
   for (const auto& [name, t] : g.initializers) live_bytes += static_cast<int64_t>(t.bytes());
-  for (const auto& [name, t] : inputs) live_bytes += static_cast<int64_t>(t.bytes());
+  for (const auto& [name, v] : inputs) live_bytes += static_cast<int64_t>(v.bytes());
   // Last node index that reads each value; graph outputs are never dropped.
   std::map<std::string, size_t> last_use;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -87,34 +138,54 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& l
   std::set<std::string> outputs;
   for (const auto& o : g.outputs) outputs.insert(o.name);
 
-  TensorMap live = inputs;
-  auto lookup = [&](const std::string& name) -> const Tensor* {
+  ValueMap live = inputs;
+  auto lookup = [&](const std::string& name) -> Value {
     auto it = live.find(name);
-    if (it != live.end()) return &it->second;
+    if (it != live.end()) return it->second;
     auto init = g.initializers.find(name);
-    if (init != g.initializers.end()) return &init->second;
-    if (const Tensor* t = outer ? outer->find(name) : nullptr) return t;
+    if (init != g.initializers.end()) return init->second;
+    if (outer)
+      if (std::optional<Value> v = outer->find(name)) return *v;
     throw Error(g.path + ": value '" + name + "' is used before it is computed");
   };
 
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
-    std::vector<const Tensor*> in;
-    for (const auto& name : node.inputs) in.push_back(name.empty() ? nullptr : lookup(name));
-    std::vector<Tensor> out;
+    std::vector<Value> held;  // the inputs, held while the node runs
+    held.reserve(node.inputs.size());
+    std::vector<const Value*> in;
+    for (const auto& name : node.inputs) {
+      if (name.empty()) {
+        in.push_back(nullptr);
+        continue;
+      }
+      held.push_back(lookup(name));
+      in.push_back(&held.back());
+    }
+    std::vector<Value> out;
     try {
       if (is_control_flow(node)) {
         const Scope here{&live, &g.initializers, outer};
-        out = run_control_flow(node, in, [&](const Graph& body, std::vector<Tensor> formal) {
-          TensorMap body_inputs;
+        out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal) {
+          ValueMap body_inputs;
           for (size_t k = 0; k < formal.size(); ++k) body_inputs[body.inputs[k].name] = std::move(formal[k]);
-          TensorMap body_outputs = run_reference(body, body_inputs, limits, &here);
-          std::vector<Tensor> result;
+          ValueMap body_outputs = run_reference_values(body, body_inputs, limits, &here);
+          std::vector<Value> result;
           for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
           return result;
         }, limits.max_loop_iterations);
+      } else if (runs_on_values(node, in)) {
+        out = run_sequence_op(node, in);
       } else {
-        out = evaluate_node(node, in, std::max<int64_t>(0, limit - live_bytes));
+        std::vector<const Tensor*> tensors;
+        for (size_t k = 0; k < in.size(); ++k) {
+          if (in[k] && !in[k]->is_tensor())
+            throw Error(node.describe() + ": input '" + node.inputs[k] + "' is " + in[k]->describe() +
+                        "; the op takes tensors");
+          tensors.push_back(in[k] ? &in[k]->tensor() : nullptr);
+        }
+        for (Tensor& t : evaluate_node(node, tensors, std::max<int64_t>(0, limit - live_bytes)))
+          out.emplace_back(std::move(t));
       }
     } catch (const Error& e) {
       throw e.prefixed(g.path + ": ");
@@ -135,9 +206,14 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& l
     }
   }
 
-  TensorMap result;
-  for (const auto& o : g.outputs) result[o.name] = *lookup(o.name);
+  ValueMap result;
+  for (const auto& o : g.outputs) result[o.name] = lookup(o.name);
   return result;
+}
+
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits) {
+  check_inputs(g, inputs);
+  return to_tensors(run_reference_values(g, to_values(inputs), limits), g.path + ": output ");
 }
 
 }  // namespace grove

@@ -2,6 +2,7 @@
 // The reference executor: runs a bound graph node by node with each op's reference
 // implementation. It stays simple forever; it is the oracle every fast path is tested against.
 #include <map>
+#include <optional>
 #include <string>
 
 #include "graph/graph.h"
@@ -10,8 +11,10 @@
 namespace grove {
 
 // Checks that `inputs` match the graph's bound inputs by name, dtype and shape; throws an
-// Error naming the input otherwise.
+// Error naming the input otherwise. The values form also checks sequences and optionals
+// against their declarations (kind and element dtype).
 void check_inputs(const Graph& bound, const TensorMap& inputs);
+void check_inputs(const Graph& bound, const ValueMap& inputs);
 
 // Whether `inputs` feed any of the graph's overridable defaults (Graph::defaults).
 bool feeds_defaults(const Graph& imported, const TensorMap& inputs);
@@ -22,19 +25,22 @@ Graph with_fed_defaults(const Graph& imported, const TensorMap& inputs);
 // The values of the graphs enclosing a subgraph, which it reads by name (Node::captures):
 // each graph's computed values and initializers, innermost first.
 struct Scope {
-  const TensorMap* values = nullptr;
+  const ValueMap* values = nullptr;
   const std::map<std::string, Tensor>* initializers = nullptr;
   const Scope* parent = nullptr;
-  const Tensor* find(const std::string& name) const;
+  // The value of `name` (a cheap copy: tensors share their buffers), or nullopt.
+  std::optional<Value> find(const std::string& name) const;
 };
 
 // Runs `bound` (after bind_shapes) and returns its outputs by name. Intermediate tensors are
 // dropped after their last use, so peak memory stays near the live set. Weights, inputs and
 // live tensors together stay under limits.max_memory: a node whose outputs (their shapes
 // can depend on input values here) would pass it is an Error before it allocates.
-// If, Loop and Scan run their subgraphs the same way, naively, with `outer` (null for a
-// model's main graph) giving the values of enclosing graphs.
-TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {},
-                        const Scope* outer = nullptr);
+// If, Loop, Scan and SequenceMap run their subgraphs the same way, naively, with `outer`
+// (null for a model's main graph) giving the values of enclosing graphs. Sequence ops
+// (ops/sequence.h) run on values. The tensor form is an Error if an output is not a tensor.
+ValueMap run_reference_values(const Graph& bound, const ValueMap& inputs, const Limits& limits = {},
+                              const Scope* outer = nullptr);
+TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {});
 
 }  // namespace grove

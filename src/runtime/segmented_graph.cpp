@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ops/control_flow.h"
+#include "ops/sequence.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
 
@@ -13,38 +14,66 @@ namespace grove {
 // the Session that plans and runs it, made on the first run, when its inputs' dtypes are known.
 struct SegmentedGraph::Part {
   Graph graph;                       // inputs are declared by the first run
-  std::vector<std::string> formal;   // inputs the caller hands over (a subgraph's parameters)
+  std::vector<ValueDecl> formal;     // inputs the caller hands over (a subgraph's parameters)
   std::vector<std::string> reads;    // inputs read by name from the enclosing graph's values
+  bool is_segment = false;           // tensors only: sequences and optionals stay between segments
   std::mutex mutex;                  // guards making the session
   std::unique_ptr<Session> session;
 
   // `inputs` holds every name of `formal` and `reads`.
-  TensorMap run(Engine& engine, const SessionOptions& options, const Limits& limits, const TensorMap& inputs,
-                int64_t* segment_runs) {
+  ValueMap run(Engine& engine, const SessionOptions& options, const Limits& limits, const ValueMap& inputs,
+               int64_t* segment_runs) {
+    if (is_segment) refuse_values(inputs);
     Session* s = nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (!session) {
-        // Shapes may change from run to run (a Loop's growing state): inputs are declared
-        // shapeless and bound per run through the Session's plan cache.
+        // Shapes may change from run to run (a Loop's growing state): tensor inputs are
+        // declared shapeless and bound per run through the Session's plan cache. A parameter
+        // keeps the kind its subgraph declares (an optional may be empty on one run and hold
+        // a sequence on the next); the rest take the kind of what the first run gives.
         Graph g = graph;
-        for (const auto* names : {&formal, &reads})
-          for (const auto& name : *names) g.inputs.push_back(ValueDecl{name, inputs.at(name).dtype(), {}, false});
+        auto declare = [&](const std::string& name, ValueKind declared) {
+          const Value& v = inputs.at(name);
+          ValueDecl d{name, v.is_sequence() ? v.element_dtype() : v.is_tensor() ? v.tensor().dtype() : DType::undefined};
+          d.kind = declared != ValueKind::tensor ? declared
+                   : v.is_sequence()            ? ValueKind::sequence
+                   : v.is_none()                ? ValueKind::optional_tensor
+                                                : ValueKind::tensor;
+          if (declared != ValueKind::tensor) d.dtype = DType::undefined;  // checked by the subgraph's own nodes
+          g.inputs.push_back(d);
+        };
+        for (const ValueDecl& f : formal) declare(f.name, f.kind);
+        for (const auto& name : reads) declare(name, ValueKind::tensor);
         session = std::make_unique<Session>(engine, Model(std::move(g), {}, limits), options);
       }
       s = session.get();
     }
     RunStats stats;
-    TensorMap out = s->run(inputs, &stats);
+    ValueMap out = s->run_values(inputs, &stats);
     if (segment_runs) *segment_runs += std::max<int64_t>(1, stats.segment_runs);
     return out;
+  }
+
+  // A segment's ops take tensors: a sequence or an empty optional read by one of them is an
+  // Error naming that node.
+  void refuse_values(const ValueMap& inputs) const {
+    for (const auto& [name, v] : inputs) {
+      if (v.is_tensor()) continue;
+      for (const Node& n : graph.nodes)
+        for (const auto& read : n.inputs)
+          if (read == name)
+            throw Error(graph.path + ": " + n.describe() + ": input '" + name + "' is " + v.describe() +
+                        "; the op takes tensors");
+      throw Error(graph.path + ": value '" + name + "' is " + v.describe() + ", where a tensor is needed");
+    }
   }
 };
 
 struct SegmentedGraph::Step {
   std::unique_ptr<Part> segment;                           // a segment, or
-  const Node* control = nullptr;                           // a control-flow node and
-  std::map<const Graph*, std::unique_ptr<Part>> bodies;    // its subgraphs
+  const Node* control = nullptr;                           // a node run between segments and
+  std::map<const Graph*, std::unique_ptr<Part>> bodies;    // its subgraphs (control flow)
   std::vector<std::string> last_reads;                     // values no later step reads
 };
 
@@ -65,6 +94,34 @@ std::set<std::string> names_read_from_outside(const Graph& g, const std::vector<
   return outside;
 }
 
+// Names that may hold a sequence or an optional when the graph runs: inputs so declared,
+// what sequence ops make, Identities of such names, and control-flow outputs whose subgraph
+// declares them so (or, for a Loop, whose carried input may be one). Nodes reading them as
+// values must run between segments; a segment reading one must get a tensor at run time.
+std::set<std::string> names_maybe_values(const Graph& g) {
+  std::set<std::string> maybe;
+  for (const ValueDecl& d : g.inputs)
+    if (d.kind != ValueKind::tensor) maybe.insert(d.name);
+  for (const Node& n : g.nodes) {
+    const bool passes_value = n.domain.empty() && n.op_type == "Identity" && !n.inputs.empty() && maybe.count(n.inputs[0]);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      bool value = is_sequence_op(n) || passes_value;
+      if (is_control_flow(n)) {
+        for (const auto& [key, a] : n.attrs) {
+          if (!a.g) continue;
+          // A Loop's body outputs start with the condition; SequenceMap's are all sequences.
+          const size_t at = n.op_type == "Loop" ? k + 1 : k;
+          if (n.op_type == "SequenceMap" || (at < a.g->outputs.size() && a.g->outputs[at].kind != ValueKind::tensor))
+            value = true;
+        }
+        if (n.op_type == "Loop" && k + 2 < n.inputs.size() && maybe.count(n.inputs[k + 2])) value = true;
+      }
+      if (value && !n.outputs[k].empty()) maybe.insert(n.outputs[k]);
+    }
+  }
+  return maybe;
+}
+
 }  // namespace
 
 SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const SessionOptions& options, const Limits& limits)
@@ -80,11 +137,17 @@ SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const Session
     }
   };
 
+  const std::set<std::string> maybe_values = names_maybe_values(graph);
+  auto runs_between_segments = [&](const Node& n) {
+    if (is_control_flow(n) || is_sequence_op(n)) return true;
+    return n.domain.empty() && n.op_type == "Identity" && !n.inputs.empty() && maybe_values.count(n.inputs[0]) != 0;
+  };
   std::vector<const Node*> pending;
   auto close_segment = [&] {
     if (pending.empty()) return;
     auto step = std::make_unique<Step>();
     step->segment = std::make_unique<Part>();
+    step->segment->is_segment = true;
     Graph& seg = step->segment->graph;
     seg.path = graph.path;
     seg.name = graph.name + "/segment" + std::to_string(steps_.size());
@@ -95,12 +158,12 @@ SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const Session
     pending.clear();
   };
   for (const Node& node : graph.nodes) {
-    if (!is_control_flow(node)) {
+    if (!runs_between_segments(node)) {
       pending.push_back(&node);
       continue;
     }
     close_segment();
-    check_control_flow(node);
+    if (is_control_flow(node)) check_control_flow(node);
     auto step = std::make_unique<Step>();
     step->control = &node;
     for (const auto& [key, a] : node.attrs) {
@@ -108,7 +171,7 @@ SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const Session
       auto part = std::make_unique<Part>();
       part->graph = *a.g;
       part->graph.inputs.clear();  // declared by the first run, parameters first
-      for (const auto& in : a.g->inputs) part->formal.push_back(in.name);
+      part->formal = a.g->inputs;
       std::vector<const Node*> nodes;
       for (const Node& n : a.g->nodes) nodes.push_back(&n);
       split_reads(*part, names_read_from_outside(*a.g, nodes));
@@ -154,9 +217,9 @@ size_t SegmentedGraph::segment_count() const {
 
 size_t SegmentedGraph::control_count() const { return steps_.size() - segment_count(); }
 
-TensorMap SegmentedGraph::run(const TensorMap& inputs, int64_t* segment_runs) {
-  TensorMap values = inputs;
-  auto find = [&](const std::string& name) -> const Tensor& {
+ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs) {
+  ValueMap values = inputs;
+  auto find = [&](const std::string& name) -> Value {
     auto it = values.find(name);
     if (it != values.end()) return it->second;
     auto c = graph_.initializers.find(name);
@@ -167,40 +230,53 @@ TensorMap SegmentedGraph::run(const TensorMap& inputs, int64_t* segment_runs) {
     if (step->control) {
       run_control(*step, values, segment_runs);
     } else {
-      TensorMap in;
+      ValueMap in;
       for (const auto& name : step->segment->reads) in[name] = find(name);
-      for (auto& [name, t] : step->segment->run(engine_, options_, limits_, in, segment_runs)) values[name] = std::move(t);
+      for (auto& [name, v] : step->segment->run(engine_, options_, limits_, in, segment_runs)) values[name] = std::move(v);
     }
     for (const auto& name : step->last_reads) values.erase(name);
   }
-  TensorMap result;
+  ValueMap result;
   for (const auto& o : graph_.outputs) result[o.name] = find(o.name);
   return result;
 }
 
-void SegmentedGraph::run_control(Step& step, TensorMap& values, int64_t* segment_runs) {
+void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_runs) {
   const Node& node = *step.control;
-  auto find = [&](const std::string& name) -> const Tensor* {
+  auto find = [&](const std::string& name) -> Value {
     auto it = values.find(name);
-    if (it != values.end()) return &it->second;
+    if (it != values.end()) return it->second;
     auto c = graph_.initializers.find(name);
-    if (c != graph_.initializers.end()) return &c->second;
+    if (c != graph_.initializers.end()) return c->second;
     throw Error(graph_.path + ": " + node.describe() + ": value '" + name + "' is used before it is computed");
   };
-  std::vector<const Tensor*> in;
-  for (const auto& name : node.inputs) in.push_back(name.empty() ? nullptr : find(name));
-  std::vector<Tensor> out;
+  std::vector<Value> held;
+  held.reserve(node.inputs.size());
+  std::vector<const Value*> in;
+  for (const auto& name : node.inputs) {
+    if (name.empty()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    held.push_back(find(name));
+    in.push_back(&held.back());
+  }
+  std::vector<Value> out;
   try {
-    out = run_control_flow(node, in, [&](const Graph& body, std::vector<Tensor> formal) {
-      Part& part = *step.bodies.at(&body);
-      TensorMap body_inputs;
-      for (size_t k = 0; k < formal.size(); ++k) body_inputs[part.formal[k]] = std::move(formal[k]);
-      for (const auto& name : part.reads) body_inputs[name] = *find(name);
-      TensorMap body_outputs = part.run(engine_, options_, limits_, body_inputs, segment_runs);
-      std::vector<Tensor> result;
-      for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
-      return result;
-    }, limits_.max_loop_iterations);
+    if (!is_control_flow(node)) {
+      out = run_sequence_op(node, in);
+    } else {
+      out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal) {
+        Part& part = *step.bodies.at(&body);
+        ValueMap body_inputs;
+        for (size_t k = 0; k < formal.size(); ++k) body_inputs[part.formal[k].name] = std::move(formal[k]);
+        for (const auto& name : part.reads) body_inputs[name] = find(name);
+        ValueMap body_outputs = part.run(engine_, options_, limits_, body_inputs, segment_runs);
+        std::vector<Value> result;
+        for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
+        return result;
+      }, limits_.max_loop_iterations);
+    }
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(graph_.path, 0) == 0) throw;
     throw e.prefixed(graph_.path + ": ");

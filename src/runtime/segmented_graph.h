@@ -8,7 +8,9 @@
 // reads its condition or trip count, and runs the chosen subgraph, which is again a graph of
 // its own with its own Session (its outer-scope reads become inputs), so a branch whose
 // inner Ifs fold is one TileGraph too. Within a segment the schedule stays barrier-free;
-// between segments there is one wait.
+// between segments there is one wait. Sequence ops (ops/sequence.h), and Identities that
+// pass a sequence or an optional along, run between segments the same way: sequences and
+// optionals live only there, segments see tensors.
 #include <map>
 #include <memory>
 #include <string>
@@ -30,16 +32,16 @@ class SegmentedGraph {
 
   // Runs the graph on `inputs` (by name). Safe to call from several threads at once. Adds
   // the planned jobs it ran (segments, and subgraphs run whole) to `segment_runs`.
-  TensorMap run(const TensorMap& inputs, int64_t* segment_runs = nullptr);
+  ValueMap run(const ValueMap& inputs, int64_t* segment_runs = nullptr);
 
-  // How many segments and control-flow nodes the graph was cut into.
+  // How many segments and nodes between them (control flow, sequence ops) the graph was cut into.
   size_t segment_count() const;
   size_t control_count() const;
 
  private:
   struct Part;
   struct Step;
-  void run_control(Step& step, TensorMap& values, int64_t* segment_runs);
+  void run_control(Step& step, ValueMap& values, int64_t* segment_runs);
 
   const Graph& graph_;
   Engine& engine_;

@@ -41,7 +41,7 @@ struct Session::Impl {
     std::shared_ptr<BufferPool> buffers;
   };
   std::vector<Cached> plans;
-  // A graph with If, Loop or Scan runs in segments, each planned on its own (segmented_graph.h).
+  // A graph with If, Loop, Scan or sequence ops runs in segments, each planned on its own (segmented_graph.h).
   std::unique_ptr<SegmentedGraph> segmented;
   // Input shapes that binding could not plan (they depend on input values): not re-tried on
   // every run. The most recent few.
@@ -70,7 +70,7 @@ Session::Session(Engine& engine, Model model, SessionOptions options)
   } catch (const Error& e) {
     throw m.path().empty() ? e : e.prefixed(m.path() + ": ");
   }
-  if (has_control_flow(m.imported()))
+  if (needs_segments(m.imported()))
     impl_->segmented = std::make_unique<SegmentedGraph>(m.imported(), engine, impl_->options, m.limits());
 }
 
@@ -163,9 +163,9 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats)
   std::shared_ptr<PlannedRun> job = make_job(inputs);
   if (!job && segmented) {
     RunStats counted;
-    TensorMap outputs = segmented->run(inputs, &counted.segment_runs);
+    ValueMap outputs = segmented->run(to_values(inputs), &counted.segment_runs);
     if (stats) *stats = counted;
-    return outputs;
+    return to_tensors(outputs, model.path() + ": output ");
   }
   if (!job) {
     // Shapes that depend on input values cannot be planned ahead; the reference executor
@@ -179,6 +179,29 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats)
   return job->outputs();
 }
 
+ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats) {
+  Impl& s = *impl_;
+  const Graph& g = s.model.imported();
+  check_inputs(g, inputs);
+  bool tensors_only = true;
+  for (const auto* decls : {&g.inputs, &g.outputs})
+    for (const ValueDecl& d : *decls) tensors_only = tensors_only && d.kind == ValueKind::tensor;
+  if (tensors_only) return to_values(run(to_tensors(inputs, g.path + ": input "), stats));
+  return out_of_memory_is_an_error(g.path, "running", [&] {
+    bool fed_default = false;
+    for (const auto& d : g.defaults) fed_default = fed_default || inputs.count(d.name) != 0;
+    if (!s.segmented || fed_default) {
+      if (stats) *stats = RunStats{0, true};
+      std::lock_guard<std::mutex> lock(s.mutex);
+      return s.model.run_reference_values(inputs);
+    }
+    RunStats counted;
+    ValueMap outputs = s.segmented->run(inputs, &counted.segment_runs);
+    if (stats) *stats = counted;
+    return outputs;
+  });
+}
+
 std::future<TensorMap> Session::submit(TensorMap inputs) {
   Impl& s = *impl_;
   check_inputs(s.model.imported(), inputs);
@@ -189,7 +212,9 @@ std::future<TensorMap> Session::submit(TensorMap inputs) {
   if (!job && s.segmented && !feeds_defaults(s.model.imported(), inputs)) {
     // Each segment's job waits for the one before: a thread of its own runs the chain.
     return std::async(std::launch::async, [&s, inputs = std::move(inputs)] {
-      return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.segmented->run(inputs); });
+      return out_of_memory_is_an_error(s.model.path(), "running", [&] {
+        return to_tensors(s.segmented->run(to_values(inputs)), s.model.path() + ": output ");
+      });
     });
   }
   if (!job) {

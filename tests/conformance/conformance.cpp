@@ -58,11 +58,26 @@ std::string defective_data(const std::string& name) {
 }
 
 // numpy has no bfloat16, so ONNX's generator stored bfloat16 test tensors as their uint16 bits.
-Tensor as_declared(Tensor t, DType declared) {
-  if (declared != DType::bf16 || t.dtype() != DType::u16) return t;
+Value as_declared(Value v, DType declared) {
+  if (!v.is_tensor()) return v;
+  const Tensor& t = v.tensor();
+  if (declared != DType::bf16 || t.dtype() != DType::u16) return v;
   Tensor bits(DType::bf16, t.shape());
   std::memcpy(bits.raw(), t.raw(), t.bytes());
   return bits;
+}
+
+// "" when `got` matches `want`: the same kind, and tensors (each item of a sequence) within
+// the tolerance of compare_tensors.
+std::string compare_values(const Value& got, const Value& want) {
+  if (got.kind() != want.kind()) return "got " + got.describe() + ", expected " + want.describe();
+  if (got.is_none()) return "";
+  if (got.is_tensor()) return compare_tensors(got.tensor(), want.tensor());
+  if (got.items().size() != want.items().size()) return "got " + got.describe() + ", expected " + want.describe();
+  for (size_t i = 0; i < got.items().size(); ++i)
+    if (std::string diff = compare_tensors(got.items()[i], want.items()[i]); !diff.empty())
+      return "item " + std::to_string(i) + ": " + diff;
+  return "";
 }
 
 std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
@@ -128,25 +143,25 @@ CaseResult run_case(const fs::path& dir, bool tiles) {
     std::sort(sets.begin(), sets.end());
     Model model(imported);
     for (const auto& set : sets) {
-      TensorMap inputs;
+      ValueMap inputs;
       auto in_files = numbered(set, "input_");
       if (in_files.size() != input_names.size())
         throw Error("test data has " + std::to_string(in_files.size()) + " inputs, the model " +
                     std::to_string(input_names.size()));
       for (size_t i = 0; i < in_files.size(); ++i)
-        inputs[input_names[i]] = as_declared(load_tensor_pb(in_files[i].string()), imported.inputs[i].dtype);
-      std::vector<std::pair<std::string, TensorMap>> results{{"", model.run_reference(inputs)}};
+        inputs[input_names[i]] = as_declared(load_value_pb(in_files[i].string(), imported.inputs[i]), imported.inputs[i].dtype);
+      std::vector<std::pair<std::string, ValueMap>> results{{"", model.run_reference_values(inputs)}};
       if (tiles)
         for (const RunConfig& c : tile_configs()) {
           Engine engine({.threads = c.threads, .pin = false});
           Session session(engine, Model(imported), {.schedule = c.schedule, .tiles_per_op = c.tiles_per_op});
-          results.emplace_back(describe(c), session.run(inputs));
+          results.emplace_back(describe(c), session.run_values(inputs));
         }
       auto out_files = numbered(set, "output_");
       for (size_t i = 0; i < out_files.size() && i < imported.outputs.size(); ++i) {
-        Tensor want = as_declared(load_tensor_pb(out_files[i].string()), imported.outputs[i].dtype);
+        Value want = as_declared(load_value_pb(out_files[i].string(), imported.outputs[i]), imported.outputs[i].dtype);
         for (const auto& [how, outputs] : results) {
-          std::string diff = compare_tensors(outputs.at(imported.outputs[i].name), want);
+          std::string diff = compare_values(outputs.at(imported.outputs[i].name), want);
           if (!diff.empty()) {
             r.outcome = Outcome::fail;
             r.detail = how + set.filename().string() + " output '" + imported.outputs[i].name + "': " + diff;
