@@ -64,7 +64,8 @@ TensorMap to_tensors(const ValueMap& values, const std::string& context) {
   for (const auto& [name, v] : values) {
     if (!v.is_tensor())
       throw Error(context + "'" + name + "' is " + v.describe() +
-                  ", not a tensor; run the model with run_values to pass sequences and optionals");
+                  ", not a tensor; the CLI, Python and the server carry tensors only (the C++ API's "
+                  "Session::run_values carries sequences and optionals)");
     tensors.emplace(name, v.tensor());
   }
   return tensors;

@@ -25,3 +25,5 @@ set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/qadd_avx512.cpp ${CMAKE_CURRENT_LI
              ${CMAKE_CURRENT_LIST_DIR}/qgemm_avx512vnni.cpp
              ${CMAKE_CURRENT_LIST_DIR}/qadd.cpp ${CMAKE_CURRENT_LIST_DIR}/requantize.cpp
              APPEND PROPERTY COMPILE_OPTIONS "-ffp-contract=off")
+# F16C (float16 conversions) ships with every AVX2 CPU; it is a flag of its own.
+set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/half_avx2.cpp APPEND PROPERTY COMPILE_OPTIONS "-mf16c")

@@ -2,6 +2,7 @@
 // 16-bit floats are storage types here: values are widened to float32 on the way in and
 // rounded (half to even) from double on the way out, so every conversion rounds once, as
 // numpy's astype does.
+#include "kernels/half.h"
 #include "ops/elementwise.h"
 
 namespace grove::elementwise {
@@ -43,6 +44,16 @@ void cast_like_infer(const Node& node, std::span<const ValueInfo> in, std::span<
 }
 
 void cast_reference(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  // float32 <-> float16 round once either way: the conversion instructions give the same bits.
+  const size_t n = static_cast<size_t>(in[0]->numel());
+  uint16_t* y16 = reinterpret_cast<uint16_t*>(out[0]->raw());
+  const uint16_t* x16 = reinterpret_cast<const uint16_t*>(in[0]->raw());
+  if (in[0]->dtype() == DType::f32 && out[0]->dtype() == DType::f16 &&
+      kernels::convert_f32_to_f16(in[0]->data<float>(), y16, n))
+    return;
+  if (in[0]->dtype() == DType::f16 && out[0]->dtype() == DType::f32 &&
+      kernels::convert_f16_to_f32(x16, out[0]->data<float>(), n))
+    return;
   if (is_half(out[0]->dtype())) {
     // to_f64 is exact for every source but int64 past 2^53, far past the 16-bit floats' precision
     std::vector<double> values = in[0]->to_f64();

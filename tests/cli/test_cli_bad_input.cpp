@@ -329,6 +329,115 @@ TEST(CliBadInput, ZeroQuantizationScale) {
   expect_mentions(s, {"quant2", "QuantizeLinear", "y_scale", "non-zero"});
 }
 
+// A subgraph attribute (If's branches, Loop's body) holding `g`.
+void attach_graph(onnx::NodeProto& node, const std::string& name, const onnx::GraphProto& g) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
+void add_output(onnx::GraphProto& g, const std::string& name, int elem_type) {
+  auto* v = g.add_output();
+  v->set_name(name);
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+}
+
+// Control flow and sequences, the features where a model can be wrong only at run time:
+// each is one message naming the node and op.
+TEST(CliBadInput, IfBranchesThatDisagreeInOutputCount) {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", kFloat, {"2"}).input("c", onnx::TensorProto::BOOL, {}).output("y", kFloat, {"2"});
+  onnx::GraphProto then_g, else_g;
+  auto* relu = then_g.add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("x");
+  relu->add_output("t");
+  add_output(then_g, "t", kFloat);
+  add_output(then_g, "x", kFloat);  // one output too many
+  auto* neg = else_g.add_node();
+  neg->set_op_type("Neg");
+  neg->add_input("x");
+  neg->add_output("e");
+  add_output(else_g, "e", kFloat);
+  m.node("If", {"c"}, {"y"}, "choose");
+  auto& node = *m.proto().mutable_graph()->mutable_node(0);
+  attach_graph(node, "then_branch", then_g);
+  attach_graph(node, "else_branch", else_g);
+  Result r = run_grove({"run", m.save(dir / "if.onnx").string(), "--input", "x=" + npy_of(dir, "x.npy", DType::f32, {2}),
+                        "--input", "c=" + npy_of(dir, "c.npy", DType::boolean, {})});
+  expect_clean_error(r);
+  expect_mentions(r, {"'choose' (If)", "then_branch gives 2 outputs, the node has 1"});
+}
+
+TEST(CliBadInput, LoopWithANegativeTripCountAndNoCondition) {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("m", onnx::TensorProto::INT64, {}).input("x", kFloat, {"2"}).output("y", kFloat, {"2"});
+  onnx::GraphProto body;
+  const std::vector<std::pair<std::string, int>> formal = {
+      {"i", onnx::TensorProto::INT64}, {"cond_in", onnx::TensorProto::BOOL}, {"x_in", kFloat}};
+  for (const auto& [name, type] : formal) {
+    auto* v = body.add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  }
+  auto* id = body.add_node();
+  id->set_op_type("Identity");
+  id->add_input("cond_in");
+  id->add_output("cond_out");
+  auto* neg = body.add_node();
+  neg->set_op_type("Neg");
+  neg->add_input("x_in");
+  neg->add_output("x_out");
+  add_output(body, "cond_out", onnx::TensorProto::BOOL);
+  add_output(body, "x_out", kFloat);
+  m.node("Loop", {"m", "", "x"}, {"y"}, "repeat");
+  attach_graph(*m.proto().mutable_graph()->mutable_node(0), "body", body);
+  Tensor minus_one = Tensor::scalar<int64_t>(-1);
+  write_npy((dir / "m.npy").string(), minus_one);
+  Result r = run_grove({"run", m.save(dir / "loop.onnx").string(), "--input", "m=" + (dir / "m.npy").string(),
+                        "--input", "x=" + npy_of(dir, "x.npy", DType::f32, {2})});
+  expect_clean_error(r);
+  expect_mentions(r, {"'repeat' (Loop)", "trip count M is -1"});
+}
+
+TEST(CliBadInput, Float16ModelFedFloat64) {
+  TempDir dir;
+  constexpr int kFloat16 = onnx::TensorProto::FLOAT16;
+  ModelBuilder m;
+  m.input("x", kFloat16, {"4"}).output("y", kFloat16, {"4"}).node("Relu", {"x"}, {"y"}, "relu1");
+  Result r = run_grove({"run", m.save(dir / "half.onnx").string(), "--input", "x=" + npy_of(dir, "x.npy", DType::f64, {4})});
+  expect_clean_error(r);
+  expect_mentions(r, {"'x'", "float16", "float64"});
+}
+
+TEST(CliBadInput, SequencesTheCliCannotCarryAndPositionsOutOfRange) {
+  TempDir dir;
+  ModelBuilder seq_out;
+  seq_out.input("x", kFloat, {"4", "3"});
+  auto* out = seq_out.proto().mutable_graph()->add_output();
+  out->set_name("rows");
+  out->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(kFloat);
+  seq_out.node("SplitToSequence", {"x"}, {"rows"}, "split");
+  Result r = run_grove({"run", seq_out.save(dir / "seq.onnx").string(), "--input",
+                        "x=" + npy_of(dir, "x.npy", DType::f32, {4, 3})});
+  expect_clean_error(r);
+  expect_mentions(r, {"'rows'", "sequence"});
+
+  ModelBuilder at;
+  at.input("x", kFloat, {"4", "3"}).output("y", kFloat, {"3"});
+  auto* pos = at.proto().mutable_graph()->add_initializer();
+  pos->set_name("nine");
+  pos->set_data_type(onnx::TensorProto::INT64);
+  pos->add_int64_data(9);
+  at.node("SplitToSequence", {"x"}, {"rows"}, "split").node("SequenceAt", {"rows", "nine"}, {"y"}, "pick");
+  Result s = run_grove({"run", at.save(dir / "at.onnx").string(), "--input", "x=" + npy_of(dir, "x.npy", DType::f32, {4, 3})});
+  expect_clean_error(s);
+  expect_mentions(s, {"'pick' (SequenceAt)", "position 9 is out of range"});
+}
+
 }  // namespace
 }  // namespace grove::cli_test
 
