@@ -8,7 +8,9 @@
 // keeps one definition of each element function.
 #include <algorithm>
 
+#include "kernels/half.h"
 #include "kernels/vmath.h"
+#include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
 
@@ -124,11 +126,49 @@ void run_vunary(const Node& node, std::span<const Tensor* const> in, std::span<T
                [&](int64_t offset, int64_t run) { k.unary(op, static_cast<size_t>(run), x + offset, y + offset); });
 }
 
+// Cast over whole runs of the region: a typed loop per run (dynamically
+// quantized models cast every int32 conv output to float), float16 on the conversion
+// instructions. bfloat16 and anything the kernels decline go through the reference.
+void run_cast(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
+  check_region(node, out_region, out[0]->shape());
+  const DType from = in[0]->dtype(), to = out[0]->dtype();
+  const Shape& shape = out[0]->shape();
+  if (in[0]->shape() != shape) return run_generic(node, in, out, out_region, nullptr);
+  const std::byte* x = in[0]->raw();
+  std::byte* y = out[0]->raw();
+  if ((from == DType::f32 && to == DType::f16) || (from == DType::f16 && to == DType::f32)) {
+    bool done = true;
+    for_each_run(shape, out_region, [&](int64_t offset, int64_t run) {
+      const auto n = static_cast<size_t>(run);
+      done = done && (from == DType::f32
+                          ? kernels::convert_f32_to_f16(reinterpret_cast<const float*>(x) + offset,
+                                                        reinterpret_cast<uint16_t*>(y) + offset, n)
+                          : kernels::convert_f16_to_f32(reinterpret_cast<const uint16_t*>(x) + offset,
+                                                        reinterpret_cast<float*>(y) + offset, n));
+    });
+    if (!done) run_generic(node, in, out, out_region, nullptr);
+    return;
+  }
+  if (!elementwise::dtype_in_set(from, elementwise::kAny) || !elementwise::dtype_in_set(to, elementwise::kAny))
+    return run_generic(node, in, out, out_region, nullptr);
+  elementwise::dispatch<elementwise::kAny>(from, [&](auto from_tag) {
+    elementwise::dispatch<elementwise::kAny>(to, [&](auto to_tag) {
+      using From = decltype(from_tag);
+      using To = decltype(to_tag);
+      const From* px = reinterpret_cast<const From*>(x);
+      To* py = reinterpret_cast<To*>(y);
+      for_each_run(shape, out_region, [&](int64_t offset, int64_t run) {
+        for (int64_t i = offset; i < offset + run; ++i) py[i] = elementwise::convert<To, From>(px[i]);
+      });
+    });
+  });
+}
+
 constexpr const char* kUnaryOps[] = {
     "Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos",
     "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Neg", "Abs", "Sign", "Not", "IsNaN", "IsInf",
     "LeakyRelu", "ThresholdedRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish",
-    "Softplus", "Softsign", "Mish", "Gelu", "Cast", "Identity"};
+    "Softplus", "Softsign", "Mish", "Gelu", "Identity"};
 
 constexpr const char* kBroadcastOps[] = {
     "Mod", "Pow", "BitShift", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater", "LessOrEqual",
@@ -138,6 +178,7 @@ constexpr const char* kBroadcastOps[] = {
 
 void add_elementwise_rules(RuleTable& t) {
   for (const char* op : kUnaryOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};
+  t["Cast"] = {cut_anywhere, broadcast_needs, run_cast};
   for (const char* op : kBroadcastOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};
   t["Relu"] = {cut_anywhere, broadcast_needs, run_relu};
   t["Add"] = {cut_anywhere, broadcast_needs, run_arith<kernels::BinaryOp::add>};

@@ -43,6 +43,14 @@ TEST(TilingElementwise, UnaryOpsOverEveryGrid) {
   check_tiling(NodeBuilder("Sqrt", 17, 1), {random_f32({3, 7}, 2, 0.1f, 4)}, kFloatTol);
   check_tiling(NodeBuilder("LeakyRelu", 17, 1).f("alpha", 0.3f), {random_f32({4, 5}, 3)}, kFloatTol);
   check_tiling(NodeBuilder("Cast", 17, 1).i("to", 7), {random_f32({3, 4}, 4, -9, 9)}, 0);
+  // Cast's own runs: int32 -> float (a dynamically quantized conv's sums), float <-> float16.
+  Tensor sums(DType::i32, {2, 3, 5});
+  for (int64_t i = 0; i < sums.numel(); ++i) sums.data<int32_t>()[i] = static_cast<int32_t>(i * 7919 % 20011) - 10000;
+  EXPECT_GT(check_tiling(NodeBuilder("Cast", 17, 1).i("to", 1), {sums}, 0).tiles, 30u);
+  check_tiling(NodeBuilder("Cast", 17, 1).i("to", 10), {random_f32({3, 7}, 4, -70000, 70000)}, 0);
+  Tensor halves(DType::f16, {3, 7});
+  for (int64_t i = 0; i < halves.numel(); ++i) reinterpret_cast<uint16_t*>(halves.raw())[i] = static_cast<uint16_t>(i * 3001);
+  check_tiling(NodeBuilder("Cast", 17, 1).i("to", 1), {halves}, 0);
   check_tiling(NodeBuilder("Identity", 17, 1), {random_f32({5}, 5)}, 0);
   check_tiling(NodeBuilder("Relu", 17, 1), {random_f32({}, 6)}, 0);  // a scalar: one tile
 }
