@@ -5,9 +5,15 @@
 namespace grove {
 
 namespace {
-bool forwards_input(const Node& n) {
+bool forwards_input(const Graph& g, const Node& n) {
   if (!n.domain.empty() || n.inputs.empty() || n.inputs[0].empty()) return false;
   if (n.op_type == "Identity") return true;
+  // A Cast to the dtype it already has (exporters write them around ops they type-promote).
+  if (n.op_type == "Cast" && !n.outputs.empty()) {
+    auto in = g.values.find(n.inputs[0]), out = g.values.find(n.outputs[0]);
+    return in != g.values.end() && out != g.values.end() && in->second.dtype == out->second.dtype &&
+           in->second.dtype != DType::undefined;
+  }
   // Dropout is the identity at inference unless training_mode is given and true.
   if (n.op_type == "Dropout") return n.inputs.size() < 3 || n.inputs[2].empty();
   return false;
@@ -28,7 +34,7 @@ void remove_identities(Graph& g) {
     bool extra_outputs_used = false;  // Dropout's mask output
     for (size_t i = 1; i < n.outputs.size(); ++i) extra_outputs_used |= !n.outputs[i].empty();
     // A graph output keeps its name, so its Identity stays.
-    if (forwards_input(n) && !extra_outputs_used && !graph_outputs.count(n.outputs[0])) {
+    if (forwards_input(g, n) && !extra_outputs_used && !graph_outputs.count(n.outputs[0])) {
       alias[n.outputs[0]] = n.inputs[0];
       continue;
     }

@@ -75,16 +75,23 @@ TEST(ShapeBinding, UnboundDynamicInputNamesTheDim) {
   }
 }
 
-TEST(Passes, IdentityAndDropoutVanishButGraphOutputsKeepTheirNames) {
+TEST(Passes, IdentityDropoutAndSameTypeCastVanishButGraphOutputsKeepTheirNames) {
   OnnxBuilder b;
   b.input("x", kFloat, {2, 3}).output("y", kFloat, {2, 3});
   b.node("Identity", {"x"}, {"a"}, "id1");
   b.node("Dropout", {"a"}, {"b"}, "drop");
-  b.node("Relu", {"b"}, {"c"}, "relu");
+  auto& same = b.node("Cast", {"b"}, {"b2"}, "cast_to_float");  // already float: forwards
+  OnnxBuilder::attr_int(same, "to", kFloat);
+  b.node("Relu", {"b2"}, {"c"}, "relu");
   b.node("Identity", {"c"}, {"y"}, "id_out");
   b.node("Neg", {"x"}, {"unused"}, "dead");
   Model model(load_onnx_bytes(b.bytes(), "ids.onnx"));
   EXPECT_EQ(histogram(model.graph()), (std::map<std::string, int>{{"Identity", 1}, {"Relu", 1}}));
+  // A Cast that changes the dtype stays.
+  OnnxBuilder r;
+  r.input("x", kFloat, {2, 3}).output("y", onnx::TensorProto::INT32, {2, 3});
+  OnnxBuilder::attr_int(r.node("Cast", {"x"}, {"y"}, "to_int"), "to", onnx::TensorProto::INT32);
+  EXPECT_EQ(histogram(Model(load_onnx_bytes(r.bytes(), "cast.onnx")).graph()), (std::map<std::string, int>{{"Cast", 1}}));
   Tensor x = ramp({2, 3});
   TensorMap out = model.run_reference({{"x", x}});
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out["y"].data<float>()[i], std::max(0.f, x.data<float>()[i]));
