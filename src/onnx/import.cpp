@@ -90,8 +90,8 @@ void copy_field(Tensor& t, const Field& field, Conv conv) {
   for (int i = 0; i < field.size(); ++i) p[i] = conv(field.Get(i));
 }
 
-// widen_f16: half-precision initializers and attributes are widened to float32 once, here, for
-// the ops to compute in; a tensor file (load_tensor_pb) keeps its float16.
+// widen_f16: float16 and bfloat16 initializers and attributes are widened to float32 once,
+// here, for the ops to compute in; a tensor file (load_tensor_pb) keeps its 16-bit floats.
 Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx, bool widen_f16 = true) {
   const std::string& name = tp.name();
   DType dtype = dtype_from_onnx(tp.data_type());
@@ -121,8 +121,9 @@ Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx, bool wide
   } else if (typed_count(tp, dtype) != count) {
     throw size_error(typed_count(tp, dtype), "values");
   }
-  // float16 is widened to float32 below: charge what is finally held.
-  charge_memory(ctx.declared_bytes, dtype == DType::f16 && widen_f16 ? 2 * bytes : bytes, ctx.limits, "initializer '" + name + "'");
+  // 16-bit floats are widened to float32 below: charge what is finally held.
+  const bool widen = widen_f16 && (dtype == DType::f16 || dtype == DType::bf16);
+  charge_memory(ctx.declared_bytes, widen ? 2 * bytes : bytes, ctx.limits, "initializer '" + name + "'");
   Tensor t(dtype, shape);
 
   if (external) {
@@ -148,11 +149,12 @@ Tensor convert_tensor(const onnx::TensorProto& tp, ImportContext& ctx, bool wide
     }
   }
 
-  if (dtype == DType::f16 && widen_f16) {
+  if (widen) {
     Tensor wide(DType::f32, shape);
     const uint16_t* src = reinterpret_cast<const uint16_t*>(t.raw());
     float* dst = wide.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) dst[i] = f16_to_f32(src[i]);
+    auto to_f32 = dtype == DType::f16 ? f16_to_f32 : bf16_to_f32;
+    for (int64_t i = 0; i < t.numel(); ++i) dst[i] = to_f32(src[i]);
     return wide;
   }
   return t;

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Checks `grove run` on float16-converted models, written the way onnxconverter-common's
 convert_float_to_float16 writes them (that package is not in Debian): every float weight
-stored as float16, activations float16, and either
+stored as float16, activations float16 (and the same in bfloat16 with float32 inputs and
+outputs, within 4e-2), and either
 
   - keep_io_types: float32 input -> Cast(to=float16) -> ... -> Cast(to=float32) -> output, or
   - float16 input and output declared as such.
@@ -22,6 +23,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 TOLERANCE = 1e-2
+# bfloat16 keeps 8 significant bits to float16's 11: every rounding point is 8x coarser.
+BF16_TOLERANCE = 4e-2
 
 
 def build_float_model(torch):
@@ -35,18 +38,37 @@ def build_float_model(torch):
         nn.Linear(24, 10)).eval()
 
 
-def to_float16(model, keep_io_types):
+def to_bfloat16_tensor(a, name):
+    """A float32 array as a BFLOAT16 initializer: the upper 16 bits, rounded half to even."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    t = onnx.TensorProto()
+    t.name = name
+    t.data_type = TensorProto.BFLOAT16
+    t.dims.extend(a.shape)
+    t.raw_data = rounded.tobytes()
+    return t
+
+
+def to_float16(model, keep_io_types, elem_type=TensorProto.FLOAT16):
+    """The model with float weights and activations in float16 (or bfloat16, keep_io_types only:
+    numpy has no bfloat16 for the inputs and outputs)."""
     g = model.graph
     inits = []
     for t in g.initializer:
         a = numpy_helper.to_array(t)
-        inits.append(numpy_helper.from_array(a.astype(np.float16), t.name) if a.dtype == np.float32 else t)
+        if a.dtype != np.float32:
+            inits.append(t)
+        elif elem_type == TensorProto.FLOAT16:
+            inits.append(numpy_helper.from_array(a.astype(np.float16), t.name))
+        else:
+            inits.append(to_bfloat16_tensor(a, t.name))
     nodes, inputs, outputs = [], [], []
     for vi in g.input:
         if keep_io_types:
             inputs.append(vi)
             nodes.append(helper.make_node("Cast", [vi.name], [vi.name + "_half"], vi.name + "_to_half",
-                                          to=TensorProto.FLOAT16))
+                                          to=elem_type))
         else:
             vi = onnx.ValueInfoProto.FromString(vi.SerializeToString())
             vi.type.tensor_type.elem_type = TensorProto.FLOAT16
@@ -89,9 +111,10 @@ def main(argv=None):
         x = rng.standard_normal((1, 3, 12, 12)).astype(np.float32)
         with torch.no_grad():
             ref = net(torch.from_numpy(x)).numpy()
-        for keep_io_types in (True, False):
-            name = "fp16_keep_io" if keep_io_types else "fp16_io"
-            onnx.save(to_float16(onnx.load(tmp / "float.onnx"), keep_io_types), tmp / f"{name}.onnx")
+        for keep_io_types, elem_type in ((True, TensorProto.FLOAT16), (False, TensorProto.FLOAT16),
+                                         (True, TensorProto.BFLOAT16)):
+            name = ("bf16" if elem_type == TensorProto.BFLOAT16 else "fp16") + ("_keep_io" if keep_io_types else "_io")
+            onnx.save(to_float16(onnx.load(tmp / "float.onnx"), keep_io_types, elem_type), tmp / f"{name}.onnx")
             feed = x if keep_io_types else x.astype(np.float16)
             np.save(tmp / f"{name}_in.npy", feed)
             out_dir = tmp / f"out_{name}"
@@ -105,7 +128,7 @@ def main(argv=None):
             got = np.load(out_dir / "logits.npy")
             want_dtype = np.float32 if keep_io_types else np.float16
             err = float(np.abs(got.astype(np.float64) - ref).max())
-            bound = TOLERANCE * float(np.abs(ref).max())
+            bound = (BF16_TOLERANCE if name.startswith("bf16") else TOLERANCE) * float(np.abs(ref).max())
             ok = got.dtype == want_dtype and got.shape == ref.shape and err <= bound
             failures += not ok
             print(f"{'ok' if ok else 'FAIL'} {name}: output {got.dtype}{got.shape} (want {np.dtype(want_dtype)}), "
