@@ -6,6 +6,12 @@
 // Interpolation is separable: one 1-D pass per resized axis, last axis first as the ONNX
 // reference recurses. Nearest is a pure index table, so it moves bytes and works for any
 // dtype; linear and cubic compute in double and support float32.
+//
+// One exception: bilinear resizing of the last two dims of a 4-D tensor (an upsampling
+// layer's usual form) computes in float32 with ONNX Runtime's weights and summation order,
+// so the two agree bit for bit. A dynamically quantized model re-derives each layer's scale
+// from its input's range, and there a 1-ulp difference after a Resize grew to 6e-2 at the
+// outputs (docs/quantization.md).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -131,9 +137,77 @@ Tensor interpolate_axis(const ResizePlan& p, const Tensor& x, size_t axis, const
   return y;
 }
 
+// The input coordinate of output index `x` in float32, for the modes bilinear_float takes.
+float source_coordinate_f32(const ResizePlan& p, size_t axis, int64_t x, int64_t out_len) {
+  const float scale = static_cast<float>(p.scales[axis]), xf = static_cast<float>(x);
+  switch (p.coordinates) {
+    case CoordinateMode::half_pixel: return (xf + 0.5f) / scale - 0.5f;
+    case CoordinateMode::pytorch_half_pixel: return out_len > 1 ? (xf + 0.5f) / scale - 0.5f : 0.0f;
+    case CoordinateMode::asymmetric: return xf / scale;
+    default: return 0.0f;
+  }
+}
+
+// Where each output position along one axis reads, and with what weights (see above).
+struct BilinearAxis {
+  std::vector<int64_t> lo, hi;
+  std::vector<float> w_lo, w_hi;  // ONNX Runtime's d2 and d1: the weights of lo and hi
+};
+
+BilinearAxis bilinear_axis(const ResizePlan& p, size_t axis, int64_t in_len, int64_t out_len) {
+  BilinearAxis a;
+  for (int64_t x = 0; x < out_len; ++x) {
+    const float src = std::max(0.0f, std::min(source_coordinate_f32(p, axis, x, out_len),
+                                              static_cast<float>(in_len - 1)));
+    const int64_t lo = std::min(static_cast<int64_t>(src), in_len - 1), hi = std::min(lo + 1, in_len - 1);
+    float d_lo = std::fabs(src - static_cast<float>(lo)), d_hi = std::fabs(src - static_cast<float>(hi));
+    if (lo == hi) d_lo = d_hi = 0.5f;
+    a.lo.push_back(lo);
+    a.hi.push_back(hi);
+    a.w_lo.push_back(d_hi);
+    a.w_hi.push_back(d_lo);
+  }
+  return a;
+}
+
+// Whether bilinear_float computes this resize: linear, the last two dims of a 4-D tensor
+// resized and nothing else, a coordinate mode with a float32 form, no exclude_outside.
+bool is_plain_bilinear(const ResizePlan& p, const Tensor& x, const Tensor& y) {
+  if (p.mode != InterpolationMode::linear || x.rank() != 4 || p.exclude_outside || x.numel() == 0) return false;
+  if (x.dim(0) != y.dim(0) || x.dim(1) != y.dim(1) || p.scales[0] != 1 || p.scales[1] != 1) return false;
+  switch (p.coordinates) {
+    // align_corners stays on the general path: with scales given, ONNX maps through
+    // scale * input length where ONNX Runtime uses the output length.
+    case CoordinateMode::half_pixel: case CoordinateMode::pytorch_half_pixel: case CoordinateMode::asymmetric: return true;
+    default: return false;
+  }
+}
+
+// Each product and sum rounds to float32 in ONNX Runtime's order; resize.cpp is compiled
+// without FMA contraction (CMakeLists.txt) so no step fuses.
+void bilinear_float(const ResizePlan& p, const Tensor& x, Tensor& y) {
+  const int64_t planes = x.dim(0) * x.dim(1), H = x.dim(2), W = x.dim(3), OH = y.dim(2), OW = y.dim(3);
+  const BilinearAxis rows = bilinear_axis(p, 2, H, OH), cols = bilinear_axis(p, 3, W, OW);
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  for (int64_t n = 0; n < planes; ++n, src += H * W, dst += OH * OW)
+    for (int64_t r = 0; r < OH; ++r) {
+      const float* top = src + rows.lo[static_cast<size_t>(r)] * W;
+      const float* bottom = src + rows.hi[static_cast<size_t>(r)] * W;
+      const float wt = rows.w_lo[static_cast<size_t>(r)], wb = rows.w_hi[static_cast<size_t>(r)];
+      for (int64_t c = 0; c < OW; ++c) {
+        const auto k = static_cast<size_t>(c);
+        const int64_t left = cols.lo[k], right = cols.hi[k];
+        const float wl = cols.w_lo[k], wr = cols.w_hi[k];
+        dst[r * OW + c] = wl * wt * top[left] + wr * wt * top[right] + wl * wb * bottom[left] + wr * wb * bottom[right];
+      }
+    }
+}
+
 void interpolate_reference(const ResizePlan& p, const Tensor& x, Tensor& y) {
   if (x.dtype() != DType::f32)
     throw Unsupported("linear and cubic resize support float32 only, got " + std::string(dtype_name(x.dtype())));
+  if (is_plain_bilinear(p, x, y)) return bilinear_float(p, x, y);
   Tensor current = x;
   for (size_t axis = x.shape().size(); axis-- > 0;) {
     std::vector<Taps> taps = axis_taps(p, axis, current.dim(static_cast<int64_t>(axis)), y.dim(static_cast<int64_t>(axis)));

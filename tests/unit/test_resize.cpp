@@ -3,6 +3,9 @@
 // extrapolation, sizes vs scales, and the errors for what grove does not claim.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "op_test_util.h"
 
 using namespace grove;
@@ -31,6 +34,46 @@ TEST(Resize, LinearHalfPixel) {
   Tensor y = run(NodeBuilder("Resize", 13, 3).s("mode", "linear"), {&x, nullptr, &s});
   expect_tensor(y, {1, 1, 4, 4},
                 {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+}
+
+// The 4-D bilinear case rounds in float32 (ONNX Runtime's order: bit-equal to it, checked
+// against onnxruntime-node while writing it); here against bilinear interpolation in double,
+// over odd sizes, down- and upsampling, batches and channels, and three coordinate modes.
+TEST(Resize, BilinearOfTheLastTwoDimsAgreesWithInterpolationInDouble) {
+  struct Case {
+    const char* coordinates;
+    Shape in, out;
+  };
+  for (const Case& c : {Case{"half_pixel", {1, 3, 17, 23}, {1, 3, 34, 46}}, Case{"half_pixel", {2, 2, 37, 29}, {2, 2, 50, 13}},
+                        Case{"pytorch_half_pixel", {1, 2, 9, 13}, {1, 2, 20, 1}}, Case{"asymmetric", {1, 4, 11, 12}, {1, 4, 23, 5}}}) {
+    Tensor x(DType::f32, c.in);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 7.0f - 6.0f;
+    Tensor sizes = ints1d(std::vector<int64_t>(c.out.begin(), c.out.end()));
+    Tensor empty = f32({0}, {});
+    Tensor y = run(NodeBuilder("Resize", 13, 4).s("mode", "linear").s("coordinate_transformation_mode", c.coordinates),
+                   {&x, nullptr, nullptr, &sizes});
+    ASSERT_EQ(y.shape(), c.out);
+    const int64_t H = c.in[2], W = c.in[3], OH = c.out[2], OW = c.out[3];
+    auto source = [&](int64_t o, int64_t in_len, int64_t out_len) {
+      const double scale = static_cast<double>(out_len) / static_cast<double>(in_len);
+      double s = std::string(c.coordinates) == "asymmetric" ? o / scale
+                 : std::string(c.coordinates) == "pytorch_half_pixel" && out_len == 1 ? 0.0
+                                                                                      : (o + 0.5) / scale - 0.5;
+      return std::clamp(s, 0.0, static_cast<double>(in_len - 1));
+    };
+    for (int64_t plane = 0; plane < c.in[0] * c.in[1]; ++plane)
+      for (int64_t r = 0; r < OH; ++r)
+        for (int64_t q = 0; q < OW; ++q) {
+          const double sy = source(r, H, OH), sx = source(q, W, OW);
+          const int64_t y0 = static_cast<int64_t>(sy), x0 = static_cast<int64_t>(sx);
+          const int64_t y1 = std::min(y0 + 1, H - 1), x1 = std::min(x0 + 1, W - 1);
+          const double fy = sy - static_cast<double>(y0), fx = sx - static_cast<double>(x0);
+          auto at = [&](int64_t yy, int64_t xx) { return static_cast<double>(x.data<float>()[(plane * H + yy) * W + xx]); };
+          const double want = (1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x1)) + fy * ((1 - fx) * at(y1, x0) + fx * at(y1, x1));
+          ASSERT_NEAR(y.data<float>()[(plane * OH + r) * OW + q], want, 1e-4)  // float32 coordinates
+              << c.coordinates << " plane " << plane << " at " << r << "," << q;
+        }
+  }
 }
 
 TEST(Resize, LinearAlignCornersWithSizes) {
