@@ -150,21 +150,33 @@ void depthwise(const X* x, const W* w, const WindowGeometry& g, int64_t channels
 // W - w_zero packed once at plan time as the GEMM's A (kernels::pack_a_pairs), when both are constants.
 struct PreparedWeights {
   std::vector<int16_t> pairs;
-  // int8 weights with zero point 0 on a CPU with AVX512_VNNI: each group's rows packed for
-  // the 8-bit kernel (kernels/qgemm.h). Empty: the int16 path.
+  // On a CPU with AVX512_VNNI: each group's rows of W packed for the 8-bit kernel
+  // (kernels/qgemm.h) as int8 values w8. Empty: the int16 path.
   std::vector<kernels::PackedS8> s8_groups;
+  // ConvInteger's weights need not be int8 with zero point 0: per output channel,
+  // (W - w_zero) - w8, the same for every element of the row (uint8 W is stored as W - 128).
+  // Empty when all are 0 (int8 W, zero point 0).
+  std::vector<int32_t> s8_offsets;
 };
 
-// Whether the 8-bit kernel can take this conv: int8 W with all zero points 0, groups that are
-// not depthwise, and VNNI on this CPU.
+// Whether the 8-bit kernel can take this conv: groups that are not depthwise, VNNI on this
+// CPU, and int8 W with all zero points 0; ConvInteger also takes uint8 W and any zero points
+// (ONNX Runtime's dynamic quantization writes both), the offsets' extra term summed apart.
 bool takes_s8_kernel(const Node& node, std::span<const ValueInfo> in, const Tensor& w, const Tensor* w_zero) {
-  if (!kernels::isa_supports_avx512_vnni() || w.dtype() != DType::i8 || in[0].shape.size() != 4) return false;
+  if (!kernels::isa_supports_avx512_vnni() || in[0].shape.size() != 4) return false;
   if (in[0].dtype != DType::u8 && in[0].dtype != DType::i8) return false;
+  const int64_t group = node.attr_int("group", 1);
+  if (group <= 0 || (in[0].shape[1] / group == 1 && w.dim(0) / group == 1)) return false;
+  if (node.op_type == "ConvInteger") {
+    // |offset * sum (x - x_zero)| <= 255 * k * 255 must stay far inside int32.
+    const int64_t k = w.numel() / std::max<int64_t>(w.dim(0), 1);
+    return (w.dtype() == DType::i8 || w.dtype() == DType::u8) && k * 255 * 255 < (int64_t{1} << 30);
+  }
+  if (w.dtype() != DType::i8) return false;
   if (w_zero)
     for (int64_t v : w_zero->to_i64())
       if (v != 0) return false;
-  const int64_t group = node.attr_int("group", 1);
-  return group > 0 && !(in[0].shape[1] / group == 1 && w.dim(0) / group == 1);
+  return true;
 }
 
 std::shared_ptr<const void> prepare_weights(const Node& node, std::span<const ValueInfo> in,
@@ -187,10 +199,22 @@ std::shared_ptr<const void> prepare_weights(const Node& node, std::span<const Va
   auto prepared = std::make_shared<PreparedWeights>();
   if (takes_s8_kernel(node, in, w, has_zero ? constants[zero_index] : nullptr)) {
     const int64_t group = node.attr_int("group", 1), cout = w.dim(0) / group;
+    // uint8 W as W - 128 (its bytes XOR 0x80 read as int8).
+    const bool is_u8 = w.dtype() == DType::u8;
+    std::vector<int8_t> w8(static_cast<size_t>(w.numel()));
+    const auto* bytes = reinterpret_cast<const uint8_t*>(w.raw());
+    for (size_t i = 0; i < w8.size(); ++i) w8[i] = static_cast<int8_t>(is_u8 ? bytes[i] ^ 0x80 : bytes[i]);
     prepared->s8_groups.resize(static_cast<size_t>(group));
     for (int64_t grp = 0; grp < group; ++grp)
-      kernels::pack_s8(w.data<int8_t>() + grp * cout * static_cast<int64_t>(call.k), static_cast<size_t>(cout), call.k,
-                       call.k, prepared->s8_groups[static_cast<size_t>(grp)]);
+      kernels::pack_s8(w8.data() + grp * cout * static_cast<int64_t>(call.k), static_cast<size_t>(cout), call.k, call.k,
+                       prepared->s8_groups[static_cast<size_t>(grp)]);
+    bool any = false;
+    for (size_t i = 0; i < call.m; ++i) {
+      const int32_t w_zero = zero.empty() ? 0 : zero[zero.size() == 1 ? 0 : i];
+      prepared->s8_offsets.push_back((is_u8 ? 128 : 0) - w_zero);
+      any = any || prepared->s8_offsets.back() != 0;
+    }
+    if (!any) prepared->s8_offsets.clear();
     return prepared;
   }
   kernels::pack_a_pairs(call, prepared->pairs);
@@ -206,7 +230,7 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
   const auto& p = *static_cast<const PreparedWeights*>(prepared);
   size_t bytes = p.pairs.size() * sizeof(int16_t);
   for (const auto& g : p.s8_groups) bytes += g.values.size() + g.row_sums.size() * sizeof(int32_t);
-  return static_cast<int64_t>(bytes);
+  return static_cast<int64_t>(bytes + p.s8_offsets.size() * sizeof(int32_t));
 }
 
 // The windows of one group's channels as k rows of bytes (row (c, ki, kj), one byte per
@@ -311,21 +335,45 @@ kernels::RowRange s8_rows(size_t groups, Range out_channels, const kernels::Pack
                      : kernels::RowRange{0, a.m};
 }
 
-// The int32 sums by the 8-bit kernel, minus x_zero * row sums of W.
-void conv_s8_sums(const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w, int32_t x_zero,
-                  Range images, Range out_channels, Range rows, int32_t* out, int64_t image_stride,
-                  int64_t channel_stride) {
+// Per column of the panels: the sum over k of its bytes as the kernel reads them.
+void panel_column_sums(const kernels::U8Panels& panels, std::vector<int32_t>& sums) {
+  constexpr size_t kWidth = kernels::U8Panels::kWidth;
+  sums.assign(panels.n, 0);
+  for (size_t q = 0; q * kWidth < panels.n; ++q) {
+    int32_t acc[kWidth] = {};
+    const uint8_t* v = panels.values.data() + q * panels.panel_bytes();
+    for (size_t t = 0; t < panels.quads; ++t, v += kWidth * 4)
+      for (size_t c = 0; c < kWidth; ++c) acc[c] += v[4 * c] + v[4 * c + 1] + v[4 * c + 2] + v[4 * c + 3];
+    for (size_t c = 0; c < kWidth && q * kWidth + c < panels.n; ++c) sums[q * kWidth + c] = acc[c];
+  }
+}
+
+// The int32 sums by the 8-bit kernel: sum_p (x - x_zero) * w8 is the kernel's sum minus
+// x_zero * row sums of w8; with offsets (W - w_zero = w8 + offset per row) each row adds
+// offset * sum_p (x - x_zero), from the panels' column sums.
+void conv_s8_sums(const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w,
+                  const std::vector<int32_t>& offsets, int32_t x_zero, Range images, Range out_channels, Range rows,
+                  int32_t* out, int64_t image_stride, int64_t channel_stride) {
   const int32_t zero = s8_zero(x, x_zero);
   const size_t pixels = static_cast<size_t>(rows.size() * g.output[1]);
+  thread_local std::vector<int32_t> column_sums;
   for_each_s8_panels(x, g, w, x_zero, images, rows, [&](int64_t n, int64_t grp, const kernels::U8Panels& panels) {
     const kernels::PackedS8& a = w[static_cast<size_t>(grp)];
     const kernels::RowRange range = s8_rows(w.size(), out_channels, a);
     int32_t* c = out + (n - images.begin) * image_stride + grp * static_cast<int64_t>(a.m) * channel_stride;
     kernels::s8u8_gemm(a, range, panels, c, static_cast<size_t>(channel_stride));
+    if (!offsets.empty()) {
+      panel_column_sums(panels, column_sums);
+      const int32_t k_zero = static_cast<int32_t>(a.k) * zero;
+      for (int32_t& s : column_sums) s -= k_zero;  // now sum_p (x - x_zero) per output pixel
+    }
     for (size_t i = range.begin; i < range.end; ++i) {
       const int32_t correction = zero * a.row_sums[i];
       int32_t* row = c + static_cast<int64_t>(i - range.begin) * channel_stride;
       for (size_t j = 0; j < pixels; ++j) row[j] -= correction;
+      if (offsets.empty()) continue;
+      const int32_t offset = offsets[static_cast<size_t>(grp) * a.m + i];
+      for (size_t j = 0; j < pixels; ++j) row[j] += offset * column_sums[j];
     }
   });
 }
@@ -339,8 +387,17 @@ void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const
   const WindowGeometry g = geometry_of(node, x.shape(), w.shape());
   if (p && !p->s8_groups.empty()) {
     const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
-    if (rows.size() > 0)
-      conv_s8_sums(x, g, p->s8_groups, x_zp, images, out_channels, rows, out, image_stride, channel_stride);
+    // The windows of a big tile (a whole 512x512 layer at one thread) would not stay in any
+    // cache: lay them out and multiply a band of rows at a time, each band's bytes well
+    // inside the smallest L2 seen (kernels.md).
+    constexpr int64_t kBandBytes = int64_t{128} << 10;
+    const int64_t row_bytes = static_cast<int64_t>(p->s8_groups[0].k) * std::max<int64_t>(g.output[1], 1);
+    const int64_t band = std::max<int64_t>(1, kBandBytes / std::max<int64_t>(row_bytes, 1));
+    for (int64_t r0 = rows.begin; r0 < rows.end; r0 += band) {
+      const Range part{r0, std::min(rows.end, r0 + band)};
+      conv_s8_sums(x, g, p->s8_groups, p->s8_offsets, x_zp, images, out_channels, part,
+                   out + (r0 - rows.begin) * g.output[1], image_stride, channel_stride);
+    }
     return;
   }
   const int16_t* w_pairs = p && !p->pairs.empty() ? p->pairs.data() : nullptr;

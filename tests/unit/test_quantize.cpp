@@ -255,6 +255,13 @@ TEST(ConvInteger, TileRuleMatchesReferenceExactly) {
       {{1, 8, 10, 9}, {8, 1, 3, 3}, DType::i8, DType::i8, {1}, 8, 1, 2, 2},  // depthwise, dilated
       {{3, 16, 5, 5}, {33, 16, 1, 1}, DType::u8, DType::i8, {}, 1, 1, 0, 1},
       {{2, 6, 11, 9}, {6, 1, 3, 3}, DType::u8, DType::i8, {6}, 6, 2, 1, 1},  // depthwise, stride 2
+      // On VNNI CPUs the 8-bit kernel with per-row offsets: uint8 W (ONNX Runtime's dynamic
+      // quantization) read straight (1x1) and through windows, int8 x, per-channel zero points.
+      {{2, 16, 6, 6}, {20, 16, 1, 1}, DType::u8, DType::u8, {20}, 1, 1, 0, 1},
+      {{1, 5, 7, 7}, {9, 5, 3, 3}, DType::i8, DType::u8, {}, 1, 1, 1, 1},
+      {{1, 4, 9, 9}, {30, 4, 3, 3}, DType::u8, DType::u8, {1}, 1, 1, 2, 2},
+      // Rows of windows past the band a tile lays out at once (128 KiB): one row per band.
+      {{1, 64, 4, 240}, {16, 64, 3, 3}, DType::u8, DType::u8, {}, 1, 1, 1, 1},
   };
   uint32_t seed = 100;
   for (const Case& c : cases) {
