@@ -47,6 +47,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_quant_add_ops(r);
     register_channels_last_ops(r);
     register_feature_pruning_ops(r);
+    register_conv_integer_scaled_ops(r);
     return r;
   }();
   return registry;

@@ -12,6 +12,7 @@
 #include "kernels/qgemm.h"
 #include "kernels/requantize.h"
 #include "ops/conv_geometry.h"
+#include "ops/conv_integer_scaled.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 #include "ops/tile_util.h"
@@ -167,7 +168,7 @@ bool takes_s8_kernel(const Node& node, std::span<const ValueInfo> in, const Tens
   if (in[0].dtype != DType::u8 && in[0].dtype != DType::i8) return false;
   const int64_t group = node.attr_int("group", 1);
   if (group <= 0 || (in[0].shape[1] / group == 1 && w.dim(0) / group == 1)) return false;
-  if (node.op_type == "ConvInteger") {
+  if (node.op_type == "ConvInteger" || node.op_type == "ConvIntegerScaled") {
     // |offset * sum (x - x_zero)| <= 255 * k * 255 must stay far inside int32.
     const int64_t k = w.numel() / std::max<int64_t>(w.dim(0), 1);
     return (w.dtype() == DType::i8 || w.dtype() == DType::u8) && k * 255 * 255 < (int64_t{1} << 30);
@@ -587,10 +588,40 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
   else requantize<uint8_t>(node, in, sums, out_region, y);
 }
 
+// ---- grove.internal ConvIntegerScaled(x, w, x_zero_point, w_zero_point, scale, [bias]) ----
+// ConvInteger's sums for the tile into a buffer, then ScaledEpilogue (float(sum) * scale
+// [+ bias] [relu]) straight into the float output.
+
+void scaled_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                  const Region& out_region, std::span<Region> in_regions) {
+  needs(node, in.first(4), out, out_region, in_regions.first(4));
+  for (size_t i = 4; i < in.size(); ++i)
+    in_regions[i] = has_input(in, i) ? full_region(in[i].shape) : Region{};
+}
+
+void scaled_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                     const Region& out_region, const void* prepared) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  if (in[0]->rank() != 4 || in[1]->rank() != 4) return reference_whole(node, in, out, out_region);
+  const int64_t channels = out_region[1].size(), per_channel = out_region[2].size() * y.dim(3);
+  thread_local std::vector<int32_t> sums;
+  sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));
+  conv_integer_sums(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), prepared, out_region[0],
+                    out_region[1], out_region[2], sums.data(), channels * per_channel, per_channel);
+  const ScaledEpilogue epilogue(node, *in[4], optional_input(in, 5));
+  const int64_t plane = y.dim(2) * y.dim(3);
+  const int32_t* from = sums.data();
+  for (int64_t n = out_region[0].begin; n < out_region[0].end; ++n)
+    for (int64_t m = out_region[1].begin; m < out_region[1].end; ++m, from += per_channel)
+      epilogue.apply(m, from, y.data<float>() + (n * y.dim(1) + m) * plane + out_region[2].begin * y.dim(3), per_channel);
+}
+
 }  // namespace
 
 void add_conv_integer_rules(RuleTable& t) {
   t["ConvInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  t[internal_rule_key("ConvIntegerScaled")] = TileRule{cuttable, scaled_needs, scaled_run_tile, prepare, prepared_bytes};
   t["QLinearConv"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, prepared_bytes};
 }
 

@@ -103,9 +103,9 @@ int64_t node_flops(const Graph& g, const Node& n) {
   // The integer products count as FLOPs too (one multiply and one add each), so GFLOP/s of a
   // quantized model compares with its float original.
   const size_t weight_input = op == "QLinearConv" ? 3 : 1;
-  if ((op == "ConvInteger" || op == "QLinearConv") && n.inputs.size() > weight_input) {
+  if ((op == "ConvInteger" || op == "QLinearConv" || op == "ConvIntegerScaled") && n.inputs.size() > weight_input) {
     const Shape* wq = shape_of(g, n.inputs[weight_input]);
-    if (wq && !wq->empty()) return mul(2, numel(*out), product(*wq, 1));
+    if (wq && !wq->empty()) return add(mul(2, numel(*out), product(*wq, 1)), epilogue);
   }
   if ((op == "MatMulInteger" || op == "QLinearMatMul") && x && !x->empty()) return mul(2, numel(*out), x->back());
   if (op == "ConvTranspose" && w && x && !w->empty()) return mul(2, numel(*x), product(*w, 1));

@@ -18,6 +18,7 @@
 #include "graph/epilogue_attrs.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
+#include "passes/flops.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -184,6 +185,83 @@ void fuse_quantized_adds(Graph& g) {
   erase_nodes(g, dropped);
 }
 
+namespace {
+
+// A float32 operand that a Mul or Add applies per output channel of an NCHW conv output:
+// one value (when `one_ok`), or [C, 1, 1] or [1, C, 1, 1].
+bool per_channel_operand(const Graph& g, const std::string& name, int64_t channels, bool one_ok) {
+  auto v = g.values.find(name);
+  if (v == g.values.end() || v->second.dtype != DType::f32 || v->second.shape.size() > 4) return false;
+  const Shape& s = v->second.shape;
+  if (one_ok && numel(s) == 1) return true;
+  return (s == Shape{channels, 1, 1}) || (s == Shape{1, channels, 1, 1});
+}
+
+// ONNX Runtime's dynamic quantization follows each ConvInteger with
+//     Cast(to float) -> Mul(x_scale * w_scale) [-> Add(bias)] [-> Relu]
+// which grove.internal ConvIntegerScaled (ops/conv_integer_scaled.cpp) computes in the conv's
+// tiles, bit for bit, instead of three more passes over the conv's output. The fused node
+// takes the chain's last node's place: the scale is often computed after the conv.
+void fuse_conv_integer_epilogues(Graph& g) {
+  const Index index(g);
+  std::set<const Node*> dropped;
+  std::map<const Node*, Node> replace;
+  for (Node& conv : g.nodes) {
+    if (!conv.domain.empty() || conv.op_type != "ConvInteger" || conv.outputs.size() != 1 || conv.inputs.size() < 2)
+      continue;
+    auto y = g.values.find(conv.outputs[0]);
+    if (y == g.values.end() || y->second.shape.size() != 4) continue;
+    const int64_t channels = y->second.shape[1];
+    Node* cast = index.only_reader(g, conv.outputs[0], "Cast");
+    if (!cast || cast->attr_int("to", 0) != 1) continue;
+    Node* mul = index.only_reader(g, cast->outputs[0], "Mul");
+    if (!mul || mul->inputs.size() != 2) continue;
+    const std::string scale = mul->inputs[0] == cast->outputs[0] ? mul->inputs[1] : mul->inputs[0];
+    if (scale == cast->outputs[0] || !per_channel_operand(g, scale, channels, true)) continue;
+    std::vector<Node*> chain = {cast, mul};
+    std::string bias;
+    if (Node* add = index.only_reader(g, mul->outputs[0], "Add"); add && add->inputs.size() == 2) {
+      const std::string other = add->inputs[0] == mul->outputs[0] ? add->inputs[1] : add->inputs[0];
+      if (constant(g, other) && per_channel_operand(g, other, channels, false)) bias = other, chain.push_back(add);
+    }
+    if (Node* relu = index.only_reader(g, chain.back()->outputs[0], "Relu")) chain.push_back(relu);
+
+    Node n;
+    n.name = conv.name;
+    n.op_type = "ConvIntegerScaled";
+    n.domain = kGroveDomain;
+    n.opset = conv.opset;
+    n.attrs = conv.attrs;
+    n.inputs = conv.inputs;
+    n.inputs.resize(4);
+    n.inputs.push_back(scale);
+    n.inputs.push_back(bias);
+    n.outputs = {chain.back()->outputs[0]};
+    std::string label;
+    int64_t flops = 0;
+    for (const Node* c : chain) {
+      label += (label.empty() ? "" : "+") + c->op_type;
+      flops += node_flops(g, *c);
+    }
+    n.attrs[kAttrFused].kind = Attribute::Kind::s;
+    n.attrs[kAttrFused].s = label;
+    n.attrs[kAttrFusedFlops].kind = Attribute::Kind::i;
+    n.attrs[kAttrFusedFlops].i = flops;
+    if (chain.back()->op_type == "Relu") {
+      n.attrs[kAttrActivation].kind = Attribute::Kind::s;
+      n.attrs[kAttrActivation].s = "relu";
+    }
+    dropped.insert(&conv);
+    for (size_t i = 0; i + 1 < chain.size(); ++i) dropped.insert(chain[i]);
+    replace[chain.back()] = std::move(n);
+  }
+  for (Node& node : g.nodes)
+    if (auto it = replace.find(&node); it != replace.end()) node = std::move(it->second);
+  erase_nodes(g, dropped);
+}
+
+}  // namespace
+
 void fuse_qdq(Graph& g) {
   std::vector<Node> fused;
   std::set<const Node*> dropped;
@@ -242,6 +320,7 @@ void fuse_qdq(Graph& g) {
   }
   erase_nodes(g, dropped);
   fuse_quantized_adds(g);
+  fuse_conv_integer_epilogues(g);
   remove_dead_nodes(g);
   fold_constant_dequantize(g);
   // The fused node stands at the float op's place, before the readers of its output (the
