@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "graph/epilogue_attrs.h"
@@ -328,4 +329,51 @@ TEST(FuseQdq, QuantizedAddIsBitExactWithTheChain) {
 }
 
 }  // namespace
+// ONNX Runtime's dynamic quantization: DynamicQuantizeLinear -> ConvInteger (uint8 W with a
+// zero point) -> Cast -> Mul(x_scale * w_scale) -> Add(bias [C,1,1]) -> Relu becomes one
+// ConvIntegerScaled, bit-equal to the chain on the reference and in tiles (the 8-bit kernel
+// with per-row offsets on VNNI CPUs, the int16 path elsewhere). Without the Add it still fuses.
+TEST(FuseQdq, DynamicQuantizationChainIsOneConvBitExact) {
+  for (bool with_bias : {true, false}) {
+    OnnxBuilder b(13);
+    const Shape x{1, 6, 9, 11};
+    b.input("x", kF32, x).output("y", kF32, {1, 10, 9, 11});
+    std::vector<uint8_t> w(10 * 6 * 9);
+    std::mt19937 rng(5);
+    for (auto& v : w) v = static_cast<uint8_t>(rng() % 256);
+    const uint8_t wz = 119;
+    b.initializer_raw("w", onnx::TensorProto::UINT8, {10, 6, 3, 3}, w.data(), w.size());
+    b.initializer_raw("wz", onnx::TensorProto::UINT8, {}, &wz, 1);
+    b.initializer_f32("ws", {}, {0.0037f});
+    b.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, "dql");
+    OnnxBuilder::attr_ints(b.node("ConvInteger", {"xq", "w", "xz", "wz"}, {"sums"}, "conv"), "pads", {1, 1, 1, 1});
+    OnnxBuilder::attr_int(b.node("Cast", {"sums"}, {"f"}, "cast"), "to", onnx::TensorProto::FLOAT);
+    b.node("Mul", {"xs", "ws"}, {"scale"}, "scale");  // after the conv, as ORT's tool writes it
+    b.node("Mul", {"f", "scale"}, {"scaled"}, "mul");
+    if (with_bias) {
+      weight(b, "bias", {10, 1, 1}, 3);
+      b.node("Add", {"scaled", "bias"}, {"biased"}, "add");
+    }
+    b.node("Relu", {with_bias ? "biased" : "scaled"}, {"y"}, "relu");
+    TestModel m{"dynamic_conv", b.bytes(), {{"x", seeded_tensor(x, 9)}}};
+    const TensorMap chain = run_reference(unfused_graph(m), m.inputs);
+    Model model = load_test_model(m);
+    const std::string label = with_bias ? "ConvIntegerScaled+Cast+Mul+Add+Relu" : "ConvIntegerScaled+Cast+Mul+Relu";
+    EXPECT_EQ(labels(model.graph()).count(label), 1u) << with_bias;
+    auto bits = [](const Tensor& t) {
+      std::vector<uint32_t> v(static_cast<size_t>(t.numel()));
+      std::memcpy(v.data(), t.raw(), t.bytes());
+      return v;
+    };
+    EXPECT_EQ(bits(run_reference(model.graph(), m.inputs).at("y")), bits(chain.at("y")));
+    for (int k : {1, 4}) {
+      PlanOptions o;
+      o.tiles_per_op = k;
+      PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+      run_serial(run, 4);
+      EXPECT_EQ(bits(run.outputs().at("y")), bits(chain.at("y"))) << "tiles k=" << k << " bias " << with_bias;
+    }
+  }
+}
+
 }  // namespace grove
