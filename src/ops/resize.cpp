@@ -170,11 +170,12 @@ BilinearAxis bilinear_axis(const ResizePlan& p, size_t axis, int64_t in_len, int
   return a;
 }
 
-// Whether bilinear_float computes this resize: linear, the last two dims of a 4-D tensor
-// resized and nothing else, a coordinate mode with a float32 form, no exclude_outside.
-bool is_plain_bilinear(const ResizePlan& p, const Tensor& x, const Tensor& y) {
-  if (p.mode != InterpolationMode::linear || x.rank() != 4 || p.exclude_outside || x.numel() == 0) return false;
-  if (x.dim(0) != y.dim(0) || x.dim(1) != y.dim(1) || p.scales[0] != 1 || p.scales[1] != 1) return false;
+}  // namespace
+
+bool is_plane_bilinear(const ResizePlan& p, const Shape& x, const Shape& y) {
+  if (p.mode != InterpolationMode::linear || x.size() != 4 || y.size() != 4 || p.exclude_outside || numel(x) == 0)
+    return false;
+  if (x[0] != y[0] || x[1] != y[1] || p.scales[0] != 1 || p.scales[1] != 1) return false;
   switch (p.coordinates) {
     // align_corners stays on the general path: with scales given, ONNX maps through
     // scale * input length where ONNX Runtime uses the output length.
@@ -185,12 +186,12 @@ bool is_plain_bilinear(const ResizePlan& p, const Tensor& x, const Tensor& y) {
 
 // Each product and sum rounds to float32 in ONNX Runtime's order; resize.cpp is compiled
 // without FMA contraction (CMakeLists.txt) so no step fuses.
-void bilinear_float(const ResizePlan& p, const Tensor& x, Tensor& y) {
-  const int64_t planes = x.dim(0) * x.dim(1), H = x.dim(2), W = x.dim(3), OH = y.dim(2), OW = y.dim(3);
+void bilinear_planes(const ResizePlan& p, const Tensor& x, Tensor& y, int64_t begin, int64_t end) {
+  const int64_t H = x.dim(2), W = x.dim(3), OH = y.dim(2), OW = y.dim(3);
   const BilinearAxis rows = bilinear_axis(p, 2, H, OH), cols = bilinear_axis(p, 3, W, OW);
-  const float* src = x.data<float>();
-  float* dst = y.data<float>();
-  for (int64_t n = 0; n < planes; ++n, src += H * W, dst += OH * OW)
+  const float* src = x.data<float>() + begin * H * W;
+  float* dst = y.data<float>() + begin * OH * OW;
+  for (int64_t n = begin; n < end; ++n, src += H * W, dst += OH * OW)
     for (int64_t r = 0; r < OH; ++r) {
       const float* top = src + rows.lo[static_cast<size_t>(r)] * W;
       const float* bottom = src + rows.hi[static_cast<size_t>(r)] * W;
@@ -204,10 +205,12 @@ void bilinear_float(const ResizePlan& p, const Tensor& x, Tensor& y) {
     }
 }
 
+namespace {
+
 void interpolate_reference(const ResizePlan& p, const Tensor& x, Tensor& y) {
   if (x.dtype() != DType::f32)
     throw Unsupported("linear and cubic resize support float32 only, got " + std::string(dtype_name(x.dtype())));
-  if (is_plain_bilinear(p, x, y)) return bilinear_float(p, x, y);
+  if (is_plane_bilinear(p, x.shape(), y.shape())) return bilinear_planes(p, x, y, 0, x.dim(0) * x.dim(1));
   Tensor current = x;
   for (size_t axis = x.shape().size(); axis-- > 0;) {
     std::vector<Taps> taps = axis_taps(p, axis, current.dim(static_cast<int64_t>(axis)), y.dim(static_cast<int64_t>(axis)));

@@ -32,4 +32,12 @@ ResizePlan resize_plan(const Node& node, std::span<const ValueInfo> in);
 // The input coordinate that output index x along `axis` maps to.
 double source_coordinate(const ResizePlan& plan, size_t axis, int64_t x, int64_t in_len);
 
+// Bilinear resizing of the last two dims of a 4-D float32 tensor (half_pixel,
+// pytorch_half_pixel or asymmetric coordinates, no exclude_outside): resize.cpp computes it
+// in float32 with ONNX Runtime's weights and order, one (image, channel) plane at a time, so
+// its tiles may take any run of planes.
+bool is_plane_bilinear(const ResizePlan& plan, const Shape& in, const Shape& out);
+// Planes [begin, end) of that case (plane n * channels + c), of the whole tensors x and y.
+void bilinear_planes(const ResizePlan& plan, const Tensor& x, Tensor& y, int64_t begin, int64_t end);
+
 }  // namespace grove

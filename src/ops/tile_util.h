@@ -34,6 +34,7 @@ void add_pool_nhwc_rules(RuleTable& t);        // tile_pool_nhwc.cpp: MaxPoolNhw
 void add_recurrent_rules(RuleTable& t);    // tile_recurrent.cpp
 void add_pruned_conv_rules(RuleTable& t);         // tile_pruned_conv.cpp: PrunedConv, AttentionKeep, ApplyKeep
 void add_quant_elementwise_rules(RuleTable& t);    // tile_quant_elementwise.cpp: QLinearAdd, QuantizeLinear, DequantizeLinear
+void add_resize_rules(RuleTable& t);               // tile_resize.cpp: Resize, Upsample (bilinear)
 
 // The table key of a grove.internal op's rule: "grove.internal:<op_type>".
 std::string internal_rule_key(const std::string& op_type);

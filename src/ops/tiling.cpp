@@ -25,6 +25,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_recurrent_rules(t);
     tiling::add_quant_elementwise_rules(t);
     tiling::add_pruned_conv_rules(t);
+    tiling::add_resize_rules(t);
     return t;
   }();
   return table;

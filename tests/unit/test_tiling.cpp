@@ -55,6 +55,21 @@ TEST(TilingElementwise, UnaryOpsOverEveryGrid) {
   check_tiling(NodeBuilder("Relu", 17, 1), {random_f32({}, 6)}, 0);  // a scalar: one tile
 }
 
+// Bilinear Resize of the last two dims: tiles take runs of (image, channel) planes. Other
+// resizes (nearest, or a batch dim resized) stay one tile.
+TEST(TilingResize, BilinearPlanesOverEveryGrid) {
+  const Tensor x = random_f32({2, 5, 7, 9}, 31);
+  const Tensor scales = optest::f32({4}, {1, 1, 1.5f, 2});
+  auto stats = check_tiling(NodeBuilder("Resize", 13, 3).s("mode", "linear"), {x, Tensor(), scales}, 0);
+  EXPECT_GT(stats.tiles, 5u);
+  const Tensor sizes = optest::ints1d({2, 5, 4, 13});
+  check_tiling(NodeBuilder("Resize", 13, 4).s("mode", "linear").s("coordinate_transformation_mode", "asymmetric"),
+               {x, Tensor(), Tensor(), sizes}, 0);
+  const Tensor batch = optest::f32({4}, {2, 1, 1, 1});
+  const auto whole = check_tiling(NodeBuilder("Resize", 13, 3).s("mode", "linear"), {x, Tensor(), batch}, 0);
+  EXPECT_LT(whole.tiles, stats.tiles) << "a resized batch dim: one tile per grid";
+}
+
 TEST(TilingElementwise, ClipWithScalarBounds) {
   check_tiling(NodeBuilder("Clip", 13, 3), {random_f32({3, 5}, 7, -2, 2), Tensor::scalar(-0.5f), Tensor::scalar(0.7f)}, 0);
   check_tiling(NodeBuilder("Clip", 13, 3), {random_f32({4, 2}, 8, -2, 2), Tensor(), optest::f32({1}, {0.1f})}, 0);
