@@ -151,17 +151,8 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
 
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
-    std::vector<Value> held;  // the inputs, held while the node runs
-    held.reserve(node.inputs.size());
-    std::vector<const Value*> in;
-    for (const auto& name : node.inputs) {
-      if (name.empty()) {
-        in.push_back(nullptr);
-        continue;
-      }
-      held.push_back(lookup(name));
-      in.push_back(&held.back());
-    }
+    const HeldInputs held = hold_inputs(node, lookup);
+    const std::vector<const Value*>& in = held.pointers;
     std::vector<Value> out;
     try {
       if (is_control_flow(node)) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 #include "graph/limits.h"
@@ -31,6 +32,27 @@ struct Scope {
   // The value of `name` (a cheap copy: tensors share their buffers), or nullopt.
   std::optional<Value> find(const std::string& name) const;
 };
+
+// A node's inputs as values, held while it runs; pointers[i] is null for a missing optional
+// input. lookup(name) gives the value of a name.
+struct HeldInputs {
+  std::vector<Value> values;
+  std::vector<const Value*> pointers;
+};
+template <class Lookup>
+HeldInputs hold_inputs(const Node& node, Lookup&& lookup) {
+  HeldInputs h;
+  h.values.reserve(node.inputs.size());  // pointers into it stay valid
+  for (const auto& name : node.inputs) {
+    if (name.empty()) {
+      h.pointers.push_back(nullptr);
+      continue;
+    }
+    h.values.push_back(lookup(name));
+    h.pointers.push_back(&h.values.back());
+  }
+  return h;
+}
 
 // Runs `bound` (after bind_shapes) and returns its outputs by name. Intermediate tensors are
 // dropped after their last use, so peak memory stays near the live set. Weights, inputs and

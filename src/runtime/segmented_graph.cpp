@@ -250,17 +250,8 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_
     if (c != graph_.initializers.end()) return c->second;
     throw Error(graph_.path + ": " + node.describe() + ": value '" + name + "' is used before it is computed");
   };
-  std::vector<Value> held;
-  held.reserve(node.inputs.size());
-  std::vector<const Value*> in;
-  for (const auto& name : node.inputs) {
-    if (name.empty()) {
-      in.push_back(nullptr);
-      continue;
-    }
-    held.push_back(find(name));
-    in.push_back(&held.back());
-  }
+  const HeldInputs held = hold_inputs(node, find);
+  const std::vector<const Value*>& in = held.pointers;
   std::vector<Value> out;
   try {
     if (!is_control_flow(node)) {

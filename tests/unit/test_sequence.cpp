@@ -53,6 +53,15 @@ void expect_values(const Value& v, const Shape& shape, std::vector<float> want) 
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(t.data<float>()[i], want[i]) << "element " << i;
 }
 
+// An Optional with no input: an empty optional of float32 tensors, named `name`.
+void empty_optional(OnnxBuilder& b, const std::string& name) {
+  auto& none = b.node("Optional", {}, {name}, "nothing");
+  auto* type = none.add_attribute();
+  type->set_name("type");
+  type->set_type(onnx::AttributeProto::TYPE_PROTO);
+  type->mutable_tp()->mutable_tensor_type()->set_elem_type(kFloat);
+}
+
 std::vector<float> range(float from, float to) {
   std::vector<float> v;
   for (float x = from; x < to; ++x) v.push_back(x);
@@ -176,11 +185,7 @@ TEST(Sequence, OptionalsHoldAValueOrNothing) {
   b.input("x", kFloat, {2});
   b.output("has", onnx::TensorProto::BOOL, {}).output("has_not", onnx::TensorProto::BOOL, {}).output("y", kFloat, {2});
   b.node("Optional", {"x"}, {"some"}, "wrap");
-  auto& none = b.node("Optional", {}, {"none"}, "nothing");
-  auto* type = none.add_attribute();
-  type->set_name("type");
-  type->set_type(onnx::AttributeProto::TYPE_PROTO);
-  type->mutable_tp()->mutable_tensor_type()->set_elem_type(kFloat);
+  empty_optional(b, "none");
   b.node("OptionalHasElement", {"some"}, {"has"}, "has");
   b.node("OptionalHasElement", {"none"}, {"has_not"}, "has_not");
   b.node("OptionalGetElement", {"some"}, {"got"}, "get");
@@ -226,11 +231,7 @@ TEST(Sequence, MisuseIsAnErrorNamingTheNode) {
        "node 'split2' (SplitToSequence): split sizes add up to 3, the axis has 4"},
       {"getting from an empty optional",
        [](OnnxBuilder& b) {
-         auto& none = b.node("Optional", {}, {"none"}, "nothing");
-         auto* type = none.add_attribute();
-         type->set_name("type");
-         type->set_type(onnx::AttributeProto::TYPE_PROTO);
-         type->mutable_tp()->mutable_tensor_type()->set_elem_type(kFloat);
+         empty_optional(b, "none");
          b.node("OptionalGetElement", {"none"}, {"y"}, "get");
        },
        "node 'get' (OptionalGetElement): the optional input holds no value"},
