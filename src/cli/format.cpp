@@ -25,6 +25,7 @@ std::string bracket_shape(const Shape& shape) {
 }
 
 std::string declared_dims(const ValueDecl& decl) {
+  if (decl.kind != ValueKind::tensor) return "(" + std::string(value_kind_name(decl.kind)) + ")";
   if (!decl.has_shape) return "(no shape)";
   std::string s = "[";
   for (size_t i = 0; i < decl.dims.size(); ++i) {

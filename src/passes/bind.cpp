@@ -38,6 +38,10 @@ ShapeMap resolve_input_shapes(const Graph& g, const ShapeMap& shapes) {
     }
   ShapeMap out;
   for (const auto& in : g.inputs) {
+    if (in.kind != ValueKind::tensor)
+      throw Error(g.path + ": input '" + in.name + "' is a " + std::string(value_kind_name(in.kind)) + " (" +
+                  std::string(dtype_name(in.dtype)) + "); the CLI, Python and the server take tensor inputs "
+                  "(the C++ API's Session::run_values takes sequences and optionals)");
     auto it = shapes.find(in.name);
     if (it != shapes.end()) {
       const Shape& s = it->second;

@@ -426,6 +426,20 @@ TEST(CliBadInput, SequencesTheCliCannotCarryAndPositionsOutOfRange) {
   expect_clean_error(r);
   expect_mentions(r, {"'rows'", "sequence"});
 
+  ModelBuilder seq_in;
+  auto* in = seq_in.proto().mutable_graph()->add_input();
+  in->set_name("parts");
+  in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(kFloat);
+  seq_in.output("y", kFloat, {"3"});
+  seq_in.node("ConcatFromSequence", {"parts"}, {"y"}, "join");
+  auto* axis = seq_in.proto().mutable_graph()->mutable_node(0)->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  Result q = run_grove({"run", seq_in.save(dir / "seq_in.onnx").string()});
+  expect_clean_error(q);
+  expect_mentions(q, {"input 'parts' is a sequence", "Session::run_values"});
+
   ModelBuilder at;
   at.input("x", kFloat, {"4", "3"}).output("y", kFloat, {"3"});
   auto* pos = at.proto().mutable_graph()->add_initializer();
