@@ -126,10 +126,7 @@ TensorMap Model::run_reference(const TensorMap& inputs) {
 ValueMap Model::run_reference_values(const ValueMap& inputs) {
   Impl& m = *impl_;
   check_inputs(m.imported, inputs);
-  bool tensors_only = true;
-  for (const auto* decls : {&m.imported.inputs, &m.imported.outputs})
-    for (const ValueDecl& d : *decls) tensors_only = tensors_only && d.kind == ValueKind::tensor;
-  if (tensors_only) return to_values(run_reference(to_tensors(inputs, m.imported.path + ": input ")));
+  if (has_only_tensor_io(m.imported)) return to_values(run_reference(to_tensors(inputs, m.imported.path + ": input ")));
   // Sequences and optionals never bind: the imported graph runs as it is.
   return grove::run_reference_values(m.imported, inputs, m.limits);
 }

@@ -59,53 +59,57 @@ std::string mismatch(const ValueDecl& decl, const Value& v) {
   return "";
 }
 
-}  // namespace
+// A tensor input against its declaration: dtype, and shape when the graph is bound.
+void check_tensor_input(const Graph& g, const ValueDecl& in, const Tensor& t) {
+  if (t.dtype() != in.dtype)
+    throw Error(g.path + ": input '" + in.name + "' must be " + std::string(dtype_name(in.dtype)) + ", got " +
+                std::string(dtype_name(t.dtype())));
+  auto bound = g.bound_inputs.find(in.name);
+  if (bound != g.bound_inputs.end() && bound->second != t.shape())
+    throw Error(g.path + ": input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model is bound to " +
+                shape_str(bound->second));
+}
 
-void check_inputs(const Graph& g, const TensorMap& inputs) {
-  for (const auto& [name, t] : inputs)
+template <class Map>
+void check_names(const Graph& g, const Map& inputs) {
+  for (const auto& [name, value] : inputs)
     if (!g.find_input(name) && !g.find_default(name))
       throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known_inputs(g) + ")");
+}
+
+}  // namespace
+
+bool has_only_tensor_io(const Graph& g) {
+  for (const auto* decls : {&g.inputs, &g.outputs})
+    for (const ValueDecl& d : *decls)
+      if (d.kind != ValueKind::tensor) return false;
+  return true;
+}
+
+void check_inputs(const Graph& g, const TensorMap& inputs) {
+  check_names(g, inputs);
   for (const auto& in : g.inputs) {
     if (in.kind != ValueKind::tensor)
       throw Error(g.path + ": input '" + in.name + "' is a " + std::string(value_kind_name(in.kind)) +
                   "; pass it with run_values (Session::run_values, Model::run_reference_values)");
     auto it = inputs.find(in.name);
     if (it == inputs.end()) throw Error(g.path + ": input '" + in.name + "' was not given");
-    const Tensor& t = it->second;
-    if (t.dtype() != in.dtype)
-      throw Error(g.path + ": input '" + in.name + "' must be " + std::string(dtype_name(in.dtype)) + ", got " +
-                  std::string(dtype_name(t.dtype())));
-    auto bound = g.bound_inputs.find(in.name);
-    if (bound != g.bound_inputs.end() && bound->second != t.shape())
-      throw Error(g.path + ": input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model is bound to " +
-                  shape_str(bound->second));
+    check_tensor_input(g, in, it->second);
   }
 }
 
 void check_inputs(const Graph& g, const ValueMap& inputs) {
-  for (const auto& [name, v] : inputs)
-    if (!g.find_input(name) && !g.find_default(name))
-      throw Error(g.path + ": the model has no input named '" + name + "' (inputs: " + known_inputs(g) + ")");
-  TensorMap tensors;
+  check_names(g, inputs);
   for (const auto& in : g.inputs) {
     auto it = inputs.find(in.name);
     if (it == inputs.end()) throw Error(g.path + ": input '" + in.name + "' was not given");
     if (in.kind == ValueKind::tensor && it->second.is_tensor()) {
-      tensors[in.name] = it->second.tensor();
+      check_tensor_input(g, in, it->second.tensor());
       continue;
     }
     if (std::string why = mismatch(in, it->second); !why.empty())
       throw Error(g.path + ": input '" + in.name + "' " + why);
   }
-  for (const auto& [name, v] : inputs)
-    if (g.find_default(name)) tensors[name] = v.tensor();
-  Graph tensors_only;
-  tensors_only.path = g.path;
-  tensors_only.bound_inputs = g.bound_inputs;
-  for (const auto& in : g.inputs)
-    if (in.kind == ValueKind::tensor) tensors_only.inputs.push_back(in);
-  tensors_only.defaults = g.defaults;
-  check_inputs(tensors_only, tensors);
 }
 
 std::optional<Value> Scope::find(const std::string& name) const {

@@ -16,6 +16,8 @@ namespace grove {
 // against their declarations (kind and element dtype).
 void check_inputs(const Graph& bound, const TensorMap& inputs);
 void check_inputs(const Graph& bound, const ValueMap& inputs);
+// Whether every input and output the graph declares is a tensor (no sequence or optional).
+bool has_only_tensor_io(const Graph& graph);
 
 // Whether `inputs` feed any of the graph's overridable defaults (Graph::defaults).
 bool feeds_defaults(const Graph& imported, const TensorMap& inputs);

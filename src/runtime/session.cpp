@@ -183,10 +183,7 @@ ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats) {
   Impl& s = *impl_;
   const Graph& g = s.model.imported();
   check_inputs(g, inputs);
-  bool tensors_only = true;
-  for (const auto* decls : {&g.inputs, &g.outputs})
-    for (const ValueDecl& d : *decls) tensors_only = tensors_only && d.kind == ValueKind::tensor;
-  if (tensors_only) return to_values(run(to_tensors(inputs, g.path + ": input "), stats));
+  if (has_only_tensor_io(g)) return to_values(run(to_tensors(inputs, g.path + ": input "), stats));
   return out_of_memory_is_an_error(g.path, "running", [&] {
     bool fed_default = false;
     for (const auto& d : g.defaults) fed_default = fed_default || inputs.count(d.name) != 0;
