@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench_table.h"
+#include "graph/choice_attrs.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "ops/evaluate.h"
@@ -79,6 +80,13 @@ Attribute ints_attr(std::vector<int64_t> v) {
   return a;
 }
 
+Attribute string_attr(std::string v) {
+  Attribute a;
+  a.kind = Attribute::Kind::s;
+  a.s = std::move(v);
+  return a;
+}
+
 bool winograd_shape(const ConvShape& s) { return s.kernel == 3 && s.stride == 1; }
 
 // The path tile_conv.cpp takes for this shape.
@@ -88,7 +96,7 @@ const char* path_of(const ConvShape& s, bool winograd_allowed) {
   const kernels::Conv2dShape shape = {.channels = size_t(s.cin), .in_h = size_t(s.size), .in_w = size_t(s.size),
                                       .out_h = out, .out_w = out, .kernel_h = k, .kernel_w = k, .stride_h = st,
                                       .stride_w = st, .pad_top = size_t(s.pad), .pad_left = size_t(s.pad)};
-  return winograd_allowed && tiling::winograd_applies(shape, 1, s.cout) ? "winograd" : "im2col";
+  return winograd_allowed && tiling::winograd_by_rule(shape, 1, s.cout) ? "winograd" : "im2col";
 }
 
 void set_flops(benchmark::State& state, const ConvShape& s) {
@@ -97,7 +105,6 @@ void set_flops(benchmark::State& state, const ConvShape& s) {
 
 // grove's Conv tile rule on the whole output, with `winograd` allowed or not.
 void run_grove(benchmark::State& state, const ConvShape& s, bool winograd) {
-  tiling::set_winograd_enabled(winograd);
   Node node;
   node.name = "conv";
   node.op_type = "Conv";
@@ -107,6 +114,7 @@ void run_grove(benchmark::State& state, const ConvShape& s, bool winograd) {
   node.attrs["strides"] = ints_attr({s.stride, s.stride});
   node.attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
   node.attrs["kernel_shape"] = ints_attr({s.kernel, s.kernel});
+  if (!winograd) node.attrs[kAttrConvPrimitive] = string_attr("gemm");
   const Tensor x = random_tensor({1, s.cin, s.size, s.size}, 1);
   const Tensor w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2);
   const Tensor b = random_tensor({s.cout}, 3);
@@ -128,7 +136,6 @@ void run_grove(benchmark::State& state, const ConvShape& s, bool winograd) {
   }
   set_flops(state, s);
   state.SetLabel(path_of(s, winograd));
-  tiling::set_winograd_enabled(true);
 }
 
 void run_dnnl(benchmark::State& state, const ConvShape& s) {

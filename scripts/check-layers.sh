@@ -13,12 +13,13 @@ declare -A allowed=(
   [passes]="graph kernels ops passes"
   [onnx]="graph ops passes onnx"
   [plan]="graph kernels ops passes plan"
-  [runtime]="graph kernels ops passes onnx plan runtime"
-  [quantize]="graph kernels ops passes onnx plan runtime quantize"
-  [sim]="graph kernels ops passes onnx plan runtime sim"
-  [dynamic]="graph kernels ops passes onnx plan runtime dynamic"
-  [serve]="graph kernels ops passes onnx plan runtime dynamic serve"
-  [cli]="graph kernels ops passes onnx plan runtime serve npy quantize sim dynamic cli"
+  [tune]="graph kernels ops passes plan tune"
+  [runtime]="graph kernels ops passes onnx plan tune runtime"
+  [quantize]="graph kernels ops passes onnx plan tune runtime quantize"
+  [sim]="graph kernels ops passes onnx plan tune runtime sim"
+  [dynamic]="graph kernels ops passes onnx plan tune runtime dynamic"
+  [serve]="graph kernels ops passes onnx plan tune runtime dynamic serve"
+  [cli]="graph kernels ops passes onnx plan tune runtime serve npy quantize sim dynamic cli"
 )
 status=0
 for layer in */; do

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <memory>
 
+#include "graph/choice_attrs.h"
 #include "kernels/dwconv.h"
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
@@ -35,6 +36,7 @@ struct ConvDims {
   WindowGeometry g;
   int64_t in_channels = 0, out_channels = 0, group = 1;
   kernels::Precision precision = kernels::Precision::f32;  // of the im2col GEMM (bf16 skips Winograd)
+  std::string primitive;  // the plan's choice (graph/choice_attrs.h); empty: by rule
   int64_t cin() const { return in_channels / group; }   // input channels per group
   int64_t cout() const { return out_channels / group; } // output channels per group
 };
@@ -50,6 +52,7 @@ ConvDims conv_dims(const Node& node, const Shape& x, const Shape& w) {
   c.g = window_geometry(node, std::span<const int64_t>(x.data() + 2, x.size() - 2),
                         std::vector<int64_t>(w.begin() + 2, w.end()), false);
   c.precision = gemm_precision(node);
+  c.primitive = conv_primitive_choice(node);
   return c;
 }
 
@@ -175,10 +178,13 @@ bool uses_gemm(const ConvDims& c) {
   return c.g.rank() == 2 && c.cin() > 1;
 }
 
-// Winograd is fp32 only; a node the plan marked bf16 runs the im2col GEMM.
+// Winograd is fp32 only; a node the plan marked bf16 runs the im2col GEMM. The plan's
+// per-node choice, where it has one, decides over the rule.
 bool uses_winograd(const ConvDims& c) {
-  return c.precision == kernels::Precision::f32 && c.g.rank() == 2 &&
-         winograd_applies(conv2d_shape(c), c.group, c.out_channels);
+  if (c.precision != kernels::Precision::f32 || c.g.rank() != 2) return false;
+  if (c.primitive == "gemm") return false;
+  if (c.primitive == "winograd") return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
+  return winograd_by_rule(conv2d_shape(c), c.group, c.out_channels);
 }
 
 }  // namespace
@@ -188,6 +194,12 @@ bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w) {
   ConvDims c = conv_dims(node, x, w);
   c.precision = kernels::Precision::f32;
   return uses_winograd(c);
+}
+
+bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4) return false;
+  const ConvDims c = conv_dims(node, x, w);
+  return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
 }
 
 namespace {

@@ -1,22 +1,10 @@
 #include "ops/tile_conv_winograd.h"
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-
 #include "kernels/winograd_f4x3.h"
 
 namespace grove::tiling {
 
 namespace {
-
-std::atomic<bool>& winograd_enabled() {
-  static std::atomic<bool> enabled = [] {
-    const char* v = std::getenv("GROVE_CONV");
-    return !(v && std::strcmp(v, "gemm") == 0);
-  }();
-  return enabled;
-}
 
 // Measured (docs/kernels.md, "Winograd"): alone, 8 -> 8 channels at 56 x 56 is still 1.6x
 // faster than im2col, and a plane down to 14 x 14 wins. Inside a model it depends on the cut:
@@ -35,12 +23,13 @@ size_t gemm_columns(const kernels::Conv2dShape& s) { return (s.out_h + 3) / 4 * 
 
 }  // namespace
 
-void set_winograd_enabled(bool enabled) { winograd_enabled().store(enabled); }
+bool winograd_fits(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
+  return group == 1 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dilation_h == 1 &&
+         s.dilation_w == 1 && s.channels >= kMinChannels && size_t(out_channels) >= kMinChannels;
+}
 
-bool winograd_applies(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
-  return winograd_enabled().load(std::memory_order_relaxed) && group == 1 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 &&
-         s.stride_w == 1 && s.dilation_h == 1 && s.dilation_w == 1 && s.channels >= kMinChannels &&
-         size_t(out_channels) >= kMinChannels && gemm_columns(s) >= kMinGemmColumns;
+bool winograd_by_rule(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
+  return winograd_fits(s, group, out_channels) && gemm_columns(s) >= kMinGemmColumns;
 }
 
 bool winograd_cut_rows(const kernels::Conv2dShape& s) { return gemm_columns(s) >= kRowCutGemmColumns; }

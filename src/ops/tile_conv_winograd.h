@@ -12,10 +12,12 @@
 namespace grove::tiling {
 
 // A layer-level choice (never per tile, so every tile of a layer computes its elements the
-// same way): 3x3, stride 1, dilation 1, one group, enough channels and a plane big enough
-// to fill the GEMM panels (thresholds measured, docs/kernels.md). GROVE_CONV=gemm in the
-// environment turns the path off (read once per process).
-bool winograd_applies(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
+// same way). Winograd can run a 3x3, stride-1, dilation-1 conv of one group with enough
+// channels (winograd_fits); the hand rule also wants a plane big enough to fill the GEMM
+// panels (winograd_by_rule; thresholds measured, docs/kernels.md). A plan's per-node choice
+// (graph/choice_attrs.h, from a tuning record) overrides the rule either way where it fits.
+bool winograd_fits(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
+bool winograd_by_rule(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
 // Whether a Winograd conv is cut by rows (planes of >= 128 GEMM columns) or, on smaller
 // planes, by output channels only, so every tile's GEMMs keep the whole plane's columns.
 bool winograd_cut_rows(const kernels::Conv2dShape& shape);
@@ -23,10 +25,8 @@ bool winograd_cut_rows(const kernels::Conv2dShape& shape);
 // Whether a Conv node (input X, weights W of these shapes) takes the Winograd path. Winograd
 // runs in fp32 only: the plan leaves such layers out of bf16 (plan/precision.cpp says why).
 bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w);
-
-// Overrides GROVE_CONV for benchmarks that compare both paths in one process. Only between
-// plans: cuttable, needs, prepare and run_tile of one plan must all see the same setting.
-void set_winograd_enabled(bool enabled);
+// Whether Winograd could run it (a plan may choose it: plan/node_choice.h).
+bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w);
 
 // Output rows are computed in blocks of this many: tiles cut rows at its multiples.
 constexpr int64_t kWinogradRows = 4;

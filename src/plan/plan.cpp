@@ -123,6 +123,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   plan->graph = bound;
   plan->options = options;
   plan->pruning = apply_feature_pruning(plan->graph, options.feature_pruning);
+  apply_primitive_choices(plan->graph, options.choices);  // before precision: bf16 skips Winograd layers
   plan->precision = apply_precision(plan->graph, options.precision);
   plan_values(*plan);
   plan_detail::mark_views(*plan);
@@ -131,6 +132,9 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;
   TileGraph& tg = plan->tiles;
   const std::vector<int64_t> chain_paths = path_chains(*plan, lookup);
+  std::map<std::string, const Shape*> chosen_extent;
+  for (const NodeChoice& c : options.choices)
+    if (!c.extent.empty()) chosen_extent[c.node] = &c.extent;
   std::vector<NodeInfos> infos;
   infos.reserve(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -155,7 +159,13 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
       if (v >= 0 && plan->values[v].producer >= 0)
         producer_tiles = std::max<int64_t>(producer_tiles, tg.tile_count[plan->values[v].producer]);
     }
-    Shape extent = plan_detail::choose_tile_extent(node, infos.back(), rule, options, work, producer_tiles, chain_paths[n]);
+    Shape extent;
+    if (auto chosen = chosen_extent.find(node.name); chosen != chosen_extent.end()) {
+      if (!rule) throw Error(node.describe() + ": a tile grid was chosen for an op that runs as one whole tile");
+      extent = fit_choice_extent(node, out_shape, rule->cuttable(node, infos.back().in, infos.back().out), *chosen->second);
+    } else {
+      extent = plan_detail::choose_tile_extent(node, infos.back(), rule, options, work, producer_tiles, chain_paths[n]);
+    }
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);

@@ -11,6 +11,7 @@
 #include "graph/limits.h"
 #include "ops/tiling.h"
 #include "plan/feature_pruning.h"
+#include "plan/node_choice.h"
 #include "plan/precision.h"
 #include "plan/tile_graph.h"
 
@@ -37,6 +38,8 @@ struct PlanOptions {
   // TileCounts::tail_aware: FLOPs one moved element is worth (kernels::measure_move_flops;
   // sessions measure it; kDefaultMoveFlops for plans made without a measurement).
   double move_flops = kDefaultMoveFlops;
+  // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
+  std::vector<NodeChoice> choices;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op

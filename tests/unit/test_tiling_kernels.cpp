@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/bf16.h"
@@ -69,17 +70,11 @@ void check(const Node& node, const std::vector<Tensor>& inputs, std::vector<std:
 
 // ---- Conv
 
-// Keeps 3x3 stride-1 convs on the im2col GEMM for one test (they take Winograd otherwise).
-struct WinogradOff {
-  WinogradOff() { tiling::set_winograd_enabled(false); }
-  ~WinogradOff() { tiling::set_winograd_enabled(true); }
-};
-
 TEST(TilingKernels, ConvKPastOneKBlockAndPixelsPastOneChunk) {
   // K = 60 * 3 * 3 = 540 > kc (512); 17 x 19 = 323 pixels > one packed chunk; 20 output
   // channels = a 14-row register tile and a 6-row remainder.
-  WinogradOff im2col;
-  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}),
+  // The plan's choice keeps this 3x3 stride-1 conv on the im2col GEMM (Winograd by rule).
+  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}).s(kAttrConvPrimitive, "gemm"),
         {random_f32({1, 60, 17, 19}, 1), random_f32({20, 60, 3, 3}, 2), random_f32({20}, 3)});
 }
 

@@ -1,0 +1,53 @@
+#include "plan/node_choice.h"
+
+#include <map>
+
+#include "graph/choice_attrs.h"
+#include "ops/tile_conv_winograd.h"
+
+namespace grove {
+
+void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choices) {
+  if (choices.empty()) return;
+  std::map<std::string, size_t> index;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) index.emplace(graph.nodes[n].name, n);
+  std::map<std::string, int> seen;
+  for (const NodeChoice& c : choices) {
+    auto it = index.find(c.node);
+    if (it == index.end()) throw Error("plan: a choice names node '" + c.node + "', which the model does not have");
+    if (seen[c.node]++) throw Error("plan: node '" + c.node + "' has two choices");
+    if (c.primitive.empty()) continue;
+    Node& node = graph.nodes[it->second];
+    if (node.op_type != "Conv" || !node.domain.empty() || node.inputs.size() < 2)
+      throw Error(node.describe() + ": a primitive choice ('" + c.primitive + "') is for Conv nodes only");
+    if (c.primitive == "winograd") {
+      auto x = graph.values.find(node.inputs[0]), w = graph.values.find(node.inputs[1]);
+      if (x == graph.values.end() || w == graph.values.end() ||
+          !tiling::conv_node_fits_winograd(node, x->second.shape, w->second.shape))
+        throw Error(node.describe() + ": Winograd cannot run this conv (3x3, stride 1, one group only)");
+    } else if (c.primitive != "gemm") {
+      throw Error(node.describe() + ": unknown conv primitive '" + c.primitive + "' (gemm or winograd)");
+    }
+    Attribute& a = node.attrs[kAttrConvPrimitive];
+    a.kind = Attribute::Kind::s;
+    a.s = c.primitive;
+  }
+}
+
+Shape fit_choice_extent(const Node& node, const Shape& out_shape, const std::vector<int64_t>& blocks,
+                         const Shape& extent) {
+  auto bad = [&](const std::string& why) { return Error(node.describe() + ": the chosen tile extent " + shape_str(extent) + " " + why); };
+  if (extent.size() != out_shape.size()) throw bad("has the wrong rank for output " + shape_str(out_shape));
+  Shape fitted = out_shape;
+  for (size_t d = 0; d < extent.size(); ++d) {
+    if (extent[d] < 0) throw bad("is negative");
+    if (extent[d] == 0 || extent[d] >= out_shape[d]) continue;  // uncut
+    fitted[d] = extent[d];
+    if (blocks[d] == 0) throw bad("cuts dim " + std::to_string(d) + ", which this op's tiles may not cut");
+    if (extent[d] % blocks[d] != 0)
+      throw bad("cuts dim " + std::to_string(d) + " off its blocks of " + std::to_string(blocks[d]));
+  }
+  return fitted;
+}
+
+}  // namespace grove
