@@ -11,6 +11,7 @@
 #include "grove/precision.h"
 #include "grove/schedule.h"
 #include "grove/tensor.h"
+#include "grove/tuning.h"
 
 namespace grove {
 
@@ -47,6 +48,13 @@ struct SessionOptions {
   // `grove.antidote` metadata (none without it), "off" prunes nothing, anything else is
   // statements in that format ("prune VALUE channels=R positions=R", one per line).
   std::string feature_pruning;
+  // Tuning records (docs/tuning.md): "auto" plans with the record `grove tune` wrote for this
+  // model, machine, thread count and precision when there is one (a record that does not fit
+  // is ignored, and the plan says why); "off" plans by the rules; anything else is the path of
+  // a record to use, and one that does not fit is an Error.
+  std::string tuning = "auto";
+  // Explicit per-node choices (for tools, such as grove tune's profiler); no record is read.
+  std::vector<NodeChoice> choices;
 };
 
 class Session {

@@ -153,6 +153,22 @@ struct QuantizeCliOptions {
   int threads = 0;
 };
 
+struct TuneOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE.npy; the others get seeded random data
+  std::vector<std::string> shapes;  // NAME=DIMS
+  int threads = 0;                  // 0: the cores this process may use
+  std::string precision = "fp32";   // fp32 | bf16
+  int runs = 10;                    // traced runs per round
+  int passes = 2;                   // every round repeated this many times, in turn
+  int verify_runs = 20;             // whole-model runs of each of rules and tuned, interleaved
+  std::string output;               // the record file; empty: the per-machine cache
+  std::string dataset;              // non-empty: append every measured candidate to this CSV
+  bool quiet = false;               // no progress lines
+  uint64_t seed = 0;
+  Limits limits;
+};
+
 struct LoadOptions {
   std::string url = "http://127.0.0.1:8000";
   std::string model;
@@ -177,6 +193,7 @@ int run_run(const RunOptions& options);
 int run_demo();
 int run_simulate(const SimulateOptions& options);
 int run_tail(const TailOptions& options);
+int run_tune(const TuneOptions& options);
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);

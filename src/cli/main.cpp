@@ -517,6 +517,48 @@ Examples:
   tail->add_option("--seed", tail_options.seed, "Seed for the random weights and inputs")->capture_default_str();
   add_limit_options(tail, tail_options.limits);
 
+  TuneOptions tune_options;
+  CLI::App* tune = app.add_subcommand("tune", "Measure each Conv's primitive and tile grid on this machine; write a tuning record");
+  tune->footer(R"(
+Each Conv (2-D, fp32 or bf16) of the model has candidates: its primitive (im2col GEMM, and
+Winograd F(4x4,3x3) where it fits) times a few tile grids (one, two and four tiles per
+thread, cut by rows or by output channels). Rounds of the whole model put one candidate of
+every Conv in place and time each node's tiles from a trace (--runs runs per round), after
+a round planned by the hand rules; every round is repeated --passes times, in turn. A
+candidate replaces the rule where its tiles cost 3% less (their time over the threads plus
+the slowest tile). Two sets of choices (every node's best; the best with the rule's tile
+count) are then timed against the rules as whole models, interleaved (--verify-runs each),
+and the fastest is kept, or none if the rules are fastest. The record goes to the
+per-machine cache (~/.cache/grove/tune, or $GROVE_TUNE_DIR), keyed by the model's structure,
+this CPU, the thread count and the precision; grove run, bench, plan and serve, and sessions
+of the C++ and Python APIs, then plan with it (--tuning off to compare). docs/tuning.md.
+
+Examples:
+  grove tune resnet50.onnx --threads 2
+  grove tune model.onnx --shape input=1x3x224x224 --dataset profile.csv
+  grove bench resnet50.onnx --threads 2 --tuning both)");
+  tune->add_option("model", tune_options.model, "The .onnx file")->required();
+  tune->add_option("--input,-i", tune_options.inputs, "Input from a .npy file: NAME=FILE.npy; others get seeded random data")
+      ->type_name("NAME=FILE")->allow_extra_args(false);
+  tune->add_option("--shape", tune_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+  tune->add_option("--threads,-t", tune_options.threads, "Worker threads to tune for (0: the cores this process may use)")
+      ->capture_default_str()->check(CLI::Range(0, 4096));
+  tune->add_option("--precision", tune_options.precision, kPrecisionHelp)
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "bf16"}));
+  tune->add_option("--runs,-r", tune_options.runs, "Traced runs per round (each conv's median)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  tune->add_option("--passes", tune_options.passes, "Times every round is repeated, in turn (medians over all their runs)")
+      ->capture_default_str()->check(CLI::Range(1, 100));
+  tune->add_option("--verify-runs", tune_options.verify_runs, "Whole-model runs of the rules and of the choices, interleaved")
+      ->capture_default_str()->check(CLI::Range(1, 10000));
+  tune->add_option("--output,-o", tune_options.output, "Write the record here instead of the per-machine cache")->type_name("FILE");
+  tune->add_option("--dataset", tune_options.dataset,
+                   "Append every measured candidate (layer configuration, primitive, grid, time) to this CSV")
+      ->type_name("FILE.csv");
+  tune->add_flag("--quiet,-q", tune_options.quiet, "No progress lines on stderr");
+  tune->add_option("--seed", tune_options.seed, "Seed for the random inputs")->capture_default_str();
+  add_limit_options(tune, tune_options.limits);
+
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -532,6 +574,7 @@ Examples:
     if (plan->parsed()) return run_plan(plan_options);
     if (bench->parsed()) return run_bench(bench_options);
     if (tail->parsed()) return run_tail(tail_options);
+    if (tune->parsed()) return run_tune(tune_options);
     if (simulate->parsed()) return run_simulate(sim_options);
     if (serve->parsed()) return run_serve(serve_options);
     if (load->parsed()) return run_load(load_options);

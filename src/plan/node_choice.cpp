@@ -28,10 +28,14 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
     } else if (c.primitive != "gemm") {
       throw Error(node.describe() + ": unknown conv primitive '" + c.primitive + "' (gemm or winograd)");
     }
-    Attribute& a = node.attrs[kAttrConvPrimitive];
-    a.kind = Attribute::Kind::s;
-    a.s = c.primitive;
+    apply_primitive_choices_to_node(node, c.primitive);
   }
+}
+
+void apply_primitive_choices_to_node(Node& node, const std::string& primitive) {
+  Attribute& a = node.attrs[kAttrConvPrimitive];
+  a.kind = Attribute::Kind::s;
+  a.s = primitive;
 }
 
 Shape fit_choice_extent(const Node& node, const Shape& out_shape, const std::vector<int64_t>& blocks,

@@ -40,6 +40,7 @@ struct PlanOptions {
   double move_flops = kDefaultMoveFlops;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
+  std::string choices_source;  // for reports: where `choices` came from ("" when there are none)
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op
@@ -101,6 +102,12 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
 
 // Tiles of node n along each dim of its grid (ceil(extent / tile extent); 1 for an empty dim).
 Shape tile_grid(const Plan& plan, int32_t node);
+
+// For tools that try grids (src/tune): the tile extent of node n of `plan` at about `target`
+// tiles, cutting the dims in `order` first, in the blocks its rule allows with `primitive`
+// ("" for the plan's own). Empty for a node without a tile rule.
+Shape candidate_extent(const Plan& plan, int32_t n, const std::string& primitive, int64_t target,
+                       const std::vector<size_t>& order);
 
 // Approximate bytes held by a TileGraph's arrays (regions included), for reports.
 int64_t tile_graph_bytes(const TileGraph& tiles);

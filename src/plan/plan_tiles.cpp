@@ -33,11 +33,13 @@ std::vector<size_t> cut_order(size_t rank, bool paths_first) {
   return order;
 }
 
-// The grid of about `target` tiles: dims cut in cut_order, each into whole blocks.
-Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target, bool paths_first) {
+// The grid of about `target` tiles: dims cut in `order`, each into whole blocks.
+Shape grid_extent_in_order(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target,
+                           const std::vector<size_t>& order) {
   Shape extent = shape;
   int64_t remaining = target;
-  for (size_t d : cut_order(shape.size(), paths_first)) {
+  for (size_t d : order) {
+    if (d >= shape.size()) continue;
     if (remaining <= 1) break;
     if (blocks[d] == 0 || shape[d] <= blocks[d]) continue;
     int64_t pieces = std::min(remaining, ceil_div(shape[d], blocks[d]));
@@ -46,6 +48,10 @@ Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_
     remaining = ceil_div(remaining, ceil_div(shape[d], size));
   }
   return extent;
+}
+
+Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target, bool paths_first) {
+  return grid_extent_in_order(shape, blocks, target, cut_order(shape.size(), paths_first));
 }
 
 }  // namespace
@@ -174,3 +180,19 @@ void append_tiles(int32_t node, const Shape& out_shape, const Shape& extent, Til
 }
 
 }  // namespace grove::plan_detail
+
+namespace grove {
+
+Shape candidate_extent(const Plan& plan, int32_t n, const std::string& primitive, int64_t target,
+                       const std::vector<size_t>& order) {
+  const TileRule* rule = plan.rules.at(static_cast<size_t>(n));
+  if (!rule) return {};
+  Node node = plan.graph.nodes[static_cast<size_t>(n)];
+  if (!primitive.empty()) apply_primitive_choices_to_node(node, primitive);
+  const plan_detail::NodeInfos infos = plan_detail::node_infos(plan.graph, node);
+  if (infos.out.empty() || !infos.out[0].present) return {};
+  return plan_detail::grid_extent_in_order(infos.out[0].shape, rule->cuttable(node, infos.in, infos.out),
+                                           std::max<int64_t>(1, target), order);
+}
+
+}  // namespace grove

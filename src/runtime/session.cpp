@@ -9,6 +9,7 @@
 #include "ops/control_flow.h"
 #include "runtime/planned_run.h"
 #include "runtime/segmented_graph.h"
+#include "tune/tuned_plan.h"
 
 namespace grove {
 namespace {
@@ -115,7 +116,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;
   try {
-    plan = make_plan(model.graph(), po);
+    plan = tune::plan_with_tuning(model.graph(), po, options.tuning, options.choices);
   } catch (const Error& e) {
     const std::string& path = model.path();
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;

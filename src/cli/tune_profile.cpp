@@ -1,0 +1,203 @@
+// Why in-model: a layer timed alone runs with cold caches and no neighbour competing for
+// them, and its best grid depends on what the cores do around it. Each round plans the whole
+// model with one candidate per Conv and times every node's tiles from a trace, so each
+// candidate is measured where it will run. Rounds give each node its candidates in turn; the
+// time of one node barely depends on its neighbours' candidates, which are only its inputs'
+// and outputs' grids.
+#include "cli/tune_profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "cli/bench_stats.h"
+#include "ops/tile_conv_winograd.h"
+#include "plan/plan.h"
+
+namespace grove::cli {
+namespace {
+
+bool tunable_conv(const Plan& plan, size_t n) {
+  const Node& node = plan.graph.nodes[n];
+  if (node.op_type != "Conv" || !node.domain.empty() || !plan.rules[n] || node.inputs.size() < 2) return false;
+  auto x = plan.graph.values.find(node.inputs[0]);
+  auto w = plan.graph.values.find(node.inputs[1]);
+  if (x == plan.graph.values.end() || w == plan.graph.values.end()) return false;
+  // 2-D, more than one input channel per group: the GEMM and Winograd paths (depthwise runs a
+  // direct loop whose grid the rule already fits to the plane).
+  return x->second.dtype == DType::f32 && x->second.shape.size() == 4 && w->second.shape.size() == 4 &&
+         w->second.shape[1] > 1 && node.name.find('\n') == std::string::npos && !node.name.empty();
+}
+
+int64_t tile_count(const Shape& shape, const Shape& extent) {
+  int64_t tiles = 1;
+  for (size_t d = 0; d < shape.size(); ++d) tiles *= extent[d] > 0 ? (shape[d] + extent[d] - 1) / extent[d] : 1;
+  return tiles;
+}
+
+struct NodeTimes {
+  std::vector<std::vector<double>> total_us, max_us;  // per node, per run: its tiles' sum and slowest
+};
+
+// Per node of the plan, over `runs` traced runs: the summed time of its tiles and the time of
+// its slowest tile.
+NodeTimes node_times(Engine& engine, Session& session, const Plan& plan, const TensorMap& inputs,
+                     const ProfileSettings& s) {
+  for (int i = 0; i < s.warmup; ++i) session.run(inputs);
+  std::vector<std::vector<double>> per_run(plan.graph.nodes.size()), slowest(plan.graph.nodes.size());
+  for (int run = 0; run < std::max(1, s.runs); ++run) {
+    std::vector<double> sum(plan.graph.nodes.size(), 0.0), most(plan.graph.nodes.size(), 0.0);
+    engine.start_trace();
+    RunStats stats;
+    session.run(inputs, &stats);
+    const std::vector<TileTiming> timings = engine.stop_trace_timings();
+    if (stats.used_reference || stats.segment_runs > 0)
+      throw Error("tune: this model does not run as one tile graph (control flow or value-dependent shapes)");
+    for (const TileTiming& t : timings) {
+      if (t.tile < 0 || t.tile >= plan.tiles.size()) continue;
+      const int32_t n = plan.tiles.node[static_cast<size_t>(t.tile)];
+      if (n < 0) continue;
+      const double us = double(t.end_ns - t.start_ns) / 1e3;
+      sum[static_cast<size_t>(n)] += us;
+      most[static_cast<size_t>(n)] = std::max(most[static_cast<size_t>(n)], us);
+    }
+    for (size_t n = 0; n < sum.size(); ++n) per_run[n].push_back(sum[n]), slowest[n].push_back(most[n]);
+  }
+  return {std::move(per_run), std::move(slowest)};
+}
+
+// Samples of one configuration of a node, over every pass.
+struct Samples {
+  std::vector<double> total, max;
+  void add(const NodeTimes& t, int32_t node) {
+    const auto& a = t.total_us[static_cast<size_t>(node)];
+    const auto& b = t.max_us[static_cast<size_t>(node)];
+    total.insert(total.end(), a.begin(), a.end());
+    max.insert(max.end(), b.begin(), b.end());
+  }
+};
+
+}  // namespace
+
+std::vector<TunedNode> profile_convs(
+    Engine& engine, const std::function<std::unique_ptr<Session>(const std::vector<NodeChoice>&)>& make_session,
+    const TensorMap& inputs, const ShapeMap& shapes, const ProfileSettings& settings) {
+  std::unique_ptr<Session> base = make_session({});
+  const std::shared_ptr<const Plan> plan = base->plan_for(shapes);
+  if (!plan) throw Error("tune: the model's shapes depend on input values, so it has no plan to tune");
+  const int threads = plan->options.threads;
+
+  std::vector<TunedNode> nodes;
+  for (size_t n = 0; n < plan->graph.nodes.size(); ++n) {
+    if (!tunable_conv(*plan, n)) continue;
+    const Node& node = plan->graph.nodes[n];
+    const Shape& x = plan->graph.values.at(node.inputs[0]).shape;
+    const Shape& w = plan->graph.values.at(node.inputs[1]).shape;
+    const Shape& y = plan->graph.values.at(node.outputs[0]).shape;
+    TunedNode t;
+    t.node = static_cast<int32_t>(n);
+    t.name = node.name;
+    t.rule_primitive = tiling::conv_node_uses_winograd(node, x, w) ? "winograd" : "gemm";
+    t.rule_extent = plan->tile_extent[n];
+    t.rule_tiles = tile_count(y, t.rule_extent);
+    std::vector<std::string> primitives = {"gemm"};
+    // A bf16 plan runs Winograd layers' products in fp32 on the other path: only the GEMM is a choice there.
+    if (plan->precision.precision == Precision::fp32 && tiling::conv_node_fits_winograd(node, x, w))
+      primitives.push_back("winograd");
+    // One tile per thread and twice and four times that; cut rows first (the planner's order)
+    // or output channels first (each tile then streams only its share of the weights).
+    const std::vector<int64_t> targets =
+        threads == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{threads, 2 * threads, 4 * threads};
+    const std::vector<std::vector<size_t>> orders = {{2, 1, 0, 3}, {1, 2, 0, 3}};
+    std::set<std::pair<std::string, Shape>> seen;
+    for (const std::string& p : primitives)
+      for (int64_t target : targets)
+        for (const auto& order : orders) {
+          Shape e = candidate_extent(*plan, t.node, p, target, order);
+          if (e.empty() || !seen.insert({p, e}).second) continue;
+          t.candidates.push_back({p, e, tile_count(y, e), 0});
+        }
+    if (t.candidates.size() > 1 || (t.candidates.size() == 1 && (t.candidates[0].primitive != t.rule_primitive ||
+                                                                  t.candidates[0].extent != t.rule_extent)))
+      nodes.push_back(std::move(t));
+  }
+  if (nodes.empty()) return nodes;
+
+  size_t rounds = 0;
+  for (const TunedNode& t : nodes) rounds = std::max(rounds, t.candidates.size());
+  const auto started = std::chrono::steady_clock::now();
+  const size_t total_rounds = (rounds + 1) * static_cast<size_t>(std::max(1, settings.passes));
+  size_t done = 0;
+  auto progress = [&] {
+    if (!settings.progress) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::fprintf(stderr, "tune: round %zu of %zu (%zu convs, %.0f s)\n", ++done, total_rounds, nodes.size(), s);
+  };
+  // Each pass plans every round afresh and runs them in turn, the rules' plan first: a drift
+  // over the minutes of tuning (a neighbour's load, the clock) reaches every candidate alike.
+  std::vector<Samples> rule(nodes.size());
+  std::vector<std::vector<Samples>> candidate(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) candidate[i].resize(nodes[i].candidates.size());
+  base.reset();
+  for (int pass = 0; pass < std::max(1, settings.passes); ++pass) {
+    for (size_t r = 0; r <= rounds; ++r) {
+      std::vector<NodeChoice> choices;
+      if (r > 0)
+        for (const TunedNode& t : nodes) {
+          const TuneCandidate& c = t.candidates[(r - 1) % t.candidates.size()];
+          choices.push_back({t.name, c.primitive, c.extent});
+        }
+      std::unique_ptr<Session> session = make_session(choices);
+      const std::shared_ptr<const Plan> p = session->plan_for(shapes);
+      const NodeTimes times = node_times(engine, *session, *p, inputs, settings);
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (r == 0) rule[i].add(times, nodes[i].node);
+        else if (r - 1 < nodes[i].candidates.size()) candidate[i][r - 1].add(times, nodes[i].node);
+      }
+      progress();
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i].rule_us = percentile(rule[i].total, 50);
+    nodes[i].rule_max_us = percentile(rule[i].max, 50);
+    for (size_t c = 0; c < nodes[i].candidates.size(); ++c) {
+      nodes[i].candidates[c].us = percentile(candidate[i][c].total, 50);
+      nodes[i].candidates[c].max_us = percentile(candidate[i][c].max, 50);
+    }
+  }
+  return nodes;
+}
+
+double grid_cost(double total_us, double max_us, int threads) { return total_us / std::max(1, threads) + max_us; }
+
+void choose_best(std::vector<TunedNode>& nodes, int threads, double keep_share, bool same_tiles) {
+  for (TunedNode& t : nodes) {
+    t.best = -1;
+    double best = grid_cost(t.rule_us, t.rule_max_us, threads) * (1 - keep_share);
+    for (size_t i = 0; i < t.candidates.size(); ++i) {
+      const TuneCandidate& c = t.candidates[i];
+      if (c.us <= 0 || (same_tiles && c.tiles != t.rule_tiles)) continue;
+      if (c.primitive == t.rule_primitive && c.extent == t.rule_extent) continue;  // the rule itself
+      if (const double cost = grid_cost(c.us, c.max_us, threads); cost < best) {
+        best = cost;
+        t.best = static_cast<int>(i);
+      }
+    }
+  }
+}
+
+std::vector<NodeChoice> best_choices(const std::vector<TunedNode>& nodes, std::vector<double>* node_us,
+                                     std::vector<double>* rule_us) {
+  std::vector<NodeChoice> choices;
+  for (const TunedNode& t : nodes) {
+    if (t.best < 0) continue;
+    const TuneCandidate& c = t.candidates[static_cast<size_t>(t.best)];
+    choices.push_back({t.name, c.primitive, c.extent});
+    if (node_us) node_us->push_back(c.us);
+    if (rule_us) rule_us->push_back(t.rule_us);
+  }
+  return choices;
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,228 @@
+#include "tune/record.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "graph/error.h"
+#include "kernels/cpu_info.h"
+
+namespace grove::tune {
+namespace {
+
+constexpr const char* kHeader = "grove-tune-record 1";
+constexpr size_t kMaxChoices = 1 << 20;
+
+struct Fnv {
+  uint64_t h = 14695981039346656037ull;
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  void u64(uint64_t v) { bytes(&v, sizeof v); }
+  // Length first, so ("ab", "c") and ("a", "bc") differ.
+  void str(const std::string& s) {
+    u64(s.size());
+    bytes(s.data(), s.size());
+  }
+  void ints(const std::vector<int64_t>& v) {
+    u64(v.size());
+    for (int64_t x : v) u64(static_cast<uint64_t>(x));
+  }
+};
+
+std::string hex(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, v);
+  return text;
+}
+
+void hash_attribute(Fnv& h, const Attribute& a) {
+  h.u64(static_cast<uint64_t>(a.kind));
+  h.u64(static_cast<uint64_t>(a.i));
+  h.bytes(&a.f, sizeof a.f);
+  h.str(a.s);
+  h.ints(a.ints);
+  h.u64(a.floats.size());
+  for (float f : a.floats) h.bytes(&f, sizeof f);
+  h.u64(a.strings.size());
+  for (const auto& s : a.strings) h.str(s);
+  // Tensor attributes count by shape and dtype only, like initializers.
+  h.u64(static_cast<uint64_t>(a.t.dtype()));
+  h.ints(a.t.shape());
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string format_extent(const std::vector<int64_t>& extent) {
+  if (extent.empty()) return "-";
+  std::string text;
+  for (size_t d = 0; d < extent.size(); ++d) text += (d ? "," : "") + std::to_string(extent[d]);
+  return text;
+}
+
+}  // namespace
+
+std::string model_key(const Graph& g) {
+  Fnv h;
+  h.u64(g.nodes.size());
+  for (const Node& n : g.nodes) {
+    h.str(n.op_type);
+    h.str(n.domain);
+    h.str(n.name);
+    h.u64(n.inputs.size());
+    for (const auto& s : n.inputs) h.str(s);
+    h.u64(n.outputs.size());
+    for (const auto& s : n.outputs) h.str(s);
+    h.u64(n.attrs.size());
+    for (const auto& [key, attr] : n.attrs) {
+      h.str(key);
+      hash_attribute(h, attr);
+    }
+  }
+  h.u64(g.values.size());
+  for (const auto& [name, info] : g.values) {
+    h.str(name);
+    h.u64(static_cast<uint64_t>(info.dtype));
+    h.ints(info.shape);
+  }
+  h.u64(g.initializers.size());
+  for (const auto& [name, t] : g.initializers) {
+    h.str(name);
+    h.u64(static_cast<uint64_t>(t.dtype()));
+    h.ints(t.shape());
+  }
+  return hex(h.h);
+}
+
+std::string machine_tuning_dir() {
+  std::string base = env("GROVE_TUNE_DIR");
+  if (base.empty() && !env("XDG_CACHE_HOME").empty()) base = env("XDG_CACHE_HOME") + "/grove/tune";
+  if (base.empty() && !env("HOME").empty()) base = env("HOME") + "/.cache/grove/tune";
+  if (base.empty()) return "";
+  Fnv h;
+  h.str(kernels::machine_key());
+  return base + "/" + hex(h.h);
+}
+
+std::string record_file_name(const std::string& model, int threads, const std::string& precision) {
+  return model + "-t" + std::to_string(threads) + "-" + precision + ".record";
+}
+
+std::string save_record(const TuningRecord& r) {
+  std::ostringstream out;
+  out.precision(6);
+  out << kHeader << "\n"
+      << "machine " << r.machine << "\n"
+      << "model " << r.model << "\n"
+      << "threads " << r.threads << "\n"
+      << "precision " << r.precision << "\n"
+      << "default_ms " << r.default_ms << "\n"
+      << "tuned_ms " << r.tuned_ms << "\n"
+      << "choices " << r.choices.size() << "\n";
+  for (size_t i = 0; i < r.choices.size(); ++i) {
+    const NodeChoice& c = r.choices[i];
+    out << "choice " << (c.primitive.empty() ? "-" : c.primitive) << " " << format_extent(c.extent) << " "
+        << (i < r.node_us.size() ? r.node_us[i] : 0) << " " << (i < r.rule_us.size() ? r.rule_us[i] : 0) << " "
+        << c.node << "\n";
+  }
+  return out.str();
+}
+
+TuningRecord parse_record(std::string_view text, const std::string& source) {
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int line_no = 0;
+  auto fail = [&](const std::string& why) {
+    return Error(source + ": line " + std::to_string(line_no) + ": " + why + " (not a tuning record, or a damaged one; run grove tune again)");
+  };
+  auto next = [&](const std::string& key) {
+    if (!std::getline(in, line)) throw fail("ends before '" + key + "'");
+    ++line_no;
+    if (line.rfind(key + " ", 0) != 0) throw fail("expected '" + key + " ...'");
+    return line.substr(key.size() + 1);
+  };
+  auto number = [&](const std::string& s) {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !std::isfinite(v) || v < 0) throw fail("'" + s + "' is not a number");
+    return v;
+  };
+  auto count = [&](const std::string& s, double most) {
+    const double v = number(s);
+    if (v != std::floor(v) || v > most) throw fail("'" + s + "' is not a count");
+    return static_cast<size_t>(v);
+  };
+  if (!std::getline(in, line) || (++line_no, line != kHeader)) throw fail("the first line is not '" + std::string(kHeader) + "'");
+  TuningRecord r;
+  r.machine = next("machine");
+  r.model = next("model");
+  r.threads = static_cast<int>(count(next("threads"), 1 << 16));
+  r.precision = next("precision");
+  if (r.precision != "fp32" && r.precision != "bf16") throw fail("precision '" + r.precision + "' is not fp32 or bf16");
+  r.default_ms = number(next("default_ms"));
+  r.tuned_ms = number(next("tuned_ms"));
+  const size_t choices = count(next("choices"), kMaxChoices);
+  for (size_t i = 0; i < choices; ++i) {
+    std::istringstream fields(next("choice"));
+    std::string primitive, extent, node_us, rule_us;
+    if (!(fields >> primitive >> extent >> node_us >> rule_us)) throw fail("a choice needs a primitive, an extent, two times and a node");
+    std::string node;
+    std::getline(fields, node);
+    if (node.size() < 2 || node[0] != ' ') throw fail("a choice names no node");
+    NodeChoice c;
+    c.node = node.substr(1);
+    c.primitive = primitive == "-" ? "" : primitive;
+    if (extent != "-") {
+      std::istringstream dims(extent);
+      std::string d;
+      while (std::getline(dims, d, ',')) c.extent.push_back(static_cast<int64_t>(count(d, 1e15)));
+    }
+    r.choices.push_back(std::move(c));
+    r.node_us.push_back(number(node_us));
+    r.rule_us.push_back(number(rule_us));
+  }
+  return r;
+}
+
+TuningRecord load_record_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(path + ": cannot open the tuning record");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (text.size() > (size_t{64} << 20)) throw Error(path + ": too large for a tuning record");
+  return parse_record(text, path);
+}
+
+void write_record_file(const TuningRecord& record, const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  // Written beside and renamed, so a session never reads half a record.
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream f(temporary, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(path + ": cannot write the tuning record");
+    f << save_record(record);
+    if (!f) throw Error(path + ": writing the tuning record failed");
+  }
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw Error(path + ": cannot write the tuning record (" + ec.message() + ")");
+}
+
+std::string record_mismatch(const TuningRecord& r, const std::string& model, int threads, const std::string& precision) {
+  if (r.machine != kernels::machine_key()) return "it was measured on another machine (" + r.machine + ")";
+  if (r.model != model) return "it was made for another model (key " + r.model + ", this one is " + model + ")";
+  if (r.threads != threads)
+    return "it was measured at " + std::to_string(r.threads) + " threads, this plan is for " + std::to_string(threads);
+  if (r.precision != precision) return "it was measured in " + r.precision + ", this plan is " + precision;
+  return "";
+}
+
+}  // namespace grove::tune
