@@ -27,10 +27,12 @@ struct Series {
   std::string precision;
   std::string counts;  // tile counts: fixed | tail
   std::string pruning;  // with --prune both: "unpruned" | "pruned"
+  std::string tuning;   // with --tuning both: "untuned" | "tuned"
   std::unique_ptr<Session> session;
   double gflop = 0;     // of its plan (pruned convs count their kept channels only)
   std::vector<double> ms;
   int64_t peak_activation_bytes = 0;
+  std::string choices_source;  // the plan's tuning record, or why it was ignored
   RunStats last;  // of the last run: whether it went through segments or the reference executor
 };
 
@@ -86,18 +88,24 @@ int run_bench(const BenchOptions& o) {
     throw Error("--prune both compares one schedule, precision and tile count; give each one value");
   if (prune_both && !imported.metadata.count(kFeaturePruningKey))
     throw Error(o.models[0] + ": --prune both compares with the model's grove.antidote metadata, and it has none");
+  const bool tuning_both = o.tuning == "both";
+  if (tuning_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both" || prune_both))
+    throw Error("--tuning both compares one schedule, precision, tile count and pruning; give each one value");
+  for (const std::string tuning : {"untuned", "tuned"})
   for (const std::string pruning : {"unpruned", "pruned"})
     for (const std::string c : {"fixed", "tail"})
       for (const std::string s : {"aspen", "barrier"})
         for (const std::string p : {"fp32", "bf16"}) {
           if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p) ||
-              (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned"))
+              (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned") ||
+              (!tuning_both && tuning == "untuned"))
             continue;
           Series x;
           x.schedule = s;
           x.precision = p;
           x.counts = c;
           x.pruning = prune_both ? pruning : "";
+          x.tuning = tuning_both ? tuning : "";
           x.session = std::make_unique<Session>(
               engine, Model(imported, resolved, o.limits),
               SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
@@ -106,9 +114,16 @@ int run_bench(const BenchOptions& o) {
                              .precision = parse_precision(p),
                              .feature_pruning = pruning == "unpruned" ? "off"
                                                 : prune_both          ? ""
-                                                                      : feature_pruning_option(o.prune)});
+                                                                      : feature_pruning_option(o.prune),
+                             .tuning = tuning == "untuned" ? "off" : tuning_both ? "auto" : o.tuning});
           // A model with control flow plans each segment on its first run: that run counts as loading.
-          if (auto planned = x.session->plan_for(resolved)) x.gflop = double(planned->total_flops) / 1e9;
+          if (auto planned = x.session->plan_for(resolved)) {
+            x.gflop = double(planned->total_flops) / 1e9;
+            x.choices_source = planned->options.choices_source;
+            if (tuning == "tuned" && tuning_both && planned->options.choices_source.empty())
+              throw Error(o.models[0] + ": --tuning both needs a tuning record for this model at " +
+                          std::to_string(planned->options.threads) + " threads (run grove tune first)");
+          }
           else x.session->run(inputs, &x.last);
           series.push_back(std::move(x));
         }
@@ -174,6 +189,7 @@ int run_bench(const BenchOptions& o) {
                   percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100), mean(x.ms),
                   1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes), static_cast<long long>(pool_bytes(x)));
       if (!x.pruning.empty()) std::printf(", \"pruning\": \"%s\", \"gflop\": %.6f", x.pruning.c_str(), x.gflop);
+      if (!x.tuning.empty()) std::printf(", \"tuning\": \"%s\"", x.tuning.c_str());
       std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
       for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
       std::printf("]}");
@@ -199,13 +215,18 @@ int run_bench(const BenchOptions& o) {
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
               milliseconds(load_plan_s).c_str(), peak_rss_mb(), packed / 1e6);
   if (!precision_note.empty()) std::printf("precision: %s\n", precision_note.c_str());
+  for (const auto& x : series)
+    if (!x.choices_source.empty()) {
+      std::printf("tuning: %s\n", x.choices_source.c_str());
+      break;
+    }
   std::printf("%-16s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {
     double p50 = percentile(x.ms, 50);
     const std::string label =
         x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "fixed" ? "/fixed" : "") +
-        (x.pruning.empty() ? "" : "/" + x.pruning);
+        (x.pruning.empty() ? "" : "/" + x.pruning) + (x.tuning.empty() ? "" : "/" + x.tuning);
     std::printf("%-16s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
                 1e3 / p50, (x.gflop > 0 ? x.gflop : gflop) / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
@@ -219,6 +240,8 @@ int run_bench(const BenchOptions& o) {
     std::printf("tail-aware speedup (p50 fixed / p50 tail): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (o.precision == "both")
     std::printf("bf16 speedup (p50 fp32 / p50 bf16): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
+  if (tuning_both)
+    std::printf("tuning speedup (p50 untuned / p50 tuned): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (prune_both)
     std::printf("pruning speedup (p50 unpruned / p50 pruned): %.3fx for %.1f%% of the FLOPs\n",
                 percentile(series[0].ms, 50) / percentile(series[1].ms, 50), 100.0 * series[1].gflop / series[0].gflop);

@@ -2,16 +2,19 @@
 // tiles, grid and incoming edges; in total tiles, edges, depth and the critical path.
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/move_cost.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"
+#include "tune/tuned_plan.h"
 #include "runtime/engine.h"
 #include "runtime/model.h"
 
@@ -53,7 +56,7 @@ int run_plan(const PlanCliOptions& o) {
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Plan> plan;
   try {
-    plan = make_plan(model.graph(), options);
+    plan = tune::plan_with_tuning(model.graph(), options, o.tuning, {});
   } catch (const Error& e) {
     throw e.prefixed(o.model + ": ");
   }
@@ -67,6 +70,9 @@ int run_plan(const PlanCliOptions& o) {
               : options.tile_counts == TileCounts::tail_aware ? strf("tail-aware, %g FLOPs per moved element", options.move_flops).c_str()
                                                                    : "about 2 per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
+  if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());
+  std::set<std::string> tuned;
+  for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
   if (!o.totals_only) {
     std::printf("  %-4s %-32s %-22s %7s %-14s %9s %10s\n", "#", "node", "op", "tiles", "grid", "edges in", "GFLOPs");
     for (size_t n = 0; n < p.graph.nodes.size(); ++n) {
@@ -76,6 +82,7 @@ int run_plan(const PlanCliOptions& o) {
       std::string name = node.name.size() > 32 ? "..." + node.name.substr(node.name.size() - 29) : node.name;
       const bool view = is_view_node(p, static_cast<int32_t>(n));
       std::string op = op_label(node) + (runs_in_bf16(node) ? " bf16" : "") + (view ? " (view)" : p.rules[n] ? "" : "*");
+      if (tuned.count(node.name)) op += conv_primitive_choice(node).empty() ? " (tuned)" : " " + conv_primitive_choice(node) + " (tuned)";
       std::printf("  %-4zu %-32s %-22s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
                   grid_str(tile_grid(p, static_cast<int32_t>(n))).c_str(), static_cast<long long>(edges_in),
                   static_cast<double>(node_flops(p.graph, node)) * 1e-9);

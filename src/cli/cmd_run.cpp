@@ -162,7 +162,8 @@ int run_single(const RunOptions& o, LoadedModel m) {
     const SessionOptions options{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                                  .tiles_per_op = o.tiles_per_op,
                                  .precision = parse_precision(o.precision),
-                                 .feature_pruning = feature_pruning_option(o.prune)};
+                                 .feature_pruning = feature_pruning_option(o.prune),
+                                 .tuning = o.tuning};
     std::unique_ptr<Session> whole;
     SubnetPick pick;
     Session* session = nullptr;
@@ -178,6 +179,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
     auto plan = session->plan_for(m.shapes);
     double plan_s = seconds_since(t0);
     if (plan && o.precision != "fp32") std::printf("precision: %s\n", plan->precision.note.c_str());
+    if (plan && !plan->options.choices_source.empty()) std::printf("tuning: %s\n", plan->options.choices_source.c_str());
     if (plan && plan->pruning.gates > 0)
       std::printf("pruning: %d feature maps, %d convs reduce over kept channels (their FLOPs: %.1f%% kept)\n",
                   plan->pruning.gates, plan->pruning.pruned_convs,
@@ -221,7 +223,8 @@ int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
         engine, Model(m.imported, m.shapes, o.limits),
         SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                        .tiles_per_op = o.tiles_per_op,
-                       .precision = parse_precision(o.precision)}));
+                       .precision = parse_precision(o.precision),
+                       .tuning = o.tuning}));
     if (!sessions.back()->plan_for(m.shapes))
       throw Error(m.path + ": shapes depend on input values; such models run alone (one model per grove run)");
   }

@@ -29,6 +29,7 @@ struct RunOptions {
   std::string schedule = "aspen";   // aspen | barrier
   int tiles_per_op = 0;             // 0: by rule
   std::string precision = "fp32";   // fp32 | bf16
+  std::string tuning = "auto";      // SessionOptions::tuning: auto | off | a record file
   std::string trace_path;           // empty: no trace
   std::string subnet;               // non-empty: run this sub-net (cli/subnets.h)
   std::string prune;                // SessionOptions::feature_pruning ("": the model's metadata)
@@ -45,6 +46,7 @@ struct PlanCliOptions {
   std::string schedule = "aspen";
   std::string precision = "fp32";   // fp32 | bf16
   std::string tile_counts = "tail";  // fixed | tail
+  std::string tuning = "auto";      // auto | off | a record file (docs/tuning.md)
   bool totals_only = false;
   std::string save_path;            // non-empty: write the TileGraph here
   std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan
@@ -63,6 +65,7 @@ struct BenchOptions {
   int tiles_per_op = 0;
   std::string tile_counts = "tail";  // fixed | tail | both (interleaved, like --schedule both)
   std::string precision = "fp32";   // fp32 | bf16 | both (interleaved, like --schedule both)
+  std::string tuning = "auto";      // auto | off | both (untuned and tuned, interleaved) | a record file
   int check = 0;                    // > 0: compare bf16 with fp32 outputs over this many input sets
   // Feature-map pruning: "" the model's metadata, "off", "both" (interleaved, unpruned vs the
   // model's), or statements (docs/dynamic.md).
@@ -140,6 +143,7 @@ struct ServeOptions {
   int max_batch = 0;                // dynamic batching: most rows per joined run; 0: off
   double batch_delay_ms = 2;        // how long a first request waits for company
   std::string precision = "fp32";   // fp32 | bf16, for every served model
+  std::string tuning = "auto";      // auto | off: tuning records (docs/tuning.md)
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 

@@ -44,6 +44,10 @@ constexpr const char* kPrecisionHelp =
     "Arithmetic of Conv/MatMul/Gemm with constant weights: fp32, or bf16 (bfloat16 operands, float32 "
     "accumulation, on AVX512-BF16; runs fp32 with a note on CPUs without it). Everything else stays fp32. "
     "docs/precision.md";
+constexpr const char* kTuningHelp =
+    "Per-Conv primitives and tile grids from grove tune: auto uses the tuning record made for this model, CPU, "
+    "thread count and precision when there is one; off plans by the hand rules; or the path of a record file. "
+    "docs/tuning.md";
 constexpr const char* kSubnetHelp =
     "Dynamic model (metadata grove.subnets): the sub-net to run, by name or width ratio. Any other model: "
     "slice it uniformly at this width ratio (a latency study: the narrower net is untrained). docs/dynamic.md.";
@@ -207,6 +211,7 @@ int main(int argc, char** argv) {
   run->add_option("--precision", run_options.precision, kPrecisionHelp)
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  run->add_option("--tuning", run_options.tuning, kTuningHelp)->capture_default_str()->type_name("auto|off|FILE");
   run->add_option("--trace", run_options.trace_path,
                   "Write a Chrome/Perfetto trace (one track per worker, one slice per tile) to this .json file")
       ->type_name("FILE");
@@ -230,6 +235,7 @@ int main(int argc, char** argv) {
   plan->add_option("--precision", plan_options.precision, kPrecisionHelp)
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  plan->add_option("--tuning", plan_options.tuning, kTuningHelp)->capture_default_str()->type_name("auto|off|FILE");
   plan->add_option("--min-tile-flops", plan_options.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -295,6 +301,9 @@ Examples:
                     std::string(kPrecisionHelp) + " 'both' times fp32 and bf16 interleaved and prints the speedup.")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16", "both"}));
+  bench->add_option("--tuning", bench_options.tuning,
+                    std::string(kTuningHelp) + " 'both' times the model untuned and tuned, interleaved.")
+      ->capture_default_str()->type_name("auto|off|both|FILE");
   bench->add_option("--check", bench_options.check,
                     "Also run fp32 and bf16 on N input sets (the bench inputs, then seeded random ones) and report "
                     "the largest output difference relative to the output's largest magnitude, and top-1/top-5 "
@@ -394,6 +403,7 @@ Examples:
                     "Dynamic batching: how long a request may wait for others to join its batch")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  serve->add_option("--tuning", serve_options.tuning, kTuningHelp)->capture_default_str()->check(CLI::IsMember({"auto", "off"}));
   serve->add_option("--precision", serve_options.precision, kPrecisionHelp)
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));

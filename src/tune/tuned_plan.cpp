@@ -22,8 +22,8 @@ std::shared_ptr<const Plan> plan_with_tuning(const Graph& graph, PlanOptions po,
     tune::TuningRecord record = tune::load_record_file(tuning);
     if (std::string why = tune::record_mismatch(record, key, po.threads, precision); !why.empty())
       throw Error(tuning + ": this tuning record does not fit: " + why);
+    po.choices_source = "tuning record " + tuning + " (" + std::to_string(record.choices.size()) + " choices)";
     po.choices = std::move(record.choices);
-    po.choices_source = "tuning record " + tuning;
     return make_plan(graph, po);
   }
   const std::string dir = tune::machine_tuning_dir();
@@ -34,8 +34,8 @@ std::shared_ptr<const Plan> plan_with_tuning(const Graph& graph, PlanOptions po,
   try {
     tune::TuningRecord record = tune::load_record_file(path);
     if (std::string why = tune::record_mismatch(record, key, po.threads, precision); !why.empty()) throw Error(why);
+    tuned.choices_source = "tuning record " + path + " (" + std::to_string(record.choices.size()) + " choices)";
     tuned.choices = std::move(record.choices);
-    tuned.choices_source = "tuning record " + path;
     return make_plan(graph, tuned);
   } catch (const Error& e) {
     po.choices_source = "tuning record " + path + " ignored: " + e.what();

@@ -1,0 +1,80 @@
+// grove tune: it writes a record into the per-machine cache that grove plan, run and bench then
+// use for the same model and thread count only; a damaged record found there is skipped with
+// a note, and one named with --tuning is an error.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "cli_harness.h"
+
+namespace grove::cli_test {
+namespace {
+
+const std::string kModel = GROVE_MODELS_DIR "/default.onnx";
+const std::string kInput = "image=" GROVE_MODELS_DIR "/default_input.npy";
+
+// GROVE_TUNE_DIR for the grove processes this test starts (they inherit the environment).
+struct TuneDir {
+  explicit TuneDir(const std::filesystem::path& p) { setenv("GROVE_TUNE_DIR", p.c_str(), 1); }
+  ~TuneDir() { unsetenv("GROVE_TUNE_DIR"); }
+};
+
+std::string record_path(const std::string& out) {
+  const size_t at = out.find("record: ");
+  if (at == std::string::npos) return "";
+  return out.substr(at + 8, out.find(" (", at) - at - 8);
+}
+
+TEST(CliTune, WritesARecordThatOnlyItsOwnPlansUse) {
+  TempDir d;
+  TuneDir env(d / "cache");
+  Result r = run_grove({"tune", kModel, "--input", kInput, "--threads", "2", "--runs", "2", "--passes", "1",
+                        "--verify-runs", "3", "-q", "--dataset", (d / "profile.csv").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const std::string path = record_path(r.out);
+  ASSERT_FALSE(path.empty()) << r.out;
+  EXPECT_EQ(path.rfind((d / "cache").string(), 0), 0u) << path;
+  EXPECT_TRUE(std::filesystem::exists(path)) << path;
+  EXPECT_NE(r.out.find("whole model"), std::string::npos) << r.out;
+  const std::string csv = read_bytes(d / "profile.csv");
+  EXPECT_EQ(csv.rfind("machine,threads,node,", 0), 0u) << csv;
+  EXPECT_GT(std::count(csv.begin(), csv.end(), '\n'), 1) << "no measured candidate in the dataset";
+
+  Result two = run_grove({"plan", kModel, "--threads", "2", "--tile-counts", "fixed"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.out.find("tuning: tuning record " + path), std::string::npos) << two.out;
+  Result one = run_grove({"plan", kModel, "--threads", "1"});  // measured at 2 threads: not this plan's
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out.find("tuning:"), std::string::npos) << one.out;
+  Result off = run_grove({"run", kModel, "--input", kInput, "--threads", "2", "--tuning", "off"});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(off.out.find("tuning:"), std::string::npos) << off.out;
+  Result on = run_grove({"run", kModel, "--input", kInput, "--threads", "2"});
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_NE(on.out.find("tuning: tuning record"), std::string::npos) << on.out;
+
+  // Damaged in the cache: the plan goes by the rules and says why; named on the command line: an error.
+  write_bytes(path, "grove-tune-record 1\nmachine x\n");
+  Result skipped = run_grove({"plan", kModel, "--threads", "2"});
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_NE(skipped.out.find("ignored"), std::string::npos) << skipped.out;
+  expect_clean_error(run_grove({"plan", kModel, "--threads", "2", "--tuning", path}));
+  expect_clean_error(run_grove({"run", kModel, "--input", kInput, "--tuning", (d / "missing.record").string()}));
+}
+
+TEST(CliTune, ARecordForOtherThreadsIsRefusedWhenNamed) {
+  TempDir d;
+  const std::string path = (d / "t1.record").string();
+  Result r = run_grove({"tune", kModel, "--input", kInput, "--threads", "1", "--runs", "1", "--passes", "1",
+                        "--verify-runs", "2", "-q", "-o", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  Result wrong = run_grove({"run", kModel, "--input", kInput, "--threads", "2", "--tuning", path});
+  expect_clean_error(wrong);
+  EXPECT_NE(wrong.err.find("does not fit"), std::string::npos) << wrong.err;
+  Result right = run_grove({"run", kModel, "--input", kInput, "--threads", "1", "--tuning", path});
+  EXPECT_EQ(right.exit_code, 0) << right.err;
+}
+
+}  // namespace
+}  // namespace grove::cli_test
