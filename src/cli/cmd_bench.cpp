@@ -27,7 +27,7 @@ struct Series {
   std::string precision;
   std::string counts;  // tile counts: fixed | tail
   std::string pruning;  // with --prune both: "unpruned" | "pruned"
-  std::string tuning;   // with --tuning both: "untuned" | "tuned"
+  std::string tuning;   // with --tuning both or compare: "untuned" | "tuned" | "model" | "record"
   std::unique_ptr<Session> session;
   double gflop = 0;     // of its plan (pruned convs count their kept channels only)
   std::vector<double> ms;
@@ -88,24 +88,29 @@ int run_bench(const BenchOptions& o) {
     throw Error("--prune both compares one schedule, precision and tile count; give each one value");
   if (prune_both && !imported.metadata.count(kFeaturePruningKey))
     throw Error(o.models[0] + ": --prune both compares with the model's grove.antidote metadata, and it has none");
-  const bool tuning_both = o.tuning == "both";
+  const bool tuning_both = o.tuning == "both" || o.tuning == "compare";
   if (tuning_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both" || prune_both))
-    throw Error("--tuning both compares one schedule, precision, tile count and pruning; give each one value");
-  for (const std::string tuning : {"untuned", "tuned"})
+    throw Error("--tuning " + o.tuning + " compares one schedule, precision, tile count and pruning; give each one value");
+  // Series with their SessionOptions::tuning: by the rules, and tuned (both: the record, or the
+  // model without one; compare: the model and the record apart).
+  const std::vector<std::pair<std::string, std::string>> tunings =
+      o.tuning == "both"      ? std::vector<std::pair<std::string, std::string>>{{"untuned", "off"}, {"tuned", "auto"}}
+      : o.tuning == "compare" ? std::vector<std::pair<std::string, std::string>>{{"untuned", "off"}, {"model", "model"}, {"record", "record"}}
+                              : std::vector<std::pair<std::string, std::string>>{{"", o.tuning}};
+  for (const auto& [tuning, tuning_option] : tunings)
   for (const std::string pruning : {"unpruned", "pruned"})
     for (const std::string c : {"fixed", "tail"})
       for (const std::string s : {"aspen", "barrier"})
         for (const std::string p : {"fp32", "bf16"}) {
           if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p) ||
-              (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned") ||
-              (!tuning_both && tuning == "untuned"))
+              (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned"))
             continue;
           Series x;
           x.schedule = s;
           x.precision = p;
           x.counts = c;
           x.pruning = prune_both ? pruning : "";
-          x.tuning = tuning_both ? tuning : "";
+          x.tuning = tuning;
           x.session = std::make_unique<Session>(
               engine, Model(imported, resolved, o.limits),
               SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
@@ -115,13 +120,13 @@ int run_bench(const BenchOptions& o) {
                              .feature_pruning = pruning == "unpruned" ? "off"
                                                 : prune_both          ? ""
                                                                       : feature_pruning_option(o.prune),
-                             .tuning = tuning == "untuned" ? "off" : tuning_both ? "auto" : o.tuning});
+                             .tuning = tuning_option});
           // A model with control flow plans each segment on its first run: that run counts as loading.
           if (auto planned = x.session->plan_for(resolved)) {
             x.gflop = double(planned->total_flops) / 1e9;
             x.choices_source = planned->options.choices_source;
-            if (tuning == "tuned" && tuning_both && planned->options.choices_source.empty())
-              throw Error(o.models[0] + ": --tuning both needs a tuning record for this model at " +
+            if ((tuning == "tuned" || tuning == "record") && planned->options.choices_source.empty())
+              throw Error(o.models[0] + ": --tuning " + o.tuning + " needs a tuning record for this model at " +
                           std::to_string(planned->options.threads) + " threads (run grove tune first)");
           }
           else x.session->run(inputs, &x.last);
@@ -216,10 +221,7 @@ int run_bench(const BenchOptions& o) {
               milliseconds(load_plan_s).c_str(), peak_rss_mb(), packed / 1e6);
   if (!precision_note.empty()) std::printf("precision: %s\n", precision_note.c_str());
   for (const auto& x : series)
-    if (!x.choices_source.empty()) {
-      std::printf("tuning: %s\n", x.choices_source.c_str());
-      break;
-    }
+    if (!x.choices_source.empty()) std::printf("tuning%s: %s\n", x.tuning.empty() ? "" : (" (" + x.tuning + ")").c_str(), x.choices_source.c_str());
   std::printf("%-16s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {
@@ -240,8 +242,9 @@ int run_bench(const BenchOptions& o) {
     std::printf("tail-aware speedup (p50 fixed / p50 tail): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (o.precision == "both")
     std::printf("bf16 speedup (p50 fp32 / p50 bf16): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
-  if (tuning_both)
-    std::printf("tuning speedup (p50 untuned / p50 tuned): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
+  for (size_t k = 1; tuning_both && k < series.size(); ++k)
+    std::printf("tuning speedup (p50 untuned / p50 %s): %.3fx\n", series[k].tuning.c_str(),
+                percentile(series[0].ms, 50) / percentile(series[k].ms, 50));
   if (prune_both)
     std::printf("pruning speedup (p50 unpruned / p50 pruned): %.3fx for %.1f%% of the FLOPs\n",
                 percentile(series[0].ms, 50) / percentile(series[1].ms, 50), 100.0 * series[1].gflop / series[0].gflop);

@@ -1,6 +1,7 @@
 // grove tune: measure, on this machine, which primitive and tile grid each Conv of a model
 // runs fastest with inside the model (cli/tune_profile.h), check that the model as a whole is
 // faster with them, and write a tuning record that sessions then plan with (docs/tuning.md).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "kernels/cpu_info.h"
 #include "onnx/import.h"
 #include "runtime/session.h"
+#include "tune/conv_candidates.h"
 #include "tune/record.h"
 
 namespace grove::cli {
@@ -45,7 +47,7 @@ std::vector<double> interleaved_ms(const std::vector<Session*>& sessions, const 
   return medians;
 }
 
-void write_dataset(const std::string& path, const Graph& g, const std::vector<TunedNode>& nodes, int threads) {
+void write_dataset(const std::string& path, const Plan& plan, const std::vector<TunedNode>& nodes, int threads) {
   const bool fresh = !std::ifstream(path).good();
   std::ofstream f(path, std::ios::app);
   if (!f) throw Error(path + ": cannot write the profile dataset");
@@ -54,25 +56,28 @@ void write_dataset(const std::string& path, const Graph& g, const std::vector<Tu
          "primitive,extent,tiles,us\n";
   const std::string machine = kernels::machine_key();
   for (const TunedNode& t : nodes) {
-    const Node& n = g.nodes[static_cast<size_t>(t.node)];
-    const Shape& x = g.values.at(n.inputs[0]).shape;
-    const Shape& w = g.values.at(n.inputs[1]).shape;
-    const Shape& y = g.values.at(n.outputs[0]).shape;
-    const std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
-    auto row = [&](const std::string& primitive, const Shape& extent, int64_t tiles, double us) {
-      f << '"' << machine << "\"," << threads << ",\"" << n.name << "\"," << x[0] << ',' << x[1] << ',' << w[0] << ','
-        << x[2] << ',' << x[3] << ',' << y[2] << ',' << y[3] << ',' << w[2] << ',' << w[3] << ','
-        << (strides.size() > 0 ? strides[0] : 1) << ',' << (strides.size() > 1 ? strides[1] : 1) << ','
-        << n.attr_int("group", 1) << ',' << primitive << ',' << extent_text(extent) << ',' << tiles << ',' << us << "\n";
-    };
-    for (const TuneCandidate& c : t.candidates)
-      if (c.us > 0) row(c.primitive, c.extent, c.tiles, c.us);
+    tune::ConvConfig c;
+    if (!tune::tunable_conv(plan, static_cast<size_t>(t.node), &c)) continue;
+    std::string name = plan.graph.nodes[static_cast<size_t>(t.node)].name;
+    std::replace(name.begin(), name.end(), '"', '\'');
+    for (const TuneCandidate& k : t.candidates) {
+      if (k.us <= 0) continue;
+      f << '"' << machine << "\"," << threads << ",\"" << name << "\"," << c.batch << ',' << c.cin << ',' << c.cout << ','
+        << c.in_h << ',' << c.in_w << ',' << c.out_h << ',' << c.out_w << ',' << c.kernel_h << ',' << c.kernel_w << ','
+        << c.stride_h << ',' << c.stride_w << ',' << c.group << ',' << k.primitive << ',' << extent_text(k.extent) << ','
+        << k.tiles << ',' << k.us << "\n";
+    }
   }
 }
 
 }  // namespace
 
 int run_tune(const TuneOptions& o) {
+  if (!o.fit.empty()) {
+    if (!o.model.empty()) throw Error("tune: --fit trains on a dataset; give no model with it");
+    return run_tune_fit(o);
+  }
+  if (o.model.empty()) throw Error("tune: give the .onnx model to tune (or --fit DATASET.csv)");
   const auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);
   Graph imported = load_onnx(o.model, o.limits);
@@ -155,7 +160,7 @@ int run_tune(const TuneOptions& o) {
     path = dir + "/" + tune::record_file_name(model_key, threads, o.precision);
   }
   tune::write_record_file(record, path);
-  if (!o.dataset.empty()) write_dataset(o.dataset, plan->graph, nodes, threads);
+  if (!o.dataset.empty()) write_dataset(o.dataset, *plan, nodes, threads);
 
   std::printf("model: %s  (key %s)\nmachine: %s\nthreads: %d   precision: %s   convs measured: %zu   time: %s\n",
               o.model.c_str(), model_key.c_str(), record.machine.c_str(), threads, o.precision.c_str(), nodes.size(),

@@ -168,6 +168,11 @@ struct TuneOptions {
   int verify_runs = 20;             // whole-model runs of each of rules and tuned, interleaved
   std::string output;               // the record file; empty: the per-machine cache
   std::string dataset;              // non-empty: append every measured candidate to this CSV
+  std::string fit;                  // non-empty: train the performance model on this CSV instead
+  std::string model_out;            // the model file; empty: the per-machine cache
+  std::string transfer_from;        // --fit: fine-tune this model on sample_share of the samples
+  double sample_share = 0.05;
+  std::string fit_report;           // --fit: the test split's predicted and measured times, CSV
   bool quiet = false;               // no progress lines
   uint64_t seed = 0;
   Limits limits;
@@ -198,6 +203,7 @@ int run_demo();
 int run_simulate(const SimulateOptions& options);
 int run_tail(const TailOptions& options);
 int run_tune(const TuneOptions& options);
+int run_tune_fit(const TuneOptions& options);  // --fit
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);

@@ -46,7 +46,8 @@ constexpr const char* kPrecisionHelp =
     "docs/precision.md";
 constexpr const char* kTuningHelp =
     "Per-Conv primitives and tile grids from grove tune: auto uses the tuning record made for this model, CPU, "
-    "thread count and precision when there is one; off plans by the hand rules; or the path of a record file. "
+    "thread count and precision when there is one, else this CPU's performance model (grove tune --fit) when "
+    "there is one; record or model uses only that; off plans by the hand rules; or the path of a record file. "
     "docs/tuning.md";
 constexpr const char* kSubnetHelp =
     "Dynamic model (metadata grove.subnets): the sub-net to run, by name or width ratio. Any other model: "
@@ -302,8 +303,9 @@ Examples:
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16", "both"}));
   bench->add_option("--tuning", bench_options.tuning,
-                    std::string(kTuningHelp) + " 'both' times the model untuned and tuned, interleaved.")
-      ->capture_default_str()->type_name("auto|off|both|FILE");
+                    std::string(kTuningHelp) + " 'both' times the model untuned and tuned, interleaved; 'compare' "
+                    "times it untuned, with the performance model's choices and with the record's.")
+      ->capture_default_str()->type_name("auto|off|model|record|both|compare|FILE");
   bench->add_option("--check", bench_options.check,
                     "Also run fp32 and bf16 on N input sets (the bench inputs, then seeded random ones) and report "
                     "the largest output difference relative to the output's largest magnitude, and top-1/top-5 "
@@ -547,7 +549,20 @@ Examples:
   grove tune resnet50.onnx --threads 2
   grove tune model.onnx --shape input=1x3x224x224 --dataset profile.csv
   grove bench resnet50.onnx --threads 2 --tuning both)");
-  tune->add_option("model", tune_options.model, "The .onnx file")->required();
+  tune->add_option("model", tune_options.model, "The .onnx file (not with --fit)");
+  tune->add_option("--fit", tune_options.fit,
+                   "Train this machine's performance model on a --dataset CSV instead of tuning a model: MdRAE on a "
+                   "held-out tenth against linear regression, then saved where plans without a record use it")
+      ->type_name("FILE.csv");
+  tune->add_option("--model-out", tune_options.model_out, "--fit: write the model here instead of the per-machine cache")
+      ->type_name("FILE");
+  tune->add_option("--transfer-from", tune_options.transfer_from,
+                   "--fit: fine-tune this (another machine's) model on --sample-share of the samples, against training "
+                   "from scratch on them")->type_name("FILE");
+  tune->add_option("--fit-report", tune_options.fit_report, "--fit: write the test split's measured and predicted times here")
+      ->type_name("FILE.csv");
+  tune->add_option("--sample-share", tune_options.sample_share, "--fit --transfer-from: share of the training samples used")
+      ->capture_default_str()->check(CLI::Range(0.001, 1.0));
   tune->add_option("--input,-i", tune_options.inputs, "Input from a .npy file: NAME=FILE.npy; others get seeded random data")
       ->type_name("NAME=FILE")->allow_extra_args(false);
   tune->add_option("--shape", tune_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);

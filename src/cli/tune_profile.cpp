@@ -12,29 +12,11 @@
 #include <set>
 
 #include "cli/bench_stats.h"
-#include "ops/tile_conv_winograd.h"
 #include "plan/plan.h"
+#include "tune/conv_candidates.h"
 
 namespace grove::cli {
 namespace {
-
-bool tunable_conv(const Plan& plan, size_t n) {
-  const Node& node = plan.graph.nodes[n];
-  if (node.op_type != "Conv" || !node.domain.empty() || !plan.rules[n] || node.inputs.size() < 2) return false;
-  auto x = plan.graph.values.find(node.inputs[0]);
-  auto w = plan.graph.values.find(node.inputs[1]);
-  if (x == plan.graph.values.end() || w == plan.graph.values.end()) return false;
-  // 2-D, more than one input channel per group: the GEMM and Winograd paths (depthwise runs a
-  // direct loop whose grid the rule already fits to the plane).
-  return x->second.dtype == DType::f32 && x->second.shape.size() == 4 && w->second.shape.size() == 4 &&
-         w->second.shape[1] > 1 && node.name.find('\n') == std::string::npos && !node.name.empty();
-}
-
-int64_t tile_count(const Shape& shape, const Shape& extent) {
-  int64_t tiles = 1;
-  for (size_t d = 0; d < shape.size(); ++d) tiles *= extent[d] > 0 ? (shape[d] + extent[d] - 1) / extent[d] : 1;
-  return tiles;
-}
 
 struct NodeTimes {
   std::vector<std::vector<double>> total_us, max_us;  // per node, per run: its tiles' sum and slowest
@@ -86,38 +68,18 @@ std::vector<TunedNode> profile_convs(
   std::unique_ptr<Session> base = make_session({});
   const std::shared_ptr<const Plan> plan = base->plan_for(shapes);
   if (!plan) throw Error("tune: the model's shapes depend on input values, so it has no plan to tune");
-  const int threads = plan->options.threads;
 
   std::vector<TunedNode> nodes;
   for (size_t n = 0; n < plan->graph.nodes.size(); ++n) {
-    if (!tunable_conv(*plan, n)) continue;
-    const Node& node = plan->graph.nodes[n];
-    const Shape& x = plan->graph.values.at(node.inputs[0]).shape;
-    const Shape& w = plan->graph.values.at(node.inputs[1]).shape;
-    const Shape& y = plan->graph.values.at(node.outputs[0]).shape;
+    if (!tune::tunable_conv(*plan, n)) continue;
     TunedNode t;
     t.node = static_cast<int32_t>(n);
-    t.name = node.name;
-    t.rule_primitive = tiling::conv_node_uses_winograd(node, x, w) ? "winograd" : "gemm";
-    t.rule_extent = plan->tile_extent[n];
-    t.rule_tiles = tile_count(y, t.rule_extent);
-    std::vector<std::string> primitives = {"gemm"};
-    // A bf16 plan runs Winograd layers' products in fp32 on the other path: only the GEMM is a choice there.
-    if (plan->precision.precision == Precision::fp32 && tiling::conv_node_fits_winograd(node, x, w))
-      primitives.push_back("winograd");
-    // One tile per thread and twice and four times that; cut rows first (the planner's order)
-    // or output channels first (each tile then streams only its share of the weights).
-    const std::vector<int64_t> targets =
-        threads == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{threads, 2 * threads, 4 * threads};
-    const std::vector<std::vector<size_t>> orders = {{2, 1, 0, 3}, {1, 2, 0, 3}};
-    std::set<std::pair<std::string, Shape>> seen;
-    for (const std::string& p : primitives)
-      for (int64_t target : targets)
-        for (const auto& order : orders) {
-          Shape e = candidate_extent(*plan, t.node, p, target, order);
-          if (e.empty() || !seen.insert({p, e}).second) continue;
-          t.candidates.push_back({p, e, tile_count(y, e), 0});
-        }
+    t.name = plan->graph.nodes[n].name;
+    const tune::ConvCandidate rule = tune::rule_choice(*plan, n);
+    t.rule_primitive = rule.primitive;
+    t.rule_extent = rule.extent;
+    t.rule_tiles = rule.tiles;
+    for (const tune::ConvCandidate& c : tune::conv_candidates(*plan, n)) t.candidates.push_back({c.primitive, c.extent, c.tiles, 0, 0});
     if (t.candidates.size() > 1 || (t.candidates.size() == 1 && (t.candidates[0].primitive != t.rule_primitive ||
                                                                   t.candidates[0].extent != t.rule_extent)))
       nodes.push_back(std::move(t));

@@ -169,7 +169,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);
-    plan->prepared.push_back(rule && rule->prepare ? prepare_node(g, node, *rule, infos.back()) : nullptr);
+    plan->prepared.push_back(rule && rule->prepare && options.prepare_weights ? prepare_node(g, node, *rule, infos.back()) : nullptr);
     if (plan->prepared.back() && rule->prepared_bytes)
       plan->prepared_bytes += rule->prepared_bytes(node, infos.back().in, plan->prepared.back().get());
     tg.first_tile.push_back(tg.size());

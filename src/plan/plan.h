@@ -41,6 +41,9 @@ struct PlanOptions {
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)
+  // false: no rule's `prepare` runs (no packed weights): a plan for its structure only (tile
+  // grids, edges), as the plan-time selection reads it; it cannot be run.
+  bool prepare_weights = true;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op

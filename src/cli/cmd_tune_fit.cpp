@@ -1,0 +1,136 @@
+// grove tune --fit: train this machine's performance model (paper 003's NN2, tune/perf_model.h)
+// on the candidates grove tune --dataset measured, report its accuracy against the linear
+// baseline on a held-out tenth, and save it where plans without a tuning record find it. With
+// --transfer-from, start from another machine's model and fine-tune it on a small share of
+// this machine's samples (the paper's transfer learning), reported against training from
+// scratch on the same share.
+#include <chrono>
+#include <filesystem>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "cli/commands.h"
+#include "kernels/cpu_info.h"
+#include "tune/perf_select.h"
+#include "tune/record.h"
+
+namespace grove::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+tune::TrainOptions nn2_options(uint64_t seed) {
+  tune::TrainOptions t;
+  t.hidden = {64, 64};
+  t.epochs = 300;
+  t.learning_rate = 3e-3;
+  t.weight_decay = 1e-4;
+  t.seed = seed + 1;
+  return t;
+}
+
+std::string cell(double v) {
+  if (std::isnan(v)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", v);
+  return text;
+}
+
+void print_accuracy(const char* label, std::span<const tune::PerfSample> test,
+                    const std::function<std::vector<double>(std::span<const double>)>& predict) {
+  std::printf("  %-34s", label);
+  for (size_t k = 0; k < tune::model_primitives().size(); ++k)
+    std::printf(" %10s", cell(tune::mdrae(test, predict, static_cast<int>(k))).c_str());
+  std::printf(" %10s\n", cell(tune::mdrae(test, predict)).c_str());
+}
+
+tune::PerfModel load_model(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(path + ": cannot open the performance model");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  try {
+    return tune::PerfModel::load(text);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+int run_tune_fit(const TuneOptions& o) {
+  const std::string machine = kernels::machine_key();
+  std::vector<tune::ProfileRow> rows = tune::read_profile_csv(o.fit);
+  std::map<std::string, size_t> machines;
+  for (const auto& r : rows) ++machines[r.machine];
+  std::erase_if(rows, [&](const tune::ProfileRow& r) { return r.machine != machine; });
+  if (rows.empty()) {
+    std::string seen;
+    for (const auto& [m, n] : machines) seen += "\n  " + m + " (" + std::to_string(n) + " rows)";
+    throw Error(o.fit + ": no row was measured on this machine (" + machine + "); the file has:" +
+                (seen.empty() ? std::string(" nothing") : seen));
+  }
+  const std::vector<tune::PerfSample> samples = tune::samples_from_rows(rows);
+  if (samples.size() < 10) throw Error(o.fit + ": " + std::to_string(samples.size()) + " configurations are too few to fit a model (run grove tune --dataset on more models)");
+  const tune::SampleSplit split = tune::split_samples(samples, 0.1, o.seed);
+  std::printf("dataset: %s   machine: %s\n%zu rows, %zu configurations (train %zu, test %zu)\n", o.fit.c_str(),
+              machine.c_str(), rows.size(), samples.size(), split.train.size(), split.test.size());
+  std::printf("MdRAE on the test split (median |predicted - measured| / measured):\n  %-34s", "");
+  for (const auto& p : tune::model_primitives()) std::printf(" %10s", p.c_str());
+  std::printf(" %10s\n", "all");
+
+  auto t0 = Clock::now();
+  const tune::PerfModel nn2 = tune::PerfModel::train(split.train, nn2_options(o.seed));
+  const double train_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const tune::LinearModel linear = tune::LinearModel::train(split.train);
+  print_accuracy("NN2 (MLP 64x64)", split.test, [&](auto f) { return nn2.predict(f); });
+  print_accuracy("linear regression", split.test, [&](auto f) { return linear.predict(f); });
+
+  if (!o.fit_report.empty()) {  // the test split's predictions, for a plot of predicted against measured
+    std::ofstream f(o.fit_report);
+    if (!f) throw Error(o.fit_report + ": cannot write the report");
+    f << "primitive,measured_us,nn2_us,linear_us\n";
+    for (const tune::PerfSample& s : split.test) {
+      const std::vector<double> a = nn2.predict(s.features), b = linear.predict(s.features);
+      for (size_t k = 0; k < s.times.size(); ++k)
+        if (!std::isnan(s.times[k])) f << tune::model_primitives()[k] << ',' << s.times[k] << ',' << a[k] << ',' << b[k] << "\n";
+    }
+  }
+  tune::PerfModel saved = nn2;
+  if (!o.transfer_from.empty()) {
+    const tune::PerfModel base = load_model(o.transfer_from);
+    const tune::SampleSplit few = tune::split_samples(split.train, 1.0 - o.sample_share, o.seed + 7);
+    tune::PerfModel transferred = base;
+    tune::TrainOptions fine = nn2_options(o.seed);
+    fine.learning_rate = 1e-3;
+    transferred.fine_tune(few.train, fine);
+    const tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
+    std::printf("transfer from %s with %zu samples (%.1f%% of the training set):\n", o.transfer_from.c_str(),
+                few.train.size(), 100.0 * double(few.train.size()) / double(split.train.size()));
+    print_accuracy("the other machine's model as is", split.test, [&](auto f) { return base.predict(f); });
+    print_accuracy("transferred (fine-tuned)", split.test, [&](auto f) { return transferred.predict(f); });
+    print_accuracy("from scratch on the same samples", split.test, [&](auto f) { return scratch.predict(f); });
+    saved = transferred;
+  } else {
+    saved = tune::PerfModel::train(samples, nn2_options(o.seed));  // every sample, for use
+  }
+  std::string path = o.model_out.empty() ? tune::perf_model_path() : o.model_out;
+  if (path.empty()) throw Error("tune --fit: no cache folder (set GROVE_TUNE_DIR or HOME), or give --model-out FILE");
+  std::error_code ec;
+  if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent, ec);
+  {
+    std::ofstream f(path + ".partial", std::ios::binary | std::ios::trunc);
+    f << saved.save();
+    if (!f) throw Error(path + ": cannot write the performance model");
+  }
+  std::filesystem::rename(path + ".partial", path, ec);
+  if (ec) throw Error(path + ": cannot write the performance model (" + ec.message() + ")");
+  std::printf("training: %.2f s   model: %s%s\n", train_s, path.c_str(),
+              o.transfer_from.empty() ? " (trained on every configuration)" : " (the transferred one)");
+  return 0;
+}
+
+}  // namespace grove::cli

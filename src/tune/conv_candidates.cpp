@@ -1,0 +1,86 @@
+#include "tune/conv_candidates.h"
+
+#include <cmath>
+#include <set>
+
+#include "ops/tile_conv_winograd.h"
+
+namespace grove::tune {
+
+bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config) {
+  const Node& node = plan.graph.nodes[n];
+  if (node.op_type != "Conv" || !node.domain.empty() || !plan.rules[n] || node.inputs.size() < 2 ||
+      node.outputs.empty() || node.name.empty() || node.name.find('\n') != std::string::npos)
+    return false;
+  auto x = plan.graph.values.find(node.inputs[0]), w = plan.graph.values.find(node.inputs[1]),
+       y = plan.graph.values.find(node.outputs[0]);
+  if (x == plan.graph.values.end() || w == plan.graph.values.end() || y == plan.graph.values.end()) return false;
+  const Shape &xs = x->second.shape, &ws = w->second.shape, &ys = y->second.shape;
+  // 2-D, more than one input channel per group: the GEMM and Winograd paths (depthwise runs a
+  // direct loop whose grid the rule already fits to the plane).
+  if (x->second.dtype != DType::f32 || xs.size() != 4 || ws.size() != 4 || ys.size() != 4 || ws[1] <= 1) return false;
+  if (config) {
+    const std::vector<int64_t> strides = node.attr_ints("strides", {1, 1});
+    *config = {.batch = xs[0], .cin = xs[1], .cout = ws[0], .in_h = xs[2], .in_w = xs[3], .out_h = ys[2],
+               .out_w = ys[3], .kernel_h = ws[2], .kernel_w = ws[3], .stride_h = strides.size() > 0 ? strides[0] : 1,
+               .stride_w = strides.size() > 1 ? strides[1] : 1, .group = node.attr_int("group", 1)};
+  }
+  return true;
+}
+
+int64_t tile_count(const Shape& shape, const Shape& extent) {
+  int64_t tiles = 1;
+  for (size_t d = 0; d < shape.size() && d < extent.size(); ++d)
+    tiles *= extent[d] > 0 ? (shape[d] + extent[d] - 1) / extent[d] : 1;
+  return tiles;
+}
+
+ConvCandidate rule_choice(const Plan& plan, size_t n) {
+  const Node& node = plan.graph.nodes[n];
+  const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
+  const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
+  const Shape& y = plan.graph.values.at(node.outputs[0]).shape;
+  return {tiling::conv_node_uses_winograd(node, x, w) ? "winograd" : "gemm", plan.tile_extent[n],
+          tile_count(y, plan.tile_extent[n])};
+}
+
+std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
+  const Node& node = plan.graph.nodes[n];
+  const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
+  const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
+  const Shape& y = plan.graph.values.at(node.outputs[0]).shape;
+  std::vector<std::string> primitives = {"gemm"};
+  // A bf16 plan keeps Winograd layers in fp32 on the other path: only the GEMM is a choice there.
+  if (plan.precision.precision == Precision::fp32 && tiling::conv_node_fits_winograd(node, x, w))
+    primitives.push_back("winograd");
+  const int64_t threads = plan.options.threads;
+  const std::vector<int64_t> targets =
+      threads == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{threads, 2 * threads, 4 * threads};
+  // Rows first (the planner's own order: narrow dependencies across layers) or output channels
+  // first (each tile streams only its share of the weights).
+  const std::vector<std::vector<size_t>> orders = {{2, 1, 0, 3}, {1, 2, 0, 3}};
+  std::vector<ConvCandidate> out;
+  std::set<std::pair<std::string, Shape>> seen;
+  for (const std::string& p : primitives)
+    for (int64_t target : targets)
+      for (const auto& order : orders) {
+        Shape e = candidate_extent(plan, static_cast<int32_t>(n), p, target, order);
+        if (e.empty() || !seen.insert({p, e}).second) continue;
+        out.push_back({p, e, tile_count(y, e)});
+      }
+  return out;
+}
+
+std::vector<double> conv_features(const ConvConfig& c, const Shape& extent, int64_t tiles, int threads) {
+  auto lg = [](int64_t v) { return std::log2(double(std::max<int64_t>(v, 1))); };
+  const double rows_share = extent.size() == 4 && c.out_h > 0 ? double(std::min(extent[2], c.out_h)) / double(c.out_h) : 1;
+  const double channel_share = extent.size() == 4 && c.cout > 0 ? double(std::min(extent[1], c.cout)) / double(c.cout) : 1;
+  return {lg(c.batch),    lg(c.cin),      lg(c.cout),     lg(c.in_h),     lg(c.in_w),  lg(c.out_h),
+          lg(c.out_w),    lg(c.kernel_h), lg(c.kernel_w), lg(c.stride_h), lg(c.group), double(threads),
+          lg(tiles),      rows_share,     channel_share,
+          // The work itself, so the model learns a rate rather than a product of sizes.
+          lg(c.batch) + lg(c.cout) + lg(c.out_h) + lg(c.out_w) + lg(c.cin / std::max<int64_t>(c.group, 1)) +
+              lg(c.kernel_h) + lg(c.kernel_w)};
+}
+
+}  // namespace grove::tune

@@ -1,0 +1,45 @@
+#pragma once
+// The choices grove tune measures for a Conv, and what describes a Conv to the performance
+// model (paper 003's layer configuration): shared by the profiler, the model's training set
+// and the plan-time selection, so the three agree on what a candidate is.
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace grove::tune {
+
+struct ConvConfig {
+  int64_t batch = 1, cin = 0, cout = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, group = 1;
+};
+
+struct ConvCandidate {
+  std::string primitive;  // "gemm" or "winograd"
+  Shape extent;           // tile extent of the output [N, C, H, W]
+  int64_t tiles = 1;
+};
+
+// The primitives the performance model prices, in the order of its outputs.
+inline const std::vector<std::string>& model_primitives() {
+  static const std::vector<std::string> names = {"gemm", "winograd"};
+  return names;
+}
+
+// Whether node n of the plan is a Conv whose primitive and grid are chosen (2-D, float32,
+// more than one input channel per group, on a tile rule); fills `config` when it is.
+bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config = nullptr);
+
+// The rule's own choice for node n, and the candidates: each primitive that can run it
+// (only the GEMM in a bf16 plan) with grids of one, two and four tiles per thread, cut by
+// rows first or by output channels first. Distinct, the rule's choice among them if it is one.
+ConvCandidate rule_choice(const Plan& plan, size_t n);
+std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n);
+
+int64_t tile_count(const Shape& shape, const Shape& extent);
+
+// The performance model's input for one candidate: logs of the sizes, the thread count, the
+// tile count and the shares of the output's rows and channels one tile holds.
+std::vector<double> conv_features(const ConvConfig& c, const Shape& extent, int64_t tiles, int threads);
+
+}  // namespace grove::tune
