@@ -175,8 +175,9 @@ grove::TileCounts tile_counts_of(const std::string& s) {
 PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
                        const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& schedule,
                        int64_t max_memory, const std::string& precision, const std::string& prune,
-                       const std::string& tile_counts) {
+                       const std::string& tile_counts, const std::string& tuning) {
   grove::SessionOptions options;
+  options.tuning = tuning;
   options.schedule = schedule_of(schedule);
   options.tile_counts = tile_counts_of(tile_counts);
   options.precision = precision_of(precision);
@@ -346,13 +347,16 @@ PYBIND11_MODULE(grove, m) {
       .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
            py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("schedule") = "aspen",
            py::arg("max_memory") = 0, py::arg("precision") = "fp32", py::arg("prune") = "", py::arg("tile_counts") = "tail",
+           py::arg("tuning") = "auto",
            "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
            "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
            "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', or 'bf16' for "
            "Conv/MatMul/Gemm products in bfloat16 on CPUs with AVX512-BF16 (fp32 elsewhere; docs/precision.md). "
            "prune: dynamic feature-map pruning, '' as the model's grove.antidote metadata says, 'off', or "
            "statements 'prune VALUE channels=R positions=R' one per line (docs/dynamic.md). tile_counts: 'tail' "
-           "(coarser tiles where a finer cut repeats work) or 'fixed' (about 2 per thread; docs/scaling.md).")
+           "(coarser tiles where a finer cut repeats work) or 'fixed' (about 2 per thread; docs/scaling.md). tuning: "
+           "'auto' plans with the tuning record grove tune wrote for this model and CPU (or this CPU's performance "
+           "model), 'off' by the hand rules, 'model', 'record', or a record file (docs/tuning.md).")
       .def("run",
            [](PySession& s, const py::dict& feeds) {
              BorrowedInputs in = borrow_inputs(feeds);

@@ -155,6 +155,19 @@ def test_bf16_precision_close_to_fp32(engine, session):
     assert np.abs(a - b).max() <= 2e-2 * np.abs(a).max()
 
 
+def test_tuning_off_and_a_damaged_record_named_by_path(engine, session, tmp_path):
+    # tuning="off" plans by the hand rules: the same numbers as the default session.
+    off = grove.Session(MODEL, engine=engine, tuning="off")
+    name = input_name(session)
+    a = next(iter(session.run({name: X}).values()))
+    b = next(iter(off.run({name: X}).values()))
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    bad = tmp_path / "bad.record"
+    bad.write_text("not a tuning record\n")
+    with pytest.raises(grove.Error, match="bad.record"):
+        grove.Session(MODEL, engine=engine, tuning=str(bad)).run({name: X})
+
+
 def test_bench(session):
     r = session.bench(runs=3, warmup=1)
     assert r["runs"] == 3 and len(r["times_ms"]) == 3

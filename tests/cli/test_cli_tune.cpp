@@ -76,5 +76,36 @@ TEST(CliTune, ARecordForOtherThreadsIsRefusedWhenNamed) {
   EXPECT_EQ(right.exit_code, 0) << right.err;
 }
 
+// --fit trains this CPU's model on the dataset grove tune wrote; plans without a record then ask
+// it, and --tuning model on a machine without one is an error that says how to make one.
+TEST(CliTune, FitTrainsAModelThatPlansWithoutARecordUse) {
+  TempDir d;
+  TuneDir env(d / "cache");
+  expect_clean_error(run_grove({"plan", kModel, "--threads", "2", "--tuning", "model"}));
+  const std::string csv = (d / "profile.csv").string();
+  for (const char* threads : {"1", "2"}) {
+    Result r = run_grove({"tune", kModel, "--input", kInput, "--threads", threads, "--runs", "2", "--passes", "1",
+                          "--verify-runs", "2", "-q", "--dataset", csv, "-o", (d / "unused.record").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  }
+  Result fit = run_grove({"tune", "--fit", csv, "--fit-report", (d / "report.csv").string()});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err << fit.out;
+  EXPECT_NE(fit.out.find("NN2"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("linear regression"), std::string::npos) << fit.out;
+  EXPECT_EQ(read_bytes(d / "report.csv").rfind("primitive,measured_us,nn2_us,linear_us\n", 0), 0u);
+  Result plan = run_grove({"plan", kModel, "--threads", "2", "--tuning", "model"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("tuning: performance model"), std::string::npos) << plan.out;
+  Result run = run_grove({"run", kModel, "--input", kInput, "--threads", "2"});  // auto: no record, so the model
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("tuning: performance model"), std::string::npos) << run.out;
+
+  Result transfer = run_grove({"tune", "--fit", csv, "--transfer-from", (d / "missing.perfmodel").string()});
+  expect_clean_error(transfer);
+  write_bytes(d / "other.csv", "machine,threads\n");
+  expect_clean_error(run_grove({"tune", "--fit", (d / "other.csv").string()}));
+  expect_clean_error(run_grove({"tune", kModel, "--fit", csv}));
+}
+
 }  // namespace
 }  // namespace grove::cli_test
