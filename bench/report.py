@@ -17,7 +17,7 @@ import sys
 GROVE = "grove-aspen"
 PEERS = ["ort", "torchscript"]
 TARGET_RATIO = 0.6  # issue 5: grove <= 0.6x the best peer's median at 2 threads
-LABELS = {"grove-aspen": "grove (aspen)", "grove-barrier": "grove (barrier)",
+LABELS = {"grove-aspen": "grove (aspen)", "grove-tuned": "grove (aspen, tuned)", "grove-barrier": "grove (barrier)",
           "ort": "ONNX Runtime 1.20.1", "torchscript": "TorchScript"}
 
 

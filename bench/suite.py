@@ -203,6 +203,16 @@ def main() -> int:
             else:
                 failed = True
         for threads in (a.threads if live and not a.check_only else []):
+            if "grove-tuned" in live:
+                try:
+                    summary = engines.tune(ctx, manifest, threads)
+                    w.setdefault("tuning", {})[str(threads)] = summary
+                    log(f"[{i}/{len(a.models)}] {model} {threads}T grove tune: {summary}")
+                except engines.EngineError as e:
+                    log(f"{model} grove tune {threads}T: FAILED: {e}")
+                    w["agreement"]["grove-tuned"] = {"ok": False, "error": str(e)}
+                    live.remove("grove-tuned")
+                    failed = True
             for rnd in range(a.rounds):
                 for engine in list(live):  # interleaved: A B C D A B C D ...
                     step_start = time.perf_counter()

@@ -7,7 +7,9 @@ import subprocess
 from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ENGINES = ["grove-aspen", "grove-barrier", "ort", "torchscript"]
+# grove-aspen and grove-barrier plan by the hand rules (--tuning off); grove-tuned is aspen with
+# the record `grove tune` writes for each model and thread count before its rounds (docs/tuning.md).
+ENGINES = ["grove-aspen", "grove-tuned", "grove-barrier", "ort", "torchscript"]
 ROUND_TIMEOUT_S = 1800  # a hung engine fails its round instead of stalling the suite
 
 
@@ -40,12 +42,13 @@ def command(engine: str, ctx: Context, manifest, threads: int, warmup: int, runs
             out_dir=None):
     model = os.path.join(ctx.cache, manifest["onnx"])
     if engine.startswith("grove-"):
-        schedule = engine.split("-", 1)[1]
+        schedule = "aspen" if engine == "grove-tuned" else engine.split("-", 1)[1]
+        tuning = ["--tuning", "record" if engine == "grove-tuned" else "off"]
         if out_dir:  # `grove run` saves outputs; `grove bench` times
             return [ctx.grove, "run", model, "--threads", str(threads), "--schedule", schedule,
-                    "--output", out_dir] + input_args(ctx, manifest, "--input")
+                    "--output", out_dir] + tuning + input_args(ctx, manifest, "--input")
         return [ctx.grove, "bench", model, "--threads", str(threads), "--schedule", schedule,
-                "--warmup", str(warmup), "--runs", str(runs), "--json"] + \
+                "--warmup", str(warmup), "--runs", str(runs), "--json"] + tuning + \
             input_args(ctx, manifest, "--input")
     if engine == "ort":
         cmd = ["node", os.path.join(HERE, "runners", "ort_runner.js"), "--model", model]
@@ -60,8 +63,10 @@ def command(engine: str, ctx: Context, manifest, threads: int, warmup: int, runs
 
 
 def execute(cmd, ctx: Context) -> str:
+    # The suite's own tuning records, apart from the user's cache.
     env = dict(os.environ,
-               GROVE_ORT_NODE=os.path.join(ctx.peers_dir, "node_modules", "onnxruntime-node"))
+               GROVE_ORT_NODE=os.path.join(ctx.peers_dir, "node_modules", "onnxruntime-node"),
+               GROVE_TUNE_DIR=os.path.join(ctx.cache, "tune"))
     try:
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env, timeout=ROUND_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -75,6 +80,16 @@ def execute(cmd, ctx: Context) -> str:
 
 def run_once(engine: str, ctx: Context, manifest, out_dir: str) -> None:
     execute(command(engine, ctx, manifest, os.cpu_count(), 0, 0, out_dir), ctx)
+
+
+def tune(ctx: Context, manifest, threads: int) -> str:
+    """grove tune for this model and thread count (the record grove-tuned then uses); returns
+    its summary line."""
+    model = os.path.join(ctx.cache, manifest["onnx"])
+    out = execute([ctx.grove, "tune", model, "--threads", str(threads), "-q"] +
+                  input_args(ctx, manifest, "--input"), ctx)
+    lines = [l for l in out.splitlines() if l.startswith("whole model")]
+    return lines[-1] if lines else out.strip().splitlines()[-1]
 
 
 def run_round(engine: str, ctx: Context, manifest, threads: int):
