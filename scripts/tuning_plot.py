@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plots predicted against measured tile time from `grove tune --fit ... --fit-report R.csv`.
 
 Usage: tuning_plot.py REPORT.csv OUT.png
