@@ -3,6 +3,8 @@
 // checks against the plan the file is meant for, then structural checks of the arrays.
 #include "plan/plan_io.h"
 
+#include "graph/graph_hash.h"
+
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -15,67 +17,9 @@ namespace grove {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'R', 'O', 'V', 'E', 'T', 'G', '1'};
-constexpr uint64_t kFnvOffset = 14695981039346656037ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
 constexpr uint32_t kMaxVersionBytes = 64;
 constexpr uint32_t kMaxNameBytes = 1 << 16;
 constexpr uint32_t kMaxRank = 64;
-
-uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
-  const auto* b = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * kFnvPrime;
-  return h;
-}
-
-// Every field is length-prefixed, so that ("ab", "c") and ("a", "bc") hash differently.
-struct Hasher {
-  uint64_t h = kFnvOffset;
-  void u64(uint64_t v) {
-    unsigned char b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
-    h = fnv1a(h, b, 8);
-  }
-  void str(const std::string& s) {
-    u64(s.size());
-    h = fnv1a(h, s.data(), s.size());
-  }
-  void ints(const std::vector<int64_t>& v) {
-    u64(v.size());
-    for (int64_t x : v) u64(static_cast<uint64_t>(x));
-  }
-  void tensor(const Tensor& t) {
-    u64(static_cast<uint64_t>(t.dtype()));
-    ints(t.shape());
-    size_t n = t.empty() ? 0 : t.bytes();
-    u64(n);
-    if (n) h = fnv1a(h, t.raw(), n);
-  }
-  void attribute(const Attribute& a) {
-    u64(static_cast<uint64_t>(a.kind));
-    u64(static_cast<uint64_t>(a.i));
-    u64(std::bit_cast<uint32_t>(a.f));
-    str(a.s);
-    ints(a.ints);
-    u64(a.floats.size());
-    for (float f : a.floats) u64(std::bit_cast<uint32_t>(f));
-    u64(a.strings.size());
-    for (const auto& s : a.strings) str(s);
-    tensor(a.t);
-  }
-  void decls(const std::vector<ValueDecl>& v) {
-    u64(v.size());
-    for (const auto& d : v) {
-      str(d.name);
-      u64(static_cast<uint64_t>(d.dtype));
-      u64(d.has_shape);
-      u64(d.dims.size());
-      for (const auto& dim : d.dims) {
-        u64(static_cast<uint64_t>(dim.value));
-        str(dim.param);
-      }
-    }
-  }
-};
 
 std::string hex64(uint64_t v) {
   char buf[17];
@@ -83,43 +27,7 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-uint64_t model_hash_value(const Graph& g) {
-  Hasher h;
-  h.u64(g.opsets.size());
-  for (const auto& [domain, version] : g.opsets) {
-    h.str(domain);
-    h.u64(static_cast<uint64_t>(version));
-  }
-  h.decls(g.inputs);
-  h.decls(g.outputs);
-  h.u64(g.nodes.size());
-  for (const Node& n : g.nodes) {
-    h.str(n.op_type);
-    h.str(n.domain);
-    h.str(n.name);
-    h.u64(n.inputs.size());
-    for (const auto& s : n.inputs) h.str(s);
-    h.u64(n.outputs.size());
-    for (const auto& s : n.outputs) h.str(s);
-    h.u64(n.attrs.size());
-    for (const auto& [key, attr] : n.attrs) {
-      h.str(key);
-      h.attribute(attr);
-    }
-  }
-  h.u64(g.values.size());
-  for (const auto& [name, info] : g.values) {
-    h.str(name);
-    h.u64(static_cast<uint64_t>(info.dtype));
-    h.ints(info.shape);
-  }
-  h.u64(g.initializers.size());
-  for (const auto& [name, t] : g.initializers) {
-    h.str(name);
-    h.tensor(t);
-  }
-  return h.h;
-}
+uint64_t model_hash_value(const Graph& g) { return graph_hash(g, true); }
 
 // The runtime inputs in declaration order with their bound shapes.
 std::vector<std::pair<std::string, Shape>> bound_input_shapes(const Graph& g) {
@@ -374,7 +282,7 @@ void save_tile_graph(const std::string& path, const Plan& plan) {
   std::string& bytes = w.bytes();
   uint64_t length = bytes.size() - (length_at + 8) + 8;  // the fields after it, checksum included
   for (int i = 0; i < 8; ++i) bytes[length_at + i] = static_cast<char>(length >> (8 * i));
-  w.u64(fnv1a(kFnvOffset, bytes.data(), bytes.size()));
+  w.u64(bytes_hash(bytes.data(), bytes.size()));
 
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(path + ": cannot create the TileGraph file");
@@ -399,7 +307,7 @@ TileGraph load_tile_graph(const std::string& path, const Plan& expected_for) {
                                   : "corrupt: the header's length (" + std::to_string(length) + ") disagrees with the file's (" +
                                         std::to_string(r.remaining()) + " bytes after the header)");
   uint64_t stored = read_le(data.data() + data.size() - 8, 8);
-  if (stored != fnv1a(kFnvOffset, data.data(), data.size() - 8)) r.fail("corrupt: the checksum does not match");
+  if (stored != bytes_hash(data.data(), data.size() - 8)) r.fail("corrupt: the checksum does not match");
   r.limit_end(8);
 
   check_header(r, expected_for);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "graph/graph_hash.h"
 #include "kernels/cpu_info.h"
 
 namespace grove::tune {
@@ -17,43 +18,10 @@ namespace {
 constexpr const char* kHeader = "grove-tune-record 1";
 constexpr size_t kMaxChoices = 1 << 20;
 
-struct Fnv {
-  uint64_t h = 14695981039346656037ull;
-  void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  }
-  void u64(uint64_t v) { bytes(&v, sizeof v); }
-  // Length first, so ("ab", "c") and ("a", "bc") differ.
-  void str(const std::string& s) {
-    u64(s.size());
-    bytes(s.data(), s.size());
-  }
-  void ints(const std::vector<int64_t>& v) {
-    u64(v.size());
-    for (int64_t x : v) u64(static_cast<uint64_t>(x));
-  }
-};
-
 std::string hex(uint64_t v) {
   char text[17];
   std::snprintf(text, sizeof text, "%016" PRIx64, v);
   return text;
-}
-
-void hash_attribute(Fnv& h, const Attribute& a) {
-  h.u64(static_cast<uint64_t>(a.kind));
-  h.u64(static_cast<uint64_t>(a.i));
-  h.bytes(&a.f, sizeof a.f);
-  h.str(a.s);
-  h.ints(a.ints);
-  h.u64(a.floats.size());
-  for (float f : a.floats) h.bytes(&f, sizeof f);
-  h.u64(a.strings.size());
-  for (const auto& s : a.strings) h.str(s);
-  // Tensor attributes count by shape and dtype only, like initializers.
-  h.u64(static_cast<uint64_t>(a.t.dtype()));
-  h.ints(a.t.shape());
 }
 
 std::string env(const char* name) {
@@ -70,46 +38,15 @@ std::string format_extent(const std::vector<int64_t>& extent) {
 
 }  // namespace
 
-std::string model_key(const Graph& g) {
-  Fnv h;
-  h.u64(g.nodes.size());
-  for (const Node& n : g.nodes) {
-    h.str(n.op_type);
-    h.str(n.domain);
-    h.str(n.name);
-    h.u64(n.inputs.size());
-    for (const auto& s : n.inputs) h.str(s);
-    h.u64(n.outputs.size());
-    for (const auto& s : n.outputs) h.str(s);
-    h.u64(n.attrs.size());
-    for (const auto& [key, attr] : n.attrs) {
-      h.str(key);
-      hash_attribute(h, attr);
-    }
-  }
-  h.u64(g.values.size());
-  for (const auto& [name, info] : g.values) {
-    h.str(name);
-    h.u64(static_cast<uint64_t>(info.dtype));
-    h.ints(info.shape);
-  }
-  h.u64(g.initializers.size());
-  for (const auto& [name, t] : g.initializers) {
-    h.str(name);
-    h.u64(static_cast<uint64_t>(t.dtype()));
-    h.ints(t.shape());
-  }
-  return hex(h.h);
-}
+std::string model_key(const Graph& g) { return hex(graph_hash(g, false)); }
 
 std::string machine_tuning_dir() {
   std::string base = env("GROVE_TUNE_DIR");
   if (base.empty() && !env("XDG_CACHE_HOME").empty()) base = env("XDG_CACHE_HOME") + "/grove/tune";
   if (base.empty() && !env("HOME").empty()) base = env("HOME") + "/.cache/grove/tune";
   if (base.empty()) return "";
-  Fnv h;
-  h.str(kernels::machine_key());
-  return base + "/" + hex(h.h);
+  const std::string machine = kernels::machine_key();
+  return base + "/" + hex(bytes_hash(machine.data(), machine.size()));
 }
 
 std::string record_file_name(const std::string& model, int threads, const std::string& precision) {

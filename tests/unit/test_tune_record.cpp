@@ -64,21 +64,16 @@ TEST(TuneRecord, DamagedTextIsAnErrorNamingTheLine) {
   refused("not a record\n", "first line");
   refused(good.substr(0, good.find("choices ")), "ends before 'choices'");
   refused(good.substr(0, good.find("precision ") + 5), "expected 'precision ...'");
-  std::string bad_count = good;
-  bad_count.replace(bad_count.find("choices 3"), 9, "choices 9");
-  refused(bad_count, "ends before 'choice'");
-  std::string huge = good;
-  huge.replace(huge.find("choices 3"), 9, "choices 99999999999999");
-  refused(huge, "not a count");
-  std::string nan_time = good;
-  nan_time.replace(nan_time.find("default_ms 48.5"), 15, "default_ms nan");
-  refused(nan_time, "not a number");
-  std::string bad_precision = good;
-  bad_precision.replace(bad_precision.find("precision fp32"), 14, "precision int4");
-  refused(bad_precision, "int4");
-  std::string no_node = good;
-  no_node.replace(no_node.find(" plain\n"), 7, "\n");
-  refused(no_node, "line 10");
+  // The good text with one piece replaced.
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    return text.replace(text.find(from), from.size(), to);
+  };
+  refused(with("choices 3", "choices 9"), "ends before 'choice'");
+  refused(with("choices 3", "choices 99999999999999"), "not a count");
+  refused(with("default_ms 48.5", "default_ms nan"), "not a number");
+  refused(with("precision fp32", "precision int4"), "int4");
+  refused(with(" plain\n", "\n"), "line 10");
 }
 
 TEST(TuneRecord, FitsOnlyItsOwnModelMachineThreadsAndPrecision) {
