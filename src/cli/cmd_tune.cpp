@@ -23,6 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+const char* or_dash(const std::string& s) { return s.empty() ? "-" : s.c_str(); }
+
 std::string extent_text(const Shape& e) {
   std::string s;
   for (size_t d = 0; d < e.size(); ++d) s += (d ? "x" : "") + std::to_string(e[d]);
@@ -103,7 +105,7 @@ int run_tune(const TuneOptions& o) {
   const std::string model_key = tune::model_key(rules->model().graph());
   const int threads = plan->options.threads;
 
-  std::vector<TunedNode> nodes = profile_convs(engine, make_session, inputs, resolved, settings);
+  std::vector<TunedNode> nodes = profile_nodes(engine, make_session, inputs, resolved, settings);
   tune::TuningRecord record;
   record.machine = kernels::machine_key();
   record.model = model_key;
@@ -162,23 +164,21 @@ int run_tune(const TuneOptions& o) {
   tune::write_record_file(record, path);
   if (!o.dataset.empty()) write_dataset(o.dataset, *plan, nodes, threads);
 
-  std::printf("model: %s  (key %s)\nmachine: %s\nthreads: %d   precision: %s   convs measured: %zu   time: %s\n",
+  std::printf("model: %s  (key %s)\nmachine: %s\nthreads: %d   precision: %s   nodes measured: %zu   time: %s\n",
               o.model.c_str(), model_key.c_str(), record.machine.c_str(), threads, o.precision.c_str(), nodes.size(),
               milliseconds(std::chrono::duration<double>(Clock::now() - t0).count()).c_str());
-  std::printf("%-44s %-9s %6s %9s   %-9s %6s %9s\n", "conv", "rule", "tiles", "us", "chosen", "tiles", "us");
+  std::printf("%-44s %-9s %6s %9s   %-9s %6s %9s\n", "node", "rule", "tiles", "us", "chosen", "tiles", "us");
   for (const TunedNode& t : nodes) {
     const std::string name = t.name.size() > 44 ? "..." + t.name.substr(t.name.size() - 41) : t.name;
-    int64_t rule_tiles = 1;
-    const Shape& y = plan->graph.values.at(plan->graph.nodes[static_cast<size_t>(t.node)].outputs[0]).shape;
-    for (size_t d = 0; d < y.size(); ++d) rule_tiles *= (y[d] + t.rule_extent[d] - 1) / t.rule_extent[d];
+    const int64_t rule_tiles = t.rule_tiles;
     if (t.best < 0) {
-      std::printf("%-44s %-9s %6lld %9.1f   %-9s\n", name.c_str(), t.rule_primitive.c_str(), (long long)rule_tiles,
+      std::printf("%-44s %-9s %6lld %9.1f   %-9s\n", name.c_str(), or_dash(t.rule_primitive), (long long)rule_tiles,
                   t.rule_us, "(rule)");
       continue;
     }
     const TuneCandidate& c = t.candidates[static_cast<size_t>(t.best)];
-    std::printf("%-44s %-9s %6lld %9.1f   %-9s %6lld %9.1f\n", name.c_str(), t.rule_primitive.c_str(),
-                (long long)rule_tiles, t.rule_us, c.primitive.c_str(), (long long)c.tiles, c.us);
+    std::printf("%-44s %-9s %6lld %9.1f   %-9s %6lld %9.1f\n", name.c_str(), or_dash(t.rule_primitive),
+                (long long)rule_tiles, t.rule_us, or_dash(c.primitive), (long long)c.tiles, c.us);
   }
   std::printf("whole model, median of %d interleaved runs: rules %.3f ms, tuned %.3f ms (%.3fx)\n", o.verify_runs,
               record.default_ms, record.tuned_ms, record.default_ms / std::max(record.tuned_ms, 1e-9));

@@ -62,7 +62,7 @@ struct Samples {
 
 }  // namespace
 
-std::vector<TunedNode> profile_convs(
+std::vector<TunedNode> profile_nodes(
     Engine& engine, const std::function<std::unique_ptr<Session>(const std::vector<NodeChoice>&)>& make_session,
     const TensorMap& inputs, const ShapeMap& shapes, const ProfileSettings& settings) {
   std::unique_ptr<Session> base = make_session({});
@@ -71,7 +71,8 @@ std::vector<TunedNode> profile_convs(
 
   std::vector<TunedNode> nodes;
   for (size_t n = 0; n < plan->graph.nodes.size(); ++n) {
-    if (!tune::tunable_conv(*plan, n)) continue;
+    const bool conv = tune::tunable_conv(*plan, n);
+    if (!conv && (plan->options.threads == 1 || !tune::tunable_matmul(*plan, n))) continue;
     TunedNode t;
     t.node = static_cast<int32_t>(n);
     t.name = plan->graph.nodes[n].name;
@@ -79,7 +80,8 @@ std::vector<TunedNode> profile_convs(
     t.rule_primitive = rule.primitive;
     t.rule_extent = rule.extent;
     t.rule_tiles = rule.tiles;
-    for (const tune::ConvCandidate& c : tune::conv_candidates(*plan, n)) t.candidates.push_back({c.primitive, c.extent, c.tiles, 0, 0});
+    for (const tune::ConvCandidate& c : conv ? tune::conv_candidates(*plan, n) : tune::matmul_candidates(*plan, n))
+      t.candidates.push_back({c.primitive, c.extent, c.tiles, 0, 0});
     if (t.candidates.size() > 1 || (t.candidates.size() == 1 && (t.candidates[0].primitive != t.rule_primitive ||
                                                                   t.candidates[0].extent != t.rule_extent)))
       nodes.push_back(std::move(t));
@@ -94,7 +96,7 @@ std::vector<TunedNode> profile_convs(
   auto progress = [&] {
     if (!settings.progress) return;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    std::fprintf(stderr, "tune: round %zu of %zu (%zu convs, %.0f s)\n", ++done, total_rounds, nodes.size(), s);
+    std::fprintf(stderr, "tune: round %zu of %zu (%zu nodes, %.0f s)\n", ++done, total_rounds, nodes.size(), s);
   };
   // Each pass plans every round afresh and runs them in turn, the rules' plan first: a drift
   // over the minutes of tuning (a neighbour's load, the clock) reaches every candidate alike.

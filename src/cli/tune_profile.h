@@ -37,10 +37,11 @@ struct ProfileSettings {
   bool progress = true;      // a line per round on stderr
 };
 
-// Times every candidate of every Conv of `base`'s plan (rounds of the model, each with one
+// Times every candidate of every Conv (and, past one thread, every grid of every MatMul and
+// Gemm with constant weights) of the rules' plan (rounds of the model, each with one
 // candidate per node in place), plus the plan the rules make. `make_session` builds a session
 // of the same model with the given explicit choices (none: the rules).
-std::vector<TunedNode> profile_convs(
+std::vector<TunedNode> profile_nodes(
     Engine& engine, const std::function<std::unique_ptr<Session>(const std::vector<NodeChoice>&)>& make_session,
     const TensorMap& inputs, const ShapeMap& shapes, const ProfileSettings& settings);
 

@@ -35,8 +35,37 @@ int64_t tile_count(const Shape& shape, const Shape& extent) {
   return tiles;
 }
 
+bool tunable_matmul(const Plan& plan, size_t n) {
+  const Node& node = plan.graph.nodes[n];
+  if ((node.op_type != "MatMul" && node.op_type != "Gemm") || !node.domain.empty() || !plan.rules[n] ||
+      node.inputs.size() < 2 || node.outputs.empty() || node.name.empty() || node.name.find('\n') != std::string::npos)
+    return false;
+  auto a = plan.graph.values.find(node.inputs[0]), y = plan.graph.values.find(node.outputs[0]);
+  return a != plan.graph.values.end() && y != plan.graph.values.end() && a->second.dtype == DType::f32 &&
+         y->second.shape.size() >= 2 && plan.graph.initializers.count(node.inputs[1]) > 0;
+}
+
+std::vector<ConvCandidate> matmul_candidates(const Plan& plan, size_t n) {
+  const Shape& y = plan.graph.values.at(plan.graph.nodes[n].outputs[0]).shape;
+  const size_t rank = y.size();
+  std::vector<size_t> rows_first = {rank - 2}, columns_first = {rank - 1};
+  for (size_t d = rank - 2; d-- > 0;) rows_first.push_back(d), columns_first.push_back(d);
+  rows_first.push_back(rank - 1);
+  columns_first.insert(columns_first.begin() + 1, rank - 2);
+  const int64_t threads = plan.options.threads;
+  std::vector<ConvCandidate> out;
+  std::set<Shape> seen;
+  for (int64_t target : {threads, 2 * threads, 4 * threads})
+    for (const auto& order : {rows_first, columns_first}) {
+      Shape e = candidate_extent(plan, static_cast<int32_t>(n), "", target, order);
+      if (!e.empty() && seen.insert(e).second) out.push_back({"", e, tile_count(y, e)});
+    }
+  return out;
+}
+
 ConvCandidate rule_choice(const Plan& plan, size_t n) {
   const Node& node = plan.graph.nodes[n];
+  if (node.op_type != "Conv") return {"", plan.tile_extent[n], tile_count(plan.graph.values.at(node.outputs[0]).shape, plan.tile_extent[n])};
   const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
   const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
   const Shape& y = plan.graph.values.at(node.outputs[0]).shape;

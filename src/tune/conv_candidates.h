@@ -1,7 +1,8 @@
 #pragma once
-// The choices grove tune measures for a Conv, and what describes a Conv to the performance
-// model (paper 003's layer configuration): shared by the profiler, the model's training set
-// and the plan-time selection, so the three agree on what a candidate is.
+// The choices grove tune measures for a Conv (and the grids of a MatMul or Gemm), and what
+// describes a Conv to the performance model (paper 003's layer configuration): shared by the
+// profiler, the model's training set and the plan-time selection, so the three agree on what a
+// candidate is.
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct ConvConfig {
 };
 
 struct ConvCandidate {
-  std::string primitive;  // "gemm" or "winograd"
+  std::string primitive;  // "gemm" or "winograd"; empty for a MatMul or Gemm
   Shape extent;           // tile extent of the output [N, C, H, W]
   int64_t tiles = 1;
 };
@@ -37,6 +38,12 @@ ConvCandidate rule_choice(const Plan& plan, size_t n);
 std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n);
 
 int64_t tile_count(const Shape& shape, const Shape& extent);
+
+// MatMul and Gemm (float32, a constant B, on a tile rule): their tile grid is chosen the same
+// way, with no primitive to choose (empty). Grids of one, two and four tiles per thread, rows
+// first or columns first.
+bool tunable_matmul(const Plan& plan, size_t n);
+std::vector<ConvCandidate> matmul_candidates(const Plan& plan, size_t n);
 
 // The performance model's input for one candidate: logs of the sizes, the thread count, the
 // tile count and the shares of the output's rows and channels one tile holds.

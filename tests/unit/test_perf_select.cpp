@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "plan_test_util.h"
+#include "runtime/reference_executor.h"
 #include "tune/perf_select.h"
 
 namespace grove {
@@ -115,6 +116,52 @@ TEST(PerfSelect, ChoicesFollowTheModelAndFitThePlan) {
     const std::string chosen = choices.empty() ? rule_primitive : choices[0].primitive.empty() ? rule_primitive : choices[0].primitive;
     EXPECT_EQ(chosen, fast);
   }
+}
+
+// x [1,16,32,32] -> conv -> reshape-free MatMul over the last dim with a constant B.
+TestModel conv_then_matmul() {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 16, 32, 32}).output("y", kF32, {1, 16, 32, 48});
+  weight(b, "w", {16, 16, 3, 3}, 1);
+  weight(b, "b", {32, 48}, 2);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+  b.node("MatMul", {"c", "b"}, {"y"}, "matmul");
+  return {"conv_then_matmul", b.bytes(), {{"x", seeded_tensor({1, 16, 32, 32}, 9)}}};
+}
+
+// Every candidate grove tune may measure is a plan make_plan accepts, and it computes the
+// reference's answer on the tile runtime.
+TEST(PerfSelect, EveryCandidatePlansAndComputesTheReference) {
+  const TestModel m = conv_then_matmul();
+  const Graph g = unfused_graph(m);
+  const TensorMap want = run_reference(g, m.inputs);
+  PlanOptions po;
+  po.threads = 2;
+  const auto rules = make_plan(g, po);
+  ASSERT_TRUE(tune::tunable_conv(*rules, 0));
+  ASSERT_TRUE(tune::tunable_matmul(*rules, 1));
+  EXPECT_FALSE(tune::tunable_conv(*rules, 1));
+  const std::vector<tune::ConvCandidate> conv = tune::conv_candidates(*rules, 0), matmul = tune::matmul_candidates(*rules, 1);
+  EXPECT_GE(conv.size(), 4u);    // two primitives, several grids
+  EXPECT_GE(matmul.size(), 2u);
+  for (const auto& c : conv) EXPECT_TRUE(c.primitive == "gemm" || c.primitive == "winograd");
+  for (const auto& c : matmul) EXPECT_TRUE(c.primitive.empty());
+  uint32_t seed = 1;
+  auto check = [&](const NodeChoice& choice, int64_t tiles, size_t node) {
+    PlanOptions with = po;
+    with.choices = {choice};
+    const auto plan = make_plan(g, with);
+    EXPECT_EQ(plan->tiles.tile_count[node], tiles) << choice.node << " " << shape_str(choice.extent);
+    PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+    run_serial(run, seed++);
+    const float* a = want.at("y").data<float>();
+    const float* b = run.outputs().at("y").data<float>();
+    double worst = 0;
+    for (int64_t i = 0; i < numel(want.at("y").shape()); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+    EXPECT_LT(worst, 1e-3) << choice.node << " " << choice.primitive << " " << shape_str(choice.extent);
+  };
+  for (const auto& c : conv) check({"conv", c.primitive, c.extent}, c.tiles, 0);
+  for (const auto& c : matmul) check({"matmul", "", c.extent}, c.tiles, 1);
 }
 
 }  // namespace
