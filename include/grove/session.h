@@ -8,6 +8,7 @@
 #include "grove/buffer_stats.h"
 #include "grove/engine.h"
 #include "grove/model.h"
+#include "grove/layout.h"
 #include "grove/precision.h"
 #include "grove/schedule.h"
 #include "grove/tensor.h"
@@ -41,6 +42,9 @@ struct SessionOptions {
   // bf16: Conv/MatMul/Gemm products in bfloat16 where the CPU has AVX512-BF16 (fp32 otherwise;
   // the plan's precision report says which). See grove/precision.h.
   Precision precision = Precision::fp32;
+  // channels_last: float convs on NHWC activations where the rule takes them; nchw: as written
+  // (grove/layout.h).
+  ConvLayout conv_layout = ConvLayout::channels_last;
   // The runs' tiles go ahead of other jobs' in the engine's ready pool (Job::urgent): for a
   // model under a latency target beside batch work (docs/dynamic.md).
   bool urgent = false;

@@ -28,6 +28,7 @@ struct Series {
   std::string counts;  // tile counts: fixed | tail
   std::string pruning;  // with --prune both: "unpruned" | "pruned"
   std::string tuning;   // with --tuning both or compare: "untuned" | "tuned" | "model" | "record"
+  std::string layout;   // with --layout both: "nchw" | "nhwc"
   std::unique_ptr<Session> session;
   double gflop = 0;     // of its plan (pruned convs count their kept channels only)
   std::vector<double> ms;
@@ -91,19 +92,24 @@ int run_bench(const BenchOptions& o) {
   const bool tuning_both = o.tuning == "both" || o.tuning == "compare";
   if (tuning_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both" || prune_both))
     throw Error("--tuning " + o.tuning + " compares one schedule, precision, tile count and pruning; give each one value");
+  const bool layout_both = o.layout == "both";
+  if (layout_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both" || prune_both || tuning_both))
+    throw Error("--layout both compares one schedule, precision, tile count, pruning and tuning; give each one value");
   // Series with their SessionOptions::tuning: by the rules, and tuned (both: the record, or the
   // model without one; compare: the model and the record apart).
   const std::vector<std::pair<std::string, std::string>> tunings =
       o.tuning == "both"      ? std::vector<std::pair<std::string, std::string>>{{"untuned", "off"}, {"tuned", "auto"}}
       : o.tuning == "compare" ? std::vector<std::pair<std::string, std::string>>{{"untuned", "off"}, {"model", "model"}, {"record", "record"}}
                               : std::vector<std::pair<std::string, std::string>>{{"", o.tuning}};
+  for (const std::string layout : {"nchw", "nhwc"})
   for (const auto& [tuning, tuning_option] : tunings)
   for (const std::string pruning : {"unpruned", "pruned"})
     for (const std::string c : {"fixed", "tail"})
       for (const std::string s : {"aspen", "barrier"})
         for (const std::string p : {"fp32", "bf16"}) {
           if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p) ||
-              (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned"))
+              (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned") ||
+              (o.layout != "both" && o.layout != layout))
             continue;
           Series x;
           x.schedule = s;
@@ -111,12 +117,14 @@ int run_bench(const BenchOptions& o) {
           x.counts = c;
           x.pruning = prune_both ? pruning : "";
           x.tuning = tuning;
+          x.layout = layout_both ? layout : "";
           x.session = std::make_unique<Session>(
               engine, Model(imported, resolved, o.limits),
               SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
                              .tiles_per_op = o.tiles_per_op,
                              .tile_counts = c == "tail" ? TileCounts::tail_aware : TileCounts::fixed,
                              .precision = parse_precision(p),
+                             .conv_layout = layout == "nchw" ? ConvLayout::nchw : ConvLayout::channels_last,
                              .feature_pruning = pruning == "unpruned" ? "off"
                                                 : prune_both          ? ""
                                                                       : feature_pruning_option(o.prune),
@@ -195,6 +203,7 @@ int run_bench(const BenchOptions& o) {
                   1e3 / mean(x.ms), static_cast<long long>(x.peak_activation_bytes), static_cast<long long>(pool_bytes(x)));
       if (!x.pruning.empty()) std::printf(", \"pruning\": \"%s\", \"gflop\": %.6f", x.pruning.c_str(), x.gflop);
       if (!x.tuning.empty()) std::printf(", \"tuning\": \"%s\"", x.tuning.c_str());
+      if (!x.layout.empty()) std::printf(", \"layout\": \"%s\"", x.layout.c_str());
       std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
       for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
       std::printf("]}");
@@ -228,7 +237,7 @@ int run_bench(const BenchOptions& o) {
     double p50 = percentile(x.ms, 50);
     const std::string label =
         x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "fixed" ? "/fixed" : "") +
-        (x.pruning.empty() ? "" : "/" + x.pruning) + (x.tuning.empty() ? "" : "/" + x.tuning);
+        (x.pruning.empty() ? "" : "/" + x.pruning) + (x.tuning.empty() ? "" : "/" + x.tuning) + (x.layout.empty() ? "" : "/" + x.layout);
     std::printf("%-16s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
                 1e3 / p50, (x.gflop > 0 ? x.gflop : gflop) / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
@@ -245,6 +254,8 @@ int run_bench(const BenchOptions& o) {
   for (size_t k = 1; tuning_both && k < series.size(); ++k)
     std::printf("tuning speedup (p50 untuned / p50 %s): %.3fx\n", series[k].tuning.c_str(),
                 percentile(series[0].ms, 50) / percentile(series[k].ms, 50));
+  if (layout_both)
+    std::printf("channels-last speedup (p50 nchw / p50 nhwc): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (prune_both)
     std::printf("pruning speedup (p50 unpruned / p50 pruned): %.3fx for %.1f%% of the FLOPs\n",
                 percentile(series[0].ms, 50) / percentile(series[1].ms, 50), 100.0 * series[1].gflop / series[0].gflop);

@@ -48,6 +48,7 @@ int run_plan(const PlanCliOptions& o) {
   options.schedule = parse_schedule(o.schedule);
   options.max_tiles = o.limits.max_tiles;
   options.precision = parse_precision(o.precision);
+  options.conv_layout = parse_layout(o.layout);
   if (o.tile_counts == "tail") {
     options.tile_counts = TileCounts::tail_aware;
     options.move_flops = kernels::measure_move_flops();
@@ -71,6 +72,8 @@ int run_plan(const PlanCliOptions& o) {
                                                                    : "about 2 per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());
+  if (p.options.conv_layout == ConvLayout::nchw) std::printf("layout: NCHW (--layout nchw)\n");
+  else std::printf("layout: %d Conv%s channels-last (ConvNhwc), the rest NCHW\n", p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s");
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
   if (!o.totals_only) {

@@ -162,6 +162,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
     const SessionOptions options{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                                  .tiles_per_op = o.tiles_per_op,
                                  .precision = parse_precision(o.precision),
+                                 .conv_layout = parse_layout(o.layout),
                                  .feature_pruning = feature_pruning_option(o.prune),
                                  .tuning = o.tuning};
     std::unique_ptr<Session> whole;
@@ -224,6 +225,7 @@ int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
         SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                        .tiles_per_op = o.tiles_per_op,
                        .precision = parse_precision(o.precision),
+                       .conv_layout = parse_layout(o.layout),
                        .tuning = o.tuning}));
     if (!sessions.back()->plan_for(m.shapes))
       throw Error(m.path + ": shapes depend on input values; such models run alone (one model per grove run)");
@@ -265,6 +267,12 @@ Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::fp32;
   if (text == "bf16") return Precision::bf16;
   throw Error("--precision " + text + ": expected fp32 or bf16");
+}
+
+ConvLayout parse_layout(const std::string& text) {
+  if (text == "nhwc") return ConvLayout::channels_last;
+  if (text == "nchw") return ConvLayout::nchw;
+  throw Error("--layout " + text + ": expected nhwc or nchw");
 }
 
 ShapeMap parse_shape_options(const std::vector<std::string>& texts) {

@@ -8,6 +8,7 @@
 
 #include "passes/bind.h"
 #include "graph/limits.h"
+#include "grove/layout.h"
 #include "grove/precision.h"
 #include "runtime/engine.h"
 
@@ -30,6 +31,7 @@ struct RunOptions {
   int tiles_per_op = 0;             // 0: by rule
   std::string precision = "fp32";   // fp32 | bf16
   std::string tuning = "auto";      // SessionOptions::tuning: auto | off | a record file
+  std::string layout = "nhwc";      // SessionOptions::conv_layout: nhwc | nchw
   std::string trace_path;           // empty: no trace
   std::string subnet;               // non-empty: run this sub-net (cli/subnets.h)
   std::string prune;                // SessionOptions::feature_pruning ("": the model's metadata)
@@ -47,6 +49,7 @@ struct PlanCliOptions {
   std::string precision = "fp32";   // fp32 | bf16
   std::string tile_counts = "tail";  // fixed | tail
   std::string tuning = "auto";      // auto | off | a record file (docs/tuning.md)
+  std::string layout = "nhwc";      // PlanOptions::conv_layout: nhwc | nchw
   bool totals_only = false;
   std::string save_path;            // non-empty: write the TileGraph here
   std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan
@@ -66,6 +69,7 @@ struct BenchOptions {
   std::string tile_counts = "tail";  // fixed | tail | both (interleaved, like --schedule both)
   std::string precision = "fp32";   // fp32 | bf16 | both (interleaved, like --schedule both)
   std::string tuning = "auto";      // auto | off | both (untuned and tuned, interleaved) | a record file
+  std::string layout = "nhwc";      // nchw | nhwc | both (interleaved): SessionOptions::conv_layout
   int check = 0;                    // > 0: compare bf16 with fp32 outputs over this many input sets
   // Feature-map pruning: "" the model's metadata, "off", "both" (interleaved, unpruned vs the
   // model's), or statements (docs/dynamic.md).
@@ -210,6 +214,8 @@ int run_quantize(const QuantizeCliOptions& options);
 
 // "fp32" or "bf16" (the CLI checks the spelling) as the API's Precision.
 Precision parse_precision(const std::string& text);
+// "nhwc" or "nchw" as the API's ConvLayout.
+ConvLayout parse_layout(const std::string& text);
 // --prune TEXT as SessionOptions::feature_pruning: ';' separates statements on a command line.
 std::string feature_pruning_option(const std::string& text);
 

@@ -44,6 +44,10 @@ constexpr const char* kPrecisionHelp =
     "Arithmetic of Conv/MatMul/Gemm with constant weights: fp32, or bf16 (bfloat16 operands, float32 "
     "accumulation, on AVX512-BF16; runs fp32 with a note on CPUs without it). Everything else stays fp32. "
     "docs/precision.md";
+constexpr const char* kLayoutHelp =
+    "Activation layout of float convs: nhwc runs each chain of convs the channels-last rule takes on NHWC "
+    "activations (Transposes where NCHW ops meet them; Winograd layers, grouped convs and convs of few input "
+    "channels stay NCHW), nchw runs every conv as the model is written. docs/layout.md";
 constexpr const char* kTuningHelp =
     "Per-Conv primitives and tile grids from grove tune: auto uses the tuning record made for this model, CPU, "
     "thread count and precision when there is one, else this CPU's performance model (grove tune --fit) when "
@@ -213,6 +217,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
   run->add_option("--tuning", run_options.tuning, kTuningHelp)->capture_default_str()->type_name("auto|off|FILE");
+  run->add_option("--layout", run_options.layout, kLayoutHelp)->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
   run->add_option("--trace", run_options.trace_path,
                   "Write a Chrome/Perfetto trace (one track per worker, one slice per tile) to this .json file")
       ->type_name("FILE");
@@ -237,6 +242,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
   plan->add_option("--tuning", plan_options.tuning, kTuningHelp)->capture_default_str()->type_name("auto|off|FILE");
+  plan->add_option("--layout", plan_options.layout, kLayoutHelp)->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
   plan->add_option("--min-tile-flops", plan_options.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -306,6 +312,10 @@ Examples:
                     std::string(kTuningHelp) + " 'both' times the model untuned and tuned, interleaved; 'compare' "
                     "times it untuned, with the performance model's choices and with the record's.")
       ->capture_default_str()->type_name("auto|off|model|record|both|compare|FILE");
+  bench->add_option("--layout", bench_options.layout,
+                    std::string(kLayoutHelp) + " 'both' times the two interleaved and prints the speedup.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"nchw", "nhwc", "both"}));
   bench->add_option("--check", bench_options.check,
                     "Also run fp32 and bf16 on N input sets (the bench inputs, then seeded random ones) and report "
                     "the largest output difference relative to the output's largest magnitude, and top-1/top-5 "

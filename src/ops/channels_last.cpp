@@ -6,7 +6,10 @@
 //    as one contiguous run (tile_quant_conv_nhwc.cpp); with the last 7 inputs a residual
 //    QLinearAdd(conv output as c, r) -> z is fused after it and y is z;
 //  - MaxPoolNhwc(x) on uint8 or int8: one output (no Indices); a pixel's channels are one
-//    vector of byte maxima (tile_pool_nhwc.cpp).
+//    vector of byte maxima (tile_pool_nhwc.cpp);
+//  - ConvNhwc(x, W [, B [, r]]), made by passes/layout_f32.cpp: the float32 Conv (one group,
+//    2-D) with its fused epilogue (graph/epilogue_attrs.h), r channels-last like y; W stays
+//    [M, C, kh, kw] (tile_conv_nhwc.cpp).
 // Every attribute means what it means on the twin. The references are the twins' on rotated
 // tensors, so both layouts give the same bytes.
 #include "ops/channels_last.h"
@@ -23,6 +26,12 @@ namespace grove {
 
 Node nchw_twin(const Node& node) {
   Node twin = node;
+  if (node.op_type == "ConvNhwc") {
+    twin.op_type = "Conv";
+    twin.domain.clear();
+    twin.opset = std::max(node.opset, 11);
+    return twin;
+  }
   twin.op_type = node.op_type == "MaxPoolNhwc" ? "MaxPool" : "QLinearConv";
   twin.domain.clear();
   if (twin.inputs.size() > kResidualInput) twin.inputs.resize(kResidualInput);
@@ -33,14 +42,13 @@ Node nchw_twin(const Node& node) {
 
 namespace {
 
-// out[i0][i1][i2][i3] = in at the position `from` maps to, for 1-byte elements.
-Tensor rotate(const Tensor& t, bool to_nhwc) {
-  if (t.rank() != 4 || dtype_size(t.dtype()) != 1) throw Error("expected a 4-D tensor of 1-byte elements");
+// out[i0][i1][i2][i3] = in at the position `from` maps to, for 1-byte or 4-byte elements.
+template <class T>
+void rotate_as(const Tensor& t, Tensor& out, bool to_nhwc) {
   const int64_t n = t.dim(0);
   const int64_t c = to_nhwc ? t.dim(1) : t.dim(3), h = to_nhwc ? t.dim(2) : t.dim(1), w = to_nhwc ? t.dim(3) : t.dim(2);
-  Tensor out(t.dtype(), to_nhwc ? Shape{n, h, w, c} : Shape{n, c, h, w});
-  const auto* src = reinterpret_cast<const uint8_t*>(t.raw());
-  auto* dst = reinterpret_cast<uint8_t*>(out.raw());
+  const auto* src = reinterpret_cast<const T*>(t.raw());
+  auto* dst = reinterpret_cast<T*>(out.raw());
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t p = 0; p < h * w; ++p) {
@@ -48,6 +56,16 @@ Tensor rotate(const Tensor& t, bool to_nhwc) {
         if (to_nhwc) dst[nhwc] = src[nchw];
         else dst[nchw] = src[nhwc];
       }
+}
+
+Tensor rotate(const Tensor& t, bool to_nhwc) {
+  const size_t size = dtype_size(t.dtype());
+  if (t.rank() != 4 || (size != 1 && size != 4)) throw Error("expected a 4-D tensor of 1-byte or 4-byte elements");
+  const int64_t n = t.dim(0);
+  const int64_t c = to_nhwc ? t.dim(1) : t.dim(3), h = to_nhwc ? t.dim(2) : t.dim(1), w = to_nhwc ? t.dim(3) : t.dim(2);
+  Tensor out(t.dtype(), to_nhwc ? Shape{n, h, w, c} : Shape{n, c, h, w});
+  if (size == 1) rotate_as<uint8_t>(t, out, to_nhwc);
+  else rotate_as<uint32_t>(t, out, to_nhwc);
   return out;
 }
 
@@ -93,6 +111,34 @@ void reference_nhwc(const Node& node, std::span<const Tensor* const> in, std::sp
     std::memcpy(out[0]->raw(), rotated.raw(), rotated.bytes());
 }
 
+// ConvNhwc: x, and a fused residual (input 3), rotated to NCHW for Conv's own checks and reference.
+void infer_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  if (in.empty() || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
+  if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
+  std::vector<ValueInfo> nchw(in.begin(), in.end());
+  for (size_t i : {size_t{0}, kEpilogueResidualInput})
+    if (i < nchw.size() && nchw[i].present) {
+      if (nchw[i].shape.size() != 4) throw Error(node.describe() + ": the residual must be 4-D [N, OH, OW, M]");
+      nchw[i].shape = nchw_of(nchw[i].shape);
+      nchw[i].data = nullptr;
+    }
+  std::vector<ValueInfo> y = infer_node(nchw_twin(node), nchw);
+  const Shape& s = y.at(0).shape;
+  out[0] = ValueInfo{y[0].dtype, {s[0], s[2], s[3], s[1]}, nullptr, true};
+}
+
+void reference_conv_nhwc(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  std::vector<Tensor> rotated;
+  rotated.reserve(2);
+  std::vector<const Tensor*> nchw(in.begin(), in.end());
+  for (size_t i : {size_t{0}, kEpilogueResidualInput})
+    if (i < nchw.size() && nchw[i]) nchw[i] = &rotated.emplace_back(nhwc_to_nchw(*nchw[i]));
+  std::vector<Tensor> y = evaluate_node(nchw_twin(node), nchw);
+  const Tensor back = nchw_to_nhwc(y.at(0));
+  if (back.shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
+  std::memcpy(out[0]->raw(), back.raw(), back.bytes());
+}
+
 }  // namespace
 
 kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor* const> in) {
@@ -114,6 +160,7 @@ Tensor nhwc_to_nchw(const Tensor& t) { return rotate(t, false); }
 void register_channels_last_ops(OpRegistry& r) {
   r.add_internal("QLinearConvNhwc", OpDef{&infer_nhwc, &reference_nhwc});
   r.add_internal("MaxPoolNhwc", OpDef{&infer_nhwc, &reference_nhwc});
+  r.add_internal("ConvNhwc", OpDef{&infer_conv_nhwc, &reference_conv_nhwc});
 }
 
 }  // namespace grove

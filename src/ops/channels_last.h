@@ -1,7 +1,8 @@
 #pragma once
-// The channels-last ops of grove.internal (channels_last.cpp), made by passes/layout_int8.cpp:
-// QLinearConvNhwc and MaxPoolNhwc, QLinearConv and 8-bit MaxPool with x as [N, H, W, C] and
-// y as [N, OH, OW, M]. Shared by the ops and their tile rules.
+// The channels-last ops of grove.internal (channels_last.cpp), made by passes/layout_int8.cpp
+// (QLinearConvNhwc and MaxPoolNhwc: QLinearConv and 8-bit MaxPool) and passes/layout_f32.cpp
+// (ConvNhwc: the float32 Conv), with x as [N, H, W, C] and y as [N, OH, OW, M]. Shared by the
+// ops and their tile rules.
 #include <span>
 
 #include "graph/graph.h"
@@ -17,10 +18,10 @@ inline constexpr size_t kResidualInput = 9;
 kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor* const> in);
 
 // The ONNX op a channels-last node computes (same inputs and attributes, NCHW x and y):
-// QLinearConv for QLinearConvNhwc, MaxPool for MaxPoolNhwc.
+// QLinearConv for QLinearConvNhwc, MaxPool for MaxPoolNhwc, Conv for ConvNhwc.
 Node nchw_twin(const Node& node);
 
-// A 4-D tensor of 1-byte elements with dims 1..3 rotated: NCHW -> NHWC (to_nhwc) or back.
+// A 4-D tensor of 1-byte or 4-byte elements with dims 1..3 rotated: NCHW -> NHWC (to_nhwc) or back.
 Tensor nchw_to_nhwc(const Tensor& t);
 Tensor nhwc_to_nchw(const Tensor& t);
 

@@ -76,17 +76,19 @@ void transpose_needs(const Node& node, std::span<const ValueInfo> in, std::span<
   in_regions[0] = x;
 }
 
-// A 4-D transpose of bytes (the layout changes around channels-last int8 ops). Where one
+// A 4-D transpose of 1-byte or 4-byte elements (the layout changes around channels-last int8
+// and float ops). Where one
 // output dim is read contiguously and the last dim (written contiguously) is not, both at
 // least kBlock long, the two are walked in kBlock x kBlock blocks, so each block reads kBlock
 // short contiguous runs and writes kBlock (NCHW <-> NHWC with many channels: a per-element
 // gather down the channels otherwise). Else one tight loop along the longer of the two.
 constexpr int64_t kBlock = 16;
 
-void transpose_bytes_4d(const Tensor& x, Tensor& y, const Region& r, const std::vector<int64_t>& strides) {
+template <class T>
+void transpose_4d(const Tensor& x, Tensor& y, const Region& r, const std::vector<int64_t>& strides) {
   const std::vector<int64_t> out_strides = strides_of(y.shape());
-  const auto* src = reinterpret_cast<const uint8_t*>(x.raw());
-  auto* dst = reinterpret_cast<uint8_t*>(y.raw());
+  const auto* src = reinterpret_cast<const T*>(x.raw());
+  auto* dst = reinterpret_cast<T*>(y.raw());
   size_t read = 4;  // the output dim read contiguously, if any but the last
   for (size_t j = 0; j < 3; ++j)
     if (strides[j] == 1) read = j;
@@ -97,8 +99,8 @@ void transpose_bytes_4d(const Tensor& x, Tensor& y, const Region& r, const std::
     const int64_t s3 = strides[3], dr = out_strides[read];
     for (int64_t a = r[outer[0]].begin; a < r[outer[0]].end; ++a)
       for (int64_t b = r[outer[1]].begin; b < r[outer[1]].end; ++b) {
-        const uint8_t* from = src + a * strides[outer[0]] + b * strides[outer[1]];
-        uint8_t* to = dst + a * out_strides[outer[0]] + b * out_strides[outer[1]];
+        const T* from = src + a * strides[outer[0]] + b * strides[outer[1]];
+        T* to = dst + a * out_strides[outer[0]] + b * out_strides[outer[1]];
         for (int64_t i0 = r[read].begin; i0 < r[read].end; i0 += kBlock)
           for (int64_t c0 = r[3].begin; c0 < r[3].end; c0 += kBlock) {
             const int64_t i1 = std::min(i0 + kBlock, r[read].end), c1 = std::min(c0 + kBlock, r[3].end);
@@ -119,8 +121,8 @@ void transpose_bytes_4d(const Tensor& x, Tensor& y, const Region& r, const std::
     for (int64_t b = r[outer[1]].begin; b < r[outer[1]].end; ++b)
       for (int64_t c = r[outer[2]].begin; c < r[outer[2]].end; ++c) {
         const int64_t start = r[inner].begin;
-        const uint8_t* from = src + a * strides[outer[0]] + b * strides[outer[1]] + c * strides[outer[2]] + start * si;
-        uint8_t* to = dst + a * out_strides[outer[0]] + b * out_strides[outer[1]] + c * out_strides[outer[2]] + start * di;
+        const T* from = src + a * strides[outer[0]] + b * strides[outer[1]] + c * strides[outer[2]] + start * si;
+        T* to = dst + a * out_strides[outer[0]] + b * out_strides[outer[1]] + c * out_strides[outer[2]] + start * di;
         for (int64_t i = 0; i < n; ++i) to[i * di] = from[i * si];
       }
 }
@@ -129,9 +131,11 @@ void transpose_run(const Node& node, std::span<const Tensor* const> in, std::spa
   std::vector<int64_t> perm = perm_of(node, in[0]->shape().size());
   std::vector<int64_t> in_strides = strides_of(in[0]->shape()), strides(perm.size());
   for (size_t j = 0; j < perm.size(); ++j) strides[j] = in_strides[static_cast<size_t>(perm[j])];
-  if (perm.size() == 4 && dtype_size(in[0]->dtype()) == 1) {
+  const size_t element = dtype_size(in[0]->dtype());
+  if (perm.size() == 4 && (element == 1 || element == 4)) {
     check_region(node, r, out[0]->shape());
-    return transpose_bytes_4d(*in[0], *out[0], r, strides);
+    return element == 1 ? transpose_4d<uint8_t>(*in[0], *out[0], r, strides)
+                        : transpose_4d<uint32_t>(*in[0], *out[0], r, strides);
   }
   gather_region(node, *in[0], *out[0], r, 0, strides);
 }

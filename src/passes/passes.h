@@ -1,5 +1,8 @@
 #pragma once
 // Graph passes run on a bound graph (after bind_shapes, which already folded constants).
+#include <set>
+#include <string>
+
 #include "graph/graph.h"
 
 namespace grove {
@@ -35,6 +38,13 @@ void fuse_qdq(Graph& graph);
 // grove.internal QLinearConvNhwc, with Transposes where the layout changes; residual
 // QLinearAdds between such convs stay channels-last too (layout_int8.cpp). Returns how many.
 int to_channels_last_int8(Graph& graph);
+
+// Each float32 Conv the channels-last GEMM path takes (one group, 2-D, 16 or more input
+// channels, not on Winograd, not in `keep`, no primitive chosen) runs as grove.internal
+// ConvNhwc, with Transposes where the layout changes; chains of convs stay channels-last
+// (layout_f32.cpp). `move_flops`: what moving one element is worth in FLOPs (plan.h), to
+// weigh a lone conv's Transposes. Run by make_plan, after the precision marks. Returns how many.
+int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double move_flops);
 
 // Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "passes/flops.h"
+#include "passes/passes.h"
 #include "ops/op.h"
 #include "plan/plan_internal.h"
 
@@ -125,6 +127,11 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   plan->pruning = apply_feature_pruning(plan->graph, options.feature_pruning);
   apply_primitive_choices(plan->graph, options.choices);  // before precision: bf16 skips Winograd layers
   plan->precision = apply_precision(plan->graph, options.precision);
+  if (options.conv_layout == ConvLayout::channels_last) {  // after precision: a bf16 conv leaves Winograd
+    std::set<std::string> keep;  // a node a choice names keeps the layout it was measured in
+    for (const NodeChoice& c : options.choices) keep.insert(c.node);
+    plan->channels_last_convs = to_channels_last_f32(plan->graph, keep, options.move_flops);
+  }
   plan_values(*plan);
   plan_detail::mark_views(*plan);
 

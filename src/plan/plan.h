@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "grove/layout.h"
 #include "grove/schedule.h"
 #include "graph/limits.h"
 #include "ops/tiling.h"
@@ -34,6 +35,7 @@ struct PlanOptions {
   // as many edges, is an Error naming the node.
   int64_t max_tiles = kDefaultMaxTiles;
   Precision precision = Precision::fp32;  // the GEMM ops' arithmetic (plan/precision.h)
+  ConvLayout conv_layout = ConvLayout::channels_last;  // float convs' activation layout (passes/layout_f32.cpp)
   std::vector<FeatureMapPruning> feature_pruning;  // dynamic feature-map pruning (plan/feature_pruning.h)
   // TileCounts::tail_aware: FLOPs one moved element is worth (kernels::measure_move_flops;
   // sessions measure it; kDefaultMoveFlops for plans made without a measurement).
@@ -91,6 +93,7 @@ struct Plan {
   int64_t critical_path_flops = 0;  // max over tile paths of the summed tile FLOPs
   int64_t total_flops = 0;          // graph_flops of the graph
   PrecisionReport precision;        // which nodes run in bf16 (marked on `graph`)
+  int channels_last_convs = 0;      // Convs rewritten to ConvNhwc in `graph` (PlanOptions::conv_layout)
   FeaturePruningReport pruning;     // the feature maps pruned per run (rewritten in `graph`)
 };
 

@@ -113,6 +113,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;
+  po.conv_layout = options.conv_layout;
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;
   try {

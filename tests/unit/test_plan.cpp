@@ -287,6 +287,7 @@ std::shared_ptr<const Plan> conv_plan(int64_t c, int64_t plane, int64_t k, int t
   o.tile_counts = counts;
   o.move_flops = move_flops;
   o.schedule = schedule;
+  o.conv_layout = ConvLayout::nchw;  // the NCHW Conv rule's grids (test_conv_nhwc.cpp has the other)
   return make_plan(model.graph(), o);
 }
 

@@ -1,0 +1,209 @@
+// Tile rule of grove.internal ConvNhwc (channels_last.cpp): the float32 Conv with x as
+// [N, H, W, C] and y as [N, OH, OW, M], on the SIMD GEMM with the pixels as A's rows and the
+// output channels as B's columns: C[pixels x M] = windows[pixels x k] . W^T[k x M], k ordered
+// (ki, kj, c). A 1x1 stride-1 conv reads x itself as A; any other conv copies whole channel
+// runs (kw * C floats per window row) into a scratch block. W^T is packed once at plan time.
+// The output channels fill the kernel's vector lanes, so no lane is wasted on a plane that is
+// not a multiple of the panel width (a 7x7 plane: 49 pixels in 64 lanes on the NCHW path),
+// and y rows are written in place with the fused bias, residual and activation.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "graph/epilogue_attrs.h"
+#include "kernels/gemm.h"
+#include "ops/fused_epilogue.h"
+#include "ops/op_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace {
+
+// Pixels laid out per GEMM call where x is copied: about kWindowFloats floats of windows, so
+// they stay in L2 beside W's k block, and at least kMinChunkPixels, so that streaming W^T
+// once per call stays a small part of the traffic (the NCHW path's numbers, not tuned here).
+constexpr size_t kWindowFloats = 96 * 1024;
+constexpr size_t kMinChunkPixels = 256;
+
+struct NhwcConvWeights {
+  kernels::PackedB w;  // k x M, k ordered (ki, kj, c)
+};
+
+bool claimed(std::span<const ValueInfo> in) {
+  if (in.size() < 2 || !in[0].present || !in[1].present) return false;
+  for (const auto& v : in)
+    if (v.present && v.dtype != DType::f32) return false;
+  return in[0].shape.size() == 4 && in[1].shape.size() == 4;
+}
+
+WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
+  return window_geometry(node, std::span<const int64_t>(x.data() + 1, 2), {w[2], w[3]}, false);
+}
+
+size_t panel_width(const Node& node) { return kernels::gemm_blocking(kernels::active_isa(), gemm_precision(node)).nr; }
+
+// Rows first, unless the weights outweigh the windows (late layers: few pixels, many
+// channels): then output channels only, in whole panels, so each tile streams its own slice
+// of W^T instead of all of it.
+std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  const Shape& y = out[0].shape;
+  if (!claimed(in) || y.size() != 4) return none_cuttable(y);
+  const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
+  const auto block = static_cast<int64_t>(panel_width(node));
+  if (cut_weights_first(k * y[3], k * y[1] * y[2])) return {1, 0, 0, block};
+  return {1, 1, 0, block};
+}
+
+void needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+           std::span<Region> in_regions) {
+  for (size_t i = 0; i < in.size(); ++i)
+    if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
+  if (!claimed(in)) return;
+  const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
+  in_regions[0] = {out_region[0], window_input_range(g, 0, out_region[1]), {0, in[0].shape[2]}, {0, in[0].shape[3]}};
+  Region w = full_region(in[1].shape);
+  w[0] = out_region[3];
+  in_regions[1] = w;
+  if (has_input(in, 2)) in_regions[2] = Region{out_region[3]};
+  if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;  // same positions as y
+}
+
+std::shared_ptr<NhwcConvWeights> pack_weights(const Node& node, const Tensor& w) {
+  const int64_t m = w.dim(0), c = w.dim(1), kh = w.dim(2), kw = w.dim(3), k = c * kh * kw;
+  std::vector<float> rows(static_cast<size_t>(m * k));  // M rows of k: W^T given n_by_k
+  const float* wv = w.data<float>();
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t ki = 0; ki < kh; ++ki)
+        for (int64_t kj = 0; kj < kw; ++kj)
+          rows[static_cast<size_t>(j * k + (ki * kw + kj) * c + ch)] = wv[((j * c + ch) * kh + ki) * kw + kj];
+  auto p = std::make_shared<NhwcConvWeights>();
+  p->w = kernels::pack_b(rows.data(), static_cast<size_t>(k), static_cast<size_t>(m), static_cast<size_t>(k),
+                         kernels::BLayout::n_by_k, kernels::active_isa(), gemm_precision(node));
+  return p;
+}
+
+std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
+                                    std::span<const Tensor* const> constants) {
+  if (!claimed(in) || constants.size() < 2 || !constants[1]) return nullptr;
+  return pack_weights(node, *constants[1]);
+}
+
+int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+  return static_cast<int64_t>(static_cast<const NhwcConvWeights*>(prepared)->w.bytes());
+}
+
+// The windows of output pixels [first, first + count) of image `n` (pixel = oy * OW + ox), one
+// row of k floats each, (ki, kj, c) order; taps in the padding read 0.
+void lay_out_windows(const float* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t first, int64_t count,
+                     std::vector<float>& out) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], kh = g.kernel[0], kw = g.kernel[1];
+  const auto run = static_cast<size_t>(channels), k = static_cast<size_t>(kh * kw * channels);
+  out.resize(static_cast<size_t>(count) * k);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t oy = (first + i) / ow, ox = (first + i) % ow;
+    float* dst = out.data() + static_cast<size_t>(i) * k;
+    const int64_t ix0 = ox * g.strides[1] - g.pads_begin[1];
+    for (int64_t ki = 0; ki < kh; ++ki) {
+      float* taps = dst + static_cast<size_t>(ki * kw) * run;
+      const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+      if (iy < 0 || iy >= ih) {
+        std::fill(taps, taps + static_cast<size_t>(kw) * run, 0.0f);
+        continue;
+      }
+      const float* line = x + (n * ih + iy) * iw * channels;
+      if (g.dilations[1] == 1 && ix0 >= 0 && ix0 + kw <= iw) {  // the window row is one run
+        std::memcpy(taps, line + ix0 * channels, static_cast<size_t>(kw) * run * sizeof(float));
+        continue;
+      }
+      for (int64_t kj = 0; kj < kw; ++kj) {
+        const int64_t ix = ix0 + kj * g.dilations[1];
+        if (ix < 0 || ix >= iw) std::fill(taps + kj * channels, taps + kj * channels + channels, 0.0f);
+        else std::memcpy(taps + kj * channels, line + ix * channels, run * sizeof(float));
+      }
+    }
+  }
+}
+
+void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+              const void* prepared) {
+  Tensor& y = *out[0];
+  check_region(node, r, y.shape());
+  if (!claimed(infos_of_tensors(in)) || r[2].begin != 0 || r[2].end != y.dim(2)) return reference_whole(node, in, out, r);
+  for (const Range& d : r)
+    if (d.size() <= 0) return;
+  const Tensor& x = *in[0];
+  std::shared_ptr<const NhwcConvWeights> own;
+  const auto* p = static_cast<const NhwcConvWeights*>(prepared);
+  if (!p) {
+    own = pack_weights(node, *in[1]);
+    p = own.get();
+  }
+  const WindowGeometry g = geometry_of(node, x.shape(), in[1]->shape());
+  const int64_t channels = x.dim(3), ow = y.dim(2), m = y.dim(3);
+  const size_t k = p->w.k;
+  const Tensor* bias = optional_input(in, 2);
+  const Tensor* residual = optional_input(in, kEpilogueResidualInput);
+  const kernels::ActivationParams activation = epilogue_activation(node);
+  const int64_t first = r[1].begin * ow, pixels = r[1].size() * ow;
+  const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
+                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.output[1] == g.input[1];
+  const auto chunk = static_cast<int64_t>(std::max(kMinChunkPixels, kWindowFloats / std::max<size_t>(k, 1)));
+  thread_local std::vector<float> rows;
+  thread_local kernels::GemmScratch scratch;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+    const int64_t image = n * y.dim(1) * ow * m + r[3].begin;  // y's and the residual's offset
+    for (int64_t at = first; at < first + pixels; at += direct ? pixels : chunk) {
+      const int64_t count = direct ? pixels : std::min(chunk, first + pixels - at);
+      kernels::GemmCall call;
+      call.m = static_cast<size_t>(count);
+      if (direct) {
+        call.a = x.data<float>() + (n * g.input[0] * g.input[1] + at) * channels;
+      } else {
+        lay_out_windows(x.data<float>(), n, g, channels, at, count, rows);
+        call.a = rows.data();
+      }
+      call.a_stride = direct ? static_cast<size_t>(channels) : k;
+      call.n0 = static_cast<size_t>(r[3].begin);
+      call.n = static_cast<size_t>(r[3].size());
+      call.c = y.data<float>() + image + at * m;
+      call.c_stride = static_cast<size_t>(m);
+      call.epilogue.bias = bias ? bias->data<float>() + r[3].begin : nullptr;
+      call.epilogue.residual = residual ? residual->data<float>() + image + at * m : nullptr;
+      call.epilogue.residual_stride = static_cast<size_t>(m);
+      call.epilogue.activation = activation;
+      kernels::gemm(call, p->w, scratch);
+    }
+  }
+}
+
+// What a tile repeats when the layer is cut finer: a channel cut lays out its rows' windows
+// again (a 1x1 stride-1 conv reads x in place), and a tile of few pixels pays for the rows
+// of the register tile it leaves empty.
+TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out, const Shape& extent) {
+  if (!claimed(in) || out[0].shape.size() != 4) return {};
+  const Shape& y = out[0].shape;
+  auto size = [&](size_t d) { return double(extent[d] > 0 ? std::min(extent[d], y[d]) : y[d]); };
+  const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
+  const double k = double(in[1].shape[1] * in[1].shape[2] * in[1].shape[3]);
+  const kernels::GemmBlocking b = kernels::gemm_blocking(kernels::active_isa(), gemm_precision(node));
+  auto up = [](double v, double m) { return std::ceil(v / m) * m; };
+  const double pixels = size(1) * size(2);
+  const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
+                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.output[1] == g.input[1];
+  TileWork w;
+  w.flops = size(0) * 2 * k * up(pixels, double(b.mr)) * up(size(3), double(b.nr));
+  w.moves = direct ? 0 : size(0) * pixels * k;
+  return w;
+}
+
+}  // namespace
+
+void add_conv_nhwc_rules(RuleTable& t) {
+  TileRule rule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  rule.tile_work = tile_work;
+  t[internal_rule_key("ConvNhwc")] = rule;
+}
+
+}  // namespace grove::tiling

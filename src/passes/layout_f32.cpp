@@ -1,0 +1,190 @@
+// Float convolutions to channels-last: each Conv the channels-last GEMM path takes becomes
+// grove.internal ConvNhwc, reading an NHWC copy of x (and of a fused residual) and writing an
+// NHWC y, with a Transpose back to NCHW for every other reader. A conv whose inputs already
+// have a channels-last copy reads it, so a chain of convs (a ResNet's blocks, with the residual
+// Add and Relu fused in) runs channels-last from its first conv to its last; the Transposes
+// no one reads are removed as dead. Convs linked by channels-last values go back to NCHW
+// together where their Transposes would cost more than a tenth of their products (MobileNetV2:
+// its 1x1 convs are linked through the residual adds, and every depthwise conv between them
+// stays NCHW, so each block would transpose its widest tensor twice).
+// Why: on the NCHW path the pixels fill the GEMM's vector lanes, so a 7x7 plane (49 pixels)
+// wastes a quarter of them, and any conv but a 1x1 lays out an im2col panel per tile.
+// Channels-last the output channels fill the lanes and each window row is one copied run
+// (docs/kernels.md has the numbers).
+#include <map>
+#include <set>
+
+#include "graph/choice_attrs.h"
+#include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
+#include "ops/op.h"
+#include "ops/tile_conv_winograd.h"
+#include "passes/flops.h"
+#include "passes/passes.h"
+
+namespace grove {
+namespace {
+
+// Fewer input channels than this (an image's 3) stay NCHW: each window row would be copied in
+// runs of a few floats, and such a first conv feeds an NCHW pool.
+constexpr int64_t kMinChannels = 16;
+// A group of convs keeps channels-last only if its FLOPs are at least this many times what its
+// Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.
+constexpr double kFlopsPerMove = 10;
+
+const Tensor* constant(const Graph& g, const std::string& name) {
+  auto it = g.initializers.find(name);
+  return it == g.initializers.end() ? nullptr : &it->second;
+}
+
+const ValueInfo* info(const Graph& g, const std::string& name) {
+  auto it = g.values.find(name);
+  return it == g.values.end() ? nullptr : &it->second;
+}
+
+bool f32_4d(const ValueInfo* v) { return v && v->dtype == DType::f32 && v->shape.size() == 4; }
+
+bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::string>& keep) {
+  if (n.op_type != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  if (keep.count(n.name) || !conv_primitive_choice(n).empty() || n.attr_int("group", 1) != 1) return false;
+  const ValueInfo *x = info(g, n.inputs[0]), *y = info(g, n.outputs[0]);
+  const Tensor* w = constant(g, n.inputs[1]);
+  if (!f32_4d(x) || !f32_4d(y) || !w || w->dtype() != DType::f32 || w->rank() != 4) return false;
+  if (x->shape[1] < kMinChannels) return false;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !info(g, n.inputs[2])) return false;
+  if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty() &&
+      !f32_4d(info(g, n.inputs[kEpilogueResidualInput])))
+    return false;
+  // Winograd layers stay on their NCHW path (a bf16 plan runs them on the GEMM: those may go).
+  return runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x->shape, w->shape());
+}
+
+Shape to_nhwc(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
+
+Node transpose(const std::string& name, const std::string& from, const std::string& to, std::vector<int64_t> perm) {
+  Node t;
+  t.name = name;
+  t.op_type = "Transpose";
+  t.opset = 13;
+  t.inputs = {from};
+  t.outputs = {to};
+  t.attrs["perm"].kind = Attribute::Kind::ints;
+  t.attrs["perm"].ints = std::move(perm);
+  return t;
+}
+
+// Convs that share channels-last values (one reads another's y, or both read one copy) form a
+// component: together they stay channels-last or go back. A component keeps channels-last
+// only if its FLOPs are at least kFlopsPerMove times what its Transposes move, in FLOPs (the
+// plan's move_flops per element); otherwise every conv of it becomes the NCHW Conv again and
+// its Transposes, unread, are dead. Returns how many convs went back.
+int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of, double move_flops) {
+  std::vector<size_t> convs;
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> reads;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+    for (const auto& in : g.nodes[i].inputs) ++reads[in];
+    if (g.nodes[i].op_type == "ConvNhwc" && g.nodes[i].domain == kGroveDomain) convs.push_back(i);
+  }
+  for (const auto& o : g.outputs) ++reads[o.name];
+  std::map<size_t, size_t> parent;  // union-find over the convs' node indices
+  for (size_t c : convs) parent[c] = c;
+  auto root = [&](size_t c) {
+    while (parent[c] != c) c = parent[c] = parent[parent[c]];
+    return c;
+  };
+  auto twin_inputs = [&](const Node& c) {
+    std::vector<std::string> v = {c.inputs[0]};
+    if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
+      v.push_back(c.inputs[kEpilogueResidualInput]);
+    return v;
+  };
+  std::map<std::string, size_t> first_reader;
+  for (size_t c : convs)
+    for (const std::string& t : twin_inputs(g.nodes[c])) {
+      auto p = producer.find(t);
+      if (p != producer.end() && parent.count(p->second)) parent[root(c)] = root(p->second);
+      auto [it, fresh] = first_reader.emplace(t, c);
+      if (!fresh) parent[root(c)] = root(it->second);
+    }
+  std::map<size_t, double> flops, moved;
+  for (size_t c : convs) {
+    const Node& n = g.nodes[c];
+    flops[root(c)] += double(node_flops(g, n));
+    const std::string& y = nchw_of.at(n.outputs[0]);
+    if (reads[y] > 0) moved[root(c)] += double(numel(g.values.at(y).shape));  // its Transpose back is read
+  }
+  for (const auto& [t, c] : first_reader) {
+    auto p = producer.find(t);
+    if (p == producer.end() || !parent.count(p->second)) moved[root(c)] += double(numel(g.values.at(t).shape));
+  }
+  std::set<std::string> dropped;  // the Transposes back of the convs that go back
+  int reverted = 0;
+  for (size_t c : convs) {
+    const size_t r = root(c);
+    if (flops[r] >= kFlopsPerMove * move_flops * moved[r]) continue;
+    Node& n = g.nodes[c];
+    n.op_type = "Conv";
+    n.domain.clear();
+    n.inputs[0] = nchw_of.at(n.inputs[0]);
+    if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty())
+      n.inputs[kEpilogueResidualInput] = nchw_of.at(n.inputs[kEpilogueResidualInput]);
+    dropped.insert(n.outputs[0]);
+    n.outputs[0] = nchw_of.at(n.outputs[0]);
+    ++reverted;
+  }
+  std::vector<Node> kept;
+  for (auto& n : g.nodes)
+    if (!(n.op_type == "Transpose" && n.inputs.size() == 1 && dropped.count(n.inputs[0]))) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+  return reverted;
+}
+
+}  // namespace
+
+int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double move_flops) {
+  std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy
+  std::map<std::string, std::string> nchw_of;  // and back
+  std::vector<Node> out;
+  int converted = 0;
+  auto channels_last = [&](const std::string& value) {
+    auto it = twin.find(value);
+    if (it != twin.end()) return it->second;
+    const std::string name = value + "/nhwc";
+    const ValueInfo& v = g.values.at(value);
+    g.values[name] = ValueInfo{v.dtype, to_nhwc(v.shape), nullptr, true};
+    out.push_back(transpose(name + "/Transpose", value, name, {0, 2, 3, 1}));
+    twin[value] = name;
+    nchw_of[name] = value;
+    return name;
+  };
+  for (const auto& n : g.nodes) {
+    if (!takes_channels_last(g, n, keep)) {
+      out.push_back(n);
+      continue;
+    }
+    Node c = n;
+    c.op_type = "ConvNhwc";
+    c.domain = kGroveDomain;
+    c.inputs[0] = channels_last(n.inputs[0]);
+    if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
+      c.inputs[kEpilogueResidualInput] = channels_last(n.inputs[kEpilogueResidualInput]);
+    const std::string y = n.outputs[0], name = y + "/nhwc";
+    const ValueInfo v = g.values.at(y);
+    g.values[name] = ValueInfo{v.dtype, to_nhwc(v.shape), nullptr, true};
+    c.outputs[0] = name;
+    out.push_back(std::move(c));
+    out.push_back(transpose(name + "/Transpose", name, y, {0, 3, 1, 2}));
+    twin[y] = name;
+    nchw_of[name] = y;
+    ++converted;
+  }
+  g.nodes = std::move(out);
+  remove_dead_nodes(g);  // the Transposes back that nothing reads, before they count as moves
+  const int reverted = revert_costly_components(g, nchw_of, move_flops);
+  remove_dead_nodes(g);
+  return converted - reverted;
+}
+
+}  // namespace grove

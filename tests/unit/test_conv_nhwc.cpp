@@ -1,0 +1,158 @@
+// Channels-last float convolutions: grove.internal ConvNhwc's tile rule against Conv's
+// reference on rotated tensors, and the plan-time pass (passes/layout_f32.cpp) that puts
+// chains of convs on it: what it converts, what it leaves NCHW, and that a channels-last plan
+// computes the model's reference.
+#include <gtest/gtest.h>
+
+#include "graph/epilogue_attrs.h"
+#include "ops/channels_last.h"
+#include "ops/op.h"
+#include "plan_test_util.h"
+#include "runtime/reference_executor.h"
+#include "tiling_test_util.h"
+
+namespace grove {
+namespace {
+
+using namespace grove::test;
+using optest::NodeBuilder;
+
+// Every tile grid the rule allows (rows, images, channels in panel widths), with and without
+// prepared weights and with inputs poisoned outside `needs`, within float rounding of the
+// reference. The cases take each way the rule lays windows out: 1x1 stride 1 straight from x,
+// whole window rows, padded, strided and dilated taps, three input channels, and more pixels
+// than one GEMM call lays out (the last case: 400 pixels of k = 576).
+TEST(ConvNhwc, TileRuleMatchesReference) {
+  struct Case { Shape x, w; int64_t stride, pad, dilation; bool bias, relu, residual; };
+  const std::vector<Case> cases = {
+      {{2, 6, 5, 8}, {40, 8, 1, 1}, 1, 0, 1, true, false, false},
+      {{1, 9, 7, 12}, {36, 12, 3, 3}, 1, 1, 1, true, true, true},
+      {{1, 11, 9, 5}, {33, 5, 3, 3}, 2, 1, 1, false, false, false},
+      {{1, 12, 12, 3}, {8, 3, 7, 7}, 2, 3, 1, true, true, false},
+      {{2, 8, 9, 4}, {9, 4, 3, 3}, 1, 2, 2, true, false, true},
+      {{1, 6, 6, 6}, {40, 6, 1, 1}, 2, 0, 1, true, false, true},
+      {{1, 20, 20, 64}, {16, 64, 3, 3}, 1, 1, 1, true, true, false},
+  };
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    NodeBuilder node("ConvNhwc", 13, c.residual ? 4 : 3);
+    node.node.domain = kGroveDomain;
+    node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    node.ints("dilations", {c.dilation, c.dilation});
+    if (c.relu) node.s(kAttrActivation, "relu");
+    if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
+    std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32(c.w, seed++),
+                              c.bias ? tiletest::random_f32({c.w[0]}, seed++) : Tensor()};
+    if (c.residual) {
+      std::vector<const Tensor*> plain = {&in[0], &in[1], c.bias ? &in[2] : nullptr};
+      Node conv = node;
+      conv.inputs.resize(3);
+      conv.attrs.erase(kAttrFused);
+      conv.attrs.erase(kAttrActivation);
+      in.push_back(tiletest::random_f32(evaluate_node(conv, plain).at(0).shape(), seed++));
+    }
+    const auto stats = tiletest::check_tiling(node, in, 1e-4);
+    EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
+  }
+}
+
+// The float Transposes at the layout changes take the blocked 4-byte path: equal to the
+// reference for both directions, with and without a 16-element block to walk.
+TEST(ConvNhwc, FloatTransposesMatchReferenceExactly) {
+  for (const auto& [shape, perm] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+           {{2, 40, 5, 7}, {0, 2, 3, 1}}, {{1, 9, 6, 35}, {0, 3, 1, 2}}, {{1, 3, 4, 5}, {0, 2, 3, 1}}}) {
+    NodeBuilder node("Transpose", 13, 1);
+    node.ints("perm", perm);
+    tiletest::check_tiling(node, {tiletest::random_f32(shape, 3)}, 0.0);
+  }
+}
+
+// x [1, 32, 9, 9] -> Conv 3x3 p1 (64) + Relu -> Conv 1x1 (32) -> Add x' -> Relu -> y, where
+// x' = Conv 1x1 of x: three convs linked by their values, and an NCHW MaxPool reading y. Their
+// FLOPs outweigh the two Transposes (81 pixels: the 3x3 conv stays off Winograd).
+TestModel conv_block() {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 9, 9}).output("y", kF32, {1, 32, 5, 5}).output("p", kF32, {1, 32, 4, 4});
+  weight(b, "wa", {64, 32, 3, 3}, 1);
+  weight(b, "ba", {64}, 2);
+  weight(b, "wb", {32, 64, 1, 1}, 3);
+  weight(b, "ws", {32, 32, 1, 1}, 4);
+  auto& a = b.node("Conv", {"x", "wa", "ba"}, {"a"}, "conv_a");
+  OnnxBuilder::attr_ints(a, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"a"}, {"ar"}, "relu_a");
+  b.node("Conv", {"ar", "wb"}, {"cb"}, "conv_b");
+  b.node("Conv", {"x", "ws"}, {"s"}, "conv_skip");
+  b.node("Add", {"cb", "s"}, {"sum"}, "add");
+  b.node("Relu", {"sum"}, {"y"}, "relu");
+  auto& p = b.node("MaxPool", {"y"}, {"p"}, "pool");
+  OnnxBuilder::attr_ints(p, "kernel_shape", {2, 2});
+  return {"conv_block", b.bytes(), {{"x", seeded_tensor({1, 32, 9, 9}, 5)}}};
+}
+
+int count_op(const Plan& plan, const std::string& op) {
+  int n = 0;
+  for (const Node& node : plan.graph.nodes) n += node.op_type == op;
+  return n;
+}
+
+TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
+  const TestModel m = conv_block();
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  auto plan = make_plan(model.graph(), PlanOptions{});
+  EXPECT_EQ(plan->channels_last_convs, 3);
+  EXPECT_EQ(count_op(*plan, "ConvNhwc"), 3);
+  EXPECT_EQ(count_op(*plan, "Conv"), 0);
+  EXPECT_EQ(count_op(*plan, "Transpose"), 2);  // x in; y back for the pool and the output
+  PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 6);
+  expect_close(run.outputs(), want, 1e-4, "channels-last plan");
+
+  PlanOptions nchw;
+  nchw.conv_layout = ConvLayout::nchw;
+  auto as_written = make_plan(model.graph(), nchw);
+  EXPECT_EQ(as_written->channels_last_convs, 0);
+  EXPECT_EQ(count_op(*as_written, "ConvNhwc"), 0);
+  EXPECT_EQ(count_op(*as_written, "Transpose"), 0);
+}
+
+// A node a tuning record names keeps the layout it was measured in (here the others, left
+// too cheap for their Transposes, go back with it).
+TEST(LayoutF32, ChosenNodesStayNchw) {
+  const TestModel m = conv_block();
+  Model model = load_test_model(m);
+  PlanOptions options;
+  options.choices = {NodeChoice{"conv_a", "gemm", {}}};
+  auto plan = make_plan(model.graph(), options);
+  int seen = 0;
+  for (const Node& n : plan->graph.nodes)
+    if (n.name == "conv_a") {
+      EXPECT_EQ(n.op_type, "Conv");
+      ++seen;
+    }
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(plan->channels_last_convs, 0);
+  PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 7);
+  expect_close(run.outputs(), run_reference(model.graph(), m.inputs), 1e-4, "plan with a choice");
+}
+
+// A conv too cheap for the Transposes it would need, and one with 3 input channels, stay NCHW.
+TEST(LayoutF32, CheapConvsStayNchw) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 16, 8, 8}).input("img", kF32, {1, 3, 8, 8});
+  b.output("y", kF32, {1, 16, 8, 8}).output("z", kF32, {1, 64, 8, 8});
+  weight(b, "w", {16, 16, 1, 1}, 1);
+  weight(b, "wi", {64, 3, 3, 3}, 2);
+  b.node("Conv", {"x", "w"}, {"c"}, "small");
+  b.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
+  OnnxBuilder::attr_ints(b.node("Conv", {"img", "wi"}, {"z"}, "first_layer"), "pads", {1, 1, 1, 1});
+  Model model(load_onnx_bytes(b.bytes(), "cheap.onnx"));
+  auto plan = make_plan(model.graph(), PlanOptions{});
+  EXPECT_EQ(plan->channels_last_convs, 0);
+  EXPECT_EQ(count_op(*plan, "ConvNhwc"), 0);
+  EXPECT_EQ(count_op(*plan, "Transpose"), 0);
+}
+
+}  // namespace
+}  // namespace grove
