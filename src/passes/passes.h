@@ -40,7 +40,7 @@ void fuse_qdq(Graph& graph);
 int to_channels_last_int8(Graph& graph);
 
 // Each float32 Conv the channels-last GEMM path takes (one group, 2-D, 16 or more input
-// channels, not on Winograd, not in `keep`, no primitive chosen) runs as grove.internal
+// channels, output channels that fill the GEMM's panels, not on Winograd, not in `keep`, no primitive chosen) runs as grove.internal
 // ConvNhwc, with Transposes where the layout changes; chains of convs stay channels-last
 // (layout_f32.cpp). `move_flops`: what moving one element is worth in FLOPs (plan.h), to
 // weigh a lone conv's Transposes. Run by make_plan, after the precision marks. Returns how many.
