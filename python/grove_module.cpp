@@ -172,12 +172,19 @@ grove::TileCounts tile_counts_of(const std::string& s) {
   throw grove::Error("tile_counts must be 'tail' or 'fixed', not '" + s + "'");
 }
 
+grove::ConvLayout layout_of(const std::string& s) {
+  if (s == "nhwc") return grove::ConvLayout::channels_last;
+  if (s == "nchw") return grove::ConvLayout::nchw;
+  throw grove::Error("layout must be 'nhwc' or 'nchw', not '" + s + "'");
+}
+
 PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
                        const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& schedule,
                        int64_t max_memory, const std::string& precision, const std::string& prune,
-                       const std::string& tile_counts, const std::string& tuning) {
+                       const std::string& tile_counts, const std::string& tuning, const std::string& layout) {
   grove::SessionOptions options;
   options.tuning = tuning;
+  options.conv_layout = layout_of(layout);
   options.schedule = schedule_of(schedule);
   options.tile_counts = tile_counts_of(tile_counts);
   options.precision = precision_of(precision);
@@ -347,7 +354,7 @@ PYBIND11_MODULE(grove, m) {
       .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
            py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("schedule") = "aspen",
            py::arg("max_memory") = 0, py::arg("precision") = "fp32", py::arg("prune") = "", py::arg("tile_counts") = "tail",
-           py::arg("tuning") = "auto",
+           py::arg("tuning") = "auto", py::arg("layout") = "nhwc",
            "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
            "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
            "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', or 'bf16' for "
@@ -356,7 +363,9 @@ PYBIND11_MODULE(grove, m) {
            "statements 'prune VALUE channels=R positions=R' one per line (docs/dynamic.md). tile_counts: 'tail' "
            "(coarser tiles where a finer cut repeats work) or 'fixed' (about 2 per thread; docs/scaling.md). tuning: "
            "'auto' plans with the tuning record grove tune wrote for this model and CPU (or this CPU's performance "
-           "model), 'off' by the hand rules, 'model', 'record', or a record file (docs/tuning.md).")
+           "model), 'off' by the hand rules, 'model', 'record', or a record file (docs/tuning.md). layout: 'nhwc' "
+           "runs chains of float convs channels-last where the rule takes them, 'nchw' every conv as written "
+           "(docs/layout.md).")
       .def("run",
            [](PySession& s, const py::dict& feeds) {
              BorrowedInputs in = borrow_inputs(feeds);

@@ -168,6 +168,17 @@ def test_tuning_off_and_a_damaged_record_named_by_path(engine, session, tmp_path
         grove.Session(MODEL, engine=engine, tuning=str(bad)).run({name: X})
 
 
+def test_layout_nchw_gives_the_same_numbers(engine, session):
+    # layout="nchw" keeps every conv as written; channels-last convs compute the same outputs.
+    nchw = grove.Session(MODEL, engine=engine, layout="nchw")
+    name = input_name(session)
+    a = next(iter(session.run({name: X}).values()))
+    b = next(iter(nchw.run({name: X}).values()))
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    with pytest.raises(grove.Error, match="layout"):
+        grove.Session(MODEL, engine=engine, layout="nchwc")
+
+
 def test_bench(session):
     r = session.bench(runs=3, warmup=1)
     assert r["runs"] == 3 and len(r["times_ms"]) == 3
