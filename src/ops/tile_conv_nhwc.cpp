@@ -41,17 +41,26 @@ WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
   return window_geometry(node, std::span<const int64_t>(x.data() + 1, 2), {w[2], w[3]}, false);
 }
 
+// A 1x1 stride-1 conv without padding: its GEMM reads x itself as A.
+bool reads_x_in_place(const WindowGeometry& g) {
+  return g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 && g.pads_begin[0] == 0 &&
+         g.pads_begin[1] == 0 && g.output[1] == g.input[1];
+}
+
 size_t panel_width(const Node& node) { return kernels::gemm_blocking(kernels::active_isa(), gemm_precision(node)).nr; }
 
 // Rows first, unless the weights outweigh the windows (late layers: few pixels, many
 // channels): then output channels only, in whole panels, so each tile streams its own slice
-// of W^T instead of all of it.
+// of W^T instead of all of it. A channel tile lays out all its rows' windows again (written,
+// then read by the GEMM's packing) where a row tile streams W^T again (read once): windows
+// count twice.
 std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   const Shape& y = out[0].shape;
   if (!claimed(in) || y.size() != 4) return none_cuttable(y);
   const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
   const auto block = static_cast<int64_t>(panel_width(node));
-  if (cut_weights_first(k * y[3], k * y[1] * y[2])) return {1, 0, 0, block};
+  const int64_t window_weight = reads_x_in_place(geometry_of(node, in[0].shape, in[1].shape)) ? 1 : 2;
+  if (cut_weights_first(k * y[3], window_weight * k * y[1] * y[2])) return {1, 0, 0, block};
   return {1, 1, 0, block};
 }
 
@@ -147,8 +156,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
   const kernels::ActivationParams activation = epilogue_activation(node);
   const int64_t first = r[1].begin * ow, pixels = r[1].size() * ow;
-  const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
-                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.output[1] == g.input[1];
+  const bool direct = reads_x_in_place(g);
   const auto chunk = static_cast<int64_t>(std::max(kMinChunkPixels, kWindowFloats / std::max<size_t>(k, 1)));
   thread_local std::vector<float> rows;
   thread_local kernels::GemmScratch scratch;
@@ -190,8 +198,7 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   const kernels::GemmBlocking b = kernels::gemm_blocking(kernels::active_isa(), gemm_precision(node));
   auto up = [](double v, double m) { return std::ceil(v / m) * m; };
   const double pixels = size(1) * size(2);
-  const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
-                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.output[1] == g.input[1];
+  const bool direct = reads_x_in_place(g);
   TileWork w;
   w.flops = size(0) * 2 * k * up(pixels, double(b.mr)) * up(size(3), double(b.nr));
   w.moves = direct ? 0 : size(0) * pixels * k;
