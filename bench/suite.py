@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 import suite_engines as engines  # noqa: E402
 import suite_extras as extras  # noqa: E402
 
-ALL_MODELS = ["mobilenet_v2_b1", "resnet50_b1", "resnet50_b8", "vgg16_b1", "yolov3_416_b1",
+ALL_MODELS = ["mobilenet_v2_b1", "resnet50_b1", "resnet50_b8", "vgg16_b1", "googlenet_b1", "squeezenet_b1", "yolov3_416_b1",
               "convstack", "bert_base_s128_b1", "bert_base_s128_b8", "bert_large_s128_b1",
               "gpt2_s256_b1"]
 QUICK_MODEL = "mobilenet_v2_b1"

@@ -387,6 +387,13 @@ def _workloads() -> List[Workload]:
     w.append(Workload("mobilenet_v2_b1", "mobilenet_v2", "torchvision MobileNetV2, 1x3x224x224",
                       CNN_OPSET, cnn_builder(torchvision_model("mobilenet_v2"), 224),
                       image_input(1, 224), ("logits",)))
+    w.append(Workload("googlenet_b1", "googlenet", "torchvision GoogLeNet (no aux heads), 1x3x224x224",
+                      CNN_OPSET, cnn_builder(lambda: torchvision.models.googlenet(
+                          weights=None, aux_logits=False, init_weights=True), 224),
+                      image_input(1, 224), ("logits",)))
+    w.append(Workload("squeezenet_b1", "squeezenet", "torchvision SqueezeNet 1.1, 1x3x224x224",
+                      CNN_OPSET, cnn_builder(torchvision_model("squeezenet1_1"), 224),
+                      image_input(1, 224), ("logits",)))
     w.append(Workload("yolov3_416_b1", "yolov3", "YOLOv3 (Darknet-53, 3 heads), 1x3x416x416",
                       CNN_OPSET, cnn_builder(YoloV3, 416), image_input(1, 416),
                       ("detect_stride32", "detect_stride16", "detect_stride8")))
