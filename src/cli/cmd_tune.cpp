@@ -49,7 +49,7 @@ std::vector<double> interleaved_ms(const std::vector<Session*>& sessions, const 
   return medians;
 }
 
-void write_dataset(const std::string& path, const Plan& plan, const std::vector<TunedNode>& nodes, int threads) {
+void write_dataset(const std::string& path, const std::vector<TunedNode>& nodes, int threads) {
   const bool fresh = !std::ifstream(path).good();
   std::ofstream f(path, std::ios::app);
   if (!f) throw Error(path + ": cannot write the profile dataset");
@@ -58,9 +58,9 @@ void write_dataset(const std::string& path, const Plan& plan, const std::vector<
          "primitive,extent,tiles,us\n";
   const std::string machine = kernels::machine_key();
   for (const TunedNode& t : nodes) {
-    tune::ConvConfig c;
-    if (!tune::tunable_conv(plan, static_cast<size_t>(t.node), &c)) continue;
-    std::string name = plan.graph.nodes[static_cast<size_t>(t.node)].name;
+    if (!t.conv) continue;
+    const tune::ConvConfig& c = t.config;
+    std::string name = t.name;
     std::replace(name.begin(), name.end(), '"', '\'');
     for (const TuneCandidate& k : t.candidates) {
       if (k.us <= 0) continue;
@@ -162,7 +162,7 @@ int run_tune(const TuneOptions& o) {
     path = dir + "/" + tune::record_file_name(model_key, threads, o.precision);
   }
   tune::write_record_file(record, path);
-  if (!o.dataset.empty()) write_dataset(o.dataset, *plan, nodes, threads);
+  if (!o.dataset.empty()) write_dataset(o.dataset, nodes, threads);
 
   std::printf("model: %s  (key %s)\nmachine: %s\nthreads: %d   precision: %s   nodes measured: %zu   time: %s\n",
               o.model.c_str(), model_key.c_str(), record.machine.c_str(), threads, o.precision.c_str(), nodes.size(),

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "cli/bench_stats.h"
@@ -52,7 +53,7 @@ NodeTimes node_times(Engine& engine, Session& session, const Plan& plan, const T
 // Samples of one configuration of a node, over every pass.
 struct Samples {
   std::vector<double> total, max;
-  void add(const NodeTimes& t, int32_t node) {
+  void add(const NodeTimes& t, int32_t node) {  // node: its index in the plan `t` was timed on
     const auto& a = t.total_us[static_cast<size_t>(node)];
     const auto& b = t.max_us[static_cast<size_t>(node)];
     total.insert(total.end(), a.begin(), a.end());
@@ -68,19 +69,30 @@ std::vector<TunedNode> profile_nodes(
   std::unique_ptr<Session> base = make_session({});
   const std::shared_ptr<const Plan> plan = base->plan_for(shapes);
   if (!plan) throw Error("tune: the model's shapes depend on input values, so it has no plan to tune");
+  // Candidates come from the model's convs as written (a structure-only NCHW plan); what the
+  // rules do with each, channels-last or not, is measured in round 0.
+  PlanOptions as_written = plan->options;
+  as_written.conv_layout = ConvLayout::nchw;
+  as_written.prepare_weights = false;
+  as_written.choices.clear();
+  const std::shared_ptr<const Plan> nchw = make_plan(base->model().graph(), as_written);
+  std::map<std::string, size_t> in_rules;
+  for (size_t n = 0; n < plan->graph.nodes.size(); ++n) in_rules[plan->graph.nodes[n].name] = n;
 
   std::vector<TunedNode> nodes;
-  for (size_t n = 0; n < plan->graph.nodes.size(); ++n) {
-    const bool conv = tune::tunable_conv(*plan, n);
-    if (!conv && (plan->options.threads == 1 || !tune::tunable_matmul(*plan, n))) continue;
+  for (size_t n = 0; n < nchw->graph.nodes.size(); ++n) {
     TunedNode t;
-    t.node = static_cast<int32_t>(n);
-    t.name = plan->graph.nodes[n].name;
-    const tune::ConvCandidate rule = tune::rule_choice(*plan, n);
-    t.rule_primitive = rule.primitive;
+    t.conv = tune::tunable_conv(*nchw, n, &t.config);
+    if (!t.conv && (plan->options.threads == 1 || !tune::tunable_matmul(*nchw, n))) continue;
+    t.name = nchw->graph.nodes[n].name;
+    auto r = in_rules.find(t.name);
+    if (r == in_rules.end()) continue;
+    const tune::ConvCandidate rule = tune::rule_choice(*plan, r->second);
+    const bool channels_last = plan->graph.nodes[r->second].op_type == "ConvNhwc";
+    t.rule_primitive = channels_last ? "nhwc" : rule.primitive;
     t.rule_extent = rule.extent;
     t.rule_tiles = rule.tiles;
-    for (const tune::ConvCandidate& c : conv ? tune::conv_candidates(*plan, n) : tune::matmul_candidates(*plan, n))
+    for (const tune::ConvCandidate& c : t.conv ? tune::conv_candidates(*nchw, n) : tune::matmul_candidates(*nchw, n))
       t.candidates.push_back({c.primitive, c.extent, c.tiles, 0, 0});
     if (t.candidates.size() > 1 || (t.candidates.size() == 1 && (t.candidates[0].primitive != t.rule_primitive ||
                                                                   t.candidates[0].extent != t.rule_extent)))
@@ -115,9 +127,15 @@ std::vector<TunedNode> profile_nodes(
       std::unique_ptr<Session> session = make_session(choices);
       const std::shared_ptr<const Plan> p = session->plan_for(shapes);
       const NodeTimes times = node_times(engine, *session, *p, inputs, settings);
+      // By name: a round's choices can change which nodes its plan has (a conv a choice names
+      // stays NCHW, so the channels-last pass adds or drops Transposes around it).
+      std::map<std::string, int32_t> index;
+      for (size_t n = 0; n < p->graph.nodes.size(); ++n) index[p->graph.nodes[n].name] = static_cast<int32_t>(n);
       for (size_t i = 0; i < nodes.size(); ++i) {
-        if (r == 0) rule[i].add(times, nodes[i].node);
-        else if (r - 1 < nodes[i].candidates.size()) candidate[i][r - 1].add(times, nodes[i].node);
+        const auto at = index.find(nodes[i].name);
+        if (at == index.end()) throw Error("tune: node " + nodes[i].name + " is missing from a candidate's plan");
+        if (r == 0) rule[i].add(times, at->second);
+        else if (r - 1 < nodes[i].candidates.size()) candidate[i][r - 1].add(times, at->second);
       }
       progress();
     }

@@ -6,11 +6,12 @@
 
 #include "grove/tuning.h"
 #include "runtime/session.h"
+#include "tune/conv_candidates.h"
 
 namespace grove::cli {
 
 struct TuneCandidate {
-  std::string primitive;  // "gemm" or "winograd"
+  std::string primitive;  // "gemm" or "winograd" (NCHW, as the model writes the conv)
   Shape extent;
   int64_t tiles = 1;
   double us = 0;          // median tile time of the node per run, this candidate in place (0: not measured)
@@ -18,9 +19,10 @@ struct TuneCandidate {
 };
 
 struct TunedNode {
-  int32_t node = -1;  // index in the plan's graph
-  std::string name;
-  std::string rule_primitive;
+  std::string name;       // plans differ by candidate (Transposes come and go): nodes are found by name
+  bool conv = false;      // a Conv (else a MatMul or Gemm grid)
+  tune::ConvConfig config;  // a Conv's layer configuration, as the model writes it (NCHW)
+  std::string rule_primitive;  // "gemm", "winograd", or "nhwc" where the rules run it channels-last
   Shape rule_extent;
   double rule_us = 0;  // measured as the rules plan it
   double rule_max_us = 0;
@@ -38,7 +40,8 @@ struct ProfileSettings {
 };
 
 // Times every candidate of every Conv (and, past one thread, every grid of every MatMul and
-// Gemm with constant weights) of the rules' plan (rounds of the model, each with one
+// Gemm with constant weights) of the model as written (NCHW: a conv the rules run
+// channels-last may be chosen back to either NCHW primitive) (rounds of the model, each with one
 // candidate per node in place), plus the plan the rules make. `make_session` builds a session
 // of the same model with the given explicit choices (none: the rules).
 std::vector<TunedNode> profile_nodes(
