@@ -72,8 +72,20 @@ int run_plan(const PlanCliOptions& o) {
                                                                    : "about 2 per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());
-  if (p.options.conv_layout == ConvLayout::nchw) std::printf("layout: NCHW (--layout nchw)\n");
-  else std::printf("layout: %d Conv%s channels-last (ConvNhwc), the rest NCHW\n", p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s");
+  if (p.options.conv_layout == ConvLayout::nchw) {
+    std::printf("layout: NCHW (--layout nchw)\n");
+  } else {
+    int transposes = 0;  // the layout changes the plan added (a model's own Transposes have no "/nhwc")
+    int64_t moved = 0;
+    for (const Node& node : p.graph.nodes)
+      if (node.op_type == "Transpose" && node.name.find("/nhwc/Transpose") != std::string::npos) {
+        ++transposes;
+        moved += numel(p.graph.values.at(node.outputs[0]).shape);
+      }
+    std::printf("layout: %d Conv%s channels-last (ConvNhwc), the rest NCHW; %d Transpose%s between (%.2f M elements)\n",
+                p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s", transposes, transposes == 1 ? "" : "s",
+                double(moved) / 1e6);
+  }
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
   if (!o.totals_only) {

@@ -37,7 +37,7 @@ int run_serve(const ServeOptions& o) {
   serve::ModelRepository models(engine, o.limits, o.model_repository,
                                 {.max_batch = o.max_batch,
                                  .max_delay = std::chrono::microseconds(static_cast<int64_t>(o.batch_delay_ms * 1000))},
-                                {.precision = parse_precision(o.precision), .tuning = o.tuning});
+                                {.precision = parse_precision(o.precision), .conv_layout = parse_layout(o.layout), .tuning = o.tuning});
   for (const std::string& spec : o.models) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())

@@ -416,6 +416,7 @@ Examples:
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   serve->add_option("--tuning", serve_options.tuning, kTuningHelp)->capture_default_str()->check(CLI::IsMember({"auto", "off"}));
+  serve->add_option("--layout", serve_options.layout, kLayoutHelp)->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
   serve->add_option("--precision", serve_options.precision, kPrecisionHelp)
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));

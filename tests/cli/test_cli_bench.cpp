@@ -97,6 +97,28 @@ TEST(CliBench, Bf16WithoutTheIsaRunsFp32WithANote) {
   EXPECT_NE(coexec.err.find("--precision both"), std::string::npos) << coexec.err;
 }
 
+// --layout: plan says what went channels-last; bench times both layouts side by side; run
+// gives the same outputs either way; a misspelt layout is a usage error.
+TEST(CliBench, LayoutBothTimesNchwNextToChannelsLast) {
+  Result plan = run_grove({"plan", kModel, "--totals"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("Convs channels-last (ConvNhwc)"), std::string::npos) << plan.out;
+  Result nchw = run_grove({"plan", kModel, "--totals", "--layout", "nchw"});
+  ASSERT_EQ(nchw.exit_code, 0) << nchw.err;
+  EXPECT_NE(nchw.out.find("layout: NCHW"), std::string::npos) << nchw.out;
+  Result both = run_grove({"bench", kModel, "--runs", "1", "--warmup", "0", "--layout", "both"});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_NE(both.out.find("aspen/nchw"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("aspen/nhwc"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("channels-last speedup (p50 nchw / p50 nhwc):"), std::string::npos) << both.out;
+  Result bad = run_grove({"run", kModel, "--layout", "nchwc"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.err.find("--layout"), std::string::npos) << bad.err;
+  Result mixed = run_grove({"bench", kModel, "--layout", "both", "--precision", "both"});
+  EXPECT_EQ(mixed.exit_code, 1);
+  EXPECT_NE(mixed.err.find("--layout both"), std::string::npos) << mixed.err;
+}
+
 TEST(CliBench, SimulatePredictsEachCoreCountAndValidates) {
   Result r = run_grove({"simulate", kModel, "--cores", "1,4", "--runs", "1", "--validate", "2", "--input", kInput, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
