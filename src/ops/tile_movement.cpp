@@ -8,6 +8,7 @@
 
 #include "ops/byte_copy.h"
 #include "ops/op_util.h"
+#include "kernels/transpose.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
@@ -101,6 +102,12 @@ void transpose_4d(const Tensor& x, Tensor& y, const Region& r, const std::vector
       for (int64_t b = r[outer[1]].begin; b < r[outer[1]].end; ++b) {
         const T* from = src + a * strides[outer[0]] + b * strides[outer[1]];
         T* to = dst + a * out_strides[outer[0]] + b * out_strides[outer[1]];
+        if constexpr (sizeof(T) == 4) {  // the SIMD block transpose (kernels/transpose.h)
+          kernels::transpose_4byte(from + r[3].begin * s3 + r[read].begin, static_cast<size_t>(s3),
+                                   static_cast<size_t>(r[3].size()), static_cast<size_t>(r[read].size()),
+                                   to + r[read].begin * dr + r[3].begin, static_cast<size_t>(dr));
+          continue;
+        }
         for (int64_t i0 = r[read].begin; i0 < r[read].end; i0 += kBlock)
           for (int64_t c0 = r[3].begin; c0 < r[3].end; c0 += kBlock) {
             const int64_t i1 = std::min(i0 + kBlock, r[read].end), c1 = std::min(c0 + kBlock, r[3].end);
