@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/im2col.h"
+#include "kernels/transpose.h"
 #include "ops/conv_geometry.h"
 
 namespace grove::tiling {
@@ -40,17 +41,10 @@ inline bool transposed_is_better(size_t pixels, size_t channels, size_t nr) {
   return pixels * 5 < pixel_lanes * 4 && channels * 5 >= channel_lanes * 4;
 }
 
-// dst[j][i] = src[i][j] for a rows x cols src. In blocks of 16 x 16 so that reads and
-// writes each touch 16 cache lines at a time rather than striding a whole column.
+// dst[j][i] = src[i][j] for a rows x cols src (the SIMD block transpose, kernels/transpose.h).
 inline void transpose_block(const float* src, size_t src_stride, size_t rows, size_t cols, float* dst,
                             size_t dst_stride) {
-  constexpr size_t kBlock = 16;
-  for (size_t i0 = 0; i0 < rows; i0 += kBlock)
-    for (size_t j0 = 0; j0 < cols; j0 += kBlock) {
-      const size_t i1 = std::min(rows, i0 + kBlock), j1 = std::min(cols, j0 + kBlock);
-      for (size_t j = j0; j < j1; ++j)
-        for (size_t i = i0; i < i1; ++i) dst[j * dst_stride + i] = src[i * src_stride + j];
-    }
+  kernels::transpose_4byte(src, src_stride, rows, cols, dst, dst_stride);
 }
 
 }  // namespace grove::tiling

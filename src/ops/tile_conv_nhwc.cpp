@@ -16,6 +16,7 @@
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
+#include "ops/window_rows.h"
 
 namespace grove::tiling {
 namespace {
@@ -103,38 +104,6 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
   return static_cast<int64_t>(static_cast<const NhwcConvWeights*>(prepared)->w.bytes());
 }
 
-// The windows of output pixels [first, first + count) of image `n` (pixel = oy * OW + ox), one
-// row of k floats each, (ki, kj, c) order; taps in the padding read 0.
-void lay_out_windows(const float* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t first, int64_t count,
-                     std::vector<float>& out) {
-  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], kh = g.kernel[0], kw = g.kernel[1];
-  const auto run = static_cast<size_t>(channels), k = static_cast<size_t>(kh * kw * channels);
-  out.resize(static_cast<size_t>(count) * k);
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t oy = (first + i) / ow, ox = (first + i) % ow;
-    float* dst = out.data() + static_cast<size_t>(i) * k;
-    const int64_t ix0 = ox * g.strides[1] - g.pads_begin[1];
-    for (int64_t ki = 0; ki < kh; ++ki) {
-      float* taps = dst + static_cast<size_t>(ki * kw) * run;
-      const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
-      if (iy < 0 || iy >= ih) {
-        std::fill(taps, taps + static_cast<size_t>(kw) * run, 0.0f);
-        continue;
-      }
-      const float* line = x + (n * ih + iy) * iw * channels;
-      if (g.dilations[1] == 1 && ix0 >= 0 && ix0 + kw <= iw) {  // the window row is one run
-        std::memcpy(taps, line + ix0 * channels, static_cast<size_t>(kw) * run * sizeof(float));
-        continue;
-      }
-      for (int64_t kj = 0; kj < kw; ++kj) {
-        const int64_t ix = ix0 + kj * g.dilations[1];
-        if (ix < 0 || ix >= iw) std::fill(taps + kj * channels, taps + kj * channels + channels, 0.0f);
-        else std::memcpy(taps + kj * channels, line + ix * channels, run * sizeof(float));
-      }
-    }
-  }
-}
-
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared) {
   Tensor& y = *out[0];
@@ -169,7 +138,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       if (direct) {
         call.a = x.data<float>() + (n * g.input[0] * g.input[1] + at) * channels;
       } else {
-        lay_out_windows(x.data<float>(), n, g, channels, at, count, rows);
+        lay_out_windows(x.data<float>(), n, g, channels, at, count, 0.0f, k, rows);
         call.a = rows.data();
       }
       call.a_stride = direct ? static_cast<size_t>(channels) : k;

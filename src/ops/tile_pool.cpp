@@ -50,10 +50,6 @@ int64_t padded_window_size(const WindowGeometry& g, std::span<const int64_t> pos
   return count;
 }
 
-// 2-D pools plane by plane: each output row reads a few input rows of one plane, where the
-// general walk below visits every plane per output position (64 planes of 50 KB apart for
-// ResNet-50's max pool, one cache miss per tap). The taps of a window are visited in the same
-// row-major order, so sums and maxima are the same bits.
 // A max pool without dilation in two passes per output row: the maximum down each input
 // column of the window's rows (contiguous, so vectorised), then across each window's columns.
 // Maxima of the same taps; NaN never wins either way.
@@ -86,6 +82,10 @@ void max_pool2d_separable(const WindowGeometry& g, const float* xs, float* ys, i
     }
 }
 
+// 2-D pools plane by plane: each output row reads a few input rows of one plane, where the
+// general walk below visits every plane per output position (64 planes of 50 KB apart for
+// ResNet-50's max pool, one cache miss per tap). The taps of a window are visited in the same
+// row-major order, so sums and maxima are the same bits.
 template <bool Max>
 void pool2d_planes(const WindowGeometry& g, bool include_pad, const float* xs, float* ys, int64_t channels,
                    const Region& r) {

@@ -16,6 +16,7 @@
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 #include "ops/tile_util.h"
+#include "ops/window_rows.h"
 
 namespace grove::tiling {
 namespace {
@@ -111,41 +112,6 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
   return static_cast<int64_t>(p.w.values.size() + p.add.size() * sizeof(int32_t) + p.multiplier.size() * sizeof(float));
 }
 
-// The windows of output pixels [first, first + count) of image `n` (pixel = oy * OW + ox), one
-// row of `stride` bytes each: the k window bytes (padding reads x's zero point), XOR `flip`.
-void lay_out_windows(const uint8_t* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t first,
-                     int64_t count, uint8_t pad, uint8_t flip, size_t stride, std::vector<uint8_t>& out) {
-  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], kh = g.kernel[0], kw = g.kernel[1];
-  const auto run = static_cast<size_t>(channels), k = static_cast<size_t>(kh * kw * channels);
-  out.resize(static_cast<size_t>(count) * stride);
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t oy = (first + i) / ow, ox = (first + i) % ow;
-    uint8_t* dst = out.data() + static_cast<size_t>(i) * stride;
-    const int64_t ix0 = ox * g.strides[1] - g.pads_begin[1];
-    for (int64_t ki = 0; ki < kh; ++ki) {
-      uint8_t* taps = dst + static_cast<size_t>(ki * kw) * run;
-      const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
-      if (iy < 0 || iy >= ih) {
-        std::memset(taps, pad, static_cast<size_t>(kw) * run);
-        continue;
-      }
-      const uint8_t* line = x + (n * ih + iy) * iw * channels;
-      if (g.dilations[1] == 1 && ix0 >= 0 && ix0 + kw <= iw) {  // the window row is one run
-        std::memcpy(taps, line + ix0 * channels, static_cast<size_t>(kw) * run);
-        continue;
-      }
-      for (int64_t kj = 0; kj < kw; ++kj) {
-        const int64_t ix = ix0 + kj * g.dilations[1];
-        if (ix < 0 || ix >= iw) std::memset(taps + kj * channels, pad, run);
-        else std::memcpy(taps + kj * channels, line + ix * channels, run);
-      }
-    }
-    if (flip)
-      for (size_t p = 0; p < k; ++p) dst[p] ^= flip;
-    std::memset(dst + k, 0, stride - k);  // W's padded steps are 0: any byte would do
-  }
-}
-
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
               const void* prepared) {
   Tensor& y = *out[0];
@@ -204,7 +170,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     }
     for (int64_t at = first; at < first + pixels; at += chunk) {
       const int64_t count = std::min(chunk, first + pixels - at);
-      lay_out_windows(x_bytes, n, g, channels, at, count, pad, is_signed ? 0x80 : 0, stride, rows);
+      lay_out_windows(x_bytes, n, g, channels, at, count, pad, stride, rows);
+      if (is_signed)  // the kernel takes unsigned bytes: int8 x + 128, its bit pattern XOR 0x80
+        for (int64_t i = 0; i < count; ++i)
+          for (size_t p = 0, k = static_cast<size_t>(channels * g.kernel[0] * g.kernel[1]); p < k; ++p)
+            rows[static_cast<size_t>(i) * stride + p] ^= 0x80;
       rq.y = y_image + at * m;
       if (residual) rq.residual = residual_image + at * m;
       kernels::u8s8_gemm_requantize(rows.data(), static_cast<size_t>(count), stride, p->w, rq, isa);

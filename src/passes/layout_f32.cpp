@@ -21,6 +21,7 @@
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
 #include "passes/flops.h"
+#include "passes/layout_nodes.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -65,20 +66,6 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
     return false;
   // Winograd layers stay on their NCHW path (a bf16 plan runs them on the GEMM: those may go).
   return runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x->shape, w->shape());
-}
-
-Shape to_nhwc(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
-
-Node transpose(const std::string& name, const std::string& from, const std::string& to, std::vector<int64_t> perm) {
-  Node t;
-  t.name = name;
-  t.op_type = "Transpose";
-  t.opset = 13;
-  t.inputs = {from};
-  t.outputs = {to};
-  t.attrs["perm"].kind = Attribute::Kind::ints;
-  t.attrs["perm"].ints = std::move(perm);
-  return t;
 }
 
 // Convs that share channels-last values (one reads another's y, or both read one copy) form a
@@ -157,13 +144,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double mov
   std::vector<Node> out;
   int converted = 0;
   auto channels_last = [&](const std::string& value) {
-    auto it = twin.find(value);
-    if (it != twin.end()) return it->second;
-    const std::string name = value + "/nhwc";
-    const ValueInfo& v = g.values.at(value);
-    g.values[name] = ValueInfo{v.dtype, to_nhwc(v.shape), nullptr, true};
-    out.push_back(transpose(name + "/Transpose", value, name, {0, 2, 3, 1}));
-    twin[value] = name;
+    const std::string name = channels_last_copy(g, value, twin, out);
     nchw_of[name] = value;
     return name;
   };
@@ -180,10 +161,10 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double mov
       c.inputs[kEpilogueResidualInput] = channels_last(n.inputs[kEpilogueResidualInput]);
     const std::string y = n.outputs[0], name = y + "/nhwc";
     const ValueInfo v = g.values.at(y);
-    g.values[name] = ValueInfo{v.dtype, to_nhwc(v.shape), nullptr, true};
+    g.values[name] = ValueInfo{v.dtype, nhwc_shape(v.shape), nullptr, true};
     c.outputs[0] = name;
     out.push_back(std::move(c));
-    out.push_back(transpose(name + "/Transpose", name, y, {0, 3, 1, 2}));
+    out.push_back(transpose_node(name + "/Transpose", name, y, {0, 3, 1, 2}));
     twin[y] = name;
     nchw_of[name] = y;
     ++converted;

@@ -16,6 +16,7 @@
 #include "kernels/isa.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
+#include "passes/layout_nodes.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -59,8 +60,6 @@ bool takes_channels_last(const Graph& g, const Node& n) {
   return k * 255 * 128 + largest_bias + x_zero * 128 * k <= std::numeric_limits<int32_t>::max();
 }
 
-Shape to_nhwc(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
-
 // A per-tensor scale (> 0) and zero point of a DequantizeLinear or QuantizeLinear, when
 // both are constants (an absent zero point is 0).
 struct Params {
@@ -77,18 +76,6 @@ Params params_of(const Graph& g, const Node& n) {
   const float scale = s->data<float>()[0];
   if (!(scale > 0)) return {};
   return {true, scale, z ? z->to_i64().at(0) : 0};
-}
-
-Node transpose(const std::string& name, const std::string& from, const std::string& to, std::vector<int64_t> perm) {
-  Node t;
-  t.name = name;
-  t.op_type = "Transpose";
-  t.opset = 13;
-  t.inputs = {from};
-  t.outputs = {to};
-  t.attrs["perm"].kind = Attribute::Kind::ints;
-  t.attrs["perm"].ints = std::move(perm);
-  return t;
 }
 
 // A channels-last conv whose input was transposed for it alone and whose output only goes
@@ -137,16 +124,7 @@ int to_channels_last_int8(Graph& g) {
   std::vector<Node> out;
   int converted = 0;
   // The channels-last copy of `value`: a converted node's output, or a new Transpose.
-  auto channels_last = [&](const std::string& value) {
-    auto it = twin.find(value);
-    if (it != twin.end()) return it->second;
-    const std::string name = value + "/nhwc";
-    const ValueInfo& info = g.values.at(value);
-    g.values[name] = ValueInfo{info.dtype, to_nhwc(info.shape), nullptr, true};
-    out.push_back(transpose(name + "/Transpose", value, name, {0, 2, 3, 1}));
-    twin[value] = name;
-    return name;
-  };
+  auto channels_last = [&](const std::string& value) { return channels_last_copy(g, value, twin, out); };
   // `n` (already reading channels-last inputs) writes a channels-last copy of its output; a
   // Transpose back gives the NCHW value under its old name to every other reader.
   std::map<std::string, size_t> conv_at;  // a converted conv's NCHW output -> its index in `out`
@@ -154,11 +132,11 @@ int to_channels_last_int8(Graph& g) {
   auto emit = [&](Node n) {
     const std::string y = n.outputs[0], name = y + "/nhwc";
     const ValueInfo info = g.values.at(y);
-    g.values[name] = ValueInfo{info.dtype, to_nhwc(info.shape), nullptr, true};
+    g.values[name] = ValueInfo{info.dtype, nhwc_shape(info.shape), nullptr, true};
     n.outputs[0] = name;
     if (n.op_type == "QLinearConvNhwc") conv_at[y] = out.size();
     out.push_back(std::move(n));
-    out.push_back(transpose(name + "/Transpose", name, y, {0, 3, 1, 2}));
+    out.push_back(transpose_node(name + "/Transpose", name, y, {0, 3, 1, 2}));
     twin[y] = name;
   };
   // Which nodes read each value (graph outputs count as a reader no pass can see).
