@@ -10,7 +10,7 @@
 // Why: on the NCHW path the pixels fill the GEMM's vector lanes, so a 7x7 plane (49 pixels)
 // wastes a quarter of them, and any conv but a 1x1 lays out an im2col panel per tile.
 // Channels-last the output channels fill the lanes and each window row is one copied run
-// (docs/kernels.md has the numbers).
+// (docs/layout.md has the numbers).
 #include <map>
 #include <set>
 
@@ -64,7 +64,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty() &&
       !f32_4d(info(g, n.inputs[kEpilogueResidualInput])))
     return false;
-  // Winograd layers stay on their NCHW path (a bf16 plan runs them on the GEMM: those may go).
+  // Winograd layers stay on their NCHW path; a conv the plan marked bf16 never runs Winograd.
   return runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x->shape, w->shape());
 }
 
