@@ -42,10 +42,11 @@ WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
   return window_geometry(node, std::span<const int64_t>(x.data() + 1, 2), {w[2], w[3]}, false);
 }
 
-// A 1x1 stride-1 conv without padding: its GEMM reads x itself as A.
+// A 1x1 stride-1 conv without padding (output pixel p is input pixel p): its GEMM reads x
+// itself as A.
 bool reads_x_in_place(const WindowGeometry& g) {
   return g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 && g.pads_begin[0] == 0 &&
-         g.pads_begin[1] == 0 && g.output[1] == g.input[1];
+         g.pads_begin[1] == 0 && g.output[0] == g.input[0] && g.output[1] == g.input[1];
 }
 
 size_t panel_width(const Node& node) { return kernels::gemm_blocking(kernels::active_isa(), gemm_precision(node)).nr; }

@@ -56,6 +56,17 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
   }
 }
 
+// A 1x1 stride-1 conv padded only at the bottom has output rows past the input: they are
+// bias alone, never read from x (a 1x1 conv that reads x in place must not take it).
+TEST(ConvNhwc, OneByOneWithBottomPaddingReadsNoRowPastTheInput) {
+  NodeBuilder node("ConvNhwc", 13, 3);
+  node.node.domain = kGroveDomain;
+  node.ints("pads", {0, 0, 2, 0});
+  const std::vector<Tensor> in = {tiletest::random_f32({1, 5, 6, 8}, 1), tiletest::random_f32({40, 8, 1, 1}, 2),
+                                  tiletest::random_f32({40}, 3)};
+  tiletest::check_tiling(node, in, 1e-4);
+}
+
 // The float Transposes at the layout changes take the blocked 4-byte path: equal to the
 // reference for both directions, with and without a 16-element block to walk.
 TEST(ConvNhwc, FloatTransposesMatchReferenceExactly) {
