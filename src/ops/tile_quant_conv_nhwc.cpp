@@ -150,7 +150,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const size_t stride = p->w.quads * 4;
   const int64_t first = out_region[1].begin * ow, pixels = out_region[1].size() * ow;
   const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
-                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.output[1] == g.input[1] && !is_signed &&
+                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.output[0] == g.input[0] &&
+                      g.output[1] == g.input[1] && !is_signed &&
                       static_cast<size_t>(channels) == stride;
   thread_local std::vector<uint8_t> rows;
   const auto pad = static_cast<uint8_t>(optional_input(in, 2) ? optional_input(in, 2)->to_i64().at(0) : 0);

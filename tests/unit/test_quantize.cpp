@@ -357,6 +357,24 @@ TEST(QLinearConvNhwc, TileRuleMatchesReferenceExactly) {
   }
 }
 
+// A 1x1 stride-1 conv padded only at the bottom: its extra output rows read no row past x
+// (the kernel reads x in place only where output pixel p is input pixel p).
+TEST(QLinearConvNhwc, OneByOneWithBottomPaddingReadsNoRowPastTheInput) {
+  NodeBuilder node("QLinearConvNhwc", 13, 9);
+  node.node.domain = kGroveDomain;
+  node.ints("pads", {0, 0, 2, 0});
+  uint32_t seed = 77;
+  const int64_t m = 40;
+  Tensor w_zero(DType::i8, {m});
+  std::memset(w_zero.raw(), 0, w_zero.bytes());
+  std::vector<Tensor> in = {random_bytes(DType::u8, {1, 5, 6, 8}, seed++), Tensor::scalar<float>(0.05f),
+                            random_bytes(DType::u8, {}, seed++), random_bytes(DType::i8, {m, 8, 1, 1}, seed++),
+                            channel_scales(m, 0.002f), w_zero, Tensor::scalar<float>(0.3f),
+                            random_bytes(DType::u8, {}, seed++), random_bias(m, seed)};
+  tiletest::check_tiling(node, in, 0.0);
+  check_needs_cover_reads(node, in, {1, 2, 0, 0});
+}
+
 // grove.internal MaxPoolNhwc: 8-bit MaxPool on channels-last bytes, every tile equal to
 // MaxPool's reference on the rotated tensor.
 TEST(MaxPoolNhwc, TileRuleMatchesReferenceExactly) {
