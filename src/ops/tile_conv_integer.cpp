@@ -309,7 +309,8 @@ void for_each_s8_panels(const Tensor& x, const WindowGeometry& g, const std::vec
   const uint8_t flip = is_signed ? 0x80 : 0;
   const auto pad = static_cast<uint8_t>(x_zero);  // the byte of x's zero point, int8 or uint8
   const bool direct = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
-                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.dilations[1] == 1 && g.output[1] == g.input[1];
+                      g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.dilations[1] == 1 && g.output[0] == g.input[0] &&
+                      g.output[1] == g.input[1];  // output pixel p is input pixel p
   const size_t pixels = static_cast<size_t>(rows.size() * g.output[1]);
   const auto* x_bytes = reinterpret_cast<const uint8_t*>(x.raw());
   for (int64_t n = images.begin; n < images.end; ++n)

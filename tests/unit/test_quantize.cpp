@@ -420,9 +420,11 @@ namespace {
 // take the 8-bit kernel (kernels/qgemm.h), through byte windows or, for a 1x1 stride-1 conv,
 // straight from x; uint8 and int8 x, groups, padding, and a fused Relu (passes/fuse_qdq.cpp).
 TEST(QLinearConv, SymmetricWeightsMatchReferenceExactly) {
-  struct Case { Shape x, w; DType xt; int64_t group, stride, pad; bool relu; };
+  struct Case { Shape x, w; DType xt; int64_t group, stride, pad; bool relu; int64_t pad_bottom = -1; };
   const std::vector<Case> cases = {
       {{2, 3, 9, 7}, {5, 3, 3, 3}, DType::u8, 1, 1, 1, false},
+      // 1x1 padded only at the bottom: output rows past x, which a read in place would overrun.
+      {{1, 16, 6, 5}, {20, 16, 1, 1}, DType::u8, 1, 1, 0, false, 2},
       {{1, 4, 8, 8}, {6, 2, 3, 3}, DType::i8, 2, 2, 1, true},
       {{2, 19, 6, 5}, {33, 19, 1, 1}, DType::u8, 1, 1, 0, true},   // 1x1: windows straight from x
       {{1, 16, 7, 7}, {20, 16, 1, 1}, DType::i8, 1, 2, 0, false},  // 1x1 stride 2: byte windows
@@ -431,7 +433,8 @@ TEST(QLinearConv, SymmetricWeightsMatchReferenceExactly) {
   uint32_t seed = 900;
   for (const Case& c : cases) {
     NodeBuilder node("QLinearConv", 10, 9);
-    node.i("group", c.group).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    node.i("group", c.group).ints("strides", {c.stride, c.stride});
+    node.ints("pads", {c.pad, c.pad, c.pad_bottom >= 0 ? c.pad_bottom : c.pad, c.pad});
     if (c.relu) node.s("grove_activation", "relu").s("grove_fused", "Relu");
     const int64_t m = c.w[0];
     const Tensor bias = random_bias(m, seed);
