@@ -9,7 +9,7 @@
 
 namespace grove {
 
-inline constexpr const char* kAttrConvPrimitive = "grove_conv";  // "gemm" or "winograd"
+inline constexpr const char* kAttrConvPrimitive = "grove_conv";  // "gemm", "winograd" or "nhwc"
 
 inline std::string conv_primitive_choice(const Node& node) { return node.attr_string(kAttrConvPrimitive, ""); }
 

@@ -182,7 +182,7 @@ bool uses_gemm(const ConvDims& c) {
 // per-node choice, where it has one, decides over the rule.
 bool uses_winograd(const ConvDims& c) {
   if (c.precision != kernels::Precision::f32 || c.g.rank() != 2) return false;
-  if (c.primitive == "gemm") return false;
+  if (c.primitive == "gemm" || c.primitive == "nhwc") return false;  // nhwc: the GEMM, had it stayed NCHW
   if (c.primitive == "winograd") return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
   return winograd_by_rule(conv2d_shape(c), c.group, c.out_channels);
 }

@@ -48,24 +48,24 @@ const ValueInfo* info(const Graph& g, const std::string& name) {
 
 bool f32_4d(const ValueInfo* v) { return v && v->dtype == DType::f32 && v->shape.size() == 4; }
 
+// The rule: a conv the channels-last path can run, not kept NCHW by a choice, with enough input
+// and output channels, and not on Winograd. A conv chosen "nhwc" (grove tune) goes whatever
+// the rule says.
 bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::string>& keep) {
-  if (n.op_type != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
-  if (keep.count(n.name) || !conv_primitive_choice(n).empty() || n.attr_int("group", 1) != 1) return false;
-  const ValueInfo *x = info(g, n.inputs[0]), *y = info(g, n.outputs[0]);
-  const Tensor* w = constant(g, n.inputs[1]);
-  if (!f32_4d(x) || !f32_4d(y) || !w || w->dtype() != DType::f32 || w->rank() != 4) return false;
-  if (x->shape[1] < kMinChannels) return false;
+  if (!can_run_channels_last(g, n)) return false;
+  const std::string chosen = conv_primitive_choice(n);
+  if (chosen == "nhwc") return true;
+  if (keep.count(n.name) || !chosen.empty()) return false;
+  const Shape& x = g.values.at(n.inputs[0]).shape;
+  const Tensor& w = *constant(g, n.inputs[1]);
+  if (x[1] < kMinChannels) return false;
   // The output channels fill the GEMM's panels: few of them leave lanes empty (16 of 32).
   const auto nr = static_cast<int64_t>(
       kernels::gemm_blocking(kernels::active_isa(), runs_in_bf16(n) ? kernels::Precision::bf16 : kernels::Precision::f32).nr);
-  const int64_t m = w->dim(0);
+  const int64_t m = w.dim(0);
   if (m * 4 < (m + nr - 1) / nr * nr * 3) return false;
-  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !info(g, n.inputs[2])) return false;
-  if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty() &&
-      !f32_4d(info(g, n.inputs[kEpilogueResidualInput])))
-    return false;
   // Winograd layers stay on their NCHW path; a conv the plan marked bf16 never runs Winograd.
-  return runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x->shape, w->shape());
+  return runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x, w.shape());
 }
 
 // Convs that share channels-last values (one reads another's y, or both read one copy) form a
@@ -118,8 +118,8 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   int reverted = 0;
   for (size_t c : convs) {
     const size_t r = root(c);
-    if (flops[r] >= kFlopsPerMove * move_flops * moved[r]) continue;
     Node& n = g.nodes[c];
+    if (flops[r] >= kFlopsPerMove * move_flops * moved[r] || conv_primitive_choice(n) == "nhwc") continue;
     n.op_type = "Conv";
     n.domain.clear();
     n.inputs[0] = nchw_of.at(n.inputs[0]);
@@ -137,6 +137,17 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
 }
 
 }  // namespace
+
+bool can_run_channels_last(const Graph& g, const Node& n) {
+  if (n.op_type != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  if (n.attr_int("group", 1) != 1) return false;
+  const ValueInfo *x = info(g, n.inputs[0]), *y = info(g, n.outputs[0]);
+  const Tensor* w = constant(g, n.inputs[1]);
+  if (!f32_4d(x) || !f32_4d(y) || !w || w->dtype() != DType::f32 || w->rank() != 4) return false;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !info(g, n.inputs[2])) return false;
+  return n.inputs.size() <= kEpilogueResidualInput || n.inputs[kEpilogueResidualInput].empty() ||
+         f32_4d(info(g, n.inputs[kEpilogueResidualInput]));
+}
 
 int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double move_flops) {
   std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy

@@ -44,7 +44,11 @@ int to_channels_last_int8(Graph& graph);
 // ConvNhwc, with Transposes where the layout changes; chains of convs stay channels-last
 // (layout_f32.cpp). `move_flops`: what moving one element is worth in FLOPs (plan.h), to
 // weigh a lone conv's Transposes. Run by make_plan, after the precision marks. Returns how many.
+// A Conv node chosen "nhwc" (graph/choice_attrs.h) runs channels-last whatever the rule says.
 int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double move_flops);
+// Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with
+// constant weights (the rule of to_channels_last_f32 asks more).
+bool can_run_channels_last(const Graph& graph, const Node& node);
 
 // Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.

@@ -4,6 +4,7 @@
 
 #include "graph/choice_attrs.h"
 #include "ops/tile_conv_winograd.h"
+#include "passes/passes.h"
 
 namespace grove {
 
@@ -25,8 +26,11 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
       if (x == graph.values.end() || w == graph.values.end() ||
           !tiling::conv_node_fits_winograd(node, x->second.shape, w->second.shape))
         throw Error(node.describe() + ": Winograd cannot run this conv (3x3, stride 1, one group only)");
+    } else if (c.primitive == "nhwc") {
+      if (!can_run_channels_last(graph, node))
+        throw Error(node.describe() + ": channels-last runs float 2-D convs of one group with constant weights only");
     } else if (c.primitive != "gemm") {
-      throw Error(node.describe() + ": unknown conv primitive '" + c.primitive + "' (gemm or winograd)");
+      throw Error(node.describe() + ": unknown conv primitive '" + c.primitive + "' (gemm, winograd or nhwc)");
     }
     apply_primitive_choices_to_node(node, c.primitive);
   }

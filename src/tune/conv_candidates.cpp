@@ -3,7 +3,10 @@
 #include <cmath>
 #include <set>
 
+#include "graph/epilogue_attrs.h"
+#include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
+#include "passes/passes.h"
 
 namespace grove::tune {
 
@@ -73,6 +76,42 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
           tile_count(y, plan.tile_extent[n])};
 }
 
+namespace {
+
+// The block sizes the channels-last tile rule allows node n, as ConvNhwc would run it: its
+// infos are n's with x, the residual and y rotated to NHWC.
+std::vector<int64_t> channels_last_blocks(const Plan& plan, size_t n) {
+  Node twin = plan.graph.nodes[n];
+  twin.op_type = "ConvNhwc";
+  twin.domain = kGroveDomain;
+  const TileRule* rule = find_tile_rule(twin);
+  if (!rule) return {};
+  auto rotated = [&](const std::string& name) {
+    ValueInfo v = plan.graph.values.at(name);
+    v.shape = {v.shape[0], v.shape[2], v.shape[3], v.shape[1]};
+    v.data = nullptr;
+    return v;
+  };
+  std::vector<ValueInfo> in;
+  for (size_t i = 0; i < twin.inputs.size(); ++i) {
+    if (twin.inputs[i].empty()) in.push_back({DType::undefined, {}, nullptr, false});
+    else if (i == 0 || i == kEpilogueResidualInput) in.push_back(rotated(twin.inputs[i]));
+    else in.push_back(plan.graph.values.at(twin.inputs[i]));
+  }
+  const std::vector<ValueInfo> out = {rotated(twin.outputs[0])};
+  return rule->cuttable(twin, in, out);
+}
+
+// Whether every dim of `extent` is uncut (0 or whole) or a multiple of its block.
+bool fits_blocks(const Shape& shape, const Shape& extent, const std::vector<int64_t>& blocks) {
+  if (blocks.size() != shape.size() || extent.size() != shape.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (extent[d] > 0 && extent[d] < shape[d] && (blocks[d] == 0 || extent[d] % blocks[d] != 0)) return false;
+  return true;
+}
+
+}  // namespace
+
 std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
   const Node& node = plan.graph.nodes[n];
   const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
@@ -97,6 +136,19 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
         if (e.empty() || !seen.insert({p, e}).second) continue;
         out.push_back({p, e, tile_count(y, e)});
       }
+  // Channels-last: the GEMM's grids with the dims in NHWC order, where that rule allows them.
+  if (can_run_channels_last(plan.graph, node)) {
+    const std::vector<int64_t> blocks = channels_last_blocks(plan, n);
+    const Shape y_nhwc = {y[0], y[2], y[3], y[1]};
+    const size_t gemm_candidates = out.size();
+    for (size_t i = 0; i < gemm_candidates; ++i) {
+      if (out[i].primitive != "gemm") continue;
+      const Shape& e = out[i].extent;
+      const Shape nhwc = {e[0], e[2], e[3], e[1]};
+      if (fits_blocks(y_nhwc, nhwc, blocks) && seen.insert({"nhwc", nhwc}).second)
+        out.push_back({"nhwc", nhwc, tile_count(y_nhwc, nhwc)});
+    }
+  }
   return out;
 }
 

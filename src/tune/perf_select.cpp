@@ -1,5 +1,6 @@
 #include "tune/perf_select.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -128,7 +129,7 @@ std::vector<NodeChoice> predicted_choices(const Plan& rules, const PerfModel& mo
     // count changes how layers overlap, which grove tune's whole-model check catches and the
     // model cannot (on ResNet-50 at 2 threads such choices measured 5% slower).
     for (const ConvCandidate& k : candidates)
-      if (k.tiles == rule.tiles)
+      if (k.tiles == rule.tiles && std::count(primitives.begin(), primitives.end(), k.primitive))  // ones it prices
         if (const double cost = price(c, k); cost < best) best = cost, pick = &k;
     if (pick && !(pick->primitive == rule.primitive && pick->extent == rule.extent))
       choices.push_back({rules.graph.nodes[n].name, pick->primitive, pick->extent});

@@ -165,5 +165,38 @@ TEST(LayoutF32, CheapConvsStayNchw) {
   EXPECT_EQ(count_op(*plan, "Transpose"), 0);
 }
 
+// A tuning choice "nhwc" (grove tune) puts a conv channels-last whatever the rule says, even a
+// cheap one or a first layer; a grouped conv cannot take it, and the error names the node.
+TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 16, 8, 8}).input("img", kF32, {1, 3, 8, 8});
+  b.output("y", kF32, {1, 16, 8, 8}).output("z", kF32, {1, 64, 8, 8}).output("g", kF32, {1, 16, 8, 8});
+  weight(b, "w", {16, 16, 1, 1}, 1);
+  weight(b, "wi", {64, 3, 3, 3}, 2);
+  weight(b, "wg", {16, 8, 1, 1}, 3);
+  b.node("Conv", {"x", "w"}, {"c"}, "small");
+  b.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
+  OnnxBuilder::attr_ints(b.node("Conv", {"img", "wi"}, {"z"}, "first_layer"), "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(b.node("Conv", {"x", "wg"}, {"g"}, "grouped"), "group", 2);
+  const TensorMap inputs{{"x", seeded_tensor({1, 16, 8, 8}, 4)}, {"img", seeded_tensor({1, 3, 8, 8}, 5)}};
+  Model model(load_onnx_bytes(b.bytes(), "forced.onnx"));
+  PlanOptions options;
+  options.choices = {NodeChoice{"small", "nhwc", {}}, NodeChoice{"first_layer", "nhwc", {1, 4, 8, 64}}};
+  auto plan = make_plan(model.graph(), options);
+  EXPECT_EQ(plan->channels_last_convs, 2);
+  EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
+  PlannedRun run(plan, inputs, PlannedRunOptions{true});
+  run_serial(run, 8);
+  expect_close(run.outputs(), run_reference(model.graph(), inputs), 1e-4, "forced channels-last");
+  options.choices = {NodeChoice{"grouped", "nhwc", {}}};
+  try {
+    make_plan(model.graph(), options);
+    ADD_FAILURE() << "a grouped conv took an nhwc choice";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("grouped"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("one group"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace grove

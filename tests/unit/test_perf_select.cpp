@@ -3,6 +3,8 @@
 // and that follow what the model was taught.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -142,15 +144,22 @@ TEST(PerfSelect, EveryCandidatePlansAndComputesTheReference) {
   ASSERT_TRUE(tune::tunable_matmul(*rules, 1));
   EXPECT_FALSE(tune::tunable_conv(*rules, 1));
   const std::vector<tune::ConvCandidate> conv = tune::conv_candidates(*rules, 0), matmul = tune::matmul_candidates(*rules, 1);
-  EXPECT_GE(conv.size(), 4u);    // two primitives, several grids
+  EXPECT_GE(conv.size(), 6u);    // three primitives, several grids
   EXPECT_GE(matmul.size(), 2u);
-  for (const auto& c : conv) EXPECT_TRUE(c.primitive == "gemm" || c.primitive == "winograd");
+  std::set<std::string> primitives;
+  for (const auto& c : conv) primitives.insert(c.primitive);
+  EXPECT_EQ(primitives, (std::set<std::string>{"gemm", "nhwc", "winograd"}));
   for (const auto& c : matmul) EXPECT_TRUE(c.primitive.empty());
   uint32_t seed = 1;
-  auto check = [&](const NodeChoice& choice, int64_t tiles, size_t node) {
+  auto check = [&](const NodeChoice& choice, int64_t tiles, size_t) {
     PlanOptions with = po;
     with.choices = {choice};
     const auto plan = make_plan(g, with);
+    // By name: an nhwc choice puts Transposes around the conv.
+    size_t node = 0;
+    while (node < plan->graph.nodes.size() && plan->graph.nodes[node].name != choice.node) ++node;
+    ASSERT_LT(node, plan->graph.nodes.size()) << choice.node;
+    if (choice.primitive == "nhwc") EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNhwc");
     EXPECT_EQ(plan->tiles.tile_count[node], tiles) << choice.node << " " << shape_str(choice.extent);
     PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
     run_serial(run, seed++);
