@@ -72,7 +72,9 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
 // component: together they stay channels-last or go back. A component keeps channels-last
 // only if its FLOPs are at least kFlopsPerMove times what its Transposes move, in FLOPs (the
 // plan's move_flops per element); otherwise every conv of it becomes the NCHW Conv again and
-// its Transposes, unread, are dead. Returns how many convs went back.
+// its Transposes, unread, are dead. A group holding a conv chosen "nhwc" stays whole: that
+// conv reads its neighbours' channels-last outputs, which going back would remove. Returns
+// how many convs went back.
 int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of, double move_flops) {
   std::vector<size_t> convs;
   std::map<std::string, size_t> producer;
@@ -104,8 +106,10 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
       if (!fresh) parent[root(c)] = root(it->second);
     }
   std::map<size_t, double> flops, moved;
+  std::set<size_t> chosen;  // groups holding a conv chosen "nhwc": they stay channels-last whole
   for (size_t c : convs) {
     const Node& n = g.nodes[c];
+    if (conv_primitive_choice(n) == "nhwc") chosen.insert(root(c));
     flops[root(c)] += double(node_flops(g, n));
     const std::string& y = nchw_of.at(n.outputs[0]);
     if (reads[y] > 0) moved[root(c)] += double(numel(g.values.at(y).shape));  // its Transpose back is read
@@ -119,7 +123,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   for (size_t c : convs) {
     const size_t r = root(c);
     Node& n = g.nodes[c];
-    if (flops[r] >= kFlopsPerMove * move_flops * moved[r] || conv_primitive_choice(n) == "nhwc") continue;
+    if (chosen.count(r) || flops[r] >= kFlopsPerMove * move_flops * moved[r]) continue;
     n.op_type = "Conv";
     n.domain.clear();
     n.inputs[0] = nchw_of.at(n.inputs[0]);

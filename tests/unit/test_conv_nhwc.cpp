@@ -198,5 +198,28 @@ TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
   }
 }
 
+// Two cheap convs linked by a value form a group the cost check sends back to NCHW; when the
+// second is chosen "nhwc" the group stays channels-last whole (it reads the first's
+// channels-last output: sending the first back alone left that value with no producer).
+TEST(LayoutF32, AChosenConvKeepsItsGroupChannelsLast) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 16, 8, 8}).output("y", kF32, {1, 32, 8, 8});
+  weight(b, "wa", {32, 16, 1, 1}, 1);
+  weight(b, "wb", {32, 32, 1, 1}, 2);
+  b.node("Conv", {"x", "wa"}, {"a"}, "first");
+  b.node("Conv", {"a", "wb"}, {"c"}, "second");
+  b.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
+  const TensorMap inputs{{"x", seeded_tensor({1, 16, 8, 8}, 6)}};
+  Model model(load_onnx_bytes(b.bytes(), "group.onnx"));
+  EXPECT_EQ(make_plan(model.graph(), PlanOptions{})->channels_last_convs, 0);  // too cheap by the rule
+  PlanOptions options;
+  options.choices = {NodeChoice{"second", "nhwc", {}}};
+  auto plan = make_plan(model.graph(), options);
+  EXPECT_EQ(plan->channels_last_convs, 2);
+  PlannedRun run(plan, inputs, PlannedRunOptions{true});
+  run_serial(run, 9);
+  expect_close(run.outputs(), run_reference(model.graph(), inputs), 1e-4, "chosen group");
+}
+
 }  // namespace
 }  // namespace grove
