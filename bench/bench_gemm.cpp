@@ -1,5 +1,5 @@
-// Single-thread SGEMM throughput, grove against oneDNN's dnnl_sgemm (and grove's bf16 GEMM where the
-// CPU has AVX512-BF16): square 256..2048, and
+// Single-thread SGEMM throughput, grove against oneDNN's dnnl_sgemm (and grove's bf16 GEMMs where the
+// CPU has AVX512-BF16 or AMX): square 256..2048, and
 // every linear and attention GEMM of BERT-base at S=128 (M=128 rows of tokens).
 //
 //   build-x/bench/grove_bench_gemm --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -62,6 +62,9 @@ void BM_grove_sgemm(benchmark::State& state) { run_grove_square(state, Precision
 // The same GEMM with bf16 operands (A rounded as it is packed, inside the timed loop).
 void BM_grove_bf16gemm(benchmark::State& state) { run_grove_square(state, Precision::bf16); }
 
+// bf16 on the AMX tile unit, where the CPU has it.
+void BM_grove_amxgemm(benchmark::State& state) { run_grove_square(state, Precision::bf16_amx); }
+
 void BM_dnnl_sgemm(benchmark::State& state) {
   const size_t s = size_t(state.range(0));
   const std::vector<float> a = random_matrix(s * s, 1), b = random_matrix(s * s, 2);
@@ -82,6 +85,8 @@ void register_square_sizes() {
     benchmark::RegisterBenchmark("BM_dnnl_sgemm", BM_dnnl_sgemm)->Arg(s)->Unit(benchmark::kMillisecond)->MinTime(0.5);
     if (precision_supported(Precision::bf16, active_isa()))
       benchmark::RegisterBenchmark("BM_grove_bf16gemm", BM_grove_bf16gemm)->Arg(s)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+    if (precision_supported(Precision::bf16_amx, active_isa()))
+      benchmark::RegisterBenchmark("BM_grove_amxgemm", BM_grove_amxgemm)->Arg(s)->Unit(benchmark::kMillisecond)->MinTime(0.5);
   }
 }
 
@@ -148,15 +153,16 @@ int main(int argc, char** argv) {
   grove::bench::TableReporter reporter;
   if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
-  std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | grove bf16 GFLOP/s | bf16/fp32 |\n"
-              "|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("\n| M=N=K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | grove bf16 GFLOP/s | bf16/fp32 |"
+              " grove AMX bf16 GFLOP/s | AMX/fp32 |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::map<int, std::map<std::string, double>> by_size;
   for (auto& [size, row] : reporter.gflops)
     if (size.find('/') == std::string::npos) by_size[std::stoi(size)] = row;
   for (auto& [size, row] : by_size) {
-    const double grove = row["BM_grove_sgemm"], dnnl = row["BM_dnnl_sgemm"], bf16 = row["BM_grove_bf16gemm"];
-    std::printf("| %d | %.1f | %.1f | %.2f | %.1f | %.2f |\n", size, grove, dnnl, dnnl > 0 ? grove / dnnl : 0.0, bf16,
-                grove > 0 ? bf16 / grove : 0.0);
+    const double grove = row["BM_grove_sgemm"], dnnl = row["BM_dnnl_sgemm"], bf16 = row["BM_grove_bf16gemm"],
+                 amx = row["BM_grove_amxgemm"];
+    std::printf("| %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.2f |\n", size, grove, dnnl, dnnl > 0 ? grove / dnnl : 0.0,
+                bf16, grove > 0 ? bf16 / grove : 0.0, amx, grove > 0 ? amx / grove : 0.0);
   }
   std::printf("\n| BERT-base S=128 | M x N x K | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN |\n|---|---|---:|---:|---:|\n");
   for (const BertShape& s : kBertShapes) {

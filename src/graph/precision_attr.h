@@ -8,6 +8,14 @@ namespace grove {
 
 inline constexpr const char* kAttrPrecision = "grove_precision";
 
-inline bool runs_in_bf16(const Node& node) { return node.attr_string(kAttrPrecision, "") == "bf16"; }
+// "bf16": AVX512-BF16 dot products; "bf16_amx": the AMX tile unit. Both round the same way.
+inline constexpr const char* kPrecisionBf16 = "bf16";
+inline constexpr const char* kPrecisionBf16Amx = "bf16_amx";
+
+inline bool runs_in_bf16(const Node& node) {
+  const std::string p = node.attr_string(kAttrPrecision, "");
+  return p == kPrecisionBf16 || p == kPrecisionBf16Amx;
+}
+inline bool runs_on_amx(const Node& node) { return node.attr_string(kAttrPrecision, "") == kPrecisionBf16Amx; }
 
 }  // namespace grove

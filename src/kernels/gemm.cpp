@@ -15,6 +15,7 @@
 #endif
 
 #include "grove/error.h"
+#include "kernels/amx.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm_microkernel.h"
 
@@ -25,9 +26,14 @@ namespace {
 struct GemmConfig {
   GemmBlocking blocking;
   GemmMicrokernel kernel;
+  // Set up and release per-thread unit state around one gemm() call (AMX's tile configuration).
+  void (*begin)() = nullptr;
+  void (*end)() = nullptr;
 };
 
 GemmConfig config_for(Isa isa, Precision precision = Precision::f32) {
+  if (precision == Precision::bf16_amx)
+    return {{32, 32, 512, 256, "bf16_gemm_32x32_amx"}, bf16_gemm_32x32_amx, amx_begin, amx_end};
   if (precision == Precision::bf16)
     return {{14, 32, 512, 168, "bf16_gemm_14x32_avx512bf16"}, bf16_gemm_14x32_avx512bf16};
   switch (isa) {
@@ -112,7 +118,12 @@ GemmBlocking gemm_blocking(Isa isa, Precision precision) { return config_for(isa
 
 bool precision_supported(Precision precision, Isa isa) {
   if (!isa_supported(isa)) return false;
-  return precision == Precision::f32 || (isa == Isa::avx512 && isa_supports_bf16());
+  switch (precision) {
+    case Precision::f32: return true;
+    case Precision::bf16: return isa == Isa::avx512 && isa_supports_bf16();
+    case Precision::bf16_amx: return isa == Isa::avx512 && isa_supports_amx();
+  }
+  return false;
 }
 
 namespace {
@@ -121,7 +132,9 @@ void check_supported(const char* what, Isa isa, Precision precision) {
   if (!isa_supported(isa))
     throw Error(std::string(what) + ": ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
   if (!precision_supported(precision, isa))
-    throw Error(std::string(what) + ": bf16 kernels need AVX512-BF16, which this CPU (or GROVE_ISA) does not offer");
+    throw Error(std::string(what) + (precision == Precision::bf16_amx
+                                         ? ": AMX bf16 kernels need AMX-BF16, which this CPU (or GROVE_ISA) does not offer"
+                                         : ": bf16 kernels need AVX512-BF16, which this CPU (or GROVE_ISA) does not offer"));
 }
 
 uint32_t* words(float* p) { return reinterpret_cast<uint32_t*>(p); }
@@ -130,9 +143,9 @@ uint32_t* words(float* p) { return reinterpret_cast<uint32_t*>(p); }
 // interleaved with vector conversions; for n_by_k (column c of B is a contiguous source
 // row) each word pairs two neighbours of that row.
 void pack_b_bf16(PackedB& out, const float* b, size_t row_stride, BLayout layout) {
-  const size_t k = out.k, n = out.n, nr = out.nr, pairs = out.steps();
+  const size_t k = out.k, n = out.n, nr = out.nr, pairs = (k + 1) / 2;
   for (size_t j = 0; j * nr < n; ++j) {
-    uint32_t* panel = words(out.panels.data()) + j * pairs * nr;
+    uint32_t* panel = words(out.panels.data()) + j * out.steps() * nr;
     const size_t cols = std::min(nr, n - j * nr);
     if (layout == BLayout::k_by_n) {
       for (size_t q = 0; q < pairs; ++q) {
@@ -151,23 +164,25 @@ void pack_b_bf16(PackedB& out, const float* b, size_t row_stride, BLayout layout
 
 }  // namespace
 
-void convert_to_bf16(const PackedB& in, PackedB& out) {
+void convert_to_bf16(const PackedB& in, PackedB& out, Precision to) {
   if (in.precision != Precision::f32) throw Error("convert_to_bf16: B is not packed as f32");
-  check_supported("convert_to_bf16", in.isa, Precision::bf16);
+  if (!is_bf16(to)) throw Error("convert_to_bf16: the target precision is not bf16");
+  check_supported("convert_to_bf16", in.isa, to);
   out.k = in.k;
   out.n = in.n;
   out.isa = in.isa;
-  out.precision = Precision::bf16;
-  out.nr = config_for(in.isa, Precision::bf16).blocking.nr;
+  out.precision = to;
+  out.nr = config_for(in.isa, to).blocking.nr;
   if (out.nr != in.nr) throw Error("convert_to_bf16: f32 and bf16 panels differ in width");
-  const size_t nr = out.nr, pairs = out.steps(), panel_count = (in.n + nr - 1) / nr;
-  out.panels.reserve(std::max<size_t>(panel_count * pairs * nr, 1));
+  const size_t nr = out.nr, steps = out.steps(), pairs = (in.k + 1) / 2, panel_count = (in.n + nr - 1) / nr;
+  out.panels.reserve(std::max<size_t>(panel_count * steps * nr, 1));
   for (size_t j = 0; j < panel_count; ++j) {
     const float* src = in.panel(j);
-    uint32_t* dst = words(out.panels.data()) + j * pairs * nr;
+    uint32_t* dst = words(out.panels.data()) + j * steps * nr;
     for (size_t q = 0; q < pairs; ++q)
       bf16_interleave_rows_avx512bf16(src + 2 * q * nr, 2 * q + 1 < in.k ? src + (2 * q + 1) * nr : nullptr, nr,
                                       dst + q * nr);
+    std::fill(dst + pairs * nr, dst + steps * nr, 0u);  // AMX's padding pair rows
   }
 }
 
@@ -184,8 +199,8 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
   packed.precision = precision;
   packed.nr = config_for(isa, precision).blocking.nr;
   const size_t nr = packed.nr;
-  if (precision == Precision::bf16) {
-    packed.panels.resize((n + nr - 1) / nr * packed.steps() * nr);
+  if (is_bf16(precision)) {
+    packed.panels.resize((n + nr - 1) / nr * packed.steps() * nr);  // zero-filled: padding stays 0
     pack_b_bf16(packed, b, row_stride, layout);
     return packed;
   }
@@ -223,18 +238,23 @@ void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_st
   const size_t row_length = layout == BLayout::k_by_n ? n : k;
   if (row_stride < row_length) throw Error("pack_b: row stride smaller than a row");
   if ((k > 0 && n > 0) && b == nullptr) throw Error("pack_b: null B");
-  if (precision == Precision::bf16) {
+  if (is_bf16(precision)) {
     check_supported("pack_b", isa, precision);
     out.k = k;
     out.n = n;
     out.isa = isa;
     out.precision = precision;
     out.nr = config_for(isa, precision).blocking.nr;
-    // The padding columns of the last panel must be 0: reserve keeps old contents.
-    const size_t panel_count = (n + out.nr - 1) / out.nr, size = panel_count * out.steps() * out.nr;
+    // The padding columns of the last panel and AMX's padding pair rows must be 0: reserve
+    // keeps old contents.
+    const size_t panel_count = (n + out.nr - 1) / out.nr, steps = out.steps(), size = panel_count * steps * out.nr;
     out.panels.reserve(std::max<size_t>(size, 1));
     if (n % out.nr != 0)
-      std::fill(out.panels.data() + (panel_count - 1) * out.steps() * out.nr, out.panels.data() + size, 0.0f);
+      std::fill(out.panels.data() + (panel_count - 1) * steps * out.nr, out.panels.data() + size, 0.0f);
+    const size_t pairs = (k + 1) / 2;
+    if (steps > pairs)
+      for (size_t j = 0; j < panel_count; ++j)
+        std::fill(out.panels.data() + (j * steps + pairs) * out.nr, out.panels.data() + (j + 1) * steps * out.nr, 0.0f);
     pack_b_bf16(out, b, row_stride, layout);
     return;
   }
@@ -265,6 +285,13 @@ PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa, P
   packed.precision = precision;
   packed.mr = config_for(isa, precision).blocking.mr;
   const size_t mr = packed.mr, tiles = (m + mr - 1) / mr;
+  if (precision == Precision::bf16_amx) {
+    packed.tiles.resize(tiles * packed.steps() * mr);
+    for (size_t t = 0; t < tiles; ++t)
+      bf16_pack_a_amx(a + t * mr * row_stride, row_stride, std::min(mr, m - t * mr), k,
+                      words(packed.tiles.data()) + t * packed.steps() * mr);
+    return packed;
+  }
   if (precision == Precision::bf16) {
     packed.tiles.resize(tiles * packed.steps() * mr);
     for (size_t t = 0; t < tiles; ++t)
@@ -298,10 +325,6 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
     throw Error("gemm: residual row stride smaller than a row");
 }
 
-// Packed rows for k steps: bf16 packs k in pairs. Every k block but the last has an even kc,
-// so a block's first pair is whole.
-size_t packed_steps(Precision precision, size_t k) { return precision == Precision::bf16 ? (k + 1) / 2 : k; }
-
 // Where a block of packed A lives: micro-panel t of the block at base + t * tile_stride.
 struct ABlock {
   const float* base;
@@ -324,6 +347,7 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
   tile.c_stride = call.c_stride;
   tile.activation = call.epilogue.activation;
   tile.residual_stride = call.epilogue.residual_stride;
+  if (config.begin) config.begin();
   // k == 0 still runs one (empty) k block so the epilogue is applied.
   size_t pc = 0;
   do {
@@ -357,6 +381,7 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
     }
     pc += kc;
   } while (pc < k);
+  if (config.end) config.end();
 }
 
 }  // namespace
@@ -366,11 +391,22 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   check_call(call, b, true);
   const GemmConfig config = config_for(b.isa, b.precision);
   const size_t mr = config.blocking.mr, kc_max = config.blocking.kc, mc_max = config.blocking.mc;
-  const bool bf16 = b.precision == Precision::bf16;
+  const bool bf16 = b.precision == Precision::bf16, amx = b.precision == Precision::bf16_amx;
   scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) *
                           packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
   gemm_loops(call, b, config, mc_max, true, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
     float* out = scratch.a_block.data();
+    if (amx) {
+      const size_t stride = packed_steps(Precision::bf16_amx, kc) * mr;
+      for (size_t t = 0; t < tiles; ++t) {
+        const size_t i0 = ic + tile_row(mc, tiles, t), rows = tile_row(mc, tiles, t + 1) - tile_row(mc, tiles, t);
+        if (call.a_transposed)
+          bf16_pack_a_amx_transposed(call.a + pc * call.a_stride + i0, call.a_stride, rows, kc, words(out) + t * stride);
+        else
+          bf16_pack_a_amx(call.a + i0 * call.a_stride + pc, call.a_stride, rows, kc, words(out) + t * stride);
+      }
+      return ABlock{out, stride};
+    }
     if (bf16) {
       const size_t stride = packed_steps(Precision::bf16, kc) * mr;
       for (size_t t = 0; t < tiles; ++t) {

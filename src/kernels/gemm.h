@@ -20,10 +20,24 @@
 
 namespace grove::kernels {
 
-// The element type of the packed operands. C, the epilogue and accumulation are float in
-// both; bf16 rounds A and B to bfloat16 when packing (kernels/bf16.h gives the layout) and
-// runs on AVX512-BF16 dot products, twice the multiplies per instruction.
-enum class Precision { f32, bf16 };
+// The element type of the packed operands and the unit that multiplies them. C, the
+// epilogue and accumulation are float in all; bf16 rounds A and B to bfloat16 when packing
+// (kernels/bf16.h gives the layout) and runs on AVX512-BF16 dot products, twice the
+// multiplies per instruction; bf16_amx rounds the same way and runs on the AMX tile unit
+// (kernels/amx.h), with its own operand padding.
+enum class Precision { f32, bf16, bf16_amx };
+
+inline bool is_bf16(Precision p) { return p != Precision::f32; }
+
+// Packed rows for k steps: k for f32; k in pairs for bf16, padded to whole 16-pair tiles for AMX.
+inline size_t packed_steps(Precision p, size_t k) {
+  switch (p) {
+    case Precision::f32: return k;
+    case Precision::bf16: return (k + 1) / 2;
+    case Precision::bf16_amx: return (k + 31) / 32 * 16;
+  }
+  return k;
+}
 
 // True when gemm() can run packed operands of `precision` for `isa` here.
 bool precision_supported(Precision precision, Isa isa);
@@ -34,7 +48,7 @@ enum class BLayout { k_by_n, n_by_k };
 
 // B cut into panels of nr columns; panel j holds its k rows of nr floats back to back, the
 // last panel zero-padded. A k-block [p, p + kc) of a panel is therefore contiguous.
-// With bf16, a panel holds (k + 1) / 2 rows of nr pair words instead (kernels/bf16.h).
+// With bf16, a panel holds packed_steps() rows of nr pair words instead (kernels/bf16.h).
 struct PackedB {
   size_t k = 0;
   size_t n = 0;
@@ -45,7 +59,7 @@ struct PackedB {
 
   size_t bytes() const { return panels.size() * sizeof(float); }
   // Packed rows per panel: k, or k pairs for bf16.
-  size_t steps() const { return precision == Precision::bf16 ? (k + 1) / 2 : k; }
+  size_t steps() const { return packed_steps(precision, k); }
   const float* panel(size_t index) const { return panels.data() + index * steps() * nr; }
 };
 
@@ -59,9 +73,9 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
 void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_stride, BLayout layout,
                  Isa isa = active_isa(), Precision precision = Precision::f32);
 
-// The f32 panels of `in` (e.g. written by pack_im2col) rounded into bf16 panels in `out`,
-// reusing its buffer.
-void convert_to_bf16(const PackedB& in, PackedB& out);
+// The f32 panels of `in` (e.g. written by pack_im2col) rounded into bf16 panels in `out`
+// for the kernel of `to` (bf16 or bf16_amx), reusing its buffer.
+void convert_to_bf16(const PackedB& in, PackedB& out, Precision to = Precision::bf16);
 
 // Sizes `out` for a k x n B on `isa` (reusing its buffer) for a caller that writes the
 // panels itself (im2col.h); the padding columns of the last panel are set to 0.
@@ -80,7 +94,7 @@ struct PackedA {
   AlignedFloats tiles;
 
   size_t bytes() const { return tiles.size() * sizeof(float); }
-  size_t steps() const { return precision == Precision::bf16 ? (k + 1) / 2 : k; }
+  size_t steps() const { return packed_steps(precision, k); }
   const float* tile(size_t index) const { return tiles.data() + index * steps() * mr; }
 };
 

@@ -37,5 +37,7 @@ void f32_gemm_6x16_avx2(const GemmTileArgs& args);
 void f32_gemm_14x32_avx512(const GemmTileArgs& args);
 // bf16 operands (kernels/bf16.h): a and b point at pair words, kc still counts k steps.
 void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& args);
+// AMX tiles (kernels/amx.h gives the operand layouts); needs amx_begin() on the thread first.
+void bf16_gemm_32x32_amx(const GemmTileArgs& args);
 
 }  // namespace grove::kernels

@@ -1,6 +1,12 @@
 #include "kernels/isa.h"
 
 #include <cstdlib>
+#include <string_view>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace grove::kernels {
 
@@ -43,6 +49,33 @@ Isa active_isa() {
 
 bool isa_supports_bf16() {
   return active_isa() == Isa::avx512 && __builtin_cpu_supports("avx512bf16");
+}
+
+namespace {
+
+// Linux hands out the 8 KiB tile state only to a process that asks for it; without the grant
+// the first tile instruction faults.
+bool request_tile_state() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+bool detect_amx() {
+  if (active_isa() != Isa::avx512) return false;
+  if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
+  if (const char* forced = std::getenv("GROVE_ISA"); forced && std::string_view(forced) != "amx") return false;
+  return request_tile_state();
+}
+
+}  // namespace
+
+bool isa_supports_amx() {
+  static const bool usable = detect_amx();
+  return usable;
 }
 
 bool isa_supports_avx512_vnni() {

@@ -4,6 +4,7 @@
 file(GLOB GROVE_KERNELS_AVX512 CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_avx512.cpp)
 file(GLOB GROVE_KERNELS_AVX512BF16 CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_avx512bf16.cpp)
 file(GLOB GROVE_KERNELS_AVX512VNNI CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_avx512vnni.cpp)
+file(GLOB GROVE_KERNELS_AMX CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_amx.cpp)
 file(GLOB GROVE_KERNELS_AVX2 CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_avx2.cpp)
 # -Wno-maybe-uninitialized: GCC 12 false positive inside its own avx512fintrin.h (the
 # "undefined" source operand of the unmasked intrinsics).
@@ -13,6 +14,8 @@ set_source_files_properties(${GROVE_KERNELS_AVX512BF16} PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512bw;-mavx512vl;-mavx512bf16;-mfma;-Wno-maybe-uninitialized")
 set_source_files_properties(${GROVE_KERNELS_AVX512VNNI} PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vnni;-Wno-maybe-uninitialized")
+set_source_files_properties(${GROVE_KERNELS_AMX} PROPERTIES
+  COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512bw;-mavx512vl;-mavx512bf16;-mamx-tile;-mamx-bf16;-mfma;-Wno-maybe-uninitialized")
 set_source_files_properties(${GROVE_KERNELS_AVX2} PROPERTIES
   COMPILE_OPTIONS "-mavx2;-mfma")
 # The Winograd transforms run in vector and scalar form over the same blocks; without

@@ -238,7 +238,7 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
   const size_t in_plane = shape.in_h * shape.in_w, out_plane = shape.out_h * shape.out_w;
   const size_t q0 = static_cast<size_t>(r[2].begin) * shape.out_w, q1 = static_cast<size_t>(r[2].end) * shape.out_w;
   const size_t nr = kernels::gemm_blocking(kernels::active_isa()).nr;
-  const size_t packed_budget = c.precision == kernels::Precision::bf16 ? 2 * kPackedFloats : kPackedFloats;
+  const size_t packed_budget = kernels::is_bf16(c.precision) ? 2 * kPackedFloats : kPackedFloats;
   const size_t chunk = pixels_per_gemm_call(k, nr, packed_budget);
   const float* xs = x.data<float>();
   const float* ws_data = w.data<float>();
@@ -295,13 +295,13 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
           transpose_block(ws.c_t.data(), cols, pixels, cols, y_block, out_plane);
           continue;
         }
-        const bool bf16 = c.precision == kernels::Precision::bf16;
+        const bool bf16 = kernels::is_bf16(c.precision);
         if (bf16 && kernels::is_plain_1x1(shape))  // the input planes are B: rounded as they are packed
           kernels::pack_b_into(ws.b16, x_group + qa, k, pixels, in_plane, kernels::BLayout::k_by_n, kernels::active_isa(),
                                c.precision);
         else
           kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
-        if (bf16 && !kernels::is_plain_1x1(shape)) kernels::convert_to_bf16(ws.b, ws.b16);
+        if (bf16 && !kernels::is_plain_1x1(shape)) kernels::convert_to_bf16(ws.b, ws.b16, c.precision);
         const kernels::PackedB& b = bf16 ? ws.b16 : ws.b;
         // Output channels [oc0, packed0) by packing their weights now, the rest from the
         // prepared tiles (which start on multiples of mr within the group).

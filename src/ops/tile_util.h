@@ -49,6 +49,7 @@ bool is_full(const Region& r, const Shape& shape);
 // The GEMM precision the plan chose for this node (graph/precision_attr.h): prepared and
 // per-tile packing of one node use the same, so a tile gives the same bits either way.
 inline kernels::Precision gemm_precision(const Node& node) {
+  if (runs_on_amx(node)) return kernels::Precision::bf16_amx;
   return runs_in_bf16(node) ? kernels::Precision::bf16 : kernels::Precision::f32;
 }
 

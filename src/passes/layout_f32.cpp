@@ -20,6 +20,7 @@
 #include "kernels/gemm.h"
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
+#include "ops/tile_util.h"
 #include "passes/flops.h"
 #include "passes/layout_nodes.h"
 #include "passes/passes.h"
@@ -61,7 +62,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   if (x[1] < kMinChannels) return false;
   // The output channels fill the GEMM's panels: few of them leave lanes empty (16 of 32).
   const auto nr = static_cast<int64_t>(
-      kernels::gemm_blocking(kernels::active_isa(), runs_in_bf16(n) ? kernels::Precision::bf16 : kernels::Precision::f32).nr);
+      kernels::gemm_blocking(kernels::active_isa(), tiling::gemm_precision(n)).nr);
   const int64_t m = w.dim(0);
   if (m * 4 < (m + nr - 1) / nr * nr * 3) return false;
   // Winograd layers stay on their NCHW path; a conv the plan marked bf16 never runs Winograd.

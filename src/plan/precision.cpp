@@ -1,6 +1,7 @@
 // The plan's choice of arithmetic per node (grove/precision.h): with bf16 asked for and
 // available, every Conv, MatMul and Gemm whose products run on the GEMM kernels with constant
-// weights is marked (graph/precision_attr.h), and so is the fused Attention; their tile rules
+// weights is marked (graph/precision_attr.h), "bf16_amx" where the CPU has AMX tiles and
+// "bf16" (AVX512-BF16 dot products) otherwise, and so is the fused Attention; their tile rules
 // then pack weights to bf16 once and round activations to bf16 as they pack them. Everything
 // else (normalisation, softmax, elementwise, reductions) stays float32.
 #include "plan/precision.h"
@@ -61,16 +62,19 @@ PrecisionReport apply_precision(Graph& graph, Precision wanted) {
     return report;
   }
   report.precision = Precision::bf16;
+  // The tile unit where there is one: the same rounding, several times the products per cycle.
+  const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
   std::map<std::string, int> by_op;
   for (Node& node : graph.nodes) {
     if (!wants_bf16(graph, node)) continue;
     Attribute& a = node.attrs[kAttrPrecision];
     a.kind = Attribute::Kind::s;
-    a.s = "bf16";
+    a.s = amx ? kPrecisionBf16Amx : kPrecisionBf16;
     ++report.bf16_nodes;
     ++by_op[node.op_type];
   }
-  report.note = "bf16 products in " + std::to_string(report.bf16_nodes) + " nodes (";
+  report.note = std::string(amx ? "bf16 products on AMX tiles" : "bf16 products") + " in " +
+                std::to_string(report.bf16_nodes) + " nodes (";
   bool first = true;
   for (const auto& [op, count] : by_op) {
     report.note += (first ? "" : ", ") + std::to_string(count) + " " + op;

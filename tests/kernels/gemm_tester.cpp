@@ -65,7 +65,7 @@ void GemmTester::test() const {
   ASSERT_EQ(packed.precision, precision_);
   ASSERT_GE(packed.bytes(), packed.steps() * b_cols * sizeof(float));
   // What the kernel multiplies: the operands as packed.
-  auto operand = [&](float x) { return precision_ == Precision::bf16 ? double(bf16_value(bf16_bits(x))) : double(x); };
+  auto operand = [&](float x) { return is_bf16(precision_) ? double(bf16_value(bf16_bits(x))) : double(x); };
 
   std::vector<float> c = c_initial;
   GemmCall call;
@@ -118,7 +118,7 @@ void GemmTester::test() const {
       const double tolerance = tolerance_ > 0.0 ? tolerance_ * std::max(1.0, std::abs(expected))
                                                 : 2e-6 * (magnitude + 1.0) + 1e-5 * std::abs(expected);
       if (std::abs(got - expected) > tolerance && ++failures <= 5)
-        ADD_FAILURE() << isa_name(isa_) << (precision_ == Precision::bf16 ? " bf16" : "") << " m=" << m_ << " n=" << n_ << " k=" << k_ << " at (" << i << ", "
+        ADD_FAILURE() << isa_name(isa_) << (precision_ == Precision::bf16 ? " bf16" : precision_ == Precision::bf16_amx ? " bf16_amx" : "") << " m=" << m_ << " n=" << n_ << " k=" << k_ << " at (" << i << ", "
                       << j << "): got " << got << ", expected " << expected;
     }
   }

@@ -160,13 +160,15 @@ TEST_P(Gemm, RejectsBadCalls) {
 }
 
 std::string kernel_test_name(const ::testing::TestParamInfo<GemmKernel>& info) {
-  return std::string(isa_name(info.param.isa)) + (info.param.precision == Precision::bf16 ? "_bf16" : "");
+  const Precision p = info.param.precision;
+  return std::string(isa_name(info.param.isa)) + (p == Precision::bf16 ? "_bf16" : p == Precision::bf16_amx ? "_bf16_amx" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm,
                          ::testing::Values(GemmKernel{Isa::scalar, Precision::f32}, GemmKernel{Isa::avx2, Precision::f32},
                                            GemmKernel{Isa::avx512, Precision::f32},
-                                           GemmKernel{Isa::avx512, Precision::bf16}),
+                                           GemmKernel{Isa::avx512, Precision::bf16},
+                                           GemmKernel{Isa::avx512, Precision::bf16_amx}),
                          kernel_test_name);
 
 TEST(Isa, ActiveIsSupportedAndParses) {

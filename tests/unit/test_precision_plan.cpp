@@ -64,7 +64,12 @@ TEST(PrecisionPlan, MarksGemmNodesWithConstantWeightsOnly) {
   EXPECT_TRUE(marked.at("matmul_weights"));
   EXPECT_FALSE(marked.at("matmul_activations"));
   EXPECT_EQ(plan->precision.bf16_nodes, 2);
-  EXPECT_EQ(plan->precision.note, "bf16 products in 2 nodes (1 Conv, 1 MatMul); everything else fp32");
+  // On the AMX tile unit where the CPU has one, else on AVX512-BF16 dot products.
+  const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
+  for (const Node& n : plan->graph.nodes)
+    if (runs_in_bf16(n)) EXPECT_EQ(runs_on_amx(n), amx) << n.name;
+  EXPECT_EQ(plan->precision.note, std::string(amx ? "bf16 products on AMX tiles" : "bf16 products") +
+                                      " in 2 nodes (1 Conv, 1 MatMul); everything else fp32");
   // The bound graph the plan was made from is not marked: only the plan's copy is.
   for (const Node& n : g.nodes) EXPECT_FALSE(runs_in_bf16(n)) << n.name;
 

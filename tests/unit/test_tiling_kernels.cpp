@@ -193,22 +193,38 @@ std::vector<Tensor> rounded_to_bf16(std::vector<Tensor> inputs) {
   return inputs;
 }
 
+// With `unit` "bf16" (AVX512-BF16) or "bf16_amx" (AMX tiles).
 void check_bf16(const std::string& what, Node node, const std::vector<Tensor>& inputs,
-                std::vector<std::vector<int64_t>> extra = {}) {
+                std::vector<std::vector<int64_t>> extra, const char* unit) {
   const std::vector<int64_t> whole_grid(cuttable_of(node, inputs).size(), 0);
   const Tensor fp32 = run_grid(node, inputs, whole_grid, true);
   node.attrs[kAttrPrecision].kind = Attribute::Kind::s;
-  node.attrs[kAttrPrecision].s = "bf16";
-  SCOPED_TRACE(what);
+  node.attrs[kAttrPrecision].s = unit;
+  SCOPED_TRACE(what + " " + unit);
   check(node, rounded_to_bf16(inputs), std::move(extra), 1e-4);
   check_tiling(node, inputs, 0.1);
   EXPECT_NE(std::memcmp(run_grid(node, inputs, whole_grid, true).raw(), fp32.raw(), fp32.bytes()), 0)
       << "bf16 gave the fp32 bits";
 }
 
-TEST(TilingKernels, Bf16OnEveryGemmPath) {
-  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa()))
-    GTEST_SKIP() << "no AVX512-BF16 here (or GROVE_ISA lowers the ISA)";
+// Each bf16 unit; the AMX one is skipped where the CPU has no AMX.
+class Bf16Unit : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    const auto p = std::string(GetParam()) == kPrecisionBf16Amx ? kernels::Precision::bf16_amx : kernels::Precision::bf16;
+    if (!kernels::precision_supported(p, kernels::active_isa()))
+      GTEST_SKIP() << "no " << GetParam() << " kernels here (or GROVE_ISA lowers the ISA)";
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(TilingKernels, Bf16Unit, ::testing::Values(kPrecisionBf16, kPrecisionBf16Amx));
+
+TEST_P(Bf16Unit, OnEveryGemmPath) {
+  const char* unit = GetParam();
+  auto check_bf16 = [unit](const std::string& what, const Node& node, const std::vector<Tensor>& inputs,
+                           std::vector<std::vector<int64_t>> extra = {}) {
+    ::grove::check_bf16(what, node, inputs, std::move(extra), unit);
+  };
   // 3x3 stride 1 (Winograd in fp32, the im2col GEMM in bf16), K = 540 past one k block.
   check_bf16("3x3", NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}),
              {random_f32({1, 60, 17, 19}, 1), random_f32({20, 60, 3, 3}, 2), random_f32({20}, 3)});
@@ -267,7 +283,8 @@ TEST(TilingKernels, GemmPrepackedAMatchesPerCallPacking) {
   using kernels::Isa;
   using kernels::Precision;
   for (auto [isa, precision] : {std::pair{Isa::scalar, Precision::f32}, std::pair{Isa::avx2, Precision::f32},
-                                std::pair{Isa::avx512, Precision::f32}, std::pair{Isa::avx512, Precision::bf16}}) {
+                                std::pair{Isa::avx512, Precision::f32}, std::pair{Isa::avx512, Precision::bf16},
+                                std::pair{Isa::avx512, Precision::bf16_amx}}) {
     if (!kernels::precision_supported(precision, isa)) continue;
     kernels::PackedB pb = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa, precision);
     kernels::PackedA pa = kernels::pack_a(a.data<float>(), m, k, k, isa, precision);
@@ -287,7 +304,8 @@ TEST(TilingKernels, GemmPrepackedAMatchesPerCallPacking) {
       call.c = got.data();
       kernels::gemm(call, pa, row0, pb);
       EXPECT_EQ(std::memcmp(got.data(), want.data(), (m - row0) * n * sizeof(float)), 0)
-          << kernels::isa_name(isa) << (precision == Precision::bf16 ? " bf16" : "") << " row0 " << row0;
+          << kernels::isa_name(isa) << (kernels::is_bf16(precision) ? " bf16" : "")
+          << (precision == Precision::bf16_amx ? " amx" : "") << " row0 " << row0;
     }
     kernels::GemmCall bad;
     std::vector<float> c(n);
@@ -307,29 +325,34 @@ TEST(TilingKernels, Bf16PackingsAgree) {
   using kernels::Precision;
   const kernels::Isa isa = kernels::Isa::avx512;
   if (!kernels::precision_supported(Precision::bf16, isa)) GTEST_SKIP() << "CPU lacks AVX512-BF16";
-  for (size_t k : {size_t{1}, size_t{7}, size_t{64}}) {
-    const size_t n = 45;
-    Tensor b = random_f32({static_cast<int64_t>(k), static_cast<int64_t>(n)}, unsigned(70 + k));
-    std::vector<float> b_t(k * n);
-    for (size_t p = 0; p < k; ++p)
-      for (size_t j = 0; j < n; ++j) b_t[j * k + p] = b.data<float>()[p * n + j];
-    const kernels::PackedB want = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa, Precision::bf16);
-    const kernels::PackedB from_t = kernels::pack_b(b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, Precision::bf16);
-    kernels::PackedB into;
-    kernels::pack_b_into(into, std::vector<float>(4096, 3.0f).data(), 64, 64, 64, kernels::BLayout::k_by_n, isa);
-    kernels::pack_b_into(into, b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, Precision::bf16);
-    kernels::PackedB converted;
-    kernels::convert_to_bf16(kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa), converted);
-    const size_t words = (n + want.nr - 1) / want.nr * want.steps() * want.nr;
-    ASSERT_EQ(want.panels.size(), words);
-    for (const kernels::PackedB* other : {&from_t, static_cast<const kernels::PackedB*>(&into), static_cast<const kernels::PackedB*>(&converted)}) {
-      ASSERT_EQ(other->precision, Precision::bf16);
-      EXPECT_EQ(std::memcmp(other->panels.data(), want.panels.data(), words * sizeof(float)), 0) << "k " << k;
+  // AMX panels also pad k to whole 32-step tiles with zero pair rows: the reused buffer below
+  // held other data there.
+  for (Precision prec : {Precision::bf16, Precision::bf16_amx}) {
+    if (!kernels::precision_supported(prec, isa)) continue;
+    for (size_t k : {size_t{1}, size_t{7}, size_t{64}}) {
+      const size_t n = 45;
+      Tensor b = random_f32({static_cast<int64_t>(k), static_cast<int64_t>(n)}, unsigned(70 + k));
+      std::vector<float> b_t(k * n);
+      for (size_t p = 0; p < k; ++p)
+        for (size_t j = 0; j < n; ++j) b_t[j * k + p] = b.data<float>()[p * n + j];
+      const kernels::PackedB want = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa, prec);
+      const kernels::PackedB from_t = kernels::pack_b(b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, prec);
+      kernels::PackedB into;
+      kernels::pack_b_into(into, std::vector<float>(4096, 3.0f).data(), 64, 64, 64, kernels::BLayout::k_by_n, isa);
+      kernels::pack_b_into(into, b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, prec);
+      kernels::PackedB converted;
+      kernels::convert_to_bf16(kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa), converted, prec);
+      const size_t words = (n + want.nr - 1) / want.nr * want.steps() * want.nr;
+      ASSERT_EQ(want.panels.size(), words);
+      for (const kernels::PackedB* other : {&from_t, static_cast<const kernels::PackedB*>(&into), static_cast<const kernels::PackedB*>(&converted)}) {
+        ASSERT_EQ(other->precision, prec);
+        EXPECT_EQ(std::memcmp(other->panels.data(), want.panels.data(), words * sizeof(float)), 0) << "k " << k << (prec == Precision::bf16_amx ? " amx" : "");
+      }
+      uint32_t first;
+      std::memcpy(&first, want.panels.data(), sizeof first);
+      EXPECT_EQ(first & 0xFFFFu, kernels::bf16_bits(b.data<float>()[0]));
+      EXPECT_EQ(first >> 16, k > 1 ? kernels::bf16_bits(b.data<float>()[n]) : 0u);
     }
-    uint32_t first;
-    std::memcpy(&first, want.panels.data(), sizeof first);
-    EXPECT_EQ(first & 0xFFFFu, kernels::bf16_bits(b.data<float>()[0]));
-    EXPECT_EQ(first >> 16, k > 1 ? kernels::bf16_bits(b.data<float>()[n]) : 0u);
   }
   Tensor a = random_f32({20, 8}, 80), b = random_f32({8, 40}, 81);
   const kernels::PackedA pa = kernels::pack_a(a.data<float>(), 20, 8, 8, isa, Precision::bf16);

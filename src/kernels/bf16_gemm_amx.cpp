@@ -1,0 +1,130 @@
+// AMX-BF16 microkernel, 32 x 32, and the packing of A into its operand layout (kernels/amx.h).
+// The tile unit multiplies a 16 x 32 bf16 block of A by a 32 x 16 bf16 block of B (k in
+// pairs) into a 16 x 16 float block of C per instruction. Four C tiles hold a 32 x 32 block;
+// per 32 k steps the kernel loads two A tiles and two B tiles and issues four tile products,
+// so each loaded tile feeds two products.
+//
+// B is the bf16 panel layout of kernels/bf16.h with the pair rows padded to a multiple of 16:
+// a B tile is 16 pair rows of 16 columns, read with the panel's row stride (32 words).
+// C leaves the tiles through a 4 KiB block on the stack and goes through the same AVX-512
+// epilogue as the other kernels, one row at a time.
+//
+// Compiled with -mamx-tile -mamx-bf16 on top of the AVX-512 flags (kernels.cmake); called
+// only where isa_supports_amx().
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/amx.h"
+#include "kernels/bf16.h"
+#include "kernels/gemm_epilogue_avx512.h"
+
+namespace grove::kernels {
+
+namespace {
+
+constexpr int kRows = 16;           // rows of every tile
+constexpr int kRowBytes = 64;       // bytes of every tile row
+constexpr size_t kStepK = 32;       // k per tile product
+constexpr size_t kBPanelBytes = 128;  // a pair row of a 32-column B panel
+
+// ldtilecfg's 64-byte operand: palette 1, then bytes per row and rows of each tile.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Rows [0, rows) of a 32 x 32 float block through the epilogue into C.
+void finish_rows(const float (&block)[32][32], const GemmTileArgs& t) {
+  for (size_t r = 0; r < t.m; ++r) {
+    GemmTileArgs row = t;
+    row.m = 1;
+    row.c = t.c + r * t.c_stride;
+    row.row_bias = t.row_bias ? t.row_bias + r : nullptr;
+    row.residual = t.residual ? t.residual + r * t.residual_stride : nullptr;
+    __m512 acc[1][kNV] = {{_mm512_load_ps(block[r]), _mm512_load_ps(block[r] + 16)}};
+    store_tile<1>(acc, row);
+  }
+}
+
+}  // namespace
+
+void amx_begin() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.colsb[t] = kRowBytes;
+    config.rows[t] = kRows;
+  }
+  // Inline asm with a memory operand: GCC 12 drops the stores to `config` ahead of its
+  // _tile_loadconfig builtin, as if the instruction did not read them.
+  asm volatile("ldtilecfg %0" : : "m"(config));
+}
+
+void amx_end() { _tile_release(); }
+
+void bf16_gemm_32x32_amx(const GemmTileArgs& t) {
+  const size_t steps = (t.kc + kStepK - 1) / kStepK;
+  const auto* a = reinterpret_cast<const char*>(t.a);
+  const auto* b = reinterpret_cast<const char*>(t.b);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (size_t s = 0; s < steps; ++s) {
+    const char* as = a + s * kAmxAStepBytes;
+    const char* bs = b + s * kRows * kBPanelBytes;
+    _tile_loadd(4, as, kRowBytes);
+    _tile_loadd(6, bs, kBPanelBytes);
+    _tile_loadd(7, bs + kRowBytes, kBPanelBytes);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_loadd(5, as + kRows * kRowBytes, kRowBytes);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float block[32][32];
+  _tile_stored(0, &block[0][0], sizeof block[0]);
+  _tile_stored(1, &block[0][16], sizeof block[0]);
+  _tile_stored(2, &block[16][0], sizeof block[0]);
+  _tile_stored(3, &block[16][16], sizeof block[0]);
+  finish_rows(block, t);
+}
+
+// Each row: 32 floats (masked at the end of k) become 32 bf16 in one conversion, which
+// puts element 2p in the low half of word p, the pair layout.
+void bf16_pack_a_amx(const float* a, size_t stride, size_t rows, size_t kc, uint32_t* out) {
+  const size_t steps = (kc + kStepK - 1) / kStepK;
+  for (size_t s = 0; s < steps; ++s) {
+    uint32_t* dst = out + s * kAmxAStepWords;
+    const size_t p = s * kStepK, left = std::min(kStepK, kc - p);
+    const __mmask16 lo = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    const __mmask16 hi = left >= 32 ? __mmask16(0xFFFF) : left <= 16 ? __mmask16(0) : __mmask16((1u << (left - 16)) - 1);
+    for (size_t r = 0; r < rows; ++r) {
+      const float* src = a + r * stride + p;
+      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + 16), _mm512_maskz_loadu_ps(lo, src));
+      _mm512_store_si512(dst + r * 16, (__m512i)v);
+    }
+    std::memset(dst + rows * 16, 0, (32 - rows) * 16 * sizeof(uint32_t));
+  }
+}
+
+// A stored transposed: k rows of m floats. Pairs of k rows are interleaved into words, then
+// scattered to their rows; this path serves callers that hold A^T, not the hot loops.
+void bf16_pack_a_amx_transposed(const float* a_t, size_t stride, size_t rows, size_t kc, uint32_t* out) {
+  const size_t steps = (kc + kStepK - 1) / kStepK;
+  std::memset(out, 0, steps * kAmxAStepWords * sizeof(uint32_t));
+  uint32_t pairs[32];
+  for (size_t p = 0; p < kc; p += 2) {
+    const float* row0 = a_t + p * stride;
+    bf16_interleave_rows_avx512bf16(row0, p + 1 < kc ? row0 + stride : nullptr, rows, pairs);
+    uint32_t* dst = out + p / kStepK * kAmxAStepWords + p % kStepK / 2;
+    for (size_t r = 0; r < rows; ++r) dst[r * 16] = pairs[r];
+  }
+}
+
+}  // namespace grove::kernels
