@@ -52,6 +52,7 @@ int run_plan(const PlanCliOptions& o) {
   if (o.tile_counts == "tail") {
     options.tile_counts = TileCounts::tail_aware;
     options.move_flops = kernels::measure_move_flops();
+    if (options.precision == Precision::bf16) options.amx_flop_cost = kernels::measure_amx_flop_cost();
   }
 
   auto start = std::chrono::steady_clock::now();
@@ -68,7 +69,10 @@ int run_plan(const PlanCliOptions& o) {
   std::printf("model: %s\n", o.model.c_str());
   std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
               o.tiles_per_op > 0                                   ? std::to_string(o.tiles_per_op).c_str()
-              : options.tile_counts == TileCounts::tail_aware ? strf("tail-aware, %g FLOPs per moved element", options.move_flops).c_str()
+              : options.tile_counts == TileCounts::tail_aware ? strf("tail-aware, %g FLOPs per moved element%s", options.move_flops,
+                                                                          options.amx_flop_cost != kDefaultAmxFlopCost || options.precision == Precision::bf16
+                                                                              ? strf(", %g per AMX FLOP", options.amx_flop_cost).c_str()
+                                                                              : "").c_str()
                                                                    : "about 2 per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());

@@ -46,4 +46,24 @@ double measure_move_flops() {
   return std::exp2(2 * std::round(std::log2(std::clamp(flops_per_ns / elements_per_ns, 1.0, 1024.0)) / 2));
 }
 
+double measure_amx_flop_cost() {
+  if (!precision_supported(Precision::bf16_amx, active_isa())) return 1.0;
+  // Pixels x output channels x k of a mid-network channels-last layer: small enough for L2.
+  const size_t m = 256, n = 128, k = 576;
+  std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), y(m * n);
+  const PackedB f32 = pack_b(w.data(), k, n, n, BLayout::k_by_n);
+  const PackedB amx = pack_b(w.data(), k, n, n, BLayout::k_by_n, active_isa(), Precision::bf16_amx);
+  GemmScratch scratch;
+  GemmCall call;
+  call.m = m;
+  call.a = a.data();
+  call.a_stride = k;
+  call.n = n;
+  call.c = y.data();
+  call.c_stride = n;
+  const double f32_ns = best_ns([&] { gemm(call, f32, scratch); });
+  const double amx_ns = best_ns([&] { gemm(call, amx, scratch); });
+  return std::exp2(std::round(std::log2(std::clamp(amx_ns / std::max(f32_ns, 1.0), 1.0 / 64, 1.0))));
+}
+
 }  // namespace grove::kernels

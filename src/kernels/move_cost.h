@@ -11,4 +11,8 @@ namespace grove::kernels {
 // its square root, so a factor of two either way changes little).
 double measure_move_flops();
 
+// What one FLOP of the AMX bf16 GEMM costs in f32 GEMM FLOPs, measured now on the same small
+// GEMM (the best of a few calls of each), rounded to a power of two; 1 where there is no AMX.
+double measure_amx_flop_cost();
+
 }  // namespace grove::kernels

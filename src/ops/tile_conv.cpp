@@ -444,9 +444,8 @@ TileWork conv_tile_work(const Node& node, std::span<const ValueInfo> in, std::sp
   // The weights a row cut streams again come packed, read by the microkernel as it
   // multiplies: their cost is in the padded lanes, not in moves.
   const bool packs_input = !(transposed && kernels::is_plain_1x1(s));
-  w.flops = images * groups * 2 * k * lanes;
-  w.moves = packs_input ? images * groups * k * pixels : 0;
-  return w;
+  return gemm_tile_work(c.precision == kernels::Precision::bf16_amx, images * groups * 2 * k * lanes,
+                        packs_input ? images * groups * k * pixels : 0, groups * k * m);
 }
 
 }  // namespace

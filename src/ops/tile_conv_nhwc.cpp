@@ -169,10 +169,9 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   auto up = [](double v, double m) { return std::ceil(v / m) * m; };
   const double pixels = size(1) * size(2);
   const bool direct = reads_x_in_place(g);
-  TileWork w;
-  w.flops = size(0) * 2 * k * up(pixels, double(b.mr)) * up(size(3), double(b.nr));
-  w.moves = direct ? 0 : size(0) * pixels * k;
-  return w;
+  return gemm_tile_work(gemm_precision(node) == kernels::Precision::bf16_amx,
+                        size(0) * 2 * k * up(pixels, double(b.mr)) * up(size(3), double(b.nr)),
+                        direct ? 0 : size(0) * pixels * k, k * size(3));
 }
 
 }  // namespace

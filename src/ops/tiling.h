@@ -22,7 +22,17 @@ namespace grove {
 struct TileWork {
   double flops = 0;  // arithmetic, counting the register tile's padding lanes
   double moves = 0;  // elements packed, transformed or streamed, which a finer cut repeats
+  // Arithmetic on the AMX tile unit instead (bf16_amx nodes): priced apart, at the session's
+  // measured cost of one such FLOP in f32 FLOPs (PlanOptions::amx_flop_cost).
+  double amx_flops = 0;
 };
+
+// A GEMM tile's work on the unit its precision runs on. On AMX the products are so cheap that
+// streaming the weights again, which a finer cut of the other dim makes every tile do, is
+// no longer hidden under them: those `weights` count as moves there.
+inline TileWork gemm_tile_work(bool amx, double flops, double moves, double weights) {
+  return amx ? TileWork{0, moves + weights, flops} : TileWork{flops, moves, 0};
+}
 
 struct TileRule {
   // Per dim of output 0: the block size tiles along that dim must be a multiple of (the last

@@ -22,6 +22,7 @@ namespace grove {
 using TileRuleLookup = const TileRule* (*)(const Node& node);
 
 inline constexpr double kDefaultMoveFlops = 32;
+inline constexpr double kDefaultAmxFlopCost = 0.25;
 
 struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
@@ -40,6 +41,9 @@ struct PlanOptions {
   // TileCounts::tail_aware: FLOPs one moved element is worth (kernels::measure_move_flops;
   // sessions measure it; kDefaultMoveFlops for plans made without a measurement).
   double move_flops = kDefaultMoveFlops;
+  // The same for the AMX tile unit: f32 FLOPs one of its FLOPs costs
+  // (kernels::measure_amx_flop_cost; kDefaultAmxFlopCost without a measurement).
+  double amx_flop_cost = kDefaultAmxFlopCost;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)

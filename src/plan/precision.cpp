@@ -29,18 +29,20 @@ const Tensor* initializer(const Graph& g, const Node& node, size_t input) {
 }
 
 // Conv through the im2col GEMM: 1-D or 2-D, and more than one input channel per group (a
-// depthwise conv runs a direct loop with nothing to pack). Layers that take Winograd stay
-// fp32 there: its transforms, not its GEMMs, bound those layers, so bf16 buys little, and
-// bf16 im2col measured slower than fp32 Winograd on them; bf16 Winograd GEMMs were tried and
-// doubled the error for no measurable gain (docs/precision.md).
-bool conv_on_gemm(const Graph& g, const Node& node, const Tensor& w) {
+// depthwise conv runs a direct loop with nothing to pack). On AVX512-BF16 dot products,
+// layers that take Winograd stay fp32: its transforms, not its GEMMs, bound those layers, so
+// bf16 buys little, and bf16 im2col measured slower than fp32 Winograd on them; bf16 Winograd
+// GEMMs were tried and doubled the error for no measurable gain. On AMX the im2col GEMM beats
+// fp32 Winograd, so every GEMM conv goes bf16 (docs/precision.md has both measurements).
+bool conv_on_gemm(const Graph& g, const Node& node, const Tensor& w, bool amx) {
   const size_t rank = w.shape().size();
   const int64_t group = node.attr_int("group", 1);
   if (!(rank == 3 || rank == 4) || !(group == 1 || w.shape()[1] > 1)) return false;
+  if (amx) return true;
   return !tiling::conv_node_uses_winograd(node, g.values.at(node.inputs[0]).shape, w.shape());
 }
 
-bool wants_bf16(const Graph& g, const Node& node) {
+bool wants_bf16(const Graph& g, const Node& node, bool amx) {
   if (node.inputs.empty() || !is_f32(g, node.inputs[0]) || node.outputs.empty() || !is_f32(g, node.outputs[0]))
     return false;
   // The fused attention's two GEMMs (Q.K^T and P.V): its operands are activations, packed per tile.
@@ -48,7 +50,7 @@ bool wants_bf16(const Graph& g, const Node& node) {
   if (!node.domain.empty() && node.domain != "ai.onnx") return false;
   const Tensor* w = initializer(g, node, 1);
   if (!w) return false;
-  if (node.op_type == "Conv") return conv_on_gemm(g, node, *w);
+  if (node.op_type == "Conv") return conv_on_gemm(g, node, *w, amx);
   return node.op_type == "MatMul" || node.op_type == "Gemm";
 }
 
@@ -66,7 +68,7 @@ PrecisionReport apply_precision(Graph& graph, Precision wanted) {
   const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
   std::map<std::string, int> by_op;
   for (Node& node : graph.nodes) {
-    if (!wants_bf16(graph, node)) continue;
+    if (!wants_bf16(graph, node, amx)) continue;
     Attribute& a = node.attrs[kAttrPrecision];
     a.kind = Attribute::Kind::s;
     a.s = amx ? kPrecisionBf16Amx : kPrecisionBf16;

@@ -50,6 +50,7 @@ struct Session::Impl {
   // FLOPs per moved element for tail-aware tile counts: measured at the first such plan and
   // kept, so every plan of the session prices tiles alike.
   double move_flops = 0;
+  double amx_flop_cost = 0;  // likewise, for plans with bf16 on AMX
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
@@ -109,6 +110,10 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   if (po.tile_counts == TileCounts::tail_aware && po.tiles_per_op == 0) {
     if (move_flops == 0) move_flops = kernels::measure_move_flops();
     po.move_flops = move_flops;
+    if (options.precision == Precision::bf16) {
+      if (amx_flop_cost == 0) amx_flop_cost = kernels::measure_amx_flop_cost();
+      po.amx_flop_cost = amx_flop_cost;
+    }
   }
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;

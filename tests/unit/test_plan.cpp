@@ -2,7 +2,9 @@
 // critical path, the barrier schedule and the buffer plan.
 #include <tuple>
 
+#include "graph/precision_attr.h"
 #include "kernels/gemm.h"
+#include "ops/tiling.h"
 #include "passes/flops.h"
 #include "plan_test_util.h"
 
@@ -320,6 +322,53 @@ TEST(Plan, TailAwareCountsPriceTheWorkAFinerCutRepeats) {
   auto plain = conv_plan(64, 64, 1, 2, TileCounts::tail_aware, 256);
   EXPECT_EQ(tile_grid(*plain, 0), (Shape{1, 1, 4, 1}));
   EXPECT_EQ(tile_grid(*conv_plan(64, 64, 1, 2, TileCounts::fixed), 0), (Shape{1, 1, 4, 1}));
+}
+
+// On AMX a conv tile's products are priced apart (TileWork::amx_flops, at the session's
+// measured amx_flop_cost), and the weights it streams count as moves, since the tile unit no
+// longer hides them: cheaper products and dearer repeats give no more tiles than fp32 pricing.
+TEST(Plan, AmxConvTilesPriceProductsApartAndTheWeightsTheyStream) {
+  OnnxBuilder b;
+  b.input("x", kF32, {1, 512, 7, 7}).output("y", kF32, {1, 512, 7, 7});
+  weight(b, "w", {512, 512, 3, 3}, 1);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
+  Model model(load_onnx_bytes(b.bytes(), "conv.onnx"));
+  Graph marked = model.graph();
+  marked.nodes[0].attrs[kAttrPrecision].kind = Attribute::Kind::s;
+  marked.nodes[0].attrs[kAttrPrecision].s = kPrecisionBf16Amx;
+  for (const ConvLayout layout : {ConvLayout::nchw, ConvLayout::channels_last}) {
+    SCOPED_TRACE(layout == ConvLayout::nchw ? "nchw" : "channels-last");
+    PlanOptions o;
+    o.threads = 2;
+    o.tile_counts = TileCounts::tail_aware;
+    o.conv_layout = layout;
+    o.prepare_weights = false;
+    auto work = [&](const Graph& source) {
+      auto plan = make_plan(source, o);
+      for (const Node& n : plan->graph.nodes) {
+        if (n.op_type != "Conv" && n.op_type != "ConvNhwc") continue;
+        const std::vector<ValueInfo> in{plan->graph.values.at(n.inputs[0]), plan->graph.values.at(n.inputs[1])};
+        const std::vector<ValueInfo> out{plan->graph.values.at(n.outputs[0])};
+        return grove::find_tile_rule(n)->tile_work(n, in, out, out[0].shape);
+      }
+      ADD_FAILURE() << "no conv in the plan";
+      return TileWork{};
+    };
+    const TileWork f32 = work(model.graph()), amx = work(marked);
+    EXPECT_GT(f32.flops, 0);
+    EXPECT_EQ(f32.amx_flops, 0);
+    EXPECT_EQ(amx.flops, 0);
+    EXPECT_GT(amx.amx_flops, 0);
+    EXPECT_DOUBLE_EQ(amx.moves - f32.moves, 512.0 * 512 * 9);  // the tile's weights
+    auto conv_tiles = [&](double cost) {
+      o.amx_flop_cost = cost;
+      auto plan = make_plan(marked, o);
+      for (size_t n = 0; n < plan->graph.nodes.size(); ++n)
+        if (plan->graph.nodes[n].op_type.rfind("Conv", 0) == 0) return plan->tiles.tile_count[n];
+      return 0;
+    };
+    EXPECT_LE(conv_tiles(1.0 / 16), conv_tiles(1));
+  }
 }
 
 // A 3x3 stem (3 -> 8 channels), a 3x3 conv of 4 groups, then a conv of `last_groups` groups
