@@ -42,7 +42,7 @@ constexpr const char* kPruneHelp =
     "several separated by ';'";
 constexpr const char* kPrecisionHelp =
     "Arithmetic of Conv/MatMul/Gemm with constant weights: fp32, or bf16 (bfloat16 operands, float32 "
-    "accumulation, on AVX512-BF16; runs fp32 with a note on CPUs without it). Everything else stays fp32. "
+    "accumulation, on AMX tiles where the CPU has them, else AVX512-BF16; runs fp32 with a note on CPUs without either). Everything else stays fp32. "
     "docs/precision.md";
 constexpr const char* kLayoutHelp =
     "Activation layout of float convs: nhwc runs each chain of convs the channels-last rule takes on NHWC "
