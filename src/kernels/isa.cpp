@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <string_view>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -64,19 +67,35 @@ bool request_tile_state() {
 #endif
 }
 
-bool detect_amx() {
-  if (active_isa() != Isa::avx512) return false;
-  if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
+// The tile unit and its state, asked for once; each kind of product is checked apart.
+// CPUID leaf 7 EDX: AMX-BF16 bit 22, AMX-TILE bit 24, AMX-INT8 bit 25. Read directly:
+// clang 14's __builtin_cpu_supports does not know the AMX names.
+bool cpuid_leaf7_edx_bit(int bit) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  return (edx >> bit) & 1u;
+#else
+  return false;
+#endif
+}
+
+bool detect_amx_tiles() {
+  if (active_isa() != Isa::avx512 || !cpuid_leaf7_edx_bit(24)) return false;
   if (const char* forced = std::getenv("GROVE_ISA"); forced && std::string_view(forced) != "amx") return false;
   return request_tile_state();
 }
 
-}  // namespace
-
-bool isa_supports_amx() {
-  static const bool usable = detect_amx();
+bool amx_tiles() {
+  static const bool usable = detect_amx_tiles();
   return usable;
 }
+
+}  // namespace
+
+bool isa_supports_amx() { return amx_tiles() && cpuid_leaf7_edx_bit(22); }
+
+bool isa_supports_amx_int8() { return amx_tiles() && cpuid_leaf7_edx_bit(25); }
 
 bool isa_supports_avx512_vnni() {
   return active_isa() == Isa::avx512 && __builtin_cpu_supports("avx512vnni");

@@ -26,6 +26,8 @@ bool isa_supports_bf16();
 // AMX-BF16, the kernel granted this process the tile state (Linux arch_prctl, asked once
 // here), and GROVE_ISA is unset or "amx" (any lower GROVE_ISA, avx512 included, turns AMX off).
 bool isa_supports_amx();
+// The same for the AMX-INT8 products (tdpbusd) of the 8-bit GEMM: AMX-INT8 in place of AMX-BF16.
+bool isa_supports_amx_int8();
 
 // True when the AVX-512 VNNI integer GEMM can run (vpdpwssd): AVX-512 active and the CPU has
 // AVX512_VNNI.

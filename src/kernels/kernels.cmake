@@ -15,7 +15,7 @@ set_source_files_properties(${GROVE_KERNELS_AVX512BF16} PROPERTIES
 set_source_files_properties(${GROVE_KERNELS_AVX512VNNI} PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vnni;-Wno-maybe-uninitialized")
 set_source_files_properties(${GROVE_KERNELS_AMX} PROPERTIES
-  COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512bw;-mavx512vl;-mavx512bf16;-mamx-tile;-mamx-bf16;-mfma;-Wno-maybe-uninitialized")
+  COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512bw;-mavx512vl;-mavx512bf16;-mamx-tile;-mamx-bf16;-mamx-int8;-mfma;-Wno-maybe-uninitialized")
 set_source_files_properties(${GROVE_KERNELS_AVX2} PROPERTIES
   COMPILE_OPTIONS "-mavx2;-mfma")
 # The Winograd transforms run in vector and scalar form over the same blocks; without

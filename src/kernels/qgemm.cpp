@@ -145,6 +145,7 @@ void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const 
   if (isa == Isa::scalar) return u8s8_gemm_requantize_scalar(x, rows, x_stride, w, r);
   if (isa != Isa::avx512 || !isa_supports_avx512_vnni())
     throw Error("u8s8_gemm: needs AVX512_VNNI, which this CPU or GROVE_ISA does not give");
+  if (isa_supports_amx_int8()) return u8s8_gemm_requantize_amx(x, rows, x_stride, w, r);
   u8s8_gemm_requantize_avx512vnni(x, rows, x_stride, w, r);
 }
 

@@ -94,12 +94,25 @@ struct ColumnRequantize {
   size_t residual_stride = 0;
   QAddParams residual_add;
 };
+// isa avx512 runs on AMX tiles where isa_supports_amx_int8(), else on VNNI.
 void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const ColumnRequantize& r,
                           Isa isa = active_isa());
 void u8s8_gemm_requantize_scalar(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
                                  const ColumnRequantize& r);
 void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
                                      const ColumnRequantize& r);
+// The same on the AMX tile unit (tdpbusd, 32 rows x 32 columns per block); isa avx512 picks it
+// where isa_supports_amx_int8(). Sums are exact int32 either way, so the bytes are the same.
+void u8s8_gemm_requantize_amx(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
+                              const ColumnRequantize& r);
+// The AVX-512 epilogue of u8s8_gemm_requantize on int32 sums already computed (the AMX
+// kernel's C block leaves through it): `rows` rows of `count` (1 or 2) panels of sums, row t
+// at sums + t * sums_stride, `cols_last` valid columns in the last panel, W's first column
+// `col`, y and residual at the block's first row and column. nan_*: whether the requantize
+// and the residual add can make a NaN (u8s8_gemm_requantize_avx512vnni decides the same way).
+void u8s8_requantize_block_avx512vnni(const int32_t* sums, size_t sums_stride, size_t rows, size_t count,
+                                      size_t cols_last, const ColumnRequantize& r, size_t col, uint8_t* y,
+                                      const uint8_t* residual, bool nan_requantize, bool nan_add);
 
 void s8u8_gemm_scalar(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);
 void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride);

@@ -293,6 +293,22 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
   }
 }
 
+void u8s8_requantize_block_avx512vnni(const int32_t* sums, size_t sums_stride, size_t rows, size_t count,
+                                      size_t cols_last, const ColumnRequantize& r, size_t col, uint8_t* y,
+                                      const uint8_t* residual, bool nan_requantize, bool nan_add) {
+  const NanSteps nan{nan_requantize, nan_add};
+  const __mmask16 last = cols_last == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << cols_last) - 1);
+  for (size_t t = 0; t < rows; ++t) {
+    const int32_t* s = sums + t * sums_stride;
+    uint8_t* yt = y + t * r.y_stride;
+    const uint8_t* res = residual ? residual + t * r.residual_stride : nullptr;
+    store_column_requantized(_mm512_loadu_si512(s), r, col, yt, res, nan, count == 2 ? __mmask16(0xFFFF) : last);
+    if (count == 2)
+      store_column_requantized(_mm512_loadu_si512(s + kWidth), r, col + kWidth, yt + kWidth, res ? res + kWidth : nullptr,
+                               nan, last);
+  }
+}
+
 void s8u8_gemm_avx512vnni(const PackedS8& a, RowRange range, const U8Panels& b, int32_t* c, size_t c_stride) {
   run_tiles<false>(a, range, b, c, c_stride, nullptr);
 }

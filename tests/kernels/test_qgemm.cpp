@@ -116,6 +116,52 @@ TEST(QGemm, RowsTimesPanelsRequantizeLikeScalar) {
         }
 }
 
+// The two AVX-512 kernels of u8s8_gemm_requantize called by name (isa avx512 picks AMX where
+// the CPU has it, so this keeps the VNNI one tested there too), against the scalar loops bit
+// for bit: k around the AMX step of 64 (a partial last quad group, padded by the kernel),
+// rows around its 32-row blocks, odd panel counts, column ranges and the residual add.
+TEST(QGemm, AmxAndVnniKernelsRequantizeLikeScalar) {
+  if (!isa_supports_avx512_vnni()) GTEST_SKIP() << "no AVX512_VNNI";
+  using Kernel = void (*)(const uint8_t*, size_t, size_t, const U8Panels&, const ColumnRequantize&);
+  std::vector<std::pair<const char*, Kernel>> kernels = {{"vnni", u8s8_gemm_requantize_avx512vnni}};
+  if (isa_supports_amx_int8()) kernels.push_back({"amx", u8s8_gemm_requantize_amx});
+  unsigned seed = 500;
+  for (size_t rows : {1, 16, 31, 32, 33, 70})
+    for (size_t n : {1, 17, 32, 48, 100})
+      for (size_t k : {1, 4, 63, 64, 65, 200}) {
+        std::mt19937 rng(seed++);
+        const size_t k4 = (k + 3) / 4 * 4, x_stride = k4 + 5, stride = n + 3;
+        std::vector<uint8_t> x(rows * x_stride);
+        for (auto& v : x) v = static_cast<uint8_t>(rng());
+        const std::vector<uint8_t> w = random_bytes(k * n, rng), residual = random_bytes(rows * stride, rng);
+        U8Panels panels;
+        pack_u8_panels(w.data(), n, k, n, 0, panels);
+        std::vector<int32_t> add(n);
+        std::vector<float> multiplier(n);
+        for (size_t j = 0; j < n; ++j) add[j] = static_cast<int32_t>(rng() % 20001) - 10000, multiplier[j] = 0.0002f * static_cast<float>(j + 1);
+        const bool is_signed = seed % 2 == 0, with_residual = seed % 3 == 0;
+        ColumnRequantize r;
+        r.add = add.data(), r.multiplier = multiplier.data(), r.zero_point = is_signed ? 3.0f : 100.0f;
+        r.is_signed = is_signed, r.lo = is_signed ? -128.0f : 0.0f, r.hi = is_signed ? 127.0f : 255.0f;
+        r.y_stride = stride;
+        r.col_begin = n > 32 && seed % 4 == 0 ? 16 : 0;
+        if (with_residual) {
+          r.residual = residual.data(), r.residual_stride = stride;
+          r.residual_add = {0.031f, r.zero_point, 0.017f, is_signed ? 4.0f : 130.0f, 0.042f, is_signed ? 2.0f : 97.0f,
+                            r.lo, r.hi, seed % 5 == 0, is_signed};
+        }
+        std::vector<uint8_t> want(rows * stride, 7);
+        r.y = want.data();
+        u8s8_gemm_requantize_scalar(x.data(), rows, x_stride, panels, r);
+        for (const auto& [name, kernel] : kernels) {
+          std::vector<uint8_t> got(rows * stride, 7);
+          r.y = got.data();
+          kernel(x.data(), rows, x_stride, panels, r);
+          ASSERT_EQ(got, want) << name << " rows " << rows << " n " << n << " k " << k << " from column " << r.col_begin;
+        }
+      }
+}
+
 // A column range (a channel tile of QLinearConvNhwc): only W's columns [col_begin, col_end)
 // are written, from y's first byte, each equal to the full product's column; nothing else.
 TEST(QGemm, ColumnRangeWritesOnlyItsColumns) {
