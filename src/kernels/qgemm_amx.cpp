@@ -4,9 +4,10 @@
 // 16 quads of a panel are 16 rows of 64 bytes. Four C tiles hold 32 rows x 2 panels; per 64 k
 // steps two X tiles and two W tiles are loaded and four products issued.
 //
-// X is copied first into rows padded with zeros to whole 64-byte steps (the caller's rows
-// hold only the quads W has), and the last, partial 16-quad group of each W panel into a
-// zero-padded block, so one tile configuration serves every shape. The int32 sums leave the
+// X is read in place where the tile loads stay inside its valid bytes, else copied into rows
+// padded with zeros to whole 64-byte steps (the caller's rows hold only the quads W has); the
+// last, partial 16-quad group of each W panel is copied into a zero-padded block. So one tile
+// configuration serves every shape. The int32 sums leave the
 // tiles through a block on the stack and go through the VNNI kernel's requantizing epilogue
 // (u8s8_requantize_block_avx512vnni), so the bytes are the same as there.
 //
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/aligned_buffer.h"
 #include "kernels/amx.h"
@@ -31,9 +33,11 @@ constexpr size_t kGroupQuads = kStepBytes / 4;     // W quads per tile
 constexpr size_t kGroupBytes = kGroupQuads * kWidth * 4;  // one W tile
 constexpr size_t kBlockRows = 32;
 
-// Per-thread copies: X's rows padded, W's partial last groups. Grown, never shrunk.
+// Per-thread copies: X's short blocks padded, W's partial last groups. Grown, never shrunk.
 struct AmxScratch {
   AlignedFloats x, tails;
+  std::vector<const uint8_t*> block_x;  // each 32-row block's first row: in place or copied
+  std::vector<size_t> block_stride;
 };
 
 uint8_t* bytes(AlignedFloats& buffer, size_t count) {
@@ -54,14 +58,36 @@ void u8s8_gemm_requantize_amx(const uint8_t* x, size_t rows, size_t x_stride, co
   for (size_t j = r.col_begin; j < end_col; ++j) nan_requantize |= !std::isfinite(r.multiplier[j]);
   const bool nan_add = r.residual && qadd_may_be_nan(r.residual_add);
 
-  // X: every row padded to row_bytes; rows past `rows` in the last block are zero.
-  const size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-  uint8_t* xp = bytes(scratch.x, blocks * kBlockRows * row_bytes);
-  for (size_t t = 0; t < rows; ++t) {
-    std::memcpy(xp + t * row_bytes, x + t * x_stride, x_bytes);
-    std::memset(xp + t * row_bytes + x_bytes, 0, row_bytes - x_bytes);
+  // X in place for a block of 32 rows whose tile loads (row_bytes from each row's start) end
+  // inside the valid bytes: the bytes read past a row's quads meet W's zero padding, and an
+  // integer times zero is zero. The other blocks (the last, short ones) are copied, every
+  // row padded to row_bytes and rows past `rows` zero.
+  const size_t blocks = (rows + kBlockRows - 1) / kBlockRows, x_end = (rows - 1) * x_stride + x_bytes;
+  auto in_place = [&](size_t b) {
+    const size_t last = b * kBlockRows + kBlockRows - 1;
+    return last < rows && last * x_stride + row_bytes <= x_end;
+  };
+  size_t copied = 0;
+  for (size_t b = 0; b < blocks; ++b) copied += in_place(b) ? 0 : 1;
+  uint8_t* xp = copied ? bytes(scratch.x, copied * kBlockRows * row_bytes) : nullptr;
+  std::vector<const uint8_t*>& block_x = scratch.block_x;
+  std::vector<size_t>& block_stride = scratch.block_stride;
+  block_x.resize(blocks);
+  block_stride.resize(blocks);
+  for (size_t b = 0, c = 0; b < blocks; ++b) {
+    if (in_place(b)) {
+      block_x[b] = x + b * kBlockRows * x_stride, block_stride[b] = x_stride;
+      continue;
+    }
+    uint8_t* dst = xp + c++ * kBlockRows * row_bytes;
+    const size_t t0 = b * kBlockRows, count = std::min(kBlockRows, rows - t0);
+    for (size_t t = 0; t < count; ++t) {
+      std::memcpy(dst + t * row_bytes, x + (t0 + t) * x_stride, x_bytes);
+      std::memset(dst + t * row_bytes + x_bytes, 0, row_bytes - x_bytes);
+    }
+    std::memset(dst + count * row_bytes, 0, (kBlockRows - count) * row_bytes);
+    block_x[b] = dst, block_stride[b] = row_bytes;
   }
-  std::memset(xp + rows * row_bytes, 0, (blocks * kBlockRows - rows) * row_bytes);
   // W: each panel's partial last group, padded with zero quads.
   const size_t tail_quads = w.quads - full_groups * kGroupQuads;
   uint8_t* tails = tail_quads ? bytes(scratch.tails, (panels - first) * kGroupBytes) : nullptr;
@@ -78,14 +104,15 @@ void u8s8_gemm_requantize_amx(const uint8_t* x, size_t rows, size_t x_stride, co
   alignas(64) int32_t sums[kBlockRows][2 * kWidth];
   auto run = [&](size_t q0, size_t b) {
     const size_t count = std::min<size_t>(2, panels - q0), t0 = b * kBlockRows;
-    const uint8_t* a = xp + t0 * row_bytes;
+    const uint8_t* a = block_x[b];
+    const size_t a_stride = block_stride[b];
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
     for (size_t g = 0; g < groups; ++g) {
-      _tile_loadd(4, a + g * kStepBytes, row_bytes);
-      _tile_loadd(5, a + 16 * row_bytes + g * kStepBytes, row_bytes);
+      _tile_loadd(4, a + g * kStepBytes, a_stride);
+      _tile_loadd(5, a + 16 * a_stride + g * kStepBytes, a_stride);
       _tile_loadd(6, w_group(q0, g), kWidth * 4);
       _tile_dpbusd(0, 4, 6);
       _tile_dpbusd(2, 5, 6);
