@@ -10,6 +10,7 @@
 #include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
+#include "kernels/gemm.h"
 #include "kernels/move_cost.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
@@ -70,7 +71,8 @@ int run_plan(const PlanCliOptions& o) {
   std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
               o.tiles_per_op > 0                                   ? std::to_string(o.tiles_per_op).c_str()
               : options.tile_counts == TileCounts::tail_aware ? strf("tail-aware, %g FLOPs per moved element%s", options.move_flops,
-                                                                          options.amx_flop_cost != kDefaultAmxFlopCost || options.precision == Precision::bf16
+                                                                          options.precision == Precision::bf16 &&
+                                                                                  kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())
                                                                               ? strf(", %g per AMX FLOP", options.amx_flop_cost).c_str()
                                                                               : "").c_str()
                                                                    : "about 2 per thread");

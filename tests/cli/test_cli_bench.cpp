@@ -5,6 +5,8 @@
 #include <cstdlib>
 
 #include "cli_harness.h"
+#include "kernels/gemm.h"
+#include "kernels/isa.h"
 
 namespace grove::cli_test {
 namespace {
@@ -95,6 +97,25 @@ TEST(CliBench, Bf16WithoutTheIsaRunsFp32WithANote) {
   Result coexec = run_grove({"bench", kModel, kModel, "--precision", "both"});
   EXPECT_EQ(coexec.exit_code, 1);
   EXPECT_NE(coexec.err.find("--precision both"), std::string::npos) << coexec.err;
+}
+
+// bf16 runs on AMX tiles where the CPU has them, and GROVE_ISA=avx512 turns AMX off: the same
+// model then runs on AVX512-BF16 dot products (the plan says which), and both runs succeed.
+TEST(CliBench, Bf16UsesAmxWhereThereIsOneAndGroveIsaTurnsItOff) {
+  Result plan = run_grove({"plan", kModel, "--totals", "--precision", "bf16"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
+  const bool bf16 = kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa());
+  EXPECT_EQ(plan.out.find("bf16 products on AMX tiles") != std::string::npos, amx) << plan.out;
+  setenv("GROVE_ISA", "avx512", 1);
+  Result dot = run_grove({"run", kModel, "--input", kInput, "--precision", "bf16"});
+  Result dot_plan = run_grove({"plan", kModel, "--totals", "--precision", "bf16"});
+  unsetenv("GROVE_ISA");
+  ASSERT_EQ(dot.exit_code, 0) << dot.err;
+  EXPECT_EQ(dot_plan.out.find("AMX"), std::string::npos) << dot_plan.out;
+  EXPECT_EQ(dot_plan.out.find("bf16 products in") != std::string::npos, bf16) << dot_plan.out;
+  Result tiles = run_grove({"run", kModel, "--input", kInput, "--precision", "bf16"});
+  ASSERT_EQ(tiles.exit_code, 0) << tiles.err;
 }
 
 // --layout: plan says what went channels-last; bench times both layouts side by side; run
