@@ -113,6 +113,22 @@ void bf16_pack_a_amx(const float* a, size_t stride, size_t rows, size_t kc, uint
   }
 }
 
+void bf16_pack_a_amx_row(const float* row, size_t kc, size_t r, uint32_t* tile) {
+  const size_t full = kc / kStepK, left = kc - full * kStepK;
+  uint32_t* dst = tile + r * 16;
+  for (size_t s = 0; s < full; ++s) {
+    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + s * kStepK + 16), _mm512_loadu_ps(row + s * kStepK));
+    _mm512_store_si512(dst + s * kAmxAStepWords, (__m512i)v);
+  }
+  if (left > 0) {
+    const __mmask16 lo = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    const __mmask16 hi = left <= 16 ? __mmask16(0) : __mmask16((1u << (left - 16)) - 1);
+    const float* tail = row + full * kStepK;
+    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, tail + 16), _mm512_maskz_loadu_ps(lo, tail));
+    _mm512_store_si512(dst + full * kAmxAStepWords, (__m512i)v);
+  }
+}
+
 // A stored transposed: k rows of m floats. Pairs of k rows are interleaved into words, then
 // scattered to their rows; this path serves callers that hold A^T, not the hot loops.
 void bf16_pack_a_amx_transposed(const float* a_t, size_t stride, size_t rows, size_t kc, uint32_t* out) {

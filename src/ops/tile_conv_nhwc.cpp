@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "graph/epilogue_attrs.h"
+#include "kernels/amx.h"
 #include "kernels/gemm.h"
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
@@ -105,6 +106,26 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
   return static_cast<int64_t>(static_cast<const NhwcConvWeights*>(prepared)->w.bytes());
 }
 
+// Output pixels [first, first + count) of image n as AMX-packed A (kernels/amx.h) for W: each
+// window row laid out in `row`, then rounded into its row of a 32-row tile.
+void lay_out_amx_windows(const float* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t first,
+                         int64_t count, const kernels::PackedB& w, std::vector<float>& row, kernels::PackedA& out) {
+  const size_t k = w.k, mr = kernels::gemm_blocking(w.isa, w.precision).mr, rows = static_cast<size_t>(count);
+  out.m = rows, out.k = k, out.mr = mr, out.isa = w.isa, out.precision = w.precision;
+  const size_t tile_words = out.steps() * mr, tiles = (rows + mr - 1) / mr;
+  out.tiles.reserve(tiles * tile_words);
+  auto* words = reinterpret_cast<uint32_t*>(out.tiles.data());
+  for (size_t i = 0; i < rows; ++i) {
+    lay_out_windows(x, n, g, channels, first + static_cast<int64_t>(i), 1, 0.0f, k, row);
+    kernels::bf16_pack_a_amx_row(row.data(), k, i % mr, words + i / mr * tile_words);
+  }
+  if (rows % mr != 0) {  // the last tile's rows past the pixels are zero in every step
+    uint32_t* last = words + (tiles - 1) * tile_words;
+    for (size_t s = 0; s < tile_words; s += kernels::kAmxAStepWords)
+      std::fill(last + s + rows % mr * 16, last + s + kernels::kAmxAStepWords, 0u);
+  }
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared) {
   Tensor& y = *out[0];
@@ -130,13 +151,20 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const auto chunk = static_cast<int64_t>(std::max(kMinChunkPixels, kWindowFloats / std::max<size_t>(k, 1)));
   thread_local std::vector<float> rows;
   thread_local kernels::GemmScratch scratch;
+  // On AMX the windows go straight into the tile unit's A layout, one window row at a time
+  // through a row buffer that stays in L1: the f32 window block is never written out and read
+  // back to be converted, which was as costly as the products on small layers.
+  const bool windows_to_amx = !direct && p->w.precision == kernels::Precision::bf16_amx;
+  thread_local kernels::PackedA windows;
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t image = n * y.dim(1) * ow * m + r[3].begin;  // y's and the residual's offset
     for (int64_t at = first; at < first + pixels; at += direct ? pixels : chunk) {
       const int64_t count = direct ? pixels : std::min(chunk, first + pixels - at);
       kernels::GemmCall call;
       call.m = static_cast<size_t>(count);
-      if (direct) {
+      if (windows_to_amx) {
+        lay_out_amx_windows(x.data<float>(), n, g, channels, at, count, p->w, rows, windows);
+      } else if (direct) {
         call.a = x.data<float>() + (n * g.input[0] * g.input[1] + at) * channels;
       } else {
         lay_out_windows(x.data<float>(), n, g, channels, at, count, 0.0f, k, rows);
@@ -151,7 +179,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       call.epilogue.residual = residual ? residual->data<float>() + image + at * m : nullptr;
       call.epilogue.residual_stride = static_cast<size_t>(m);
       call.epilogue.activation = activation;
-      kernels::gemm(call, p->w, scratch);
+      if (windows_to_amx) kernels::gemm(call, windows, 0, p->w);
+      else kernels::gemm(call, p->w, scratch);
     }
   }
 }

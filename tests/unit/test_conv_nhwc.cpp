@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
+#include "kernels/bf16.h"
+#include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
 #include "plan_test_util.h"
@@ -54,6 +57,43 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
     const auto stats = tiletest::check_tiling(node, in, 1e-4);
     EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
   }
+}
+
+// bf16 on each unit this CPU has (AVX512-BF16 dot products; AMX, whose windows go straight
+// into the tile unit's A layout): every grid against the reference on bf16-rounded inputs,
+// which the packing rounds again exactly, so only accumulation order differs. The cases take
+// 1x1 in place, padded and strided windows, an odd k (the last pair and step half empty), a
+// last tile of few pixels, and more pixels than one GEMM call lays out.
+TEST(ConvNhwc, Bf16OnEachUnitMatchesReferenceOnRoundedInputs) {
+  struct Case { Shape x, w; int64_t stride, pad; };
+  const std::vector<Case> cases = {
+      {{1, 6, 5, 16}, {40, 16, 1, 1}, 1, 0},
+      {{1, 9, 7, 17}, {36, 17, 3, 3}, 1, 1},
+      {{2, 11, 9, 16}, {33, 16, 3, 3}, 2, 1},
+      {{1, 20, 20, 64}, {48, 64, 3, 3}, 1, 1},
+  };
+  auto rounded = [](Tensor t) {
+    for (float& v : t.span<float>()) v = kernels::bf16_value(kernels::bf16_bits(v));
+    return t;
+  };
+  int units = 0;
+  for (const auto& [unit, precision] : {std::pair{kPrecisionBf16, kernels::Precision::bf16},
+                                        std::pair{kPrecisionBf16Amx, kernels::Precision::bf16_amx}}) {
+    if (!kernels::precision_supported(precision, kernels::active_isa())) continue;
+    ++units;
+    uint32_t seed = 140;
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(unit) + " " + shape_str(c.x) + " * " + shape_str(c.w));
+      NodeBuilder node("ConvNhwc", 13, 3);
+      node.node.domain = kGroveDomain;
+      node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+      node.s(kAttrActivation, "relu").s(kAttrFused, "Relu").s(kAttrPrecision, unit);
+      const std::vector<Tensor> in = {rounded(tiletest::random_f32(c.x, seed++)), rounded(tiletest::random_f32(c.w, seed++)),
+                                      tiletest::random_f32({c.w[0]}, seed++)};
+      EXPECT_GT(tiletest::check_tiling(node, in, 1e-4).tiles, 2u);
+    }
+  }
+  if (units == 0) GTEST_SKIP() << "no bf16 kernels here";
 }
 
 // A 1x1 stride-1 conv padded only at the bottom has output rows past the input: they are
