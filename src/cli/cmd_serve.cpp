@@ -81,7 +81,9 @@ int run_serve(const ServeOptions& o) {
   if (o.precision == "bf16")
     std::printf("grove serve: precision bf16%s\n",
                 kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())
-                    ? ": Conv/MatMul/Gemm products with constant weights in bfloat16"
+                    ? (kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())
+                           ? ": Conv/MatMul/Gemm products with constant weights in bfloat16, on AMX tiles"
+                           : ": Conv/MatMul/Gemm products with constant weights in bfloat16")
                     : " asked for, but this CPU (or GROVE_ISA) has no AVX512-BF16: running fp32");
   std::printf("grove serve: listening on http://%s:%d (%d engine threads, KServe v2: /v2/models/NAME/infer, /metrics)\n",
               o.host.c_str(), port, engine.threads());
