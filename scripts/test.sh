@@ -13,6 +13,24 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 
+# Runs a gtest binary as one shard per core, side by side (the sanitizer builds run their tests
+# one thread at a time); each shard's output goes to BIN.shardN.log and is shown if it fails.
+run_sharded() {
+  local bin=$1 status=0 pids=() i
+  for ((i = 0; i < jobs; i++)); do
+    GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$i "$bin" --gtest_brief=1 > "$bin.shard$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < jobs; i++)); do
+    if ! wait "${pids[$i]}"; then
+      cat "$bin.shard$i.log"
+      status=1
+    fi
+  done
+  grep -h "tests ran\|PASSED\|FAILED" "$bin".shard*.log || true
+  return "$status"
+}
+
 if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   echo "== ThreadSanitizer + adversarial schedules =="
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_TESTS=ON \
@@ -31,8 +49,8 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   cmake --build build-fuzz -j"$jobs" --target grove_unit_tests grove_cli_tests grove_conformance \
         fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_serve grove_serve_tests
   export ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  build-fuzz/tests/grove_unit_tests --gtest_brief=1
-  build-fuzz/tests/grove_cli_tests --gtest_brief=1
+  run_sharded build-fuzz/tests/grove_unit_tests
+  run_sharded build-fuzz/tests/grove_cli_tests
   build-fuzz/tests/serve/grove_serve_tests --gtest_brief=1
   build-fuzz/tests/grove_conformance
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
