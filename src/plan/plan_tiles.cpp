@@ -14,6 +14,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // against coarser grids even when its waves are full.
 constexpr double kRepeatedShare = 0.02;
 
+// Four cache lines: the shortest contiguous run a cut may leave a tile before other dims are
+// cut first (grid_extent_in_order).
+constexpr int64_t kMinRunBytes = 256;
+// FLOPs per output element up to which an op counts as moving data rather than computing.
+constexpr int64_t kMovingOpFlopsPerElement = 8;
+
 // Dims in the order they are cut. Rows (dim r-2: image rows of NCHW, tokens of [B, S, D],
 // query rows of attention) first: a tile then reads only nearby rows of its producers, so
 // dependency chains stay narrow and cores can run ahead across layers (the paper's
@@ -33,25 +39,40 @@ std::vector<size_t> cut_order(size_t rank, bool paths_first) {
   return order;
 }
 
-// The grid of about `target` tiles: dims cut in `order`, each into whole blocks.
+// The grid of about `target` tiles: dims cut in `order`, each into whole blocks. A cut that
+// would leave a tile runs of fewer than `min_run` contiguous elements (its piece of the dim
+// times everything inside it) is made only after every other dim: on a small plane, row
+// pieces of each channel share cache lines with the next tile's, and two cores writing one
+// line take turns owning it.
 Shape grid_extent_in_order(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target,
-                           const std::vector<size_t>& order) {
+                           const std::vector<size_t>& order, int64_t min_run) {
   Shape extent = shape;
   int64_t remaining = target;
-  for (size_t d : order) {
-    if (d >= shape.size()) continue;
-    if (remaining <= 1) break;
-    if (blocks[d] == 0 || shape[d] <= blocks[d]) continue;
+  std::vector<size_t> deferred;
+  auto cut = [&](size_t d, bool may_defer) {
+    if (d >= shape.size() || remaining <= 1) return;
+    if (blocks[d] == 0 || shape[d] <= blocks[d]) return;
     int64_t pieces = std::min(remaining, ceil_div(shape[d], blocks[d]));
     int64_t size = ceil_div(ceil_div(shape[d], pieces), blocks[d]) * blocks[d];
+    if (may_defer && min_run > 0) {
+      int64_t inner = 1;
+      for (size_t i = d + 1; i < shape.size(); ++i) inner = checked_mul(inner, shape[i]);
+      if (checked_mul(size, inner) < min_run) {
+        deferred.push_back(d);
+        return;
+      }
+    }
     extent[d] = size;
     remaining = ceil_div(remaining, ceil_div(shape[d], size));
-  }
+  };
+  for (size_t d : order) cut(d, true);
+  for (size_t d : deferred) cut(d, false);
   return extent;
 }
 
-Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target, bool paths_first) {
-  return grid_extent_in_order(shape, blocks, target, cut_order(shape.size(), paths_first));
+Shape grid_extent(const Shape& shape, const std::vector<int64_t>& blocks, int64_t target, bool paths_first,
+                  int64_t min_run) {
+  return grid_extent_in_order(shape, blocks, target, cut_order(shape.size(), paths_first), min_run);
 }
 
 }  // namespace
@@ -73,6 +94,13 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   if (paths_first) blocks[1] = std::lcm(blocks[1], shape[1] / paths);  // a tile holds whole paths
 
   const int64_t threads = std::max(1, options.threads);
+  // Only an op that moves more than it computes (a transpose, an activation, a residual add)
+  // keeps its tiles' runs long: its time is its memory traffic, so lines that bounce between
+  // cores are most of it; a conv's arithmetic hides them, and its rows-first cut keeps
+  // dependency chains narrow. A count given in the options keeps the plain order.
+  const size_t element_bytes = infos.out[0].dtype == DType::string ? 0 : dtype_size(infos.out[0].dtype);
+  const bool moves_more = options.tiles_per_op <= 0 && work <= kMovingOpFlopsPerElement * std::max<int64_t>(1, numel(shape));
+  const int64_t min_run = element_bytes > 0 && moves_more ? kMinRunBytes / static_cast<int64_t>(element_bytes) : 0;
   int64_t min_flops = options.min_tile_flops > 0 ? options.min_tile_flops
                       : options.tiles_per_op > 0 ? 0
                                                  : kDefaultMinTileFlops;
@@ -83,10 +111,10 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
     int64_t enough_work = std::max<int64_t>(1, work / min_flops);
     return std::min(target, options.tiles_per_op > 0 ? enough_work : std::max(enough_work, producer_tiles));
   };
-  if (options.tiles_per_op > 0) return grid_extent(shape, blocks, bounded(options.tiles_per_op), paths_first);
+  if (options.tiles_per_op > 0) return grid_extent(shape, blocks, bounded(options.tiles_per_op), paths_first, 0);
   // One thread has no other core to fill, so spare tiles only cost: one tile per op.
   const int64_t fixed_target = threads == 1 ? 1 : std::min<int64_t>(kAutoTilesPerThread * threads, kMaxAutoTiles);
-  extent = grid_extent(shape, blocks, bounded(fixed_target), paths_first);
+  extent = grid_extent(shape, blocks, bounded(fixed_target), paths_first, min_run);
   // A rule that reports no TileWork repeats nothing a coarser grid would save.
   if (options.tile_counts != TileCounts::tail_aware || !rule->tile_work) return extent;
 
@@ -146,7 +174,7 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   if (!fixed.repeats) return extent;
   double best = fixed.cost;
   for (int64_t target = 1; target < fixed_target; target = target < 16 ? target + 1 : target * 5 / 4) {
-    Shape e = grid_extent(shape, blocks, bounded(target), paths_first);
+    Shape e = grid_extent(shape, blocks, bounded(target), paths_first, min_run);
     double c = price(e).cost;
     if (c < best * (1 - 1e-9)) {
       best = c;
@@ -192,7 +220,7 @@ Shape candidate_extent(const Plan& plan, int32_t n, const std::string& primitive
   const plan_detail::NodeInfos infos = plan_detail::node_infos(plan.graph, node);
   if (infos.out.empty() || !infos.out[0].present) return {};
   return plan_detail::grid_extent_in_order(infos.out[0].shape, rule->cuttable(node, infos.in, infos.out),
-                                           std::max<int64_t>(1, target), order);
+                                           std::max<int64_t>(1, target), order, 0);
 }
 
 }  // namespace grove

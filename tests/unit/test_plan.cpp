@@ -240,6 +240,29 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 2);
 }
 
+TEST(Plan, CheapOpsOnSmallPlanesAreCutAlongChannelsNotRows) {
+  // Two rows of a 7x7 float plane are 56 bytes: row tiles of every channel would share cache
+  // lines with the next tile's, which another core writes. A cheap op is cut along channels
+  // there, and along rows where a plane's row pieces are long (a 64x64 plane).
+  auto extent_of = [](Shape shape, int tiles_per_op) {
+    OnnxBuilder b;
+    b.input("x", kF32, shape).output("y", kF32, shape);
+    b.node("Relu", {"x"}, {"y"}, "relu");
+    Model model(load_onnx_bytes(b.bytes(), "relu.onnx"));
+    PlanOptions o;
+    o.threads = 2;
+    o.min_tile_flops = 1;
+    o.tiles_per_op = tiles_per_op;
+    return make_plan(model.graph(), o)->tile_extent[0];
+  };
+  EXPECT_EQ(extent_of({1, 2048, 7, 7}, 0), (Shape{1, 512, 7, 7}));
+  EXPECT_EQ(extent_of({1, 8, 64, 64}, 0), (Shape{1, 8, 16, 64}));
+  // A 1x1x7x7 tensor has no channels to cut: rows after all.
+  EXPECT_EQ(extent_of({1, 1, 7, 7}, 0), (Shape{1, 1, 2, 7}));
+  // A tile count given in the options keeps the rows-first order.
+  EXPECT_EQ(extent_of({1, 2048, 7, 7}, 4), (Shape{1, 2048, 2, 7}));
+}
+
 TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
   // 7 rows cut by the fixed rule into 4 tiles (2, 2, 2, 1 rows) at 2 threads leave a tail,
   // which the barrier-free schedule fills with the next ops' tiles: a MatMul row cut repeats
