@@ -17,6 +17,7 @@
 #include "grove/error.h"
 #include "kernels/amx.h"
 #include "kernels/bf16.h"
+#include "kernels/cpu_info.h"
 #include "kernels/gemm_microkernel.h"
 
 namespace grove::kernels {
@@ -31,9 +32,23 @@ struct GemmConfig {
   void (*end)() = nullptr;
 };
 
+// The AMX kernel's k block: the packed A block (kAmxMc rows of kc bf16) fills a quarter of
+// this CPU's L2, so it stays there beside the B panels it meets. Each k block costs a pass
+// of C through the AVX-512 epilogue, a large share of a block at the tile unit's speed, so
+// the longest block the L2 allows pays (docs/kernels.md has the measurements).
+constexpr size_t kAmxMc = 256;
+size_t amx_kc() {
+  static const size_t kc = [] {
+    const int64_t l2 = cpu_info().l2_bytes > 0 ? cpu_info().l2_bytes : int64_t{1} << 20;
+    const size_t fit = static_cast<size_t>(l2) / 4 / (kAmxMc * 2) / 32 * 32;
+    return std::clamp<size_t>(fit, 256, 2048);
+  }();
+  return kc;
+}
+
 GemmConfig config_for(Isa isa, Precision precision = Precision::f32) {
   if (precision == Precision::bf16_amx)
-    return {{32, 32, 512, 256, "bf16_gemm_32x32_amx"}, bf16_gemm_32x32_amx, amx_begin, amx_end};
+    return {{32, 32, amx_kc(), kAmxMc, "bf16_gemm_32x32_amx"}, bf16_gemm_32x32_amx, amx_begin, amx_end};
   if (precision == Precision::bf16)
     return {{14, 32, 512, 168, "bf16_gemm_14x32_avx512bf16"}, bf16_gemm_14x32_avx512bf16};
   switch (isa) {
