@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
+#include "cli/int8_model.h"
 #include "cli/precision_check.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
@@ -36,6 +37,22 @@ struct Series {
   std::string choices_source;  // the plan's tuning record, or why it was ignored
   RunStats last;  // of the last run: whether it went through segments or the reference executor
 };
+
+// --precision: fp32, bf16, int8, both (fp32 and bf16), or a comma list of the three.
+std::vector<std::string> precision_list(const std::string& text) {
+  if (text == "both") return {"fp32", "bf16"};
+  std::vector<std::string> list;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string p = text.substr(at, comma - at);
+    if (p != "fp32" && p != "bf16" && p != "int8")
+      throw Error("--precision " + text + ": expected fp32, bf16, int8, both, or a comma list such as fp32,int8");
+    if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
+    at = comma + 1;
+  }
+  return list;
+}
 
 // Activation buffers the session keeps for later runs (in use + free blocks).
 double pool_bytes(const Series& x) {
@@ -82,18 +99,28 @@ int run_bench(const BenchOptions& o) {
 
   Engine engine({.threads = o.threads, .slow_worker = o.slow_worker});
   std::vector<Series> series;
-  if (o.tile_counts == "both" && (o.schedule == "both" || o.precision == "both"))
+  const std::vector<std::string> precisions = precision_list(o.precision);
+  const bool several_precisions = precisions.size() > 1;
+  auto wanted = [&](const std::string& p) { return std::find(precisions.begin(), precisions.end(), p) != precisions.end(); };
+  if (!o.calibrate_dir.empty() && !wanted("int8"))
+    throw Error("--calibrate " + o.calibrate_dir + " calibrates --precision int8; add int8 to --precision");
+  std::optional<Int8Model> int8;  // the model quantized in memory, for --precision int8
+  if (wanted("int8")) {
+    int8 = quantize_for_bench(o.models[0], imported, o.calibrate_dir, inputs, o.threads);
+    if (!o.json) std::printf("int8: %s\n", int8->note.c_str());
+  }
+  if (o.tile_counts == "both" && (o.schedule == "both" || several_precisions))
     throw Error("--tile-counts both compares one schedule and precision; give --schedule and --precision one value");
   const bool prune_both = o.prune == "both";
-  if (prune_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both"))
+  if (prune_both && (o.schedule == "both" || several_precisions || o.tile_counts == "both"))
     throw Error("--prune both compares one schedule, precision and tile count; give each one value");
   if (prune_both && !imported.metadata.count(kFeaturePruningKey))
     throw Error(o.models[0] + ": --prune both compares with the model's grove.antidote metadata, and it has none");
   const bool tuning_both = o.tuning == "both" || o.tuning == "compare";
-  if (tuning_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both" || prune_both))
+  if (tuning_both && (o.schedule == "both" || several_precisions || o.tile_counts == "both" || prune_both))
     throw Error("--tuning " + o.tuning + " compares one schedule, precision, tile count and pruning; give each one value");
   const bool layout_both = o.layout == "both";
-  if (layout_both && (o.schedule == "both" || o.precision == "both" || o.tile_counts == "both" || prune_both || tuning_both))
+  if (layout_both && (o.schedule == "both" || several_precisions || o.tile_counts == "both" || prune_both || tuning_both))
     throw Error("--layout both compares one schedule, precision, tile count, pruning and tuning; give each one value");
   // Series with their SessionOptions::tuning: by the rules, and tuned (both: the record, or the
   // model without one; compare: the model and the record apart).
@@ -106,8 +133,8 @@ int run_bench(const BenchOptions& o) {
   for (const std::string pruning : {"unpruned", "pruned"})
     for (const std::string c : {"fixed", "tail"})
       for (const std::string s : {"aspen", "barrier"})
-        for (const std::string p : {"fp32", "bf16"}) {
-          if ((o.schedule != "both" && o.schedule != s) || (o.precision != "both" && o.precision != p) ||
+        for (const std::string p : {"fp32", "bf16", "int8"}) {
+          if ((o.schedule != "both" && o.schedule != s) || !wanted(p) ||
               (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned") ||
               (o.layout != "both" && o.layout != layout))
             continue;
@@ -119,11 +146,11 @@ int run_bench(const BenchOptions& o) {
           x.tuning = tuning;
           x.layout = layout_both ? layout : "";
           x.session = std::make_unique<Session>(
-              engine, Model(imported, resolved, o.limits),
+              engine, Model(p == "int8" ? int8->graph : imported, resolved, o.limits),
               SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
                              .tiles_per_op = o.tiles_per_op,
                              .tile_counts = c == "tail" ? TileCounts::tail_aware : TileCounts::fixed,
-                             .precision = parse_precision(p),
+                             .precision = p == "bf16" ? Precision::bf16 : Precision::fp32,
                              .conv_layout = layout == "nchw" ? ConvLayout::nchw : ConvLayout::channels_last,
                              .feature_pruning = pruning == "unpruned" ? "off"
                                                 : prune_both          ? ""
@@ -179,13 +206,20 @@ int run_bench(const BenchOptions& o) {
   for (auto& x : series)
     if (x.precision == "bf16")
       if (auto p = x.session->plan_for(resolved)) precision_note = p->precision.note;
-  std::optional<PrecisionCheck> check;
+  // --check: each reduced precision asked for against fp32 (bf16 when none is asked for).
+  std::vector<std::pair<std::string, PrecisionCheck>> checks;
   if (o.check > 0) {
     Session fp32(engine, Model(imported, resolved, o.limits), SessionOptions{.tiles_per_op = o.tiles_per_op});
-    Session bf16(engine, Model(imported, resolved, o.limits),
-                 SessionOptions{.tiles_per_op = o.tiles_per_op, .precision = Precision::bf16});
-    std::mt19937_64 check_rng(o.seed + 1);
-    check = check_precision(fp32, bf16, imported, resolved, inputs, drawn, o.check, check_rng);
+    std::vector<std::string> reduced;
+    for (const std::string& p : precisions)
+      if (p != "fp32") reduced.push_back(p);
+    if (reduced.empty()) reduced.push_back("bf16");
+    for (const std::string& p : reduced) {
+      Session other(engine, Model(p == "int8" ? int8->graph : imported, resolved, o.limits),
+                    SessionOptions{.tiles_per_op = o.tiles_per_op, .precision = p == "bf16" ? Precision::bf16 : Precision::fp32});
+      std::mt19937_64 check_rng(o.seed + 1);
+      checks.emplace_back(p, check_precision(fp32, other, imported, resolved, inputs, drawn, o.check, check_rng));
+    }
   }
 
   if (o.json) {
@@ -210,12 +244,25 @@ int run_bench(const BenchOptions& o) {
     }
     std::printf("]");
     if (!precision_note.empty()) std::printf(", \"precision_note\": \"%s\"", precision_note.c_str());
-    if (check)
-      std::printf(", \"check\": {\"inputs\": %d, \"max_error\": %.6g, \"worst_output\": \"%s\", \"rows\": %lld, "
-                  "\"top1_agreement\": %.6f, \"top5_agreement\": %.6f}",
-                  check->inputs, check->max_error, check->worst_output.c_str(), static_cast<long long>(check->rows),
-                  check->rows ? double(check->top1_agree) / double(check->rows) : 1.0,
-                  check->rows ? double(check->top5_agree) / double(check->rows) : 1.0);
+    // "check": the first reduced precision's (as before int8 existed); "checks": every one.
+    auto print_check = [](const std::string& p, const PrecisionCheck& c) {
+      std::printf("{\"inputs\": %d, \"max_error\": %.6g, \"worst_output\": \"%s\", \"rows\": %lld, "
+                  "\"top1_agreement\": %.6f, \"top5_agreement\": %.6f, \"precision\": \"%s\"}",
+                  c.inputs, c.max_error, c.worst_output.c_str(), static_cast<long long>(c.rows),
+                  c.rows ? double(c.top1_agree) / double(c.rows) : 1.0, c.rows ? double(c.top5_agree) / double(c.rows) : 1.0,
+                  p.c_str());
+    };
+    if (!checks.empty()) {
+      std::printf(", \"check\": ");
+      print_check(checks[0].first, checks[0].second);
+      std::printf(", \"checks\": [");
+      for (size_t k = 0; k < checks.size(); ++k) {
+        if (k) std::printf(", ");
+        print_check(checks[k].first, checks[k].second);
+      }
+      std::printf("]");
+    }
+    if (int8) std::printf(", \"int8_note\": \"%s\"", int8->note.c_str());
     std::printf("}\n");
     return 0;
   }
@@ -242,15 +289,18 @@ int run_bench(const BenchOptions& o) {
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
                 1e3 / p50, (x.gflop > 0 ? x.gflop : gflop) / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
   }
-  // Series run in the order aspen, barrier, each fp32 then bf16: ratios of matching pairs.
-  const size_t per_schedule = o.precision == "both" ? 2 : 1;
+  // Series run in the order aspen, barrier, each in the order fp32, bf16, int8: ratios of
+  // matching pairs.
+  const size_t per_schedule = precisions.size();
   if (o.schedule == "both")
     std::printf("barrier-free speedup (p50 barrier / p50 aspen): %.3fx\n",
                 percentile(series[per_schedule].ms, 50) / percentile(series[0].ms, 50));
   if (o.tile_counts == "both")
     std::printf("tail-aware speedup (p50 fixed / p50 tail): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
-  if (o.precision == "both")
-    std::printf("bf16 speedup (p50 fp32 / p50 bf16): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
+  if (wanted("fp32"))
+    for (size_t k = 1; k < per_schedule; ++k)
+      std::printf("%s speedup (p50 fp32 / p50 %s): %.3fx\n", series[k].precision.c_str(), series[k].precision.c_str(),
+                  percentile(series[0].ms, 50) / percentile(series[k].ms, 50));
   for (size_t k = 1; tuning_both && k < series.size(); ++k)
     std::printf("tuning speedup (p50 untuned / p50 %s): %.3fx\n", series[k].tuning.c_str(),
                 percentile(series[0].ms, 50) / percentile(series[k].ms, 50));
@@ -259,12 +309,12 @@ int run_bench(const BenchOptions& o) {
   if (prune_both)
     std::printf("pruning speedup (p50 unpruned / p50 pruned): %.3fx for %.1f%% of the FLOPs\n",
                 percentile(series[0].ms, 50) / percentile(series[1].ms, 50), 100.0 * series[1].gflop / series[0].gflop);
-  if (check) {
-    std::printf("check bf16 vs fp32 over %d input sets: max error %.3g of the largest |output| (%s)", check->inputs,
-                check->max_error, check->worst_output.c_str());
-    if (check->rows)
-      std::printf("; top-1 agreement %.2f%%, top-5 %.2f%% of %lld rows", 100.0 * double(check->top1_agree) / double(check->rows),
-                  100.0 * double(check->top5_agree) / double(check->rows), static_cast<long long>(check->rows));
+  for (const auto& [p, c] : checks) {
+    std::printf("check %s vs fp32 over %d input sets: max error %.3g of the largest |output| (%s)", p.c_str(), c.inputs,
+                c.max_error, c.worst_output.c_str());
+    if (c.rows)
+      std::printf("; top-1 agreement %.2f%%, top-5 %.2f%% of %lld rows", 100.0 * double(c.top1_agree) / double(c.rows),
+                  100.0 * double(c.top5_agree) / double(c.rows), static_cast<long long>(c.rows));
     std::printf("\n");
   }
   return 0;

@@ -15,7 +15,8 @@ namespace grove::cli {
 
 int run_bench_coexec(const BenchOptions& o) {
   if (o.schedule == "both") throw Error("--schedule both times one model; co-execution takes aspen or barrier");
-  if (o.precision == "both") throw Error("--precision both times one model; co-execution takes fp32 or bf16");
+  if (o.precision == "both" || o.precision.find(',') != std::string::npos)
+    throw Error("--precision " + o.precision + " times one model; co-execution takes fp32 or bf16");
   if (o.check > 0) throw Error("--check compares the precisions of one model; give one model");
   auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
@@ -11,46 +10,12 @@
 #include "quantize/qdq_model.h"
 
 namespace grove::cli {
-namespace {
-
-namespace fs = std::filesystem;
-
-// The samples in `dir`: for a one-input model every *.npy file is one sample; otherwise every
-// subdirectory is one, holding NAME.npy for each input. Sorted by name.
-std::vector<TensorMap> load_samples(const Graph& g, const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Error("--calibrate " + dir + ": not a directory");
-  std::vector<fs::path> entries;
-  for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
-  std::sort(entries.begin(), entries.end());
-  std::vector<TensorMap> samples;
-  for (const auto& path : entries) {
-    std::vector<std::string> texts;
-    if (fs::is_directory(path)) {
-      for (const auto& in : g.inputs) texts.push_back(in.name + "=" + (path / (in.name + ".npy")).string());
-    } else if (path.extension() == ".npy") {
-      if (g.inputs.size() != 1)
-        throw Error("--calibrate " + dir + ": " + g.path + " has " + std::to_string(g.inputs.size()) +
-                    " inputs; put each sample in its own subdirectory holding one NAME.npy per input");
-      texts.push_back(path.string());
-    } else {
-      continue;
-    }
-    ShapeMap shapes;
-    samples.push_back(load_input_files(g, texts, shapes));
-  }
-  if (samples.empty())
-    throw Error("--calibrate " + dir + ": no samples (expected .npy files, or one subdirectory per sample)");
-  return samples;
-}
-
-}  // namespace
 
 int run_quantize(const QuantizeCliOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const Graph imported = load_onnx(options.model);
-  const std::vector<TensorMap> samples = load_samples(imported, options.calibrate_dir);
+  const std::vector<TensorMap> samples = load_sample_dir(imported, options.calibrate_dir);
 
   quantize::QuantizeOptions q;
   q.per_channel = !options.per_tensor;

@@ -266,6 +266,9 @@ std::string feature_pruning_option(const std::string& text) {
 Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::fp32;
   if (text == "bf16") return Precision::bf16;
+  if (text == "int8")
+    throw Error("--precision int8 quantizes a float model in grove bench only; elsewhere run a QDQ model: "
+                "grove quantize MODEL --calibrate DIR -o MODEL.int8.onnx (docs/quantization.md)");
   throw Error("--precision " + text + ": expected fp32 or bf16");
 }
 

@@ -67,10 +67,11 @@ struct BenchOptions {
   std::string schedule = "aspen";   // aspen | barrier | both (interleaved A B A B ...)
   int tiles_per_op = 0;
   std::string tile_counts = "tail";  // fixed | tail | both (interleaved, like --schedule both)
-  std::string precision = "fp32";   // fp32 | bf16 | both (interleaved, like --schedule both)
+  std::string precision = "fp32";   // fp32 | bf16 | int8 | both (fp32,bf16) | a comma list, interleaved
+  std::string calibrate_dir;        // --precision int8: calibration samples (else the bench inputs)
   std::string tuning = "auto";      // auto | off | both (untuned and tuned, interleaved) | a record file
   std::string layout = "nhwc";      // nchw | nhwc | both (interleaved): SessionOptions::conv_layout
-  int check = 0;                    // > 0: compare bf16 with fp32 outputs over this many input sets
+  int check = 0;                    // > 0: compare bf16/int8 with fp32 outputs over this many input sets
   // Feature-map pruning: "" the model's metadata, "off", "both" (interleaved, unpruned vs the
   // model's), or statements (docs/dynamic.md).
   std::string prune;

@@ -1,6 +1,8 @@
 #include "cli/inputs.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <type_traits>
 
 #include "cli/format.h"
@@ -94,6 +96,33 @@ Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
   };
   if (t.numel() > 0) visit_dtype(dtype, fill);
   return t;
+}
+
+std::vector<TensorMap> load_sample_dir(const Graph& g, const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw Error("--calibrate " + dir + ": not a directory");
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  std::vector<TensorMap> samples;
+  for (const auto& path : entries) {
+    std::vector<std::string> texts;
+    if (std::filesystem::is_directory(path)) {
+      for (const auto& in : g.inputs) texts.push_back(in.name + "=" + (path / (in.name + ".npy")).string());
+    } else if (path.extension() == ".npy") {
+      if (g.inputs.size() != 1)
+        throw Error("--calibrate " + dir + ": " + g.path + " has " + std::to_string(g.inputs.size()) +
+                    " inputs; put each sample in its own subdirectory holding one NAME.npy per input");
+      texts.push_back(path.string());
+    } else {
+      continue;
+    }
+    ShapeMap shapes;
+    samples.push_back(load_input_files(g, texts, shapes));
+  }
+  if (samples.empty())
+    throw Error("--calibrate " + dir + ": no samples (expected .npy files, or one subdirectory per sample)");
+  return samples;
 }
 
 }  // namespace grove::cli

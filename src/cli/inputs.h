@@ -20,4 +20,9 @@ TensorMap load_input_files(const Graph& imported, const std::vector<std::string>
 // on every platform (only the standard mt19937_64 bit stream is used).
 Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng);
 
+// Calibration samples (grove quantize, grove bench --precision int8 --calibrate): for a
+// one-input model every *.npy file in `dir` is one sample; otherwise every subdirectory is
+// one, holding NAME.npy for each input. Sorted by name. Throws Error naming the directory.
+std::vector<TensorMap> load_sample_dir(const Graph& g, const std::string& dir);
+
 }  // namespace grove::cli

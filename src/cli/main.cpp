@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20));
   run->add_option("--precision", run_options.precision, kPrecisionHelp)
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   run->add_option("--tuning", run_options.tuning, kTuningHelp)->capture_default_str()->type_name("auto|off|FILE");
   run->add_option("--layout", run_options.layout, kLayoutHelp)->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
   run->add_option("--trace", run_options.trace_path,
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 24));
   plan->add_option("--precision", plan_options.precision, kPrecisionHelp)
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   plan->add_option("--tuning", plan_options.tuning, kTuningHelp)->capture_default_str()->type_name("auto|off|FILE");
   plan->add_option("--layout", plan_options.layout, kLayoutHelp)->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
   plan->add_option("--min-tile-flops", plan_options.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
@@ -270,8 +270,10 @@ Runs the model on seeded random inputs (as grove run does) after --warmup untime
 --schedule both interleaves the barrier-free and the op-by-op schedule run by run (A B A B),
 on the same engine, tiles and kernels, so their ratio is measured side by side.
 --precision both does the same for an fp32 and a bf16 session and prints the bf16 speedup;
---check N then runs both on N input sets and reports the largest output difference relative
-to the output's largest magnitude, and top-1/top-5 agreement (docs/precision.md).
+--precision fp32,int8 quantizes the model in memory (calibrated on --calibrate DIR, else on
+the bench inputs) and times it next to fp32. --check N then runs fp32 and each reduced
+precision on N input sets and reports the largest output difference relative to the
+output's largest magnitude, and top-1/top-5 agreement (docs/precision.md).
 Several model files: co-execution. Each round runs every model once submitted together into
 one engine and once one after the other (alternating which goes first); reports both medians,
 inferences/s and the speedup. --input NAME=FILE.npy goes to the models with that input.
@@ -280,6 +282,7 @@ Examples:
   grove bench resnet50.onnx --threads 2 --runs 20
   grove bench bert.onnx --shape input_ids=1x128 --schedule both --json
   grove bench resnet50.onnx --precision both --check 20
+  grove bench resnet50.onnx --precision fp32,int8 --calibrate samples/ --check 20
   grove bench resnet50.onnx bert.onnx --threads 2 --runs 10
   grove bench dynamic.onnx --subnet all
   grove bench dynamic.onnx --latency-target-ms 15 --co-run other.onnx --co-run-schedule 0:4s,1:4s,0:4s)");
@@ -305,9 +308,17 @@ Examples:
                     "the count whose waves on the threads cost least, docs/scaling.md), or both (interleaved)")
       ->capture_default_str()->check(CLI::IsMember({"fixed", "tail", "both"}));
   bench->add_option("--precision", bench_options.precision,
-                    std::string(kPrecisionHelp) + " 'both' times fp32 and bf16 interleaved and prints the speedup.")
+                    std::string(kPrecisionHelp) +
+                        " int8 quantizes the float model in memory as grove quantize does (calibrated on --calibrate's "
+                        "samples, else on the benchmark's inputs) and runs it on the integer kernels. 'both' times fp32 "
+                        "and bf16 interleaved and prints the speedup; a comma list (fp32,int8 or fp32,bf16,int8) times "
+                        "each of them so.")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16", "both"}));
+      ->type_name("fp32|bf16|int8|both|LIST");
+  bench->add_option("--calibrate", bench_options.calibrate_dir,
+                    "--precision int8: calibrate on these samples (.npy files, or one subdirectory of NAME.npy per "
+                    "sample for several inputs), as grove quantize --calibrate")
+      ->type_name("DIR");
   bench->add_option("--tuning", bench_options.tuning,
                     std::string(kTuningHelp) + " 'both' times the model untuned and tuned, interleaved; 'compare' "
                     "times it untuned, with the performance model's choices and with the record's.")
@@ -317,7 +328,8 @@ Examples:
       ->capture_default_str()
       ->check(CLI::IsMember({"nchw", "nhwc", "both"}));
   bench->add_option("--check", bench_options.check,
-                    "Also run fp32 and bf16 on N input sets (the bench inputs, then seeded random ones) and report "
+                    "Also run fp32 and each reduced precision of --precision (bf16 if none) on N input sets (the bench "
+                    "inputs, then seeded random ones) and report "
                     "the largest output difference relative to the output's largest magnitude, and top-1/top-5 "
                     "agreement of the rows of float outputs")
       ->type_name("N")
@@ -419,7 +431,7 @@ Examples:
   serve->add_option("--layout", serve_options.layout, kLayoutHelp)->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
   serve->add_option("--precision", serve_options.precision, kPrecisionHelp)
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   add_limit_options(serve, serve_options.limits);
 
   LoadOptions load_options;
@@ -580,7 +592,7 @@ Examples:
   tune->add_option("--threads,-t", tune_options.threads, "Worker threads to tune for (0: the cores this process may use)")
       ->capture_default_str()->check(CLI::Range(0, 4096));
   tune->add_option("--precision", tune_options.precision, kPrecisionHelp)
-      ->capture_default_str()->check(CLI::IsMember({"fp32", "bf16"}));
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   tune->add_option("--runs,-r", tune_options.runs, "Traced runs per round (each conv's median)")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   tune->add_option("--passes", tune_options.passes, "Times every round is repeated, in turn (medians over all their runs)")

@@ -84,6 +84,59 @@ TEST(CliBench, PrecisionBothTimesBf16NextToFp32AndChecksAgreement) {
   EXPECT_NE(table.out.find("aspen/bf16"), std::string::npos) << table.out;
 }
 
+// --precision fp32,int8: the float model quantized in memory (calibrated on the bench inputs,
+// or on --calibrate's samples), timed next to fp32, and --check compares the two.
+TEST(CliBench, Int8QuantizesInMemoryAndChecksAgainstFp32) {
+  Result r = run_grove({"bench", kModel, "--runs", "2", "--warmup", "0", "--precision", "fp32,int8", "--check", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"precision\": \"fp32\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"precision\": \"int8\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"checks\": [{\"inputs\": 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", \"precision\": \"int8\"}]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"int8_note\": \"21 nodes quantized (20 Conv"), std::string::npos) << r.out;
+  Result table = run_grove({"bench", kModel, "--runs", "1", "--warmup", "0", "--precision", "fp32,int8", "--input", kInput});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("int8: 21 nodes quantized"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("calibrated on the benchmark's input set only"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("aspen/int8"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("int8 speedup (p50 fp32 / p50 int8):"), std::string::npos) << table.out;
+
+  TempDir dir;
+  std::filesystem::create_directory(dir / "samples");
+  std::filesystem::copy_file(GROVE_MODELS_DIR "/default_input.npy", dir / "samples" / "a.npy");
+  Result calibrated = run_grove({"bench", kModel, "--runs", "1", "--warmup", "0", "--precision", "int8", "--calibrate",
+                                 (dir / "samples").string(), "--check", "2"});
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  EXPECT_NE(calibrated.out.find("calibrated on 1 samples from"), std::string::npos) << calibrated.out;
+  EXPECT_NE(calibrated.out.find("check int8 vs fp32 over 2 input sets"), std::string::npos) << calibrated.out;
+}
+
+// What --precision int8 refuses, each a one-line error: a model already quantized, --calibrate
+// without int8 or on a missing directory, an unknown precision in a list, and run/plan (which
+// take QDQ models from grove quantize instead).
+TEST(CliBench, Int8RefusalsAreCleanErrors) {
+  TempDir dir;
+  std::filesystem::create_directory(dir / "samples");
+  std::filesystem::copy_file(GROVE_MODELS_DIR "/default_input.npy", dir / "samples" / "a.npy");
+  const std::string qdq = (dir / "q.onnx").string();
+  ASSERT_EQ(run_grove({"quantize", kModel, "--calibrate", (dir / "samples").string(), "-o", qdq}).exit_code, 0);
+  Result twice = run_grove({"bench", qdq, "--runs", "1", "--precision", "int8"});
+  expect_clean_error(twice);
+  EXPECT_NE(twice.err.find("already quantized"), std::string::npos) << twice.err;
+  Result lone = run_grove({"bench", kModel, "--runs", "1", "--calibrate", (dir / "samples").string()});
+  expect_clean_error(lone);
+  EXPECT_NE(lone.err.find("add int8 to --precision"), std::string::npos) << lone.err;
+  Result missing = run_grove({"bench", kModel, "--runs", "1", "--precision", "int8", "--calibrate", (dir / "nope").string()});
+  expect_clean_error(missing);
+  EXPECT_NE(missing.err.find("not a directory"), std::string::npos) << missing.err;
+  Result unknown = run_grove({"bench", kModel, "--runs", "1", "--precision", "fp32,fp16"});
+  expect_clean_error(unknown);
+  EXPECT_NE(unknown.err.find("--precision fp32,fp16: expected fp32, bf16, int8"), std::string::npos) << unknown.err;
+  Result run = run_grove({"run", kModel, "--precision", "int8"});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("grove quantize"), std::string::npos) << run.err;
+}
+
 // GROVE_ISA=avx2 hides AVX512-BF16: bf16 runs fp32 and says so once, never an illegal instruction.
 TEST(CliBench, Bf16WithoutTheIsaRunsFp32WithANote) {
   setenv("GROVE_ISA", "avx2", 1);
