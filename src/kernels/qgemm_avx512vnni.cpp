@@ -183,6 +183,32 @@ struct NanSteps {
   bool requantize, add;  // whether each step can make a NaN (then it maps NaN to 0)
 };
 
+// ColumnRequantize's scalars as vectors, made once per kernel call: y is written through
+// uint8_t pointers, which may alias anything, so the compiler would load and broadcast them
+// again for every row. With the fused residual add, the requantized value v only ever leaves
+// as v - a_zero; where a_zero is y's zero point (as in every QDQ model: the add reads the
+// conv's output), v - a_zero is the round clamped to [lo - zero point, hi - zero point],
+// exactly (small integers in float), which saves the add and the subtract.
+struct ColumnConstants {
+  __m512 zero_point, lo, hi;      // the requantization
+  __m512 a_zero, a_scale, b_zero, b_scale, y_scale, y_zero, y_lo, y_hi;  // the residual add
+  __m512 shifted_lo, shifted_hi;  // lo and hi minus the zero point, for the folded form
+  bool folded = false;
+};
+
+ColumnConstants column_constants(const ColumnRequantize& rq) {
+  ColumnConstants k;
+  k.zero_point = _mm512_set1_ps(rq.zero_point), k.lo = _mm512_set1_ps(rq.lo), k.hi = _mm512_set1_ps(rq.hi);
+  const QAddParams& p = rq.residual_add;
+  k.a_zero = _mm512_set1_ps(p.a_zero), k.a_scale = _mm512_set1_ps(p.a_scale);
+  k.b_zero = _mm512_set1_ps(p.b_zero), k.b_scale = _mm512_set1_ps(p.b_scale);
+  k.y_scale = _mm512_set1_ps(p.y_scale), k.y_zero = _mm512_set1_ps(p.y_zero);
+  k.y_lo = _mm512_set1_ps(p.lo), k.y_hi = _mm512_set1_ps(p.hi);
+  k.folded = p.a_zero == rq.zero_point;
+  k.shifted_lo = _mm512_set1_ps(rq.lo - rq.zero_point), k.shifted_hi = _mm512_set1_ps(rq.hi - rq.zero_point);
+  return k;
+}
+
 struct RowTileArgs {
   const uint8_t* x;
   size_t x_stride, quads;
@@ -193,22 +219,36 @@ struct RowTileArgs {
   uint8_t* y;  // the tile's first row and column
   const uint8_t* residual;  // ColumnRequantize::residual at the tile's first row and column, or null
   NanSteps nan;
+  const ColumnConstants* constants;
 };
 
 using RowTileFn = void (*)(const RowTileArgs& t);
 
 // 16 columns' adds and multipliers (ColumnRequantize: per column of W), then the fused
-// residual add where `residual` (the same 16 positions of the residual) is given.
-inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, size_t col, uint8_t* y,
-                                     const uint8_t* residual, NanSteps nan, __mmask16 mask) {
-  __m512 v = requantized_lanes(acc, _mm512_maskz_loadu_epi32(mask, rq.add + col),
-                               _mm512_maskz_loadu_ps(mask, rq.multiplier + col), rq.zero_point, rq.lo, rq.hi,
-                               nan.requantize);
-  if (residual) {
-    const __m512 r = bytes_as_floats(residual, rq.is_signed, mask);
-    v = nan.add ? qadd_lanes<true>(v, r, rq.residual_add) : qadd_lanes<false>(v, r, rq.residual_add);
+// residual add where `residual` (the same 16 positions of the residual) is given: the steps
+// of requantized_lanes and qadd_lanes in their order, on the constants made once.
+inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, const ColumnConstants& k, size_t col,
+                                     uint8_t* y, const uint8_t* residual, NanSteps nan, __mmask16 mask) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(mask, rq.add + col))),
+                           _mm512_maskz_loadu_ps(mask, rq.multiplier + col));
+  if (nan.requantize) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+  v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  if (!residual) {
+    store_lanes(_mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, k.zero_point), k.hi), k.lo), rq.is_signed, y, mask);
+    return;
   }
-  store_lanes(v, rq.is_signed, y, mask);
+  // v - a_zero: folded, or the requantized value less the add's zero point.
+  const __m512 centred = k.folded ? _mm512_max_ps(_mm512_min_ps(v, k.shifted_hi), k.shifted_lo)
+                                  : _mm512_sub_ps(_mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, k.zero_point), k.hi), k.lo),
+                                                  k.a_zero);
+  const __m512 fa = _mm512_mul_ps(centred, k.a_scale);
+  const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(bytes_as_floats(residual, rq.is_signed, mask), k.b_zero), k.b_scale);
+  __m512 sum = _mm512_add_ps(fa, fb);
+  if (rq.residual_add.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
+  sum = _mm512_div_ps(sum, k.y_scale);
+  if (nan.add) sum = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(sum, sum, _CMP_ORD_Q), sum);
+  sum = _mm512_roundscale_ps(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  store_lanes(_mm512_max_ps(_mm512_min_ps(_mm512_add_ps(sum, k.y_zero), k.y_hi), k.y_lo), rq.is_signed, y, mask);
 }
 
 // R rows of X x P panels of W; through an L1 buffer before requantizing, as in tile().
@@ -242,9 +282,10 @@ void row_tile(const RowTileArgs& t) {
   for (size_t r = 0; r < R; ++r) {
     uint8_t* y = t.y + r * t.rq->y_stride;
     const uint8_t* res = t.residual ? t.residual + r * t.rq->residual_stride : nullptr;
-    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, t.col, y, res, t.nan, P == 2 ? __mmask16(0xFFFF) : last);
+    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, *t.constants, t.col, y, res, t.nan,
+                             P == 2 ? __mmask16(0xFFFF) : last);
     if constexpr (P == 2)
-      store_column_requantized(_mm512_load_si512(sums[r] + kWidth), *t.rq, t.col + kWidth, y + kWidth,
+      store_column_requantized(_mm512_load_si512(sums[r] + kWidth), *t.rq, *t.constants, t.col + kWidth, y + kWidth,
                                res ? res + kWidth : nullptr, t.nan, last);
   }
 }
@@ -264,6 +305,7 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
   const size_t panels = (std::min(r.col_end, w.n) + kWidth - 1) / kWidth;
   NanSteps nan{false, r.residual && qadd_may_be_nan(r.residual_add)};
   for (size_t j = r.col_begin; j < std::min(r.col_end, w.n); ++j) nan.requantize |= !std::isfinite(r.multiplier[j]);
+  const ColumnConstants constants = column_constants(r);
   auto run = [&](size_t q0, size_t t0) {
     const size_t count = std::min<size_t>(2, panels - q0);
     RowTileArgs t{};
@@ -279,6 +321,7 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
     t.residual = r.residual ? static_cast<const uint8_t*>(r.residual) + t0 * r.residual_stride + (q0 - first) * kWidth
                             : nullptr;
     t.nan = nan;
+    t.constants = &constants;
     kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
   };
   // The larger operand is walked once in the outer loop, the smaller re-read from cache:
@@ -297,15 +340,17 @@ void u8s8_requantize_block_avx512vnni(const int32_t* sums, size_t sums_stride, s
                                       size_t cols_last, const ColumnRequantize& r, size_t col, uint8_t* y,
                                       const uint8_t* residual, bool nan_requantize, bool nan_add) {
   const NanSteps nan{nan_requantize, nan_add};
+  const ColumnConstants constants = column_constants(r);
   const __mmask16 last = cols_last == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << cols_last) - 1);
   for (size_t t = 0; t < rows; ++t) {
     const int32_t* s = sums + t * sums_stride;
     uint8_t* yt = y + t * r.y_stride;
     const uint8_t* res = residual ? residual + t * r.residual_stride : nullptr;
-    store_column_requantized(_mm512_loadu_si512(s), r, col, yt, res, nan, count == 2 ? __mmask16(0xFFFF) : last);
+    store_column_requantized(_mm512_loadu_si512(s), r, constants, col, yt, res, nan,
+                             count == 2 ? __mmask16(0xFFFF) : last);
     if (count == 2)
-      store_column_requantized(_mm512_loadu_si512(s + kWidth), r, col + kWidth, yt + kWidth, res ? res + kWidth : nullptr,
-                               nan, last);
+      store_column_requantized(_mm512_loadu_si512(s + kWidth), r, constants, col + kWidth, yt + kWidth,
+                               res ? res + kWidth : nullptr, nan, last);
   }
 }
 

@@ -147,7 +147,10 @@ TEST(QGemm, AmxAndVnniKernelsRequantizeLikeScalar) {
         r.col_begin = n > 32 && seed % 4 == 0 ? 16 : 0;
         if (with_residual) {
           r.residual = residual.data(), r.residual_stride = stride;
-          r.residual_add = {0.031f, r.zero_point, 0.017f, is_signed ? 4.0f : 130.0f, 0.042f, is_signed ? 2.0f : 97.0f,
+          // The add's a zero point is y's own (as in a QDQ model; the kernels fold it) except
+          // every seventh case, which takes the unfolded steps.
+          const float a_zero = seed % 7 == 0 ? r.zero_point + 5.0f : r.zero_point;
+          r.residual_add = {0.031f, a_zero, 0.017f, is_signed ? 4.0f : 130.0f, 0.042f, is_signed ? 2.0f : 97.0f,
                             r.lo, r.hi, seed % 5 == 0, is_signed};
         }
         std::vector<uint8_t> want(rows * stride, 7);
