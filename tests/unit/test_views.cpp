@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "plan_test_util.h"
+#include "onnx/import.h"
 #include "runtime/engine.h"
+#include "runtime/session.h"
 
 namespace grove {
 namespace {
@@ -97,6 +99,38 @@ TEST(PlannedRun, ViewsShareTheirBaseBuffer) {
     EXPECT_EQ(run.activation_bytes(), 2 * bytes);  // the outputs: a went with its last view and reader
     expect_close(run.outputs(), model.run_reference(m.inputs), kVectorMathTolerance, "shared buffer");
   }
+}
+
+// A graph output that relabels a value only it reads (GPT-2's logits Reshape of the LM head's
+// Gemm) is a view: no copy. The caller holds that buffer alone: a later run through the same
+// session (its buffer pool) must not write into the outputs the caller still holds.
+TEST(PlannedRun, AnOutputReshapeOfAValueOnlyItReadsIsAView) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {4, 6, 8}).output("y", kF32, {24, 8});
+  b.initializer_i64("s", {2}, {24, 8});
+  b.node("Relu", {"x"}, {"a"}, "relu");
+  b.node("Reshape", {"a", "s"}, {"y"}, "reshape");
+  TestModel m{"output_view", b.bytes(), {{"x", seeded_tensor({4, 6, 8}, 7)}}};
+  Model model = load_test_model(m);
+  auto plan = make_plan(model.graph(), tiles(3));
+  EXPECT_EQ(view_ops(*plan), (std::vector<std::string>{"reshape"}));
+  const TensorMap want_first = model.run_reference(m.inputs);
+  const TensorMap second_inputs = {{"x", seeded_tensor({4, 6, 8}, 8)}};
+  const TensorMap want_second = model.run_reference(second_inputs);
+  Engine engine(EngineOptions{.threads = 3});
+  Session session(engine, Model(load_onnx_bytes(m.bytes, "output_view.onnx")), {.tiles_per_op = 3});
+  const TensorMap first = session.run(m.inputs);
+  for (int i = 0; i < 3; ++i) expect_close(session.run(second_inputs), want_second, 0, "later run");
+  expect_close(first, want_first, 0, "the first run's output, held across later runs");
+  // Read by another node as well, the value is not given to the caller: the output is copied.
+  OnnxBuilder shared(13);
+  shared.input("x", kF32, {4, 6, 8}).output("y", kF32, {24, 8}).output("z", kF32, {4, 6, 8});
+  shared.initializer_i64("s", {2}, {24, 8});
+  shared.node("Relu", {"x"}, {"a"}, "relu");
+  shared.node("Reshape", {"a", "s"}, {"y"}, "reshape");
+  shared.node("Sigmoid", {"a"}, {"z"}, "sigmoid");
+  Model two(load_onnx_bytes(shared.bytes(), "shared_output.onnx"));
+  EXPECT_TRUE(view_ops(*make_plan(two.graph(), tiles(3))).empty());
 }
 
 }  // namespace
