@@ -33,6 +33,9 @@ struct VMathKernels {
   void (*softmax)(size_t n, const float* x, float* y);
   // y = (x - mean) / sqrt(var + epsilon) * scale + bias (bias may be null); y may equal x.
   void (*layernorm)(size_t n, const float* x, const float* scale, const float* bias, float epsilon, float* y);
+  // y[i] = fill where keep[i] is false (a byte of 0), unchanged elsewhere: attention's
+  // Where(keep, scores, fill) on a row (a causal mask).
+  void (*fill_unkept)(size_t n, const bool* keep, float fill, float* y);
   const char* name;  // "f32_vmath_avx512", ...
 };
 

@@ -242,5 +242,21 @@ void vmath_layernorm(size_t n, const float* x, const float* scale, const float* 
   }
 }
 
+// Whole vectors: the keep bytes widened to lanes and compared with 0, then a select; the
+// tail element by element. Same result as the scalar loop for every element.
+void vmath_fill_unkept(size_t n, const bool* keep, float fill, float* y) {
+  typedef uint8_t vb __attribute__((vector_size(W)));
+  const vf vfill = splat(fill);
+  size_t i = 0;
+  for (; i + W <= n; i += W) {
+    vb k;
+    std::memcpy(&k, keep + i, sizeof k);
+    const vi kept = __builtin_convertvector(k, vi) != 0;
+    store(y + i, kept ? load(y + i) : vfill);
+  }
+  for (; i < n; ++i)
+    if (!keep[i]) y[i] = fill;
+}
+
 }  // namespace
 }  // namespace grove::kernels

@@ -89,8 +89,14 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
                   &scale, row);
         if (keep) {
           const bool* k = keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2];
-          for (int64_t j = 0; j < keys; ++j)
-            if (!k[j * ks[3]]) row[j] = fill;
+          if (ks[3] == 1) {
+            vm.fill_unkept(n, k, fill, row);
+          } else if (ks[3] == 0) {
+            if (!k[0]) std::fill(row, row + n, fill);  // one keep value for the whole row
+          } else {
+            for (int64_t j = 0; j < keys; ++j)
+              if (!k[j * ks[3]]) row[j] = fill;
+          }
         }
         if (mask) {
           const float* m = mask->data<float>() + b * ms[0] + h * ms[1] + i * ms[2];

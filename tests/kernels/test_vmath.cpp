@@ -4,6 +4,8 @@
 // approximation changes (tanh's small-|x| branch, exp's underflow, erf's tails).
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -157,6 +159,23 @@ TEST_P(VMath, LayerNormMatchesDoubleOracle) {
       }
       EXPECT_EQ(y[n], 123.0f);
     }
+}
+
+// Where(keep, y, fill) on a row: exactly the elements whose keep byte is false take the fill,
+// for every length around the vector width (whole vectors and the tail), in place.
+TEST_P(VMath, FillUnkeptReplacesExactlyTheUnkeptElements) {
+  std::mt19937 rng(11);
+  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(15), size_t(16), size_t(17), size_t(33), size_t(100)}) {
+    std::unique_ptr<bool[]> keep(new bool[n + 1]);
+    std::vector<float> y(n), want(n);
+    for (size_t i = 0; i < n; ++i) {
+      keep[i] = rng() % 3 != 0;
+      y[i] = static_cast<float>(i) + 0.5f;
+      want[i] = keep[i] ? y[i] : -1e30f;
+    }
+    k().fill_unkept(n, keep.get(), -1e30f, y.data());
+    EXPECT_EQ(y, want) << "n " << n;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, VMath, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),
