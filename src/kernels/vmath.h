@@ -31,6 +31,9 @@ struct VMathKernels {
   void (*unary)(UnaryOp op, size_t n, const float* x, float* y);
   // y = softmax(x) over n elements (exp(x - max) / sum); y may equal x.
   void (*softmax)(size_t n, const float* x, float* y);
+  // The same where x[live, n) all hold `tail` (a masked run's fill): the same bits, without
+  // the tail's exps when they are exactly 0 (far below the live elements' max).
+  void (*softmax_tail)(size_t n, size_t live, float tail, const float* x, float* y);
   // y = (x - mean) / sqrt(var + epsilon) * scale + bias (bias may be null); y may equal x.
   void (*layernorm)(size_t n, const float* x, const float* scale, const float* bias, float epsilon, float* y);
   // y[i] = fill where keep[i] is false (a byte of 0), unchanged elsewhere: attention's

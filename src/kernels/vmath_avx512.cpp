@@ -4,6 +4,6 @@
 
 namespace grove::kernels {
 
-const VMathKernels f32_vmath_avx512 = {vmath_binary, vmath_unary, vmath_softmax, vmath_layernorm, vmath_fill_unkept, "f32_vmath_avx512"};
+const VMathKernels f32_vmath_avx512 = {vmath_binary, vmath_unary, vmath_softmax, vmath_softmax_tail, vmath_layernorm, vmath_fill_unkept, "f32_vmath_avx512"};
 
 }  // namespace grove::kernels

@@ -8,6 +8,7 @@
 // max, 0 for a sum) and stored back element by element, so no read or write leaves the
 // row. Element i's value never depends on the other lanes or on n, except through the row
 // reductions (max, sums) of softmax and LayerNorm, which are fixed for a given row.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -63,8 +64,10 @@ inline void map_vectors(size_t n, const float* x, float* y, F&& f) {
 // e^x: x = k ln2 + r with |r| <= ln2/2, e^r by its Taylor polynomial to degree 7 (truncation
 // below 1e-8 relative), 2^k built in the exponent bits. Below -87.3 (where 2^k would leave
 // the normal range) the result is 0; above 88 it saturates at e^88.
+constexpr float kExpCutoff = -87.3f;  // vexp is exactly 0 below it
+
 inline vf vexp(vf x) {
-  const vf lo = splat(-87.3f);
+  const vf lo = splat(kExpCutoff);
   vf xc = x < lo ? lo : x;
   xc = xc > splat(88.0f) ? splat(88.0f) : xc;
   // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick (no rounding-mode calls).
@@ -182,9 +185,10 @@ float row_max(size_t n, const float* x) {
   return hmax(m);
 }
 
-void vmath_softmax(size_t n, const float* x, float* y) {
-  if (n == 0) return;
-  const vf peak = splat(row_max(n, x));
+// y = e^(x - peak) / sum over [0, n): the exps, their sum in W lanes (a partial last
+// vector's extra lanes are e^-inf = 0), then one multiply by the sum's inverse.
+void exp_normalize(size_t n, float peak_value, const float* x, float* y) {
+  const vf peak = splat(peak_value);
   vf sum = splat(0.0f);
   size_t i = 0;
   for (; i + W <= n; i += W) {
@@ -199,6 +203,26 @@ void vmath_softmax(size_t n, const float* x, float* y) {
   }
   const vf inv = splat(1.0f / hsum(sum));
   map_vectors(n, y, y, [&](vf v) { return v * inv; });
+}
+
+void vmath_softmax(size_t n, const float* x, float* y) {
+  if (n == 0) return;
+  exp_normalize(n, row_max(n, x), x, y);
+}
+
+// Where the tail is below the live elements' max by more than vexp's cut-off, its exps are
+// exactly 0: they change neither the max nor the sum (each lane adds 0, the same lanes as in
+// the whole row), and its outputs are 0. So the live part alone gives the whole row's bits.
+void vmath_softmax_tail(size_t n, size_t live, float tail, const float* x, float* y) {
+  if (live > 0 && live < n) {
+    const float peak = row_max(live, x);
+    if (tail < peak && tail - peak < kExpCutoff) {  // false for a NaN
+      exp_normalize(live, peak, x, y);
+      std::fill(y + live, y + n, 0.0f);
+      return;
+    }
+  }
+  vmath_softmax(n, x, y);
 }
 
 void vmath_layernorm(size_t n, const float* x, const float* scale, const float* bias, float epsilon, float* y) {

@@ -5,6 +5,6 @@
 
 namespace grove::kernels {
 
-const VMathKernels f32_vmath_scalar = {vmath_binary, vmath_unary, vmath_softmax, vmath_layernorm, vmath_fill_unkept, "f32_vmath_scalar"};
+const VMathKernels f32_vmath_scalar = {vmath_binary, vmath_unary, vmath_softmax, vmath_softmax_tail, vmath_layernorm, vmath_fill_unkept, "f32_vmath_scalar"};
 
 }  // namespace grove::kernels

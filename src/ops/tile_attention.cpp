@@ -10,6 +10,8 @@
 // A score element is the GEMM's sum over the same k blocks whatever the query block, and
 // each row's softmax depends only on that row, so results do not depend on the tiling.
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "kernels/gemm.h"
 #include "kernels/vmath.h"
@@ -45,6 +47,18 @@ struct AttentionWorkspace {
   kernels::GemmScratch scratch;
   std::vector<float> scores;
 };
+// One past the last true byte of keep[0, n) (0 when none is).
+size_t kept_prefix(const bool* keep, size_t n) {
+  while (n >= 8) {
+    uint64_t word;
+    std::memcpy(&word, keep + n - 8, sizeof word);
+    if (word != 0) break;
+    n -= 8;
+  }
+  while (n > 0 && !keep[n - 1]) --n;
+  return n;
+}
+
 AttentionWorkspace& workspace() {
   thread_local AttentionWorkspace w;
   return w;
@@ -85,12 +99,16 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
       for (int64_t i = r[2].begin; i < r[2].end; ++i) {
         float* row = w.scores.data() + (i - r[2].begin) * keys;
         const auto n = static_cast<size_t>(keys);
-        vm.binary(divide ? kernels::BinaryOp::div : kernels::BinaryOp::mul, kernels::BinaryForm::vector_scalar, n, row,
+        const bool* k = keep ? keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2] : nullptr;
+        // Keys past the last kept one (a causal row's future) all become `fill`: scale and
+        // keep only the live part, and let the softmax skip the tail's exps when they are 0.
+        const size_t live = k && ks[3] == 1 && !mask ? kept_prefix(k, n) : n;
+        vm.binary(divide ? kernels::BinaryOp::div : kernels::BinaryOp::mul, kernels::BinaryForm::vector_scalar, live, row,
                   &scale, row);
-        if (keep) {
-          const bool* k = keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2];
+        if (k) {
           if (ks[3] == 1) {
-            vm.fill_unkept(n, k, fill, row);
+            vm.fill_unkept(live, k, fill, row);
+            std::fill(row + live, row + n, fill);
           } else if (ks[3] == 0) {
             if (!k[0]) std::fill(row, row + n, fill);  // one keep value for the whole row
           } else {
@@ -103,7 +121,8 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
           vm.binary(kernels::BinaryOp::add,
                     ms[3] == 1 ? kernels::BinaryForm::vector_vector : kernels::BinaryForm::vector_scalar, n, row, m, row);
         }
-        vm.softmax(n, row, row);
+        if (live < n) vm.softmax_tail(n, live, fill, row, row);
+        else vm.softmax(n, row, row);
       }
       kernels::pack_b_into(w.v, in[2]->data<float>() + mat * keys * dv, static_cast<size_t>(keys),
                            static_cast<size_t>(dv), static_cast<size_t>(dv), kernels::BLayout::k_by_n,

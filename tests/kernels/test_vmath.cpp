@@ -4,6 +4,8 @@
 // approximation changes (tanh's small-|x| branch, exp's underflow, erf's tails).
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <memory>
 
 #include <cmath>
@@ -176,6 +178,26 @@ TEST_P(VMath, FillUnkeptReplacesExactlyTheUnkeptElements) {
     k().fill_unkept(n, keep.get(), -1e30f, y.data());
     EXPECT_EQ(y, want) << "n " << n;
   }
+}
+
+// softmax_tail gives softmax's bits on a row whose [live, n) holds the tail value: with the
+// tail's exps skipped (a fill far below the live max: -3.4e38, -inf, max - 100) and with the
+// whole row computed (a tail too close to matter as 0, a NaN, nothing live, nothing masked).
+TEST_P(VMath, SoftmaxTailGivesTheBitsOfTheWholeRow) {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> score(-8.0f, 8.0f);
+  for (size_t n : {size_t(1), size_t(15), size_t(16), size_t(17), size_t(64), size_t(100), size_t(256)})
+    for (size_t live : {size_t(0), size_t(1), n / 3, n - 1, n})
+      for (float tail : {-3.4028235e38f, -std::numeric_limits<float>::infinity(), -100.0f, -10.0f, std::nanf("")}) {
+        if (live > n) continue;
+        std::vector<float> x(n), want(n), got(n);
+        for (size_t i = 0; i < n; ++i) x[i] = i < live ? score(rng) : tail;
+        k().softmax(n, x.data(), want.data());
+        k().softmax_tail(n, live, tail, x.data(), got.data());
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_TRUE(std::memcmp(&got[i], &want[i], sizeof(float)) == 0)
+              << "n " << n << " live " << live << " tail " << tail << " element " << i << ": " << got[i] << " vs " << want[i];
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, VMath, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),
