@@ -18,7 +18,6 @@
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/gemm.h"
-#include <cstdlib>
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
 #include "ops/tile_util.h"
@@ -60,7 +59,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   if (keep.count(n.name) || !chosen.empty()) return false;
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
-  if (x[1] < kMinChannels && !(getenv("STEM") && runs_on_amx(n))) return false;
+  if (x[1] < kMinChannels) return false;
   // The output channels fill the GEMM's panels: few of them leave lanes empty (16 of 32).
   const auto nr = static_cast<int64_t>(
       kernels::gemm_blocking(kernels::active_isa(), tiling::gemm_precision(n)).nr);
