@@ -12,6 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
+# Each stage's wall time, printed as it ends: CI's budget is the sum.
+stage_start=$SECONDS
+stage_done() { echo "== $1 took $((SECONDS - stage_start)) s"; stage_start=$SECONDS; }
+stage_done "installing dependencies"
 
 # Runs a gtest binary as one shard per core, side by side (the sanitizer builds run their tests
 # one thread at a time); each shard's output goes to BIN.shardN.log and is shown if it fails.
@@ -40,6 +44,7 @@ if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   build-tsan/tests/runtime/grove_runtime_tests --gtest_brief=1
   build-tsan/tests/grove_concurrent_unit_tests --gtest_brief=1
   build-tsan/tests/serve/grove_serve_tests --gtest_brief=1
+  stage_done "ThreadSanitizer stage"
 fi
 
 if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
@@ -53,8 +58,10 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   run_sharded build-fuzz/tests/grove_cli_tests
   build-fuzz/tests/serve/grove_serve_tests --gtest_brief=1
   build-fuzz/tests/grove_conformance
+  stage_done "AddressSanitizer build and tests"
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
     bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"
+    stage_done "fuzzing"
   fi
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
@@ -62,5 +69,6 @@ fi
 echo "== Release build, all tests =="
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DGROVE_TESTS=ON > /dev/null
 cmake --build build-test -j"$jobs"
+stage_done "Release build"
 cd build-test
 ctest --output-on-failure -j"$jobs" "$@"

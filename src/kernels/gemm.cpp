@@ -19,6 +19,7 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu_info.h"
 #include "kernels/gemm_microkernel.h"
+#include "kernels/transpose.h"
 
 namespace grove::kernels {
 
@@ -154,9 +155,12 @@ void check_supported(const char* what, Isa isa, Precision precision) {
 
 uint32_t* words(float* p) { return reinterpret_cast<uint32_t*>(p); }
 
+// The widest B panel of the kernels of config_for.
+constexpr size_t kMaxPanelWidth = 32;
+
 // B in bf16 panels straight from the source: for k_by_n each pair of source rows is
-// interleaved with vector conversions; for n_by_k (column c of B is a contiguous source
-// row) each word pairs two neighbours of that row.
+// interleaved with vector conversions; n_by_k (column c of B is a contiguous source row) is
+// transposed into that order a block at a time first.
 void pack_b_bf16(PackedB& out, const float* b, size_t row_stride, BLayout layout) {
   const size_t k = out.k, n = out.n, nr = out.nr, pairs = (k + 1) / 2;
   for (size_t j = 0; j * nr < n; ++j) {
@@ -168,10 +172,16 @@ void pack_b_bf16(PackedB& out, const float* b, size_t row_stride, BLayout layout
         bf16_interleave_rows_avx512bf16(row0, 2 * q + 1 < k ? row0 + row_stride : nullptr, cols, panel + q * nr);
       }
     } else {
-      for (size_t c = 0; c < cols; ++c) {
-        const float* src = b + (j * nr + c) * row_stride;
-        for (size_t q = 0; q < pairs; ++q)
-          panel[q * nr + c] = bf16_pair(src[2 * q], 2 * q + 1 < k ? src[2 * q + 1] : 0.0f);
+      // Transposed a block of k rows at a time into k_by_n order (a copy), then paired as above.
+      constexpr size_t kBlock = 64;
+      float block[kBlock * kMaxPanelWidth];
+      if (nr > kMaxPanelWidth) throw Error("pack_b: a bf16 panel wider than kMaxPanelWidth");
+      for (size_t p0 = 0; p0 < k; p0 += kBlock) {
+        const size_t rows = std::min(kBlock, k - p0);
+        transpose_4byte(b + j * nr * row_stride + p0, row_stride, cols, rows, block, nr);
+        for (size_t p = 0; p < rows; p += 2)
+          bf16_interleave_rows_avx512bf16(block + p * nr, p + 1 < rows ? block + (p + 1) * nr : nullptr, cols,
+                                          panel + (p0 + p) / 2 * nr);
       }
     }
   }
@@ -281,10 +291,7 @@ void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_st
     if (layout == BLayout::k_by_n) {
       for (size_t p = 0; p < k; ++p) std::copy_n(b + p * row_stride + j * nr, cols, panel + p * nr);
     } else {
-      for (size_t c = 0; c < cols; ++c) {
-        const float* src = b + (j * nr + c) * row_stride;
-        for (size_t p = 0; p < k; ++p) panel[p * nr + c] = src[p];
-      }
+      transpose_4byte(b + j * nr * row_stride, row_stride, cols, k, panel, nr);
     }
   }
 }

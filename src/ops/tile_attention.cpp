@@ -1,6 +1,7 @@
 // Tile rule of grove.internal Attention (ops/attention.cpp): cut batch, heads and query rows;
-// a tile reads its query rows and the whole K^T and V of its heads. For each head it packs
-// K^T and V for the GEMM, computes the scores of its query block into per-thread scratch
+// a tile reads its query rows and the whole K^T and V of its heads, in either layout of
+// ops/attention.h (the sequence-major one changes strides and packs K^T from K's rows).
+// For each head it packs K^T and V for the GEMM, computes the scores of its query block into per-thread scratch
 // ([rows x T], never the whole [S x T] of every head), then scale, keep/fill, mask and the
 // softmax row by row (kernels/vmath.h), and the product with V straight into the output.
 //
@@ -15,6 +16,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/vmath.h"
+#include "ops/attention.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
 #include "ops/tile_util.h"
@@ -22,21 +24,37 @@
 namespace grove::tiling {
 namespace {
 
+// Cut batch, heads and query rows: dims 0-2 of the output in either form (ops/attention.h).
 std::vector<int64_t> attention_cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) {
   return {1, 1, 1, 0};
 }
 
-Shape scores_shape(std::span<const ValueInfo> in) {
-  return {in[0].shape[0], in[0].shape[1], in[0].shape[2], in[1].shape[3]};
+// The batch, head and query ranges of an output region.
+struct Block {
+  Range batch, heads, queries;
+};
+
+Block block_of(const AttentionLayout& l, const Region& r) {
+  return l.sequence_major ? Block{r[0], r[2], r[1]} : Block{r[0], r[1], r[2]};
 }
 
-void attention_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& r,
+void attention_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& r,
                      std::span<Region> in_regions) {
-  const Shape scores = scores_shape(in);
-  in_regions[0] = {r[0], r[1], r[2], {0, in[0].shape[3]}};
-  in_regions[1] = {r[0], r[1], {0, in[1].shape[2]}, {0, in[1].shape[3]}};
-  in_regions[2] = {r[0], r[1], {0, in[2].shape[2]}, {0, in[2].shape[3]}};
-  const Region score_region{r[0], r[1], r[2], {0, scores[3]}};
+  const AttentionLayout l = attention_layout(node, in[0].shape, in[1].shape, in[2].shape);
+  const Block blk = block_of(l, r);
+  if (l.sequence_major) {
+    const auto heads = [&](int64_t offset, int64_t width) {
+      return Range{offset + blk.heads.begin * width, offset + blk.heads.end * width};
+    };
+    in_regions[0] = {blk.batch, blk.queries, heads(l.q.offset, l.head_dim)};
+    in_regions[1] = {blk.batch, {0, l.keys}, heads(l.k.offset, l.head_dim)};
+    in_regions[2] = {blk.batch, {0, l.keys}, heads(l.v.offset, l.value_dim)};
+  } else {
+    in_regions[0] = {blk.batch, blk.heads, blk.queries, {0, l.head_dim}};
+    in_regions[1] = {blk.batch, blk.heads, {0, l.head_dim}, {0, l.keys}};
+    in_regions[2] = {blk.batch, blk.heads, {0, l.keys}, {0, l.value_dim}};
+  }
+  const Region score_region{blk.batch, blk.heads, blk.queries, {0, l.keys}};
   for (size_t i = 3; i < in.size(); ++i)
     in_regions[i] = in[i].present ? broadcast_region(in[i].shape, score_region) : Region{};
 }
@@ -67,10 +85,10 @@ AttentionWorkspace& workspace() {
 void attention_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
                    const void*) {
   check_region(node, r, out[0]->shape());
-  const Shape& q_shape = in[0]->shape();
-  const int64_t heads = q_shape[1], seq = q_shape[2], d = q_shape[3];
-  const int64_t keys = in[1]->shape()[3], dv = in[2]->shape()[3];
-  const Shape scores{q_shape[0], heads, seq, keys};
+  const AttentionLayout l = attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape());
+  const Block blk = block_of(l, r);
+  const int64_t d = l.head_dim, keys = l.keys, dv = l.value_dim;
+  const Shape scores = l.scores();
   const Tensor* mask = optional_input(in, 3);
   const Tensor* keep = optional_input(in, 4);
   const std::vector<int64_t> ms = mask ? broadcast_strides(mask->shape(), scores) : std::vector<int64_t>(4, 0);
@@ -80,24 +98,28 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const float fill = node.attr_float("fill", 0.0f);
   const kernels::VMathKernels& vm = kernels::vmath();
   const kernels::Precision precision = gemm_precision(node);  // of Q.K^T and P.V; the softmax stays fp32
+  // KT's rows are head dims (head-major) or keys (sequence-major: column t of KT contiguous).
+  const kernels::BLayout kt_layout = l.sequence_major ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n;
+  const auto at = [](const Tensor* t, const AttentionLayout::Operand& o, int64_t b, int64_t h, int64_t row) {
+    return t->data<float>() + o.offset + b * o.batch_stride + h * o.head_stride + row * o.row_stride;
+  };
   AttentionWorkspace& w = workspace();
-  const auto rows = static_cast<size_t>(r[2].size());
+  const auto rows = static_cast<size_t>(blk.queries.size());
   w.scores.resize(rows * static_cast<size_t>(keys));
-  for (int64_t b = r[0].begin; b < r[0].end; ++b)
-    for (int64_t h = r[1].begin; h < r[1].end; ++h) {
-      const int64_t mat = b * heads + h;
-      kernels::pack_b_into(w.kt, in[1]->data<float>() + mat * d * keys, static_cast<size_t>(d), static_cast<size_t>(keys),
-                           static_cast<size_t>(keys), kernels::BLayout::k_by_n, kernels::active_isa(), precision);
+  for (int64_t b = blk.batch.begin; b < blk.batch.end; ++b)
+    for (int64_t h = blk.heads.begin; h < blk.heads.end; ++h) {
+      kernels::pack_b_into(w.kt, at(in[1], l.k, b, h, 0), static_cast<size_t>(d), static_cast<size_t>(keys),
+                           static_cast<size_t>(l.k.row_stride), kt_layout, kernels::active_isa(), precision);
       kernels::GemmCall qk;
       qk.m = rows;
-      qk.a = in[0]->data<float>() + (mat * seq + r[2].begin) * d;
-      qk.a_stride = static_cast<size_t>(d);
+      qk.a = at(in[0], l.q, b, h, blk.queries.begin);
+      qk.a_stride = static_cast<size_t>(l.q.row_stride);
       qk.n = static_cast<size_t>(keys);
       qk.c = w.scores.data();
       qk.c_stride = static_cast<size_t>(keys);
       kernels::gemm(qk, w.kt, w.scratch);
-      for (int64_t i = r[2].begin; i < r[2].end; ++i) {
-        float* row = w.scores.data() + (i - r[2].begin) * keys;
+      for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i) {
+        float* row = w.scores.data() + (i - blk.queries.begin) * keys;
         const auto n = static_cast<size_t>(keys);
         const bool* k = keep ? keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2] : nullptr;
         // Keys past the last kept one (a causal row's future) all become `fill`: scale and
@@ -124,16 +146,17 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
         if (live < n) vm.softmax_tail(n, live, fill, row, row);
         else vm.softmax(n, row, row);
       }
-      kernels::pack_b_into(w.v, in[2]->data<float>() + mat * keys * dv, static_cast<size_t>(keys),
-                           static_cast<size_t>(dv), static_cast<size_t>(dv), kernels::BLayout::k_by_n,
-                           kernels::active_isa(), precision);
+      kernels::pack_b_into(w.v, at(in[2], l.v, b, h, 0), static_cast<size_t>(keys), static_cast<size_t>(dv),
+                           static_cast<size_t>(l.v.row_stride), kernels::BLayout::k_by_n, kernels::active_isa(),
+                           precision);
       kernels::GemmCall pv;
       pv.m = rows;
       pv.a = w.scores.data();
       pv.a_stride = static_cast<size_t>(keys);
       pv.n = static_cast<size_t>(dv);
-      pv.c = out[0]->data<float>() + (mat * seq + r[2].begin) * dv;
-      pv.c_stride = static_cast<size_t>(dv);
+      pv.c = out[0]->data<float>() + l.out.offset + b * l.out.batch_stride + h * l.out.head_stride +
+             blk.queries.begin * l.out.row_stride;
+      pv.c_stride = static_cast<size_t>(l.out.row_stride);
       kernels::gemm(pv, w.v, w.scratch);
     }
 }

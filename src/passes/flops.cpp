@@ -4,6 +4,7 @@
 #include <string>
 
 #include "graph/epilogue_attrs.h"
+#include "ops/attention.h"
 #include "ops/op.h"
 
 namespace grove {
@@ -51,14 +52,19 @@ bool reads_every_input_once(const std::string& op) {
 // grove.internal Attention (fuse_attention): what the ops it replaced counted, the two
 // MatMuls and one operation per score for the scale, the Where, the mask Add and the Softmax.
 static int64_t attention_flops(const Graph& g, const Node& n) {
-  const Shape* out = shape_of(g, n.outputs[0]);
   const Shape* q = n.inputs.empty() ? nullptr : shape_of(g, n.inputs[0]);
-  const Shape* kt = n.inputs.size() < 2 ? nullptr : shape_of(g, n.inputs[1]);
-  if (!out || !q || !kt || q->size() != 4 || kt->size() != 4 || out->size() != 4) return 0;
-  if ((*q)[3] == 0) return 0;  // no scores; and no division by zero
-  const int64_t scores = mul(numel(*q) / (*q)[3], (*kt)[3]);
+  const Shape* k = n.inputs.size() < 2 ? nullptr : shape_of(g, n.inputs[1]);
+  const Shape* v = n.inputs.size() < 3 ? nullptr : shape_of(g, n.inputs[2]);
+  if (!q || !k || !v) return 0;
+  AttentionLayout l;
+  try {
+    l = attention_layout(n, *q, *k, *v);
+  } catch (const Error&) {
+    return 0;
+  }
+  const int64_t scores = numel(l.scores());
   const int64_t per_score = 2 + (n.inputs.size() > 3 && !n.inputs[3].empty()) + (n.inputs.size() > 4 && !n.inputs[4].empty());
-  return add(add(mul(2, scores, (*q)[3]), mul(2, scores, (*out)[3])), mul(per_score, scores));
+  return add(add(mul(2, scores, l.head_dim), mul(2, scores, l.value_dim)), mul(per_score, scores));
 }
 
 int64_t node_flops(const Graph& g, const Node& n) {

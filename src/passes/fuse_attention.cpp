@@ -7,6 +7,15 @@
 // Every value inside the chain must be read only by the next node (and not be a graph
 // output), everything float32 (keep bool), Q, KT and V 4-D with the same [B, H], and the
 // mask and keep must not widen the score shape. Anything else leaves the graph unchanged.
+//
+// When Q, K^T and V are each Transpose(Reshape(rows)) of a [B, S, H * D] value (or of one
+// output of a Split along its last axis, every output of which feeds this chain), and the
+// result's only reader is Transpose(perm 0 2 1 3), the node takes the sequence-major form of
+// ops/attention.h instead: it reads the rows (the Split's input) at column offsets and writes
+// [B, S, H, Dv], and those Split, Reshape and Transpose nodes go too. They were copies of
+// every Q, K, V and output element (GPT-2's Split and four Transposes per layer).
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include "passes/passes.h"
@@ -54,6 +63,15 @@ struct GraphIndex {
   }
 };
 
+// The index of the one node reading `value`, if exactly one does and it is not a graph output.
+std::optional<size_t> only_reader(const GraphIndex& ix, const std::string& value) {
+  if (ix.outputs.count(value) || ix.readers.count(value) == 0 || ix.readers.at(value) != 1) return std::nullopt;
+  for (size_t i = 0; i < ix.g.nodes.size(); ++i)
+    for (const auto& in : ix.g.nodes[i].inputs)
+      if (in == value) return i;
+  return std::nullopt;
+}
+
 bool is_4d(const ValueInfo* v, DType dtype) { return v && v->dtype == dtype && v->shape.size() == 4; }
 
 // A [.., rank <= 4] operand that broadcasts into `scores` without widening it.
@@ -64,6 +82,8 @@ bool fits_scores(const ValueInfo* v, DType dtype, const Shape& scores) {
     if (v->shape[d] != 1 && v->shape[d] != scores[lead + d]) return false;
   return true;
 }
+
+void to_sequence_major(const GraphIndex& ix, Node& fused, std::vector<size_t>& replaced);
 
 // Tries to fuse the chain ending in the MatMul at `pv_index`; returns the fused node and
 // marks the nodes it replaces, or returns false with nothing changed.
@@ -141,7 +161,102 @@ bool match(const GraphIndex& ix, size_t pv_index, Node& fused, std::vector<size_
   a.s = scale_node->op_type;
   fused.attrs["scale_op"] = a;
   replaced = chain;
+  to_sequence_major(ix, fused, replaced);
   return true;
+}
+
+// Where one head-major operand of the chain comes from, for the sequence-major form.
+struct HeadRows {
+  std::string rows;       // the [B, S, C] value its heads sit side by side in
+  int64_t offset = 0;     // the column of head 0 in `rows`
+  int64_t heads = 0, width = 0;
+  std::optional<size_t> split;  // the Split that produced the Reshape's input, if one did
+  std::string split_output;
+  std::vector<size_t> nodes;    // the Reshape and Transpose it replaces
+};
+
+// `value` = Transpose(perm) of Reshape(x) with x [B, S, H * D] and the Reshape [B, S, H, D].
+bool head_rows(const GraphIndex& ix, const std::string& value, const std::vector<int64_t>& perm, HeadRows& out) {
+  size_t transpose_at = 0, reshape_at = 0;
+  const Node* transpose = ix.link(value, "Transpose", &transpose_at);
+  if (!transpose || transpose->inputs.size() != 1 || transpose->attr_ints("perm") != perm) return false;
+  const Node* reshape = ix.link(transpose->inputs[0], "Reshape", &reshape_at);
+  if (!reshape || reshape->inputs.empty()) return false;
+  const ValueInfo* split_heads = ix.info(reshape->outputs[0]);
+  const ValueInfo* rows = ix.info(reshape->inputs[0]);
+  if (!is_4d(split_heads, DType::f32) || !rows || rows->dtype != DType::f32 || rows->shape.size() != 3) return false;
+  const Shape &h = split_heads->shape, &x = rows->shape;
+  if (x[0] != h[0] || x[1] != h[1] || x[2] != h[2] * h[3]) return false;
+  out = HeadRows{reshape->inputs[0], 0, h[2], h[3], std::nullopt, {}, {transpose_at, reshape_at}};
+  // One output of a Split along the last axis: read the Split's input at that output's columns.
+  auto p = ix.producer.find(reshape->inputs[0]);
+  if (p == ix.producer.end() || ix.outputs.count(reshape->inputs[0]) || ix.readers.at(reshape->inputs[0]) != 1)
+    return true;
+  const Node& split = ix.g.nodes[p->second];
+  if (split.op_type != "Split" || !split.domain.empty() || split.inputs.empty()) return true;
+  const ValueInfo* whole = ix.info(split.inputs[0]);
+  if (!whole || whole->dtype != DType::f32 || whole->shape.size() != 3) return true;
+  int64_t axis = split.attr_int("axis", 0);
+  if (axis < 0) axis += 3;
+  if (axis != 2) return true;
+  int64_t offset = 0;
+  for (const auto& o : split.outputs) {
+    if (o == reshape->inputs[0]) {
+      out.rows = split.inputs[0];
+      out.offset = offset;
+      out.split = p->second;
+      out.split_output = o;
+      return true;
+    }
+    const ValueInfo* part = ix.info(o);
+    if (!part || part->shape.size() != 3) return true;
+    offset += part->shape[2];
+  }
+  return true;
+}
+
+void set_int(Node& n, const char* key, int64_t value) {
+  Attribute a;
+  a.kind = Attribute::Kind::i;
+  a.i = value;
+  n.attrs[key] = a;
+}
+
+// Turns the head-major `fused` (inputs Q, KT, V, [mask], [keep]) into the sequence-major form
+// when the chain's surroundings allow it (top of file), adding the nodes it absorbs to
+// `replaced`; else leaves both unchanged.
+void to_sequence_major(const GraphIndex& ix, Node& fused, std::vector<size_t>& replaced) {
+  HeadRows q, k, v;
+  if (!head_rows(ix, fused.inputs[0], {0, 2, 1, 3}, q) || !head_rows(ix, fused.inputs[1], {0, 2, 3, 1}, k) ||
+      !head_rows(ix, fused.inputs[2], {0, 2, 1, 3}, v))
+    return;
+  if (q.heads != k.heads || q.heads != v.heads || q.width != k.width) return;
+  const std::optional<size_t> out_at = only_reader(ix, fused.outputs[0]);
+  if (!out_at) return;
+  const Node& out = ix.g.nodes[*out_at];
+  if (out.op_type != "Transpose" || !out.domain.empty() || out.outputs.size() != 1 ||
+      out.attr_ints("perm") != std::vector<int64_t>{0, 2, 1, 3})
+    return;
+  // A Split is absorbed only whole: each of its outputs is one of these three.
+  std::vector<size_t> absorbed{*out_at};
+  for (const HeadRows* h : {&q, &k, &v}) {
+    absorbed.insert(absorbed.end(), h->nodes.begin(), h->nodes.end());
+    if (!h->split) continue;
+    for (const auto& o : ix.g.nodes[*h->split].outputs)
+      if (o != q.split_output && o != k.split_output && o != v.split_output) return;
+    if (std::find(absorbed.begin(), absorbed.end(), *h->split) == absorbed.end()) absorbed.push_back(*h->split);
+  }
+  fused.inputs[0] = q.rows;
+  fused.inputs[1] = k.rows;
+  fused.inputs[2] = v.rows;
+  fused.outputs = out.outputs;
+  set_int(fused, "heads", q.heads);
+  set_int(fused, "head_dim", q.width);
+  set_int(fused, "value_dim", v.width);
+  set_int(fused, "q_offset", q.offset);
+  set_int(fused, "k_offset", k.offset);
+  set_int(fused, "v_offset", v.offset);
+  replaced.insert(replaced.end(), absorbed.begin(), absorbed.end());
 }
 
 }  // namespace

@@ -81,6 +81,45 @@ TEST(FuseAttention, CausalGpt2StyleLayersFuseAndTilesMatchUnfusedReference) {
   expect_tiles_match_unfused(bytes, transformer_inputs(), "gpt2");
 }
 
+// The heads' Reshapes and Transposes (and GPT-2's Split of one Q|K|V projection) go into the
+// node: it reads the projections' rows at column offsets and writes [B, S, H, Dv].
+TEST(FuseAttention, SplitReshapeAndTransposesAroundTheChainAreAbsorbed) {
+  for (bool fused_qkv : {false, true}) {
+    const std::string bytes = test::transformer_bytes(/*causal=*/true, fused_qkv);
+    Model model(load_onnx_bytes(bytes, "gpt2.onnx"));
+    auto h = histogram(model.graph());
+    EXPECT_EQ(h["grove.internal:Attention"], 2) << fused_qkv;
+    EXPECT_EQ(h["Transpose"], 0) << fused_qkv;
+    EXPECT_EQ(h["Split"], 0) << fused_qkv;
+    EXPECT_EQ(h["Reshape"], 2) << fused_qkv;  // the merge of the heads after each layer: a view
+    for (const Node& n : model.graph().nodes) {
+      if (n.op_type != "Attention") continue;
+      EXPECT_EQ(n.attr_int("heads", 0), 4);
+      EXPECT_EQ(n.attr_int("head_dim", 0), 8);
+      EXPECT_EQ(n.attr_int("k_offset", -1), fused_qkv ? 32 : 0);
+      EXPECT_EQ(n.attr_int("v_offset", -1), fused_qkv ? 64 : 0);
+      if (fused_qkv) EXPECT_EQ(n.inputs[0], n.inputs[2]);
+    }
+    expect_tiles_match_unfused(bytes, transformer_inputs(), fused_qkv ? "gpt2_qkv" : "gpt2");
+  }
+}
+
+// A Split one of whose outputs is read elsewhere stays; the chain then reads its outputs.
+TEST(FuseAttention, ASplitWithAnotherReaderIsKept) {
+  std::string bytes = test::transformer_bytes(/*causal=*/false, /*fused_qkv=*/true);
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(bytes));
+  auto* out = m.mutable_graph()->add_output();
+  out->set_name("l0_v");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(kFloat);
+  ASSERT_TRUE(m.SerializeToString(&bytes));
+  Model model(load_onnx_bytes(bytes, "kept.onnx"));
+  auto h = histogram(model.graph());
+  EXPECT_EQ(h["grove.internal:Attention"], 2);
+  EXPECT_EQ(h["Split"], 1);
+  expect_tiles_match_unfused(bytes, transformer_inputs(), "kept");
+}
+
 // One attention chain on graph inputs, with one thing changed per variant.
 enum class Variant { plain, div_scale, scores_also_output, softmax_axis_2, runtime_scale, add_before_scale };
 
@@ -138,7 +177,7 @@ TEST(FuseAttention, ChainsThatDifferAreLeftUnchanged) {
 
 TEST(FuseAttention, FlopsOfTheFusedGraphEqualTheUnfused) {
   for (bool causal : {false, true}) {
-    const std::string bytes = test::transformer_bytes(causal);
+    const std::string bytes = test::transformer_bytes(causal, /*fused_qkv=*/causal);
     Graph plain = load_onnx_bytes(bytes, "plain.onnx");
     bind_shapes(plain, {});
     Model model(load_onnx_bytes(bytes, "fused.onnx"));

@@ -329,17 +329,24 @@ TEST(TilingKernels, Bf16PackingsAgree) {
   // held other data there.
   for (Precision prec : {Precision::bf16, Precision::bf16_amx}) {
     if (!kernels::precision_supported(prec, isa)) continue;
-    for (size_t k : {size_t{1}, size_t{7}, size_t{64}}) {
-      const size_t n = 45;
+    // k past one transposed block (pack_b_into's n_by_k), and rows longer than k.
+    for (size_t k : {size_t{1}, size_t{7}, size_t{64}, size_t{131}}) {
+      const size_t n = 45, ks = k + 3;
       Tensor b = random_f32({static_cast<int64_t>(k), static_cast<int64_t>(n)}, unsigned(70 + k));
-      std::vector<float> b_t(k * n);
+      std::vector<float> b_t(ks * n, 9.0f);
       for (size_t p = 0; p < k; ++p)
-        for (size_t j = 0; j < n; ++j) b_t[j * k + p] = b.data<float>()[p * n + j];
+        for (size_t j = 0; j < n; ++j) b_t[j * ks + p] = b.data<float>()[p * n + j];
       const kernels::PackedB want = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa, prec);
-      const kernels::PackedB from_t = kernels::pack_b(b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, prec);
+      const kernels::PackedB from_t = kernels::pack_b(b_t.data(), k, n, ks, kernels::BLayout::n_by_k, isa, prec);
       kernels::PackedB into;
       kernels::pack_b_into(into, std::vector<float>(4096, 3.0f).data(), 64, 64, 64, kernels::BLayout::k_by_n, isa);
-      kernels::pack_b_into(into, b_t.data(), k, n, k, kernels::BLayout::n_by_k, isa, prec);
+      kernels::pack_b_into(into, b_t.data(), k, n, ks, kernels::BLayout::n_by_k, isa, prec);
+      // And the float panels of the same B, from either layout.
+      kernels::PackedB f32_t;
+      kernels::pack_b_into(f32_t, b_t.data(), k, n, ks, kernels::BLayout::n_by_k, isa);
+      const kernels::PackedB f32_want = kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa);
+      EXPECT_EQ(std::memcmp(f32_t.panels.data(), f32_want.panels.data(), f32_want.panels.size() * sizeof(float)), 0)
+          << "f32 k " << k;
       kernels::PackedB converted;
       kernels::convert_to_bf16(kernels::pack_b(b.data<float>(), k, n, n, kernels::BLayout::k_by_n, isa), converted, prec);
       const size_t words = (n + want.nr - 1) / want.nr * want.steps() * want.nr;

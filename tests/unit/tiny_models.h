@@ -51,13 +51,14 @@ inline std::string residual_cnn_bytes() {
 // h[1,S,32] (S=12), mask[1,1,1,S] additive -> 2 encoder layers (4 heads of 8) -> out[1,S,32].
 // causal: GPT-2's attention as torch exports it, the scaled scores first through
 // Where(lower-triangular keep, scores, -FLT_MAX), then the additive mask.
-inline std::string transformer_bytes(bool causal = false) {
+inline std::string transformer_bytes(bool causal = false, bool fused_qkv = false) {
   constexpr int kFloat = onnx::TensorProto::FLOAT;
   constexpr int S = 12, H = 32, heads = 4, dh = 8, ff = 64;
   OnnxBuilder b(17);
   b.input("h", kFloat, {1, S, H}).input("mask", kFloat, {1, 1, 1, S}).output("out", kFloat, {1, S, H});
   b.initializer_i64("split_heads", {4}, {1, S, heads, dh});
   b.initializer_i64("merge_heads", {3}, {1, S, H});
+  b.initializer_i64("qkv_split", {3}, {H, H, H});
   b.initializer_f32("scale", {}, {1.f / std::sqrt(float(dh))});
   b.initializer_f32("sqrt_half", {}, {0.70710678f});
   b.initializer_f32("one", {}, {1.f});
@@ -85,9 +86,14 @@ inline std::string transformer_bytes(bool causal = false) {
       b.initializer_f32(out + "_beta", {H}, pseudo_random(H, seed++, 0.1f));
       OnnxBuilder::attr_int(b.node("LayerNormalization", {in, out + "_g", out + "_beta"}, {out}, out), "axis", -1);
     };
-    linear(x, p + "q", H, H);
-    linear(x, p + "k", H, H);
-    linear(x, p + "v", H, H);
+    if (fused_qkv) {  // GPT-2's form: one projection, split along its last axis
+      linear(x, p + "qkv", H, 3 * H);
+      OnnxBuilder::attr_int(b.node("Split", {p + "qkv", "qkv_split"}, {p + "q", p + "k", p + "v"}, p + "split"), "axis", 2);
+    } else {
+      linear(x, p + "q", H, H);
+      linear(x, p + "k", H, H);
+      linear(x, p + "v", H, H);
+    }
     heads_of(p + "q", p + "qh", {0, 2, 1, 3});
     heads_of(p + "k", p + "kt", {0, 2, 3, 1});
     heads_of(p + "v", p + "vh", {0, 2, 1, 3});
