@@ -163,7 +163,10 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
   l.head_dim = positive_attr(node, "head_dim");
   l.value_dim = positive_attr(node, "value_dim");
   const auto operand = [&](const Shape& s, const char* offset_key, int64_t width) {
-    return AttentionLayout::Operand{offset_attr(node, offset_key, l.heads * width, s[2]), s[1] * s[2], width, s[2]};
+    int64_t columns = 0;
+    if (__builtin_mul_overflow(l.heads, width, &columns))
+      throw Error(node.describe() + ": heads x head width overflows int64");
+    return AttentionLayout::Operand{offset_attr(node, offset_key, columns, s[2]), s[1] * s[2], width, s[2]};
   };
   l.q = operand(q, "q_offset", l.head_dim);
   l.k = operand(k, "k_offset", l.head_dim);

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "ops/attention.h"
+#include "ops/op.h"
 #include "passes/flops.h"
 #include "passes/passes.h"
 #include "runtime/session.h"
@@ -184,4 +186,38 @@ TEST(FuseAttention, FlopsOfTheFusedGraphEqualTheUnfused) {
     ASSERT_EQ(histogram(model.graph())["grove.internal:Attention"], 2);
     EXPECT_EQ(graph_flops(model.graph()), graph_flops(plain)) << "causal " << causal;
   }
+}
+
+// A sequence-major node (from a model or plan file naming grove.internal) whose attributes do
+// not fit its inputs is an Error naming the node, never an out-of-bounds read.
+TEST(FuseAttention, SequenceMajorAttributesAreChecked) {
+  const auto node = [](int64_t heads, int64_t head_dim, int64_t k_offset) {
+    Node n;
+    n.name = "attn";
+    n.op_type = "Attention";
+    n.domain = kGroveDomain;
+    for (auto [key, value] : {std::pair<const char*, int64_t>{"heads", heads}, {"head_dim", head_dim},
+                              {"value_dim", 8}, {"k_offset", k_offset}}) {
+      Attribute a;
+      a.kind = Attribute::Kind::i;
+      a.i = value;
+      n.attrs[key] = a;
+    }
+    return n;
+  };
+  const Shape rows{1, 12, 96};
+  const AttentionLayout ok = attention_layout(node(4, 8, 32), rows, rows, rows);
+  EXPECT_TRUE(ok.sequence_major);
+  EXPECT_EQ(ok.k.offset, 32);
+  EXPECT_EQ(ok.out.row_stride, 32);
+  for (const Node& bad : {node(4, 8, 72), node(4, 8, -1), node(0, 8, 0), node(4, -8, 0),
+                          node(int64_t{1} << 40, int64_t{1} << 40, 0)}) {
+    try {
+      attention_layout(bad, rows, rows, rows);
+      ADD_FAILURE() << "accepted heads " << bad.attr_int("heads", 0) << " k_offset " << bad.attr_int("k_offset", 0);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("attn"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(attention_layout(node(4, 8, 0), rows, {1, 12}, rows), Error);  // K not 3-D
 }
