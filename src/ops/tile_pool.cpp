@@ -71,13 +71,35 @@ void max_pool2d_separable(const WindowGeometry& g, const float* xs, float* ys, i
           const float* row = xp + (iy0 + ky) * iw;
           for (int64_t ix = 0; ix < iw; ++ix) col[ix] = row[ix] > col[ix] ? row[ix] : col[ix];
         }
-        for (int64_t ox = r[3].begin; ox < r[3].end; ++ox) {
-          const int64_t ix0 = ox * g.strides[1] - g.pads_begin[1];
-          const int64_t kx0 = std::max<int64_t>(0, -ix0), kx1 = std::min(g.kernel[1], iw - ix0);
+        // Windows wholly inside the row, [inner0, inner1), need no bounds per tap: a loop
+        // of fixed shape the compiler unrolls (ResNet's 3-wide stride-2 pool is most of them).
+        const int64_t sx = g.strides[1], kw = g.kernel[1], pad = g.pads_begin[1];
+        const int64_t inner0 = std::clamp<int64_t>((pad + sx - 1) / sx, r[3].begin, r[3].end);
+        const int64_t inner1 = std::clamp<int64_t>(iw - kw + pad >= 0 ? (iw - kw + pad) / sx + 1 : 0, inner0, r[3].end);
+        const auto edge = [&](int64_t ox) {
+          const int64_t ix0 = ox * sx - pad;
+          const int64_t kx0 = std::max<int64_t>(0, -ix0), kx1 = std::min(kw, iw - ix0);
           float best = kLowest;
           for (int64_t kx = kx0; kx < kx1; ++kx) best = col[ix0 + kx] > best ? col[ix0 + kx] : best;
           yp[oy * ow + ox] = best;
+        };
+        for (int64_t ox = r[3].begin; ox < inner0; ++ox) edge(ox);
+        if (kw == 3 && sx == 2) {
+          for (int64_t ox = inner0; ox < inner1; ++ox) {
+            const float* c = col + ox * 2 - pad;
+            float best = c[0] > kLowest ? c[0] : kLowest;  // as the general loop: NaN never wins
+            best = c[1] > best ? c[1] : best;
+            yp[oy * ow + ox] = c[2] > best ? c[2] : best;
+          }
+        } else {
+          for (int64_t ox = inner0; ox < inner1; ++ox) {
+            const float* c = col + ox * sx - pad;
+            float best = kLowest;
+            for (int64_t kx = 0; kx < kw; ++kx) best = c[kx] > best ? c[kx] : best;
+            yp[oy * ow + ox] = best;
+          }
         }
+        for (int64_t ox = std::max(inner1, r[3].begin); ox < r[3].end; ++ox) edge(ox);
       }
     }
 }
