@@ -18,4 +18,10 @@ inline bool runs_in_bf16(const Node& node) {
 }
 inline bool runs_on_amx(const Node& node) { return node.attr_string(kAttrPrecision, "") == kPrecisionBf16Amx; }
 
+// A channels-last conv on AMX whose y the plan stores as bfloat16 (1), because every reader
+// is such a conv too (plan/precision.cpp): half the bytes through the caches, and the reader
+// packs its tiles from bf16 without rounding again. ConvNhwc's shape rule reads it for y's dtype.
+inline constexpr const char* kAttrOutputBf16 = "grove_output_bf16";
+inline bool stores_bf16(const Node& node) { return node.attr_int(kAttrOutputBf16, 0) != 0; }
+
 }  // namespace grove

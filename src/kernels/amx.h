@@ -26,6 +26,9 @@ void bf16_pack_a_amx(const float* a, size_t stride, size_t rows, size_t kc, uint
 // One row of A (kc floats) into row r < 32 of such a tile, every 32-step of it; the other rows
 // are left as they are. For a caller that builds A a row at a time (a conv's windows).
 void bf16_pack_a_amx_row(const float* row, size_t kc, size_t r, uint32_t* tile);
+// The same two from bfloat16 rows: copies, no rounding.
+void bf16_pack_a_amx_from_bf16(const uint16_t* a, size_t stride, size_t rows, size_t kc, uint32_t* out);
+void bf16_pack_a_amx_row_from_bf16(const uint16_t* row, size_t kc, size_t r, uint32_t* tile);
 // The same from A stored transposed (kc rows of at least `rows` floats).
 void bf16_pack_a_amx_transposed(const float* a_t, size_t stride, size_t rows, size_t kc, uint32_t* out);
 

@@ -52,6 +52,53 @@ void finish_rows(const float (&block)[32][32], const GemmTileArgs& t) {
   }
 }
 
+// 32 bf16 of a row as floats, masked past n.
+inline void load_bf16_row(const uint16_t* src, const __mmask16 (&mask)[2], __m512 (&out)[2]) {
+  for (int v = 0; v < 2; ++v) {
+    const __m256i h = _mm256_maskz_loadu_epi16(mask[v], src + 16 * v);
+    out[v] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+// The epilogue of finish_rows for bf16 storage (a bf16 C, a bf16 residual, or both), in the
+// same order: earlier k blocks' sums, bias, row bias, residual, activation; then one rounding
+// into C's element type.
+void finish_rows_bf16(const float (&block)[32][32], const GemmTileArgs& t) {
+  __mmask16 mask[2];
+  for (int v = 0; v < 2; ++v) {
+    const long left = static_cast<long>(t.n) - 16 * v;
+    mask[v] = left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+  }
+  const __mmask32 mask32 = t.n >= 32 ? ~__mmask32(0) : (__mmask32(1) << t.n) - 1;
+  __m512 bias[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  if (t.bias)
+    for (int v = 0; v < 2; ++v) bias[v] = _mm512_maskz_loadu_ps(mask[v], t.bias + 16 * v);
+  for (size_t r = 0; r < t.m; ++r) {
+    __m512 acc[1][kNV] = {{_mm512_load_ps(block[r]), _mm512_load_ps(block[r] + 16)}};
+    if (t.accumulate)
+      for (int v = 0; v < 2; ++v)
+        acc[0][v] = _mm512_add_ps(acc[0][v], _mm512_maskz_loadu_ps(mask[v], t.c + r * t.c_stride + 16 * v));
+    for (int v = 0; v < 2; ++v) acc[0][v] = _mm512_add_ps(acc[0][v], bias[v]);
+    if (t.row_bias)
+      for (int v = 0; v < 2; ++v) acc[0][v] = _mm512_add_ps(acc[0][v], _mm512_set1_ps(t.row_bias[r]));
+    if (t.residual_bf16) {
+      __m512 res[2];
+      load_bf16_row(t.residual_bf16 + r * t.residual_stride, mask, res);
+      for (int v = 0; v < 2; ++v) acc[0][v] = _mm512_add_ps(acc[0][v], res[v]);
+    } else if (t.residual) {
+      for (int v = 0; v < 2; ++v)
+        acc[0][v] = _mm512_add_ps(acc[0][v], _mm512_maskz_loadu_ps(mask[v], t.residual + r * t.residual_stride + 16 * v));
+    }
+    activate<1>(acc, t.activation);
+    if (t.c_bf16) {
+      const __m512bh out = _mm512_cvtne2ps_pbh(acc[0][1], acc[0][0]);
+      _mm512_mask_storeu_epi16(t.c_bf16 + r * t.c_bf16_stride, mask32, (__m512i)out);
+    } else {
+      for (int v = 0; v < 2; ++v) _mm512_mask_storeu_ps(t.c + r * t.c_stride + 16 * v, mask[v], acc[0][v]);
+    }
+  }
+}
+
 }  // namespace
 
 void amx_begin() {
@@ -92,7 +139,8 @@ void bf16_gemm_32x32_amx(const GemmTileArgs& t) {
   _tile_stored(1, &block[0][16], sizeof block[0]);
   _tile_stored(2, &block[16][0], sizeof block[0]);
   _tile_stored(3, &block[16][16], sizeof block[0]);
-  finish_rows(block, t);
+  if (t.finish && (t.c_bf16 || t.residual_bf16)) finish_rows_bf16(block, t);
+  else finish_rows(block, t);
 }
 
 // Each row: 32 floats (masked at the end of k) become 32 bf16 in one conversion, which
@@ -126,6 +174,28 @@ void bf16_pack_a_amx_row(const float* row, size_t kc, size_t r, uint32_t* tile) 
     const float* tail = row + full * kStepK;
     const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, tail + 16), _mm512_maskz_loadu_ps(lo, tail));
     _mm512_store_si512(dst + full * kAmxAStepWords, (__m512i)v);
+  }
+}
+
+void bf16_pack_a_amx_from_bf16(const uint16_t* a, size_t stride, size_t rows, size_t kc, uint32_t* out) {
+  const size_t steps = (kc + kStepK - 1) / kStepK;
+  for (size_t s = 0; s < steps; ++s) {
+    uint32_t* dst = out + s * kAmxAStepWords;
+    const size_t p = s * kStepK, left = std::min(kStepK, kc - p);
+    const __mmask32 mask = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
+    for (size_t r = 0; r < rows; ++r)
+      _mm512_store_si512(dst + r * 16, _mm512_maskz_loadu_epi16(mask, a + r * stride + p));
+    std::memset(dst + rows * 16, 0, (32 - rows) * 16 * sizeof(uint32_t));
+  }
+}
+
+void bf16_pack_a_amx_row_from_bf16(const uint16_t* row, size_t kc, size_t r, uint32_t* tile) {
+  const size_t steps = (kc + kStepK - 1) / kStepK;
+  uint32_t* dst = tile + r * 16;
+  for (size_t s = 0; s < steps; ++s) {
+    const size_t p = s * kStepK, left = std::min(kStepK, kc - p);
+    const __mmask32 mask = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
+    _mm512_store_si512(dst + s * kAmxAStepWords, _mm512_maskz_loadu_epi16(mask, row + p));
   }
 }
 

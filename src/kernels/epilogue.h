@@ -8,6 +8,7 @@
 // This header holds plain types only: it is included by translation units compiled for
 // different ISAs, and inline functions here could be merged by the linker across them.
 #include <cstddef>
+#include <cstdint>
 
 namespace grove::kernels {
 
@@ -35,6 +36,9 @@ struct Epilogue {
   const float* row_bias = nullptr;  // one value per output row (NCHW conv: per channel), or null
   const float* residual = nullptr;  // a matrix shaped like C, or null; must not alias C
   size_t residual_stride = 0;       // elements between residual rows
+  // The residual stored as bfloat16 instead (AMX kernel only, kernels/gemm.h): widened
+  // exactly, so the sum is the one the float residual of the same values gives.
+  const uint16_t* residual_bf16 = nullptr;
   ActivationParams activation;
 };
 

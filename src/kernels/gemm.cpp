@@ -339,13 +339,21 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
     throw Error("gemm: first column " + std::to_string(call.n0) + " is not a multiple of the panel width " +
                 std::to_string(b.nr));
   if (call.n0 + call.n > b.n) throw Error("gemm: columns past the end of packed B");
-  if (need_a && !call.a && b.k > 0) throw Error("gemm: null A");
-  if (!call.c) throw Error("gemm: null C");
+  if (need_a && !call.a && !call.a_bf16 && b.k > 0) throw Error("gemm: null A");
+  if (!call.c && !call.c_bf16) throw Error("gemm: null C");
   const size_t a_row = call.a_transposed ? call.m : b.k;
   if ((need_a && call.a_stride < a_row) || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
-  if (call.epilogue.residual && call.epilogue.residual_stride < call.n)
+  if ((call.epilogue.residual || call.epilogue.residual_bf16) && call.epilogue.residual_stride < call.n)
     throw Error("gemm: residual row stride smaller than a row");
+  if (call.a_bf16 || call.c_bf16 || call.epilogue.residual_bf16) {
+    if (b.precision != Precision::bf16_amx) throw Error("gemm: bf16 activations need B packed for AMX");
+    if (call.accumulate || call.a_transposed) throw Error("gemm: bf16 activations with accumulate or transposed A");
+    if (call.c_bf16 && call.c) throw Error("gemm: both a float and a bf16 C");
+    if (call.epilogue.residual_bf16 && call.epilogue.residual) throw Error("gemm: both a float and a bf16 residual");
+  }
 }
+
+
 
 // Where a block of packed A lives: micro-panel t of the block at base + t * tile_stride.
 struct ABlock {
@@ -358,15 +366,24 @@ struct ABlock {
 // blocks and the tiles inside them have nearly equal heights (see tile_row); otherwise they
 // are whole mr-row tiles from the first row, as prepacked A is laid out (mc_max a multiple
 // of mr). Neither choice changes how any element of C is computed.
+// A bf16 C (call.c_bf16) takes its float sums from `scratch` while k blocks remain.
 template <class AProvider>
 void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config, size_t mc_max, bool balanced,
-                AProvider&& a_block) {
+                GemmScratch* scratch, AProvider&& a_block) {
   const size_t mr = config.blocking.mr, nr = b.nr, kc_max = config.blocking.kc, k = b.k;
   auto start = [&](size_t rows, size_t parts, size_t index, size_t step) {
     return balanced ? tile_row(rows, parts, index) : std::min(rows, index * step);
   };
+  float* c = call.c;
+  size_t c_stride = call.c_stride;
+  if (call.c_bf16 && k > kc_max) {
+    if (!scratch) throw Error("gemm: a bf16 C over several k blocks needs scratch");
+    scratch->c_block.reserve(call.m * call.n);
+    c = scratch->c_block.data(), c_stride = call.n;
+  }
   GemmTileArgs tile;
-  tile.c_stride = call.c_stride;
+  tile.c_stride = c_stride;
+  tile.c_bf16_stride = call.c_stride;
   tile.activation = call.epilogue.activation;
   tile.residual_stride = call.epilogue.residual_stride;
   if (config.begin) config.begin();
@@ -392,11 +409,15 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
           const size_t row = ic + ir;
           tile.m = start(mc, tiles, t + 1, mr) - ir;
           tile.a = packed.base + t * packed.tile_stride;
-          tile.c = call.c + row * call.c_stride + jr;
+          tile.c = c ? c + row * c_stride + jr : nullptr;
+          tile.c_bf16 = call.c_bf16 && tile.finish ? call.c_bf16 + row * call.c_stride + jr : nullptr;
           tile.row_bias = call.epilogue.row_bias ? call.epilogue.row_bias + row : nullptr;
           tile.residual = call.epilogue.residual
                               ? call.epilogue.residual + row * call.epilogue.residual_stride + jr
                               : nullptr;
+          tile.residual_bf16 = call.epilogue.residual_bf16
+                                   ? call.epilogue.residual_bf16 + row * call.epilogue.residual_stride + jr
+                                   : nullptr;
           config.kernel(tile);
         }
       }
@@ -416,13 +437,15 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   const bool bf16 = b.precision == Precision::bf16, amx = b.precision == Precision::bf16_amx;
   scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) *
                           packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
-  gemm_loops(call, b, config, mc_max, true, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
+  gemm_loops(call, b, config, mc_max, true, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
     float* out = scratch.a_block.data();
     if (amx) {
       const size_t stride = packed_steps(Precision::bf16_amx, kc) * mr;
       for (size_t t = 0; t < tiles; ++t) {
         const size_t i0 = ic + tile_row(mc, tiles, t), rows = tile_row(mc, tiles, t + 1) - tile_row(mc, tiles, t);
-        if (call.a_transposed)
+        if (call.a_bf16)
+          bf16_pack_a_amx_from_bf16(call.a_bf16 + i0 * call.a_stride + pc, call.a_stride, rows, kc, words(out) + t * stride);
+        else if (call.a_transposed)
           bf16_pack_a_amx_transposed(call.a + pc * call.a_stride + i0, call.a_stride, rows, kc, words(out) + t * stride);
         else
           bf16_pack_a_amx(call.a + i0 * call.a_stride + pc, call.a_stride, rows, kc, words(out) + t * stride);
@@ -454,7 +477,7 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   });
 }
 
-void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b) {
+void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b, GemmScratch* scratch) {
   if (call.m == 0 || call.n == 0) return;
   check_call(call, b, false);
   if (a.isa != b.isa) throw Error("gemm: A and B packed for different ISAs");
@@ -467,7 +490,7 @@ void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b)
   // Tiles are the packed ones: mr rows each, m blocks of whole tiles.
   const size_t mc_max = std::max(mr, config.blocking.mc / mr * mr);
   const size_t first_tile = row0 / mr;
-  gemm_loops(call, b, config, mc_max, false, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
+  gemm_loops(call, b, config, mc_max, false, scratch, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
     return ABlock{a.tile(first_tile + ic / mr) + packed_steps(a.precision, pc) * mr, a.steps() * mr};
   });
 }

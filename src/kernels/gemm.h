@@ -105,6 +105,7 @@ PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa = 
 // worker so the hot path never allocates.
 struct GemmScratch {
   AlignedFloats a_block;
+  AlignedFloats c_block;  // float partial sums of a bf16 C whose k spans several blocks
 };
 
 struct GemmCall {
@@ -120,6 +121,12 @@ struct GemmCall {
   size_t c_stride = 0;
   bool accumulate = false;  // C += A.B before the epilogue, instead of C = A.B
   Epilogue epilogue;        // bias[j] is for column n0 + j; residual is m x n like C
+  // bfloat16 activations, on the AMX kernel only (B packed bf16_amx): A read from a_bf16
+  // (row-major, a_stride elements per row) instead of a, and C written to c_bf16 (c_stride)
+  // instead of c, rounded once after the epilogue. The sums stay float: a k longer than one
+  // k block adds up in GemmScratch::c_block. Not with accumulate or a_transposed.
+  const uint16_t* a_bf16 = nullptr;
+  uint16_t* c_bf16 = nullptr;
 };
 
 // Runs on the ISA and precision B was packed for (A is rounded to bf16 as it is packed when
@@ -130,7 +137,9 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch);
 // the packed matrix, row0 a multiple of a.mr. Each element of C is computed exactly as by
 // gemm() (same k blocks, same kernel), so callers may mix the two freely: e.g. gemm() for the
 // first rows of a range that does not start on a tile boundary.
-void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b);
+// `scratch` holds the float partial sums when C is bf16 and k spans several k blocks; it may
+// be null otherwise.
+void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b, GemmScratch* scratch = nullptr);
 
 // The blocking the driver uses for an ISA (documented in docs/kernels.md).
 struct GemmBlocking {

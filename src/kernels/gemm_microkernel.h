@@ -27,6 +27,13 @@ struct GemmTileArgs {
   const float* residual = nullptr;  // already offset to this tile's first element
   size_t residual_stride = 0;
   ActivationParams activation;
+  // bfloat16 storage (the AMX kernel only): on the last k block the finished tile goes to
+  // c_bf16 (row stride c_bf16_stride) instead of c, and the residual is read from
+  // residual_bf16 (row stride residual_stride). c then holds only the float partial sums of
+  // the earlier k blocks (read when accumulate is set).
+  uint16_t* c_bf16 = nullptr;
+  size_t c_bf16_stride = 0;
+  const uint16_t* residual_bf16 = nullptr;
 };
 
 using GemmMicrokernel = void (*)(const GemmTileArgs& args);

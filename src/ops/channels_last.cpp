@@ -17,6 +17,8 @@
 #include <cstring>
 
 #include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
+#include "kernels/bf16.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
@@ -111,7 +113,9 @@ void reference_nhwc(const Node& node, std::span<const Tensor* const> in, std::sp
     std::memcpy(out[0]->raw(), rotated.raw(), rotated.bytes());
 }
 
-// ConvNhwc: x, and a fused residual (input 3), rotated to NCHW for Conv's own checks and reference.
+// ConvNhwc: x, and a fused residual (input 3), rotated to NCHW for Conv's own checks and
+// reference. x and the residual may be bfloat16 (a bf16-stored y of another such conv: they
+// widen exactly to float32), and y is bfloat16 where the plan stores it so (kAttrOutputBf16).
 void infer_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   if (in.empty() || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
   if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
@@ -121,10 +125,22 @@ void infer_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<
       if (nchw[i].shape.size() != 4) throw Error(node.describe() + ": the residual must be 4-D [N, OH, OW, M]");
       nchw[i].shape = nchw_of(nchw[i].shape);
       nchw[i].data = nullptr;
+      if (nchw[i].dtype == DType::bf16) nchw[i].dtype = DType::f32;
     }
   std::vector<ValueInfo> y = infer_node(nchw_twin(node), nchw);
   const Shape& s = y.at(0).shape;
-  out[0] = ValueInfo{y[0].dtype, {s[0], s[2], s[3], s[1]}, nullptr, true};
+  if (stores_bf16(node) && y[0].dtype != DType::f32)
+    throw Error(node.describe() + ": only a float32 conv stores its output as bfloat16");
+  out[0] = ValueInfo{stores_bf16(node) ? DType::bf16 : y[0].dtype, {s[0], s[2], s[3], s[1]}, nullptr, true};
+}
+
+Tensor widened(const Tensor& t) {
+  if (t.dtype() != DType::bf16) return t;
+  Tensor f(DType::f32, t.shape());
+  const auto* bits = reinterpret_cast<const uint16_t*>(t.raw());
+  float* v = f.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = kernels::bf16_value(bits[i]);
+  return f;
 }
 
 void reference_conv_nhwc(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
@@ -132,10 +148,18 @@ void reference_conv_nhwc(const Node& node, std::span<const Tensor* const> in, st
   rotated.reserve(2);
   std::vector<const Tensor*> nchw(in.begin(), in.end());
   for (size_t i : {size_t{0}, kEpilogueResidualInput})
-    if (i < nchw.size() && nchw[i]) nchw[i] = &rotated.emplace_back(nhwc_to_nchw(*nchw[i]));
+    if (i < nchw.size() && nchw[i]) nchw[i] = &rotated.emplace_back(nhwc_to_nchw(widened(*nchw[i])));
   std::vector<Tensor> y = evaluate_node(nchw_twin(node), nchw);
   const Tensor back = nchw_to_nhwc(y.at(0));
   if (back.shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
+  if (out[0]->dtype() == DType::bf16 && back.dtype() == DType::f32) {
+    // Rounded as the kernels round (kernels/bf16.h), so both give the same bits for one sum.
+    auto* bits = reinterpret_cast<uint16_t*>(out[0]->raw());
+    const float* v = back.data<float>();
+    for (int64_t i = 0; i < back.numel(); ++i) bits[i] = kernels::bf16_bits(v[i]);
+    return;
+  }
+  if (out[0]->dtype() != back.dtype()) throw Error(node.describe() + ": output dtype does not match");
   std::memcpy(out[0]->raw(), back.raw(), back.bytes());
 }
 

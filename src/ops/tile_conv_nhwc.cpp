@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
 #include "kernels/amx.h"
 #include "kernels/gemm.h"
 #include "ops/fused_epilogue.h"
@@ -32,10 +34,15 @@ struct NhwcConvWeights {
   kernels::PackedB w;  // k x M, k ordered (ki, kj, c)
 };
 
-bool claimed(std::span<const ValueInfo> in) {
+// Float32 operands; x and the residual may also be bfloat16 (values the plan stores so) on
+// AMX, whose A packing and epilogue read them directly.
+bool claimed(const Node& node, std::span<const ValueInfo> in) {
   if (in.size() < 2 || !in[0].present || !in[1].present) return false;
-  for (const auto& v : in)
-    if (v.present && v.dtype != DType::f32) return false;
+  const bool amx = runs_on_amx(node);
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].present || in[i].dtype == DType::f32) continue;
+    if (!(amx && in[i].dtype == DType::bf16 && (i == 0 || i == kEpilogueResidualInput))) return false;
+  }
   return in[0].shape.size() == 4 && in[1].shape.size() == 4;
 }
 
@@ -59,7 +66,7 @@ size_t panel_width(const Node& node) { return kernels::gemm_blocking(kernels::ac
 // count twice.
 std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   const Shape& y = out[0].shape;
-  if (!claimed(in) || y.size() != 4) return none_cuttable(y);
+  if (!claimed(node, in) || y.size() != 4) return none_cuttable(y);
   const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
   const auto block = static_cast<int64_t>(panel_width(node));
   const int64_t window_weight = reads_x_in_place(geometry_of(node, in[0].shape, in[1].shape)) ? 1 : 2;
@@ -71,7 +78,7 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
            std::span<Region> in_regions) {
   for (size_t i = 0; i < in.size(); ++i)
     if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
-  if (!claimed(in)) return;
+  if (!claimed(node, in)) return;
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
   in_regions[0] = {out_region[0], window_input_range(g, 0, out_region[1]), {0, in[0].shape[2]}, {0, in[0].shape[3]}};
   Region w = full_region(in[1].shape);
@@ -98,7 +105,7 @@ std::shared_ptr<NhwcConvWeights> pack_weights(const Node& node, const Tensor& w)
 
 std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
                                     std::span<const Tensor* const> constants) {
-  if (!claimed(in) || constants.size() < 2 || !constants[1]) return nullptr;
+  if (!claimed(node, in) || constants.size() < 2 || !constants[1]) return nullptr;
   return pack_weights(node, *constants[1]);
 }
 
@@ -107,17 +114,20 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
 }
 
 // Output pixels [first, first + count) of image n as AMX-packed A (kernels/amx.h) for W: each
-// window row laid out in `row`, then rounded into its row of a 32-row tile.
-void lay_out_amx_windows(const float* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t first,
-                         int64_t count, const kernels::PackedB& w, std::vector<float>& row, kernels::PackedA& out) {
+// window row laid out in `row`, then rounded (from float) or copied (from bf16) into its row
+// of a 32-row tile.
+template <class T>
+void lay_out_amx_windows(const T* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t first,
+                         int64_t count, const kernels::PackedB& w, std::vector<T>& row, kernels::PackedA& out) {
   const size_t k = w.k, mr = kernels::gemm_blocking(w.isa, w.precision).mr, rows = static_cast<size_t>(count);
   out.m = rows, out.k = k, out.mr = mr, out.isa = w.isa, out.precision = w.precision;
   const size_t tile_words = out.steps() * mr, tiles = (rows + mr - 1) / mr;
   out.tiles.reserve(tiles * tile_words);
   auto* words = reinterpret_cast<uint32_t*>(out.tiles.data());
   for (size_t i = 0; i < rows; ++i) {
-    lay_out_windows(x, n, g, channels, first + static_cast<int64_t>(i), 1, 0.0f, k, row);
-    kernels::bf16_pack_a_amx_row(row.data(), k, i % mr, words + i / mr * tile_words);
+    lay_out_windows(x, n, g, channels, first + static_cast<int64_t>(i), 1, T(0), k, row);
+    if constexpr (std::is_same_v<T, float>) kernels::bf16_pack_a_amx_row(row.data(), k, i % mr, words + i / mr * tile_words);
+    else kernels::bf16_pack_a_amx_row_from_bf16(row.data(), k, i % mr, words + i / mr * tile_words);
   }
   if (rows % mr != 0) {  // the last tile's rows past the pixels are zero in every step
     uint32_t* last = words + (tiles - 1) * tile_words;
@@ -130,7 +140,9 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
               const void* prepared) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
-  if (!claimed(infos_of_tensors(in)) || r[2].begin != 0 || r[2].end != y.dim(2)) return reference_whole(node, in, out, r);
+  const bool y_bf16 = y.dtype() == DType::bf16;
+  if (!claimed(node, infos_of_tensors(in)) || r[2].begin != 0 || r[2].end != y.dim(2) || (y_bf16 && !runs_on_amx(node)))
+    return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
   const Tensor& x = *in[0];
@@ -149,7 +161,13 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const int64_t first = r[1].begin * ow, pixels = r[1].size() * ow;
   const bool direct = reads_x_in_place(g);
   const auto chunk = static_cast<int64_t>(std::max(kMinChunkPixels, kWindowFloats / std::max<size_t>(k, 1)));
+  // bfloat16 storage (AMX only, see claimed): x and the residual as bits, y written as bits.
+  const bool x_bf16 = x.dtype() == DType::bf16;
+  const auto* x_bits = reinterpret_cast<const uint16_t*>(x.raw());
+  const auto* residual_bits = residual && residual->dtype() == DType::bf16 ? reinterpret_cast<const uint16_t*>(residual->raw()) : nullptr;
+  auto* y_bits = y_bf16 ? reinterpret_cast<uint16_t*>(y.raw()) : nullptr;
   thread_local std::vector<float> rows;
+  thread_local std::vector<uint16_t> rows_bf16;
   thread_local kernels::GemmScratch scratch;
   // On AMX the windows go straight into the tile unit's A layout, one window row at a time
   // through a row buffer that stays in L1: the f32 window block is never written out and read
@@ -162,8 +180,12 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       const int64_t count = direct ? pixels : std::min(chunk, first + pixels - at);
       kernels::GemmCall call;
       call.m = static_cast<size_t>(count);
-      if (windows_to_amx) {
+      if (windows_to_amx && x_bf16) {
+        lay_out_amx_windows(x_bits, n, g, channels, at, count, p->w, rows_bf16, windows);
+      } else if (windows_to_amx) {
         lay_out_amx_windows(x.data<float>(), n, g, channels, at, count, p->w, rows, windows);
+      } else if (direct && x_bf16) {
+        call.a_bf16 = x_bits + (n * g.input[0] * g.input[1] + at) * channels;
       } else if (direct) {
         call.a = x.data<float>() + (n * g.input[0] * g.input[1] + at) * channels;
       } else {
@@ -173,13 +195,15 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       call.a_stride = direct ? static_cast<size_t>(channels) : k;
       call.n0 = static_cast<size_t>(r[3].begin);
       call.n = static_cast<size_t>(r[3].size());
-      call.c = y.data<float>() + image + at * m;
+      if (y_bf16) call.c_bf16 = y_bits + image + at * m;
+      else call.c = y.data<float>() + image + at * m;
       call.c_stride = static_cast<size_t>(m);
       call.epilogue.bias = bias ? bias->data<float>() + r[3].begin : nullptr;
-      call.epilogue.residual = residual ? residual->data<float>() + image + at * m : nullptr;
+      if (residual_bits) call.epilogue.residual_bf16 = residual_bits + image + at * m;
+      else if (residual) call.epilogue.residual = residual->data<float>() + image + at * m;
       call.epilogue.residual_stride = static_cast<size_t>(m);
       call.epilogue.activation = activation;
-      if (windows_to_amx) kernels::gemm(call, windows, 0, p->w);
+      if (windows_to_amx) kernels::gemm(call, windows, 0, p->w, &scratch);
       else kernels::gemm(call, p->w, scratch);
     }
   }
@@ -189,7 +213,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 // again (a 1x1 stride-1 conv reads x in place), and a tile of few pixels pays for the rows
 // of the register tile it leaves empty.
 TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out, const Shape& extent) {
-  if (!claimed(in) || out[0].shape.size() != 4) return {};
+  if (!claimed(node, in) || out[0].shape.size() != 4) return {};
   const Shape& y = out[0].shape;
   auto size = [&](size_t d) { return double(extent[d] > 0 ? std::min(extent[d], y[d]) : y[d]); };
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);

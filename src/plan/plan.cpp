@@ -131,6 +131,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     std::set<std::string> keep;  // a node a choice names keeps the layout it was measured in
     for (const NodeChoice& c : options.choices) keep.insert(c.node);
     plan->channels_last_convs = to_channels_last_f32(plan->graph, keep, options.move_flops);
+    store_bf16_between_convs(plan->graph, plan->precision);
   }
   plan_values(*plan);
   plan_detail::mark_views(*plan);

@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/gemm.h"
 #include "ops/op.h"
@@ -84,6 +85,32 @@ PrecisionReport apply_precision(Graph& graph, Precision wanted) {
   }
   report.note += by_op.empty() ? "none)" : "); everything else fp32";
   return report;
+}
+
+void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
+  auto amx_conv = [](const Node& n) { return n.op_type == "ConvNhwc" && n.domain == kGroveDomain && runs_on_amx(n); };
+  std::map<std::string, bool> only_convs_read;  // value -> every reader is an AMX conv reading x or r
+  for (const Node& n : graph.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i].empty()) continue;
+      const bool fits = amx_conv(n) && (i == 0 || i == kEpilogueResidualInput);
+      auto [it, fresh] = only_convs_read.emplace(n.inputs[i], fits);
+      if (!fresh) it->second = it->second && fits;
+    }
+  for (const ValueDecl& out : graph.outputs) only_convs_read[out.name] = false;
+  int stored = 0;
+  for (Node& n : graph.nodes) {
+    if (!amx_conv(n) || n.outputs.size() != 1 || !is_f32(graph, n.outputs[0])) continue;
+    auto read = only_convs_read.find(n.outputs[0]);
+    if (read == only_convs_read.end() || !read->second) continue;
+    Attribute& a = n.attrs[kAttrOutputBf16];
+    a.kind = Attribute::Kind::i;
+    a.i = 1;
+    graph.values[n.outputs[0]].dtype = DType::bf16;
+    ++stored;
+  }
+  report.bf16_values = stored;
+  if (stored > 0) report.note += "; " + std::to_string(stored) + " activations between them stored bf16";
 }
 
 }  // namespace grove

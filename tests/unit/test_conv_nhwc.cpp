@@ -96,6 +96,56 @@ TEST(ConvNhwc, Bf16OnEachUnitMatchesReferenceOnRoundedInputs) {
   if (units == 0) GTEST_SKIP() << "no bf16 kernels here";
 }
 
+Tensor rounded(Tensor t) {
+  for (float& v : t.span<float>()) v = kernels::bf16_value(kernels::bf16_bits(v));
+  return t;
+}
+
+Tensor to_bf16(const Tensor& t) {
+  Tensor out(DType::bf16, t.shape());
+  auto* bits = reinterpret_cast<uint16_t*>(out.raw());
+  const float* v = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) bits[i] = kernels::bf16_bits(v[i]);
+  return out;
+}
+
+// Activations stored as bfloat16 between AMX convs (plan/precision.cpp): x, the residual and y
+// in every mix, against the reference on the widened values, y rounded once. Within a bf16
+// step of y (the sums differ only in order). Cases: 1x1 in place (the GEMM packs A from bf16
+// rows), padded and strided windows (each window row copied as bf16 into the tile), channels
+// that are not whole 32-steps, and a k over several k blocks (float sums kept aside).
+TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
+  if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
+  struct Case { Shape x, w; int64_t stride, pad; };
+  const std::vector<Case> cases = {
+      {{1, 6, 5, 64}, {40, 64, 1, 1}, 1, 0},
+      {{1, 9, 7, 40}, {36, 40, 3, 3}, 1, 1},
+      {{2, 11, 9, 16}, {33, 16, 3, 3}, 2, 1},
+      {{1, 7, 7, 160}, {64, 160, 3, 3}, 1, 1},
+  };
+  uint32_t seed = 240;
+  for (const Case& c : cases)
+    for (int mix = 1; mix < 8; ++mix) {
+      const bool x_bf16 = mix & 1, r_bf16 = mix & 2, y_bf16 = mix & 4;
+      SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w) + " mix " + std::to_string(mix));
+      NodeBuilder node("ConvNhwc", 13, 4);
+      node.node.domain = kGroveDomain;
+      node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+      node.s(kAttrActivation, "relu").s(kAttrFused, "Add+Relu").s(kAttrPrecision, kPrecisionBf16Amx);
+      if (y_bf16) node.i(kAttrOutputBf16, 1);
+      Tensor x = rounded(tiletest::random_f32(c.x, seed++));
+      std::vector<Tensor> in = {x_bf16 ? to_bf16(x) : x, rounded(tiletest::random_f32(c.w, seed++)),
+                                tiletest::random_f32({c.w[0]}, seed++)};
+      const int64_t oh = (c.x[1] + 2 * c.pad - c.w[2]) / c.stride + 1, ow = (c.x[2] + 2 * c.pad - c.w[3]) / c.stride + 1;
+      Tensor r = tiletest::random_f32({c.x[0], oh, ow, c.w[0]}, seed++);
+      in.push_back(r_bf16 ? to_bf16(r) : r);
+      std::vector<ValueInfo> infos;
+      for (const Tensor& t : in) infos.push_back(ValueInfo{t.dtype(), t.shape(), nullptr, true});
+      EXPECT_EQ(infer_node(node, infos).at(0).dtype, y_bf16 ? DType::bf16 : DType::f32);
+      EXPECT_GT(tiletest::check_tiling(node, in, y_bf16 ? 8e-3 : 1e-4).tiles, 2u);
+    }
+}
+
 // A 1x1 stride-1 conv padded only at the bottom has output rows past the input: they are
 // bias alone, never read from x (a 1x1 conv that reads x in place must not take it).
 TEST(ConvNhwc, OneByOneWithBottomPaddingReadsNoRowPastTheInput) {
@@ -165,6 +215,51 @@ TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
   EXPECT_EQ(as_written->channels_last_convs, 0);
   EXPECT_EQ(count_op(*as_written, "ConvNhwc"), 0);
   EXPECT_EQ(count_op(*as_written, "Transpose"), 0);
+}
+
+// bf16 on AMX: the values only AMX convs read (conv_a's y, read as x; the skip conv's y, read
+// as the residual) are stored as bfloat16; y, read by the Transpose back, stays float. The
+// tile runtime computes the plan graph's reference (which widens and rounds the same values)
+// and the fp32 model to bf16's accuracy.
+TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenAmxConvsAsBf16) {
+  if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
+  const TestModel m = conv_block();
+  Model model = load_test_model(m);
+  PlanOptions options;
+  options.precision = Precision::bf16;
+  auto plan = make_plan(model.graph(), options);
+  ASSERT_EQ(count_op(*plan, "ConvNhwc"), 3);
+  std::map<std::string, DType> y_dtype;
+  for (const Node& n : plan->graph.nodes)
+    if (n.op_type == "ConvNhwc") y_dtype[n.name] = plan->graph.values.at(n.outputs[0]).dtype;
+  EXPECT_EQ(y_dtype.at("conv_a"), DType::bf16);
+  EXPECT_EQ(y_dtype.at("conv_skip"), DType::bf16);
+  EXPECT_EQ(y_dtype.at("conv_b"), DType::f32);
+  EXPECT_EQ(plan->precision.bf16_values, 2);
+  EXPECT_NE(plan->precision.note.find("; 2 activations between them stored bf16"), std::string::npos) << plan->precision.note;
+
+  PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 6);
+  const TensorMap got = run.outputs();
+  // Largest |difference| over the largest |value|, per output: bf16's products and storage.
+  auto relative_error = [&](const TensorMap& want) {
+    double worst = 0;
+    for (const auto& [name, t] : want) {
+      const std::vector<double> a = t.to_f64(), b = got.at(name).to_f64();
+      double largest = 0, diff = 0;
+      for (size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(a[i])), diff = std::max(diff, std::abs(a[i] - b[i]));
+      worst = std::max(worst, diff / largest);
+    }
+    return worst;
+  };
+  EXPECT_LT(relative_error(run_reference(plan->graph, m.inputs)), 2e-2) << "against the plan graph's reference";
+  const double error = relative_error(run_reference(model.graph(), m.inputs));
+  EXPECT_LT(error, 2e-2) << "against fp32";
+  EXPECT_GT(error, 0.0);
+
+  PlanOptions fp32;
+  for (const Node& n : make_plan(model.graph(), fp32)->graph.nodes)
+    EXPECT_FALSE(stores_bf16(n)) << n.name << ": fp32 stores nothing as bf16";
 }
 
 // A node a tuning record names keeps the layout it was measured in (here the others, left

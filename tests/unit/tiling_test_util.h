@@ -6,12 +6,14 @@
 // `needs` that misses an element the tile reads fails here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/bf16.h"
 #include "ops/evaluate.h"
 #include "ops/tile_util.h"
 #include "ops/tiling.h"
@@ -95,6 +97,13 @@ inline Tensor poisoned(const Tensor& t, const Region& r, double poison) {
     if (read) tiling::insert_region(p, r, tiling::extract_region(t, r));
     return p;
   }
+  if (t.dtype() == DType::bf16) {
+    Tensor p(DType::bf16, t.shape());
+    auto* bits = reinterpret_cast<uint16_t*>(p.raw());
+    std::fill(bits, bits + p.numel(), kernels::bf16_bits(static_cast<float>(poison)));
+    if (read) tiling::insert_region(p, r, tiling::extract_region(t, r));
+    return p;
+  }
   if (t.dtype() == DType::boolean) {
     Tensor p = t.clone();
     for (bool& v : p.span<bool>()) v = !v;
@@ -141,9 +150,15 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
   const std::vector<int64_t> blocks = finer_blocks ? *finer_blocks : rule->cuttable(node, infos, out_infos);
   EXPECT_EQ(blocks.size(), ref.shape().size());
   if (blocks.size() != ref.shape().size()) return stats;
-  const double sentinel = -12345.0;
+  // Marks what no tile wrote (float32 and bfloat16 outputs; -12345 is -12352 in bf16).
+  const double sentinel = ref.dtype() == DType::bf16 ? kernels::bf16_value(kernels::bf16_bits(-12345.0f)) : -12345.0;
+  const bool marked = ref.dtype() == DType::f32 || ref.dtype() == DType::bf16;
   auto fill = [&](Tensor& t) {
     if (t.dtype() == DType::f32) for (float& v : t.span<float>()) v = static_cast<float>(sentinel);
+    if (t.dtype() == DType::bf16) {
+      auto* bits = reinterpret_cast<uint16_t*>(t.raw());
+      std::fill(bits, bits + t.numel(), kernels::bf16_bits(static_cast<float>(sentinel)));
+    }
   };
   const std::vector<double> want = ref.to_f64();
   // With a prepare step, every grid runs twice: with nothing prepared (no input constant)
@@ -196,7 +211,7 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
         int failures = 0;
         for (size_t k = 0; k < got.size() && failures < 3; ++k) {
           const bool inside = in_region(k, ref.shape(), tile);
-          bool ok = inside ? close(got[k], want[k], tol) : (ref.dtype() != DType::f32 || got[k] == sentinel);
+          bool ok = inside ? close(got[k], want[k], tol) : (!marked || got[k] == sentinel);
           if (!ok) {
             ++failures;
             ADD_FAILURE() << node.op_type << " tile " << region_str(tile) << " (poison " << poison << ") element " << k
