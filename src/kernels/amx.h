@@ -29,6 +29,12 @@ void bf16_pack_a_amx_row(const float* row, size_t kc, size_t r, uint32_t* tile);
 // The same two from bfloat16 rows: copies, no rounding.
 void bf16_pack_a_amx_from_bf16(const uint16_t* a, size_t stride, size_t rows, size_t kc, uint32_t* out);
 void bf16_pack_a_amx_row_from_bf16(const uint16_t* row, size_t kc, size_t r, uint32_t* tile);
+// `chunks` runs of 32 k steps of one row of such a tile, from 32 x chunks contiguous values:
+// chunk c goes to dst + c * kAmxAStepWords (the same row, 32 steps on). A null source writes
+// zeros. For a conv whose taps are whole chunks (channels a multiple of 32): each tap's run of
+// channels goes straight into the tile, with no window row laid out first.
+void bf16_chunks_to_amx_a(const float* src, size_t chunks, uint32_t* dst);
+void bf16_chunks_to_amx_a(const uint16_t* src, size_t chunks, uint32_t* dst);
 // The same from A stored transposed (kc rows of at least `rows` floats).
 void bf16_pack_a_amx_transposed(const float* a_t, size_t stride, size_t rows, size_t kc, uint32_t* out);
 

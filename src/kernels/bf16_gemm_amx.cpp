@@ -199,6 +199,22 @@ void bf16_pack_a_amx_row_from_bf16(const uint16_t* row, size_t kc, size_t r, uin
   }
 }
 
+void bf16_chunks_to_amx_a(const float* src, size_t chunks, uint32_t* dst) {
+  for (size_t c = 0; c < chunks; ++c, dst += kAmxAStepWords) {
+    if (!src) {
+      _mm512_store_si512(dst, _mm512_setzero_si512());
+      continue;
+    }
+    const float* from = src + c * kStepK;
+    _mm512_store_si512(dst, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(from + 16), _mm512_loadu_ps(from)));
+  }
+}
+
+void bf16_chunks_to_amx_a(const uint16_t* src, size_t chunks, uint32_t* dst) {
+  for (size_t c = 0; c < chunks; ++c, dst += kAmxAStepWords)
+    _mm512_store_si512(dst, src ? _mm512_loadu_si512(src + c * kStepK) : _mm512_setzero_si512());
+}
+
 // A stored transposed: k rows of m floats. Pairs of k rows are interleaved into words, then
 // scattered to their rows; this path serves callers that hold A^T, not the hot loops.
 void bf16_pack_a_amx_transposed(const float* a_t, size_t stride, size_t rows, size_t kc, uint32_t* out) {

@@ -136,6 +136,39 @@ void lay_out_amx_windows(const T* x, int64_t n, const WindowGeometry& g, int64_t
   }
 }
 
+// The same where every tap is whole 32-step chunks (channels a multiple of 32): each tap's
+// channels go straight from x into their tile row, a padding tap as zeros, so no window row is
+// laid out and read back.
+template <class T>
+void lay_out_amx_windows_by_chunks(const T* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t first,
+                                   int64_t count, const kernels::PackedB& w, kernels::PackedA& out) {
+  const size_t k = w.k, mr = kernels::gemm_blocking(w.isa, w.precision).mr, rows = static_cast<size_t>(count);
+  out.m = rows, out.k = k, out.mr = mr, out.isa = w.isa, out.precision = w.precision;
+  const size_t tile_words = out.steps() * mr, tiles = (rows + mr - 1) / mr;
+  out.tiles.reserve(tiles * tile_words);
+  auto* words = reinterpret_cast<uint32_t*>(out.tiles.data());
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], kh = g.kernel[0], kw = g.kernel[1];
+  const auto chunks = static_cast<size_t>(channels / 32);
+  for (size_t i = 0; i < rows; ++i) {
+    uint32_t* row = words + i / mr * tile_words + i % mr * 16;
+    const int64_t oy = (first + static_cast<int64_t>(i)) / ow, ox = (first + static_cast<int64_t>(i)) % ow;
+    for (int64_t ki = 0; ki < kh; ++ki) {
+      const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+      for (int64_t kj = 0; kj < kw; ++kj) {
+        const int64_t ix = ox * g.strides[1] - g.pads_begin[1] + kj * g.dilations[1];
+        const bool inside = iy >= 0 && iy < ih && ix >= 0 && ix < iw;
+        const T* src = inside ? x + ((n * ih + iy) * iw + ix) * channels : nullptr;
+        kernels::bf16_chunks_to_amx_a(src, chunks, row + static_cast<size_t>(ki * kw + kj) * chunks * kernels::kAmxAStepWords);
+      }
+    }
+  }
+  if (rows % mr != 0) {  // the last tile's rows past the pixels are zero in every step
+    uint32_t* last = words + (tiles - 1) * tile_words;
+    for (size_t s = 0; s < tile_words; s += kernels::kAmxAStepWords)
+      std::fill(last + s + rows % mr * 16, last + s + kernels::kAmxAStepWords, 0u);
+  }
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared) {
   Tensor& y = *out[0];
@@ -180,7 +213,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       const int64_t count = direct ? pixels : std::min(chunk, first + pixels - at);
       kernels::GemmCall call;
       call.m = static_cast<size_t>(count);
-      if (windows_to_amx && x_bf16) {
+      if (windows_to_amx && channels % 32 == 0) {
+        if (x_bf16) lay_out_amx_windows_by_chunks(x_bits, n, g, channels, at, count, p->w, windows);
+        else lay_out_amx_windows_by_chunks(x.data<float>(), n, g, channels, at, count, p->w, windows);
+      } else if (windows_to_amx && x_bf16) {
         lay_out_amx_windows(x_bits, n, g, channels, at, count, p->w, rows_bf16, windows);
       } else if (windows_to_amx) {
         lay_out_amx_windows(x.data<float>(), n, g, channels, at, count, p->w, rows, windows);

@@ -1,0 +1,199 @@
+// Single-thread bf16 convolution on AMX, per distinct channels-last conv of ResNet-50 at batch
+// 1: grove's ConvNhwc tile rule with float activations and with bfloat16 activations (x, y and
+// the residual as the plan stores them between AMX convs), and a oneDNN bf16 convolution
+// (bf16 source and destination, its own blocked layouts, created outside the timing) as the
+// ceiling this CPU's tile unit allows.
+//
+//   build-x/bench/grove_bench_conv_nhwc_bf16 [reps]     (AMX CPUs only; about a minute)
+//
+// Each shape: the three run interleaved, `reps` rounds (default 30), median time per run.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
+#include "graph/tensor.h"
+#include "kernels/bf16.h"
+#include "kernels/gemm.h"
+#include "ops/evaluate.h"
+#include "ops/op.h"
+#include "ops/tiling.h"
+
+namespace {
+
+using namespace grove;
+using Clock = std::chrono::steady_clock;
+
+struct Shape2 {
+  int64_t cin, cout, size, kernel, stride, pad;
+  bool residual;
+  int64_t out() const { return (size + 2 * pad - kernel) / stride + 1; }
+  double flops() const { return 2.0 * double(cout) * double(out() * out()) * double(cin * kernel * kernel); }
+};
+
+// ResNet-50's channels-last convs (the 3-channel stem stays NCHW); residual where a block's
+// last 1x1 conv adds its shortcut.
+const std::vector<Shape2> kShapes = {
+    {64, 64, 56, 1, 1, 0, false},    {64, 64, 56, 3, 1, 1, false},    {64, 256, 56, 1, 1, 0, true},
+    {256, 64, 56, 1, 1, 0, false},   {256, 128, 56, 1, 1, 0, false},  {128, 128, 56, 3, 2, 1, false},
+    {128, 512, 28, 1, 1, 0, true},   {256, 512, 56, 1, 2, 0, false},  {512, 128, 28, 1, 1, 0, false},
+    {128, 128, 28, 3, 1, 1, false},  {256, 256, 14, 3, 1, 1, false},  {256, 1024, 14, 1, 1, 0, true},
+    {1024, 256, 14, 1, 1, 0, false}, {512, 512, 7, 3, 1, 1, false},   {512, 2048, 7, 1, 1, 0, true},
+    {2048, 512, 7, 1, 1, 0, false},
+};
+
+Tensor random_f32(const grove::Shape& shape, uint32_t seed) {
+  Tensor t(DType::f32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : t.span<float>()) v = dist(rng);
+  return t;
+}
+
+Tensor as_bf16(const Tensor& t) {
+  Tensor out(DType::bf16, t.shape());
+  auto* bits = reinterpret_cast<uint16_t*>(out.raw());
+  const float* v = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) bits[i] = kernels::bf16_bits(v[i]);
+  return out;
+}
+
+Attribute ints_attr(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+Attribute string_attr(const char* s) {
+  Attribute a;
+  a.kind = Attribute::Kind::s;
+  a.s = s;
+  return a;
+}
+
+// One way of running a shape: a closure timed per call.
+struct Runner {
+  std::function<void()> run;
+  std::vector<double> ms;
+};
+
+Runner grove_runner(const Shape2& s, bool bf16_storage) {
+  auto node = std::make_shared<Node>();
+  node->name = "conv";
+  node->op_type = "ConvNhwc";
+  node->domain = kGroveDomain;
+  node->opset = 13;
+  node->inputs = {"x", "w", "b"};
+  if (s.residual) node->inputs.push_back("r");
+  node->outputs = {"y"};
+  node->attrs["strides"] = ints_attr({s.stride, s.stride});
+  node->attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
+  node->attrs[kAttrActivation] = string_attr("relu");
+  node->attrs[kAttrFused] = string_attr(s.residual ? "Add+Relu" : "Relu");
+  node->attrs[kAttrPrecision] = string_attr(kPrecisionBf16Amx);
+  if (bf16_storage) {
+    Attribute one;
+    one.kind = Attribute::Kind::i;
+    one.i = 1;
+    node->attrs[kAttrOutputBf16] = one;
+  }
+  auto x = std::make_shared<Tensor>(random_f32({1, s.size, s.size, s.cin}, 1));
+  auto r = std::make_shared<Tensor>(random_f32({1, s.out(), s.out(), s.cout}, 4));
+  if (bf16_storage) *x = as_bf16(*x), *r = as_bf16(*r);
+  auto w = std::make_shared<Tensor>(random_f32({s.cout, s.cin, s.kernel, s.kernel}, 2));
+  auto b = std::make_shared<Tensor>(random_f32({s.cout}, 3));
+  std::vector<ValueInfo> infos = {{x->dtype(), x->shape(), nullptr, true},
+                                  {DType::f32, w->shape(), w.get(), true},
+                                  {DType::f32, b->shape(), b.get(), true}};
+  if (s.residual) infos.push_back({r->dtype(), r->shape(), nullptr, true});
+  const std::vector<ValueInfo> out_infos = infer_node(*node, infos);
+  auto y = std::make_shared<Tensor>(out_infos[0].dtype, out_infos[0].shape);
+  const TileRule* rule = find_tile_rule(*node);
+  std::vector<const Tensor*> constants = {nullptr, w.get(), b.get()};
+  if (s.residual) constants.push_back(nullptr);
+  std::shared_ptr<const void> prepared = rule->prepare(*node, infos, constants);
+  Region region;
+  for (int64_t d : y->shape()) region.push_back({0, d});
+  return {[=] {
+            std::vector<const Tensor*> in = {x.get(), w.get(), b.get()};
+            if (s.residual) in.push_back(r.get());
+            std::vector<Tensor*> out = {y.get()};
+            rule->run_tile(*node, in, out, region, prepared.get());
+          },
+          {}};
+}
+
+Runner dnnl_runner(const Shape2& s, dnnl::engine& eng, dnnl::stream& strm) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  const memory::dims src = {1, s.cin, s.size, s.size}, wei = {s.cout, s.cin, s.kernel, s.kernel}, bias = {s.cout},
+                     dst = {1, s.cout, s.out(), s.out()};
+  const convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct,
+                                       memory::desc(src, dt::bf16, tag::any), memory::desc(wei, dt::bf16, tag::any),
+                                       memory::desc(bias, dt::f32, tag::x), memory::desc(dst, dt::bf16, tag::any),
+                                       {s.stride, s.stride}, {s.pad, s.pad}, {s.pad, s.pad});
+  post_ops ops;
+  if (s.residual) ops.append_sum(1.0f);
+  ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+  primitive_attr attr;
+  attr.set_post_ops(ops);
+  auto pd = std::make_shared<convolution_forward::primitive_desc>(desc, attr, eng);
+  auto prim = std::make_shared<convolution_forward>(*pd);
+  auto m_src = std::make_shared<memory>(pd->src_desc(), eng), m_wei = std::make_shared<memory>(pd->weights_desc(), eng);
+  auto m_bias = std::make_shared<memory>(pd->bias_desc(), eng), m_dst = std::make_shared<memory>(pd->dst_desc(), eng);
+  std::memset(m_src->get_data_handle(), 0x3f, pd->src_desc().get_size());
+  std::memset(m_wei->get_data_handle(), 0x3c, pd->weights_desc().get_size());
+  std::memset(m_bias->get_data_handle(), 0, pd->bias_desc().get_size());
+  std::memset(m_dst->get_data_handle(), 0x3f, pd->dst_desc().get_size());
+  std::fprintf(stderr, "  oneDNN: %s\n", pd->impl_info_str());
+  return {[=, &strm] {
+            prim->execute(strm, {{DNNL_ARG_SRC, *m_src}, {DNNL_ARG_WEIGHTS, *m_wei}, {DNNL_ARG_BIAS, *m_bias},
+                                 {DNNL_ARG_DST, *m_dst}});
+            strm.wait();
+          },
+          {}};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) {
+    std::fprintf(stderr, "grove_bench_conv_nhwc_bf16: this CPU has no AMX-BF16\n");
+    return 1;
+  }
+  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 30;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  std::printf("| conv (Cin->Cout k s plane) | f32 act GFLOP/s | bf16 act GFLOP/s | oneDNN bf16 GFLOP/s | bf16 act / f32 act |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  for (const Shape2& s : kShapes) {
+    std::vector<Runner> runners = {grove_runner(s, false), grove_runner(s, true), dnnl_runner(s, eng, strm)};
+    for (auto& r : runners) r.run();  // warm-up: packing, page faults
+    for (int i = 0; i < reps; ++i)
+      for (auto& r : runners) {
+        const auto t0 = Clock::now();
+        r.run();
+        r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+    double g[3];
+    for (int i = 0; i < 3; ++i) g[i] = s.flops() / median(runners[i].ms) / 1e6;
+    std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
+                long(s.kernel), long(s.kernel), long(s.stride), long(s.size), long(s.size), s.residual ? " +r" : "", g[0],
+                g[1], g[2], g[1] / g[0]);
+    std::fflush(stdout);
+  }
+  return 0;
+}
