@@ -29,6 +29,7 @@ constexpr int kRows = 16;           // rows of every tile
 constexpr int kRowBytes = 64;       // bytes of every tile row
 constexpr size_t kStepK = 32;       // k per tile product
 constexpr size_t kBPanelBytes = 128;  // a pair row of a 32-column B panel
+constexpr size_t kBPrefetchSteps = 4;  // how far ahead B is fetched, in 32-step blocks (8 KiB)
 
 // ldtilecfg's 64-byte operand: palette 1, then bytes per row and rows of each tile.
 struct alignas(64) TileConfig {
@@ -125,6 +126,10 @@ void bf16_gemm_32x32_amx(const GemmTileArgs& t) {
   for (size_t s = 0; s < steps; ++s) {
     const char* as = a + s * kAmxAStepBytes;
     const char* bs = b + s * kRows * kBPanelBytes;
+    // B streams from memory in weight-bound layers (few rows, many weights): fetch the steps
+    // a few ahead while the tile unit works on this one.
+    const char* ahead = bs + kBPrefetchSteps * kRows * kBPanelBytes;
+    for (size_t line = 0; line < kRows * kBPanelBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     _tile_loadd(4, as, kRowBytes);
     _tile_loadd(6, bs, kBPanelBytes);
     _tile_loadd(7, bs + kRowBytes, kBPanelBytes);
