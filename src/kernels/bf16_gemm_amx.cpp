@@ -64,7 +64,7 @@ inline void load_bf16_row(const uint16_t* src, const __mmask16 (&mask)[2], __m51
 // The epilogue of finish_rows for bf16 storage (a bf16 C, a bf16 residual, or both), in the
 // same order: earlier k blocks' sums, bias, row bias, residual, activation; then one rounding
 // into C's element type.
-void finish_rows_bf16(const float (&block)[32][32], const GemmTileArgs& t) {
+void finish_rows_bf16(const float (*block)[32], const GemmTileArgs& t) {
   __mmask16 mask[2];
   for (int v = 0; v < 2; ++v) {
     const long left = static_cast<long>(t.n) - 16 * v;
@@ -144,12 +144,23 @@ void bf16_gemm_32x32_amx(const GemmTileArgs& t) {
   _tile_stored(1, &block[0][16], sizeof block[0]);
   _tile_stored(2, &block[16][0], sizeof block[0]);
   _tile_stored(3, &block[16][16], sizeof block[0]);
-  if (t.finish && (t.c_bf16 || t.residual_bf16)) finish_rows_bf16(block, t);
+  if (t.finish && (t.c_bf16 || t.residual_bf16)) finish_rows_bf16(&block[0], t);
   else finish_rows(block, t);
 }
 
 // Each row: 32 floats (masked at the end of k) become 32 bf16 in one conversion, which
 // puts element 2p in the low half of word p, the pair layout.
+void amx_finish_rows(const float* block, const GemmTileArgs& t) {
+  finish_rows_bf16(reinterpret_cast<const float (*)[32]>(block), t);
+}
+
+void bf16_round_run(const float* src, size_t count, uint16_t* dst) {
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32)
+    _mm512_storeu_si512(dst + i, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i)));
+  for (; i < count; ++i) dst[i] = bf16_bits(src[i]);
+}
+
 void bf16_pack_a_amx(const float* a, size_t stride, size_t rows, size_t kc, uint32_t* out) {
   const size_t steps = (kc + kStepK - 1) / kStepK;
   for (size_t s = 0; s < steps; ++s) {

@@ -169,6 +169,81 @@ void lay_out_amx_windows_by_chunks(const T* x, int64_t n, const WindowGeometry& 
   }
 }
 
+// Implicit GEMM (bf16_conv_32x32_amx) where it applies: AMX, stride and dilation 1, whole
+// 32-channel chunks, and not a 1x1 conv that reads x in place already.
+bool runs_implicit(const WindowGeometry& g, int64_t channels, const kernels::PackedB& w) {
+  return w.precision == kernels::Precision::bf16_amx && channels % 32 == 0 && g.strides[0] == 1 && g.strides[1] == 1 &&
+         g.dilations[0] == 1 && g.dilations[1] == 1 && !reads_x_in_place(g);
+}
+
+// Padded x rows per implicit-GEMM pass: the copy stays well inside L2 beside W's panel.
+constexpr size_t kPaddedBytes = 256 * 1024;
+
+// Output rows [oy0, oy1) and channels [c0, c1) of image n by implicit GEMM. The input rows
+// these outputs read are copied once, in bf16, into rows of wp = OW + kw - 1 pixels padded
+// with zeros, so output (oy, ox) has its window at padded pixel (oy - oy0) * wp + ox and tap
+// (ki, kj) adds ki * wp + kj. The GEMM runs over every padded position; the kw - 1 positions
+// at each row's end are not outputs and are not stored.
+template <class T>
+void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0, int64_t oy1,
+                  int64_t c0, int64_t c1, const kernels::PackedB& w, kernels::GemmTileArgs out, Tensor& y,
+                  const void* residual, bool residual_bf16, std::vector<uint16_t>& padded) {
+  const int64_t ih = g.input[0], iw = g.input[1], kh = g.kernel[0], kw = g.kernel[1];
+  const int64_t oh = g.output[0], ow = g.output[1], wp = ow + kw - 1, m = y.dim(3);
+  const int64_t left = g.pads_begin[1];
+  std::vector<int64_t> taps;
+  for (int64_t ki = 0; ki < kh; ++ki)
+    for (int64_t kj = 0; kj < kw; ++kj) taps.push_back(ki * wp + kj);
+  const bool y_bf16 = y.dtype() == DType::bf16;
+  const auto row_bytes = static_cast<size_t>(wp * channels) * sizeof(uint16_t);
+  const int64_t group = std::max<int64_t>(1, static_cast<int64_t>(kPaddedBytes / row_bytes) - (kh - 1));
+  alignas(64) float block[32 * 32];
+  for (int64_t first = oy0; first < oy1; first += group) {
+    const int64_t last = std::min(oy1, first + group), in_rows = last - first + kh - 1;
+    const auto positions = static_cast<size_t>((last - first) * wp);
+    // Zero slack past the last row: the 32-row blocks read up to 31 positions and a tap past it.
+    padded.assign(static_cast<size_t>((in_rows * wp + 32 + kw) * channels), 0);
+    for (int64_t r = 0; r < in_rows; ++r) {
+      const int64_t iy = first - g.pads_begin[0] + r;
+      if (iy < 0 || iy >= ih) continue;
+      const T* src = x + (n * ih + iy) * iw * channels;
+      uint16_t* dst = padded.data() + (r * wp + left) * channels;
+      const int64_t count = std::min(iw, wp - left) * channels;
+      if constexpr (std::is_same_v<T, float>) kernels::bf16_round_run(src, static_cast<size_t>(count), dst);
+      else std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(uint16_t));
+    }
+    kernels::AmxConvBlock conv;
+    conv.x = padded.data(), conv.channels = static_cast<size_t>(channels), conv.tap_offsets = taps.data(), conv.taps = taps.size();
+    for (int64_t jr = c0; jr < c1; jr += 32) {
+      conv.b = w.panel(static_cast<size_t>(jr / 32));
+      out.n = static_cast<size_t>(std::min<int64_t>(32, c1 - jr));
+      for (size_t q0 = 0; q0 < positions; q0 += 32) {
+        conv.q0 = q0;
+        kernels::bf16_conv_32x32_amx(conv, block);
+        // Runs of rows that are outputs of one output row: contiguous in y.
+        for (size_t q = q0; q < std::min(positions, q0 + 32);) {
+          const auto row = static_cast<int64_t>(q) / wp, ox = static_cast<int64_t>(q) % wp;
+          if (ox >= ow) {
+            q += static_cast<size_t>(wp - ox);
+            continue;
+          }
+          const size_t end = std::min({positions, q0 + 32, static_cast<size_t>(row * wp + ow)});
+          const int64_t at = ((n * oh + first + row) * ow + ox) * m + jr;  // y's and the residual's offset
+          kernels::GemmTileArgs t = out;
+          t.m = end - q;
+          if (y_bf16) t.c_bf16 = reinterpret_cast<uint16_t*>(y.raw()) + at, t.c_bf16_stride = static_cast<size_t>(m);
+          else t.c = y.data<float>() + at, t.c_stride = static_cast<size_t>(m);
+          t.bias = out.bias ? out.bias + jr : nullptr;
+          if (residual && residual_bf16) t.residual_bf16 = static_cast<const uint16_t*>(residual) + at;
+          else if (residual) t.residual = static_cast<const float*>(residual) + at;
+          kernels::amx_finish_rows(block + (q - q0) * 32, t);
+          q = end;
+        }
+      }
+    }
+  }
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared) {
   Tensor& y = *out[0];
@@ -207,6 +282,26 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // back to be converted, which was as costly as the products on small layers.
   const bool windows_to_amx = !direct && p->w.precision == kernels::Precision::bf16_amx;
   thread_local kernels::PackedA windows;
+  if (runs_implicit(g, channels, p->w)) {
+    thread_local std::vector<uint16_t> padded;
+    kernels::GemmTileArgs epilogue;
+    epilogue.finish = true;
+    epilogue.bias = bias ? bias->data<float>() : nullptr;
+    epilogue.residual_stride = static_cast<size_t>(m);
+    epilogue.activation = activation;
+    const void* residual_data = residual ? static_cast<const void*>(residual->raw()) : nullptr;
+    kernels::amx_begin();
+    for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+      if (x_bf16)
+        run_implicit(x_bits, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, p->w, epilogue, y,
+                     residual_data, residual_bits != nullptr, padded);
+      else
+        run_implicit(x.data<float>(), n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, p->w, epilogue, y,
+                     residual_data, residual_bits != nullptr, padded);
+    }
+    kernels::amx_end();
+    return;
+  }
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t image = n * y.dim(1) * ow * m + r[3].begin;  // y's and the residual's offset
     for (int64_t at = first; at < first + pixels; at += direct ? pixels : chunk) {
