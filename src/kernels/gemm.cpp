@@ -189,6 +189,27 @@ void pack_b_bf16(PackedB& out, const float* b, size_t row_stride, BLayout layout
 
 }  // namespace
 
+void shape_packed_b_bf16(PackedB& out, size_t k, size_t n, Isa isa, Precision to) {
+  if (!is_bf16(to)) throw Error("shape_packed_b_bf16: the target precision is not bf16");
+  check_supported("shape_packed_b_bf16", isa, to);
+  out.k = k, out.n = n, out.isa = isa, out.precision = to;
+  out.nr = config_for(isa, to).blocking.nr;
+  out.panels.reserve(std::max<size_t>((n + out.nr - 1) / out.nr * out.steps() * out.nr, 1));
+}
+
+void round_panel_to_bf16(const float* rows, size_t row_stride, size_t cols, PackedB& out, size_t j) {
+  const size_t nr = out.nr, steps = out.steps(), pairs = (out.k + 1) / 2;
+  if (cols > nr || (j + 1) * nr > out.panels.size() / std::max<size_t>(steps, 1))
+    throw Error("round_panel_to_bf16: columns past the panel");
+  uint32_t* dst = words(out.panels.data()) + j * steps * nr;
+  for (size_t q = 0; q < pairs; ++q, dst += nr) {
+    const float* row0 = rows + 2 * q * row_stride;
+    bf16_interleave_rows_avx512bf16(row0, 2 * q + 1 < out.k ? row0 + row_stride : nullptr, cols, dst);
+    std::fill(dst + cols, dst + nr, 0u);
+  }
+  std::fill(dst, dst + (steps - pairs) * nr, 0u);  // AMX's padding pair rows
+}
+
 void convert_to_bf16(const PackedB& in, PackedB& out, Precision to) {
   if (in.precision != Precision::f32) throw Error("convert_to_bf16: B is not packed as f32");
   if (!is_bf16(to)) throw Error("convert_to_bf16: the target precision is not bf16");

@@ -77,6 +77,13 @@ void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_st
 // for the kernel of `to` (bf16 or bf16_amx), reusing its buffer.
 void convert_to_bf16(const PackedB& in, PackedB& out, Precision to = Precision::bf16);
 
+// For a caller that builds bf16 B a block at a time (im2col.h pack_im2col_bf16): sizes `out`
+// for a k x n B of precision `to` (bf16 or bf16_amx) on `isa`, reusing its buffer, and rounds
+// `cols` <= out.nr columns of k f32 rows (row stride `row_stride`) into panel j of it, the
+// panel's other columns and padding pair rows zero.
+void shape_packed_b_bf16(PackedB& out, size_t k, size_t n, Isa isa, Precision to);
+void round_panel_to_bf16(const float* rows, size_t row_stride, size_t cols, PackedB& out, size_t j);
+
 // Sizes `out` for a k x n B on `isa` (reusing its buffer) for a caller that writes the
 // panels itself (im2col.h); the padding columns of the last panel are set to 0.
 void shape_packed_b(PackedB& out, size_t k, size_t n, Isa isa);

@@ -14,6 +14,9 @@ namespace grove::kernels {
 
 namespace {
 
+// Floats of f32 im2col laid out per step of pack_im2col_bf16: a quarter of a typical L2.
+constexpr size_t kBlockFloats = 64 * 1024;
+
 // d[t] = row[first + 2 t] for t in [t, end) (a stride-2 tap), W the row's length. Four at a
 // time with an SSE even-element shuffle while both loads stay inside the row: the scalar
 // gather was ~40% of im2col time in ResNet-50 (stem and stride-2 3x3 convs).
@@ -115,6 +118,21 @@ void pack_im2col(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, 
   if (is_plain_1x1(s)) return pack_b_into(out, x + q0, k, n, s.in_h * s.in_w, BLayout::k_by_n, isa);
   shape_packed_b(out, k, n, isa);
   im2col_panels(out.panels.data(), out.nr, x, s, q0, n);
+}
+
+void pack_im2col_bf16(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, size_t n, Precision to,
+                      std::vector<float>& block) {
+  const size_t k = s.channels * s.kernel_h * s.kernel_w;
+  if (q0 + n > s.out_h * s.out_w) throw Error("pack_im2col_bf16: pixels past the output plane");
+  shape_packed_b_bf16(out, k, n, active_isa(), to);
+  const size_t nr = out.nr, chunk = std::max(nr, kBlockFloats / std::max<size_t>(k, 1) / nr * nr);
+  block.resize(k * std::min(chunk, std::max<size_t>(n, 1)));
+  for (size_t first = 0; first < n; first += chunk) {
+    const size_t count = std::min(chunk, n - first);
+    im2col_panels(block.data(), count, x, s, q0 + first, count);  // one panel: k rows of count pixels
+    for (size_t j = 0; j * nr < count; ++j)
+      round_panel_to_bf16(block.data() + j * nr, count, std::min(nr, count - j * nr), out, first / nr + j);
+  }
 }
 
 bool is_plain_1x1(const Conv2dShape& s) {

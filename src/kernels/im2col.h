@@ -5,6 +5,7 @@
 // Taps that fall in the padding are 0. No whole-layer im2col buffer: a tile packs only its
 // pixels, into a per-worker PackedB that is reused.
 #include <cstddef>
+#include <vector>
 
 #include "kernels/gemm.h"
 
@@ -23,6 +24,13 @@ struct Conv2dShape {
 // Packs B (k = channels * kernel_h * kernel_w rows, n pixels) for output pixels
 // [q0, q0 + n) of input planes `x` (channels planes of in_h x in_w, contiguous).
 void pack_im2col(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, size_t n, Isa isa = active_isa());
+
+// The same block as bf16 panels for the kernel of `to` (bf16 or bf16_amx): a few hundred
+// pixels at a time are laid out as a plain k x pixels matrix in `block` (reused; it stays in
+// L2), which copies whole output rows per k row instead of panel-wide pieces, then rounded
+// into their panels, so no f32 panel block is written whole and read back.
+void pack_im2col_bf16(PackedB& out, const float* x, const Conv2dShape& s, size_t q0, size_t n, Precision to,
+                      std::vector<float>& block);
 
 // True where im2col is the identity: 1x1, stride 1, no padding (B = the input planes).
 bool is_plain_1x1(const Conv2dShape& s);

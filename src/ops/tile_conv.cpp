@@ -156,7 +156,8 @@ kernels::Conv2dShape conv2d_shape(const ConvDims& c) {
 
 struct ConvWorkspace {
   kernels::PackedB b;
-  kernels::PackedB b16;          // bf16: b rounded into bf16 panels
+  kernels::PackedB b16;          // bf16: im2col (or the input planes) in bf16 panels
+  std::vector<float> im2col;     // bf16: a block of im2col in f32 before it is rounded
   kernels::GemmScratch scratch;
   std::vector<float> rows, c_t;  // transposed form: im2col rows and C^T
   std::vector<float> residual_t; // transposed form: the fused residual's block, transposed
@@ -299,9 +300,10 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
         if (bf16 && kernels::is_plain_1x1(shape))  // the input planes are B: rounded as they are packed
           kernels::pack_b_into(ws.b16, x_group + qa, k, pixels, in_plane, kernels::BLayout::k_by_n, kernels::active_isa(),
                                c.precision);
+        else if (bf16)
+          kernels::pack_im2col_bf16(ws.b16, x_group, shape, qa, pixels, c.precision, ws.im2col);
         else
           kernels::pack_im2col(ws.b, x_group, shape, qa, pixels);
-        if (bf16 && !kernels::is_plain_1x1(shape)) kernels::convert_to_bf16(ws.b, ws.b16, c.precision);
         const kernels::PackedB& b = bf16 ? ws.b16 : ws.b;
         // Output channels [oc0, packed0) by packing their weights now, the rest from the
         // prepared tiles (which start on multiples of mr within the group).

@@ -5,6 +5,7 @@
 // poisoned inputs (check_tiling), and every grid must give the same bits as one whole tile,
 // with and without prepared weights: the sum behind an output element must not depend on the
 // tile it falls in.
+#include <array>
 #include <bit>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 #include "graph/precision_attr.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
+#include "kernels/im2col.h"
 #include "ops/tile_conv_winograd.h"
 #include "tiling_test_util.h"
 
@@ -371,6 +373,38 @@ TEST(TilingKernels, Bf16PackingsAgree) {
   call.c = c.data();
   call.c_stride = 40;
   EXPECT_THROW(kernels::gemm(call, pa, 0, pb), Error);
+}
+
+// im2col straight into bf16 panels (a block of pixels at a time) gives the words of f32
+// im2col panels converted: blocks that end mid-panel and mid-row, a stride-2 7x7 stem-like
+// conv with padding, several blocks, a last panel of few pixels; a reused buffer.
+TEST(TilingKernels, Bf16Im2colMatchesConvertedPanels) {
+  using kernels::Precision;
+  for (Precision prec : {Precision::bf16, Precision::bf16_amx}) {
+    if (!kernels::precision_supported(prec, kernels::active_isa())) continue;
+    std::vector<float> block(5, 7.0f);
+    kernels::PackedB got;
+    for (auto [channels, size, kernel, stride, pad] : {std::array<size_t, 5>{3, 40, 7, 2, 3}, std::array<size_t, 5>{5, 13, 3, 1, 1},
+                                                       std::array<size_t, 5>{64, 30, 3, 1, 0}}) {
+      const size_t out = (size + 2 * pad - kernel) / stride + 1;
+      const kernels::Conv2dShape s{.channels = channels, .in_h = size, .in_w = size, .out_h = out, .out_w = out,
+                                   .kernel_h = kernel, .kernel_w = kernel, .stride_h = stride, .stride_w = stride,
+                                   .pad_top = pad, .pad_left = pad};
+      const Tensor x = random_f32({1, int64_t(channels), int64_t(size), int64_t(size)}, unsigned(90 + channels));
+      for (auto [q0, n] : {std::pair<size_t, size_t>{0, out * out}, {out + 3, out * 2 + 5}, {7, 1}}) {
+        kernels::PackedB f32, want;
+        kernels::pack_im2col(f32, x.data<float>(), s, q0, n);
+        kernels::convert_to_bf16(f32, want, prec);
+        kernels::pack_im2col_bf16(got, x.data<float>(), s, q0, n, prec, block);
+        ASSERT_EQ(got.k, want.k);
+        ASSERT_EQ(got.n, want.n);
+        ASSERT_EQ(got.steps(), want.steps());
+        const size_t words = (n + want.nr - 1) / want.nr * want.steps() * want.nr;  // a reused buffer may be longer
+        EXPECT_EQ(std::memcmp(got.panels.data(), want.panels.data(), words * sizeof(float)), 0)
+            << channels << " channels, pixels " << q0 << " + " << n << (prec == Precision::bf16_amx ? " amx" : "");
+      }
+    }
+  }
 }
 
 // bf16_bits rounds to nearest even like vcvtneps2bf16: ties to even, carries into the
