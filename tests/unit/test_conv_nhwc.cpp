@@ -112,7 +112,7 @@ Tensor to_bf16(const Tensor& t) {
 // Activations stored as bfloat16 between AMX convs (plan/precision.cpp): x, the residual and y
 // in every mix, against the reference on the widened values, y rounded once. Within a bf16
 // step of y (the sums differ only in order). Cases: 1x1 in place (the GEMM packs A from bf16
-// rows), padded and strided windows of channels that are whole 32-steps (each tap copied
+// rows), with k over one k block, padded and strided windows of channels that are whole 32-steps (each tap copied
 // straight into the tile) and of channels that are not (a window row laid out first), and a
 // k over several k blocks (float sums kept aside).
 TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
@@ -120,6 +120,8 @@ TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
   struct Case { Shape x, w; int64_t stride, pad; };
   const std::vector<Case> cases = {
       {{1, 6, 5, 64}, {40, 64, 1, 1}, 1, 0},
+      {{2, 9, 7, 64}, {40, 64, 1, 1}, 1, 0},
+      {{1, 5, 9, 1056}, {48, 1056, 1, 1}, 1, 0},
       {{1, 9, 7, 40}, {36, 40, 3, 3}, 1, 1},
       {{2, 11, 9, 16}, {33, 16, 3, 3}, 2, 1},
       {{2, 11, 9, 32}, {33, 32, 3, 3}, 2, 1},
