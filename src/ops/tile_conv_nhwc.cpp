@@ -57,6 +57,23 @@ bool reads_x_in_place(const WindowGeometry& g) {
          g.pads_begin[1] == 0 && g.output[0] == g.input[0] && g.output[1] == g.input[1];
 }
 
+// Implicit GEMM (bf16_conv_32x32_amx) where it applies: AMX, stride and dilation 1, whole
+// 32-channel chunks, and not a 1x1 conv that reads x in place already.
+bool runs_implicit(const WindowGeometry& g, int64_t channels, kernels::Precision precision) {
+  return precision == kernels::Precision::bf16_amx && channels % 32 == 0 && g.strides[0] == 1 && g.strides[1] == 1 &&
+         g.dilations[0] == 1 && g.dilations[1] == 1 && !reads_x_in_place(g);
+}
+
+// Elements a tile of `rows` output rows lays out again for its windows: the window block
+// (k per pixel, written then read by the GEMM: counted twice), x itself for a 1x1 conv that
+// reads it in place, or the padded input rows of the implicit GEMM (written once).
+double window_elements(const Node& node, const WindowGeometry& g, int64_t channels, int64_t k, double rows) {
+  if (reads_x_in_place(g)) return double(k) * rows * double(g.output[1]);
+  if (runs_implicit(g, channels, gemm_precision(node)))
+    return double(channels) * (rows + double(g.kernel[0] - 1)) * double(g.output[1] + g.kernel[1] - 1);
+  return 2 * double(k) * rows * double(g.output[1]);
+}
+
 size_t panel_width(const Node& node) { return kernels::gemm_blocking(kernels::active_isa(), gemm_precision(node)).nr; }
 
 // Rows first, unless the weights outweigh the windows (late layers: few pixels, many
@@ -69,8 +86,9 @@ std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, s
   if (!claimed(node, in) || y.size() != 4) return none_cuttable(y);
   const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
   const auto block = static_cast<int64_t>(panel_width(node));
-  const int64_t window_weight = reads_x_in_place(geometry_of(node, in[0].shape, in[1].shape)) ? 1 : 2;
-  if (cut_weights_first(k * y[3], window_weight * k * y[1] * y[2])) return {1, 0, 0, block};
+  const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
+  const auto windows = static_cast<int64_t>(window_elements(node, g, in[0].shape[3], k, double(y[1])));
+  if (cut_weights_first(k * y[3], windows)) return {1, 0, 0, block};
   return {1, 1, 0, block};
 }
 
@@ -167,13 +185,6 @@ void lay_out_amx_windows_by_chunks(const T* x, int64_t n, const WindowGeometry& 
     for (size_t s = 0; s < tile_words; s += kernels::kAmxAStepWords)
       std::fill(last + s + rows % mr * 16, last + s + kernels::kAmxAStepWords, 0u);
   }
-}
-
-// Implicit GEMM (bf16_conv_32x32_amx) where it applies: AMX, stride and dilation 1, whole
-// 32-channel chunks, and not a 1x1 conv that reads x in place already.
-bool runs_implicit(const WindowGeometry& g, int64_t channels, const kernels::PackedB& w) {
-  return w.precision == kernels::Precision::bf16_amx && channels % 32 == 0 && g.strides[0] == 1 && g.strides[1] == 1 &&
-         g.dilations[0] == 1 && g.dilations[1] == 1 && !reads_x_in_place(g);
 }
 
 // Padded x rows per implicit-GEMM pass: the copy stays well inside L2 beside W's panel.
@@ -282,7 +293,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // back to be converted, which was as costly as the products on small layers.
   const bool windows_to_amx = !direct && p->w.precision == kernels::Precision::bf16_amx;
   thread_local kernels::PackedA windows;
-  if (runs_implicit(g, channels, p->w)) {
+  if (runs_implicit(g, channels, p->w.precision)) {
     thread_local std::vector<uint16_t> padded;
     kernels::GemmTileArgs epilogue;
     epilogue.finish = true;
@@ -341,8 +352,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 }
 
 // What a tile repeats when the layer is cut finer: a channel cut lays out its rows' windows
-// again (a 1x1 stride-1 conv reads x in place), and a tile of few pixels pays for the rows
-// of the register tile it leaves empty.
+// again (a 1x1 stride-1 conv reads x in place; the implicit GEMM copies its input rows), and a
+// tile of few pixels pays for the rows of the register tile it leaves empty.
 TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out, const Shape& extent) {
   if (!claimed(node, in) || out[0].shape.size() != 4) return {};
   const Shape& y = out[0].shape;
@@ -353,9 +364,13 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   auto up = [](double v, double m) { return std::ceil(v / m) * m; };
   const double pixels = size(1) * size(2);
   const bool direct = reads_x_in_place(g);
+  const int64_t channels = in[0].shape[3];
+  const double windows = direct ? 0
+                         : runs_implicit(g, channels, gemm_precision(node))
+                             ? size(0) * window_elements(node, g, channels, int64_t(k), size(1))
+                             : size(0) * pixels * k;
   return gemm_tile_work(gemm_precision(node) == kernels::Precision::bf16_amx,
-                        size(0) * 2 * k * up(pixels, double(b.mr)) * up(size(3), double(b.nr)),
-                        direct ? 0 : size(0) * pixels * k, k * size(3));
+                        size(0) * 2 * k * up(pixels, double(b.mr)) * up(size(3), double(b.nr)), windows, k * size(3));
 }
 
 }  // namespace
