@@ -110,7 +110,8 @@ void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
     ++stored;
   }
   report.bf16_values = stored;
-  if (stored > 0) report.note += "; " + std::to_string(stored) + " activations between them stored bf16";
+  if (stored > 0)
+    report.note += "; " + std::to_string(stored) + (stored == 1 ? " activation" : " activations") + " between them stored bf16";
 }
 
 }  // namespace grove
