@@ -15,7 +15,7 @@ namespace {
 
 constexpr size_t kStepK = 32;          // k per tile product: 32 channels of one tap
 constexpr size_t kBStepBytes = 2048;   // one 32-step of a 32-column B panel: 16 pair rows of 128 bytes
-constexpr size_t kBPrefetchSteps = 4;  // as the GEMM kernel: B fetched a few steps ahead
+constexpr size_t kBPrefetchSteps = 2;  // as the GEMM kernel: B fetched a few steps ahead
 
 }  // namespace
 

@@ -29,7 +29,7 @@ constexpr int kRows = 16;           // rows of every tile
 constexpr int kRowBytes = 64;       // bytes of every tile row
 constexpr size_t kStepK = 32;       // k per tile product
 constexpr size_t kBPanelBytes = 128;  // a pair row of a 32-column B panel
-constexpr size_t kBPrefetchSteps = 4;  // how far ahead B is fetched, in 32-step blocks (8 KiB)
+constexpr size_t kBPrefetchSteps = 2;  // how far ahead B is fetched, in 32-step blocks
 
 // ldtilecfg's 64-byte operand: palette 1, then bytes per row and rows of each tile.
 struct alignas(64) TileConfig {
