@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_nodes.h"
 #include "bench_table.h"
 #include "graph/choice_attrs.h"
 #include "graph/graph.h"
@@ -65,27 +66,9 @@ const std::vector<ConvShape> kShapes = {
     {"MobileNetV2", 144, 24, 56, 1, 1, 0},  {"MobileNetV2", 32, 192, 28, 1, 1, 0},
 };
 
-Tensor random_tensor(Shape shape, unsigned seed) {
-  Tensor t(DType::f32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (float& v : t.span<float>()) v = dist(rng);
-  return t;
-}
-
-Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::ints;
-  a.ints = std::move(v);
-  return a;
-}
-
-Attribute string_attr(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::s;
-  a.s = std::move(v);
-  return a;
-}
+using bench::ints_attr;
+using bench::random_tensor;
+using bench::string_attr;
 
 bool winograd_shape(const ConvShape& s) { return s.kernel == 3 && s.stride == 1; }
 

@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_nodes.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "graph/tensor.h"
@@ -48,14 +49,6 @@ const std::vector<Shape2> kShapes = {
     {2048, 512, 7, 1, 1, 0, false},
 };
 
-Tensor random_f32(const grove::Shape& shape, uint32_t seed) {
-  Tensor t(DType::f32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (float& v : t.span<float>()) v = dist(rng);
-  return t;
-}
-
 Tensor as_bf16(const Tensor& t) {
   Tensor out(DType::bf16, t.shape());
   auto* bits = reinterpret_cast<uint16_t*>(out.raw());
@@ -64,19 +57,10 @@ Tensor as_bf16(const Tensor& t) {
   return out;
 }
 
-Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::ints;
-  a.ints = std::move(v);
-  return a;
-}
-
-Attribute string_attr(const char* s) {
-  Attribute a;
-  a.kind = Attribute::Kind::s;
-  a.s = s;
-  return a;
-}
+using bench::int_attr;
+using bench::ints_attr;
+using bench::random_tensor;
+using bench::string_attr;
 
 // One way of running a shape: a closure timed per call.
 struct Runner {
@@ -98,17 +82,12 @@ Runner grove_runner(const Shape2& s, bool bf16_storage) {
   node->attrs[kAttrActivation] = string_attr("relu");
   node->attrs[kAttrFused] = string_attr(s.residual ? "Add+Relu" : "Relu");
   node->attrs[kAttrPrecision] = string_attr(kPrecisionBf16Amx);
-  if (bf16_storage) {
-    Attribute one;
-    one.kind = Attribute::Kind::i;
-    one.i = 1;
-    node->attrs[kAttrOutputBf16] = one;
-  }
-  auto x = std::make_shared<Tensor>(random_f32({1, s.size, s.size, s.cin}, 1));
-  auto r = std::make_shared<Tensor>(random_f32({1, s.out(), s.out(), s.cout}, 4));
+  if (bf16_storage) node->attrs[kAttrOutputBf16] = int_attr(1);
+  auto x = std::make_shared<Tensor>(random_tensor({1, s.size, s.size, s.cin}, 1));
+  auto r = std::make_shared<Tensor>(random_tensor({1, s.out(), s.out(), s.cout}, 4));
   if (bf16_storage) *x = as_bf16(*x), *r = as_bf16(*r);
-  auto w = std::make_shared<Tensor>(random_f32({s.cout, s.cin, s.kernel, s.kernel}, 2));
-  auto b = std::make_shared<Tensor>(random_f32({s.cout}, 3));
+  auto w = std::make_shared<Tensor>(random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2));
+  auto b = std::make_shared<Tensor>(random_tensor({s.cout}, 3));
   std::vector<ValueInfo> infos = {{x->dtype(), x->shape(), nullptr, true},
                                   {DType::f32, w->shape(), w.get(), true},
                                   {DType::f32, b->shape(), b.get(), true}};
