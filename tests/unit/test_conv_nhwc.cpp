@@ -261,9 +261,8 @@ TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenAmxConvsAsBf16) {
   EXPECT_LT(error, 2e-2) << "against fp32";
   EXPECT_GT(error, 0.0);
 
-  PlanOptions fp32;
-  for (const Node& n : make_plan(model.graph(), fp32)->graph.nodes)
-    EXPECT_FALSE(stores_bf16(n)) << n.name << ": fp32 stores nothing as bf16";
+  const auto fp32 = make_plan(model.graph(), PlanOptions{});
+  for (const Node& n : fp32->graph.nodes) EXPECT_FALSE(stores_bf16(n)) << n.name << ": fp32 stores nothing as bf16";
 }
 
 // A node a tuning record names keeps the layout it was measured in (here the others, left
