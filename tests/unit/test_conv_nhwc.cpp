@@ -114,7 +114,9 @@ Tensor to_bf16(const Tensor& t) {
 // step of y (the sums differ only in order). Cases: 1x1 in place (the GEMM packs A from bf16
 // rows), with k over one k block, padded and strided windows of channels that are whole 32-steps (each tap copied
 // straight into the tile) and of channels that are not (a window row laid out first), and a
-// k over several k blocks (float sums kept aside).
+// k over several k blocks (float sums kept aside). The dtype mixes change only how A is packed
+// and how the epilogue reads and writes, not the conv path: the first and last case take every
+// mix, the others x alone and all three in bf16 (the whole set took minutes under ASan in CI).
 TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
   if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
   struct Case { Shape x, w; int64_t stride, pad; };
@@ -130,6 +132,8 @@ TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
   uint32_t seed = 240;
   for (const Case& c : cases)
     for (int mix = 1; mix < 8; ++mix) {
+      const bool every_mix = &c == &cases.front() || &c == &cases.back();
+      if (!every_mix && mix != 1 && mix != 7) continue;
       const bool x_bf16 = mix & 1, r_bf16 = mix & 2, y_bf16 = mix & 4;
       SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w) + " mix " + std::to_string(mix));
       NodeBuilder node("ConvNhwc", 13, 4);
