@@ -50,6 +50,7 @@ int run_plan(const PlanCliOptions& o) {
   options.max_tiles = o.limits.max_tiles;
   options.precision = parse_precision(o.precision);
   options.conv_layout = parse_layout(o.layout);
+  if (options.conv_layout == ConvLayout::channels_last) options.transpose_flops = kernels::measure_transpose_flops();
   if (o.tile_counts == "tail") {
     options.tile_counts = TileCounts::tail_aware;
     options.move_flops = kernels::measure_move_flops();
@@ -88,9 +89,10 @@ int run_plan(const PlanCliOptions& o) {
         ++transposes;
         moved += numel(p.graph.values.at(node.outputs[0]).shape);
       }
-    std::printf("layout: %d Conv%s channels-last (ConvNhwc), the rest NCHW; %d Transpose%s between (%.2f M elements)\n",
+    std::printf("layout: %d Conv%s channels-last (ConvNhwc, DepthwiseConvNhwc), the rest NCHW; %d Transpose%s "
+                "between (%.2f M elements; %g FLOPs per moved element)\n",
                 p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s", transposes, transposes == 1 ? "" : "s",
-                double(moved) / 1e6);
+                double(moved) / 1e6, p.options.transpose_flops);
   }
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);

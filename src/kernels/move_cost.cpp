@@ -7,6 +7,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
+#include "kernels/transpose.h"
 
 namespace grove::kernels {
 
@@ -23,27 +24,42 @@ double best_ns(F&& f) {
   return best;
 }
 
-}  // namespace
-
-double measure_move_flops() {
-  // A 3x3 layer of 64 channels on a 16x16 plane: 576 x 256 packed elements, 64 x 576 x 256
-  // multiply-adds: small enough to stay in L2, big enough to reach the kernels' speed.
-  const Conv2dShape s{.channels = 64, .in_h = 16, .in_w = 16, .out_h = 16, .out_w = 16, .kernel_h = 3, .kernel_w = 3,
-                      .pad_top = 1, .pad_left = 1};
-  const size_t k = s.channels * 9, pixels = 256, m = 64;
-  std::vector<float> x(s.channels * s.in_h * s.in_w, 0.5f), w(m * k, 0.25f), y(m * pixels);
-  PackedB b;
+// Nanoseconds of the f32 GEMM of a 3x3 layer of 64 channels on a 16x16 plane (576 x 256 packed
+// elements, 64 x 576 x 256 multiply-adds): small enough to stay in L2, big enough to reach the
+// kernels' speed. Returns its FLOPs per nanosecond.
+double gemm_flops_per_ns() {
+  const size_t k = 64 * 9, pixels = 256, m = 64;
+  std::vector<float> w(m * k, 0.25f), col(k * pixels, 0.5f), y(m * pixels);
   const PackedA a = pack_a(w.data(), m, k, k);
-  const double pack_ns = best_ns([&] { pack_im2col(b, x.data(), s, 0, pixels); });
+  const PackedB b = pack_b(col.data(), k, pixels, pixels, BLayout::k_by_n);
   GemmCall call;
   call.m = m;
   call.n = pixels;
   call.c = y.data();
   call.c_stride = pixels;
-  const double gemm_ns = best_ns([&] { gemm(call, a, 0, b); });
-  const double flops_per_ns = 2.0 * double(m * k * pixels) / std::max(gemm_ns, 1.0);
-  const double elements_per_ns = double(k * pixels) / std::max(pack_ns, 1.0);
-  return std::exp2(2 * std::round(std::log2(std::clamp(flops_per_ns / elements_per_ns, 1.0, 1024.0)) / 2));
+  return 2.0 * double(m * k * pixels) / std::max(best_ns([&] { gemm(call, a, 0, b); }), 1.0);
+}
+
+}  // namespace
+
+double measure_transpose_flops() {
+  // An NCHW activation of 128 channels on a 32x32 plane to NHWC: half a megabyte each way.
+  const size_t channels = 128, pixels = 1024;
+  std::vector<float> x(channels * pixels, 0.5f), y(channels * pixels);
+  const double ns = best_ns([&] { transpose_4byte(x.data(), pixels, channels, pixels, y.data(), channels); });
+  const double elements_per_ns = double(channels * pixels) / std::max(ns, 1.0);
+  return std::exp2(std::round(std::log2(std::clamp(gemm_flops_per_ns() / elements_per_ns, 1.0, 1024.0))));
+}
+
+double measure_move_flops() {
+  // The im2col of the layer gemm_flops_per_ns times.
+  const Conv2dShape s{.channels = 64, .in_h = 16, .in_w = 16, .out_h = 16, .out_w = 16, .kernel_h = 3, .kernel_w = 3,
+                      .pad_top = 1, .pad_left = 1};
+  std::vector<float> x(s.channels * s.in_h * s.in_w, 0.5f);
+  PackedB b;
+  const double pack_ns = best_ns([&] { pack_im2col(b, x.data(), s, 0, 256); });
+  const double elements_per_ns = double(s.channels * 9 * 256) / std::max(pack_ns, 1.0);
+  return std::exp2(2 * std::round(std::log2(std::clamp(gemm_flops_per_ns() / elements_per_ns, 1.0, 1024.0)) / 2));
 }
 
 double measure_amx_flop_cost() {

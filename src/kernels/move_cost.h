@@ -11,6 +11,11 @@ namespace grove::kernels {
 // its square root, so a factor of two either way changes little).
 double measure_move_flops();
 
+// FLOPs the f32 GEMM does in the time transpose_4byte moves one element of an NCHW activation
+// to NHWC (the layout changes around channels-last convs), measured now on half a megabyte,
+// rounded to a power of two.
+double measure_transpose_flops();
+
 // What one FLOP of the AMX bf16 GEMM costs in f32 GEMM FLOPs, measured now on the same small
 // GEMM (the best of a few calls of each), rounded to a power of two; 1 where there is no AMX.
 double measure_amx_flop_cost();

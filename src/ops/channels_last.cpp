@@ -9,7 +9,9 @@
 //    vector of byte maxima (tile_pool_nhwc.cpp);
 //  - ConvNhwc(x, W [, B [, r]]), made by passes/layout_f32.cpp: the float32 Conv (one group,
 //    2-D) with its fused epilogue (graph/epilogue_attrs.h), r channels-last like y; W stays
-//    [M, C, kh, kw] (tile_conv_nhwc.cpp).
+//    [M, C, kh, kw] (tile_conv_nhwc.cpp);
+//  - DepthwiseConvNhwc(x, W [, B [, r]]): the same for a depthwise Conv (group = C = M, W
+//    [C, 1, kh, kw]; tile_dwconv_nhwc.cpp).
 // Every attribute means what it means on the twin. The references are the twins' on rotated
 // tensors, so both layouts give the same bytes.
 #include "ops/channels_last.h"
@@ -28,7 +30,7 @@ namespace grove {
 
 Node nchw_twin(const Node& node) {
   Node twin = node;
-  if (node.op_type == "ConvNhwc") {
+  if (node.op_type == "ConvNhwc" || node.op_type == "DepthwiseConvNhwc") {
     twin.op_type = "Conv";
     twin.domain.clear();
     twin.opset = std::max(node.opset, 11);
@@ -118,7 +120,10 @@ void reference_nhwc(const Node& node, std::span<const Tensor* const> in, std::sp
 // widen exactly to float32), and y is bfloat16 where the plan stores it so (kAttrOutputBf16).
 void infer_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   if (in.empty() || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
-  if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
+  const int64_t group = node.attr_int("group", 1);
+  if (node.op_type == "ConvNhwc" && group != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
+  if (node.op_type == "DepthwiseConvNhwc" && group != in[0].shape[3])
+    throw Error(node.describe() + ": a depthwise conv has one group per input channel");
   std::vector<ValueInfo> nchw(in.begin(), in.end());
   for (size_t i : {size_t{0}, kEpilogueResidualInput})
     if (i < nchw.size() && nchw[i].present) {
@@ -185,6 +190,7 @@ void register_channels_last_ops(OpRegistry& r) {
   r.add_internal("QLinearConvNhwc", OpDef{&infer_nhwc, &reference_nhwc});
   r.add_internal("MaxPoolNhwc", OpDef{&infer_nhwc, &reference_nhwc});
   r.add_internal("ConvNhwc", OpDef{&infer_conv_nhwc, &reference_conv_nhwc});
+  r.add_internal("DepthwiseConvNhwc", OpDef{&infer_conv_nhwc, &reference_conv_nhwc});
 }
 
 }  // namespace grove

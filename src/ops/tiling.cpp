@@ -22,6 +22,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_conv_integer_rules(t);
     tiling::add_quant_conv_nhwc_rules(t);
     tiling::add_conv_nhwc_rules(t);
+    tiling::add_dwconv_nhwc_rules(t);
     tiling::add_pool_nhwc_rules(t);
     tiling::add_recurrent_rules(t);
     tiling::add_quant_elementwise_rules(t);

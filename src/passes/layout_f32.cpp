@@ -4,9 +4,9 @@
 // have a channels-last copy reads it, so a chain of convs (a ResNet's blocks, with the residual
 // Add and Relu fused in) runs channels-last from its first conv to its last; the Transposes
 // no one reads are removed as dead. Convs linked by channels-last values go back to NCHW
-// together where their Transposes would cost more than a tenth of their products (MobileNetV2:
-// its 1x1 convs are linked through the residual adds, and every depthwise conv between them
-// stays NCHW, so each block would transpose its widest tensor twice).
+// together where their Transposes would cost more than a tenth of their products. Depthwise
+// convs (one group per channel) become DepthwiseConvNhwc, so a MobileNet's blocks (1x1 expand,
+// depthwise, 1x1 project, residual add) run channels-last from end to end.
 // Why: on the NCHW path the pixels fill the GEMM's vector lanes, so a 7x7 plane (49 pixels)
 // wastes a quarter of them, and any conv but a 1x1 lays out an im2col panel per tile.
 // Channels-last the output channels fill the lanes and each window row is one copied run
@@ -37,6 +37,15 @@ constexpr int64_t kMinChannels = 16;
 // Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.
 constexpr double kFlopsPerMove = 10;
 
+// One group per input channel, one output channel per group (a depth multiplier of 1).
+bool is_depthwise(const Node& n, const Shape& x) {
+  return x.size() == 4 && x[1] > 1 && n.attr_int("group", 1) == x[1];
+}
+
+bool is_conv_nhwc(const Node& n) {
+  return n.domain == kGroveDomain && (n.op_type == "ConvNhwc" || n.op_type == "DepthwiseConvNhwc");
+}
+
 const Tensor* constant(const Graph& g, const std::string& name) {
   auto it = g.initializers.find(name);
   return it == g.initializers.end() ? nullptr : &it->second;
@@ -60,6 +69,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
   if (x[1] < kMinChannels) return false;
+  if (is_depthwise(n, x)) return true;  // its channels fill the vector lanes; no GEMM, no Winograd
   // The output channels fill the GEMM's panels: few of them leave lanes empty (16 of 32).
   const auto nr = static_cast<int64_t>(
       kernels::gemm_blocking(kernels::active_isa(), tiling::gemm_precision(n)).nr);
@@ -72,18 +82,18 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
 // Convs that share channels-last values (one reads another's y, or both read one copy) form a
 // component: together they stay channels-last or go back. A component keeps channels-last
 // only if its FLOPs are at least kFlopsPerMove times what its Transposes move, in FLOPs (the
-// plan's move_flops per element); otherwise every conv of it becomes the NCHW Conv again and
+// plan's transpose_flops per element); otherwise every conv of it becomes the NCHW Conv again and
 // its Transposes, unread, are dead. A group holding a conv chosen "nhwc" stays whole: that
 // conv reads its neighbours' channels-last outputs, which going back would remove. Returns
 // how many convs went back.
-int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of, double move_flops) {
+int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of, double transpose_flops) {
   std::vector<size_t> convs;
   std::map<std::string, size_t> producer;
   std::map<std::string, int> reads;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& o : g.nodes[i].outputs) producer[o] = i;
     for (const auto& in : g.nodes[i].inputs) ++reads[in];
-    if (g.nodes[i].op_type == "ConvNhwc" && g.nodes[i].domain == kGroveDomain) convs.push_back(i);
+    if (is_conv_nhwc(g.nodes[i])) convs.push_back(i);
   }
   for (const auto& o : g.outputs) ++reads[o.name];
   std::map<size_t, size_t> parent;  // union-find over the convs' node indices
@@ -124,7 +134,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   for (size_t c : convs) {
     const size_t r = root(c);
     Node& n = g.nodes[c];
-    if (chosen.count(r) || flops[r] >= kFlopsPerMove * move_flops * moved[r]) continue;
+    if (chosen.count(r) || flops[r] >= kFlopsPerMove * transpose_flops * moved[r]) continue;
     n.op_type = "Conv";
     n.domain.clear();
     n.inputs[0] = nchw_of.at(n.inputs[0]);
@@ -145,16 +155,17 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
 
 bool can_run_channels_last(const Graph& g, const Node& n) {
   if (n.op_type != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
-  if (n.attr_int("group", 1) != 1) return false;
   const ValueInfo *x = info(g, n.inputs[0]), *y = info(g, n.outputs[0]);
   const Tensor* w = constant(g, n.inputs[1]);
   if (!f32_4d(x) || !f32_4d(y) || !w || w->dtype() != DType::f32 || w->rank() != 4) return false;
+  if (n.attr_int("group", 1) != 1 && !(is_depthwise(n, x->shape) && w->dim(0) == x->shape[1] && w->dim(1) == 1))
+    return false;
   if (n.inputs.size() > 2 && !n.inputs[2].empty() && !info(g, n.inputs[2])) return false;
   return n.inputs.size() <= kEpilogueResidualInput || n.inputs[kEpilogueResidualInput].empty() ||
          f32_4d(info(g, n.inputs[kEpilogueResidualInput]));
 }
 
-int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double move_flops) {
+int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double transpose_flops) {
   std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
@@ -170,7 +181,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double mov
       continue;
     }
     Node c = n;
-    c.op_type = "ConvNhwc";
+    c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
     c.domain = kGroveDomain;
     c.inputs[0] = channels_last(n.inputs[0]);
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
@@ -187,7 +198,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double mov
   }
   g.nodes = std::move(out);
   remove_dead_nodes(g);  // the Transposes back that nothing reads, before they count as moves
-  const int reverted = revert_costly_components(g, nchw_of, move_flops);
+  const int reverted = revert_costly_components(g, nchw_of, transpose_flops);
   remove_dead_nodes(g);
   return converted - reverted;
 }

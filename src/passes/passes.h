@@ -39,13 +39,14 @@ void fuse_qdq(Graph& graph);
 // QLinearAdds between such convs stay channels-last too (layout_int8.cpp). Returns how many.
 int to_channels_last_int8(Graph& graph);
 
-// Each float32 Conv the channels-last GEMM path takes (one group, 2-D, 16 or more input
-// channels, output channels that fill the GEMM's panels, not on Winograd, not in `keep`, no primitive chosen) runs as grove.internal
-// ConvNhwc, with Transposes where the layout changes; chains of convs stay channels-last
-// (layout_f32.cpp). `move_flops`: what moving one element is worth in FLOPs (plan.h), to
-// weigh a lone conv's Transposes. Run by make_plan, after the precision marks. Returns how many.
+// Each float32 Conv the channels-last path takes (2-D, 16 or more input channels, not in `keep`,
+// no primitive chosen; one group with output channels that fill the GEMM's panels and not on
+// Winograd, or depthwise) runs as grove.internal ConvNhwc or DepthwiseConvNhwc, with Transposes
+// where the layout changes; chains of convs stay channels-last (layout_f32.cpp).
+// `transpose_flops`: what one element a Transpose moves is worth in FLOPs (plan.h), to weigh a
+// group's Transposes. Run by make_plan, after the precision marks. Returns how many.
 // A Conv node chosen "nhwc" (graph/choice_attrs.h) runs channels-last whatever the rule says.
-int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double move_flops);
+int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double transpose_flops);
 // Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with
 // constant weights (the rule of to_channels_last_f32 asks more).
 bool can_run_channels_last(const Graph& graph, const Node& node);

@@ -28,7 +28,7 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
         throw Error(node.describe() + ": Winograd cannot run this conv (3x3, stride 1, one group only)");
     } else if (c.primitive == "nhwc") {
       if (!can_run_channels_last(graph, node))
-        throw Error(node.describe() + ": channels-last runs float 2-D convs of one group with constant weights only");
+        throw Error(node.describe() + ": channels-last runs float 2-D convs of one group, or depthwise, with constant weights only");
     } else if (c.primitive != "gemm") {
       throw Error(node.describe() + ": unknown conv primitive '" + c.primitive + "' (gemm, winograd or nhwc)");
     }

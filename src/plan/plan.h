@@ -23,6 +23,7 @@ using TileRuleLookup = const TileRule* (*)(const Node& node);
 
 inline constexpr double kDefaultMoveFlops = 32;
 inline constexpr double kDefaultAmxFlopCost = 0.25;
+inline constexpr double kDefaultTransposeFlops = 32;
 
 struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
@@ -44,6 +45,10 @@ struct PlanOptions {
   // The same for the AMX tile unit: f32 FLOPs one of its FLOPs costs
   // (kernels::measure_amx_flop_cost; kDefaultAmxFlopCost without a measurement).
   double amx_flop_cost = kDefaultAmxFlopCost;
+  // ConvLayout::channels_last: FLOPs one element a layout-change Transpose moves is worth
+  // (kernels::measure_transpose_flops; sessions measure it), for keeping a group of convs
+  // channels-last only where its Transposes cost little next to its products.
+  double transpose_flops = kDefaultTransposeFlops;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)

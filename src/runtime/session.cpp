@@ -51,6 +51,7 @@ struct Session::Impl {
   // kept, so every plan of the session prices tiles alike.
   double move_flops = 0;
   double amx_flop_cost = 0;  // likewise, for plans with bf16 on AMX
+  double transpose_flops = 0;  // likewise, for the layout of float convs
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
@@ -119,6 +120,10 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;
   po.conv_layout = options.conv_layout;
+  if (po.conv_layout == ConvLayout::channels_last) {
+    if (transpose_flops == 0) transpose_flops = kernels::measure_transpose_flops();
+    po.transpose_flops = transpose_flops;
+  }
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;
   try {

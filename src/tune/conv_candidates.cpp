@@ -82,7 +82,7 @@ namespace {
 // infos are n's with x, the residual and y rotated to NHWC.
 std::vector<int64_t> channels_last_blocks(const Plan& plan, size_t n) {
   Node twin = plan.graph.nodes[n];
-  twin.op_type = "ConvNhwc";
+  twin.op_type = twin.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
   twin.domain = kGroveDomain;
   const TileRule* rule = find_tile_rule(twin);
   if (!rule) return {};

@@ -154,6 +154,36 @@ TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
     }
 }
 
+// The depthwise rule (one group per channel) against the reference: padded and strided
+// windows, a dilated 5x5, channels past the last whole vector of every ISA (40, 21), and the
+// fused residual with ReLU6 (Clip) and ReLU. Every grid is checked, with poisoned inputs.
+TEST(DepthwiseConvNhwc, TileRuleMatchesReference) {
+  struct Case { Shape x; int64_t kernel, stride, pad, dilation; bool residual, clip; };
+  const std::vector<Case> cases = {
+      {{1, 9, 7, 40}, 3, 1, 1, 1, false, true},  {{2, 11, 9, 21}, 3, 2, 1, 1, true, false},
+      {{1, 12, 10, 32}, 5, 1, 4, 2, false, false}, {{1, 7, 7, 48}, 3, 1, 1, 1, true, true},
+      {{1, 6, 5, 16}, 3, 2, 0, 1, false, false},
+  };
+  uint32_t seed = 60;
+  for (const Case& c : cases) {
+    const int64_t channels = c.x[3];
+    NodeBuilder node("DepthwiseConvNhwc", 13, c.residual ? 4 : 3);
+    node.node.domain = kGroveDomain;
+    node.i("group", channels).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    node.ints("dilations", {c.dilation, c.dilation});
+    if (c.clip) node.s(kAttrActivation, "clip").f(kAttrAlpha, 0.0f).f(kAttrBeta, 6.0f);
+    else node.s(kAttrActivation, "relu");
+    node.s(kAttrFused, std::string(c.residual ? "Add+" : "") + (c.clip ? "Clip" : "Relu"));
+    std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32({channels, 1, c.kernel, c.kernel}, seed++),
+                              tiletest::random_f32({channels}, seed++)};
+    const int64_t span = (c.kernel - 1) * c.dilation + 1;
+    const int64_t oh = (c.x[1] + 2 * c.pad - span) / c.stride + 1, ow = (c.x[2] + 2 * c.pad - span) / c.stride + 1;
+    if (c.residual) in.push_back(tiletest::random_f32({c.x[0], oh, ow, channels}, seed++));
+    SCOPED_TRACE(shape_str(c.x) + " k" + std::to_string(c.kernel) + " s" + std::to_string(c.stride));
+    EXPECT_GT(tiletest::check_tiling(node, in, 1e-4).tiles, 2u);
+  }
+}
+
 // A 1x1 stride-1 conv padded only at the bottom has output rows past the input: they are
 // bias alone, never read from x (a 1x1 conv that reads x in place must not take it).
 TEST(ConvNhwc, OneByOneWithBottomPaddingReadsNoRowPastTheInput) {
@@ -305,6 +335,54 @@ TEST(LayoutF32, CheapConvsStayNchw) {
   EXPECT_EQ(plan->channels_last_convs, 0);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 0);
   EXPECT_EQ(count_op(*plan, "Transpose"), 0);
+}
+
+// x [1, 64, 12, 12] -> 1x1 expand (384) + ReLU -> depthwise 3x3 (384) + ReLU -> 1x1 project
+// (64) + x: a MobileNetV2 block.
+TestModel inverted_residual() {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 64, 12, 12}).output("y", kF32, {1, 64, 12, 12});
+  weight(b, "we", {384, 64, 1, 1}, 1);
+  weight(b, "wd", {384, 1, 3, 3}, 2);
+  weight(b, "bd", {384}, 3);
+  weight(b, "wp", {64, 384, 1, 1}, 4);
+  b.node("Conv", {"x", "we"}, {"e"}, "expand");
+  b.node("Relu", {"e"}, {"er"}, "expand_relu");
+  auto& d = b.node("Conv", {"er", "wd", "bd"}, {"d"}, "depthwise");
+  OnnxBuilder::attr_int(d, "group", 384);
+  OnnxBuilder::attr_ints(d, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"d"}, {"dr"}, "depthwise_relu");
+  b.node("Conv", {"dr", "wp"}, {"p"}, "project");
+  b.node("Add", {"p", "x"}, {"y"}, "add");
+  return {"inverted_residual", b.bytes(), {{"x", seeded_tensor({1, 64, 12, 12}, 5)}}};
+}
+
+// The depthwise conv runs channels-last between the two 1x1 convs, so the block needs only the
+// Transposes at its ends; priced so that its Transposes outweigh its products, the whole block,
+// depthwise conv included, goes back to NCHW.
+TEST(LayoutF32, DepthwiseConvsRunChannelsLastBetweenTheirNeighbours) {
+  const TestModel m = inverted_residual();
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  auto plan = make_plan(model.graph(), PlanOptions{});
+  EXPECT_EQ(plan->channels_last_convs, 3);
+  EXPECT_EQ(count_op(*plan, "DepthwiseConvNhwc"), 1);
+  EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
+  EXPECT_EQ(count_op(*plan, "Transpose"), 2);  // x in, y out
+  for (size_t workers : {1, 3}) {
+    PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+    run_serial(run, workers);
+    expect_close(run.outputs(), want, 1e-4, "channels-last block");
+  }
+  PlanOptions costly;
+  costly.transpose_flops = 1e6;
+  auto back = make_plan(model.graph(), costly);
+  EXPECT_EQ(back->channels_last_convs, 0);
+  EXPECT_EQ(count_op(*back, "DepthwiseConvNhwc"), 0);
+  EXPECT_EQ(count_op(*back, "Conv"), 3);
+  PlannedRun run(back, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 2);
+  expect_close(run.outputs(), want, 1e-4, "the block back in NCHW");
 }
 
 // A tuning choice "nhwc" (grove tune) puts a conv channels-last whatever the rule says, even a

@@ -1,0 +1,163 @@
+#pragma once
+// The channels-last depthwise loop, included by dwconv_nhwc_{scalar,avx2,avx512}.cpp, each
+// compiled with its own ISA flags (internal linkage, so the linker never merges the copies).
+// Vectors are GCC vector extensions of `Lanes` floats: the same source becomes 16-float zmm,
+// 8-float ymm or 4-float xmm code; channels past the last whole vector take the one-float form.
+//
+// Per output row, channel vector by channel vector, kPixels output pixels are summed at once:
+// each tap's weight vector is loaded once and feeds every pixel's accumulator, which also
+// hides the FMA latency one accumulator chain would wait on. Pixels whose taps all fall inside
+// the row run without checks; the few at the row's ends check each tap. A kernel row in the
+// padding is skipped, which adds the same zero the reference adds.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/dwconv_nhwc.h"
+
+namespace grove::kernels {
+namespace {
+
+template <int Lanes>
+struct VectorOf {
+  typedef float type __attribute__((vector_size(Lanes * sizeof(float))));
+};
+template <>
+struct VectorOf<1> {
+  using type = float;
+};
+
+template <class V>
+inline V load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+
+template <class V>
+inline void store(float* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+
+template <class V>
+inline V splat(float f) {
+  if constexpr (std::is_same_v<V, float>) return f;
+  else return V{} + f;
+}
+
+// y = act(sum + residual) for one pixel's vector of channels at `at` (an offset into y).
+template <class V>
+inline void finish(const DwConvNhwcCall& c, size_t at, V sum) {
+  if (c.residual) sum += load<V>(c.residual + at);
+  const ActivationParams& a = c.activation;
+  switch (a.kind) {
+    case Activation::identity: break;
+    case Activation::relu: sum = sum > splat<V>(0.0f) ? sum : splat<V>(0.0f); break;
+    case Activation::clip:
+      sum = sum > splat<V>(a.alpha) ? sum : splat<V>(a.alpha);
+      sum = sum < splat<V>(a.beta) ? sum : splat<V>(a.beta);
+      break;
+    default: {  // rare after a depthwise conv: the scalar definition, lane by lane
+      float lanes[sizeof(V) / sizeof(float)];
+      std::memcpy(lanes, &sum, sizeof(V));
+      for (float& v : lanes) v = apply_activation(v, a);
+      std::memcpy(&sum, lanes, sizeof(V));
+    }
+  }
+  store(c.y + at, sum);
+}
+
+constexpr int kPixels = 8;
+
+// Output pixels [ox0, ox0 + Count) of one row for the channel vector at `ch`, every tap inside
+// the row. rows[ki] is input row ki's first pixel (channel ch), or null in the padding.
+template <class V, int Count>
+inline void inside_pixels(const DwConvNhwcCall& c, const float* const* rows, int64_t ox0, size_t ch, size_t y_row) {
+  const Conv2dShape& s = c.shape;
+  const auto C = static_cast<int64_t>(c.channels), KH = int64_t(s.kernel_h), KW = int64_t(s.kernel_w);
+  const int64_t step = int64_t(s.stride_w) * C, ix0 = ox0 * int64_t(s.stride_w) - int64_t(s.pad_left);
+  V acc[Count];
+  const V bias = c.bias ? load<V>(c.bias + ch) : splat<V>(0.0f);
+#pragma GCC unroll 8
+  for (int q = 0; q < Count; ++q) acc[q] = bias;
+  for (int64_t ki = 0; ki < KH; ++ki) {
+    if (!rows[ki]) continue;
+    for (int64_t kj = 0; kj < KW; ++kj) {
+      const V w = load<V>(c.w + (ki * KW + kj) * C + int64_t(ch));
+      const float* p = rows[ki] + (ix0 + kj * int64_t(s.dilation_w)) * C;
+#pragma GCC unroll 8
+      for (int q = 0; q < Count; ++q) acc[q] += w * load<V>(p + q * step);
+    }
+  }
+#pragma GCC unroll 8
+  for (int q = 0; q < Count; ++q) finish(c, y_row + size_t(ox0 + q) * c.channels + ch, acc[q]);
+}
+
+// One output pixel whose taps may leave the row: each tap checked.
+template <class V>
+inline void edge_pixel(const DwConvNhwcCall& c, const float* const* rows, int64_t ox, size_t ch, size_t y_row) {
+  const Conv2dShape& s = c.shape;
+  const auto C = static_cast<int64_t>(c.channels), KH = int64_t(s.kernel_h), KW = int64_t(s.kernel_w);
+  const int64_t W = int64_t(s.in_w), ix0 = ox * int64_t(s.stride_w) - int64_t(s.pad_left);
+  V acc = c.bias ? load<V>(c.bias + ch) : splat<V>(0.0f);
+  for (int64_t ki = 0; ki < KH; ++ki) {
+    if (!rows[ki]) continue;
+    for (int64_t kj = 0; kj < KW; ++kj) {
+      const int64_t ix = ix0 + kj * int64_t(s.dilation_w);
+      if (ix < 0 || ix >= W) continue;
+      acc += load<V>(c.w + (ki * KW + kj) * C + int64_t(ch)) * load<V>(rows[ki] + ix * C);
+    }
+  }
+  finish(c, y_row + size_t(ox) * c.channels + ch, acc);
+}
+
+// Channels [ch, ch + lanes of V) of output row oy.
+template <class V>
+inline void row_of_vectors(const DwConvNhwcCall& c, const float* const* rows, size_t ch, size_t y_row, int64_t first,
+                           int64_t last) {
+  const int64_t OW = int64_t(c.shape.out_w);
+  for (int64_t ox = 0; ox < std::min(first, OW); ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
+  int64_t ox = first;
+  for (; ox + kPixels <= last; ox += kPixels) inside_pixels<V, kPixels>(c, rows, ox, ch, y_row);
+  for (; ox < last; ++ox) inside_pixels<V, 1>(c, rows, ox, ch, y_row);
+  for (ox = std::max(last, first); ox < OW; ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
+}
+
+template <int Lanes>
+void dwconv2d_nhwc_impl(const DwConvNhwcCall& c) {
+  using V = typename VectorOf<Lanes>::type;
+  const Conv2dShape& s = c.shape;
+  const int64_t H = int64_t(s.in_h), W = int64_t(s.in_w), OW = int64_t(s.out_w), KH = int64_t(s.kernel_h);
+  const int64_t KW = int64_t(s.kernel_w), sw = int64_t(s.stride_w), left = int64_t(s.pad_left);
+  const int64_t reach = (KW - 1) * int64_t(s.dilation_w);
+  // Output columns [first, last) read only columns inside the row: ox * sw - left >= 0 and
+  // ox * sw - left + reach < W.
+  const int64_t first = std::min(OW, (left + sw - 1) / sw);
+  const int64_t last = W - 1 - reach + left < 0 ? first : std::max(first, std::min(OW, (W - 1 - reach + left) / sw + 1));
+  constexpr auto kMaxKernel = int64_t(kDwConvNhwcMaxKernelRows);
+  const float* rows[kMaxKernel];
+  const float* rows_at[kMaxKernel];
+  for (size_t oy = c.row_begin; oy < c.row_end; ++oy) {
+    for (int64_t ki = 0; ki < KH && ki < kMaxKernel; ++ki) {
+      const int64_t iy = int64_t(oy * s.stride_h + size_t(ki) * s.dilation_h) - int64_t(s.pad_top);
+      rows[ki] = iy >= 0 && iy < H ? c.x + size_t(iy * W) * c.channels : nullptr;
+    }
+    const size_t y_row = oy * size_t(OW) * c.channels;
+    size_t ch = c.c_begin;
+    auto at_channel = [&](size_t offset) {
+      for (int64_t ki = 0; ki < KH && ki < kMaxKernel; ++ki) rows_at[ki] = rows[ki] ? rows[ki] + offset : nullptr;
+    };
+    for (; ch + Lanes <= c.c_end; ch += Lanes) {
+      at_channel(ch);
+      row_of_vectors<V>(c, rows_at, ch, y_row, first, last);
+    }
+    for (; ch < c.c_end; ++ch) {  // channels past the last whole vector
+      at_channel(ch);
+      row_of_vectors<float>(c, rows_at, ch, y_row, first, last);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace grove::kernels
