@@ -6,14 +6,22 @@
 //
 //   build-x/bench/grove_bench_conv_nhwc_bf16 [reps]     (AMX CPUs only; about a minute)
 //
-// Each shape: the three run interleaved, `reps` rounds (default 30), median time per run.
+// Each shape: the three run interleaved, `reps` rounds (default 30), median time per run; oneDNN
+// pinned to one thread like grove's tile.
+//
+//   build-x/bench/grove_bench_conv_nhwc_bf16 f32 [reps]
+//
+// does the same in float32 on any AVX-512 or AVX2 CPU: grove's fp32 ConvNhwc rule against oneDNN's
+// f32 convolution in its own layouts and in plain NHWC (grove's activation layout).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <dnnl.hpp>
+#include <omp.h>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench_nodes.h"
@@ -68,7 +76,7 @@ struct Runner {
   std::vector<double> ms;
 };
 
-Runner grove_runner(const Shape2& s, bool bf16_storage) {
+Runner grove_runner(const Shape2& s, bool bf16_storage, bool f32 = false) {
   auto node = std::make_shared<Node>();
   node->name = "conv";
   node->op_type = "ConvNhwc";
@@ -81,7 +89,7 @@ Runner grove_runner(const Shape2& s, bool bf16_storage) {
   node->attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
   node->attrs[kAttrActivation] = string_attr("relu");
   node->attrs[kAttrFused] = string_attr(s.residual ? "Add+Relu" : "Relu");
-  node->attrs[kAttrPrecision] = string_attr(kPrecisionBf16Amx);
+  if (!f32) node->attrs[kAttrPrecision] = string_attr(kPrecisionBf16Amx);
   if (bf16_storage) node->attrs[kAttrOutputBf16] = int_attr(1);
   auto x = std::make_shared<Tensor>(random_tensor({1, s.size, s.size, s.cin}, 1));
   auto r = std::make_shared<Tensor>(random_tensor({1, s.out(), s.out(), s.cout}, 4));
@@ -109,15 +117,17 @@ Runner grove_runner(const Shape2& s, bool bf16_storage) {
           {}};
 }
 
-Runner dnnl_runner(const Shape2& s, dnnl::engine& eng, dnnl::stream& strm) {
+Runner dnnl_runner(const Shape2& s, dnnl::engine& eng, dnnl::stream& strm,
+                   dnnl::memory::data_type type = dnnl::memory::data_type::bf16,
+                   dnnl::memory::format_tag act = dnnl::memory::format_tag::any) {
   using namespace dnnl;
   using tag = memory::format_tag;
   using dt = memory::data_type;
   const memory::dims src = {1, s.cin, s.size, s.size}, wei = {s.cout, s.cin, s.kernel, s.kernel}, bias = {s.cout},
                      dst = {1, s.cout, s.out(), s.out()};
   const convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct,
-                                       memory::desc(src, dt::bf16, tag::any), memory::desc(wei, dt::bf16, tag::any),
-                                       memory::desc(bias, dt::f32, tag::x), memory::desc(dst, dt::bf16, tag::any),
+                                       memory::desc(src, type, act), memory::desc(wei, type, tag::any),
+                                       memory::desc(bias, dt::f32, tag::x), memory::desc(dst, type, act),
                                        {s.stride, s.stride}, {s.pad, s.pad}, {s.pad, s.pad});
   post_ops ops;
   if (s.residual) ops.append_sum(1.0f);
@@ -148,7 +158,37 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+// grove fp32 against oneDNN f32, in its chosen layouts and in NHWC.
+int run_f32(int reps) {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  std::printf("| conv (Cin->Cout k s plane) | grove f32 GFLOP/s | oneDNN f32 any GFLOP/s | oneDNN f32 nhwc GFLOP/s | grove / oneDNN any |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  for (const Shape2& s : kShapes) {
+    std::vector<Runner> runners = {grove_runner(s, false, true), dnnl_runner(s, eng, strm, dt::f32, tag::any),
+                                   dnnl_runner(s, eng, strm, dt::f32, tag::nhwc)};
+    for (auto& r : runners) r.run();
+    for (int i = 0; i < reps; ++i)
+      for (auto& r : runners) {
+        const auto t0 = Clock::now();
+        r.run();
+        r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+    double g[3];
+    for (int i = 0; i < 3; ++i) g[i] = s.flops() / median(runners[i].ms) / 1e6;
+    std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
+                long(s.kernel), long(s.kernel), long(s.stride), long(s.size), long(s.size), s.residual ? " +r" : "", g[0],
+                g[1], g[2], g[0] / g[1]);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  omp_set_num_threads(1);  // oneDNN's OpenMP runtime would use every core; grove's tile runs on one
+  if (argc > 1 && std::string(argv[1]) == "f32") return run_f32(argc > 2 ? std::max(1, std::atoi(argv[2])) : 30);
   if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) {
     std::fprintf(stderr, "grove_bench_conv_nhwc_bf16: this CPU has no AMX-BF16\n");
     return 1;
