@@ -4,6 +4,10 @@
 // Rows are a template parameter (1..14) so a short last tile does only the work it needs;
 // columns past n are handled with masks.
 //
+// With a_stride set, A is read where it lies (rows of a channels-last activation, or of a
+// padded copy of its rows): the same broadcasts, from 14 rows instead of one packed group, so a
+// 1x1 conv packs nothing and a conv adds its taps as calls that accumulate (ops/tile_conv_nhwc).
+//
 // Compiled with -mavx512f/dq/bw/vl -mfma (kernels.cmake). Everything but the entry point
 // has internal linkage so no AVX-512 code can leak into generic inline functions.
 #include <immintrin.h>
@@ -15,6 +19,44 @@ namespace grove::kernels {
 namespace {
 
 constexpr int kMR = 14;
+
+// Row r of unpacked A: rows 0..6 from one base and 7..13 from another, at offsets 0, s, 2s, 3s,
+// 4s, 5s, 6s that x86 addressing forms from three stride registers, so the 14 rows cost no
+// more registers than the loop has.
+template <int R>
+void tile_strided(const GemmTileArgs& t) {
+  __m512 acc[R][kNV];
+  start_tile<R>(acc, t);
+  const auto s1 = static_cast<ptrdiff_t>(t.a_stride), s3 = 3 * s1, s5 = 5 * s1;
+  const float* a0 = t.a;
+  const float* a7 = t.a + 7 * s1;
+  auto row = [&](int r, size_t p) -> const float* {
+    const float* base = (r < 7 ? a0 : a7) + p;
+    switch (r % 7) {
+      case 0: return base;
+      case 1: return base + s1;
+      case 2: return base + 2 * s1;
+      case 3: return base + s3;
+      case 4: return base + 4 * s1;
+      case 5: return base + s5;
+      default: return base + 2 * s3;
+    }
+  };
+  const float* b = t.b;
+  for (size_t p = 0; p < t.kc; ++p) {
+    __m512 bv[kNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(*row(r, p));
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+    b += 16 * kNV;
+  }
+  store_tile<R>(acc, t);
+}
 
 template <int R>
 void tile(const GemmTileArgs& t) {
@@ -44,7 +86,8 @@ void tile(const GemmTileArgs& t) {
 
 void f32_gemm_14x32_avx512(const GemmTileArgs& t) {
   static_assert(kMR == 14, "with_rows_1_to_14 covers every tile height");
-  with_rows_1_to_14(t.m, [&](auto rows) { tile<rows()>(t); });
+  if (t.a_stride) with_rows_1_to_14(t.m, [&](auto rows) { tile_strided<rows()>(t); });
+  else with_rows_1_to_14(t.m, [&](auto rows) { tile<rows()>(t); });
 }
 
 }  // namespace grove::kernels

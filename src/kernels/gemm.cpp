@@ -31,6 +31,8 @@ struct GemmConfig {
   // Set up and release per-thread unit state around one gemm() call (AMX's tile configuration).
   void (*begin)() = nullptr;
   void (*end)() = nullptr;
+  // The kernel reads float A where it lies (GemmTileArgs::a_stride), so row-major A is not packed.
+  bool reads_a_unpacked = false;
 };
 
 // The AMX kernel's k block: the packed A block (kAmxMc rows of kc bf16) fills a quarter of
@@ -53,12 +55,15 @@ GemmConfig config_for(Isa isa, Precision precision = Precision::f32) {
   if (precision == Precision::bf16)
     return {{14, 32, 512, 168, "bf16_gemm_14x32_avx512bf16"}, bf16_gemm_14x32_avx512bf16};
   switch (isa) {
-    case Isa::avx512: return {{14, 32, 512, 168, "f32_gemm_14x32_avx512"}, f32_gemm_14x32_avx512};
+    case Isa::avx512: return {{14, 32, 512, 168, "f32_gemm_14x32_avx512"}, f32_gemm_14x32_avx512, nullptr, nullptr, true};
     case Isa::avx2: return {{6, 16, 512, 168, "f32_gemm_6x16_avx2"}, f32_gemm_6x16_avx2};
     case Isa::scalar: break;
   }
   return {{4, 8, 256, 64, "f32_gemm_scalar"}, f32_gemm_scalar};
 }
+
+// The most B panels a call may have for its float A to be read in place (where the kernel can).
+constexpr size_t kUnpackedAPanels = 4;
 
 size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -376,10 +381,12 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
 
 
 
-// Where a block of packed A lives: micro-panel t of the block at base + t * tile_stride.
+// Where a block of packed A lives: micro-panel t of the block at base + t * tile_stride; or,
+// with row_stride set, A unpacked: row i of the block at base + i * row_stride.
 struct ABlock {
   const float* base;
   size_t tile_stride;
+  size_t row_stride = 0;
 };
 
 // The loops shared by both entry points. `a_block(pc, kc, ic, mc, tiles)` gives the packed A
@@ -429,7 +436,8 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
           const size_t ir = start(mc, tiles, t, mr);
           const size_t row = ic + ir;
           tile.m = start(mc, tiles, t + 1, mr) - ir;
-          tile.a = packed.base + t * packed.tile_stride;
+          tile.a = packed.row_stride ? packed.base + ir * packed.row_stride : packed.base + t * packed.tile_stride;
+          tile.a_stride = packed.row_stride;
           tile.c = c ? c + row * c_stride + jr : nullptr;
           tile.c_bf16 = call.c_bf16 && tile.finish ? call.c_bf16 + row * call.c_stride + jr : nullptr;
           tile.row_bias = call.epilogue.row_bias ? call.epilogue.row_bias + row : nullptr;
@@ -456,6 +464,10 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   const GemmConfig config = config_for(b.isa, b.precision);
   const size_t mr = config.blocking.mr, kc_max = config.blocking.kc, mc_max = config.blocking.mc;
   const bool bf16 = b.precision == Precision::bf16, amx = b.precision == Precision::bf16_amx;
+  // A few B panels reuse an A block little, and packing it was a copy for nothing (a conv's
+  // window block is laid out just before); many panels read it often, and then packed A's one
+  // stream beats 14 rows read in place (docs/kernels.md has the measurements).
+  const bool reads_a_unpacked = config.reads_a_unpacked && !call.a_transposed && call.n <= kUnpackedAPanels * b.nr;
   scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) *
                           packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
   gemm_loops(call, b, config, mc_max, true, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
@@ -490,6 +502,7 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
       }
       return ABlock{out, stride};
     }
+    if (reads_a_unpacked) return ABlock{call.a + ic * call.a_stride + pc, 0, call.a_stride};
     if (call.a_transposed)
       pack_a_block_transposed(call.a + pc * call.a_stride + ic, call.a_stride, mc, tiles, kc, mr, out);
     else

@@ -3,7 +3,9 @@
 // the same reason as epilogue.h.
 //
 // A microkernel computes one MR x NR tile of C over kc steps of k:
-//   a: packed A, kc groups of MR floats (row r of step p at a[p * MR + r]); rows >= m are 0.
+//   a: packed A, kc groups of MR floats (row r of step p at a[p * MR + r]); rows >= m are 0;
+//      or, where a_stride is set (f32_gemm_14x32_avx512 only), A as it lies: row r of step p
+//      at a[r * a_stride + p], rows >= m not read.
 //   b: packed B, kc groups of NR floats (column j of step p at b[p * NR + j]); cols >= n are 0.
 // Only the valid m x n corner of C is read or written.
 #include <cstddef>
@@ -15,6 +17,7 @@ namespace grove::kernels {
 struct GemmTileArgs {
   size_t kc = 0;
   const float* a = nullptr;
+  size_t a_stride = 0;  // 0: packed A; else unpacked A's row stride in floats
   const float* b = nullptr;
   float* c = nullptr;
   size_t c_stride = 0;
