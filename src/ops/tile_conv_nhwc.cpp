@@ -15,6 +15,7 @@
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/amx.h"
+#include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
@@ -64,13 +65,33 @@ bool runs_implicit(const WindowGeometry& g, int64_t channels, kernels::Precision
          g.dilations[0] == 1 && g.dilations[1] == 1 && !reads_x_in_place(g);
 }
 
+// Float convs on a CPU whose GEMM kernel reads A in place (kernels/conv_rows.h): the taps
+// accumulate straight from padded copies of the input rows, any stride or dilation.
+bool runs_on_rows(const WindowGeometry& g, kernels::Precision precision) {
+  return !reads_x_in_place(g) && kernels::conv_row_supported(kernels::active_isa(), precision);
+}
+
+// The padded input row of runs_on_rows: the pixels the row's windows reach, from the left
+// padding on.
+int64_t padded_row_pixels(const WindowGeometry& g) {
+  return (g.output[1] - 1) * g.strides[1] + (g.kernel[1] - 1) * g.dilations[1] + 1;
+}
+
+// The input rows the windows of `rows` consecutive output rows reach.
+int64_t input_rows_of(const WindowGeometry& g, int64_t rows) {
+  return (rows - 1) * g.strides[0] + (g.kernel[0] - 1) * g.dilations[0] + 1;
+}
+
 // Elements a tile of `rows` output rows lays out again for its windows: the window block
 // (k per pixel, written then read by the GEMM: counted twice), x itself for a 1x1 conv that
-// reads it in place, or the padded input rows of the implicit GEMM (written once).
+// reads it in place, or the padded input rows of the implicit GEMM and of the row path
+// (written once).
 double window_elements(const Node& node, const WindowGeometry& g, int64_t channels, int64_t k, double rows) {
   if (reads_x_in_place(g)) return double(k) * rows * double(g.output[1]);
   if (runs_implicit(g, channels, gemm_precision(node)))
     return double(channels) * (rows + double(g.kernel[0] - 1)) * double(g.output[1] + g.kernel[1] - 1);
+  if (runs_on_rows(g, gemm_precision(node)))
+    return double(channels) * double(input_rows_of(g, std::max<int64_t>(1, int64_t(rows)))) * double(padded_row_pixels(g));
   return 2 * double(k) * rows * double(g.output[1]);
 }
 
@@ -255,6 +276,48 @@ void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channe
   }
 }
 
+// Output rows [oy0, oy1) and channels [c0, c1) of image n on the row path (runs_on_rows). The
+// input rows these outputs read are copied once into rows of padded_row_pixels pixels, zeros
+// where the windows reach past the input, in groups that stay well inside L2; each group is one
+// conv_rows call.
+void run_on_rows(const float* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0, int64_t oy1,
+                 int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, const float* residual,
+                 std::vector<float>& padded) {
+  const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], m = y.dim(3);
+  const int64_t wp = padded_row_pixels(g), left = g.pads_begin[1], row_floats = wp * channels;
+  const auto row_bytes = static_cast<size_t>(row_floats) * sizeof(float);
+  const int64_t fit = std::max<int64_t>(1, static_cast<int64_t>(kPaddedBytes / row_bytes));
+  const int64_t group = std::max<int64_t>(1, (fit - input_rows_of(g, 1)) / g.strides[0] + 1);
+  call.tap_row_floats = static_cast<size_t>(g.dilations[0] * row_floats);
+  call.out_w = static_cast<size_t>(ow);
+  call.y_stride = static_cast<size_t>(m);
+  call.n0 = static_cast<size_t>(c0), call.n = static_cast<size_t>(c1 - c0);
+  // The input columns that land in a padded row, and where.
+  const int64_t from = std::max<int64_t>(0, -left), to = std::min(iw, wp - left);
+  for (int64_t first = oy0; first < oy1; first += group) {
+    const int64_t last = std::min(oy1, first + group), in_rows = input_rows_of(g, last - first);
+    padded.resize(static_cast<size_t>(in_rows * row_floats));
+    for (int64_t r = 0; r < in_rows; ++r) {
+      const int64_t iy = first * g.strides[0] - g.pads_begin[0] + r;
+      float* dst = padded.data() + r * row_floats;
+      if (iy < 0 || iy >= ih || to <= from) {
+        std::fill(dst, dst + row_floats, 0.0f);
+        continue;
+      }
+      std::fill(dst, dst + (left + from) * channels, 0.0f);
+      std::copy_n(x + ((n * ih + iy) * iw + from) * channels, (to - from) * channels, dst + (left + from) * channels);
+      std::fill(dst + (left + to) * channels, dst + row_floats, 0.0f);
+    }
+    call.x = padded.data();
+    call.rows = static_cast<size_t>(last - first);
+    call.row_step_floats = static_cast<size_t>(g.strides[0] * row_floats);
+    const int64_t at = (n * oh + first) * ow * m + c0;  // y's and the residual's offset
+    call.y = y.data<float>() + at;
+    call.residual = residual ? residual + at : nullptr;
+    kernels::conv_rows(call);
+  }
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared) {
   Tensor& y = *out[0];
@@ -293,6 +356,20 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // back to be converted, which was as costly as the products on small layers.
   const bool windows_to_amx = !direct && p->w.precision == kernels::Precision::bf16_amx;
   thread_local kernels::PackedA windows;
+  if (!x_bf16 && !y_bf16 && !residual_bits && runs_on_rows(g, p->w.precision)) {
+    thread_local std::vector<float> padded;
+    kernels::ConvRowCall call;
+    call.channels = static_cast<size_t>(channels);
+    call.kernel_h = static_cast<size_t>(g.kernel[0]), call.kernel_w = static_cast<size_t>(g.kernel[1]);
+    call.stride_w = static_cast<size_t>(g.strides[1]), call.dilation_w = static_cast<size_t>(g.dilations[1]);
+    call.w = &p->w;
+    call.bias = bias ? bias->data<float>() + r[3].begin : nullptr;
+    call.activation = activation;
+    for (int64_t n = r[0].begin; n < r[0].end; ++n)
+      run_on_rows(x.data<float>(), n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
+                  residual ? residual->data<float>() : nullptr, padded);
+    return;
+  }
   if (runs_implicit(g, channels, p->w.precision)) {
     thread_local std::vector<uint16_t> padded;
     kernels::GemmTileArgs epilogue;
@@ -366,7 +443,7 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   const bool direct = reads_x_in_place(g);
   const int64_t channels = in[0].shape[3];
   const double windows = direct ? 0
-                         : runs_implicit(g, channels, gemm_precision(node))
+                         : runs_implicit(g, channels, gemm_precision(node)) || runs_on_rows(g, gemm_precision(node))
                              ? size(0) * window_elements(node, g, channels, int64_t(k), size(1))
                              : size(0) * pixels * k;
   return gemm_tile_work(gemm_precision(node) == kernels::Precision::bf16_amx,

@@ -35,6 +35,7 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
       {{2, 8, 9, 4}, {9, 4, 3, 3}, 1, 2, 2, true, false, true},
       {{1, 6, 6, 6}, {40, 6, 1, 1}, 2, 0, 1, true, false, true},
       {{1, 20, 20, 64}, {16, 64, 3, 3}, 1, 1, 1, true, true, false},
+      {{1, 36, 24, 128}, {40, 128, 3, 3}, 1, 1, 1, true, true, true},  // several groups of padded rows
   };
   uint32_t seed = 40;
   for (const Case& c : cases) {
@@ -401,7 +402,7 @@ TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
   const TensorMap inputs{{"x", seeded_tensor({1, 16, 8, 8}, 4)}, {"img", seeded_tensor({1, 3, 8, 8}, 5)}};
   Model model(load_onnx_bytes(b.bytes(), "forced.onnx"));
   PlanOptions options;
-  options.choices = {NodeChoice{"small", "nhwc", {}}, NodeChoice{"first_layer", "nhwc", {1, 4, 8, 64}}};
+  options.choices = {NodeChoice{"small", "nhwc", {}}, NodeChoice{"first_layer", "nhwc", {1, 8, 8, 32}}};
   auto plan = make_plan(model.graph(), options);
   EXPECT_EQ(plan->channels_last_convs, 2);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);

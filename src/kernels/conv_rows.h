@@ -1,0 +1,42 @@
+#pragma once
+// A channels-last convolution computed straight from (padded) input rows, without laying out
+// any window: each output position's taps are calls of the float GEMM microkernel that read A
+// where it lies (GemmTileArgs::a_stride), tap after tap accumulating into C, the fused
+// epilogue applied after the last. Weights are the ConvNhwc panels (k ordered kernel row,
+// kernel column, channel), so tap t's slice of a panel starts at row t * channels.
+#include <cstddef>
+
+#include "kernels/epilogue.h"
+#include "kernels/gemm.h"
+
+namespace grove::kernels {
+
+struct ConvRowCall {
+  // Input pixel p of the padded row a tap of kernel row 0 reads, at x + p * channels; kernel row
+  // ki reads the row ki * tap_row_floats further on. Padding is zeros in that copy.
+  const float* x = nullptr;
+  size_t tap_row_floats = 0;
+  size_t channels = 0;
+  size_t kernel_h = 1, kernel_w = 1, stride_w = 1, dilation_w = 1;
+  size_t out_w = 0;  // output positions per row; position o reads pixels o * stride_w + kj * dilation_w
+  size_t rows = 1;   // output rows; row r's taps read from x + r * row_step_floats
+  size_t row_step_floats = 0;
+  const PackedB* w = nullptr;  // f32, k = kernel_h * kernel_w * channels
+  size_t n0 = 0, n = 0;        // output channels [n0, n0 + n); n0 a multiple of w->nr
+  float* y = nullptr;          // output position 0, channel n0; positions y_stride floats apart, rows out_w positions
+  size_t y_stride = 0;
+  const float* residual = nullptr;  // shaped like y (same stride), or null
+  const float* bias = nullptr;      // for channel n0 on, or null
+  ActivationParams activation;
+};
+
+// Whether conv_row runs on this ISA and precision (a microkernel that reads A in place).
+bool conv_row_supported(Isa isa, Precision precision);
+
+// The call's output rows: every position, every channel. Per panel of output channels, each tap
+// runs over all the rows before the next (its slice of the weights is read from memory once for
+// the rows, not once per row); the partial sums stay in y. Throws grove::Error where
+// conv_row_supported is false or the weights do not match.
+void conv_rows(const ConvRowCall& call);
+
+}  // namespace grove::kernels
