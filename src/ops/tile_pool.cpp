@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/maxpool.h"
 #include "ops/conv_geometry.h"
 #include "ops/tile_util.h"
 
@@ -50,57 +51,25 @@ int64_t padded_window_size(const WindowGeometry& g, std::span<const int64_t> pos
   return count;
 }
 
-// A max pool without dilation in two passes per output row: the maximum down each input
-// column of the window's rows (contiguous, so vectorised), then across each window's columns.
-// Maxima of the same taps; NaN never wins either way.
+// A max pool without dilation, plane by plane on kernels/maxpool.h: per output row the maximum
+// down each input column of the window's rows, then across each window's columns.
 void max_pool2d_separable(const WindowGeometry& g, const float* xs, float* ys, int64_t channels, const Region& r) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
-  constexpr float kLowest = std::numeric_limits<float>::lowest();
   thread_local std::vector<float> column;
   column.resize(static_cast<size_t>(iw));
-  float* col = column.data();
+  kernels::MaxPool2dRowsCall call;
+  call.in_h = static_cast<size_t>(ih), call.in_w = static_cast<size_t>(iw), call.out_w = static_cast<size_t>(ow);
+  call.kernel_h = static_cast<size_t>(g.kernel[0]), call.kernel_w = static_cast<size_t>(g.kernel[1]);
+  call.stride_h = static_cast<size_t>(g.strides[0]), call.stride_w = static_cast<size_t>(g.strides[1]);
+  call.pad_top = static_cast<long>(g.pads_begin[0]), call.pad_left = static_cast<long>(g.pads_begin[1]);
+  call.row_begin = static_cast<size_t>(r[2].begin), call.row_end = static_cast<size_t>(r[2].end);
+  call.col_begin = static_cast<size_t>(r[3].begin), call.col_end = static_cast<size_t>(r[3].end);
+  call.scratch = column.data();
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
     for (int64_t c = r[1].begin; c < r[1].end; ++c) {
-      const float* xp = xs + (n * channels + c) * ih * iw;
-      float* yp = ys + (n * channels + c) * oh * ow;
-      for (int64_t oy = r[2].begin; oy < r[2].end; ++oy) {
-        const int64_t iy0 = oy * g.strides[0] - g.pads_begin[0];
-        const int64_t ky0 = std::max<int64_t>(0, -iy0), ky1 = std::min(g.kernel[0], ih - iy0);
-        std::fill(col, col + iw, kLowest);
-        for (int64_t ky = ky0; ky < ky1; ++ky) {
-          const float* row = xp + (iy0 + ky) * iw;
-          for (int64_t ix = 0; ix < iw; ++ix) col[ix] = row[ix] > col[ix] ? row[ix] : col[ix];
-        }
-        // Windows wholly inside the row, [inner0, inner1), need no bounds per tap: a loop
-        // of fixed shape the compiler unrolls (ResNet's 3-wide stride-2 pool is most of them).
-        const int64_t sx = g.strides[1], kw = g.kernel[1], pad = g.pads_begin[1];
-        const int64_t inner0 = std::clamp<int64_t>((pad + sx - 1) / sx, r[3].begin, r[3].end);
-        const int64_t inner1 = std::clamp<int64_t>(iw - kw + pad >= 0 ? (iw - kw + pad) / sx + 1 : 0, inner0, r[3].end);
-        const auto edge = [&](int64_t ox) {
-          const int64_t ix0 = ox * sx - pad;
-          const int64_t kx0 = std::max<int64_t>(0, -ix0), kx1 = std::min(kw, iw - ix0);
-          float best = kLowest;
-          for (int64_t kx = kx0; kx < kx1; ++kx) best = col[ix0 + kx] > best ? col[ix0 + kx] : best;
-          yp[oy * ow + ox] = best;
-        };
-        for (int64_t ox = r[3].begin; ox < inner0; ++ox) edge(ox);
-        if (kw == 3 && sx == 2) {
-          for (int64_t ox = inner0; ox < inner1; ++ox) {
-            const float* c = col + ox * 2 - pad;
-            float best = c[0] > kLowest ? c[0] : kLowest;  // as the general loop: NaN never wins
-            best = c[1] > best ? c[1] : best;
-            yp[oy * ow + ox] = c[2] > best ? c[2] : best;
-          }
-        } else {
-          for (int64_t ox = inner0; ox < inner1; ++ox) {
-            const float* c = col + ox * sx - pad;
-            float best = kLowest;
-            for (int64_t kx = 0; kx < kw; ++kx) best = c[kx] > best ? c[kx] : best;
-            yp[oy * ow + ox] = best;
-          }
-        }
-        for (int64_t ox = std::max(inner1, r[3].begin); ox < r[3].end; ++ox) edge(ox);
-      }
+      call.x = xs + (n * channels + c) * ih * iw;
+      call.y = ys + (n * channels + c) * oh * ow;
+      kernels::max_pool2d_rows(call);
     }
 }
 

@@ -1,0 +1,31 @@
+#pragma once
+// 2-D max pool of one NCHW plane (no dilation), by output rows: per row, the maximum down the
+// window's rows for every input column (contiguous: one vector op per lane group), then across
+// each window's columns (for stride 1, shifted vector loads; other strides element by element).
+// The same taps as the definition, and `a > b ? a : b` throughout, so a NaN never wins and
+// every ISA gives the same bits. Per-ISA builds of one GCC-vector source (maxpool_impl.h), as
+// the library itself is built for the baseline x86-64 only.
+#include <cstddef>
+
+#include "kernels/isa.h"
+
+namespace grove::kernels {
+
+struct MaxPool2dRowsCall {
+  const float* x = nullptr;  // in_h x in_w plane
+  float* y = nullptr;        // out_h x out_w plane
+  size_t in_h = 0, in_w = 0, out_w = 0;
+  size_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  long pad_top = 0, pad_left = 0;
+  size_t row_begin = 0, row_end = 0;  // output rows
+  size_t col_begin = 0, col_end = 0;  // output columns
+  float* scratch = nullptr;           // in_w floats
+};
+
+void max_pool2d_rows(const MaxPool2dRowsCall& call, Isa isa = active_isa());
+
+void f32_max_pool2d_rows_scalar(const MaxPool2dRowsCall& call);
+void f32_max_pool2d_rows_avx2(const MaxPool2dRowsCall& call);
+void f32_max_pool2d_rows_avx512(const MaxPool2dRowsCall& call);
+
+}  // namespace grove::kernels

@@ -1,0 +1,102 @@
+#pragma once
+// The loop of maxpool.h, included by maxpool_{scalar,avx2,avx512}.cpp with their own ISA flags
+// (internal linkage: the linker never merges the copies).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/maxpool.h"
+
+namespace grove::kernels {
+namespace {
+
+template <int Lanes>
+struct MaxVector {
+  typedef float type __attribute__((vector_size(Lanes * sizeof(float))));
+};
+
+template <class V>
+inline V load_v(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+
+template <class V>
+inline void store_v(float* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+
+template <class T>
+inline T larger(T candidate, T best) {
+  return candidate > best ? candidate : best;
+}
+
+// body.template operator()<W>(i) for i covering [begin, end) in steps of W lanes; a span that
+// does not end on a step gets one more vector ending at `end` (the overlap is recomputed with
+// the same values), and a span narrower than W takes half-width vectors, then single floats.
+template <int W, class Body>
+inline void over_span(long begin, long end, Body&& body) {
+  if constexpr (W > 1) {
+    if (end - begin < W) return over_span<W / 2>(begin, end, body);
+    long i = begin;
+    for (; i + W <= end; i += W) body.template operator()<W>(i);
+    if (i < end) body.template operator()<W>(end - W);
+  } else {
+    for (long i = begin; i < end; ++i) body.template operator()<1>(i);
+  }
+}
+
+template <int W>
+using VectorOfWidth = std::conditional_t<W == 1, float, typename MaxVector<W>::type>;
+
+template <int Lanes>
+void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  const long ih = long(c.in_h), iw = long(c.in_w), kh = long(c.kernel_h), kw = long(c.kernel_w);
+  const long sx = long(c.stride_w), pad = c.pad_left;
+  float* col = c.scratch;
+  // Output columns whose windows lie inside the row: [inner0, inner1).
+  const long first = long(c.col_begin), last = long(c.col_end);
+  const long inner0 = std::clamp<long>((pad + sx - 1) / sx, first, last);
+  const long inner1 = std::clamp<long>(iw - kw + pad >= 0 ? (iw - kw + pad) / sx + 1 : 0, inner0, last);
+  for (size_t oy = c.row_begin; oy < c.row_end; ++oy) {
+    const long iy0 = long(oy * c.stride_h) - c.pad_top;
+    const long ky0 = std::max<long>(0, -iy0), ky1 = std::min(kh, ih - iy0);
+    over_span<Lanes>(0, iw, [&]<int W>(long ix) {
+      using V = VectorOfWidth<W>;
+      V best = V{} + kLowest;
+      for (long ky = ky0; ky < ky1; ++ky) best = larger(load_v<V>(c.x + (iy0 + ky) * iw + ix), best);
+      store_v(col + ix, best);
+    });
+    float* y = c.y + long(oy) * long(c.out_w);
+    auto edge = [&](long ox) {
+      const long ix0 = ox * sx - pad;
+      const long kx0 = std::max<long>(0, -ix0), kx1 = std::min(kw, iw - ix0);
+      float best = kLowest;
+      for (long kx = kx0; kx < kx1; ++kx) best = larger(col[ix0 + kx], best);
+      y[ox] = best;
+    };
+    for (long ox = first; ox < inner0; ++ox) edge(ox);
+    if (sx == 1) {
+      over_span<Lanes>(inner0, inner1, [&]<int W>(long ox) {
+        using V = VectorOfWidth<W>;
+        V best = V{} + kLowest;
+        for (long kx = 0; kx < kw; ++kx) best = larger(load_v<V>(col + ox - pad + kx), best);
+        store_v(y + ox, best);
+      });
+    } else {
+      for (long ox = inner0; ox < inner1; ++ox) {
+        const float* w = col + ox * sx - pad;
+        float best = kLowest;
+        for (long kx = 0; kx < kw; ++kx) best = larger(w[kx], best);
+        y[ox] = best;
+      }
+    }
+    for (long ox = std::max(inner1, first); ox < last; ++ox) edge(ox);
+  }
+}
+
+}  // namespace
+}  // namespace grove::kernels

@@ -1,0 +1,84 @@
+// Tester for the NCHW max pool rows (kernels/maxpool.h): every ISA this CPU has, bit-equal to
+// the definition (the largest tap inside the plane; NaN never wins), over widths that cover
+// every vector remainder of 16, 8 and 4 lanes, kernels 1..5, strides 1..3 and pads 0..2, and
+// calls over a part of the rows and columns, which must write that part only.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/maxpool.h"
+
+namespace grove::kernels {
+namespace {
+
+struct Pool {
+  size_t in_h, in_w, kernel, stride, pad;
+  size_t out_h() const { return (in_h + 2 * pad - kernel) / stride + 1; }
+  size_t out_w() const { return (in_w + 2 * pad - kernel) / stride + 1; }
+};
+
+float expected(const Pool& p, const std::vector<float>& x, size_t oy, size_t ox) {
+  float best = std::numeric_limits<float>::lowest();
+  for (size_t ky = 0; ky < p.kernel; ++ky)
+    for (size_t kx = 0; kx < p.kernel; ++kx) {
+      const long iy = long(oy * p.stride + ky) - long(p.pad), ix = long(ox * p.stride + kx) - long(p.pad);
+      if (iy < 0 || ix < 0 || iy >= long(p.in_h) || ix >= long(p.in_w)) continue;
+      const float v = x[size_t(iy) * p.in_w + size_t(ix)];
+      best = v > best ? v : best;
+    }
+  return best;
+}
+
+constexpr float kSentinel = 1234.5f;
+
+void check(Isa isa, const Pool& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(p.in_h * p.in_w);
+  for (float& v : x) v = dist(rng);
+  x[seed % x.size()] = std::nanf("");  // a NaN tap never wins
+  const size_t oh = p.out_h(), ow = p.out_w();
+  const std::string label = std::string(isa_name(isa)) + " " + std::to_string(p.in_h) + "x" + std::to_string(p.in_w) +
+                            " k" + std::to_string(p.kernel) + " s" + std::to_string(p.stride) + " p" + std::to_string(p.pad);
+  std::vector<float> scratch(p.in_w);
+  for (const auto& [r0, r1, c0, c1] : {std::array<size_t, 4>{0, oh, 0, ow}, std::array<size_t, 4>{oh / 2, oh, 1, ow},
+                                      std::array<size_t, 4>{0, (oh + 1) / 2, 0, ow / 2}}) {
+    std::vector<float> y(oh * ow + 1, kSentinel);
+    MaxPool2dRowsCall call;
+    call.x = x.data(), call.y = y.data(), call.in_h = p.in_h, call.in_w = p.in_w, call.out_w = ow;
+    call.kernel_h = call.kernel_w = p.kernel, call.stride_h = call.stride_w = p.stride;
+    call.pad_top = call.pad_left = long(p.pad);
+    call.row_begin = r0, call.row_end = r1, call.col_begin = c0, call.col_end = c1, call.scratch = scratch.data();
+    max_pool2d_rows(call, isa);
+    ASSERT_EQ(y.back(), kSentinel) << label << ": wrote past the plane";
+    for (size_t oy = 0; oy < oh; ++oy)
+      for (size_t ox = 0; ox < ow; ++ox) {
+        const bool inside = oy >= r0 && oy < r1 && ox >= c0 && ox < c1;
+        const float want = inside ? expected(p, x, oy, ox) : kSentinel;
+        ASSERT_EQ(y[oy * ow + ox], want) << label << " at " << oy << "," << ox << " (rows " << r0 << ".." << r1
+                                         << ", columns " << c0 << ".." << c1 << ")";
+      }
+  }
+}
+
+TEST(MaxPool2dRows, EveryWidthKernelStridePadOnEveryIsa) {
+  unsigned seed = 1;
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (size_t kernel : {1, 2, 3, 5})
+      for (size_t stride : {1, 2, 3})
+        for (size_t pad = 0; pad <= 2 && pad < kernel; ++pad)
+          for (size_t w : {1, 2, 3, 5, 7, 8, 13, 14, 17, 28, 33, 40}) {
+            if (w + 2 * pad < kernel) continue;
+            check(isa, {4 + kernel, w, kernel, stride, pad}, seed++);
+          }
+  }
+}
+
+}  // namespace
+}  // namespace grove::kernels
