@@ -156,6 +156,21 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Each runner once (warm-up: packing, page faults), then `reps` rounds of all of them in turn;
+// GFLOP/s of each from its median time.
+std::vector<double> gflops_interleaved(const Shape2& s, std::vector<Runner> runners, int reps) {
+  for (auto& r : runners) r.run();
+  for (int i = 0; i < reps; ++i)
+    for (auto& r : runners) {
+      const auto t0 = Clock::now();
+      r.run();
+      r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+  std::vector<double> g;
+  for (const Runner& r : runners) g.push_back(s.flops() / median(r.ms) / 1e6);
+  return g;
+}
+
 }  // namespace
 
 // grove fp32 against oneDNN f32, in its chosen layouts and in NHWC.
@@ -167,17 +182,10 @@ int run_f32(int reps) {
   std::printf("| conv (Cin->Cout k s plane) | grove f32 GFLOP/s | oneDNN f32 any GFLOP/s | oneDNN f32 nhwc GFLOP/s | grove / oneDNN any |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
   for (const Shape2& s : kShapes) {
-    std::vector<Runner> runners = {grove_runner(s, false, true), dnnl_runner(s, eng, strm, dt::f32, tag::any),
-                                   dnnl_runner(s, eng, strm, dt::f32, tag::nhwc)};
-    for (auto& r : runners) r.run();
-    for (int i = 0; i < reps; ++i)
-      for (auto& r : runners) {
-        const auto t0 = Clock::now();
-        r.run();
-        r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-      }
-    double g[3];
-    for (int i = 0; i < 3; ++i) g[i] = s.flops() / median(runners[i].ms) / 1e6;
+    const std::vector<double> g = gflops_interleaved(
+        s, {grove_runner(s, false, true), dnnl_runner(s, eng, strm, dt::f32, tag::any),
+            dnnl_runner(s, eng, strm, dt::f32, tag::nhwc)},
+        reps);
     std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
                 long(s.kernel), long(s.kernel), long(s.stride), long(s.size), long(s.size), s.residual ? " +r" : "", g[0],
                 g[1], g[2], g[0] / g[1]);
@@ -199,16 +207,8 @@ int main(int argc, char** argv) {
   std::printf("| conv (Cin->Cout k s plane) | f32 act GFLOP/s | bf16 act GFLOP/s | oneDNN bf16 GFLOP/s | bf16 act / f32 act |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
   for (const Shape2& s : kShapes) {
-    std::vector<Runner> runners = {grove_runner(s, false), grove_runner(s, true), dnnl_runner(s, eng, strm)};
-    for (auto& r : runners) r.run();  // warm-up: packing, page faults
-    for (int i = 0; i < reps; ++i)
-      for (auto& r : runners) {
-        const auto t0 = Clock::now();
-        r.run();
-        r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-      }
-    double g[3];
-    for (int i = 0; i < 3; ++i) g[i] = s.flops() / median(runners[i].ms) / 1e6;
+    const std::vector<double> g =
+        gflops_interleaved(s, {grove_runner(s, false), grove_runner(s, true), dnnl_runner(s, eng, strm)}, reps);
     std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
                 long(s.kernel), long(s.kernel), long(s.stride), long(s.size), long(s.size), s.residual ? " +r" : "", g[0],
                 g[1], g[2], g[1] / g[0]);

@@ -12,51 +12,24 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/dwconv_nhwc.h"
+#include "kernels/vector_ext.h"
 
 namespace grove::kernels {
 namespace {
 
-template <int Lanes>
-struct VectorOf {
-  typedef float type __attribute__((vector_size(Lanes * sizeof(float))));
-};
-template <>
-struct VectorOf<1> {
-  using type = float;
-};
-
-template <class V>
-inline V load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(V));
-  return v;
-}
-
-template <class V>
-inline void store(float* p, V v) {
-  std::memcpy(p, &v, sizeof(V));
-}
-
-template <class V>
-inline V splat(float f) {
-  if constexpr (std::is_same_v<V, float>) return f;
-  else return V{} + f;
-}
-
 // y = act(sum + residual) for one pixel's vector of channels at `at` (an offset into y).
 template <class V>
 inline void finish(const DwConvNhwcCall& c, size_t at, V sum) {
-  if (c.residual) sum += load<V>(c.residual + at);
+  if (c.residual) sum += load_floats<V>(c.residual + at);
   const ActivationParams& a = c.activation;
   switch (a.kind) {
     case Activation::identity: break;
-    case Activation::relu: sum = sum > splat<V>(0.0f) ? sum : splat<V>(0.0f); break;
+    case Activation::relu: sum = sum > splat_floats<V>(0.0f) ? sum : splat_floats<V>(0.0f); break;
     case Activation::clip:
-      sum = sum > splat<V>(a.alpha) ? sum : splat<V>(a.alpha);
-      sum = sum < splat<V>(a.beta) ? sum : splat<V>(a.beta);
+      sum = sum > splat_floats<V>(a.alpha) ? sum : splat_floats<V>(a.alpha);
+      sum = sum < splat_floats<V>(a.beta) ? sum : splat_floats<V>(a.beta);
       break;
     default: {  // rare after a depthwise conv: the scalar definition, lane by lane
       float lanes[sizeof(V) / sizeof(float)];
@@ -65,7 +38,7 @@ inline void finish(const DwConvNhwcCall& c, size_t at, V sum) {
       std::memcpy(&sum, lanes, sizeof(V));
     }
   }
-  store(c.y + at, sum);
+  store_floats(c.y + at, sum);
 }
 
 constexpr int kPixels = 8;
@@ -78,16 +51,16 @@ inline void inside_pixels(const DwConvNhwcCall& c, const float* const* rows, int
   const auto C = static_cast<int64_t>(c.channels), KH = int64_t(s.kernel_h), KW = int64_t(s.kernel_w);
   const int64_t step = int64_t(s.stride_w) * C, ix0 = ox0 * int64_t(s.stride_w) - int64_t(s.pad_left);
   V acc[Count];
-  const V bias = c.bias ? load<V>(c.bias + ch) : splat<V>(0.0f);
+  const V bias = c.bias ? load_floats<V>(c.bias + ch) : splat_floats<V>(0.0f);
 #pragma GCC unroll 8
   for (int q = 0; q < Count; ++q) acc[q] = bias;
   for (int64_t ki = 0; ki < KH; ++ki) {
     if (!rows[ki]) continue;
     for (int64_t kj = 0; kj < KW; ++kj) {
-      const V w = load<V>(c.w + (ki * KW + kj) * C + int64_t(ch));
+      const V w = load_floats<V>(c.w + (ki * KW + kj) * C + int64_t(ch));
       const float* p = rows[ki] + (ix0 + kj * int64_t(s.dilation_w)) * C;
 #pragma GCC unroll 8
-      for (int q = 0; q < Count; ++q) acc[q] += w * load<V>(p + q * step);
+      for (int q = 0; q < Count; ++q) acc[q] += w * load_floats<V>(p + q * step);
     }
   }
 #pragma GCC unroll 8
@@ -100,13 +73,13 @@ inline void edge_pixel(const DwConvNhwcCall& c, const float* const* rows, int64_
   const Conv2dShape& s = c.shape;
   const auto C = static_cast<int64_t>(c.channels), KH = int64_t(s.kernel_h), KW = int64_t(s.kernel_w);
   const int64_t W = int64_t(s.in_w), ix0 = ox * int64_t(s.stride_w) - int64_t(s.pad_left);
-  V acc = c.bias ? load<V>(c.bias + ch) : splat<V>(0.0f);
+  V acc = c.bias ? load_floats<V>(c.bias + ch) : splat_floats<V>(0.0f);
   for (int64_t ki = 0; ki < KH; ++ki) {
     if (!rows[ki]) continue;
     for (int64_t kj = 0; kj < KW; ++kj) {
       const int64_t ix = ix0 + kj * int64_t(s.dilation_w);
       if (ix < 0 || ix >= W) continue;
-      acc += load<V>(c.w + (ki * KW + kj) * C + int64_t(ch)) * load<V>(rows[ki] + ix * C);
+      acc += load_floats<V>(c.w + (ki * KW + kj) * C + int64_t(ch)) * load_floats<V>(rows[ki] + ix * C);
     }
   }
   finish(c, y_row + size_t(ox) * c.channels + ch, acc);
@@ -126,7 +99,7 @@ inline void row_of_vectors(const DwConvNhwcCall& c, const float* const* rows, si
 
 template <int Lanes>
 void dwconv2d_nhwc_impl(const DwConvNhwcCall& c) {
-  using V = typename VectorOf<Lanes>::type;
+  using V = FloatVec<Lanes>;
   const Conv2dShape& s = c.shape;
   const int64_t H = int64_t(s.in_h), W = int64_t(s.in_w), OW = int64_t(s.out_w), KH = int64_t(s.kernel_h);
   const int64_t KW = int64_t(s.kernel_w), sw = int64_t(s.stride_w), left = int64_t(s.pad_left);

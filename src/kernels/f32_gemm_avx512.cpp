@@ -20,17 +20,21 @@ namespace {
 
 constexpr int kMR = 14;
 
-// Row r of unpacked A: rows 0..6 from one base and 7..13 from another, at offsets 0, s, 2s, 3s,
-// 4s, 5s, 6s that x86 addressing forms from three stride registers, so the 14 rows cost no
-// more registers than the loop has.
-template <int R>
-void tile_strided(const GemmTileArgs& t) {
-  __m512 acc[R][kNV];
-  start_tile<R>(acc, t);
-  const auto s1 = static_cast<ptrdiff_t>(t.a_stride), s3 = 3 * s1, s5 = 5 * s1;
-  const float* a0 = t.a;
-  const float* a7 = t.a + 7 * s1;
-  auto row = [&](int r, size_t p) -> const float* {
+// Where row r of A is at k step p. Packed: one group of kMR floats per step. In place (a_stride
+// set): rows 0..6 from one base and 7..13 from another, at offsets 0, s, 2s, 3s, 4s, 5s, 6s that
+// x86 addressing forms from three stride registers, so the 14 rows cost no more registers than
+// the loop has.
+struct PackedRows {
+  const float* a;
+  const float* at(int r, size_t p) const { return a + p * kMR + r; }
+};
+
+struct RowsInPlace {
+  const float *a0, *a7;
+  ptrdiff_t s1, s3, s5;
+  explicit RowsInPlace(const GemmTileArgs& t)
+      : a0(t.a), a7(t.a + 7 * t.a_stride), s1(ptrdiff_t(t.a_stride)), s3(3 * s1), s5(5 * s1) {}
+  const float* at(int r, size_t p) const {
     const float* base = (r < 7 ? a0 : a7) + p;
     switch (r % 7) {
       case 0: return base;
@@ -41,29 +45,14 @@ void tile_strided(const GemmTileArgs& t) {
       case 5: return base + s5;
       default: return base + 2 * s3;
     }
-  };
-  const float* b = t.b;
-  for (size_t p = 0; p < t.kc; ++p) {
-    __m512 bv[kNV];
-#pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(*row(r, p));
-#pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-    }
-    b += 16 * kNV;
   }
-  store_tile<R>(acc, t);
-}
+};
 
-template <int R>
-void tile(const GemmTileArgs& t) {
+template <int R, class Rows>
+void tile(const GemmTileArgs& t, const Rows& rows) {
   __m512 acc[R][kNV];
   start_tile<R>(acc, t);
 
-  const float* a = t.a;
   const float* b = t.b;
   for (size_t p = 0; p < t.kc; ++p) {
     __m512 bv[kNV];
@@ -71,11 +60,10 @@ void tile(const GemmTileArgs& t) {
     for (int v = 0; v < kNV; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r]);
+      const __m512 av = _mm512_set1_ps(*rows.at(r, p));
 #pragma GCC unroll 4
       for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
-    a += kMR;
     b += 16 * kNV;
   }
 
@@ -86,8 +74,8 @@ void tile(const GemmTileArgs& t) {
 
 void f32_gemm_14x32_avx512(const GemmTileArgs& t) {
   static_assert(kMR == 14, "with_rows_1_to_14 covers every tile height");
-  if (t.a_stride) with_rows_1_to_14(t.m, [&](auto rows) { tile_strided<rows()>(t); });
-  else with_rows_1_to_14(t.m, [&](auto rows) { tile<rows()>(t); });
+  if (t.a_stride) with_rows_1_to_14(t.m, [&](auto rows) { tile<rows()>(t, RowsInPlace(t)); });
+  else with_rows_1_to_14(t.m, [&](auto rows) { tile<rows()>(t, PackedRows{t.a}); });
 }
 
 }  // namespace grove::kernels

@@ -2,31 +2,13 @@
 // The loop of maxpool.h, included by maxpool_{scalar,avx2,avx512}.cpp with their own ISA flags
 // (internal linkage: the linker never merges the copies).
 #include <algorithm>
-#include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "kernels/maxpool.h"
+#include "kernels/vector_ext.h"
 
 namespace grove::kernels {
 namespace {
-
-template <int Lanes>
-struct MaxVector {
-  typedef float type __attribute__((vector_size(Lanes * sizeof(float))));
-};
-
-template <class V>
-inline V load_v(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(V));
-  return v;
-}
-
-template <class V>
-inline void store_v(float* p, V v) {
-  std::memcpy(p, &v, sizeof(V));
-}
 
 template <class T>
 inline T larger(T candidate, T best) {
@@ -48,9 +30,6 @@ inline void over_span(long begin, long end, Body&& body) {
   }
 }
 
-template <int W>
-using VectorOfWidth = std::conditional_t<W == 1, float, typename MaxVector<W>::type>;
-
 template <int Lanes>
 void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
   constexpr float kLowest = std::numeric_limits<float>::lowest();
@@ -65,10 +44,10 @@ void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
     const long iy0 = long(oy * c.stride_h) - c.pad_top;
     const long ky0 = std::max<long>(0, -iy0), ky1 = std::min(kh, ih - iy0);
     over_span<Lanes>(0, iw, [&]<int W>(long ix) {
-      using V = VectorOfWidth<W>;
+      using V = FloatVec<W>;
       V best = V{} + kLowest;
-      for (long ky = ky0; ky < ky1; ++ky) best = larger(load_v<V>(c.x + (iy0 + ky) * iw + ix), best);
-      store_v(col + ix, best);
+      for (long ky = ky0; ky < ky1; ++ky) best = larger(load_floats<V>(c.x + (iy0 + ky) * iw + ix), best);
+      store_floats(col + ix, best);
     });
     float* y = c.y + long(oy) * long(c.out_w);
     auto edge = [&](long ox) {
@@ -81,10 +60,10 @@ void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
     for (long ox = first; ox < inner0; ++ox) edge(ox);
     if (sx == 1) {
       over_span<Lanes>(inner0, inner1, [&]<int W>(long ox) {
-        using V = VectorOfWidth<W>;
+        using V = FloatVec<W>;
         V best = V{} + kLowest;
-        for (long kx = 0; kx < kw; ++kx) best = larger(load_v<V>(col + ox - pad + kx), best);
-        store_v(y + ox, best);
+        for (long kx = 0; kx < kw; ++kx) best = larger(load_floats<V>(col + ox - pad + kx), best);
+        store_floats(y + ox, best);
       });
     } else {
       for (long ox = inner0; ox < inner1; ++ox) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/dwconv.h"
+#include "supported_isas.h"
 
 namespace grove::kernels {
 namespace {
@@ -130,13 +131,6 @@ void check_case(Isa isa, const DwCase& c, unsigned seed) {
     ASSERT_EQ(0, std::memcmp(split.data(), whole.data(), split.size() * sizeof(float)))
         << label << ": rows cut at " << cut << " differ from one call";
   }
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (isa_supported(isa)) isas.push_back(isa);
-  return isas;
 }
 
 TEST(DwConv, Kernel3x3EveryWidthStridePad) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/dwconv_nhwc.h"
+#include "supported_isas.h"
 
 namespace grove::kernels {
 namespace {
@@ -113,13 +114,6 @@ void check_case(Isa isa, const Case& c, unsigned seed) {
       ASSERT_EQ(0, std::memcmp(part.data(), whole.data(), part.size() * sizeof(float))) << label << ": cut at row "
                                                                                           << row_cut << ", channel " << c_cut;
     }
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (isa_supported(isa)) isas.push_back(isa);
-  return isas;
 }
 
 TEST(DwConvNhwc, Kernel3x3EveryChannelRemainderWidthStridePad) {

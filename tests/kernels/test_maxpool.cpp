@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/maxpool.h"
+#include "supported_isas.h"
 
 namespace grove::kernels {
 namespace {
@@ -68,8 +69,7 @@ void check(Isa isa, const Pool& p, unsigned seed) {
 
 TEST(MaxPool2dRows, EveryWidthKernelStridePadOnEveryIsa) {
   unsigned seed = 1;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : supported_isas())
     for (size_t kernel : {1, 2, 3, 5})
       for (size_t stride : {1, 2, 3})
         for (size_t pad = 0; pad <= 2 && pad < kernel; ++pad)
@@ -77,7 +77,6 @@ TEST(MaxPool2dRows, EveryWidthKernelStridePadOnEveryIsa) {
             if (w + 2 * pad < kernel) continue;
             check(isa, {4 + kernel, w, kernel, stride, pad}, seed++);
           }
-  }
 }
 
 }  // namespace
