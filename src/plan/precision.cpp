@@ -89,11 +89,11 @@ PrecisionReport apply_precision(Graph& graph, Precision wanted) {
 
 void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
   auto amx_conv = [](const Node& n) { return n.op_type == "ConvNhwc" && n.domain == kGroveDomain && runs_on_amx(n); };
-  std::map<std::string, bool> only_convs_read;  // value -> every reader is an AMX conv reading x or r
+  std::map<std::string, bool> only_convs_read;  // value -> every reader is an AMX conv reading it as x
   for (const Node& n : graph.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i].empty()) continue;
-      const bool fits = amx_conv(n) && (i == 0 || i == kEpilogueResidualInput);
+      const bool fits = amx_conv(n) && i == 0;
       auto [it, fresh] = only_convs_read.emplace(n.inputs[i], fits);
       if (!fresh) it->second = it->second && fits;
     }

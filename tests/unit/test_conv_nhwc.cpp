@@ -35,7 +35,7 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
       {{2, 8, 9, 4}, {9, 4, 3, 3}, 1, 2, 2, true, false, true},
       {{1, 6, 6, 6}, {40, 6, 1, 1}, 2, 0, 1, true, false, true},
       {{1, 20, 20, 64}, {16, 64, 3, 3}, 1, 1, 1, true, true, false},
-      {{1, 36, 24, 128}, {40, 128, 3, 3}, 1, 1, 1, true, true, true},  // several groups of padded rows
+      {{1, 10, 40, 256}, {8, 256, 3, 3}, 1, 1, 1, true, true, true},  // several groups of padded rows
   };
   uint32_t seed = 40;
   for (const Case& c : cases) {
@@ -256,10 +256,10 @@ TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
   EXPECT_EQ(count_op(*as_written, "Transpose"), 0);
 }
 
-// bf16 on AMX: the values only AMX convs read (conv_a's y, read as x; the skip conv's y, read
-// as the residual) are stored as bfloat16; y, read by the Transpose back, stays float. The
-// tile runtime computes the plan graph's reference (which widens and rounds the same values)
-// and the fp32 model to bf16's accuracy.
+// bf16 on AMX: a value only AMX convs read as x (conv_a's y) is stored as bfloat16; the skip
+// conv's y, read as the residual, and y, read by the Transpose back, stay float. The tile
+// runtime computes the plan graph's reference (which widens and rounds the same values) and
+// the fp32 model to bf16's accuracy.
 TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenAmxConvsAsBf16) {
   if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
   const TestModel m = conv_block();
@@ -272,10 +272,10 @@ TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenAmxConvsAsBf16) {
   for (const Node& n : plan->graph.nodes)
     if (n.op_type == "ConvNhwc") y_dtype[n.name] = plan->graph.values.at(n.outputs[0]).dtype;
   EXPECT_EQ(y_dtype.at("conv_a"), DType::bf16);
-  EXPECT_EQ(y_dtype.at("conv_skip"), DType::bf16);
+  EXPECT_EQ(y_dtype.at("conv_skip"), DType::f32);
   EXPECT_EQ(y_dtype.at("conv_b"), DType::f32);
-  EXPECT_EQ(plan->precision.bf16_values, 2);
-  EXPECT_NE(plan->precision.note.find("; 2 activations between them stored bf16"), std::string::npos) << plan->precision.note;
+  EXPECT_EQ(plan->precision.bf16_values, 1);
+  EXPECT_NE(plan->precision.note.find("; 1 activation between them stored bf16"), std::string::npos) << plan->precision.note;
 
   PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
   run_serial(run, 6);
