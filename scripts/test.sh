@@ -53,12 +53,13 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
         -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON > /dev/null
   cmake --build build-fuzz -j"$jobs" --target grove_unit_tests grove_cli_tests grove_conformance \
         fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_serve grove_serve_tests
+  stage_done "AddressSanitizer build"
   export ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   run_sharded build-fuzz/tests/grove_unit_tests
   run_sharded build-fuzz/tests/grove_cli_tests
   build-fuzz/tests/serve/grove_serve_tests --gtest_brief=1
   build-fuzz/tests/grove_conformance
-  stage_done "AddressSanitizer build and tests"
+  stage_done "AddressSanitizer tests"
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
     bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"
     stage_done "fuzzing"
