@@ -1,7 +1,8 @@
 #pragma once
 // 2-D max pool of one NCHW plane (no dilation), by output rows: per row, the maximum down the
 // window's rows for every input column (contiguous: one vector op per lane group), then across
-// each window's columns (for stride 1, shifted vector loads; other strides element by element).
+// each window's columns (stride 1: shifted vector loads; stride 2: the even lanes of two
+// vectors per tap; other strides element by element).
 // The same taps as the definition, and `a > b ? a : b` throughout, so a NaN never wins and
 // every ISA gives the same bits. Per-ISA builds of one GCC-vector source (maxpool_impl.h), as
 // the library itself is built for the baseline x86-64 only.
@@ -19,7 +20,7 @@ struct MaxPool2dRowsCall {
   long pad_top = 0, pad_left = 0;
   size_t row_begin = 0, row_end = 0;  // output rows
   size_t col_begin = 0, col_end = 0;  // output columns
-  float* scratch = nullptr;           // in_w floats
+  float* scratch = nullptr;           // in_w + 1 floats (a stride-2 vector reads one past the row)
 };
 
 void max_pool2d_rows(const MaxPool2dRowsCall& call, Isa isa = active_isa());

@@ -65,6 +65,13 @@ void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
         for (long kx = 0; kx < kw; ++kx) best = larger(load_floats<V>(col + ox - pad + kx), best);
         store_floats(y + ox, best);
       });
+    } else if (sx == 2) {
+      over_span<Lanes>(inner0, inner1, [&]<int W>(long ox) {
+        using V = FloatVec<W>;
+        V best = V{} + kLowest;
+        for (long kx = 0; kx < kw; ++kx) best = larger(load_even_floats<V>(col + 2 * ox - pad + kx), best);
+        store_floats(y + ox, best);
+      });
     } else {
       for (long ox = inner0; ox < inner1; ++ox) {
         const float* w = col + ox * sx - pad;

@@ -6,6 +6,7 @@
 // linker never merges an AVX-512 build into a baseline caller.
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace grove::kernels {
 namespace {
@@ -32,6 +33,23 @@ inline V load_floats(const float* p) {
 template <class V>
 inline void store_floats(float* p, V v) {
   std::memcpy(p, &v, sizeof(V));
+}
+
+template <class V, size_t... I>
+inline V even_lanes(V a, V b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(a, b, (2 * I)...);
+}
+
+// The floats at p, p + 2, ..., as one vector (a stride-2 window walk); reads the 2 x Lanes - 1
+// floats from p and the one after them.
+template <class V>
+inline V load_even_floats(const float* p) {
+  if constexpr (std::is_same_v<V, float>) {
+    return *p;
+  } else {
+    constexpr size_t kLanes = sizeof(V) / sizeof(float);
+    return even_lanes(load_floats<V>(p), load_floats<V>(p + kLanes), std::make_index_sequence<kLanes>{});
+  }
 }
 
 template <class V>

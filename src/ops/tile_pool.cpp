@@ -56,7 +56,7 @@ int64_t padded_window_size(const WindowGeometry& g, std::span<const int64_t> pos
 void max_pool2d_separable(const WindowGeometry& g, const float* xs, float* ys, int64_t channels, const Region& r) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
   thread_local std::vector<float> column;
-  column.resize(static_cast<size_t>(iw));
+  column.resize(static_cast<size_t>(iw) + 1);
   kernels::MaxPool2dRowsCall call;
   call.in_h = static_cast<size_t>(ih), call.in_w = static_cast<size_t>(iw), call.out_w = static_cast<size_t>(ow);
   call.kernel_h = static_cast<size_t>(g.kernel[0]), call.kernel_w = static_cast<size_t>(g.kernel[1]);

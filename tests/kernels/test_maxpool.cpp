@@ -46,7 +46,7 @@ void check(Isa isa, const Pool& p, unsigned seed) {
   const size_t oh = p.out_h(), ow = p.out_w();
   const std::string label = std::string(isa_name(isa)) + " " + std::to_string(p.in_h) + "x" + std::to_string(p.in_w) +
                             " k" + std::to_string(p.kernel) + " s" + std::to_string(p.stride) + " p" + std::to_string(p.pad);
-  std::vector<float> scratch(p.in_w);
+  std::vector<float> scratch(p.in_w + 1);
   for (const auto& [r0, r1, c0, c1] : {std::array<size_t, 4>{0, oh, 0, ow}, std::array<size_t, 4>{oh / 2, oh, 1, ow},
                                       std::array<size_t, 4>{0, (oh + 1) / 2, 0, ow / 2}}) {
     std::vector<float> y(oh * ow + 1, kSentinel);
