@@ -5,8 +5,9 @@
 //
 // grove: the Conv TileRule exactly as the planner uses it (prepare once = weights packed or
 // Winograd-transformed, then run_tile over the whole output), NCHW in and out, so the path is
-// the one tile_conv.cpp chooses (Winograd F(4x4,3x3), im2col GEMM, 1x1 GEMM). For 3x3
-// stride-1 shapes the im2col path is also timed (Winograd switched off) for the ratio.
+// the one tile_conv.cpp chooses (Winograd F(4x4,3x3), im2col GEMM, 1x1 GEMM, the direct
+// kernel for few input channels). For 3x3 stride-1 shapes and for the stems the im2col path is
+// also timed (the plan's choice "gemm") for the ratio.
 // oneDNN: forward_inference, convolution_auto, every memory format `any` (its blocked
 // layouts); weights reordered once outside the timing, and the activations are created in
 // the layout oneDNN chose, outside the timing: as inside a network, where each library keeps
@@ -14,6 +15,8 @@
 // FLOPs are direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) for both, so Winograd's saving shows
 // as a higher effective GFLOP/s. GFLOP/s from CPU time; median of the repetitions.
 #include <benchmark/benchmark.h>
+
+#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -64,6 +67,8 @@ const std::vector<ConvShape> kShapes = {
     // MobileNetV2's 1x1 convs with few channels (expand / project), memory-heavy for a GEMM.
     {"MobileNetV2", 16, 96, 112, 1, 1, 0},  {"MobileNetV2", 96, 24, 56, 1, 1, 0},   {"MobileNetV2", 24, 144, 56, 1, 1, 0},
     {"MobileNetV2", 144, 24, 56, 1, 1, 0},  {"MobileNetV2", 32, 192, 28, 1, 1, 0},
+    // SqueezeNet 1.1's stem (GoogLeNet's is ResNet-50's).
+    {"SqueezeNet", 3, 64, 224, 3, 2, 0},
 };
 
 using bench::ints_attr;
@@ -71,23 +76,25 @@ using bench::random_tensor;
 using bench::string_attr;
 
 bool winograd_shape(const ConvShape& s) { return s.kernel == 3 && s.stride == 1; }
+bool direct_shape(const ConvShape& s) { return s.cin <= 4; }
 
-// The path tile_conv.cpp takes for this shape.
-const char* path_of(const ConvShape& s, bool winograd_allowed) {
+// The path tile_conv.cpp takes for this shape, by rule or with the choice "gemm".
+const char* path_of(const ConvShape& s, bool by_rule) {
+  if (by_rule && direct_shape(s)) return "direct";
   if (s.kernel == 1) return "gemm 1x1";
   const size_t k = size_t(s.kernel), st = size_t(s.stride), out = size_t(s.out());
   const kernels::Conv2dShape shape = {.channels = size_t(s.cin), .in_h = size_t(s.size), .in_w = size_t(s.size),
                                       .out_h = out, .out_w = out, .kernel_h = k, .kernel_w = k, .stride_h = st,
                                       .stride_w = st, .pad_top = size_t(s.pad), .pad_left = size_t(s.pad)};
-  return winograd_allowed && tiling::winograd_by_rule(shape, 1, s.cout) ? "winograd" : "im2col";
+  return by_rule && tiling::winograd_by_rule(shape, 1, s.cout) ? "winograd" : "im2col";
 }
 
 void set_flops(benchmark::State& state, const ConvShape& s) {
   state.counters["GFLOP/s"] = benchmark::Counter(s.flops() * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-// grove's Conv tile rule on the whole output, with `winograd` allowed or not.
-void run_grove(benchmark::State& state, const ConvShape& s, bool winograd) {
+// grove's Conv tile rule on the whole output, its primitive by rule or the im2col GEMM.
+void run_grove(benchmark::State& state, const ConvShape& s, bool by_rule) {
   Node node;
   node.name = "conv";
   node.op_type = "Conv";
@@ -97,7 +104,7 @@ void run_grove(benchmark::State& state, const ConvShape& s, bool winograd) {
   node.attrs["strides"] = ints_attr({s.stride, s.stride});
   node.attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
   node.attrs["kernel_shape"] = ints_attr({s.kernel, s.kernel});
-  if (!winograd) node.attrs[kAttrConvPrimitive] = string_attr("gemm");
+  if (!by_rule) node.attrs[kAttrConvPrimitive] = string_attr("gemm");
   const Tensor x = random_tensor({1, s.cin, s.size, s.size}, 1);
   const Tensor w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2);
   const Tensor b = random_tensor({s.cout}, 3);
@@ -118,7 +125,7 @@ void run_grove(benchmark::State& state, const ConvShape& s, bool winograd) {
     benchmark::ClobberMemory();
   }
   set_flops(state, s);
-  state.SetLabel(path_of(s, winograd));
+  state.SetLabel(path_of(s, by_rule));
 }
 
 void run_dnnl(benchmark::State& state, const ConvShape& s) {
@@ -165,7 +172,7 @@ void register_shapes() {
           ->ReportAggregatesOnly(true);
     };
     reg("grove", [s](benchmark::State& st) { run_grove(st, s, true); });
-    if (winograd_shape(s)) reg("grove_im2col", [s](benchmark::State& st) { run_grove(st, s, false); });
+    if (winograd_shape(s) || direct_shape(s)) reg("grove_im2col", [s](benchmark::State& st) { run_grove(st, s, false); });
     reg("onednn", [s](benchmark::State& st) { run_dnnl(st, s); });
   }
 }
@@ -173,12 +180,13 @@ void register_shapes() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  omp_set_num_threads(1);  // oneDNN's OpenMP runtime would use every core; grove's tile runs on one
   register_shapes();
   grove::bench::TableReporter reporter;
   if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
   std::printf("\nGFLOP/s = direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) / CPU time, batch 1, one thread; median.\n\n");
-  std::printf("| model | conv (Cin->Cout k s input) | grove path | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | im2col GFLOP/s | Winograd/im2col |\n");
+  std::printf("| model | conv (Cin->Cout k s input) | grove path | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | im2col GFLOP/s | path/im2col |\n");
   std::printf("|---|---|---|---:|---:|---:|---:|---:|\n");
   double log_sum = 0.0;
   std::map<std::string, std::pair<double, int>> per_model;
@@ -190,7 +198,7 @@ int main(int argc, char** argv) {
     const ConvShape& s = kShapes[i];
     const double grove = row["grove"], dnnl = row["onednn"], ratio = dnnl > 0 ? grove / dnnl : 0.0;
     std::string im2col = "", speedup = "";
-    if (row.count("grove_im2col") && reporter.labels[key]["grove"] == "winograd") {
+    if (row.count("grove_im2col") && reporter.labels[key]["grove"] != "im2col") {
       im2col = std::to_string(row["grove_im2col"]).substr(0, 5);
       char text[32];
       std::snprintf(text, sizeof text, "%.2f", grove / row["grove_im2col"]);

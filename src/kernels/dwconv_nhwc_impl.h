@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "kernels/dwconv_nhwc.h"
-#include "kernels/vector_ext.h"
+#include "kernels/epilogue_vec.h"
 
 namespace grove::kernels {
 namespace {
@@ -22,23 +22,7 @@ namespace {
 // y = act(sum + residual) for one pixel's vector of channels at `at` (an offset into y).
 template <class V>
 inline void finish(const DwConvNhwcCall& c, size_t at, V sum) {
-  if (c.residual) sum += load_floats<V>(c.residual + at);
-  const ActivationParams& a = c.activation;
-  switch (a.kind) {
-    case Activation::identity: break;
-    case Activation::relu: sum = sum > splat_floats<V>(0.0f) ? sum : splat_floats<V>(0.0f); break;
-    case Activation::clip:
-      sum = sum > splat_floats<V>(a.alpha) ? sum : splat_floats<V>(a.alpha);
-      sum = sum < splat_floats<V>(a.beta) ? sum : splat_floats<V>(a.beta);
-      break;
-    default: {  // rare after a depthwise conv: the scalar definition, lane by lane
-      float lanes[sizeof(V) / sizeof(float)];
-      std::memcpy(lanes, &sum, sizeof(V));
-      for (float& v : lanes) v = apply_activation(v, a);
-      std::memcpy(&sum, lanes, sizeof(V));
-    }
-  }
-  store_floats(c.y + at, sum);
+  finish_floats(c.y + at, sum, c.residual ? c.residual + at : nullptr, c.activation);
 }
 
 constexpr int kPixels = 8;

@@ -52,10 +52,12 @@ inline V load_even_floats(const float* p) {
   }
 }
 
+// `f - 0` is f for every float (-0.0 included), so the compiler folds it to one broadcast;
+// `V{} + f` would keep a scalar add of zero (-0.0 + 0.0 is +0.0) before every broadcast.
 template <class V>
 inline V splat_floats(float f) {
   if constexpr (std::is_same_v<V, float>) return f;
-  else return V{} + f;
+  else return f - V{};
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "graph/choice_attrs.h"
+#include "kernels/conv_direct.h"
 #include "kernels/dwconv.h"
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
@@ -65,6 +66,7 @@ bool claimed(std::span<const ValueInfo> in) {
 
 bool uses_winograd(const ConvDims& c);
 bool uses_gemm(const ConvDims& c);
+bool uses_direct(const ConvDims& c);
 kernels::Conv2dShape conv2d_shape(const ConvDims& c);
 constexpr int64_t kDepthwiseTileOutputs = 256;
 
@@ -77,6 +79,11 @@ std::vector<int64_t> conv_cuttable(const Node& node, std::span<const ValueInfo> 
   // measured slower than streaming the packed weights (ResNet-50 at 2 threads, 14x14 256ch
   // 3x3: 37 vs 68 GFLOP/s per core; 7x7 2048x512 1x1: 31 vs 60).
   const ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
+  // The direct kernel's output channels come in register-tile blocks.
+  if (uses_direct(c)) {
+    blocks[1] = static_cast<int64_t>(kernels::kConvDirectChannels);
+    return blocks;
+  }
   // Winograd on a plane too small to cut by rows (28x28: 56 GEMM columns) is cut by images
   // when there are several, else by output channels, so each tile's 36 GEMMs keep all the
   // plane's columns (row tiles of 8 gave them 16: ResNet-50's 28x28 3x3 layers 2.9 -> 2.0 ms
@@ -179,6 +186,18 @@ bool uses_gemm(const ConvDims& c) {
   return c.g.rank() == 2 && c.cin() > 1;
 }
 
+// Few input channels in one group (a stem on colour planes): the direct kernel, where im2col
+// would copy each pixel once per tap for a GEMM of small k. A choice the plan made (graph/
+// choice_attrs.h) keeps its primitive; bf16 nodes keep the AMX im2col path.
+constexpr int64_t kDirectMaxInputChannels = 4;
+
+bool uses_direct(const ConvDims& c) {
+  const WindowGeometry& g = c.g;
+  return g.rank() == 2 && c.group == 1 && c.cin() <= kDirectMaxInputChannels && c.primitive.empty() &&
+         c.precision == kernels::Precision::f32 && g.dilations[0] == 1 && g.dilations[1] == 1 &&
+         static_cast<size_t>(g.kernel[1]) <= kernels::kConvDirectMaxKernelW;
+}
+
 // Winograd is fp32 only; a node the plan marked bf16 runs the im2col GEMM. The plan's
 // per-node choice, where it has one, decides over the rule.
 bool uses_winograd(const ConvDims& c) {
@@ -210,7 +229,7 @@ std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const Value
   if (!claimed(in) || constants.size() < 2 || !constants[1]) return nullptr;
   ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
   if (uses_winograd(c)) return winograd_prepare(*constants[1]);
-  if (!uses_gemm(c)) return nullptr;
+  if (!uses_gemm(c) || uses_direct(c)) return nullptr;  // the direct kernel packs its tile's few weights
   const size_t k = static_cast<size_t>(c.cin() * numel(c.g.kernel));
   auto prepared = std::make_shared<PreparedConvWeights>();
   for (int64_t g = 0; g < c.group; ++g) {
@@ -331,6 +350,51 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
     }
 }
 
+// Output rows packed this many at a time: the padded rows of one pack stay in cache while the
+// kernel reads them for every output channel.
+constexpr int64_t kDirectRowsPerPack = 8;
+
+void conv2d_direct(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail,
+                   Tensor& y, const Region& r) {
+  thread_local std::vector<float> padded, weights;
+  const kernels::Conv2dShape s = conv2d_shape(c);
+  const size_t taps = s.channels * s.kernel_h * s.kernel_w, channels = static_cast<size_t>(r[1].size());
+  const size_t oc0 = static_cast<size_t>(r[1].begin);
+  const size_t blocks = (channels + kernels::kConvDirectChannels - 1) / kernels::kConvDirectChannels;
+  weights.resize(blocks * kernels::kConvDirectChannels * taps);
+  kernels::pack_conv_direct_weights(w.data<float>() + oc0 * taps, channels, taps, weights.data());
+  kernels::ConvDirectRows rows;
+  rows.in_channels = s.channels;
+  rows.stride_w = s.stride_w;
+  rows.row_floats = kernels::conv_direct_row_floats(s.out_w, s.kernel_w, s.stride_w);
+  const size_t most_rows = static_cast<size_t>(kDirectRowsPerPack - 1) * s.stride_h + s.kernel_h;
+  padded.resize(s.channels * most_rows * s.stride_w * rows.row_floats);
+  rows.data = padded.data();
+  const size_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t oy = r[2].begin; oy < r[2].end; oy += kDirectRowsPerPack) {
+      const size_t count = static_cast<size_t>(std::min(kDirectRowsPerPack, r[2].end - oy));
+      rows.rows = (count - 1) * s.stride_h + s.kernel_h;
+      const long iy0 = static_cast<long>(static_cast<size_t>(oy) * s.stride_h) - static_cast<long>(s.pad_top);
+      kernels::pack_conv_direct_rows(x.data<float>() + static_cast<size_t>(n) * s.channels * in_plane, s.in_h, s.in_w, iy0,
+                                     s.pad_left, rows);
+      const size_t at = (static_cast<size_t>(n * c.out_channels) + oc0) * out_plane + static_cast<size_t>(oy) * s.out_w;
+      kernels::ConvDirectCall call;
+      call.x = rows;
+      call.w = weights.data();
+      call.bias = bias ? bias->data<float>() + oc0 : nullptr;
+      call.y = y.data<float>() + at;
+      call.residual = tail.residual ? tail.residual + at : nullptr;
+      call.y_plane = out_plane;
+      call.channels = channels;
+      call.out_rows = count;
+      call.out_w = s.out_w;
+      call.kernel_h = s.kernel_h, call.kernel_w = s.kernel_w, call.stride_h = s.stride_h;
+      call.activation = tail.activation;
+      kernels::conv_direct(call);
+    }
+}
+
 // One input channel per group: each output plane is a direct 2-D filter of one input plane.
 void conv2d_depthwise(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail,
                       Tensor& y, const Region& r) {
@@ -402,6 +466,7 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   if (c.g.rank() == 2 && (r[3].begin != 0 || r[3].end != c.g.output[1])) return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
+  if (uses_direct(c)) return conv2d_direct(c, x, w, bias, tail, *out[0], r);
   if (!uses_gemm(c)) return conv2d_depthwise(c, x, w, bias, tail, *out[0], r);
   if (uses_winograd(c)) {
     kernels::Epilogue epilogue;
@@ -421,13 +486,24 @@ TileWork conv_tile_work(const Node& node, std::span<const ValueInfo> in, std::sp
                         const Shape& extent) {
   if (!claimed(in)) return {};
   const ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
-  if (c.g.rank() != 2 || !uses_gemm(c)) return {};  // depthwise: each tile does its share
+  if (c.g.rank() != 2 || !(uses_gemm(c) || uses_direct(c))) return {};  // depthwise: each tile does its share
   const Shape& y = out[0].shape;
   auto size = [&](size_t d) { return double(extent[d] > 0 ? std::min(extent[d], y[d]) : y[d]); };
   const double images = size(0), channels = size(1), rows = size(2), cols = double(c.g.output[1]);
   const kernels::Conv2dShape s = conv2d_shape(c);
   const double cin = double(s.channels);
   TileWork w;
+  if (uses_direct(c)) {
+    // Whole 4-channel blocks of products; the padded copy of the tile's input rows, whose
+    // kernel-height overlap each cut of the rows packs again.
+    const double blocks = std::ceil(channels / double(kernels::kConvDirectChannels));
+    const double taps = cin * double(s.kernel_h * s.kernel_w);
+    w.flops = 2 * images * blocks * double(kernels::kConvDirectChannels) * rows * cols * taps;
+    const double packs = std::ceil(rows / double(kDirectRowsPerPack));
+    const double padded_rows = (rows - packs) * double(s.stride_h) + packs * double(s.kernel_h);
+    w.moves = images * cin * padded_rows * double(s.stride_w * kernels::conv_direct_row_floats(s.out_w, s.kernel_w, s.stride_w));
+    return w;
+  }
   if (uses_winograd(c)) {
     // F(4x4, 3x3): 36 products per 4x4 output block, input channel and output channel. The
     // input transform (read and written) covers every input channel whatever the tile's

@@ -18,7 +18,8 @@ constexpr double kTol = 1e-5;
 
 TEST(TilingConv, PlainPaddedWithBias) {
   Node conv = NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1});
-  std::vector<Tensor> in = {random_f32({2, 4, 7, 6}, 1), random_f32({6, 4, 3, 3}, 2), random_f32({6}, 3)};
+  // 5 input channels: the GEMM (up to 4 take the direct kernel, TilingKernels.ConvFewInputChannelsRunDirect).
+  std::vector<Tensor> in = {random_f32({2, 5, 7, 6}, 1), random_f32({6, 5, 3, 3}, 2), random_f32({6}, 3)};
   // Output channels in whole register-tile columns (nr): 6 channels are not cut at all.
   const int64_t nr = int64_t(kernels::gemm_blocking(kernels::active_isa()).nr);
   EXPECT_EQ(cuttable_of(conv, in), (std::vector<int64_t>{1, nr, 1, 0}));

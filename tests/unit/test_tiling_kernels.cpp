@@ -143,6 +143,17 @@ TEST(TilingKernels, ConvDepthwise) {
   check(NodeBuilder("Conv", 11, 2).ints("pads", {1, 1, 1, 1}), {random_f32({1, 1, 6, 7}, 23), random_f32({5, 1, 3, 3}, 24)});
 }
 
+TEST(TilingKernels, ConvFewInputChannelsRunDirect) {
+  // Three input channels (a network's stem): the direct kernel, which packs its input rows 8
+  // output rows at a time (here 20 rows, so a row tile may start inside a pack) and its
+  // weights in blocks of 4 output channels (10 = two blocks and a remainder).
+  check(NodeBuilder("Conv", 11, 3).ints("strides", {2, 2}).ints("pads", {3, 3, 3, 3}),
+        {random_f32({2, 3, 40, 37}, 70), random_f32({10, 3, 7, 7}, 71), random_f32({10}, 72)}, {{1, 3, 3, 0}, {0, 8, 5, 0}});
+  // One input channel, stride 1 along rows and 3 along columns, asymmetric pads.
+  check(NodeBuilder("Conv", 11, 2).ints("strides", {1, 3}).ints("pads", {0, 2, 1, 0}),
+        {random_f32({1, 1, 21, 35}, 73), random_f32({6, 1, 3, 5}, 74)});
+}
+
 TEST(TilingKernels, ConvOneDimensional) {
   // A filter bank (STFT basis as Silero VAD exports it): one input channel, a 64-tap kernel
   // at stride 32, many output channels; K = 64, few positions (the transposed form).
@@ -459,6 +470,11 @@ TEST(TilingKernels, FusedEpilogueOnEveryConvPath) {
   Node dw = fused(NodeBuilder("Conv", 11, 4).i("group", 4).ints("pads", {1, 1, 1, 1}), "Add+Clip", "clip", 0.0f, 0.3f);
   dw.inputs[2] = "";
   check(dw, {random_f32({1, 4, 10, 37}, 58), random_f32({4, 1, 3, 3}, 59), Tensor(), random_f32({1, 4, 10, 37}, 60)});
+  // Few input channels (the direct kernel) with residual and ReLU; no bias.
+  Node stem = fused(NodeBuilder("Conv", 11, 4).ints("strides", {2, 2}).ints("pads", {3, 3, 3, 3}), "Add+Relu", "relu");
+  stem.inputs[2] = "";
+  check(stem, {random_f32({1, 3, 23, 40}, 65), random_f32({6, 3, 7, 7}, 66), Tensor(), random_f32({1, 6, 12, 20}, 67)},
+        {{0, 4, 5, 0}});
   // 1-D conv through the taps loop, HardSwish.
   check(fused(NodeBuilder("Conv", 11, 4).ints("pads", {1, 1}), "Add+HardSwish", "hard_swish"),
         {random_f32({2, 6, 15}, 61), random_f32({5, 6, 3}, 62), random_f32({5}, 63), random_f32({2, 5, 15}, 64, -4, 4)});

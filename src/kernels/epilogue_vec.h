@@ -1,0 +1,40 @@
+#pragma once
+// The fused epilogue on one vector of outputs, y = act(sum + residual), for the loops written
+// once with GCC vectors and built per ISA (dwconv_nhwc_impl.h, conv_direct_impl.h). ReLU and
+// clip stay in vector form; the rarer activations take the scalar definition lane by lane.
+// Internal linkage, like vector_ext.h.
+#include <cstring>
+
+#include "kernels/epilogue.h"
+#include "kernels/vector_ext.h"
+
+namespace grove::kernels {
+namespace {
+
+template <class V>
+inline V activate_floats(V sum, const ActivationParams& a) {
+  switch (a.kind) {
+    case Activation::identity: return sum;
+    case Activation::relu: return sum > splat_floats<V>(0.0f) ? sum : splat_floats<V>(0.0f);
+    case Activation::clip:
+      sum = sum > splat_floats<V>(a.alpha) ? sum : splat_floats<V>(a.alpha);
+      return sum < splat_floats<V>(a.beta) ? sum : splat_floats<V>(a.beta);
+    default: {
+      float lanes[sizeof(V) / sizeof(float)];
+      std::memcpy(lanes, &sum, sizeof(V));
+      for (float& v : lanes) v = apply_activation(v, a);
+      std::memcpy(&sum, lanes, sizeof(V));
+      return sum;
+    }
+  }
+}
+
+// y[0 .. lanes of V) = act(sum + residual[...]); residual may be null.
+template <class V>
+inline void finish_floats(float* y, V sum, const float* residual, const ActivationParams& a) {
+  if (residual) sum += load_floats<V>(residual);
+  store_floats(y, activate_floats(sum, a));
+}
+
+}  // namespace
+}  // namespace grove::kernels
