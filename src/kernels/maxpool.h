@@ -25,8 +25,17 @@ struct MaxPool2dRowsCall {
 
 void max_pool2d_rows(const MaxPool2dRowsCall& call, Isa isa = active_isa());
 
+// One output pixel of a channels-last max pool: out[k] = the largest of taps[t][k] over the
+// window's taps, k in [0, channels), from lowest() up by the same `a > b ? a : b` as the
+// planes, so a NaN tap never wins.
+void max_pool_nhwc_pixel(const float* const* taps, size_t tap_count, size_t channels, float* out,
+                         Isa isa = active_isa());
+
 void f32_max_pool2d_rows_scalar(const MaxPool2dRowsCall& call);
 void f32_max_pool2d_rows_avx2(const MaxPool2dRowsCall& call);
 void f32_max_pool2d_rows_avx512(const MaxPool2dRowsCall& call);
+void f32_max_pool_nhwc_pixel_scalar(const float* const* taps, size_t tap_count, size_t channels, float* out);
+void f32_max_pool_nhwc_pixel_avx2(const float* const* taps, size_t tap_count, size_t channels, float* out);
+void f32_max_pool_nhwc_pixel_avx512(const float* const* taps, size_t tap_count, size_t channels, float* out);
 
 }  // namespace grove::kernels

@@ -84,5 +84,17 @@ void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
   }
 }
 
+// Channels in vectors of Lanes (the last one overlapping, as over_span does), each vector's
+// maximum over every tap kept in a register and stored once.
+template <int Lanes>
+void max_pool_nhwc_pixel_impl(const float* const* taps, size_t tap_count, size_t channels, float* out) {
+  over_span<Lanes>(0, long(channels), [&]<int W>(long k) {
+    using V = FloatVec<W>;
+    V best = splat_floats<V>(std::numeric_limits<float>::lowest());
+    for (size_t t = 0; t < tap_count; ++t) best = larger(load_floats<V>(taps[t] + k), best);
+    store_floats(out + k, best);
+  });
+}
+
 }  // namespace
 }  // namespace grove::kernels

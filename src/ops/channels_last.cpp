@@ -5,8 +5,8 @@
 //    z_zero_point]): W stays [M, C, kh, kw]; the 8-bit kernel reads each pixel's channels
 //    as one contiguous run (tile_quant_conv_nhwc.cpp); with the last 7 inputs a residual
 //    QLinearAdd(conv output as c, r) -> z is fused after it and y is z;
-//  - MaxPoolNhwc(x) on uint8 or int8: one output (no Indices); a pixel's channels are one
-//    vector of byte maxima (tile_pool_nhwc.cpp);
+//  - MaxPoolNhwc(x) on uint8 or int8 (layout_int8.cpp) or float32 (layout_f32.cpp): one
+//    output (no Indices); a pixel's channels are one vector of maxima (tile_pool_nhwc.cpp);
 //  - ConvNhwc(x, W [, B [, r]]), made by passes/layout_f32.cpp: the float32 Conv (one group,
 //    2-D) with its fused epilogue (graph/epilogue_attrs.h), r channels-last like y; W stays
 //    [M, C, kh, kw] (tile_conv_nhwc.cpp);
@@ -80,8 +80,8 @@ bool has_residual(const Node& node, size_t inputs) { return node.op_type == "QLi
 void infer_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   if (in.empty() || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
   if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channels-last");
-  if (node.op_type == "MaxPoolNhwc" && in[0].dtype != DType::u8 && in[0].dtype != DType::i8)
-    throw Unsupported(node.describe() + ": x must be uint8 or int8");
+  if (node.op_type == "MaxPoolNhwc" && in[0].dtype != DType::u8 && in[0].dtype != DType::i8 && in[0].dtype != DType::f32)
+    throw Unsupported(node.describe() + ": x must be uint8, int8 or float32");
   const bool residual = has_residual(node, in.size());
   if (residual && in.size() != kResidualInput + 7)
     throw Error(node.describe() + ": a fused residual add takes 7 inputs after the conv's 9");

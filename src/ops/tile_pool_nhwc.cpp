@@ -1,11 +1,14 @@
 // Tile rule of grove.internal MaxPoolNhwc (channels_last.cpp): output [N, OH, OW, C] cut by
-// output rows and images. A pixel's C bytes lie together, so each window tap is one
-// elementwise byte maximum over a contiguous run (vectorised by the compiler), where NCHW
-// pools gathered one value per plane.
+// output rows and images. A pixel's C channels lie together, so each window tap is one
+// elementwise maximum over a contiguous run, where NCHW pools gathered one value per plane:
+// bytes vectorised by the compiler, floats by the per-ISA kernel (kernels/maxpool.h), which
+// keeps each vector of channels in a register over the taps.
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include "kernels/maxpool.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
@@ -52,6 +55,30 @@ void pool(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) 
       }
 }
 
+// Float32: the taps inside the plane, then one kernel call per output pixel (a window wholly
+// in the padding has none and gives lowest(), as the byte loop does).
+void pool_f32(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], c = x.dim(3);
+  const float* xs = x.data<float>();
+  float* ys = y.data<float>();
+  std::vector<const float*> taps;
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t oy = r[1].begin; oy < r[1].end; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        taps.clear();
+        for (int64_t ki = 0; ki < g.kernel[0]; ++ki) {
+          const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          if (iy < 0 || iy >= ih) continue;
+          for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
+            const int64_t ix = ox * g.strides[1] - g.pads_begin[1] + kj * g.dilations[1];
+            if (ix >= 0 && ix < iw) taps.push_back(xs + ((n * ih + iy) * iw + ix) * c);
+          }
+        }
+        float* out = ys + ((n * g.output[0] + oy) * ow + ox) * c;
+        kernels::max_pool_nhwc_pixel(taps.data(), taps.size(), static_cast<size_t>(c), out);
+      }
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void*) {
   Tensor& y = *out[0];
@@ -59,6 +86,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const WindowGeometry g = geometry_of(node, in[0]->shape());
   if (in[0]->dtype() == DType::i8) pool<int8_t>(*in[0], g, r, y);
   else if (in[0]->dtype() == DType::u8) pool<uint8_t>(*in[0], g, r, y);
+  else if (in[0]->dtype() == DType::f32) pool_f32(*in[0], g, r, y);
   else reference_whole(node, in, out, r);
 }
 

@@ -6,7 +6,11 @@
 // no one reads are removed as dead. Convs linked by channels-last values go back to NCHW
 // together where their Transposes would cost more than a tenth of their products. Depthwise
 // convs (one group per channel) become DepthwiseConvNhwc, so a MobileNet's blocks (1x1 expand,
-// depthwise, 1x1 project, residual add) run channels-last from end to end.
+// depthwise, 1x1 project, residual add) run channels-last from end to end. A Concat over the
+// channels of values that all have channels-last copies concatenates those copies along their
+// last dim, and a MaxPool of such a value pools the copy (MaxPoolNhwc), so a SqueezeNet fire
+// module or an inception module (whose pool branch reads the module's input) hands
+// channels-last values to the next one instead of a Transpose back and forth per branch.
 // Why: on the NCHW path the pixels fill the GEMM's vector lanes, so a 7x7 plane (49 pixels)
 // wastes a quarter of them, and any conv but a 1x1 lays out an im2col panel per tile.
 // Channels-last the output channels fill the lanes and each window row is one copied run
@@ -46,6 +50,11 @@ bool is_conv_nhwc(const Node& n) {
   return n.domain == kGroveDomain && (n.op_type == "ConvNhwc" || n.op_type == "DepthwiseConvNhwc");
 }
 
+void set_axis(Node& n, int64_t axis) {
+  n.attrs["axis"].kind = Attribute::Kind::i;
+  n.attrs["axis"].i = axis;
+}
+
 const Tensor* constant(const Graph& g, const std::string& name) {
   auto it = g.initializers.find(name);
   return it == g.initializers.end() ? nullptr : &it->second;
@@ -57,6 +66,24 @@ const ValueInfo* info(const Graph& g, const std::string& name) {
 }
 
 bool f32_4d(const ValueInfo* v) { return v && v->dtype == DType::f32 && v->shape.size() == 4; }
+
+// A MaxPool (2-D, no Indices output) of a float value that has a channels-last copy already.
+bool pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
+  if (n.op_type != "MaxPool" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+  return twin.count(n.inputs[0]) && f32_4d(info(g, n.inputs[0])) && f32_4d(info(g, n.outputs[0])) &&
+         n.attr_int("storage_order", 0) == 0;
+}
+
+// A Concat along the channels of 4-D float values that all have channels-last copies already.
+bool concat_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
+  if (n.op_type != "Concat" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty()) return false;
+  if (!f32_4d(info(g, n.outputs[0]))) return false;
+  const int64_t axis = n.attr_int("axis", 0);
+  if (axis != 1 && axis != -3) return false;
+  for (const std::string& in : n.inputs)
+    if (!twin.count(in) || !f32_4d(info(g, in))) return false;
+  return true;
+}
 
 // The rule: a conv the channels-last path can run, not kept NCHW by a choice, with enough input
 // and output channels, and not on Winograd. A conv chosen "nhwc" (grove tune) goes whatever
@@ -79,21 +106,23 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   return runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x, w.shape());
 }
 
-// Convs that share channels-last values (one reads another's y, or both read one copy) form a
-// component: together they stay channels-last or go back. A component keeps channels-last
+// Convs, Concats and pools that share channels-last values (one reads another's y, or both read
+// one copy) form a component: together they stay channels-last or go back. A component keeps channels-last
 // only if its FLOPs are at least kFlopsPerMove times what its Transposes move, in FLOPs (the
 // plan's transpose_flops per element); otherwise every conv of it becomes the NCHW Conv again and
 // its Transposes, unread, are dead. A group holding a conv chosen "nhwc" stays whole: that
 // conv reads its neighbours' channels-last outputs, which going back would remove. Returns
 // how many convs went back.
-int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of, double transpose_flops) {
+int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of,
+                             const std::set<std::string>& movers, double transpose_flops) {
+  auto channels_last = [&](const Node& n) { return is_conv_nhwc(n) || movers.count(n.name); };
   std::vector<size_t> convs;
   std::map<std::string, size_t> producer;
   std::map<std::string, int> reads;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& o : g.nodes[i].outputs) producer[o] = i;
     for (const auto& in : g.nodes[i].inputs) ++reads[in];
-    if (is_conv_nhwc(g.nodes[i])) convs.push_back(i);
+    if (channels_last(g.nodes[i])) convs.push_back(i);
   }
   for (const auto& o : g.outputs) ++reads[o.name];
   std::map<size_t, size_t> parent;  // union-find over the convs' node indices
@@ -103,6 +132,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     return c;
   };
   auto twin_inputs = [&](const Node& c) {
+    if (c.op_type == "Concat") return c.inputs;
     std::vector<std::string> v = {c.inputs[0]};
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
       v.push_back(c.inputs[kEpilogueResidualInput]);
@@ -135,14 +165,23 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     const size_t r = root(c);
     Node& n = g.nodes[c];
     if (chosen.count(r) || flops[r] >= kFlopsPerMove * transpose_flops * moved[r]) continue;
-    n.op_type = "Conv";
-    n.domain.clear();
-    n.inputs[0] = nchw_of.at(n.inputs[0]);
-    if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty())
-      n.inputs[kEpilogueResidualInput] = nchw_of.at(n.inputs[kEpilogueResidualInput]);
+    if (n.op_type == "Concat") {
+      set_axis(n, 1);
+      for (std::string& in : n.inputs) in = nchw_of.at(in);
+    } else if (n.op_type == "MaxPoolNhwc") {
+      n.op_type = "MaxPool";
+      n.domain.clear();
+      n.inputs[0] = nchw_of.at(n.inputs[0]);
+    } else {
+      n.op_type = "Conv";
+      n.domain.clear();
+      n.inputs[0] = nchw_of.at(n.inputs[0]);
+      if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty())
+        n.inputs[kEpilogueResidualInput] = nchw_of.at(n.inputs[kEpilogueResidualInput]);
+      ++reverted;
+    }
     dropped.insert(n.outputs[0]);
     n.outputs[0] = nchw_of.at(n.outputs[0]);
-    ++reverted;
   }
   std::vector<Node> kept;
   for (auto& n : g.nodes)
@@ -169,13 +208,44 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
+  std::set<std::string> movers;  // the Concats and pools that take channels-last copies
   int converted = 0;
   auto channels_last = [&](const std::string& value) {
     const std::string name = channels_last_copy(g, value, twin, out);
     nchw_of[name] = value;
     return name;
   };
+  // y (NCHW) gets the channels-last twin `name`, written by the node just added to `out`, and
+  // a Transpose back for any NCHW reader.
+  auto add_twin = [&](const std::string& y) {
+    const std::string name = y + "/nhwc";
+    const ValueInfo v = g.values.at(y);
+    g.values[name] = ValueInfo{v.dtype, nhwc_shape(v.shape), nullptr, true};
+    out.back().outputs[0] = name;
+    out.push_back(transpose_node(name + "/Transpose", name, y, {0, 3, 1, 2}));
+    twin[y] = name;
+    nchw_of[name] = y;
+  };
   for (const auto& n : g.nodes) {
+    if (concat_takes_channels_last(g, n, twin)) {
+      Node c = n;
+      set_axis(c, 3);
+      for (std::string& in : c.inputs) in = twin.at(in);
+      movers.insert(c.name);
+      out.push_back(std::move(c));
+      add_twin(n.outputs[0]);
+      continue;
+    }
+    if (pool_takes_channels_last(g, n, twin)) {
+      Node p = n;
+      p.op_type = "MaxPoolNhwc";
+      p.domain = kGroveDomain;
+      p.inputs[0] = twin.at(n.inputs[0]);
+      movers.insert(p.name);
+      out.push_back(std::move(p));
+      add_twin(n.outputs[0]);
+      continue;
+    }
     if (!takes_channels_last(g, n, keep)) {
       out.push_back(n);
       continue;
@@ -186,19 +256,13 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     c.inputs[0] = channels_last(n.inputs[0]);
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
       c.inputs[kEpilogueResidualInput] = channels_last(n.inputs[kEpilogueResidualInput]);
-    const std::string y = n.outputs[0], name = y + "/nhwc";
-    const ValueInfo v = g.values.at(y);
-    g.values[name] = ValueInfo{v.dtype, nhwc_shape(v.shape), nullptr, true};
-    c.outputs[0] = name;
     out.push_back(std::move(c));
-    out.push_back(transpose_node(name + "/Transpose", name, y, {0, 3, 1, 2}));
-    twin[y] = name;
-    nchw_of[name] = y;
+    add_twin(n.outputs[0]);
     ++converted;
   }
   g.nodes = std::move(out);
   remove_dead_nodes(g);  // the Transposes back that nothing reads, before they count as moves
-  const int reverted = revert_costly_components(g, nchw_of, transpose_flops);
+  const int reverted = revert_costly_components(g, nchw_of, movers, transpose_flops);
   remove_dead_nodes(g);
   return converted - reverted;
 }

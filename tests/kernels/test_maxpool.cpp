@@ -79,5 +79,32 @@ TEST(MaxPool2dRows, EveryWidthKernelStridePadOnEveryIsa) {
           }
 }
 
+// One channels-last pixel: 1 to 9 taps over channel counts that cover every vector
+// remainder, bit-equal to the definition, with a NaN in one tap that must never win, and
+// nothing written past the channels.
+TEST(MaxPoolNhwcPixel, EveryChannelCountAndTapCountOnEveryIsa) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (Isa isa : supported_isas())
+    for (size_t taps : {1, 2, 4, 9})
+      for (size_t channels : {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 64}) {
+        std::vector<std::vector<float>> x(taps, std::vector<float>(channels));
+        for (auto& t : x)
+          for (float& v : t) v = dist(rng);
+        x[taps / 2][channels / 2] = std::nanf("");
+        std::vector<const float*> at;
+        for (const auto& t : x) at.push_back(t.data());
+        std::vector<float> y(channels + 1, kSentinel);
+        max_pool_nhwc_pixel(at.data(), taps, channels, y.data(), isa);
+        const std::string label = std::string(isa_name(isa)) + " taps " + std::to_string(taps) + " channels " + std::to_string(channels);
+        ASSERT_EQ(y.back(), kSentinel) << label << ": wrote past the channels";
+        for (size_t k = 0; k < channels; ++k) {
+          float best = std::numeric_limits<float>::lowest();
+          for (size_t t = 0; t < taps; ++t) best = x[t][k] > best ? x[t][k] : best;
+          ASSERT_EQ(y[k], best) << label << " at " << k;
+        }
+      }
+}
+
 }  // namespace
 }  // namespace grove::kernels

@@ -208,8 +208,8 @@ TEST(ConvNhwc, FloatTransposesMatchReferenceExactly) {
 }
 
 // x [1, 32, 9, 9] -> Conv 3x3 p1 (64) + Relu -> Conv 1x1 (32) -> Add x' -> Relu -> y, where
-// x' = Conv 1x1 of x: three convs linked by their values, and an NCHW MaxPool reading y. Their
-// FLOPs outweigh the two Transposes (81 pixels: the 3x3 conv stays off Winograd).
+// x' = Conv 1x1 of x: three convs linked by their values, and a MaxPool reading y. Their
+// FLOPs outweigh the Transposes (81 pixels: the 3x3 conv stays off Winograd).
 TestModel conv_block() {
   OnnxBuilder b(13);
   b.input("x", kF32, {1, 32, 9, 9}).output("y", kF32, {1, 32, 5, 5}).output("p", kF32, {1, 32, 4, 4});
@@ -243,7 +243,8 @@ TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
   EXPECT_EQ(plan->channels_last_convs, 3);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 3);
   EXPECT_EQ(count_op(*plan, "Conv"), 0);
-  EXPECT_EQ(count_op(*plan, "Transpose"), 2);  // x in; y back for the pool and the output
+  EXPECT_EQ(count_op(*plan, "MaxPoolNhwc"), 1);   // the pool reads y's channels-last copy
+  EXPECT_EQ(count_op(*plan, "Transpose"), 3);     // x in; y and p back for the outputs
   PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
   run_serial(run, 6);
   expect_close(run.outputs(), want, 1e-4, "channels-last plan");
@@ -298,6 +299,58 @@ TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenAmxConvsAsBf16) {
 
   const auto fp32 = make_plan(model.graph(), PlanOptions{});
   for (const Node& n : fp32->graph.nodes) EXPECT_FALSE(stores_bf16(n)) << n.name << ": fp32 stores nothing as bf16";
+}
+
+// A SqueezeNet fire module and the pool after it: squeeze 1x1, then 1x1 and 3x3 expands
+// concatenated over the channels, a 3x3 stride-2 MaxPool (ceil mode), and the next squeeze.
+// Channels-last from end to end, the Concat joins the expands' copies along their last dim and
+// the pool pools the Concat's copy: only x's Transpose in and y's back. Priced so that the
+// Transposes outweigh the products, everything goes back to NCHW, the Concat and the pool too.
+TEST(LayoutF32, ConcatAndMaxPoolJoinTheChannelsLastConvs) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 12, 12}).output("y", kF32, {1, 32, 6, 6});
+  weight(b, "ws", {32, 32, 1, 1}, 1);
+  weight(b, "w1", {32, 32, 1, 1}, 2);
+  weight(b, "w3", {32, 32, 3, 3}, 3);
+  weight(b, "wn", {32, 64, 1, 1}, 4);
+  b.node("Conv", {"x", "ws"}, {"s"}, "squeeze");
+  b.node("Relu", {"s"}, {"sr"}, "squeeze_relu");
+  b.node("Conv", {"sr", "w1"}, {"e1"}, "expand1x1");
+  auto& e3 = b.node("Conv", {"sr", "w3"}, {"e3"}, "expand3x3");
+  OnnxBuilder::attr_ints(e3, "pads", {1, 1, 1, 1});
+  auto& cat = b.node("Concat", {"e1", "e3"}, {"cat"}, "concat");
+  OnnxBuilder::attr_int(cat, "axis", 1);
+  auto& pool = b.node("MaxPool", {"cat"}, {"p"}, "pool");
+  OnnxBuilder::attr_ints(pool, "kernel_shape", {3, 3});
+  OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  OnnxBuilder::attr_int(pool, "ceil_mode", 1);
+  b.node("Conv", {"p", "wn"}, {"y"}, "next_squeeze");
+  const TestModel m{"fire", b.bytes(), {{"x", seeded_tensor({1, 32, 12, 12}, 6)}}};
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  auto plan = make_plan(model.graph(), PlanOptions{});
+  EXPECT_EQ(plan->channels_last_convs, 4);
+  EXPECT_EQ(count_op(*plan, "MaxPoolNhwc"), 1);
+  EXPECT_EQ(count_op(*plan, "Transpose"), 2);
+  for (const Node& n : plan->graph.nodes)
+    if (n.op_type == "Concat") EXPECT_EQ(n.attr_int("axis", 0), 3);
+  for (size_t workers : {1, 3}) {
+    PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+    run_serial(run, workers);
+    expect_close(run.outputs(), want, 1e-4, "channels-last fire module");
+  }
+  PlanOptions costly;
+  costly.transpose_flops = 1e6;
+  auto back = make_plan(model.graph(), costly);
+  EXPECT_EQ(back->channels_last_convs, 0);
+  EXPECT_EQ(count_op(*back, "MaxPoolNhwc"), 0);
+  EXPECT_EQ(count_op(*back, "MaxPool"), 1);
+  EXPECT_EQ(count_op(*back, "Transpose"), 0);
+  for (const Node& n : back->graph.nodes)
+    if (n.op_type == "Concat") EXPECT_EQ(n.attr_int("axis", 0), 1);
+  PlannedRun run(back, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 2);
+  expect_close(run.outputs(), want, 1e-4, "the module back in NCHW");
 }
 
 // A node a tuning record names keeps the layout it was measured in (here the others, left

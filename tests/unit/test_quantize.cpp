@@ -375,8 +375,8 @@ TEST(QLinearConvNhwc, OneByOneWithBottomPaddingReadsNoRowPastTheInput) {
   check_needs_cover_reads(node, in, {1, 2, 0, 0});
 }
 
-// grove.internal MaxPoolNhwc: 8-bit MaxPool on channels-last bytes, every tile equal to
-// MaxPool's reference on the rotated tensor.
+// grove.internal MaxPoolNhwc: MaxPool on channels-last bytes or floats, every tile equal to
+// MaxPool's reference on the rotated tensor (float channel counts off every vector width).
 TEST(MaxPoolNhwc, TileRuleMatchesReferenceExactly) {
   struct Case { Shape x; DType t; int64_t kernel, stride, pad, dilation, ceil; };
   const std::vector<Case> cases = {
@@ -384,6 +384,9 @@ TEST(MaxPoolNhwc, TileRuleMatchesReferenceExactly) {
       {{1, 8, 8, 16}, DType::i8, 2, 2, 0, 1, 0},
       {{1, 9, 10, 3}, DType::u8, 3, 1, 1, 2, 0},
       {{1, 10, 10, 4}, DType::i8, 3, 2, 0, 1, 1},
+      {{2, 11, 9, 37}, DType::f32, 3, 2, 1, 1, 1},
+      {{1, 9, 10, 5}, DType::f32, 3, 1, 1, 2, 0},
+      {{1, 7, 7, 64}, DType::f32, 3, 1, 1, 1, 0},
   };
   uint32_t seed = 900;
   for (const Case& c : cases) {
@@ -391,7 +394,7 @@ TEST(MaxPoolNhwc, TileRuleMatchesReferenceExactly) {
     node.node.domain = kGroveDomain;
     node.ints("kernel_shape", {c.kernel, c.kernel}).ints("strides", {c.stride, c.stride});
     node.ints("pads", {c.pad, c.pad, c.pad, c.pad}).ints("dilations", {c.dilation, c.dilation}).i("ceil_mode", c.ceil);
-    std::vector<Tensor> in = {random_bytes(c.t, c.x, seed++)};
+    std::vector<Tensor> in = {c.t == DType::f32 ? tiletest::random_f32(c.x, seed++) : random_bytes(c.t, c.x, seed++)};
     auto stats = tiletest::check_tiling(node, in, 0.0);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
     check_needs_cover_reads(node, in, {1, 2, 0, 0});
