@@ -29,9 +29,12 @@ void conv_rows(const ConvRowCall& call) {
     t.n = std::min(nr, call.n - jr);
     const float* panel = w.panel((call.n0 + jr) / nr);
     t.bias = call.bias ? call.bias + jr : nullptr;
+    const float* next_panel = jr + nr < call.n ? w.panel((call.n0 + jr + nr) / nr) : nullptr;
     for (size_t tap = 0; tap < taps; ++tap) {
       const size_t ki = tap / call.kernel_w, kj = tap % call.kernel_w;
       t.b = panel + tap * call.channels * nr;
+      // The first call of a tap streams its slice; it asks for the next tap's (or panel's).
+      const float* next = tap + 1 < taps ? t.b + call.channels * nr : next_panel;
       t.accumulate = tap > 0;
       t.finish = tap + 1 == taps;
       for (size_t row = 0; row < call.rows; ++row) {
@@ -40,6 +43,7 @@ void conv_rows(const ConvRowCall& call) {
         for (size_t block = 0; block < blocks; ++block) {
           const size_t o0 = call.out_w * block / blocks, o1 = call.out_w * (block + 1) / blocks;
           t.m = o1 - o0;
+          t.b_next = row == 0 && block == 0 ? next : nullptr;
           t.a = x + (o0 * call.stride_w + kj * call.dilation_w) * call.channels;
           t.c = call.y + (y0 + o0) * call.y_stride + jr;
           t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;

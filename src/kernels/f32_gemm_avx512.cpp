@@ -8,6 +8,10 @@
 // padded copy of its rows): the same broadcasts, from 14 rows instead of one packed group, so a
 // 1x1 conv packs nothing and a conv adds its taps as calls that accumulate (ops/tile_conv_nhwc).
 //
+// The first row tile of a panel, whose B slice comes from memory when the weights are cold (a
+// network's later layers: megabytes each, read once per run), asks for the next panel's slice
+// into L2 as it goes, one step per step, so that the next panel's tiles find it there.
+//
 // Compiled with -mavx512f/dq/bw/vl -mfma (kernels.cmake). Everything but the entry point
 // has internal linkage so no AVX-512 code can leak into generic inline functions.
 #include <immintrin.h>
@@ -54,7 +58,12 @@ void tile(const GemmTileArgs& t, const Rows& rows) {
   start_tile<R>(acc, t);
 
   const float* b = t.b;
+  const char* next = reinterpret_cast<const char*>(t.b_next);
   for (size_t p = 0; p < t.kc; ++p) {
+    if (next) {  // one step of the next panel per step of this one: 2 lines of 64 bytes
+      _mm_prefetch(next + p * 128, _MM_HINT_T1);
+      _mm_prefetch(next + p * 128 + 64, _MM_HINT_T1);
+    }
     __m512 bv[kNV];
 #pragma GCC unroll 4
     for (int v = 0; v < kNV; ++v) bv[v] = _mm512_load_ps(b + 16 * v);

@@ -432,7 +432,10 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
         tile.n = std::min(nr, call.n - jr);
         tile.b = b.panel((call.n0 + jr) / nr) + packed_steps(b.precision, pc) * nr;
         tile.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
+        const float* b_next =
+            jr + nr < call.n ? b.panel((call.n0 + jr + nr) / nr) + packed_steps(b.precision, pc) * nr : nullptr;
         for (size_t t = 0; t < tiles; ++t) {
+          tile.b_next = t == 0 ? b_next : nullptr;
           const size_t ir = start(mc, tiles, t, mr);
           const size_t row = ic + ir;
           tile.m = start(mc, tiles, t + 1, mr) - ir;

@@ -19,6 +19,9 @@ struct GemmTileArgs {
   const float* a = nullptr;
   size_t a_stride = 0;  // 0: packed A; else unpacked A's row stride in floats
   const float* b = nullptr;
+  // The next B panel's kc x NR slice, or null: a kernel that streams its own slice from memory
+  // (the first row tile of a panel) asks for this one into L2 meanwhile (the f32 AVX-512 one).
+  const float* b_next = nullptr;
   float* c = nullptr;
   size_t c_stride = 0;
   size_t m = 0;             // valid rows, 1..MR
