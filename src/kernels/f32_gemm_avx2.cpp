@@ -1,6 +1,7 @@
 // AVX2 + FMA microkernel, 6 x 16: 12 ymm accumulators + 2 for the B row + 1 broadcast,
 // 15 of the 16 registers. Same structure as the AVX-512 kernel: rows are a template
-// parameter (1..6), columns past n are masked (maskload/maskstore).
+// parameter (1..6), columns past n are masked (maskload/maskstore). The first row tile of a
+// panel asks for the next panel's slice into L2 as the AVX-512 kernel does.
 //
 // Compiled with -mavx2 -mfma (kernels.cmake); everything but the entry point has internal
 // linkage.
@@ -105,7 +106,9 @@ void tile(const GemmTileArgs& t) {
 
   const float* a = t.a;
   const float* b = t.b;
+  const char* next = reinterpret_cast<const char*>(t.b_next);
   for (size_t p = 0; p < t.kc; ++p) {
+    if (next) _mm_prefetch(next + p * 64, _MM_HINT_T1);  // the next panel's step: one line
     __m256 bv[kNV];
 #pragma GCC unroll 4
     for (int v = 0; v < kNV; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
