@@ -27,7 +27,12 @@ void tile(const GemmTileArgs& t) {
   const auto* a = reinterpret_cast<const uint32_t*>(t.a);
   const auto* b = reinterpret_cast<const uint32_t*>(t.b);
   const size_t pairs = (t.kc + 1) / 2;
+  const char* next = reinterpret_cast<const char*>(t.b_next);
   for (size_t p = 0; p < pairs; ++p) {
+    if (next) {  // the next panel's slice into L2, a step per step, as the f32 kernel does
+      _mm_prefetch(next + p * 128, _MM_HINT_T1);
+      _mm_prefetch(next + p * 128 + 64, _MM_HINT_T1);
+    }
     __m512bh bv[kNV];
 #pragma GCC unroll 4
     for (int v = 0; v < kNV; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + 16 * v);
