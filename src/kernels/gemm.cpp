@@ -395,6 +395,15 @@ struct ABlock {
 // are whole mr-row tiles from the first row, as prepacked A is laid out (mc_max a multiple
 // of mr). Neither choice changes how any element of C is computed.
 // A bf16 C (call.c_bf16) takes its float sums from `scratch` while k blocks remain.
+// Each m block streams every B panel's slice once, so a few rows past mc_max should not
+// cost a second pass over B (a 13x13 plane, 169 rows, was two blocks of 85 and 84 that read
+// the 2 MB of SqueezeNet's classifier weights twice): balanced blocks go up to 1.5 mc_max.
+// Prepacked A is laid out in blocks of exactly mc_max.
+size_t m_blocks_of(size_t m, size_t mc_max, bool balanced) {
+  if (!balanced) return (m + mc_max - 1) / mc_max;
+  return std::max<size_t>(1, (m + mc_max / 2) / mc_max);
+}
+
 template <class AProvider>
 void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config, size_t mc_max, bool balanced,
                 GemmScratch* scratch, AProvider&& a_block) {
@@ -422,7 +431,7 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
     tile.kc = kc;
     tile.accumulate = call.accumulate || pc > 0;
     tile.finish = pc + kc >= k;
-    const size_t m_blocks = (call.m + mc_max - 1) / mc_max;
+    const size_t m_blocks = m_blocks_of(call.m, mc_max, balanced);
     for (size_t block = 0; block < m_blocks; ++block) {
       const size_t ic = start(call.m, m_blocks, block, mc_max);
       const size_t mc = start(call.m, m_blocks, block + 1, mc_max) - ic;
@@ -471,7 +480,7 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   // window block is laid out just before); many panels read it often, and then packed A's one
   // stream beats 14 rows read in place (docs/kernels.md has the measurements).
   const bool reads_a_unpacked = config.reads_a_unpacked && !call.a_transposed && call.n <= kUnpackedAPanels * b.nr;
-  scratch.a_block.reserve(round_up(std::min(mc_max, call.m), mr) *
+  scratch.a_block.reserve(round_up(std::min(mc_max + mc_max / 2, call.m), mr) *
                           packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
   gemm_loops(call, b, config, mc_max, true, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
     float* out = scratch.a_block.data();

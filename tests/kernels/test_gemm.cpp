@@ -62,8 +62,12 @@ TEST_P(Gemm, DepthZeroGivesEpilogueOfZero) {
   tester().m(5).n(7).k(0).accumulate(true).residual(true).test();
 }
 
+// Up to 1.5 mc rows are one m block (its packed A the largest the scratch holds), more are
+// balanced blocks; prepacked A keeps blocks of exactly mc.
 TEST_P(Gemm, RowsBeyondOneMBlock) {
   tester().m(blocking_.mc + 3).n(2 * blocking_.nr + 1).k(blocking_.kc + 7).test();
+  tester().m(blocking_.mc + blocking_.mc / 2 - 1).n(blocking_.nr + 1).k(blocking_.kc + 2).test();
+  tester().m(blocking_.mc + blocking_.mc / 2 + 1).n(blocking_.nr + 1).k(23).test();
   tester().m(2 * blocking_.mc + blocking_.mr - 1).n(blocking_.nr).k(19).test();
 }
 
