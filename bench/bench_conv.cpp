@@ -14,10 +14,17 @@
 // its own activation layout (grove NCHW, oneDNN nChw16c), neither side pays a reorder.
 // FLOPs are direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) for both, so Winograd's saving shows
 // as a higher effective GFLOP/s. GFLOP/s from CPU time; median of the repetitions.
+//
+//   build-x/bench/grove_bench_conv primitives [reps]
+//
+// times, for the convs of at most 64 input channels and a kernel wider than 1, the rule's path,
+// the im2col GEMM and the direct kernel interleaved run by run (median of `reps`, default 30).
 #include <benchmark/benchmark.h>
 
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <dnnl.hpp>
@@ -67,8 +74,10 @@ const std::vector<ConvShape> kShapes = {
     // MobileNetV2's 1x1 convs with few channels (expand / project), memory-heavy for a GEMM.
     {"MobileNetV2", 16, 96, 112, 1, 1, 0},  {"MobileNetV2", 96, 24, 56, 1, 1, 0},   {"MobileNetV2", 24, 144, 56, 1, 1, 0},
     {"MobileNetV2", 144, 24, 56, 1, 1, 0},  {"MobileNetV2", 32, 192, 28, 1, 1, 0},
-    // SqueezeNet 1.1's stem (GoogLeNet's is ResNet-50's).
-    {"SqueezeNet", 3, 64, 224, 3, 2, 0},
+    // SqueezeNet 1.1's stem (GoogLeNet's is ResNet-50's) and its 3x3 expand convs: few input
+    // channels, where Winograd's transforms and im2col's copies weigh most.
+    {"SqueezeNet", 3, 64, 224, 3, 2, 0},    {"SqueezeNet", 16, 64, 55, 3, 1, 1},    {"SqueezeNet", 32, 128, 27, 3, 1, 1},
+    {"SqueezeNet", 48, 192, 13, 3, 1, 1},   {"SqueezeNet", 64, 256, 13, 3, 1, 1},
 };
 
 using bench::ints_attr;
@@ -76,7 +85,8 @@ using bench::random_tensor;
 using bench::string_attr;
 
 bool winograd_shape(const ConvShape& s) { return s.kernel == 3 && s.stride == 1; }
-bool direct_shape(const ConvShape& s) { return s.cin <= 4; }
+bool direct_shape(const ConvShape& s) { return s.cin <= 4 && s.stride >= 2; }  // the rule's choice
+bool few_channels(const ConvShape& s) { return s.cin <= 64; }  // the direct kernel timed too
 
 // The path tile_conv.cpp takes for this shape, by rule or with the choice "gemm".
 const char* path_of(const ConvShape& s, bool by_rule) {
@@ -93,8 +103,74 @@ void set_flops(benchmark::State& state, const ConvShape& s) {
   state.counters["GFLOP/s"] = benchmark::Counter(s.flops() * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-// grove's Conv tile rule on the whole output, its primitive by rule or the im2col GEMM.
-void run_grove(benchmark::State& state, const ConvShape& s, bool by_rule) {
+// grove's Conv tile rule on the whole output, its primitive by rule (empty) or as the plan would
+// choose it ("gemm": the im2col GEMM, "direct"), ready to run.
+struct GroveConv {
+  Node node;
+  Tensor x, w, b, y;
+  const TileRule* rule = nullptr;
+  std::shared_ptr<const void> prepared;
+
+  GroveConv(const ConvShape& s, const std::string& primitive) {
+    node.name = "conv";
+    node.op_type = "Conv";
+    node.opset = 11;
+    node.inputs = {"x", "w", "b"};
+    node.outputs = {"y"};
+    node.attrs["strides"] = ints_attr({s.stride, s.stride});
+    node.attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
+    node.attrs["kernel_shape"] = ints_attr({s.kernel, s.kernel});
+    if (!primitive.empty()) node.attrs[kAttrConvPrimitive] = string_attr(primitive);
+    x = random_tensor({1, s.cin, s.size, s.size}, 1);
+    w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2);
+    b = random_tensor({s.cout}, 3);
+    const std::vector<ValueInfo> infos = {
+        {DType::f32, x.shape(), nullptr, true}, {DType::f32, w.shape(), &w, true}, {DType::f32, b.shape(), &b, true}};
+    y = Tensor(DType::f32, infer_node(node, infos)[0].shape);
+    rule = find_tile_rule(node);
+    const std::vector<const Tensor*> constants = {nullptr, &w, &b};
+    prepared = rule->prepare(node, infos, constants);
+  }
+
+  void run() {
+    Region region;
+    for (int64_t d : y.shape()) region.push_back({0, d});
+    const std::vector<const Tensor*> in = {&x, &w, &b};
+    std::vector<Tensor*> out = {&y};
+    rule->run_tile(node, in, out, region, prepared.get());
+  }
+};
+
+// The primitives side by side, run after run in turn, so that each sees the same machine
+// state (the VM's speed moves between runs): median GFLOP/s of each.
+int run_primitives(int reps) {
+  std::printf("| model | conv (Cin->Cout k s input) | rule's path | rule GFLOP/s | im2col GFLOP/s | direct GFLOP/s |\n");
+  std::printf("|---|---|---|---:|---:|---:|\n");
+  for (const ConvShape& s : kShapes) {
+    if (!few_channels(s) || s.kernel == 1) continue;
+    std::vector<GroveConv> convs;
+    for (const char* p : {"", "gemm", "direct"}) convs.emplace_back(s, p);
+    std::vector<std::vector<double>> ms(convs.size());
+    for (auto& c : convs) c.run();
+    for (int i = 0; i < reps; ++i)
+      for (size_t v = 0; v < convs.size(); ++v) {
+        const auto t0 = std::chrono::steady_clock::now();
+        convs[v].run();
+        ms[v].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+    auto gflops = [&](std::vector<double>& v) {
+      std::sort(v.begin(), v.end());
+      return s.flops() / v[v.size() / 2] / 1e6;
+    };
+    std::printf("| %s | %s | %s | %.1f | %.1f | %.1f |\n", s.model, s.text().c_str(), path_of(s, true), gflops(ms[0]),
+                gflops(ms[1]), gflops(ms[2]));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+void run_grove(benchmark::State& state, const ConvShape& s, const std::string& primitive) {
+  const bool by_rule = primitive.empty();
   Node node;
   node.name = "conv";
   node.op_type = "Conv";
@@ -104,7 +180,7 @@ void run_grove(benchmark::State& state, const ConvShape& s, bool by_rule) {
   node.attrs["strides"] = ints_attr({s.stride, s.stride});
   node.attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
   node.attrs["kernel_shape"] = ints_attr({s.kernel, s.kernel});
-  if (!by_rule) node.attrs[kAttrConvPrimitive] = string_attr("gemm");
+  if (!by_rule) node.attrs[kAttrConvPrimitive] = string_attr(primitive);
   const Tensor x = random_tensor({1, s.cin, s.size, s.size}, 1);
   const Tensor w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2);
   const Tensor b = random_tensor({s.cout}, 3);
@@ -125,7 +201,7 @@ void run_grove(benchmark::State& state, const ConvShape& s, bool by_rule) {
     benchmark::ClobberMemory();
   }
   set_flops(state, s);
-  state.SetLabel(path_of(s, by_rule));
+  state.SetLabel(primitive == "direct" ? "direct" : path_of(s, by_rule));
 }
 
 void run_dnnl(benchmark::State& state, const ConvShape& s) {
@@ -171,8 +247,9 @@ void register_shapes() {
       benchmark::RegisterBenchmark(name.c_str(), fn)->Arg(int64_t(i))->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(3)
           ->ReportAggregatesOnly(true);
     };
-    reg("grove", [s](benchmark::State& st) { run_grove(st, s, true); });
-    if (winograd_shape(s) || direct_shape(s)) reg("grove_im2col", [s](benchmark::State& st) { run_grove(st, s, false); });
+    reg("grove", [s](benchmark::State& st) { run_grove(st, s, ""); });
+    if (winograd_shape(s) || direct_shape(s)) reg("grove_im2col", [s](benchmark::State& st) { run_grove(st, s, "gemm"); });
+    if (few_channels(s) && !direct_shape(s)) reg("grove_direct", [s](benchmark::State& st) { run_grove(st, s, "direct"); });
     reg("onednn", [s](benchmark::State& st) { run_dnnl(st, s); });
   }
 }
@@ -181,13 +258,14 @@ void register_shapes() {
 
 int main(int argc, char** argv) {
   omp_set_num_threads(1);  // oneDNN's OpenMP runtime would use every core; grove's tile runs on one
+  if (argc > 1 && std::string(argv[1]) == "primitives") return run_primitives(argc > 2 ? std::max(1, std::atoi(argv[2])) : 30);
   register_shapes();
   grove::bench::TableReporter reporter;
   if (!grove::bench::run_benchmarks(argc, argv, reporter)) return 1;
 
   std::printf("\nGFLOP/s = direct-conv FLOPs (2 Cout Ho Wo Cin kh kw) / CPU time, batch 1, one thread; median.\n\n");
-  std::printf("| model | conv (Cin->Cout k s input) | grove path | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | im2col GFLOP/s | path/im2col |\n");
-  std::printf("|---|---|---|---:|---:|---:|---:|---:|\n");
+  std::printf("| model | conv (Cin->Cout k s input) | grove path | grove GFLOP/s | oneDNN GFLOP/s | grove/oneDNN | im2col GFLOP/s | path/im2col | direct GFLOP/s |\n");
+  std::printf("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
   double log_sum = 0.0;
   std::map<std::string, std::pair<double, int>> per_model;
   int count = 0;
@@ -204,8 +282,9 @@ int main(int argc, char** argv) {
       std::snprintf(text, sizeof text, "%.2f", grove / row["grove_im2col"]);
       speedup = text;
     }
-    std::printf("| %s | %s | %s | %.1f | %.1f | %.2f | %s | %s |\n", s.model, s.text().c_str(),
-                reporter.labels[key]["grove"].c_str(), grove, dnnl, ratio, im2col.c_str(), speedup.c_str());
+    const std::string direct = row.count("grove_direct") ? std::to_string(row["grove_direct"]).substr(0, 5) : "";
+    std::printf("| %s | %s | %s | %.1f | %.1f | %.2f | %s | %s | %s |\n", s.model, s.text().c_str(),
+                reporter.labels[key]["grove"].c_str(), grove, dnnl, ratio, im2col.c_str(), speedup.c_str(), direct.c_str());
     if (ratio > 0) {
       log_sum += std::log(ratio), ++count;
       per_model[s.model].first += std::log(ratio), ++per_model[s.model].second;

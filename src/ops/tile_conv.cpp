@@ -186,23 +186,30 @@ bool uses_gemm(const ConvDims& c) {
   return c.g.rank() == 2 && c.cin() > 1;
 }
 
-// Few input channels in one group (a stem on colour planes): the direct kernel, where im2col
-// would copy each pixel once per tap for a GEMM of small k. A choice the plan made (graph/
-// choice_attrs.h) keeps its primitive; bf16 nodes keep the AMX im2col path.
+// Few input channels in one group and a strided window (a stem on colour planes): the direct
+// kernel, where im2col would gather each pixel once per tap, strided, for a GEMM of small k.
+// At stride 1 im2col copies contiguous runs and measured faster (docs/kernels.md). A plan may
+// choose the direct kernel for any conv it fits ("direct", graph/choice_attrs.h); another
+// choice keeps its primitive; bf16 nodes keep the AMX im2col path.
 constexpr int64_t kDirectMaxInputChannels = 4;
 
-bool uses_direct(const ConvDims& c) {
+bool fits_direct(const ConvDims& c) {
   const WindowGeometry& g = c.g;
-  return g.rank() == 2 && c.group == 1 && c.cin() <= kDirectMaxInputChannels && c.primitive.empty() &&
-         c.precision == kernels::Precision::f32 && g.dilations[0] == 1 && g.dilations[1] == 1 &&
-         static_cast<size_t>(g.kernel[1]) <= kernels::kConvDirectMaxKernelW;
+  return g.rank() == 2 && c.group == 1 && c.precision == kernels::Precision::f32 && g.dilations[0] == 1 &&
+         g.dilations[1] == 1 && static_cast<size_t>(g.kernel[1]) <= kernels::kConvDirectMaxKernelW;
+}
+
+bool uses_direct(const ConvDims& c) {
+  if (c.primitive == "direct") return fits_direct(c);
+  return c.primitive.empty() && c.cin() <= kDirectMaxInputChannels && c.g.rank() == 2 && c.g.strides[1] >= 2 &&
+         fits_direct(c);
 }
 
 // Winograd is fp32 only; a node the plan marked bf16 runs the im2col GEMM. The plan's
 // per-node choice, where it has one, decides over the rule.
 bool uses_winograd(const ConvDims& c) {
   if (c.precision != kernels::Precision::f32 || c.g.rank() != 2) return false;
-  if (c.primitive == "gemm" || c.primitive == "nhwc") return false;  // nhwc: the GEMM, had it stayed NCHW
+  if (c.primitive == "gemm" || c.primitive == "nhwc" || c.primitive == "direct") return false;  // nhwc: the GEMM, had it stayed NCHW
   if (c.primitive == "winograd") return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
   return winograd_by_rule(conv2d_shape(c), c.group, c.out_channels);
 }
@@ -220,6 +227,20 @@ bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w) {
   if (x.size() != 4 || w.size() != 4) return false;
   const ConvDims c = conv_dims(node, x, w);
   return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
+}
+
+bool conv_node_uses_direct(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4) return false;
+  ConvDims c = conv_dims(node, x, w);
+  c.precision = kernels::Precision::f32;
+  return uses_direct(c);
+}
+
+bool conv_node_fits_direct(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4) return false;
+  ConvDims c = conv_dims(node, x, w);
+  c.precision = kernels::Precision::f32;
+  return fits_direct(c);
 }
 
 namespace {

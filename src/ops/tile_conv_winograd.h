@@ -27,6 +27,10 @@ bool winograd_cut_rows(const kernels::Conv2dShape& shape);
 bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w);
 // Whether Winograd could run it (a plan may choose it: plan/node_choice.h).
 bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w);
+// The same for the direct kernel (kernels/conv_direct.h), which the rule takes for convs of
+// few input channels, in fp32.
+bool conv_node_uses_direct(const Node& node, const Shape& x, const Shape& w);
+bool conv_node_fits_direct(const Node& node, const Shape& x, const Shape& w);
 
 // Output rows are computed in blocks of this many: tiles cut rows at its multiples.
 constexpr int64_t kWinogradRows = 4;

@@ -72,8 +72,10 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
   const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
   const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
   const Shape& y = plan.graph.values.at(node.outputs[0]).shape;
-  return {tiling::conv_node_uses_winograd(node, x, w) ? "winograd" : "gemm", plan.tile_extent[n],
-          tile_count(y, plan.tile_extent[n])};
+  const char* primitive = tiling::conv_node_uses_winograd(node, x, w) ? "winograd"
+                          : tiling::conv_node_uses_direct(node, x, w) ? "direct"
+                                                                      : "gemm";
+  return {primitive, plan.tile_extent[n], tile_count(y, plan.tile_extent[n])};
 }
 
 namespace {
@@ -121,6 +123,9 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
   // A bf16 plan keeps Winograd layers in fp32 on the other path: only the GEMM is a choice there.
   if (plan.precision.precision == Precision::fp32 && tiling::conv_node_fits_winograd(node, x, w))
     primitives.push_back("winograd");
+  // The direct kernel where its rule might take it: few input channels (a stem).
+  if (plan.precision.precision == Precision::fp32 && x.size() == 4 && x[1] <= 4 && tiling::conv_node_fits_direct(node, x, w))
+    primitives.push_back("direct");
   const int64_t threads = plan.options.threads;
   const std::vector<int64_t> targets =
       threads == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{threads, 2 * threads, 4 * threads};

@@ -16,7 +16,7 @@ struct ConvConfig {
 };
 
 struct ConvCandidate {
-  std::string primitive;  // "gemm", "winograd" or "nhwc"; empty for a MatMul or Gemm
+  std::string primitive;  // "gemm", "winograd", "direct" or "nhwc"; empty for a MatMul or Gemm
   Shape extent;           // tile extent of the output: [N, C, H, W], or [N, H, W, C] for nhwc
   int64_t tiles = 1;
 };
@@ -32,7 +32,8 @@ inline const std::vector<std::string>& model_primitives() {
 bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config = nullptr);
 
 // The rule's own choice for node n, and the candidates: each primitive that can run it
-// (only the GEMM in a bf16 plan) with grids of one, two and four tiles per thread, cut by
+// (only the GEMM in a bf16 plan; the direct kernel for up to 4 input channels) with grids of
+// one, two and four tiles per thread, cut by
 // rows first or by output channels first, and the channels-last GEMM ("nhwc") with the GEMM's
 // grids where its rule allows them. Distinct, the rule's choice among them if it is one.
 ConvCandidate rule_choice(const Plan& plan, size_t n);

@@ -122,6 +122,8 @@ std::vector<NodeChoice> predicted_choices(const Plan& rules, const PerfModel& mo
     ConvConfig c;
     if (!tunable_conv(rules, n, &c)) continue;
     const ConvCandidate rule = rule_choice(rules, n);
+    // A rule's primitive the model does not price (the direct kernel) stays: nothing to weigh it against.
+    if (!std::count(primitives.begin(), primitives.end(), rule.primitive)) continue;
     double best = price(c, rule) * (1 - keep_share);
     const ConvCandidate* pick = nullptr;
     const std::vector<ConvCandidate> candidates = conv_candidates(rules, n);

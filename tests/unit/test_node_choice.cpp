@@ -85,6 +85,25 @@ TEST(NodeChoice, PrimitivesOverrideTheRuleBothWays) {
   EXPECT_GT(max_difference(a.outputs().at("y"), b.outputs().at("y")), 0.0);
 }
 
+// The direct kernel, which the rule keeps for convs of few input channels, runs any conv of
+// one group it fits when chosen: here a 16-channel stride-2 conv, to the reference's answer.
+TEST(NodeChoice, DirectKernelRunsAChosenConv) {
+  const TestModel m = three_convs();
+  const Graph g = unfused_graph(m);
+  PlanOptions options;
+  options.choices = {{"stride2", "direct", {}}};
+  auto chosen = make_plan(g, options);
+  const Node& n = node_named(*chosen, "stride2");
+  EXPECT_EQ(conv_primitive_choice(n), "direct");
+  EXPECT_TRUE(tiling::conv_node_uses_direct(n, chosen->graph.values.at(n.inputs[0]).shape,
+                                            chosen->graph.values.at(n.inputs[1]).shape));
+  EXPECT_FALSE(tiling::conv_node_uses_direct(node_named(*make_plan(g, PlanOptions{}), "stride2"),
+                                             g.values.at("c").shape, g.values.at("wc").shape));
+  PlannedRun run(chosen, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 2);
+  EXPECT_LT(max_difference(run_reference(g, m.inputs).at("y"), run.outputs().at("y")), 1e-3);
+}
+
 TEST(NodeChoice, ChosenExtentIsTheGrid) {
   const TestModel m = three_convs();
   const Graph g = unfused_graph(m);

@@ -152,6 +152,9 @@ TEST(TilingKernels, ConvFewInputChannelsRunDirect) {
   // One input channel, stride 1 along rows and 3 along columns, asymmetric pads.
   check(NodeBuilder("Conv", 11, 2).ints("strides", {1, 3}).ints("pads", {0, 2, 1, 0}),
         {random_f32({1, 1, 21, 35}, 73), random_f32({6, 1, 3, 5}, 74)});
+  // Chosen by the plan for a conv the rule gives the GEMM: 20 input channels, stride 1.
+  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}).s(kAttrConvPrimitive, "direct"),
+        {random_f32({1, 20, 9, 18}, 75), random_f32({7, 20, 3, 3}, 76), random_f32({7}, 77)}, {{0, 4, 3, 0}});
 }
 
 TEST(TilingKernels, ConvOneDimensional) {
