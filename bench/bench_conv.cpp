@@ -170,38 +170,13 @@ int run_primitives(int reps) {
 }
 
 void run_grove(benchmark::State& state, const ConvShape& s, const std::string& primitive) {
-  const bool by_rule = primitive.empty();
-  Node node;
-  node.name = "conv";
-  node.op_type = "Conv";
-  node.opset = 11;
-  node.inputs = {"x", "w", "b"};
-  node.outputs = {"y"};
-  node.attrs["strides"] = ints_attr({s.stride, s.stride});
-  node.attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
-  node.attrs["kernel_shape"] = ints_attr({s.kernel, s.kernel});
-  if (!by_rule) node.attrs[kAttrConvPrimitive] = string_attr(primitive);
-  const Tensor x = random_tensor({1, s.cin, s.size, s.size}, 1);
-  const Tensor w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2);
-  const Tensor b = random_tensor({s.cout}, 3);
-  const std::vector<ValueInfo> infos = {{DType::f32, x.shape(), nullptr, true},
-                                        {DType::f32, w.shape(), &w, true},
-                                        {DType::f32, b.shape(), &b, true}};
-  const std::vector<ValueInfo> out_infos = infer_node(node, infos);
-  Tensor y(DType::f32, out_infos[0].shape);
-  const TileRule* rule = find_tile_rule(node);
-  const std::vector<const Tensor*> in = {&x, &w, &b};
-  const std::vector<const Tensor*> constants = {nullptr, &w, &b};
-  const std::shared_ptr<const void> prepared = rule->prepare(node, infos, constants);
-  Region region;
-  for (int64_t d : y.shape()) region.push_back({0, d});
-  std::vector<Tensor*> out = {&y};
+  GroveConv conv(s, primitive);
   for (auto _ : state) {
-    rule->run_tile(node, in, out, region, prepared.get());
+    conv.run();
     benchmark::ClobberMemory();
   }
   set_flops(state, s);
-  state.SetLabel(primitive == "direct" ? "direct" : path_of(s, by_rule));
+  state.SetLabel(primitive == "direct" ? "direct" : path_of(s, primitive.empty()));
 }
 
 void run_dnnl(benchmark::State& state, const ConvShape& s) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/conv_direct.h"
+#include "random_values.h"
 #include "supported_isas.h"
 
 namespace grove::kernels {
@@ -26,14 +27,6 @@ struct Case {
   bool residual = false;
   ActivationParams activation = {};
 };
-
-std::vector<float> random_values(size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 constexpr float kSentinel = 1234.5f;
 

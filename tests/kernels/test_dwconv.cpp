@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/dwconv.h"
+#include "random_values.h"
 #include "supported_isas.h"
 
 namespace grove::kernels {
@@ -55,14 +56,6 @@ Conv2dShape shape_of(const DwCase& c) {
   s.out_h = (c.in_h + 2 * c.pad - span_h) / c.stride + 1;
   s.out_w = (c.in_w + 2 * c.pad - span_w) / c.stride + 1;
   return s;
-}
-
-std::vector<float> random_values(size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = dist(rng);
-  return v;
 }
 
 // y[oh][ow] = act(bias + sum over taps inside the plane + residual), in double.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/dwconv_nhwc.h"
+#include "random_values.h"
 #include "supported_isas.h"
 
 namespace grove::kernels {
@@ -24,14 +25,6 @@ struct Case {
   bool residual = false;
   ActivationParams activation = {};
 };
-
-std::vector<float> random_values(size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 size_t lanes_of(Isa isa) { return isa == Isa::avx512 ? 16 : isa == Isa::avx2 ? 8 : 4; }
 

@@ -235,6 +235,23 @@ int count_op(const Plan& plan, const std::string& op) {
   return n;
 }
 
+// Runs the plan on the tile runtime with each worker count and compares with `want`.
+void expect_plan_computes(const auto& plan, const TestModel& m, const TensorMap& want, std::vector<size_t> workers,
+                          const std::string& label) {
+  for (size_t w : workers) {
+    PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+    run_serial(run, w);
+    expect_close(run.outputs(), want, 1e-4, label);
+  }
+}
+
+// The plan with Transposes priced so high that every channels-last group goes back to NCHW.
+auto plan_with_costly_transposes(const Graph& g) {
+  PlanOptions costly;
+  costly.transpose_flops = 1e6;
+  return make_plan(g, costly);
+}
+
 TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
   const TestModel m = conv_block();
   Model model = load_test_model(m);
@@ -334,23 +351,15 @@ TEST(LayoutF32, ConcatAndMaxPoolJoinTheChannelsLastConvs) {
   EXPECT_EQ(count_op(*plan, "Transpose"), 2);
   for (const Node& n : plan->graph.nodes)
     if (n.op_type == "Concat") EXPECT_EQ(n.attr_int("axis", 0), 3);
-  for (size_t workers : {1, 3}) {
-    PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
-    run_serial(run, workers);
-    expect_close(run.outputs(), want, 1e-4, "channels-last fire module");
-  }
-  PlanOptions costly;
-  costly.transpose_flops = 1e6;
-  auto back = make_plan(model.graph(), costly);
+  expect_plan_computes(plan, m, want, {1, 3}, "channels-last fire module");
+  auto back = plan_with_costly_transposes(model.graph());
   EXPECT_EQ(back->channels_last_convs, 0);
   EXPECT_EQ(count_op(*back, "MaxPoolNhwc"), 0);
   EXPECT_EQ(count_op(*back, "MaxPool"), 1);
   EXPECT_EQ(count_op(*back, "Transpose"), 0);
   for (const Node& n : back->graph.nodes)
     if (n.op_type == "Concat") EXPECT_EQ(n.attr_int("axis", 0), 1);
-  PlannedRun run(back, m.inputs, PlannedRunOptions{true});
-  run_serial(run, 2);
-  expect_close(run.outputs(), want, 1e-4, "the module back in NCHW");
+  expect_plan_computes(back, m, want, {2}, "the module back in NCHW");
 }
 
 // A node a tuning record names keeps the layout it was measured in (here the others, left
@@ -423,20 +432,12 @@ TEST(LayoutF32, DepthwiseConvsRunChannelsLastBetweenTheirNeighbours) {
   EXPECT_EQ(count_op(*plan, "DepthwiseConvNhwc"), 1);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
   EXPECT_EQ(count_op(*plan, "Transpose"), 2);  // x in, y out
-  for (size_t workers : {1, 3}) {
-    PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
-    run_serial(run, workers);
-    expect_close(run.outputs(), want, 1e-4, "channels-last block");
-  }
-  PlanOptions costly;
-  costly.transpose_flops = 1e6;
-  auto back = make_plan(model.graph(), costly);
+  expect_plan_computes(plan, m, want, {1, 3}, "channels-last block");
+  auto back = plan_with_costly_transposes(model.graph());
   EXPECT_EQ(back->channels_last_convs, 0);
   EXPECT_EQ(count_op(*back, "DepthwiseConvNhwc"), 0);
   EXPECT_EQ(count_op(*back, "Conv"), 3);
-  PlannedRun run(back, m.inputs, PlannedRunOptions{true});
-  run_serial(run, 2);
-  expect_close(run.outputs(), want, 1e-4, "the block back in NCHW");
+  expect_plan_computes(back, m, want, {2}, "the block back in NCHW");
 }
 
 // A tuning choice "nhwc" (grove tune) puts a conv channels-last whatever the rule says, even a
