@@ -58,7 +58,7 @@ void BufferPool::give_back(std::byte* block, size_t bytes) {
     stats_.in_use_bytes -= static_cast<int64_t>(bytes);
     stats_.free_bytes += static_cast<int64_t>(bytes);
     free_.emplace(bytes, block);
-    while (stats_.free_bytes > 2 * stats_.high_water_bytes) {
+    while (stats_.free_bytes > kFreePerPeak * stats_.high_water_bytes) {
       auto largest = std::prev(free_.end());
       stats_.free_bytes -= static_cast<int64_t>(largest->first);
       evicted.push_back(largest->second);

@@ -11,10 +11,12 @@
 // barrier-free schedule takes and returns blocks in a different order every run.
 //
 // Thread-safe: one mutex around the free list, taken once per value per run, not per tile.
-// Bounded: free bytes never exceed twice the most bytes ever in use at once (the largest free
-// blocks go first). Blocks of one size serve only requests near that size, so a model needs
-// more than its peak in the pool to stop allocating: ResNet-50 B8 settles at 225 MB of blocks
-// for a 148 MB peak; a bound of 1x the peak evicted blocks every run and thrashed.
+// Bounded: free bytes never exceed kFreePerPeak times the most bytes ever in use at once (the
+// largest free blocks go first). Blocks of one size serve only requests near that size, so a
+// model needs more than its peak in the pool to stop allocating: ResNet-50 B8 settles at 225 MB
+// of blocks for a 148 MB peak; a bound of 1x the peak evicted blocks every run and thrashed,
+// and so did 2x for SqueezeNet and GoogLeNet, whose largest block (the stem's output) was
+// evicted after every run and allocated and zeroed again at the next (docs/runtime.md).
 //
 // Reused blocks hold an earlier run's bytes, not zeros: take them only for values whose
 // producer writes every element before anyone reads it (PlannedRun zeroes the others).
@@ -32,6 +34,9 @@ namespace grove {
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
   // Create pools with std::make_shared: taken buffers keep their pool alive.
+  // Free bytes kept, at most, per byte of the most ever in use at once.
+  static constexpr int64_t kFreePerPeak = 4;
+
   BufferPool() = default;
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
