@@ -57,6 +57,14 @@ const std::vector<Shape2> kShapes = {
     {2048, 512, 7, 1, 1, 0, false},
 };
 
+// The f32 mode also times the channels-last 3x3 convs of few channels in SqueezeNet 1.1 and
+// GoogLeNet, where the taps' partial sums cost most.
+const std::vector<Shape2> kFewChannelShapes = {
+    {16, 64, 55, 3, 1, 1, false},  {32, 128, 27, 3, 1, 1, false}, {48, 192, 13, 3, 1, 1, false},
+    {64, 256, 13, 3, 1, 1, false}, {16, 32, 28, 3, 1, 1, false},  {96, 128, 28, 3, 1, 1, false},
+    {16, 48, 14, 3, 1, 1, false},  {112, 224, 14, 3, 1, 1, false},
+};
+
 Tensor as_bf16(const Tensor& t) {
   Tensor out(DType::bf16, t.shape());
   auto* bits = reinterpret_cast<uint16_t*>(out.raw());
@@ -181,7 +189,9 @@ int run_f32(int reps) {
   using tag = dnnl::memory::format_tag;
   std::printf("| conv (Cin->Cout k s plane) | grove f32 GFLOP/s | oneDNN f32 any GFLOP/s | oneDNN f32 nhwc GFLOP/s | grove / oneDNN any |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
-  for (const Shape2& s : kShapes) {
+  std::vector<Shape2> shapes = kShapes;
+  shapes.insert(shapes.end(), kFewChannelShapes.begin(), kFewChannelShapes.end());
+  for (const Shape2& s : shapes) {
     const std::vector<double> g = gflops_interleaved(
         s, {grove_runner(s, false, true), dnnl_runner(s, eng, strm, dt::f32, tag::any),
             dnnl_runner(s, eng, strm, dt::f32, tag::nhwc)},

@@ -1,11 +1,25 @@
 #include "kernels/conv_rows.h"
 
 #include <algorithm>
+#include <array>
 
 #include "grove/error.h"
+#include "kernels/cpu_info.h"
 #include "kernels/gemm_microkernel.h"
 
 namespace grove::kernels {
+
+namespace {
+constexpr size_t kMaxTapsPerCall = 64;
+}  // namespace
+
+size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr) {
+  // A call streams its taps' weights from L2 for every block of positions, where one tap per
+  // call reuses a tap's slice across the rows but moves C in and out per tap. Registers win
+  // while the panel's weights for all taps sit in a quarter of L2 (docs/kernels.md).
+  static const size_t budget = size_t(cpu_info().l2_bytes > 0 ? cpu_info().l2_bytes : int64_t{1} << 20) / 4;
+  return taps * channels * nr * sizeof(float) <= budget ? std::min(taps, kMaxTapsPerCall) : 1;
+}
 
 bool conv_row_supported(Isa isa, Precision precision) { return isa == Isa::avx512 && precision == Precision::f32; }
 
@@ -25,26 +39,34 @@ void conv_rows(const ConvRowCall& call) {
   t.c_stride = call.y_stride;
   t.residual_stride = call.y_stride;
   t.activation = call.activation;
+  const size_t per_call = std::min(kMaxTapsPerCall, call.taps_per_call ? call.taps_per_call
+                                                                      : conv_rows_taps_per_call(call.channels, taps, nr));
+  std::array<ptrdiff_t, kMaxTapsPerCall> offsets{};
+  t.tap_offsets = offsets.data();
   for (size_t jr = 0; jr < call.n; jr += nr) {
     t.n = std::min(nr, call.n - jr);
     const float* panel = w.panel((call.n0 + jr) / nr);
     t.bias = call.bias ? call.bias + jr : nullptr;
     const float* next_panel = jr + nr < call.n ? w.panel((call.n0 + jr + nr) / nr) : nullptr;
-    for (size_t tap = 0; tap < taps; ++tap) {
-      const size_t ki = tap / call.kernel_w, kj = tap % call.kernel_w;
-      t.b = panel + tap * call.channels * nr;
-      // The first call of a tap streams its slice; it asks for the next tap's (or panel's).
-      const float* next = tap + 1 < taps ? t.b + call.channels * nr : next_panel;
-      t.accumulate = tap > 0;
-      t.finish = tap + 1 == taps;
+    for (size_t tap0 = 0; tap0 < taps; tap0 += per_call) {
+      t.taps = std::min(per_call, taps - tap0);
+      for (size_t i = 0; i < t.taps; ++i) {
+        const size_t ki = (tap0 + i) / call.kernel_w, kj = (tap0 + i) % call.kernel_w;
+        offsets[i] = ptrdiff_t(ki * call.tap_row_floats + kj * call.dilation_w * call.channels);
+      }
+      t.b = panel + tap0 * call.channels * nr;
+      // The first call of these taps streams their weights; it asks for the next ones.
+      const float* next = tap0 + t.taps < taps ? t.b + t.taps * call.channels * nr : next_panel;
+      t.accumulate = tap0 > 0;
+      t.finish = tap0 + t.taps == taps;
       for (size_t row = 0; row < call.rows; ++row) {
-        const float* x = call.x + row * call.row_step_floats + ki * call.tap_row_floats;
+        const float* x = call.x + row * call.row_step_floats;
         const size_t y0 = row * call.out_w;
         for (size_t block = 0; block < blocks; ++block) {
           const size_t o0 = call.out_w * block / blocks, o1 = call.out_w * (block + 1) / blocks;
           t.m = o1 - o0;
           t.b_next = row == 0 && block == 0 ? next : nullptr;
-          t.a = x + (o0 * call.stride_w + kj * call.dilation_w) * call.channels;
+          t.a = x + o0 * call.stride_w * call.channels;
           t.c = call.y + (y0 + o0) * call.y_stride + jr;
           t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
           f32_gemm_14x32_avx512(t);

@@ -1,9 +1,10 @@
 #pragma once
 // A channels-last convolution computed straight from (padded) input rows, without laying out
-// any window: each output position's taps are calls of the float GEMM microkernel that read A
-// where it lies (GemmTileArgs::a_stride), tap after tap accumulating into C, the fused
-// epilogue applied after the last. Weights are the ConvNhwc panels (k ordered kernel row,
-// kernel column, channel), so tap t's slice of a panel starts at row t * channels.
+// any window: the float GEMM microkernel reads A where it lies (GemmTileArgs::a_stride) and
+// adds up a block of positions' taps in its registers, one run of k per tap
+// (GemmTileArgs::tap_offsets), the fused epilogue applied after the last. Weights are the
+// ConvNhwc panels (k ordered kernel row, kernel column, channel), so tap t's slice of a panel
+// starts at row t * channels.
 #include <cstddef>
 
 #include "kernels/epilogue.h"
@@ -28,14 +29,19 @@ struct ConvRowCall {
   const float* residual = nullptr;  // shaped like y (same stride), or null
   const float* bias = nullptr;      // for channel n0 on, or null
   ActivationParams activation;
+  size_t taps_per_call = 0;  // taps one microkernel call adds up; 0: conv_rows_taps_per_call's
 };
+
+// Taps one microkernel call adds up in its registers by default (the others go on in y), for
+// panels of nr output channels.
+size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr);
 
 // Whether conv_row runs on this ISA and precision (a microkernel that reads A in place).
 bool conv_row_supported(Isa isa, Precision precision);
 
-// The call's output rows: every position, every channel. Per panel of output channels, each tap
-// runs over all the rows before the next (its slice of the weights is read from memory once for
-// the rows, not once per row); the partial sums stay in y. Throws grove::Error where
+// The call's output rows: every position, every channel. Per panel of output channels, all the
+// rows run over the panel's weights of every tap (read from memory once for the rows, then from
+// cache); partial sums stay in registers, not in y. Throws grove::Error where
 // conv_row_supported is false or the weights do not match.
 void conv_rows(const ConvRowCall& call);
 

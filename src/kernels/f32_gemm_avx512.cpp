@@ -31,6 +31,7 @@ constexpr int kMR = 14;
 struct PackedRows {
   const float* a;
   const float* at(int r, size_t p) const { return a + p * kMR + r; }
+  PackedRows shifted(ptrdiff_t) const { return *this; }  // packed A has one run of k
 };
 
 struct RowsInPlace {
@@ -38,6 +39,11 @@ struct RowsInPlace {
   ptrdiff_t s1, s3, s5;
   explicit RowsInPlace(const GemmTileArgs& t)
       : a0(t.a), a7(t.a + 7 * t.a_stride), s1(ptrdiff_t(t.a_stride)), s3(3 * s1), s5(5 * s1) {}
+  RowsInPlace shifted(ptrdiff_t offset) const {
+    RowsInPlace r = *this;
+    r.a0 += offset, r.a7 += offset;
+    return r;
+  }
   const float* at(int r, size_t p) const {
     const float* base = (r < 7 ? a0 : a7) + p;
     switch (r % 7) {
@@ -52,14 +58,11 @@ struct RowsInPlace {
   }
 };
 
+// kc steps of k from A rows `rows` and B at b; returns B past them.
 template <int R, class Rows>
-void tile(const GemmTileArgs& t, const Rows& rows) {
-  __m512 acc[R][kNV];
-  start_tile<R>(acc, t);
-
-  const float* b = t.b;
-  const char* next = reinterpret_cast<const char*>(t.b_next);
-  for (size_t p = 0; p < t.kc; ++p) {
+[[gnu::always_inline]] inline const float* add_steps(__m512 (&acc)[R][kNV], const float* b, const char* next,
+                                                     const Rows& rows, size_t kc) {
+  for (size_t p = 0; p < kc; ++p) {
     if (next) {  // one step of the next panel per step of this one: 2 lines of 64 bytes
       _mm_prefetch(next + p * 128, _MM_HINT_T1);
       _mm_prefetch(next + p * 128 + 64, _MM_HINT_T1);
@@ -74,6 +77,24 @@ void tile(const GemmTileArgs& t, const Rows& rows) {
       for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
     b += 16 * kNV;
+  }
+  return b;
+}
+
+template <int R, class Rows>
+void tile(const GemmTileArgs& t, const Rows& rows) {
+  __m512 acc[R][kNV];
+  start_tile<R>(acc, t);
+
+  const char* next = reinterpret_cast<const char*>(t.b_next);
+  if (!t.tap_offsets) {
+    add_steps<R>(acc, t.b, next, rows, t.kc);
+  } else {
+    const float* b = t.b;
+    for (size_t tap = 0; tap < t.taps; ++tap) {
+      b = add_steps<R>(acc, b, next, rows.shifted(t.tap_offsets[tap]), t.kc);
+      if (next) next += t.kc * 128;
+    }
   }
 
   store_tile<R>(acc, t);

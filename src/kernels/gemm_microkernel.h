@@ -5,7 +5,8 @@
 // A microkernel computes one MR x NR tile of C over kc steps of k:
 //   a: packed A, kc groups of MR floats (row r of step p at a[p * MR + r]); rows >= m are 0;
 //      or, where a_stride is set (f32_gemm_14x32_avx512 only), A as it lies: row r of step p
-//      at a[r * a_stride + p], rows >= m not read.
+//      at a[r * a_stride + p], rows >= m not read; with tap_offsets, step p of run i at
+//      a[tap_offsets[i] + r * a_stride + p].
 //   b: packed B, kc groups of NR floats (column j of step p at b[p * NR + j]); cols >= n are 0.
 // Only the valid m x n corner of C is read or written.
 #include <cstddef>
@@ -18,6 +19,11 @@ struct GemmTileArgs {
   size_t kc = 0;
   const float* a = nullptr;
   size_t a_stride = 0;  // 0: packed A; else unpacked A's row stride in floats
+  // A in place only: k runs as `taps` runs of kc steps, run i reading A from a + tap_offsets[i]
+  // (floats) while B goes on from one run to the next. A conv's taps so add up in registers
+  // instead of in C (kernels/conv_rows.h). Null: one run from a.
+  size_t taps = 1;
+  const ptrdiff_t* tap_offsets = nullptr;
   const float* b = nullptr;
   // The next B panel's kc x NR slice, or null: a kernel that streams its own slice from memory
   // (the first row tile of a panel) asks for this one into L2 meanwhile (the f32 AVX-512 one).
