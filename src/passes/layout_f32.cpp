@@ -21,6 +21,7 @@
 #include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
+#include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
@@ -40,6 +41,10 @@ constexpr int64_t kMinChannels = 16;
 // A group of convs keeps channels-last only if its FLOPs are at least this many times what its
 // Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.
 constexpr double kFlopsPerMove = 10;
+// Fewer input channels than this: a Winograd layer runs channels-last where conv_rows can
+// (measured in models: 16->64 at 55x55 1.4x, 32->96 at 28x28 1.1x; 64->64 at 56x56 even;
+// 96->128 at 28x28 Winograd 1.2x; docs/layout.md).
+constexpr int64_t kRowsBeatWinogradChannels = 64;
 
 // One group per input channel, one output channel per group (a depth multiplier of 1).
 bool is_depthwise(const Node& n, const Shape& x) {
@@ -103,7 +108,10 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   const int64_t m = w.dim(0);
   if (m * 4 < (m + nr - 1) / nr * nr * 3) return false;
   // Winograd layers stay on their NCHW path; a conv the plan marked bf16 never runs Winograd.
-  return runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x, w.shape());
+  // Where the channels-last conv adds its taps in registers (kernels/conv_rows.h), it beats
+  // Winograd on few input channels, whose transforms outweigh their GEMMs (docs/layout.md).
+  if (runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x, w.shape())) return true;
+  return x[1] < kRowsBeatWinogradChannels && kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
 }
 
 // Convs, Concats and pools that share channels-last values (one reads another's y, or both read
@@ -111,10 +119,13 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
 // only if its FLOPs are at least kFlopsPerMove times what its Transposes move, in FLOPs (the
 // plan's transpose_flops per element); otherwise every conv of it becomes the NCHW Conv again and
 // its Transposes, unread, are dead. A group holding a conv chosen "nhwc" stays whole: that
-// conv reads its neighbours' channels-last outputs, which going back would remove. Returns
+// conv reads its neighbours' channels-last outputs, which going back would remove. The convs
+// that left Winograd for channels-last (`off_winograd`) run there at about Winograd's speed, so
+// their FLOPs pay for no Transposes: they stay only in a component the others pay for. Returns
 // how many convs went back.
 int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of,
-                             const std::set<std::string>& movers, double transpose_flops) {
+                             const std::set<std::string>& movers, const std::set<std::string>& off_winograd,
+                             double transpose_flops) {
   auto channels_last = [&](const Node& n) { return is_conv_nhwc(n) || movers.count(n.name); };
   std::vector<size_t> convs;
   std::map<std::string, size_t> producer;
@@ -151,7 +162,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   for (size_t c : convs) {
     const Node& n = g.nodes[c];
     if (conv_primitive_choice(n) == "nhwc") chosen.insert(root(c));
-    flops[root(c)] += double(node_flops(g, n));
+    if (!off_winograd.count(n.name)) flops[root(c)] += double(node_flops(g, n));
     const std::string& y = nchw_of.at(n.outputs[0]);
     if (reads[y] > 0) moved[root(c)] += double(numel(g.values.at(y).shape));  // its Transpose back is read
   }
@@ -209,6 +220,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
   std::set<std::string> movers;  // the Concats and pools that take channels-last copies
+  std::set<std::string> off_winograd;  // convs the rule would run Winograd had they stayed NCHW
   int converted = 0;
   auto channels_last = [&](const std::string& value) {
     const std::string name = channels_last_copy(g, value, twin, out);
@@ -250,6 +262,9 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       out.push_back(n);
       continue;
     }
+    if (conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
+        tiling::conv_node_uses_winograd(n, g.values.at(n.inputs[0]).shape, constant(g, n.inputs[1])->shape()))
+      off_winograd.insert(n.name);
     Node c = n;
     c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
     c.domain = kGroveDomain;
@@ -262,7 +277,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   }
   g.nodes = std::move(out);
   remove_dead_nodes(g);  // the Transposes back that nothing reads, before they count as moves
-  const int reverted = revert_costly_components(g, nchw_of, movers, transpose_flops);
+  const int reverted = revert_costly_components(g, nchw_of, movers, off_winograd, transpose_flops);
   remove_dead_nodes(g);
   return converted - reverted;
 }

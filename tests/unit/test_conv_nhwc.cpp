@@ -7,6 +7,7 @@
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/bf16.h"
+#include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
@@ -400,6 +401,31 @@ TEST(LayoutF32, CheapConvsStayNchw) {
   EXPECT_EQ(plan->channels_last_convs, 0);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 0);
   EXPECT_EQ(count_op(*plan, "Transpose"), 0);
+}
+
+// A 3x3 conv of 32 input channels on a 28x28 plane, which the NCHW rule runs on Winograd: where
+// the channels-last conv adds its taps in registers (AVX-512) it goes channels-last beside a
+// channels-last neighbour, but alone it stays NCHW, since it runs channels-last only about as
+// fast as on Winograd and so pays for no Transposes (Transposes priced near zero here).
+TEST(LayoutF32, FewChannelWinogradConvsGoChannelsLastOnlyBesideOthers) {
+  const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+  PlanOptions cheap_moves;
+  cheap_moves.transpose_flops = 0.01;
+  for (bool neighbour : {false, true}) {
+    OnnxBuilder b(13);
+    b.input("x", kF32, {1, 32, 28, 28}).output("y", kF32, {1, 64, 28, 28});
+    weight(b, "w3", {64, 32, 3, 3}, 1);
+    weight(b, "w1", {64, 64, 1, 1}, 2);
+    OnnxBuilder::attr_ints(b.node("Conv", {"x", "w3"}, {neighbour ? "c" : "y"}, "three"), "pads", {1, 1, 1, 1});
+    if (neighbour) b.node("Conv", {"c", "w1"}, {"y"}, "one");
+    const TestModel m{"winograd_or_rows", b.bytes(), {{"x", seeded_tensor({1, 32, 28, 28}, 3)}}};
+    Model model = load_test_model(m);
+    auto plan = make_plan(model.graph(), cheap_moves);
+    const int expect = neighbour ? (rows ? 2 : 1) : 0;
+    EXPECT_EQ(count_op(*plan, "ConvNhwc"), expect) << (neighbour ? "beside a 1x1 conv" : "alone");
+    EXPECT_EQ(count_op(*plan, "Conv"), (neighbour ? 2 : 1) - expect);
+    expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, "3x3 conv of 32 channels");
+  }
 }
 
 // x [1, 64, 12, 12] -> 1x1 expand (384) + ReLU -> depthwise 3x3 (384) + ReLU -> 1x1 project
