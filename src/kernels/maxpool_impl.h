@@ -45,7 +45,7 @@ void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
     const long ky0 = std::max<long>(0, -iy0), ky1 = std::min(kh, ih - iy0);
     over_span<Lanes>(0, iw, [&]<int W>(long ix) {
       using V = FloatVec<W>;
-      V best = V{} + kLowest;
+      V best = splat_floats<V>(kLowest);
       for (long ky = ky0; ky < ky1; ++ky) best = larger(load_floats<V>(c.x + (iy0 + ky) * iw + ix), best);
       store_floats(col + ix, best);
     });
@@ -61,14 +61,14 @@ void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
     if (sx == 1) {
       over_span<Lanes>(inner0, inner1, [&]<int W>(long ox) {
         using V = FloatVec<W>;
-        V best = V{} + kLowest;
+        V best = splat_floats<V>(kLowest);
         for (long kx = 0; kx < kw; ++kx) best = larger(load_floats<V>(col + ox - pad + kx), best);
         store_floats(y + ox, best);
       });
     } else if (sx == 2) {
       over_span<Lanes>(inner0, inner1, [&]<int W>(long ox) {
         using V = FloatVec<W>;
-        V best = V{} + kLowest;
+        V best = splat_floats<V>(kLowest);
         for (long kx = 0; kx < kw; ++kx) best = larger(load_even_floats<V>(col + 2 * ox - pad + kx), best);
         store_floats(y + ox, best);
       });
