@@ -150,6 +150,8 @@ TEST(TilingMovement, ConcatReadsOnlyTheInputsItsRegionCovers) {
   EXPECT_EQ(needs[1], (Region{{0, 2}, {1, 3}, {1, 2}}));
   EXPECT_EQ(needs[2], Region{});
   check_tiling(NodeBuilder("Concat", 13, 2).i("axis", -1), {random_f32({3, 2}, 45), random_f32({3, 5}, 46)}, 0);
+  // NCHW planes: a tile covering whole rows copies each channel's rows as one run.
+  check_tiling(NodeBuilder("Concat", 13, 2).i("axis", 1), {random_f32({2, 3, 4, 5}, 47), random_f32({2, 2, 4, 5}, 48)}, 0);
 }
 
 TEST(TilingMovement, SliceWithStepsAndNegativeIndices) {
