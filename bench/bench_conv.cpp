@@ -137,8 +137,9 @@ struct GroveConv {
     for (int64_t d : y.shape()) region.push_back({0, d});
     const std::vector<const Tensor*> in = {&x, &w, &b};
     std::vector<Tensor*> out = {&y};
-    rule->run_tile(node, in, out, region, prepared.get());
+    rule->run_tile(node, in, out, region, prepared.get(), scratch);
   }
+  TileScratch scratch;  // one worker's, kept across the runs
 };
 
 // The primitives side by side, run after run in turn, so that each sees the same machine

@@ -13,6 +13,11 @@
 //
 // does the same in float32 on any AVX-512 or AVX2 CPU: grove's fp32 ConvNhwc rule against oneDNN's
 // f32 convolution in its own layouts and in plain NHWC (grove's activation layout).
+//
+//   build-x/bench/grove_bench_conv_nhwc_bf16 taps [reps]
+//
+// times kernels/conv_rows.h alone with one tap per microkernel call against all taps in one
+// call (AVX-512 CPUs), the measurement behind conv_rows_taps_per_call.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +34,7 @@
 #include "graph/precision_attr.h"
 #include "graph/tensor.h"
 #include "kernels/bf16.h"
+#include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
@@ -116,11 +122,12 @@ Runner grove_runner(const Shape2& s, bool bf16_storage, bool f32 = false) {
   std::shared_ptr<const void> prepared = rule->prepare(*node, infos, constants);
   Region region;
   for (int64_t d : y->shape()) region.push_back({0, d});
+  auto scratch = std::make_shared<TileScratch>();  // one worker's, kept across the runs
   return {[=] {
             std::vector<const Tensor*> in = {x.get(), w.get(), b.get()};
             if (s.residual) in.push_back(r.get());
             std::vector<Tensor*> out = {y.get()};
-            rule->run_tile(*node, in, out, region, prepared.get());
+            rule->run_tile(*node, in, out, region, prepared.get(), *scratch);
           },
           {}};
 }
@@ -204,9 +211,51 @@ int run_f32(int reps) {
   return 0;
 }
 
+// conv_rows alone (kernels/conv_rows.h), its taps one per microkernel call against all in one
+// call, interleaved; 3x3 stride 1 on padded rows of the shapes that decide the rule.
+int run_taps(int reps) {
+  struct Taps { size_t c, m, size; };
+  std::printf("| conv (Cin->Cout 3x3 plane) | weights per panel KiB | 1 tap per call GFLOP/s | all taps GFLOP/s | all / 1 | default |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  for (Taps s : {Taps{16, 64, 55}, Taps{32, 128, 27}, Taps{64, 64, 56}, Taps{128, 128, 28}, Taps{256, 256, 14},
+                 Taps{384, 384, 14}, Taps{512, 512, 7}, Taps{512, 512, 14}, Taps{1024, 256, 7}}) {
+    const size_t wp = s.size + 2, taps = 9, k = taps * s.c;
+    const Tensor xt = random_tensor({int64_t((s.size + 2) * wp * s.c)}, 1), wt = random_tensor({int64_t(k * s.m)}, 2);
+    const float *x = xt.data<float>(), *w = wt.data<float>();
+    std::vector<float> y(s.size * s.size * s.m);
+    const kernels::PackedB packed = kernels::pack_b(w, k, s.m, s.m, kernels::BLayout::k_by_n, kernels::active_isa());
+    kernels::ConvRowCall call;
+    call.x = x, call.tap_row_floats = wp * s.c, call.channels = s.c, call.kernel_h = call.kernel_w = 3;
+    call.out_w = s.size, call.rows = s.size, call.row_step_floats = wp * s.c;
+    call.w = &packed, call.n = s.m, call.y = y.data(), call.y_stride = s.m;
+    std::vector<double> one, all;
+    for (int r = 0; r < reps; ++r)
+      for (size_t per_call : {size_t{1}, taps}) {
+        call.taps_per_call = per_call;
+        const auto t0 = Clock::now();
+        kernels::conv_rows(call);
+        (per_call == 1 ? one : all).push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+    std::sort(one.begin(), one.end());
+    std::sort(all.begin(), all.end());
+    const double flops = 2.0 * double(k) * double(s.m) * double(s.size * s.size), a = one[one.size() / 2], b = all[all.size() / 2];
+    std::printf("| %zu->%zu %zux%zu | %zu | %.0f | %.0f | %.2f | %zu |\n", s.c, s.m, s.size, s.size, k * packed.nr * 4 / 1024,
+                flops / a / 1e6, flops / b / 1e6, a / b, kernels::conv_rows_taps_per_call(s.c, taps, packed.nr));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   omp_set_num_threads(1);  // oneDNN's OpenMP runtime would use every core; grove's tile runs on one
   if (argc > 1 && std::string(argv[1]) == "f32") return run_f32(argc > 2 ? std::max(1, std::atoi(argv[2])) : 30);
+  if (argc > 1 && std::string(argv[1]) == "taps") {
+    if (!kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32)) {
+      std::fprintf(stderr, "grove_bench_conv_nhwc_bf16 taps: conv_rows needs AVX-512\n");
+      return 1;
+    }
+    return run_taps(argc > 2 ? std::max(1, std::atoi(argv[2])) : 41);
+  }
   if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) {
     std::fprintf(stderr, "grove_bench_conv_nhwc_bf16: this CPU has no AMX-BF16\n");
     return 1;

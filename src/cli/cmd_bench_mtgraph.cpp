@@ -29,13 +29,15 @@ struct Compound {
   std::vector<Loaded> models;
   std::vector<std::shared_ptr<const Plan>> plans;
   std::vector<std::shared_ptr<BufferPool>> buffers;  // one pool per model, kept across runs, as a Session does
+  std::shared_ptr<WorkerScratch> scratch;             // the tile rules' working memory, per worker slot
 };
 
 double run_staged(Engine& engine, Compound& c, const std::shared_ptr<const StagedDag>& dag) {
   auto t = Clock::now();
   std::vector<std::shared_ptr<PlannedRun>> runs;
   for (size_t i = 0; i < c.models.size(); ++i)
-    runs.push_back(std::make_shared<PlannedRun>(c.plans[i], c.models[i].inputs, PlannedRunOptions{.buffers = c.buffers[i]}));
+    runs.push_back(std::make_shared<PlannedRun>(c.plans[i], c.models[i].inputs,
+                                                PlannedRunOptions{.buffers = c.buffers[i], .scratch = c.scratch}));
   engine.run(std::make_shared<StagedJob>(dag, std::move(runs)));
   return ms_since(t);
 }
@@ -81,6 +83,7 @@ int run_bench_mtgraph(const BenchOptions& o) {
   ShapeMap shapes = parse_shape_options(o.shapes);
   Engine engine({.threads = o.threads});
   Compound c;
+  c.scratch = std::make_shared<WorkerScratch>(static_cast<size_t>(engine.worker_slots()));
   std::vector<int32_t> ops;
   for (const auto& path : o.models) {
     c.models.push_back(load_for_coexec(engine, o, path, shapes));

@@ -76,13 +76,11 @@ inline void store_outputs(const DwConv2dCall& c, int64_t offset, __mmask16 mask,
   _mm512_mask_storeu_ps(out, mask, acc);
 }
 
-// A row of zeros as wide as the input: taps of kernel rows that fall in the top or bottom
-// padding read it, so the inner loop has no branch and the accumulators stay in registers.
-const float* zero_row(int64_t width) {
-  thread_local std::vector<float> zeros;
-  if (int64_t(zeros.size()) < width) zeros.assign(size_t(width), 0.0f);
-  return zeros.data();
-}
+// A row of zeros at least as wide as the input: taps of kernel rows that fall in the top or
+// bottom padding read it, so the inner loop has no branch and the accumulators stay in
+// registers. Constant data; wider inputs take the portable loop.
+constexpr int64_t kMaxZeroRow = 4096;
+alignas(64) constexpr float kZeroRow[kMaxZeroRow] = {};
 
 void dwconv2d_unit_dilation(const DwConv2dCall& c) {
   const Conv2dShape& s = c.shape;
@@ -91,7 +89,7 @@ void dwconv2d_unit_dilation(const DwConv2dCall& c) {
   const int64_t sh = int64_t(s.stride_h), sw = int64_t(s.stride_w);
   const int64_t pad_top = int64_t(s.pad_top), pad_left = int64_t(s.pad_left);
   const bool stride_2 = sw == 2;
-  const float* zeros = zero_row(W);
+  const float* zeros = kZeroRow;
   const int64_t row_begin = int64_t(c.row_begin), row_end = int64_t(c.row_end);
   for (int64_t oh0 = row_begin; oh0 < row_end; oh0 += kRows) {
     const int64_t rows = std::min(kRows, row_end - oh0);
@@ -231,7 +229,9 @@ void f32_dwconv2d_avx512(const DwConv2dCall& call) {
   const bool same_plane = s.stride_h == 1 && s.stride_w == 1 && s.out_h == s.in_h && s.out_w == s.in_w;
   if (unit_dilation && same_plane && s.kernel_w <= size_t(kMaxKernel) && s.in_h * s.in_w < (size_t(1) << 24))
     return dwconv2d_same_flat(call);
-  if (unit_dilation && stride_1_or_2 && s.kernel_w <= size_t(kMaxKernel) && s.kernel_h <= size_t(kMaxKernel)) return dwconv2d_unit_dilation(call);
+  if (unit_dilation && stride_1_or_2 && s.kernel_w <= size_t(kMaxKernel) && s.kernel_h <= size_t(kMaxKernel) &&
+      s.in_w <= size_t(kMaxZeroRow))
+    return dwconv2d_unit_dilation(call);
   dwconv2d_impl(call);
 }
 

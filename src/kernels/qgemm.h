@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/aligned_buffer.h"
 #include "kernels/isa.h"
 #include "kernels/qadd.h"
 
@@ -78,6 +79,14 @@ void s8u8_gemm_requantize(const PackedS8& a, RowRange rows, const U8Panels& b, c
 // padded with anything: W's padded steps are 0) at x + t * x_stride. Only W's columns
 // [col_begin, col_end) are computed (col_begin a multiple of kWidth; col_end past w.n means
 // w.n): column j of y row t at y + t * y_stride + (j - col_begin). Same int32 bound.
+// The AMX kernel's copies (X's short blocks padded, W's partial last groups), grown and
+// reused by whoever owns it: a worker's scratch (ops/tile_scratch.h).
+struct U8GemmScratch {
+  AlignedFloats x, tails;
+  std::vector<const uint8_t*> block_x;  // each 32-row block's first row: in place or copied
+  std::vector<size_t> block_stride;
+};
+
 struct ColumnRequantize {
   const int32_t* add = nullptr;       // per column of W
   const float* multiplier = nullptr;  // per column of W
@@ -93,6 +102,8 @@ struct ColumnRequantize {
   const void* residual = nullptr;
   size_t residual_stride = 0;
   QAddParams residual_add;
+  // Working memory of the AMX kernel; null: the call makes its own.
+  U8GemmScratch* scratch = nullptr;
 };
 // isa avx512 runs on AMX tiles where isa_supports_amx_int8(), else on VNNI.
 void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const ColumnRequantize& r,

@@ -33,13 +33,6 @@ constexpr size_t kGroupQuads = kStepBytes / 4;     // W quads per tile
 constexpr size_t kGroupBytes = kGroupQuads * kWidth * 4;  // one W tile
 constexpr size_t kBlockRows = 32;
 
-// Per-thread copies: X's short blocks padded, W's partial last groups. Grown, never shrunk.
-struct AmxScratch {
-  AlignedFloats x, tails;
-  std::vector<const uint8_t*> block_x;  // each 32-row block's first row: in place or copied
-  std::vector<size_t> block_stride;
-};
-
 uint8_t* bytes(AlignedFloats& buffer, size_t count) {
   buffer.reserve((count + 3) / 4 + 16);
   return reinterpret_cast<uint8_t*>(buffer.data());
@@ -49,7 +42,8 @@ uint8_t* bytes(AlignedFloats& buffer, size_t count) {
 
 void u8s8_gemm_requantize_amx(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
                               const ColumnRequantize& r) {
-  thread_local AmxScratch scratch;
+  U8GemmScratch own;
+  U8GemmScratch& scratch = r.scratch ? *r.scratch : own;
   const size_t end_col = std::min(r.col_end, w.n), first = r.col_begin / kWidth;
   const size_t panels = (end_col + kWidth - 1) / kWidth;
   const size_t groups = (w.quads + kGroupQuads - 1) / kGroupQuads, full_groups = w.quads / kGroupQuads;

@@ -54,9 +54,9 @@ double sum(const float* x, int64_t count) {
 }  // namespace
 
 void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
-                    int64_t* keep) {
-  thread_local std::vector<double> score;  // per-worker scratch: no allocation per image
-  thread_local std::vector<int64_t> order;
+                    int64_t* keep, AttentionKeepScratch& scratch) {
+  std::vector<double>& score = scratch.score;
+  std::vector<int64_t>& order = scratch.order;
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
   // The `count` highest of score[0, size), ascending by index, into out.
   auto top = [&](int64_t size, int64_t count, int64_t* out) {
@@ -114,8 +114,10 @@ void reference_keep(const Node& node, std::span<const Tensor* const> in, std::sp
   const Tensor& x = *in[0];
   const int64_t c = node.attr_int(kAttrKeepChannels, 0), p = node.attr_int(kAttrKeepPositions, 0);
   const int64_t plane = x.dim(2) * x.dim(3);
+  AttentionKeepScratch scratch;
   for (int64_t n = 0; n < x.dim(0); ++n)
-    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, c, p, out[0]->data<int64_t>() + n * (c + p));
+    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, c, p, out[0]->data<int64_t>() + n * (c + p),
+                   scratch);
 }
 
 void infer_apply_keep(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {

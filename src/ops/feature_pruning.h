@@ -2,6 +2,7 @@
 // grove.internal AttentionKeep, ApplyKeep and PrunedConv: dynamic feature-map pruning
 // (feature_pruning.cpp says what each computes; passes/feature_pruning.h makes them).
 #include <cstdint>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -16,7 +17,12 @@ Node pruned_conv_twin(const Node& node);
 
 // One image's keep row: the `keep_channels` channels of highest mean over the plane, then the
 // `keep_positions` positions of highest mean over the channels, each ascending, into keep.
+// `scratch` holds the scores and their order between calls (a worker's, or the caller's).
+struct AttentionKeepScratch {
+  std::vector<double> score;
+  std::vector<int64_t> order;
+};
 void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
-                    int64_t* keep);
+                    int64_t* keep, AttentionKeepScratch& scratch);
 
 }  // namespace grove

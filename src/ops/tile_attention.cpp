@@ -77,13 +77,8 @@ size_t kept_prefix(const bool* keep, size_t n) {
   return n;
 }
 
-AttentionWorkspace& workspace() {
-  thread_local AttentionWorkspace w;
-  return w;
-}
-
 void attention_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-                   const void*) {
+                   const void*, TileScratch& scratch) {
   check_region(node, r, out[0]->shape());
   const AttentionLayout l = attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape());
   const Block blk = block_of(l, r);
@@ -103,7 +98,7 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const auto at = [](const Tensor* t, const AttentionLayout::Operand& o, int64_t b, int64_t h, int64_t row) {
     return t->data<float>() + o.offset + b * o.batch_stride + h * o.head_stride + row * o.row_stride;
   };
-  AttentionWorkspace& w = workspace();
+  AttentionWorkspace& w = scratch.get<AttentionWorkspace>();
   const auto rows = static_cast<size_t>(blk.queries.size());
   w.scores.resize(rows * static_cast<size_t>(keys));
   for (int64_t b = blk.batch.begin; b < blk.batch.end; ++b)

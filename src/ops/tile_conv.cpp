@@ -161,6 +161,7 @@ kernels::Conv2dShape conv2d_shape(const ConvDims& c) {
   return conv2d_shape_2d(g, c.cin());
 }
 
+// A worker's buffers for the im2col GEMM path.
 struct ConvWorkspace {
   kernels::PackedB b;
   kernels::PackedB b16;          // bf16: im2col (or the input planes) in bf16 panels
@@ -272,8 +273,7 @@ int64_t conv_prepared_bytes(const Node& node, std::span<const ValueInfo> in, con
 }
 
 void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail, Tensor& y,
-                 const Region& r, const PreparedConvWeights* prepared) {
-  thread_local ConvWorkspace ws;
+                 const Region& r, const PreparedConvWeights* prepared, ConvWorkspace& ws) {
   const kernels::Conv2dShape shape = conv2d_shape(c);
   const size_t k = shape.channels * shape.kernel_h * shape.kernel_w;
   const size_t in_plane = shape.in_h * shape.in_w, out_plane = shape.out_h * shape.out_w;
@@ -375,9 +375,15 @@ void conv2d_gemm(const ConvDims& c, const Tensor& x, const Tensor& w, const Tens
 // kernel reads them for every output channel.
 constexpr int64_t kDirectRowsPerPack = 8;
 
+// A worker's buffers for the direct kernel: the tile's padded input rows, unprepared weights.
+struct DirectConvScratch {
+  std::vector<float> padded, weights;
+};
+
 void conv2d_direct(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor* bias, const ConvTail& tail,
-                   Tensor& y, const Region& r) {
-  thread_local std::vector<float> padded, weights;
+                   Tensor& y, const Region& r, DirectConvScratch& ws) {
+  std::vector<float>& padded = ws.padded;
+  std::vector<float>& weights = ws.weights;
   const kernels::Conv2dShape s = conv2d_shape(c);
   const size_t taps = s.channels * s.kernel_h * s.kernel_w, channels = static_cast<size_t>(r[1].size());
   const size_t oc0 = static_cast<size_t>(r[1].begin);
@@ -472,7 +478,7 @@ void conv_taps(const ConvDims& c, const Tensor& x, const Tensor& w, const Tensor
 }
 
 void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void* prepared) {
+              const void* prepared, TileScratch& scratch) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!claimed(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -487,7 +493,7 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   if (c.g.rank() == 2 && (r[3].begin != 0 || r[3].end != c.g.output[1])) return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
-  if (uses_direct(c)) return conv2d_direct(c, x, w, bias, tail, *out[0], r);
+  if (uses_direct(c)) return conv2d_direct(c, x, w, bias, tail, *out[0], r, scratch.get<DirectConvScratch>());
   if (!uses_gemm(c)) return conv2d_depthwise(c, x, w, bias, tail, *out[0], r);
   if (uses_winograd(c)) {
     kernels::Epilogue epilogue;
@@ -495,9 +501,10 @@ void conv_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     epilogue.residual = tail.residual;
     epilogue.residual_stride = static_cast<size_t>(c.g.output[0] * c.g.output[1]);  // one NCHW plane per channel
     epilogue.activation = tail.activation;
-    return winograd_conv_tile(conv2d_shape(c), x, w, *out[0], r, epilogue, prepared);
+    return winograd_conv_tile(conv2d_shape(c), x, w, *out[0], r, epilogue, prepared, scratch);
   }
-  conv2d_gemm(c, x, w, bias, tail, *out[0], r, static_cast<const PreparedConvWeights*>(prepared));
+  conv2d_gemm(c, x, w, bias, tail, *out[0], r, static_cast<const PreparedConvWeights*>(prepared),
+              scratch.get<ConvWorkspace>());
 }
 
 // What a tile of the GEMM and Winograd paths repeats when the layer is cut finer: a channel

@@ -67,11 +67,18 @@ WindowColumns window_columns(const WindowGeometry& g, int64_t kj) {
   return {shift, x_lo, x_hi};
 }
 
+// A worker's buffers for the integer conv rules: the int16 path's panels, row and GEMM
+// packing; the 8-bit path's byte windows and panels, their column sums, the per-channel
+// requantization terms; the tile's int32 sums before requantization.
 struct ConvIntegerWorkspace {
   kernels::IntPanels columns;
   std::vector<int16_t> row;
   std::vector<int32_t> w_zero;
   kernels::IntGemmScratch gemm;
+  std::vector<uint8_t> bytes;
+  kernels::U8Panels panels;
+  std::vector<int32_t> column_sums, add, sums;
+  std::vector<float> multiplier;
 };
 
 // The windows of one group's channels minus x's zero point, straight into the GEMM's B
@@ -301,9 +308,9 @@ void im2col_bytes(const T* x_image, int64_t first_channel, int64_t channels, con
 // (x + 128), so the kernel's zero point is x_zero + 128 (s8_zero).
 template <class F>
 void for_each_s8_panels(const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w,
-                        int32_t x_zero, Range images, Range rows, F&& use) {
-  thread_local std::vector<uint8_t> bytes;
-  thread_local kernels::U8Panels panels;
+                        int32_t x_zero, Range images, Range rows, ConvIntegerWorkspace& ws, F&& use) {
+  std::vector<uint8_t>& bytes = ws.bytes;
+  kernels::U8Panels& panels = ws.panels;
   const int64_t group = static_cast<int64_t>(w.size()), channels = x.dim(1), cin = channels / group;
   const bool is_signed = x.dtype() == DType::i8;
   const uint8_t flip = is_signed ? 0x80 : 0;
@@ -355,11 +362,11 @@ void panel_column_sums(const kernels::U8Panels& panels, std::vector<int32_t>& su
 // offset * sum_p (x - x_zero), from the panels' column sums.
 void conv_s8_sums(const Tensor& x, const WindowGeometry& g, const std::vector<kernels::PackedS8>& w,
                   const std::vector<int32_t>& offsets, int32_t x_zero, Range images, Range out_channels, Range rows,
-                  int32_t* out, int64_t image_stride, int64_t channel_stride) {
+                  int32_t* out, int64_t image_stride, int64_t channel_stride, ConvIntegerWorkspace& ws) {
   const int32_t zero = s8_zero(x, x_zero);
   const size_t pixels = static_cast<size_t>(rows.size() * g.output[1]);
-  thread_local std::vector<int32_t> column_sums;
-  for_each_s8_panels(x, g, w, x_zero, images, rows, [&](int64_t n, int64_t grp, const kernels::U8Panels& panels) {
+  std::vector<int32_t>& column_sums = ws.column_sums;
+  for_each_s8_panels(x, g, w, x_zero, images, rows, ws, [&](int64_t n, int64_t grp, const kernels::U8Panels& panels) {
     const kernels::PackedS8& a = w[static_cast<size_t>(grp)];
     const kernels::RowRange range = s8_rows(w.size(), out_channels, a);
     int32_t* c = out + (n - images.begin) * image_stride + grp * static_cast<int64_t>(a.m) * channel_stride;
@@ -384,7 +391,7 @@ void conv_s8_sums(const Tensor& x, const WindowGeometry& g, const std::vector<ke
 // W's rows [out_channels) alone.
 void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const Tensor* x_zero, const Tensor* w_zero,
                        const void* prepared, Range images, Range out_channels, Range rows, int32_t* out,
-                       int64_t image_stride, int64_t channel_stride) {
+                       int64_t image_stride, int64_t channel_stride, ConvIntegerWorkspace& ws) {
   const auto* p = static_cast<const PreparedWeights*>(prepared);
   const WindowGeometry g = geometry_of(node, x.shape(), w.shape());
   if (p && !p->s8_groups.empty()) {
@@ -398,7 +405,7 @@ void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const
     for (int64_t r0 = rows.begin; r0 < rows.end; r0 += band) {
       const Range part{r0, std::min(rows.end, r0 + band)};
       conv_s8_sums(x, g, p->s8_groups, p->s8_offsets, x_zp, images, out_channels, part,
-                   out + (r0 - rows.begin) * g.output[1], image_stride, channel_stride);
+                   out + (r0 - rows.begin) * g.output[1], image_stride, channel_stride, ws);
     }
     return;
   }
@@ -409,7 +416,6 @@ void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const
   const int32_t x_zp = x_zero ? static_cast<int32_t>(x_zero->to_i64().at(0)) : 0;
   if (rows.size() <= 0) return;
 
-  thread_local ConvIntegerWorkspace ws;
   ws.w_zero.clear();
   if (w_zero)
     for (int64_t v : w_zero->to_i64()) ws.w_zero.push_back(static_cast<int32_t>(v));
@@ -453,7 +459,7 @@ void conv_integer_sums(const Node& node, const Tensor& x, const Tensor& w, const
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void* prepared) {
+              const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   if (in[0]->rank() != 4 || in[1]->rank() != 4) return reference_whole(node, in, out, out_region);
@@ -461,7 +467,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   int32_t* first = y.data<int32_t>() + (out_region[0].begin * y.dim(1) + out_region[1].begin) * plane +
                    out_region[2].begin * y.dim(3);
   conv_integer_sums(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), prepared, out_region[0],
-                    out_region[1], out_region[2], first, y.dim(1) * plane, plane);
+                    out_region[1], out_region[2], first, y.dim(1) * plane, plane, scratch.get<ConvIntegerWorkspace>());
 }
 
 // ---- QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B) ----
@@ -527,7 +533,7 @@ std::shared_ptr<const void> qlinear_prepare(const Node& node, std::span<const Va
 // zero-point correction and the float multiplier; false (nothing written) where they do not
 // fit the epilogue's int32 arithmetic, for the path through int32 sums.
 bool qlinear_s8_fused(const Node& node, std::span<const Tensor* const> in, const PreparedWeights& p, const Region& r,
-                      Tensor& y) {
+                      Tensor& y, ConvIntegerWorkspace& ws) {
   const Tensor& x = *in[0];
   const WindowGeometry g = geometry_of(node, x.shape(), in[3]->shape());
   const Tensor* x_zero = optional_input(in, 2);
@@ -538,8 +544,8 @@ bool qlinear_s8_fused(const Node& node, std::span<const Tensor* const> in, const
   const std::vector<int64_t> b = bias ? bias->to_i64() : std::vector<int64_t>();
   const int64_t channels = y.dim(1), cout = channels / static_cast<int64_t>(p.s8_groups.size());
   const int64_t k = static_cast<int64_t>(p.s8_groups[0].k);
-  thread_local std::vector<int32_t> add;
-  thread_local std::vector<float> multiplier;
+  std::vector<int32_t>& add = ws.add;
+  std::vector<float>& multiplier = ws.multiplier;
   add.resize(static_cast<size_t>(channels));
   multiplier.resize(static_cast<size_t>(channels));
   for (int64_t m = 0; m < channels; ++m) {
@@ -560,7 +566,7 @@ bool qlinear_s8_fused(const Node& node, std::span<const Tensor* const> in, const
   const int64_t plane = y.dim(2) * y.dim(3);
   rq.y_stride = static_cast<size_t>(plane);
   auto* y_bytes = reinterpret_cast<uint8_t*>(y.raw());
-  for_each_s8_panels(x, g, p.s8_groups, x_zp, r[0], r[2], [&](int64_t n, int64_t grp, const kernels::U8Panels& panels) {
+  for_each_s8_panels(x, g, p.s8_groups, x_zp, r[0], r[2], ws, [&](int64_t n, int64_t grp, const kernels::U8Panels& panels) {
     const kernels::PackedS8& a = p.s8_groups[static_cast<size_t>(grp)];
     const kernels::RowRange range = s8_rows(p.s8_groups.size(), r[1], a);
     const int64_t first_channel = grp * cout + static_cast<int64_t>(range.begin);
@@ -573,18 +579,19 @@ bool qlinear_s8_fused(const Node& node, std::span<const Tensor* const> in, const
 }
 
 void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                      const Region& out_region, const void* prepared) {
+                      const Region& out_region, const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   if (in[0]->rank() != 4 || in[3]->rank() != 4) return reference_whole(node, in, out, out_region);
   check_scales(*in[6], "y_scale");
   const auto* p = static_cast<const PreparedWeights*>(prepared);
-  if (p && !p->s8_groups.empty() && out_region[2].size() > 0 && qlinear_s8_fused(node, in, *p, out_region, y)) return;
+  ConvIntegerWorkspace& ws = scratch.get<ConvIntegerWorkspace>();
+  if (p && !p->s8_groups.empty() && out_region[2].size() > 0 && qlinear_s8_fused(node, in, *p, out_region, y, ws)) return;
   const int64_t channels = out_region[1].size(), per_channel = out_region[2].size() * y.dim(3);
-  thread_local std::vector<int32_t> sums;
+  std::vector<int32_t>& sums = ws.sums;
   sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));
   conv_integer_sums(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), prepared, out_region[0],
-                    out_region[1], out_region[2], sums.data(), channels * per_channel, per_channel);
+                    out_region[1], out_region[2], sums.data(), channels * per_channel, per_channel, ws);
   if (y.dtype() == DType::i8) requantize<int8_t>(node, in, sums, out_region, y);
   else requantize<uint8_t>(node, in, sums, out_region, y);
 }
@@ -601,15 +608,16 @@ void scaled_needs(const Node& node, std::span<const ValueInfo> in, std::span<con
 }
 
 void scaled_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                     const Region& out_region, const void* prepared) {
+                     const Region& out_region, const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   if (in[0]->rank() != 4 || in[1]->rank() != 4) return reference_whole(node, in, out, out_region);
   const int64_t channels = out_region[1].size(), per_channel = out_region[2].size() * y.dim(3);
-  thread_local std::vector<int32_t> sums;
+  ConvIntegerWorkspace& ws = scratch.get<ConvIntegerWorkspace>();
+  std::vector<int32_t>& sums = ws.sums;
   sums.resize(static_cast<size_t>(out_region[0].size() * channels * per_channel));
   conv_integer_sums(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), prepared, out_region[0],
-                    out_region[1], out_region[2], sums.data(), channels * per_channel, per_channel);
+                    out_region[1], out_region[2], sums.data(), channels * per_channel, per_channel, ws);
   const ScaledEpilogue epilogue(node, *in[4], optional_input(in, 5));
   const int64_t plane = y.dim(2) * y.dim(3);
   const int32_t* from = sums.data();

@@ -35,6 +35,14 @@ struct NhwcConvWeights {
   kernels::PackedB w;  // k x M, k ordered (ki, kj, c)
 };
 
+// A worker's buffers for this rule: window rows, padded input rows, the GEMM's packing.
+struct NhwcConvScratch {
+  std::vector<float> rows, padded;
+  std::vector<uint16_t> rows_bf16, padded_bf16;
+  kernels::GemmScratch gemm;
+  kernels::PackedA windows;
+};
+
 // Float32 operands; x and the residual may also be bfloat16 (values the plan stores so) on
 // AMX, whose A packing and epilogue read them directly.
 bool claimed(const Node& node, std::span<const ValueInfo> in) {
@@ -319,7 +327,7 @@ void run_on_rows(const float* x, int64_t n, const WindowGeometry& g, int64_t cha
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void* prepared) {
+              const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   const bool y_bf16 = y.dtype() == DType::bf16;
@@ -348,16 +356,16 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const auto* x_bits = reinterpret_cast<const uint16_t*>(x.raw());
   const auto* residual_bits = residual && residual->dtype() == DType::bf16 ? reinterpret_cast<const uint16_t*>(residual->raw()) : nullptr;
   auto* y_bits = y_bf16 ? reinterpret_cast<uint16_t*>(y.raw()) : nullptr;
-  thread_local std::vector<float> rows;
-  thread_local std::vector<uint16_t> rows_bf16;
-  thread_local kernels::GemmScratch scratch;
+  NhwcConvScratch& ws = scratch.get<NhwcConvScratch>();
+  std::vector<float>& rows = ws.rows;
+  std::vector<uint16_t>& rows_bf16 = ws.rows_bf16;
   // On AMX the windows go straight into the tile unit's A layout, one window row at a time
   // through a row buffer that stays in L1: the f32 window block is never written out and read
   // back to be converted, which was as costly as the products on small layers.
   const bool windows_to_amx = !direct && p->w.precision == kernels::Precision::bf16_amx;
-  thread_local kernels::PackedA windows;
+  kernels::PackedA& windows = ws.windows;
   if (!x_bf16 && !y_bf16 && !residual_bits && runs_on_rows(g, p->w.precision)) {
-    thread_local std::vector<float> padded;
+    std::vector<float>& padded = ws.padded;
     kernels::ConvRowCall call;
     call.channels = static_cast<size_t>(channels);
     call.kernel_h = static_cast<size_t>(g.kernel[0]), call.kernel_w = static_cast<size_t>(g.kernel[1]);
@@ -371,7 +379,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     return;
   }
   if (runs_implicit(g, channels, p->w.precision)) {
-    thread_local std::vector<uint16_t> padded;
+    std::vector<uint16_t>& padded = ws.padded_bf16;
     kernels::GemmTileArgs epilogue;
     epilogue.finish = true;
     epilogue.bias = bias ? bias->data<float>() : nullptr;
@@ -422,8 +430,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       else if (residual) call.epilogue.residual = residual->data<float>() + image + at * m;
       call.epilogue.residual_stride = static_cast<size_t>(m);
       call.epilogue.activation = activation;
-      if (windows_to_amx) kernels::gemm(call, windows, 0, p->w, &scratch);
-      else kernels::gemm(call, p->w, scratch);
+      if (windows_to_amx) kernels::gemm(call, windows, 0, p->w, &ws.gemm);
+      else kernels::gemm(call, p->w, ws.gemm);
     }
   }
 }

@@ -21,6 +21,12 @@ constexpr size_t kRowCutGemmColumns = 128;
 
 size_t gemm_columns(const kernels::Conv2dShape& s) { return (s.out_h + 3) / 4 * ((s.out_w + 3) / 4 + 1); }
 
+// A worker's buffers: the transforms' working memory, weights transformed for an unprepared call.
+struct WinogradTileScratch {
+  kernels::WinogradF4x3Scratch transforms;
+  kernels::WinogradF4x3Weights unprepared;
+};
+
 }  // namespace
 
 bool winograd_fits(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
@@ -45,9 +51,10 @@ int64_t winograd_prepared_bytes(const void* prepared) {
 }
 
 void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
-                        const Region& r, const kernels::Epilogue& epilogue, const void* prepared) {
-  thread_local kernels::WinogradF4x3Scratch scratch;
-  thread_local kernels::WinogradF4x3Weights unprepared;
+                        const Region& r, const kernels::Epilogue& epilogue, const void* prepared, TileScratch& tile_scratch) {
+  WinogradTileScratch& ws = tile_scratch.get<WinogradTileScratch>();
+  kernels::WinogradF4x3Scratch& scratch = ws.transforms;
+  kernels::WinogradF4x3Weights& unprepared = ws.unprepared;
   const auto* weights = static_cast<const kernels::WinogradF4x3Weights*>(prepared);
   if (!weights) {
     kernels::winograd_f4x3_pack_weights(unprepared, w.data<float>(), size_t(w.shape()[0]), size_t(w.shape()[1]));

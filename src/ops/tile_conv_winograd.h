@@ -8,6 +8,7 @@
 #include "kernels/epilogue.h"
 #include "kernels/im2col.h"
 #include "graph/region.h"
+#include "ops/tile_scratch.h"
 
 namespace grove::tiling {
 
@@ -46,6 +47,6 @@ int64_t winograd_prepared_bytes(const void* prepared);
 // bits). `epilogue.row_bias` is indexed by output channel; `epilogue.residual` points at
 // image 0, channel 0 of a tensor shaped like y.
 void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
-                        const Region& r, const kernels::Epilogue& epilogue, const void* prepared);
+                        const Region& r, const kernels::Epilogue& epilogue, const void* prepared, TileScratch& scratch);
 
 }  // namespace grove::tiling

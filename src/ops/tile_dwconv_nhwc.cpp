@@ -85,7 +85,7 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void* prepared) {
+              const void* prepared, TileScratch&) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   if (!claimed(node, infos_of_tensors(in)) || y.dtype() != DType::f32 || r[2].begin != 0 || r[2].end != y.dim(2))

@@ -43,7 +43,7 @@ std::vector<Region> needed_regions(const Node& node, std::span<const Tensor* con
   return regions;
 }
 
-void run_generic(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
+void run_generic(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*, TileScratch&) {
   check_region(node, out_region, out[0]->shape());
   std::vector<Region> regions = needed_regions(node, in, out, out_region);
   reference_on_subtensors(node, in, out, out_region, regions);
@@ -62,8 +62,8 @@ int64_t offset_at(const std::vector<int64_t>& strides, const std::vector<int64_t
   return off;
 }
 
-void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
-  if (!all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr);
+void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*, TileScratch& scratch) {
+  if (!all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr, scratch);
   check_region(node, out_region, out[0]->shape());
   const float* x = in[0]->data<float>();
   float* y = out[0]->data<float>();
@@ -73,8 +73,8 @@ void run_relu(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 }
 
 template <kernels::BinaryOp op>
-void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
-  if (in.size() != 2 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr);
+void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*, TileScratch& scratch) {
+  if (in.size() != 2 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr, scratch);
   check_region(node, out_region, out[0]->shape());
   const Shape& shape = out[0]->shape();
   const std::vector<int64_t> sa = broadcast_strides(in[0]->shape(), shape), sb = broadcast_strides(in[1]->shape(), shape);
@@ -116,8 +116,8 @@ void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Te
 }
 
 template <kernels::UnaryOp op>
-void run_vunary(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
-  if (in.size() != 1 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr);
+void run_vunary(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*, TileScratch& scratch) {
+  if (in.size() != 1 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr, scratch);
   check_region(node, out_region, out[0]->shape());
   const float* x = in[0]->data<float>();
   float* y = out[0]->data<float>();
@@ -129,11 +129,11 @@ void run_vunary(const Node& node, std::span<const Tensor* const> in, std::span<T
 // Cast over whole runs of the region: a typed loop per run (dynamically
 // quantized models cast every int32 conv output to float), float16 on the conversion
 // instructions. bfloat16 and anything the kernels decline go through the reference.
-void run_cast(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*) {
+void run_cast(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region, const void*, TileScratch& scratch) {
   check_region(node, out_region, out[0]->shape());
   const DType from = in[0]->dtype(), to = out[0]->dtype();
   const Shape& shape = out[0]->shape();
-  if (in[0]->shape() != shape) return run_generic(node, in, out, out_region, nullptr);
+  if (in[0]->shape() != shape) return run_generic(node, in, out, out_region, nullptr, scratch);
   const std::byte* x = in[0]->raw();
   std::byte* y = out[0]->raw();
   if ((from == DType::f32 && to == DType::f16) || (from == DType::f16 && to == DType::f32)) {
@@ -146,11 +146,11 @@ void run_cast(const Node& node, std::span<const Tensor* const> in, std::span<Ten
                           : kernels::convert_f16_to_f32(reinterpret_cast<const uint16_t*>(x) + offset,
                                                         reinterpret_cast<float*>(y) + offset, n));
     });
-    if (!done) run_generic(node, in, out, out_region, nullptr);
+    if (!done) run_generic(node, in, out, out_region, nullptr, scratch);
     return;
   }
   if (!elementwise::dtype_in_set(from, elementwise::kAny) || !elementwise::dtype_in_set(to, elementwise::kAny))
-    return run_generic(node, in, out, out_region, nullptr);
+    return run_generic(node, in, out, out_region, nullptr, scratch);
   elementwise::dispatch<elementwise::kAny>(from, [&](auto from_tag) {
     elementwise::dispatch<elementwise::kAny>(to, [&](auto to_tag) {
       using From = decltype(from_tag);

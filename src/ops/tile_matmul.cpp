@@ -122,26 +122,23 @@ int64_t matmul_prepared_bytes(const Node&, std::span<const ValueInfo>, const voi
 }
 
 // Per worker thread: B panels packed for the current tile, and the GEMM's packed-A block.
+// A worker's buffers for MatMul and Gemm: B packed for a tile off the panels, the GEMM's
+// packing, A^T's rows.
 struct GemmWorkspace {
   kernels::PackedB b;
   kernels::GemmScratch scratch;
   std::vector<float> a_rows;  // Gemm with transA: the tile's rows of A^T
 };
-GemmWorkspace& workspace() {
-  thread_local GemmWorkspace w;
-  return w;
-}
 
 // The packed B covering columns [col0, col0 + cols) of a k x n matrix: the prepared panels
 // when the window starts on a panel boundary, else this tile's columns packed now. Returns
 // the first column to use inside the result.
 const kernels::PackedB& b_window(const kernels::PackedB* prepared, const float* b, size_t k, size_t n, size_t col0,
-                                 size_t cols, bool trans_b, kernels::Precision precision, size_t& n0) {
+                                 size_t cols, bool trans_b, kernels::Precision precision, size_t& n0, GemmWorkspace& w) {
   if (prepared && col0 % prepared->nr == 0) {
     n0 = col0;
     return *prepared;
   }
-  GemmWorkspace& w = workspace();
   n0 = 0;
   const kernels::Isa isa = kernels::active_isa();
   if (trans_b) kernels::pack_b_into(w.b, b + col0 * k, k, cols, k, kernels::BLayout::n_by_k, isa, precision);
@@ -150,7 +147,7 @@ const kernels::PackedB& b_window(const kernels::PackedB* prepared, const float* 
 }
 
 void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-                const void* prepared) {
+                const void* prepared, TileScratch& scratch) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -167,6 +164,7 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
   const kernels::ActivationParams activation = epilogue_activation(node);
   const size_t k = static_cast<size_t>(d.k), n = static_cast<size_t>(d.n);
   const size_t rows = static_cast<size_t>(s.rows.size()), cols = static_cast<size_t>(s.cols.size());
+  GemmWorkspace& ws = scratch.get<GemmWorkspace>();
   // One pass per batch index of the region: a trailing unit dim makes each "row" one matrix.
   Shape batch_shape = d.batch;
   batch_shape.push_back(1);
@@ -178,7 +176,7 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
     const float* b_mat = b + b_off * d.k * d.n;
     size_t n0 = 0;
     const kernels::PackedB& pb = b_window(packed ? &packed->mats.at(static_cast<size_t>(b_off)) : nullptr, b_mat, k, n,
-                                          static_cast<size_t>(s.cols.begin), cols, false, gemm_precision(node), n0);
+                                          static_cast<size_t>(s.cols.begin), cols, false, gemm_precision(node), n0, ws);
     kernels::GemmCall call;
     call.m = rows;
     call.a = a + a_off * d.m * d.k + s.rows.begin * d.k;
@@ -192,7 +190,7 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
     call.epilogue.residual = residual ? residual->data<float>() + at : nullptr;
     call.epilogue.residual_stride = n;
     call.epilogue.activation = activation;
-    kernels::gemm(call, pb, workspace().scratch);
+    kernels::gemm(call, pb, ws.scratch);
   });
 }
 
@@ -240,7 +238,7 @@ int64_t gemm_prepared_bytes(const Node&, std::span<const ValueInfo>, const void*
 }
 
 void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void* prepared) {
+              const void* prepared, TileScratch& scratch) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -251,7 +249,7 @@ void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const size_t k = static_cast<size_t>(d.k), n = static_cast<size_t>(d.n);
   const size_t rows = static_cast<size_t>(r[0].size()), cols = static_cast<size_t>(r[1].size());
   if (rows == 0 || cols == 0) return;
-  GemmWorkspace& w = workspace();
+  GemmWorkspace& w = scratch.get<GemmWorkspace>();
   const float* a = in[0]->data<float>() + r[0].begin * d.k;
   if (d.trans_a) {  // A is [K, M]: gather this tile's rows of A^T
     w.a_rows.resize(rows * k);
@@ -265,7 +263,7 @@ void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const bool c_is_bias = c && alpha == 1.0f && beta == 1.0f && c_strides[0] == 0 && c_strides[1] == 1;
   size_t n0 = 0;
   const kernels::PackedB& pb = b_window(static_cast<const kernels::PackedB*>(prepared), in[1]->data<float>(), k, n,
-                                        static_cast<size_t>(r[1].begin), cols, d.trans_b, gemm_precision(node), n0);
+                                        static_cast<size_t>(r[1].begin), cols, d.trans_b, gemm_precision(node), n0, w);
   kernels::GemmCall call;
   call.m = rows;
   call.a = a;

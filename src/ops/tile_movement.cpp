@@ -153,7 +153,7 @@ void transpose_4d(const Tensor& x, Tensor& y, const Region& r, const std::vector
       }
 }
 
-void transpose_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void transpose_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<int64_t> perm = perm_of(node, in[0]->shape().size());
   std::vector<int64_t> in_strides = strides_of(in[0]->shape()), strides(perm.size());
   for (size_t j = 0; j < perm.size(); ++j) strides[j] = in_strides[static_cast<size_t>(perm[j])];
@@ -192,7 +192,7 @@ void concat_needs(const Node& node, std::span<const ValueInfo> in, std::span<con
   }
 }
 
-void concat_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void concat_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   size_t axis = concat_axis(node, r.size());
@@ -279,7 +279,7 @@ void slice_needs(const Node& node, std::span<const ValueInfo> in, std::span<cons
   in_regions[0] = x;
 }
 
-void slice_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void slice_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   SliceDims s;
   if (!slice_dims(node, infos, s)) throw Error(node.describe() + ": Slice inputs are missing");

@@ -53,9 +53,15 @@ int64_t padded_window_size(const WindowGeometry& g, std::span<const int64_t> pos
 
 // A max pool without dilation, plane by plane on kernels/maxpool.h: per output row the maximum
 // down each input column of the window's rows, then across each window's columns.
-void max_pool2d_separable(const WindowGeometry& g, const float* xs, float* ys, int64_t channels, const Region& r) {
+// A worker's buffer: one row of column maxima.
+struct MaxPoolScratch {
+  std::vector<float> column;
+};
+
+void max_pool2d_separable(const WindowGeometry& g, const float* xs, float* ys, int64_t channels, const Region& r,
+                          TileScratch& scratch) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
-  thread_local std::vector<float> column;
+  std::vector<float>& column = scratch.get<MaxPoolScratch>().column;
   column.resize(static_cast<size_t>(iw) + 1);
   kernels::MaxPool2dRowsCall call;
   call.in_h = static_cast<size_t>(ih), call.in_w = static_cast<size_t>(iw), call.out_w = static_cast<size_t>(ow);
@@ -79,8 +85,8 @@ void max_pool2d_separable(const WindowGeometry& g, const float* xs, float* ys, i
 // row-major order, so sums and maxima are the same bits.
 template <bool Max>
 void pool2d_planes(const WindowGeometry& g, bool include_pad, const float* xs, float* ys, int64_t channels,
-                   const Region& r) {
-  if (Max && g.dilations[0] == 1 && g.dilations[1] == 1) return max_pool2d_separable(g, xs, ys, channels, r);
+                   const Region& r, TileScratch& scratch) {
+  if (Max && g.dilations[0] == 1 && g.dilations[1] == 1) return max_pool2d_separable(g, xs, ys, channels, r, scratch);
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1];
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
     for (int64_t c = r[1].begin; c < r[1].end; ++c) {
@@ -121,7 +127,7 @@ void pool2d_planes(const WindowGeometry& g, bool include_pad, const float* xs, f
 }
 
 template <bool Max>
-void pool_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void pool_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch& scratch) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!claimed(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -134,7 +140,7 @@ void pool_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   for (size_t d = 0; d < g.rank(); ++d) lo.push_back(r[d + 2].begin), extent.push_back(r[d + 2].size());
   for (int64_t e : extent)
     if (e <= 0) return;
-  if (g.rank() == 2) return pool2d_planes<Max>(g, include_pad, xs, ys, channels, r);
+  if (g.rank() == 2) return pool2d_planes<Max>(g, include_pad, xs, ys, channels, r, scratch);
   std::vector<int64_t> step(g.rank(), 0), pos(g.rank());
   std::vector<Tap> taps;
   do {
@@ -181,7 +187,7 @@ void global_needs(const Node&, std::span<const ValueInfo> in, std::span<const Va
 }
 
 template <bool Max>
-void global_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void global_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!global_claimed(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());

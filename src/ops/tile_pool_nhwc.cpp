@@ -80,7 +80,7 @@ void pool_f32(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor&
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void*) {
+              const void*, TileScratch&) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   const WindowGeometry g = geometry_of(node, in[0]->shape());

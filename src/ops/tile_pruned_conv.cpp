@@ -204,7 +204,7 @@ void gemm_transposed(const PrunedGemm& g, Workspace& ws, const PreparedWeights& 
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void* prepared) {
+              const void* prepared, TileScratch& scratch) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!claimed(node, infos) || in[0]->dtype() != DType::f32) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -212,7 +212,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     if (d.size() <= 0) return;
   if (r[1].begin != 0 || r[1].end != out[0]->dim(1) || r[3].begin != 0 || r[3].end != out[0]->dim(3))
     return reference_whole(node, in, out, r);
-  thread_local Workspace ws;
+  Workspace& ws = scratch.get<Workspace>();
   const Tensor &x = *in[0], &w = *in[1], &keep = *in[kPrunedConvKeepInput];
   const Tensor* bias = optional_input(in, kEpilogueBiasInput);
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
@@ -276,14 +276,15 @@ void keep_needs(const Node&, std::span<const ValueInfo> in, std::span<const Valu
 }
 
 void keep_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void*) {
+              const void*, TileScratch& scratch) {
   const Tensor& x = *in[0];
   if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
   const int64_t plane = x.dim(2) * x.dim(3);
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
-    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, kc, kp, out[0]->data<int64_t>() + n * (kc + kp));
+    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, kc, kp, out[0]->data<int64_t>() + n * (kc + kp),
+                   scratch.get<AttentionKeepScratch>());
 }
 
 // ApplyKeep: cut by images and channels; a tile copies its kept planes with the pruned
@@ -301,14 +302,21 @@ void mask_needs(const Node&, std::span<const ValueInfo> in, std::span<const Valu
   in_regions[1][0] = out_region[0];
 }
 
+// A worker's buffers for the mask rule: which channels and positions an image keeps.
+struct MaskScratch {
+  std::vector<unsigned char> kept_channel, kept_position;
+};
+
 void mask_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void*) {
+              const void*, TileScratch& scratch) {
   const Tensor &x = *in[0], &keep = *in[1];
   if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
   const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
-  thread_local std::vector<unsigned char> kept_channel, kept_position;
+  MaskScratch& ms = scratch.get<MaskScratch>();
+  std::vector<unsigned char>& kept_channel = ms.kept_channel;
+  std::vector<unsigned char>& kept_position = ms.kept_position;
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
     kept_channel.assign(size_t(channels), 0);

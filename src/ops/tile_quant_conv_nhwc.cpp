@@ -112,8 +112,15 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
   return static_cast<int64_t>(p.w.values.size() + p.add.size() * sizeof(int32_t) + p.multiplier.size() * sizeof(float));
 }
 
+// A worker's buffers: the tile's windows of 8-bit pixels laid out for the kernel, the AMX
+// kernel's copies.
+struct QuantConvNhwcScratch {
+  std::vector<uint8_t> rows;
+  kernels::U8GemmScratch gemm;
+};
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void* prepared) {
+              const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   check_scales(*in[6], "y_scale");
@@ -153,7 +160,9 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
                       g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.output[0] == g.input[0] &&
                       g.output[1] == g.input[1] && !is_signed &&
                       static_cast<size_t>(channels) == stride;
-  thread_local std::vector<uint8_t> rows;
+  QuantConvNhwcScratch& ws = scratch.get<QuantConvNhwcScratch>();
+  std::vector<uint8_t>& rows = ws.rows;
+  rq.scratch = &ws.gemm;
   const auto pad = static_cast<uint8_t>(optional_input(in, 2) ? optional_input(in, 2)->to_i64().at(0) : 0);
   const int64_t chunk = std::max<int64_t>(kernels::PackedS8::kRows,
                                           static_cast<int64_t>(kChunkBytes / stride) / kernels::PackedS8::kRows *

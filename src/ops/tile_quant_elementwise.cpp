@@ -47,7 +47,7 @@ void same_region_needs(const Node&, std::span<const ValueInfo> in, std::span<con
 }
 
 void run_quantize(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                  const Region& out_region, const void*) {
+                  const Region& out_region, const void*, TileScratch&) {
   check_region(node, out_region, out[0]->shape());
   const std::vector<ValueInfo> infos = infos_of_tensors(in);
   const ValueInfo out_info{out[0]->dtype(), out[0]->shape()};
@@ -82,7 +82,7 @@ void apply_epilogue(const Node& node, const Tensor* bias, const Region& r, Tenso
 }
 
 void run_dequantize(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                    const Region& out_region, const void*) {
+                    const Region& out_region, const void*, TileScratch&) {
   check_region(node, out_region, out[0]->shape());
   if (!dequantize_fast(node, infos_of_tensors(in))) return reference_whole(node, in, out, out_region);
   const float scale = in[1]->data<float>()[0];
@@ -112,7 +112,7 @@ void needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void*) {
+              const void*, TileScratch&) {
   check_region(node, out_region, out[0]->shape());
   const kernels::QAddParams p = qadd_params(node, in);
   const auto* a = reinterpret_cast<const uint8_t*>(in[0]->raw());

@@ -16,6 +16,16 @@
 namespace grove::tiling {
 namespace {
 
+// A worker's buffers for the integer MatMul rules: the GEMM's packing, int32 sums, rows of a
+// flipped to unsigned, the per-column requantization terms.
+struct QuantMatMulScratch {
+  kernels::IntGemmScratch gemm;
+  kernels::U8GemmScratch u8_gemm;
+  std::vector<int32_t> sums, add;
+  std::vector<float> multiplier;
+  std::vector<uint8_t> rows;
+};
+
 // The output region as batch ranges, a row range and a column range (1-D A or B: no such dim).
 struct IntMatMulRegion {
   Region batch;
@@ -141,14 +151,14 @@ void gemm(kernels::IntGemmCall& call, const void* prepared, kernels::IntGemmScra
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void* prepared) {
+              const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
-  thread_local kernels::IntGemmScratch scratch;
+  kernels::IntGemmScratch& gemm_scratch = scratch.get<QuantMatMulScratch>().gemm;
   for_each_block(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), out_region,
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
                    call.c = y.data<int32_t>() + first_row * static_cast<int64_t>(call.n);
-                   gemm(call, prepared, scratch);
+                   gemm(call, prepared, gemm_scratch);
                  });
 }
 
@@ -250,14 +260,14 @@ int64_t qlinear_prepared_bytes(const Node&, std::span<const ValueInfo>, const vo
 // when int8), the kernel with per-column requantization straight into y. False where a's
 // scale or zero point is per row, or the sums could pass int32: the int16 path then runs.
 bool qlinear_s8(const Node& node, std::span<const Tensor* const> in, const QLinearWeights& w, const Region& out_region,
-                Tensor& y) {
+                Tensor& y, QuantMatMulScratch& ws) {
   const Tensor* a_zero = optional_input(in, 2);
   if (in[1]->numel() != 1 || (a_zero && a_zero->numel() != 1)) return false;
   const bool is_signed = in[0]->dtype() == DType::i8;
   const int32_t zero = (a_zero ? static_cast<int32_t>(a_zero->to_i64()[0]) : 0) + (is_signed ? 128 : 0);
   const size_t n = w.s8.n, k = w.s8.k, k4 = w.s8.quads * 4;
-  thread_local std::vector<int32_t> add;
-  thread_local std::vector<float> multiplier;
+  std::vector<int32_t>& add = ws.add;
+  std::vector<float>& multiplier = ws.multiplier;
   add.resize(n);
   multiplier.resize(n);
   const float a_scale = static_cast<float>(in[1]->to_f64()[0]), y_scale = in[6]->data<float>()[0];
@@ -278,7 +288,8 @@ bool qlinear_s8(const Node& node, std::span<const Tensor* const> in, const QLine
   rq.y_stride = n;
   const Range cols = out_region.back();
   if (in[3]->rank() > 1) rq.col_begin = static_cast<size_t>(cols.begin), rq.col_end = static_cast<size_t>(cols.end);
-  thread_local std::vector<uint8_t> rows;
+  std::vector<uint8_t>& rows = ws.rows;
+  rq.scratch = &ws.u8_gemm;
   const uint8_t flip = is_signed ? 0x80 : 0;
   for_each_block(node, *in[0], *in[3], a_zero, optional_input(in, 5), out_region,
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
@@ -301,21 +312,21 @@ bool qlinear_s8(const Node& node, std::span<const Tensor* const> in, const QLine
 }
 
 void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                      const Region& out_region, const void* prepared) {
+                      const Region& out_region, const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   check_scales(*in[6], "y_scale");
   const auto* weights = static_cast<const QLinearWeights*>(prepared);
-  if (weights && !weights->int16 && qlinear_s8(node, in, *weights, out_region, y)) return;
+  QuantMatMulScratch& ws = scratch.get<QuantMatMulScratch>();
+  if (weights && !weights->int16 && qlinear_s8(node, in, *weights, out_region, y, ws)) return;
   prepared = weights ? weights->int16.get() : nullptr;
   const int64_t m = int_matmul_shape(node, in[0]->shape(), in[3]->shape()).m;
-  thread_local kernels::IntGemmScratch scratch;
-  thread_local std::vector<int32_t> sums;
+  std::vector<int32_t>& sums = ws.sums;
   for_each_block(node, *in[0], *in[3], optional_input(in, 2), optional_input(in, 5), out_region,
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
                    sums.resize(call.m * call.n);
                    call.c = sums.data();
-                   gemm(call, prepared, scratch);
+                   gemm(call, prepared, ws.gemm);
                    const auto rows = static_cast<int64_t>(call.m), n = static_cast<int64_t>(call.n);
                    // Every column is summed; only the tile's (a column cut, qlinear_cuttable) are written.
                    const Range cols = in[3]->rank() > 1 ? out_region.back() : Range{0, n};

@@ -228,7 +228,7 @@ void run_direction(const Direction& dir, RecurrentWorkspace& ws, Tensor* y, int6
 }
 
 void recurrent_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region&,
-                   const void* prepared) {
+                   const void* prepared, TileScratch& scratch) {
   const std::vector<ValueInfo> infos = infos_of_tensors(in);
   const RecurrentDims d = recurrent_dims(node, in[0]->shape(), in[1]->shape(), in[2]->shape());
   const Tensor* lens = optional_input(in, 4);
@@ -240,7 +240,7 @@ void recurrent_run(const Node& node, std::span<const Tensor* const> in, std::spa
     return;
   }
   const Cell cell = cell_of(node);
-  thread_local RecurrentWorkspace ws;
+  RecurrentWorkspace& ws = scratch.get<RecurrentWorkspace>();
   const auto* packed = static_cast<const PreparedRecurrent*>(prepared);
   if (!packed) {
     const Tensor* bias = optional_input(in, 3);

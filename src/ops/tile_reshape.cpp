@@ -89,7 +89,7 @@ void reshape_needs(const Node&, std::span<const ValueInfo> in, std::span<const V
   in_regions[0] = r;
 }
 
-void reshape_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void reshape_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   if (in[0]->numel() != y.numel() || in[0]->dtype() != y.dtype())

@@ -32,7 +32,7 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& out_region,
-              const void*) {
+              const void*, TileScratch&) {
   Tensor& y = *out[0];
   check_region(node, out_region, y.shape());
   const std::vector<ValueInfo> infos = infos_of_tensors(in);

@@ -82,7 +82,7 @@ void for_each_row_start(const Shape& x, Region r, const RowDims& rd, F&& row) {
 enum class SoftmaxKind { softmax, log_softmax, hardmax };
 
 template <SoftmaxKind Kind>
-void softmax_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void softmax_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos)) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -123,7 +123,7 @@ void softmax_run(const Node& node, std::span<const Tensor* const> in, std::span<
   });
 }
 
-void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!all_f32(infos) || in.size() < 2 || !in[1]) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -220,7 +220,7 @@ void channel_needs(const Node&, std::span<const ValueInfo> in, std::span<const V
   }
 }
 
-void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   // Training mode normalises with the batch's statistics, not the inputs': the reference's job.
   if (!per_channel(infos) || in.size() != 5 || node.attr_int("training_mode", 0) != 0)
@@ -240,7 +240,7 @@ void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
   });
 }
 
-void instancenorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*) {
+void instancenorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
   if (!per_channel(infos) || in.size() != 3) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
@@ -265,7 +265,7 @@ void instancenorm_run(const Node& node, std::span<const Tensor* const> in, std::
 
 // RMSNormalization: rows of the region, each over the normalised dims (ops/rms_norm.h).
 void rmsnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-                 const void*) {
+                 const void*, TileScratch&) {
   check_region(node, r, out[0]->shape());
   const Shape& shape = in[0]->shape();
   const RowDims rd = layernorm_dims(node, shape);

@@ -14,6 +14,7 @@
 
 #include "graph/graph.h"
 #include "graph/region.h"
+#include "ops/tile_scratch.h"
 
 namespace grove {
 
@@ -46,9 +47,10 @@ struct TileRule {
 
   // Computes out[0] over out_region only. Input tensors are whole (at least the regions
   // `needs` named hold valid data); output tensors are whole and already allocated.
-  // `prepared` is what `prepare` returned for this node (nullptr without one).
+  // `prepared` is what `prepare` returned for this node (nullptr without one); `scratch` is
+  // the running worker's working memory (tile_scratch.h).
   void (*run_tile)(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                   const Region& out_region, const void* prepared);
+                   const Region& out_region, const void* prepared, TileScratch& scratch);
 
   // Optional, called once per node at plan time: work done once for every run, e.g. weights
   // packed for the GEMM kernels. constants[i] is input i when it is an initializer, else

@@ -36,6 +36,7 @@ void poison(Tensor& t) {
 PlannedRun::PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, PlannedRunOptions options)
     : plan_(std::move(plan)), options_(options) {
   if (!plan_) throw Error("PlannedRun: no plan");
+  if (!options_.scratch) options_.scratch = std::make_shared<WorkerScratch>(kOwnScratchSlots);
   const Plan& p = *plan_;
   check_inputs(p.graph, inputs);
   slots_ = std::make_unique<Slot[]>(p.values.size());
@@ -114,11 +115,11 @@ void PlannedRun::release_use(int32_t v) {
   slot.tensor = Tensor();
 }
 
-void PlannedRun::run_tile(int32_t tile, int /*worker*/) {
+void PlannedRun::run_tile(int32_t tile, int worker) {
   int32_t n = plan_->tiles.node.at(tile);
   if (n >= 0) {
     try {
-      run_node_tile(n, tile);
+      run_node_tile(n, tile, options_.scratch->of(worker));
     } catch (...) {
       rethrow_for(plan_->graph, plan_->graph.nodes[n]);
     }
@@ -126,7 +127,7 @@ void PlannedRun::run_tile(int32_t tile, int /*worker*/) {
   tiles_done_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void PlannedRun::run_node_tile(int32_t n, int32_t tile) {
+void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
   const Plan& p = *plan_;
   const Node& node = p.graph.nodes[n];
   const auto& ins = p.node_inputs[n];
@@ -153,7 +154,8 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile) {
     if (outs[k] >= 0) out[k] = &slots_[outs[k]].tensor;
 
   if (const TileRule* rule = p.rules[n]) {
-    rule->run_tile(node, in, out, p.tiles.region[tile], n < static_cast<int32_t>(p.prepared.size()) ? p.prepared[n].get() : nullptr);
+    rule->run_tile(node, in, out, p.tiles.region[tile], n < static_cast<int32_t>(p.prepared.size()) ? p.prepared[n].get() : nullptr,
+                   scratch);
   } else {
     const OpDef* def = OpRegistry::builtin().find(node);
     if (!def || !def->reference) throw Unsupported("unsupported op");

@@ -14,6 +14,7 @@
 #include "plan/plan.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/engine.h"
+#include "ops/tile_scratch.h"
 #include "runtime/reference_executor.h"
 
 namespace grove {
@@ -25,11 +26,17 @@ struct PlannedRunOptions {
   // Where activation buffers come from: a pool kept across runs (Session keeps one per plan),
   // or, when null, the heap for this run only.
   std::shared_ptr<BufferPool> buffers;
+  // The tile rules' working memory, one TileScratch per worker slot: kept across runs (Session
+  // keeps one, sized to its engine's worker_slots()), or, when null, made for this run only
+  // with kOwnScratchSlots slots.
+  std::shared_ptr<WorkerScratch> scratch;
   bool urgent = false;  // Job::urgent(): SessionOptions::urgent
 };
 
 class PlannedRun : public Job {
  public:
+  static constexpr size_t kOwnScratchSlots = 64;
+
   // Checks `inputs` against the plan's bound inputs (name, dtype, shape); throws Error otherwise.
   PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, PlannedRunOptions options = {});
   ~PlannedRun() override;
@@ -60,7 +67,7 @@ class PlannedRun : public Job {
 
   void allocate(int32_t value);
   void release_use(int32_t value);
-  void run_node_tile(int32_t node, int32_t tile);
+  void run_node_tile(int32_t node, int32_t tile, TileScratch& scratch);
 
   std::shared_ptr<const Plan> plan_;
   PlannedRunOptions options_;

@@ -28,7 +28,9 @@ auto out_of_memory_is_an_error(const std::string& model, const char* doing, F&& 
 }  // namespace
 
 struct Session::Impl {
-  Impl(Engine& e, Model m, SessionOptions o) : engine(e), model(std::move(m)), options(o) {}
+  Impl(Engine& e, Model m, SessionOptions o)
+      : engine(e), model(std::move(m)), options(o),
+        scratch(std::make_shared<WorkerScratch>(static_cast<size_t>(e.worker_slots()))) {}
   Engine& engine;
   Model model;
   SessionOptions options;
@@ -42,6 +44,7 @@ struct Session::Impl {
     std::shared_ptr<BufferPool> buffers;
   };
   std::vector<Cached> plans;
+  std::shared_ptr<WorkerScratch> scratch;  // the tile rules' working memory, per worker slot, for every run
   // A graph with If, Loop, Scan or sequence ops runs in segments, each planned on its own (segmented_graph.h).
   std::unique_ptr<SegmentedGraph> segmented;
   // Input shapes that binding could not plan (they depend on input values): not re-tried on
@@ -155,7 +158,7 @@ std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs) {
   std::shared_ptr<const Plan> p = plan_locked(shapes);
   if (!p) return nullptr;
   PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = plans.front().buffers,
-                                .urgent = options.urgent};
+                                .scratch = scratch, .urgent = options.urgent};
   return std::make_shared<PlannedRun>(std::move(p), std::move(inputs), run_options);
 }
 

@@ -62,7 +62,7 @@ inline void copy_region(const Tensor& from, Tensor& to, const Region& r) {
 // copied out. The ops used here are local (an output element depends on its window only),
 // so NaN in unread input elements cannot leak into the region: a missing edge shows.
 inline void whole_then_copy(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
-                            const Region& r, const void*) {
+                            const Region& r, const void*, TileScratch&) {
   std::vector<Tensor> full = evaluate_node(node, in);
   copy_region(full[0], *out[0], r);
 }

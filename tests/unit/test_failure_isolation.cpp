@@ -19,10 +19,10 @@ std::shared_ptr<const Plan> plan_with(const Graph& g, TileRuleLookup rules) {
   return make_plan(g, o);
 }
 
-void exploding(const Node&, std::span<const Tensor* const>, std::span<Tensor* const>, const Region&, const void*) {
+void exploding(const Node&, std::span<const Tensor* const>, std::span<Tensor* const>, const Region&, const void*, TileScratch&) {
   throw Error("kernel exploded");
 }
-void out_of_memory(const Node&, std::span<const Tensor* const>, std::span<Tensor* const>, const Region&, const void*) {
+void out_of_memory(const Node&, std::span<const Tensor* const>, std::span<Tensor* const>, const Region&, const void*, TileScratch&) {
   throw std::bad_alloc();
 }
 

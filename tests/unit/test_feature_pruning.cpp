@@ -36,10 +36,11 @@ TEST(AttentionKeep, KeepsTheHighestMeansAndTiesGoToTheLowerIndex) {
   // Channel means 1, 1, 0; position means 4/3, 1/3, 1/3, 2/3.
   const Tensor x = optest::f32({1, 3, 2, 2}, {1, 1, 1, 1, 3, 0, 0, 1, 0, 0, 0, 0});
   std::vector<int64_t> keep(4);
-  attention_keep(x.data<float>(), 3, 4, 2, 2, keep.data());
+  AttentionKeepScratch scratch;
+  attention_keep(x.data<float>(), 3, 4, 2, 2, keep.data(), scratch);
   EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 0, 3}));
   keep.assign(4, -1);
-  attention_keep(x.data<float>(), 3, 4, 1, 3, keep.data());
+  attention_keep(x.data<float>(), 3, 4, 1, 3, keep.data(), scratch);
   EXPECT_EQ(keep, (std::vector<int64_t>{0, 0, 1, 3}));  // positions 1 and 2 tie: 1 is kept
 }
 
@@ -64,9 +65,10 @@ Node pruned_conv(int64_t channels, int64_t positions, int64_t stride, bool resid
 Tensor keep_of(const Tensor& x, int64_t channels, int64_t positions) {
   const int64_t plane = x.dim(2) * x.dim(3);
   Tensor keep(DType::i64, {x.dim(0), channels + positions});
+  AttentionKeepScratch scratch;
   for (int64_t n = 0; n < x.dim(0); ++n)
     attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, channels, positions,
-                   keep.data<int64_t>() + n * (channels + positions));
+                   keep.data<int64_t>() + n * (channels + positions), scratch);
   return keep;
 }
 

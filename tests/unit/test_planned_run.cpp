@@ -119,7 +119,7 @@ TEST(PlannedRun, RejectsBadInputsAndEarlyOutputs) {
 TEST(PlannedRun, TileErrorsNameNodeAndOp) {
   static const TileRule failing{test_cut_all, test_elementwise_needs,
                                 [](const Node&, std::span<const Tensor* const>, std::span<Tensor* const>,
-                                   const Region&, const void*) { throw Error("kernel exploded"); }};
+                                   const Region&, const void*, TileScratch&) { throw Error("kernel exploded"); }};
   TileRuleLookup lookup = [](const Node& n) { return n.op_type == "Add" ? &failing : test_rule(n); };
   TestModel m = residual();
   Model model = load_test_model(m);

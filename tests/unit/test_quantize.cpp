@@ -228,7 +228,8 @@ void check_needs_cover_reads(const Node& node, const std::vector<Tensor>& inputs
     for (const Tensor& t : bad) in.push_back(t.empty() ? nullptr : &t);
     Tensor got(want.dtype(), want.shape());
     std::vector<Tensor*> out = {&got};
-    find_tile_rule(node)->run_tile(node, in, out, tile, nullptr);
+    TileScratch scratch;
+    find_tile_rule(node)->run_tile(node, in, out, tile, nullptr, scratch);
     EXPECT_EQ(tiling::extract_region(got, tile).to_i64(), tiling::extract_region(want, tile).to_i64())
         << node.op_type << " tile " << region_str(tile);
   }

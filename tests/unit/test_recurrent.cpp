@@ -151,7 +151,8 @@ void expect_fast_path_matches_reference(const RecurrentCase& k) {
     for (Tensor& g : got) std::fill_n(g.data<float>(), g.numel(), std::nanf(""));
     std::vector<Tensor*> out;
     for (Tensor& g : got) out.push_back(&g);
-    rule->run_tile(b, in, out, full_region(ref[0].shape()), prepared.get());
+    TileScratch scratch;
+    rule->run_tile(b, in, out, full_region(ref[0].shape()), prepared.get(), scratch);
     for (size_t o = 0; o < ref.size(); ++o) {
       ASSERT_EQ(got[o].shape(), ref[o].shape());
       for (int64_t e = 0; e < ref[o].numel(); ++e)

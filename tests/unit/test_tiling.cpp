@@ -113,8 +113,9 @@ TEST(TilingElementwise, RegionOutsideOutputIsAnError) {
   std::vector<const Tensor*> in = {&x};
   std::vector<Tensor*> out = {&y};
   Node relu = NodeBuilder("Relu", 14, 1);
-  optest::expect_error([&] { find_tile_rule(relu)->run_tile(relu, in, out, {{0, 2}, {1, 4}}, nullptr); }, "does not fit");
-  optest::expect_error([&] { find_tile_rule(relu)->run_tile(relu, in, out, {{0, 2}}, nullptr); }, "does not fit");
+  TileScratch scratch;
+  optest::expect_error([&] { find_tile_rule(relu)->run_tile(relu, in, out, {{0, 2}, {1, 4}}, nullptr, scratch); }, "does not fit");
+  optest::expect_error([&] { find_tile_rule(relu)->run_tile(relu, in, out, {{0, 2}}, nullptr, scratch); }, "does not fit");
 }
 
 // ---- Movement

@@ -43,7 +43,8 @@ Tensor run_grid(const Node& node, const std::vector<Tensor>& inputs, const std::
   Tensor y(DType::f32, out_infos[0].shape);
   for (float& v : y.span<float>()) v = std::nanf("");
   std::vector<Tensor*> out = {&y};
-  for (const Region& tile : tiletest::grid(y.shape(), sizes)) rule->run_tile(node, in, out, tile, prepared.get());
+  TileScratch scratch;
+  for (const Region& tile : tiletest::grid(y.shape(), sizes)) rule->run_tile(node, in, out, tile, prepared.get(), scratch);
   return y;
 }
 

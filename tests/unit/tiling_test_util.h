@@ -165,6 +165,9 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
   // and with every present input constant, so both kernel paths meet the same checks.
   std::vector<std::vector<const Tensor*>> constant_sets = {std::vector<const Tensor*>(in.size(), nullptr)};
   if (rule->prepare) constant_sets.push_back(in);
+  // One worker's scratch for every tile, as on an engine: a tile must not depend on what the
+  // tiles before it (other grids, other regions) left in it.
+  TileScratch scratch;
   for (const auto& constants : constant_sets)
   for (const auto& sizes : grids_for(ref.shape(), blocks)) {
     const std::shared_ptr<const void> prepared_holder = rule->prepare ? rule->prepare(node, infos, constants) : nullptr;
@@ -191,7 +194,7 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
               << node.op_type << " input " << i << " needs " << region_str(needs[i]) << " outside " << shape_str(inputs[i].shape());
       }
       std::vector<Tensor*> outs = {&assembled};
-      rule->run_tile(node, in, outs, tile, prepared);
+      rule->run_tile(node, in, outs, tile, prepared, scratch);
       if (ti % poison_every != 0 && ti + 1 != tiles.size()) continue;
       ++stats.poisoned_tiles;
       for (double poison : {std::nan(""), 1e30}) {
@@ -205,7 +208,7 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
         Tensor alone(ref.dtype(), ref.shape());
         fill(alone);
         std::vector<Tensor*> alone_out = {&alone};
-        rule->run_tile(node, bad_in, alone_out, tile, prepared);
+        rule->run_tile(node, bad_in, alone_out, tile, prepared, scratch);
         // The tile equals the reference inside its region and writes nothing outside it.
         const std::vector<double> got = alone.to_f64();
         int failures = 0;
