@@ -11,7 +11,10 @@
 //    2-D) with its fused epilogue (graph/epilogue_attrs.h), r channels-last like y; W stays
 //    [M, C, kh, kw] (tile_conv_nhwc.cpp);
 //  - DepthwiseConvNhwc(x, W [, B [, r]]): the same for a depthwise Conv (group = C = M, W
-//    [C, 1, kh, kw]; tile_dwconv_nhwc.cpp).
+//    [C, 1, kh, kw]; tile_dwconv_nhwc.cpp);
+//  - GlobalAveragePoolNhwc(x), float32: the exception to the rule above, y is the twin's
+//    [N, C, 1, 1], whose bytes are those of [N, 1, 1, C], so a network's last pool reads the
+//    channels-last copy and nothing turns it back (tile_pool_nhwc.cpp).
 // Every attribute means what it means on the twin. The references are the twins' on rotated
 // tensors, so both layouts give the same bytes.
 #include "ops/channels_last.h"
@@ -186,11 +189,31 @@ kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor
 Tensor nchw_to_nhwc(const Tensor& t) { return rotate(t, true); }
 Tensor nhwc_to_nchw(const Tensor& t) { return rotate(t, false); }
 
+static void infer_global_average_pool_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  if (in.size() != 1 || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
+  if (in[0].dtype != DType::f32) throw Unsupported(node.describe() + ": x must be float32");
+  const Shape& s = in[0].shape;
+  out[0] = ValueInfo{DType::f32, {s[0], s[3], 1, 1}, nullptr, true};
+}
+
+static void reference_global_average_pool_nhwc(const Node& node, std::span<const Tensor* const> in,
+                                        std::span<Tensor* const> out) {
+  const Tensor x = nhwc_to_nchw(*in[0]);
+  Node twin = node;
+  twin.op_type = "GlobalAveragePool";
+  twin.domain.clear();
+  const std::vector<const Tensor*> nchw = {&x};
+  std::vector<Tensor> y = evaluate_node(twin, nchw);
+  if (y.at(0).shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
+  std::memcpy(out[0]->raw(), y[0].raw(), y[0].bytes());
+}
+
 void register_channels_last_ops(OpRegistry& r) {
   r.add_internal("QLinearConvNhwc", OpDef{&infer_nhwc, &reference_nhwc});
   r.add_internal("MaxPoolNhwc", OpDef{&infer_nhwc, &reference_nhwc});
   r.add_internal("ConvNhwc", OpDef{&infer_conv_nhwc, &reference_conv_nhwc});
   r.add_internal("DepthwiseConvNhwc", OpDef{&infer_conv_nhwc, &reference_conv_nhwc});
+  r.add_internal("GlobalAveragePoolNhwc", OpDef{&infer_global_average_pool_nhwc, &reference_global_average_pool_nhwc});
 }
 
 }  // namespace grove

@@ -1,4 +1,5 @@
-// Tile rule of grove.internal MaxPoolNhwc (channels_last.cpp): output [N, OH, OW, C] cut by
+// Tile rules of grove.internal MaxPoolNhwc and GlobalAveragePoolNhwc (channels_last.cpp).
+// MaxPoolNhwc: output [N, OH, OW, C] cut by
 // output rows and images. A pixel's C channels lie together, so each window tap is one
 // elementwise maximum over a contiguous run, where NCHW pools gathered one value per plane:
 // bytes vectorised by the compiler, floats by the per-ISA kernel (kernels/maxpool.h), which
@@ -90,8 +91,51 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   else reference_whole(node, in, out, r);
 }
 
+// ---- GlobalAveragePoolNhwc: y [N, C, 1, 1] cut by images and channels; a tile reads its
+// channels of every pixel. Each channel's sum runs over the pixels in the order the NCHW rule
+// walks its plane, in float, so both layouts give the same bits.
+
+std::vector<int64_t> global_cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
+  if (out[0].shape.size() != 4) return none_cuttable(out[0].shape);
+  return {1, 1, 0, 0};
+}
+
+void global_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
+                  std::span<Region> in_regions) {
+  in_regions[0] = {out_region[0], {0, in[0].shape[1]}, {0, in[0].shape[2]}, out_region[1]};
+}
+
+// A worker's buffer: the tile's channel sums.
+struct GlobalPoolScratch {
+  std::vector<float> sums;
+};
+
+void global_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+                const void*, TileScratch& scratch) {
+  Tensor& y = *out[0];
+  check_region(node, r, y.shape());
+  const Tensor& x = *in[0];
+  if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
+  const int64_t pixels = x.dim(1) * x.dim(2), c = x.dim(3), c0 = r[1].begin, count = r[1].size();
+  if (count <= 0) return;
+  std::vector<float>& sums = scratch.get<GlobalPoolScratch>().sums;
+  sums.resize(static_cast<size_t>(count));
+  for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    const float* image = x.data<float>() + n * pixels * c + c0;
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t k = 0; k < count; ++k) sums[static_cast<size_t>(k)] += image[p * c + k];
+    float* ys = y.data<float>() + n * c + c0;
+    for (int64_t k = 0; k < count; ++k)
+      ys[k] = pixels > 0 ? sums[static_cast<size_t>(k)] / static_cast<float>(pixels) : 0.0f;
+  }
+}
+
 }  // namespace
 
-void add_pool_nhwc_rules(RuleTable& t) { t[internal_rule_key("MaxPoolNhwc")] = TileRule{cuttable, needs, run_tile}; }
+void add_pool_nhwc_rules(RuleTable& t) {
+  t[internal_rule_key("MaxPoolNhwc")] = TileRule{cuttable, needs, run_tile};
+  t[internal_rule_key("GlobalAveragePoolNhwc")] = TileRule{global_cuttable, global_needs, global_run};
+}
 
 }  // namespace grove::tiling

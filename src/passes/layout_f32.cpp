@@ -79,6 +79,14 @@ bool pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std:
          n.attr_int("storage_order", 0) == 0;
 }
 
+// A float GlobalAveragePool of a value with a channels-last copy: GlobalAveragePoolNhwc reads
+// the copy and writes the NCHW output itself ([N, C, 1, 1] has the bytes of [N, 1, 1, C]).
+bool global_pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
+  if (n.op_type != "GlobalAveragePool" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1)
+    return false;
+  return twin.count(n.inputs[0]) && f32_4d(info(g, n.inputs[0]));
+}
+
 // A Concat along the channels of 4-D float values that all have channels-last copies already.
 bool concat_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
   if (n.op_type != "Concat" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty()) return false;
@@ -163,8 +171,9 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     const Node& n = g.nodes[c];
     if (conv_primitive_choice(n) == "nhwc") chosen.insert(root(c));
     if (!off_winograd.count(n.name)) flops[root(c)] += double(node_flops(g, n));
-    const std::string& y = nchw_of.at(n.outputs[0]);
-    if (reads[y] > 0) moved[root(c)] += double(numel(g.values.at(y).shape));  // its Transpose back is read
+    auto y = nchw_of.find(n.outputs[0]);  // none for a global pool: its output is NCHW already
+    if (y != nchw_of.end() && reads[y->second] > 0)
+      moved[root(c)] += double(numel(g.values.at(y->second).shape));  // its Transpose back is read
   }
   for (const auto& [t, c] : first_reader) {
     auto p = producer.find(t);
@@ -179,6 +188,11 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     if (n.op_type == "Concat") {
       set_axis(n, 1);
       for (std::string& in : n.inputs) in = nchw_of.at(in);
+    } else if (n.op_type == "GlobalAveragePoolNhwc") {
+      n.op_type = "GlobalAveragePool";
+      n.domain.clear();
+      n.inputs[0] = nchw_of.at(n.inputs[0]);
+      continue;  // its output was NCHW all along
     } else if (n.op_type == "MaxPoolNhwc") {
       n.op_type = "MaxPool";
       n.domain.clear();
@@ -246,6 +260,15 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       movers.insert(c.name);
       out.push_back(std::move(c));
       add_twin(n.outputs[0]);
+      continue;
+    }
+    if (global_pool_takes_channels_last(g, n, twin)) {
+      Node p = n;
+      p.op_type = "GlobalAveragePoolNhwc";
+      p.domain = kGroveDomain;
+      p.inputs[0] = twin.at(n.inputs[0]);
+      movers.insert(p.name);
+      out.push_back(std::move(p));  // its output stays the NCHW value: no twin, no Transpose back
       continue;
     }
     if (pool_takes_channels_last(g, n, twin)) {

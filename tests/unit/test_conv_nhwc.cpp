@@ -403,6 +403,42 @@ TEST(LayoutF32, CheapConvsStayNchw) {
   EXPECT_EQ(count_op(*plan, "Transpose"), 0);
 }
 
+// grove.internal GlobalAveragePoolNhwc: every tile (images, channels) equals GlobalAveragePool's
+// reference on the rotated tensor, channel counts off every vector width.
+TEST(GlobalAveragePoolNhwc, TileRuleMatchesReference) {
+  uint32_t seed = 950;
+  for (const Shape& x : {Shape{2, 7, 7, 37}, Shape{1, 13, 13, 64}, Shape{3, 1, 1, 5}}) {
+    NodeBuilder node("GlobalAveragePoolNhwc", 13, 1);
+    node.node.domain = kGroveDomain;
+    const auto stats = tiletest::check_tiling(node, {tiletest::random_f32(x, seed++)}, 1e-6);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(x);
+  }
+}
+
+// A network's last pool reads the last conv's channels-last copy and writes the NCHW output
+// itself: no Transpose back. Priced so that the Transposes outweigh the conv, both go back.
+TEST(LayoutF32, GlobalAveragePoolReadsTheChannelsLastCopy) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 9, 9}).output("g", kF32, {1, 64, 1, 1});
+  weight(b, "w", {64, 32, 3, 3}, 1);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  b.node("GlobalAveragePool", {"r"}, {"g"}, "gap");
+  const TestModel m{"conv_gap", b.bytes(), {{"x", seeded_tensor({1, 32, 9, 9}, 6)}}};
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  auto plan = make_plan(model.graph(), PlanOptions{});
+  EXPECT_EQ(count_op(*plan, "ConvNhwc"), 1);
+  EXPECT_EQ(count_op(*plan, "GlobalAveragePoolNhwc"), 1);
+  EXPECT_EQ(count_op(*plan, "Transpose"), 1);  // x in; nothing back
+  expect_plan_computes(plan, m, want, {1, 2}, "channels-last conv and pool");
+  auto back = plan_with_costly_transposes(model.graph());
+  EXPECT_EQ(count_op(*back, "ConvNhwc"), 0);
+  EXPECT_EQ(count_op(*back, "GlobalAveragePool"), 1);
+  EXPECT_EQ(count_op(*back, "Transpose"), 0);
+  expect_plan_computes(back, m, want, {2}, "conv and pool back in NCHW");
+}
+
 // A 3x3 conv of 32 input channels on a 28x28 plane, which the NCHW rule runs on Winograd: where
 // the channels-last conv adds its taps in registers (AVX-512) it goes channels-last beside a
 // channels-last neighbour, but alone it stays NCHW, since it runs channels-last only about as
