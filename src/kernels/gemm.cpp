@@ -65,6 +65,18 @@ GemmConfig config_for(Isa isa, Precision precision = Precision::f32) {
 // The most B panels a call may have for its float A to be read in place (where the kernel can).
 constexpr size_t kUnpackedAPanels = 4;
 
+// A k block short enough that a row tile of A stays in half the L1 while the k block of every
+// B panel the call reads stays in half the L2 (1x1 convs of up to a few hundred channels): then
+// a tile runs against all panels in turn, A read in place from L1 instead of packed, and C's
+// rows are written whole (docs/kernels.md).
+bool runs_tiles_first(const GemmCall& call, const PackedB& b, const GemmBlocking& blocking) {
+  // cpuid traps to the hypervisor on a VM: the sizes are read once.
+  static const size_t half_l1 = size_t(cpu_info().l1d_bytes > 0 ? cpu_info().l1d_bytes : int64_t{32} << 10) / 2;
+  static const size_t half_l2 = size_t(cpu_info().l2_bytes > 0 ? cpu_info().l2_bytes : int64_t{1} << 20) / 2;
+  const size_t kc = std::min(blocking.kc, b.k), panels = (call.n + b.nr - 1) / b.nr;
+  return blocking.mr * kc * sizeof(float) <= half_l1 && kc * panels * b.nr * sizeof(float) <= half_l2;
+}
+
 size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 // Rows [first, last) of tile `index` when `rows` rows are cut into `tiles` tiles of nearly
@@ -399,6 +411,8 @@ struct ABlock {
 // cost a second pass over B (a 13x13 plane, 169 rows, was two blocks of 85 and 84 that read
 // the 2 MB of SqueezeNet's classifier weights twice): balanced blocks go up to 1.5 mc_max.
 // Prepacked A is laid out in blocks of exactly mc_max.
+// With `tiles_first`, each row tile runs against every B panel before the next tile (see
+// runs_tiles_first) instead of each panel against every tile.
 size_t m_blocks_of(size_t m, size_t mc_max, bool balanced) {
   if (!balanced) return (m + mc_max - 1) / mc_max;
   return std::max<size_t>(1, (m + mc_max / 2) / mc_max);
@@ -406,7 +420,7 @@ size_t m_blocks_of(size_t m, size_t mc_max, bool balanced) {
 
 template <class AProvider>
 void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config, size_t mc_max, bool balanced,
-                GemmScratch* scratch, AProvider&& a_block) {
+                bool tiles_first, GemmScratch* scratch, AProvider&& a_block) {
   const size_t mr = config.blocking.mr, nr = b.nr, kc_max = config.blocking.kc, k = b.k;
   auto start = [&](size_t rows, size_t parts, size_t index, size_t step) {
     return balanced ? tile_row(rows, parts, index) : std::min(rows, index * step);
@@ -437,30 +451,35 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
       const size_t mc = start(call.m, m_blocks, block + 1, mc_max) - ic;
       const size_t tiles = (mc + mr - 1) / mr;
       const ABlock packed = a_block(pc, kc, ic, mc, tiles);
-      for (size_t jr = 0; jr < call.n; jr += nr) {
+      // One microkernel call: row tile t against panel jr.
+      auto run = [&](size_t t, size_t jr) {
         tile.n = std::min(nr, call.n - jr);
         tile.b = b.panel((call.n0 + jr) / nr) + packed_steps(b.precision, pc) * nr;
         tile.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
-        const float* b_next =
-            jr + nr < call.n ? b.panel((call.n0 + jr + nr) / nr) + packed_steps(b.precision, pc) * nr : nullptr;
-        for (size_t t = 0; t < tiles; ++t) {
-          tile.b_next = t == 0 ? b_next : nullptr;
-          const size_t ir = start(mc, tiles, t, mr);
-          const size_t row = ic + ir;
-          tile.m = start(mc, tiles, t + 1, mr) - ir;
-          tile.a = packed.row_stride ? packed.base + ir * packed.row_stride : packed.base + t * packed.tile_stride;
-          tile.a_stride = packed.row_stride;
-          tile.c = c ? c + row * c_stride + jr : nullptr;
-          tile.c_bf16 = call.c_bf16 && tile.finish ? call.c_bf16 + row * call.c_stride + jr : nullptr;
-          tile.row_bias = call.epilogue.row_bias ? call.epilogue.row_bias + row : nullptr;
-          tile.residual = call.epilogue.residual
-                              ? call.epilogue.residual + row * call.epilogue.residual_stride + jr
-                              : nullptr;
-          tile.residual_bf16 = call.epilogue.residual_bf16
-                                   ? call.epilogue.residual_bf16 + row * call.epilogue.residual_stride + jr
-                                   : nullptr;
-          config.kernel(tile);
-        }
+        tile.b_next = t == 0 && jr + nr < call.n
+                          ? b.panel((call.n0 + jr + nr) / nr) + packed_steps(b.precision, pc) * nr
+                          : nullptr;
+        const size_t ir = start(mc, tiles, t, mr);
+        const size_t row = ic + ir;
+        tile.m = start(mc, tiles, t + 1, mr) - ir;
+        tile.a = packed.row_stride ? packed.base + ir * packed.row_stride : packed.base + t * packed.tile_stride;
+        tile.a_stride = packed.row_stride;
+        tile.c = c ? c + row * c_stride + jr : nullptr;
+        tile.c_bf16 = call.c_bf16 && tile.finish ? call.c_bf16 + row * call.c_stride + jr : nullptr;
+        tile.row_bias = call.epilogue.row_bias ? call.epilogue.row_bias + row : nullptr;
+        tile.residual =
+            call.epilogue.residual ? call.epilogue.residual + row * call.epilogue.residual_stride + jr : nullptr;
+        tile.residual_bf16 = call.epilogue.residual_bf16
+                                 ? call.epilogue.residual_bf16 + row * call.epilogue.residual_stride + jr
+                                 : nullptr;
+        config.kernel(tile);
+      };
+      if (tiles_first) {
+        for (size_t t = 0; t < tiles; ++t)
+          for (size_t jr = 0; jr < call.n; jr += nr) run(t, jr);
+      } else {
+        for (size_t jr = 0; jr < call.n; jr += nr)
+          for (size_t t = 0; t < tiles; ++t) run(t, jr);
       }
     }
     pc += kc;
@@ -479,10 +498,12 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   // A few B panels reuse an A block little, and packing it was a copy for nothing (a conv's
   // window block is laid out just before); many panels read it often, and then packed A's one
   // stream beats 14 rows read in place (docs/kernels.md has the measurements).
-  const bool reads_a_unpacked = config.reads_a_unpacked && !call.a_transposed && call.n <= kUnpackedAPanels * b.nr;
+  const bool tiles_first = config.reads_a_unpacked && !call.a_transposed && runs_tiles_first(call, b, config.blocking);
+  const bool reads_a_unpacked =
+      config.reads_a_unpacked && !call.a_transposed && (call.n <= kUnpackedAPanels * b.nr || tiles_first);
   scratch.a_block.reserve(round_up(std::min(mc_max + mc_max / 2, call.m), mr) *
                           packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
-  gemm_loops(call, b, config, mc_max, true, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
+  gemm_loops(call, b, config, mc_max, true, tiles_first, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
     float* out = scratch.a_block.data();
     if (amx) {
       const size_t stride = packed_steps(Precision::bf16_amx, kc) * mr;
@@ -536,7 +557,7 @@ void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b,
   // Tiles are the packed ones: mr rows each, m blocks of whole tiles.
   const size_t mc_max = std::max(mr, config.blocking.mc / mr * mr);
   const size_t first_tile = row0 / mr;
-  gemm_loops(call, b, config, mc_max, false, scratch, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
+  gemm_loops(call, b, config, mc_max, false, false, scratch, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
     return ABlock{a.tile(first_tile + ic / mr) + packed_steps(a.precision, pc) * mr, a.steps() * mr};
   });
 }
