@@ -65,6 +65,25 @@ void gather_region(const Node& node, const Tensor& x, Tensor& y, const Region& r
     if (merged > 1) view_strides.back() = 1;
   }
   const int64_t run = region.empty() ? 1 : region.back().size(), inner = view_strides.empty() ? 1 : view_strides.back();
+  if (inner == 1 && view.size() >= 2) {
+    // Dense runs: the rows of the next-to-last dim go in one tight loop per outer index, so a
+    // channels-last Concat (a run of a pixel's channels per pixel) pays the odometer per row
+    // of pixels, not per pixel.
+    const size_t d = view.size() - 2;
+    const Shape outer(view.begin(), view.begin() + static_cast<std::ptrdiff_t>(d + 1));
+    const Region outer_region(region.begin(), region.begin() + static_cast<std::ptrdiff_t>(d + 1));
+    const int64_t rows = region[d].size(), width = view.back(), first = region.back().begin;
+    const size_t bytes = static_cast<size_t>(run) * elem, dst_step = static_cast<size_t>(width) * elem,
+                 src_step = static_cast<size_t>(view_strides[d]) * elem;
+    for_each_row(outer, outer_region, [&](int64_t offset, const std::vector<int64_t>& index) {
+      int64_t src = base + first;
+      for (size_t k = 0; k <= d; ++k) src += index[k] * view_strides[k];
+      std::byte* to = y.raw() + static_cast<size_t>(offset * width + first) * elem;
+      const std::byte* from = x.raw() + static_cast<size_t>(src) * elem;
+      for (int64_t i = 0; i < rows; ++i, to += dst_step, from += src_step) std::memcpy(to, from, bytes);
+    });
+    return;
+  }
   for_each_row(view, region, [&](int64_t offset, const std::vector<int64_t>& index) {
     int64_t src = base;
     for (size_t d = 0; d < index.size(); ++d) src += index[d] * view_strides[d];
