@@ -101,8 +101,9 @@ inline void activate(__m512 (&acc)[R][kNV], const ActivationParams& p) {
 #undef GROVE_EACH
 }
 
-// Zeroes the accumulators and, since the C tile is read (accumulate) or written only after
-// the k loop, starts pulling its lines in now so the epilogue does not wait on scattered rows.
+// Zeroes the accumulators and, since the C tile (and the residual of a last k block) is read
+// or written only after the k loop, starts pulling its lines in now so the epilogue does not
+// wait on scattered rows.
 template <int R>
 inline void start_tile(__m512 (&acc)[R][kNV], const GemmTileArgs& t) {
 #pragma GCC unroll 16
@@ -113,6 +114,13 @@ inline void start_tile(__m512 (&acc)[R][kNV], const GemmTileArgs& t) {
   for (int r = 0; r < R; ++r) {
     _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * kNV - 1), _MM_HINT_T0);
+  }
+  if (t.residual && t.finish) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(t.residual + r * t.residual_stride), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(t.residual + r * t.residual_stride + 16 * kNV - 1), _MM_HINT_T0);
+    }
   }
 }
 
