@@ -262,23 +262,15 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       add_twin(n.outputs[0]);
       continue;
     }
-    if (global_pool_takes_channels_last(g, n, twin)) {
+    const bool global_pool = global_pool_takes_channels_last(g, n, twin);
+    if (global_pool || pool_takes_channels_last(g, n, twin)) {
       Node p = n;
-      p.op_type = "GlobalAveragePoolNhwc";
-      p.domain = kGroveDomain;
-      p.inputs[0] = twin.at(n.inputs[0]);
-      movers.insert(p.name);
-      out.push_back(std::move(p));  // its output stays the NCHW value: no twin, no Transpose back
-      continue;
-    }
-    if (pool_takes_channels_last(g, n, twin)) {
-      Node p = n;
-      p.op_type = "MaxPoolNhwc";
+      p.op_type = global_pool ? "GlobalAveragePoolNhwc" : "MaxPoolNhwc";
       p.domain = kGroveDomain;
       p.inputs[0] = twin.at(n.inputs[0]);
       movers.insert(p.name);
       out.push_back(std::move(p));
-      add_twin(n.outputs[0]);
+      if (!global_pool) add_twin(n.outputs[0]);  // a global pool's output stays the NCHW value
       continue;
     }
     if (!takes_channels_last(g, n, keep)) {
