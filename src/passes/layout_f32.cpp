@@ -34,9 +34,9 @@ namespace grove {
 namespace {
 
 // Fewer input channels than this (an image's 3) stay NCHW: each window row would be copied in
-// runs of a few floats, and such a first conv feeds an NCHW pool. So do convs whose output
-// channels would fill under three quarters of the GEMM's panel lanes (MobileNetV2's 16- and
-// 24-channel 1x1 convs: measured 1.8x slower channels-last).
+// runs of a few floats, and such a first conv feeds an NCHW pool. Few output channels do not
+// keep a conv NCHW: a 16-channel 1x1 conv leaves half the panel's lanes empty channels-last,
+// but its NCHW neighbours' Transposes cost more (docs/layout.md, stop 40).
 constexpr int64_t kMinChannels = 16;
 // A group of convs keeps channels-last only if its FLOPs are at least this many times what its
 // Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.
@@ -110,11 +110,6 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   const Tensor& w = *constant(g, n.inputs[1]);
   if (x[1] < kMinChannels) return false;
   if (is_depthwise(n, x)) return true;  // its channels fill the vector lanes; no GEMM, no Winograd
-  // The output channels fill the GEMM's panels: few of them leave lanes empty (16 of 32).
-  const auto nr = static_cast<int64_t>(
-      kernels::gemm_blocking(kernels::active_isa(), tiling::gemm_precision(n)).nr);
-  const int64_t m = w.dim(0);
-  if (m * 4 < (m + nr - 1) / nr * nr * 3) return false;
   // Winograd layers stay on their NCHW path; a conv the plan marked bf16 never runs Winograd.
   // Where the channels-last conv adds its taps in registers (kernels/conv_rows.h), it beats
   // Winograd on few input channels, whose transforms outweigh their GEMMs (docs/layout.md).
