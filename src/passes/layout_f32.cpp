@@ -33,8 +33,8 @@
 namespace grove {
 namespace {
 
-// Fewer input channels than this (an image's 3) stay NCHW: each window row would be copied in
-// runs of a few floats, and such a first conv feeds an NCHW pool. Few output channels do not
+// Fewer input channels than this (an image's 3) stay NCHW, each window row copied in runs of a
+// few floats, unless the row conv adds the taps in registers (a stem: few_channel_stem). Few output channels do not
 // keep a conv NCHW: a 16-channel 1x1 conv leaves half the panel's lanes empty channels-last,
 // but its NCHW neighbours' Transposes cost more (docs/layout.md, stop 40).
 constexpr int64_t kMinChannels = 16;
@@ -98,6 +98,14 @@ bool concat_takes_channels_last(const Graph& g, const Node& n, const std::map<st
   return true;
 }
 
+// A conv of few input channels and a kernel wider than 1x1 (a network's stem on an image):
+// channels-last, float32, where conv_rows adds its taps in registers, it beats the NCHW direct
+// kernel (docs/layout.md); the image's Transpose is small next to its output's.
+bool few_channel_stem(const Node& n, const Shape& x, const Tensor& w) {
+  return x[1] >= 1 && n.attr_int("group", 1) == 1 && w.dim(2) * w.dim(3) > 1 && !runs_in_bf16(n) &&
+         kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+}
+
 // The rule: a conv the channels-last path can run, not kept NCHW by a choice, with enough input
 // and output channels, and not on Winograd. A conv chosen "nhwc" (grove tune) goes whatever
 // the rule says.
@@ -108,7 +116,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   if (keep.count(n.name) || !chosen.empty()) return false;
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
-  if (x[1] < kMinChannels) return false;
+  if (x[1] < kMinChannels) return few_channel_stem(n, x, w);
   if (is_depthwise(n, x)) return true;  // its channels fill the vector lanes; no GEMM, no Winograd
   // Winograd layers stay on their NCHW path; a conv the plan marked bf16 never runs Winograd.
   // Where the channels-last conv adds its taps in registers (kernels/conv_rows.h), it beats
@@ -122,12 +130,13 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
 // only if its FLOPs are at least kFlopsPerMove times what its Transposes move, in FLOPs (the
 // plan's transpose_flops per element); otherwise every conv of it becomes the NCHW Conv again and
 // its Transposes, unread, are dead. A group holding a conv chosen "nhwc" stays whole: that
-// conv reads its neighbours' channels-last outputs, which going back would remove. The convs
-// that left Winograd for channels-last (`off_winograd`) run there at about Winograd's speed, so
-// their FLOPs pay for no Transposes: they stay only in a component the others pay for. Returns
-// how many convs went back.
+// conv reads its neighbours' channels-last outputs, which going back would remove. Two kinds of
+// conv (`riders`) pay for no Transposes with their FLOPs and stay only in a component the
+// others pay for: those that left Winograd for channels-last run there at about Winograd's
+// speed, and a stem gains a fraction of its time, less than its output's Transpose back would
+// cost (GoogLeNet's, whose next 3x3 conv stays on Winograd). Returns how many convs went back.
 int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of,
-                             const std::set<std::string>& movers, const std::set<std::string>& off_winograd,
+                             const std::set<std::string>& movers, const std::set<std::string>& riders,
                              double transpose_flops) {
   auto channels_last = [&](const Node& n) { return is_conv_nhwc(n) || movers.count(n.name); };
   std::vector<size_t> convs;
@@ -165,7 +174,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   for (size_t c : convs) {
     const Node& n = g.nodes[c];
     if (conv_primitive_choice(n) == "nhwc") chosen.insert(root(c));
-    if (!off_winograd.count(n.name)) flops[root(c)] += double(node_flops(g, n));
+    if (!riders.count(n.name)) flops[root(c)] += double(node_flops(g, n));
     auto y = nchw_of.find(n.outputs[0]);  // none for a global pool: its output is NCHW already
     if (y != nchw_of.end() && reads[y->second] > 0)
       moved[root(c)] += double(numel(g.values.at(y->second).shape));  // its Transpose back is read
@@ -229,7 +238,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
   std::set<std::string> movers;  // the Concats and pools that take channels-last copies
-  std::set<std::string> off_winograd;  // convs the rule would run Winograd had they stayed NCHW
+  std::set<std::string> riders;  // off Winograd, and stems (revert_costly_components)
   int converted = 0;
   auto channels_last = [&](const std::string& value) {
     const std::string name = channels_last_copy(g, value, twin, out);
@@ -272,9 +281,11 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       out.push_back(n);
       continue;
     }
-    if (conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
-        tiling::conv_node_uses_winograd(n, g.values.at(n.inputs[0]).shape, constant(g, n.inputs[1])->shape()))
-      off_winograd.insert(n.name);
+    const Shape& x = g.values.at(n.inputs[0]).shape;
+    if ((conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
+         tiling::conv_node_uses_winograd(n, x, constant(g, n.inputs[1])->shape())) ||
+        x[1] < kMinChannels)
+      riders.insert(n.name);
     Node c = n;
     c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
     c.domain = kGroveDomain;
@@ -287,7 +298,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   }
   g.nodes = std::move(out);
   remove_dead_nodes(g);  // the Transposes back that nothing reads, before they count as moves
-  const int reverted = revert_costly_components(g, nchw_of, movers, off_winograd, transpose_flops);
+  const int reverted = revert_costly_components(g, nchw_of, movers, riders, transpose_flops);
   remove_dead_nodes(g);
   return converted - reverted;
 }

@@ -464,6 +464,32 @@ TEST(LayoutF32, FewChannelWinogradConvsGoChannelsLastOnlyBesideOthers) {
   }
 }
 
+// A stem (3 input channels, 7x7 stride 2) goes channels-last where conv_rows adds its taps in
+// registers, but only beside a conv that pays for the Transposes: alone its own FLOPs do not
+// count, so it stays on the NCHW direct kernel. Both compute the reference.
+TEST(LayoutF32, FewChannelStemsGoChannelsLastOnlyBesideOthers) {
+  const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+  PlanOptions cheap_moves;
+  cheap_moves.transpose_flops = 0.01;
+  for (bool neighbour : {false, true}) {
+    OnnxBuilder b(13);
+    b.input("x", kF32, {1, 3, 37, 37}).output("y", kF32, {1, 32, 19, 19});
+    weight(b, "w7", {32, 3, 7, 7}, 1);
+    weight(b, "w1", {32, 32, 1, 1}, 2);
+    auto& stem = b.node("Conv", {"x", "w7"}, {neighbour ? "c" : "y"}, "stem");
+    OnnxBuilder::attr_ints(stem, "pads", {3, 3, 3, 3});
+    OnnxBuilder::attr_ints(stem, "strides", {2, 2});
+    if (neighbour) b.node("Conv", {"c", "w1"}, {"y"}, "one");
+    const TestModel m{"stem", b.bytes(), {{"x", seeded_tensor({1, 3, 37, 37}, 3)}}};
+    Model model = load_test_model(m);
+    auto plan = make_plan(model.graph(), cheap_moves);
+    const int expect = neighbour ? (rows ? 2 : 1) : 0;
+    EXPECT_EQ(count_op(*plan, "ConvNhwc"), expect) << (neighbour ? "beside a 1x1 conv" : "alone");
+    EXPECT_EQ(count_op(*plan, "Conv"), (neighbour ? 2 : 1) - expect);
+    expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, "7x7 stride-2 stem");
+  }
+}
+
 // x [1, 64, 12, 12] -> 1x1 expand (384) + ReLU -> depthwise 3x3 (384) + ReLU -> 1x1 project
 // (64) + x: a MobileNetV2 block.
 TestModel inverted_residual() {
