@@ -54,8 +54,7 @@ __m128 bf16_of_8(const float* src) { return _mm_castsi128_ps((__m128i)_mm256_cvt
 }  // namespace
 
 void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& t) {
-  static_assert(kMR == 14, "with_rows_1_to_14 covers every tile height");
-  with_rows_1_to_14(t.m, [&](auto rows) { tile<rows()>(t); });
+  with_rows<kMR>(t.m, [&](auto rows) { tile<rows()>(t); });
 }
 
 // Groups of 4 rows: 8 floats of each row become 4 pair words, and a 4 x 4 transpose of

@@ -33,6 +33,8 @@ struct GemmConfig {
   void (*end)() = nullptr;
   // The kernel reads float A where it lies (GemmTileArgs::a_stride), so row-major A is not packed.
   bool reads_a_unpacked = false;
+  // For n <= 16 with A in place: two row tiles in one call, on the first 16 columns of a panel.
+  GemmMicrokernel narrow = nullptr;
 };
 
 // The AMX kernel's k block: the packed A block (kAmxMc rows of kc bf16) fills a quarter of
@@ -55,7 +57,9 @@ GemmConfig config_for(Isa isa, Precision precision = Precision::f32) {
   if (precision == Precision::bf16)
     return {{14, 32, 512, 168, "bf16_gemm_14x32_avx512bf16"}, bf16_gemm_14x32_avx512bf16};
   switch (isa) {
-    case Isa::avx512: return {{14, 32, 512, 168, "f32_gemm_14x32_avx512"}, f32_gemm_14x32_avx512, nullptr, nullptr, true};
+    case Isa::avx512:
+      return {{14, 32, 512, 168, "f32_gemm_14x32_avx512"}, f32_gemm_14x32_avx512, nullptr, nullptr, true,
+              f32_gemm_28x16_avx512};
     case Isa::avx2: return {{6, 16, 512, 168, "f32_gemm_6x16_avx2"}, f32_gemm_6x16_avx2};
     case Isa::scalar: break;
   }
@@ -412,7 +416,8 @@ struct ABlock {
 // the 2 MB of SqueezeNet's classifier weights twice): balanced blocks go up to 1.5 mc_max.
 // Prepacked A is laid out in blocks of exactly mc_max.
 // With `tiles_first`, each row tile runs against every B panel before the next tile (see
-// runs_tiles_first) instead of each panel against every tile.
+// runs_tiles_first) instead of each panel against every tile. With `narrow` (a kernel for
+// n <= 16, A in place), each call takes two row tiles.
 size_t m_blocks_of(size_t m, size_t mc_max, bool balanced) {
   if (!balanced) return (m + mc_max - 1) / mc_max;
   return std::max<size_t>(1, (m + mc_max / 2) / mc_max);
@@ -420,7 +425,7 @@ size_t m_blocks_of(size_t m, size_t mc_max, bool balanced) {
 
 template <class AProvider>
 void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config, size_t mc_max, bool balanced,
-                bool tiles_first, GemmScratch* scratch, AProvider&& a_block) {
+                bool tiles_first, GemmMicrokernel narrow, GemmScratch* scratch, AProvider&& a_block) {
   const size_t mr = config.blocking.mr, nr = b.nr, kc_max = config.blocking.kc, k = b.k;
   auto start = [&](size_t rows, size_t parts, size_t index, size_t step) {
     return balanced ? tile_row(rows, parts, index) : std::min(rows, index * step);
@@ -451,8 +456,8 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
       const size_t mc = start(call.m, m_blocks, block + 1, mc_max) - ic;
       const size_t tiles = (mc + mr - 1) / mr;
       const ABlock packed = a_block(pc, kc, ic, mc, tiles);
-      // One microkernel call: row tile t against panel jr.
-      auto run = [&](size_t t, size_t jr) {
+      // One microkernel call: row tiles [t, t_end) against panel jr.
+      auto run = [&](size_t t, size_t t_end, size_t jr, GemmMicrokernel kernel) {
         tile.n = std::min(nr, call.n - jr);
         tile.b = b.panel((call.n0 + jr) / nr) + packed_steps(b.precision, pc) * nr;
         tile.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
@@ -461,7 +466,7 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
                           : nullptr;
         const size_t ir = start(mc, tiles, t, mr);
         const size_t row = ic + ir;
-        tile.m = start(mc, tiles, t + 1, mr) - ir;
+        tile.m = start(mc, tiles, t_end, mr) - ir;
         tile.a = packed.row_stride ? packed.base + ir * packed.row_stride : packed.base + t * packed.tile_stride;
         tile.a_stride = packed.row_stride;
         tile.c = c ? c + row * c_stride + jr : nullptr;
@@ -472,14 +477,16 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
         tile.residual_bf16 = call.epilogue.residual_bf16
                                  ? call.epilogue.residual_bf16 + row * call.epilogue.residual_stride + jr
                                  : nullptr;
-        config.kernel(tile);
+        kernel(tile);
       };
-      if (tiles_first) {
+      if (narrow) {
+        for (size_t t = 0; t < tiles; t += 2) run(t, std::min(tiles, t + 2), 0, narrow);
+      } else if (tiles_first) {
         for (size_t t = 0; t < tiles; ++t)
-          for (size_t jr = 0; jr < call.n; jr += nr) run(t, jr);
+          for (size_t jr = 0; jr < call.n; jr += nr) run(t, t + 1, jr, config.kernel);
       } else {
         for (size_t jr = 0; jr < call.n; jr += nr)
-          for (size_t t = 0; t < tiles; ++t) run(t, jr);
+          for (size_t t = 0; t < tiles; ++t) run(t, t + 1, jr, config.kernel);
       }
     }
     pc += kc;
@@ -503,7 +510,8 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
       config.reads_a_unpacked && !call.a_transposed && (call.n <= kUnpackedAPanels * b.nr || tiles_first);
   scratch.a_block.reserve(round_up(std::min(mc_max + mc_max / 2, call.m), mr) *
                           packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
-  gemm_loops(call, b, config, mc_max, true, tiles_first, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
+  const GemmMicrokernel narrow = reads_a_unpacked && call.n <= 16 && !call.c_bf16 ? config.narrow : nullptr;
+  gemm_loops(call, b, config, mc_max, true, tiles_first, narrow, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
     float* out = scratch.a_block.data();
     if (amx) {
       const size_t stride = packed_steps(Precision::bf16_amx, kc) * mr;
@@ -557,7 +565,7 @@ void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b,
   // Tiles are the packed ones: mr rows each, m blocks of whole tiles.
   const size_t mc_max = std::max(mr, config.blocking.mc / mr * mr);
   const size_t first_tile = row0 / mr;
-  gemm_loops(call, b, config, mc_max, false, false, scratch, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
+  gemm_loops(call, b, config, mc_max, false, false, nullptr, scratch, [&](size_t pc, size_t, size_t ic, size_t, size_t) {
     return ABlock{a.tile(first_tile + ic / mr) + packed_steps(a.precision, pc) * mr, a.steps() * mr};
   });
 }

@@ -71,13 +71,13 @@ inline __m512 gelu_tanh_ps(__m512 x) {
   return _mm512_mul_ps(x, sigmoid_ps(two_u));
 }
 
-template <int R>
-inline void activate(__m512 (&acc)[R][kNV], const ActivationParams& p) {
+template <int R, int NV>
+inline void activate(__m512 (&acc)[R][NV], const ActivationParams& p) {
   const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
   const __m512 alpha = _mm512_set1_ps(p.alpha), beta = _mm512_set1_ps(p.beta);
 #define GROVE_EACH(expr)                 \
-  _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) \
-    _Pragma("GCC unroll 4") for (int v = 0; v < kNV; ++v) { __m512 x = acc[r][v]; acc[r][v] = (expr); }
+  _Pragma("GCC unroll 32") for (int r = 0; r < R; ++r) \
+    _Pragma("GCC unroll 4") for (int v = 0; v < NV; ++v) { __m512 x = acc[r][v]; acc[r][v] = (expr); }
   switch (p.kind) {
     case Activation::identity: break;
     case Activation::relu: GROVE_EACH(_mm512_max_ps(x, zero)); break;
@@ -104,95 +104,80 @@ inline void activate(__m512 (&acc)[R][kNV], const ActivationParams& p) {
 // Zeroes the accumulators and, since the C tile (and the residual of a last k block) is read
 // or written only after the k loop, starts pulling its lines in now so the epilogue does not
 // wait on scattered rows.
-template <int R>
-inline void start_tile(__m512 (&acc)[R][kNV], const GemmTileArgs& t) {
-#pragma GCC unroll 16
+template <int R, int NV>
+inline void start_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
+#pragma GCC unroll 32
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
-#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+#pragma GCC unroll 32
   for (int r = 0; r < R; ++r) {
     _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * kNV - 1), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * NV - 1), _MM_HINT_T0);
   }
   if (t.residual && t.finish) {
-#pragma GCC unroll 16
+#pragma GCC unroll 32
     for (int r = 0; r < R; ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(t.residual + r * t.residual_stride), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(t.residual + r * t.residual_stride + 16 * kNV - 1), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(t.residual + r * t.residual_stride + 16 * NV - 1), _MM_HINT_T0);
     }
   }
 }
 
 // Finishes a tile whose products over this k block are in acc (see the header comment).
-template <int R>
-inline void store_tile(__m512 (&acc)[R][kNV], const GemmTileArgs& t) {
-  __mmask16 mask[kNV];
-  for (int v = 0; v < kNV; ++v) {
+template <int R, int NV>
+inline void store_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
+  __mmask16 mask[NV];
+  for (int v = 0; v < NV; ++v) {
     const long left = static_cast<long>(t.n) - 16 * v;
     mask[v] = left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
   }
   if (t.accumulate) {
-#pragma GCC unroll 16
+#pragma GCC unroll 32
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v)
+      for (int v = 0; v < NV; ++v)
         acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(mask[v], t.c + r * t.c_stride + 16 * v));
   }
   if (t.finish) {
     if (t.bias) {
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) {
+      for (int v = 0; v < NV; ++v) {
         const __m512 bias = _mm512_maskz_loadu_ps(mask[v], t.bias + 16 * v);
-#pragma GCC unroll 16
+#pragma GCC unroll 32
         for (int r = 0; r < R; ++r) acc[r][v] = _mm512_add_ps(acc[r][v], bias);
       }
     }
     if (t.row_bias) {
-#pragma GCC unroll 16
+#pragma GCC unroll 32
       for (int r = 0; r < R; ++r) {
         const __m512 bias = _mm512_set1_ps(t.row_bias[r]);
 #pragma GCC unroll 4
-        for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], bias);
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], bias);
       }
     }
     if (t.residual) {
-#pragma GCC unroll 16
+#pragma GCC unroll 32
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < kNV; ++v)
+        for (int v = 0; v < NV; ++v)
           acc[r][v] = _mm512_add_ps(
               acc[r][v], _mm512_maskz_loadu_ps(mask[v], t.residual + r * t.residual_stride + 16 * v));
     }
     activate<R>(acc, t.activation);
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 32
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) _mm512_mask_storeu_ps(t.c + r * t.c_stride + 16 * v, mask[v], acc[r][v]);
+    for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(t.c + r * t.c_stride + 16 * v, mask[v], acc[r][v]);
 }
 
-// Calls f(std::integral_constant<int, m>) for m in 1..14, so a kernel instantiates its tile
-// for each row count and a short last tile does only the work it needs.
-template <class F>
-inline void with_rows_1_to_14(size_t m, F&& f) {
-  switch (m) {
-    case 14: f(std::integral_constant<int, 14>{}); break;
-    case 13: f(std::integral_constant<int, 13>{}); break;
-    case 12: f(std::integral_constant<int, 12>{}); break;
-    case 11: f(std::integral_constant<int, 11>{}); break;
-    case 10: f(std::integral_constant<int, 10>{}); break;
-    case 9: f(std::integral_constant<int, 9>{}); break;
-    case 8: f(std::integral_constant<int, 8>{}); break;
-    case 7: f(std::integral_constant<int, 7>{}); break;
-    case 6: f(std::integral_constant<int, 6>{}); break;
-    case 5: f(std::integral_constant<int, 5>{}); break;
-    case 4: f(std::integral_constant<int, 4>{}); break;
-    case 3: f(std::integral_constant<int, 3>{}); break;
-    case 2: f(std::integral_constant<int, 2>{}); break;
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    default: break;
-  }
+// Calls f(std::integral_constant<int, m>) for m in 1..Max (nothing for another m), so a kernel
+// instantiates its tile for each row count and a short last tile does only the work it needs.
+template <int Max, class F>
+inline void with_rows(size_t m, F&& f) {
+  if (m == size_t(Max)) return f(std::integral_constant<int, Max>{});
+  if constexpr (Max > 1) with_rows<Max - 1>(m, f);
 }
 
 }  // namespace

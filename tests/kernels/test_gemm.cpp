@@ -38,6 +38,17 @@ TEST_P(Gemm, EveryRowCount) {
   for (size_t m = 1; m <= 2 * blocking_.mr + 1; ++m) tester().m(m).n(blocking_.nr).k(11).seed(m).test();
 }
 
+// Sixteen columns or fewer: on AVX-512 two row tiles per call (f32_gemm_28x16_avx512), so
+// every row count of a pair, partial pairs, a second k block, panels after the first, and the
+// epilogue in each.
+TEST_P(Gemm, NarrowColumnsEveryRowCount) {
+  for (size_t n : {size_t(1), size_t(7), size_t(16)})
+    for (size_t m = 1; m <= 4 * blocking_.mr + 1; ++m)
+      tester().m(m).n(n).k(13).bias(true).residual(true).activation(Activation::relu).seed(unsigned(m * 17 + n)).test();
+  tester().m(2 * blocking_.mr + 5).n(16).k(blocking_.kc + 3).accumulate(true).residual(true).test();
+  tester().m(2 * blocking_.mr).n(11).k(40).panels_before(3).a_pad(5).c_pad(3).test();
+}
+
 TEST_P(Gemm, EveryColumnCount) {
   for (size_t n = 1; n <= 2 * blocking_.nr + 1; ++n) tester().m(blocking_.mr).n(n).k(9).seed(n).test();
 }
