@@ -300,6 +300,15 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   remove_dead_nodes(g);  // the Transposes back that nothing reads, before they count as moves
   const int reverted = revert_costly_components(g, nchw_of, movers, riders, transpose_flops);
   remove_dead_nodes(g);
+  // The channels-last values of the groups that went back are read and written by nothing now;
+  // left in, they would change the plan's graph (and its hash) for nothing.
+  std::set<std::string> used;
+  for (const Node& n : g.nodes) {
+    used.insert(n.inputs.begin(), n.inputs.end());
+    used.insert(n.outputs.begin(), n.outputs.end());
+  }
+  for (const auto& [name, nchw] : nchw_of)
+    if (!used.count(name)) g.values.erase(name);
   return converted - reverted;
 }
 
