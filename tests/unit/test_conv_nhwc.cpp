@@ -439,55 +439,44 @@ TEST(LayoutF32, GlobalAveragePoolReadsTheChannelsLastCopy) {
   expect_plan_computes(back, m, want, {2}, "conv and pool back in NCHW");
 }
 
-// A 3x3 conv of 32 input channels on a 28x28 plane, which the NCHW rule runs on Winograd: where
-// the channels-last conv adds its taps in registers (AVX-512) it goes channels-last beside a
-// channels-last neighbour, but alone it stays NCHW, since it runs channels-last only about as
-// fast as on Winograd and so pays for no Transposes (Transposes priced near zero here).
-TEST(LayoutF32, FewChannelWinogradConvsGoChannelsLastOnlyBesideOthers) {
+// A "rider": a first conv (x [1, cin, size, size] -> cout channels, square kernel, stride,
+// padding) whose own FLOPs pay for no Transposes. Where the channels-last conv adds its taps in
+// registers (AVX-512) it goes channels-last beside a channels-last 1x1 neighbour, but alone it
+// stays NCHW (Transposes priced near zero here). Both plans compute the reference.
+void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, int64_t kernel, int64_t stride,
+                                     const std::string& label) {
   const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   PlanOptions cheap_moves;
   cheap_moves.transpose_flops = 0.01;
+  const int64_t pad = kernel / 2, out = (size + 2 * pad - kernel) / stride + 1;
   for (bool neighbour : {false, true}) {
     OnnxBuilder b(13);
-    b.input("x", kF32, {1, 32, 28, 28}).output("y", kF32, {1, 64, 28, 28});
-    weight(b, "w3", {64, 32, 3, 3}, 1);
-    weight(b, "w1", {64, 64, 1, 1}, 2);
-    OnnxBuilder::attr_ints(b.node("Conv", {"x", "w3"}, {neighbour ? "c" : "y"}, "three"), "pads", {1, 1, 1, 1});
+    b.input("x", kF32, {1, cin, size, size}).output("y", kF32, {1, cout, out, out});
+    weight(b, "wk", {cout, cin, kernel, kernel}, 1);
+    weight(b, "w1", {cout, cout, 1, 1}, 2);
+    auto& first = b.node("Conv", {"x", "wk"}, {neighbour ? "c" : "y"}, "first");
+    OnnxBuilder::attr_ints(first, "pads", {pad, pad, pad, pad});
+    OnnxBuilder::attr_ints(first, "strides", {stride, stride});
     if (neighbour) b.node("Conv", {"c", "w1"}, {"y"}, "one");
-    const TestModel m{"winograd_or_rows", b.bytes(), {{"x", seeded_tensor({1, 32, 28, 28}, 3)}}};
+    const TestModel m{label, b.bytes(), {{"x", seeded_tensor({1, cin, size, size}, 3)}}};
     Model model = load_test_model(m);
     auto plan = make_plan(model.graph(), cheap_moves);
     const int expect = neighbour ? (rows ? 2 : 1) : 0;
-    EXPECT_EQ(count_op(*plan, "ConvNhwc"), expect) << (neighbour ? "beside a 1x1 conv" : "alone");
-    EXPECT_EQ(count_op(*plan, "Conv"), (neighbour ? 2 : 1) - expect);
-    expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, "3x3 conv of 32 channels");
+    EXPECT_EQ(count_op(*plan, "ConvNhwc"), expect) << label << (neighbour ? " beside a 1x1 conv" : " alone");
+    EXPECT_EQ(count_op(*plan, "Conv"), (neighbour ? 2 : 1) - expect) << label;
+    expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, label);
   }
 }
 
-// A stem (3 input channels, 7x7 stride 2) goes channels-last where conv_rows adds its taps in
-// registers, but only beside a conv that pays for the Transposes: alone its own FLOPs do not
-// count, so it stays on the NCHW direct kernel. Both compute the reference.
+// A 3x3 conv of 32 input channels on a 28x28 plane, which the NCHW rule runs on Winograd:
+// channels-last it runs only about as fast as on Winograd.
+TEST(LayoutF32, FewChannelWinogradConvsGoChannelsLastOnlyBesideOthers) {
+  expect_rides_only_beside_others(32, 64, 28, 3, 1, "3x3 conv of 32 channels");
+}
+
+// A stem (3 input channels, 7x7 stride 2): channels-last it gains a fraction of its time.
 TEST(LayoutF32, FewChannelStemsGoChannelsLastOnlyBesideOthers) {
-  const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
-  PlanOptions cheap_moves;
-  cheap_moves.transpose_flops = 0.01;
-  for (bool neighbour : {false, true}) {
-    OnnxBuilder b(13);
-    b.input("x", kF32, {1, 3, 37, 37}).output("y", kF32, {1, 32, 19, 19});
-    weight(b, "w7", {32, 3, 7, 7}, 1);
-    weight(b, "w1", {32, 32, 1, 1}, 2);
-    auto& stem = b.node("Conv", {"x", "w7"}, {neighbour ? "c" : "y"}, "stem");
-    OnnxBuilder::attr_ints(stem, "pads", {3, 3, 3, 3});
-    OnnxBuilder::attr_ints(stem, "strides", {2, 2});
-    if (neighbour) b.node("Conv", {"c", "w1"}, {"y"}, "one");
-    const TestModel m{"stem", b.bytes(), {{"x", seeded_tensor({1, 3, 37, 37}, 3)}}};
-    Model model = load_test_model(m);
-    auto plan = make_plan(model.graph(), cheap_moves);
-    const int expect = neighbour ? (rows ? 2 : 1) : 0;
-    EXPECT_EQ(count_op(*plan, "ConvNhwc"), expect) << (neighbour ? "beside a 1x1 conv" : "alone");
-    EXPECT_EQ(count_op(*plan, "Conv"), (neighbour ? 2 : 1) - expect);
-    expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, "7x7 stride-2 stem");
-  }
+  expect_rides_only_beside_others(3, 32, 37, 7, 2, "7x7 stride-2 stem");
 }
 
 // x [1, 64, 12, 12] -> 1x1 expand (384) + ReLU -> depthwise 3x3 (384) + ReLU -> 1x1 project
