@@ -73,14 +73,15 @@ void gather_region(const Node& node, const Tensor& x, Tensor& y, const Region& r
     const Shape outer(view.begin(), view.begin() + static_cast<std::ptrdiff_t>(d + 1));
     const Region outer_region(region.begin(), region.begin() + static_cast<std::ptrdiff_t>(d + 1));
     const int64_t rows = region[d].size(), width = view.back(), first = region.back().begin;
-    const size_t bytes = static_cast<size_t>(run) * elem, dst_step = static_cast<size_t>(width) * elem,
-                 src_step = static_cast<size_t>(view_strides[d]) * elem;
+    const size_t bytes = static_cast<size_t>(run) * elem;
+    const int64_t src_step = view_strides[d];  // negative for a Slice with a negative step
     for_each_row(outer, outer_region, [&](int64_t offset, const std::vector<int64_t>& index) {
       int64_t src = base + first;
       for (size_t k = 0; k <= d; ++k) src += index[k] * view_strides[k];
-      std::byte* to = y.raw() + static_cast<size_t>(offset * width + first) * elem;
-      const std::byte* from = x.raw() + static_cast<size_t>(src) * elem;
-      for (int64_t i = 0; i < rows; ++i, to += dst_step, from += src_step) std::memcpy(to, from, bytes);
+      const int64_t to = offset * width + first;
+      for (int64_t i = 0; i < rows; ++i)
+        std::memcpy(y.raw() + static_cast<size_t>(to + i * width) * elem,
+                    x.raw() + static_cast<size_t>(src + i * src_step) * elem, bytes);
     });
     return;
   }
