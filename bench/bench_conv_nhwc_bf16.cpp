@@ -64,11 +64,13 @@ const std::vector<Shape2> kShapes = {
 };
 
 // The f32 mode also times the channels-last 3x3 convs of few channels in SqueezeNet 1.1 and
-// GoogLeNet, where the taps' partial sums cost most.
+// GoogLeNet, where the taps' partial sums cost most, and the stems of SqueezeNet, ResNet-50 and
+// GoogLeNet, and MobileNetV2 on 3 channels.
 const std::vector<Shape2> kFewChannelShapes = {
     {16, 64, 55, 3, 1, 1, false},  {32, 128, 27, 3, 1, 1, false}, {48, 192, 13, 3, 1, 1, false},
     {64, 256, 13, 3, 1, 1, false}, {16, 32, 28, 3, 1, 1, false},  {96, 128, 28, 3, 1, 1, false},
-    {16, 48, 14, 3, 1, 1, false},  {112, 224, 14, 3, 1, 1, false},
+    {16, 48, 14, 3, 1, 1, false},  {112, 224, 14, 3, 1, 1, false}, {3, 64, 224, 3, 2, 0, false},
+    {3, 64, 224, 7, 2, 3, false},  {3, 32, 224, 3, 2, 1, false},
 };
 
 Tensor as_bf16(const Tensor& t) {

@@ -21,6 +21,28 @@ size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr) {
   return taps * channels * nr * sizeof(float) <= budget ? std::min(taps, kMaxTapsPerCall) : 1;
 }
 
+namespace {
+
+// Every output row of the call against panel jr, in blocks of positions; the first call
+// streams the panel's weights and asks for `next` meanwhile.
+void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t blocks, size_t jr) {
+  for (size_t row = 0; row < call.rows; ++row) {
+    const float* x = call.x + row * call.row_step_floats;
+    const size_t y0 = row * call.out_w;
+    for (size_t block = 0; block < blocks; ++block) {
+      const size_t o0 = call.out_w * block / blocks, o1 = call.out_w * (block + 1) / blocks;
+      t.m = o1 - o0;
+      t.b_next = row == 0 && block == 0 ? next : nullptr;
+      t.a = x + o0 * call.stride_w * call.channels;
+      t.c = call.y + (y0 + o0) * call.y_stride + jr;
+      t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
+      f32_gemm_14x32_avx512(t);
+    }
+  }
+}
+
+}  // namespace
+
 bool conv_row_supported(Isa isa, Precision precision) { return isa == Isa::avx512 && precision == Precision::f32; }
 
 void conv_rows(const ConvRowCall& call) {
@@ -43,6 +65,24 @@ void conv_rows(const ConvRowCall& call) {
                                                                       : conv_rows_taps_per_call(call.channels, taps, nr));
   std::array<ptrdiff_t, kMaxTapsPerCall> offsets{};
   t.tap_offsets = offsets.data();
+  // With every tap in one call and no dilation, a kernel row's taps are one run: a position's
+  // window row is kernel_w * channels floats in a row, and so are the row's weights. Fewer,
+  // longer runs (a stem on 3 channels: 7 runs of 21 steps instead of 49 of 3).
+  if (per_call >= taps && call.dilation_w == 1) {
+    t.kc = call.kernel_w * call.channels;
+    t.taps = call.kernel_h;
+    for (size_t ki = 0; ki < call.kernel_h; ++ki) offsets[ki] = ptrdiff_t(ki * call.tap_row_floats);
+    t.accumulate = false;
+    t.finish = true;
+    for (size_t jr = 0; jr < call.n; jr += nr) {
+      t.n = std::min(nr, call.n - jr);
+      t.b = w.panel((call.n0 + jr) / nr);
+      t.bias = call.bias ? call.bias + jr : nullptr;
+      const float* next = jr + nr < call.n ? w.panel((call.n0 + jr + nr) / nr) : nullptr;
+      run_rows(call, t, next, blocks, jr);
+    }
+    return;
+  }
   for (size_t jr = 0; jr < call.n; jr += nr) {
     t.n = std::min(nr, call.n - jr);
     const float* panel = w.panel((call.n0 + jr) / nr);
@@ -59,19 +99,7 @@ void conv_rows(const ConvRowCall& call) {
       const float* next = tap0 + t.taps < taps ? t.b + t.taps * call.channels * nr : next_panel;
       t.accumulate = tap0 > 0;
       t.finish = tap0 + t.taps == taps;
-      for (size_t row = 0; row < call.rows; ++row) {
-        const float* x = call.x + row * call.row_step_floats;
-        const size_t y0 = row * call.out_w;
-        for (size_t block = 0; block < blocks; ++block) {
-          const size_t o0 = call.out_w * block / blocks, o1 = call.out_w * (block + 1) / blocks;
-          t.m = o1 - o0;
-          t.b_next = row == 0 && block == 0 ? next : nullptr;
-          t.a = x + o0 * call.stride_w * call.channels;
-          t.c = call.y + (y0 + o0) * call.y_stride + jr;
-          t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
-          f32_gemm_14x32_avx512(t);
-        }
-      }
+      run_rows(call, t, next, blocks, jr);
     }
   }
 }
