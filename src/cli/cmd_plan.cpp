@@ -106,6 +106,7 @@ int run_plan(const PlanCliOptions& o) {
       const bool view = is_view_node(p, static_cast<int32_t>(n));
       std::string op = op_label(node) + (runs_on_amx(node) ? " bf16 amx" : runs_in_bf16(node) ? " bf16" : "") + (view ? " (view)" : p.rules[n] ? "" : "*");
       if (tuned.count(node.name)) op += conv_primitive_choice(node).empty() ? " (tuned)" : " " + conv_primitive_choice(node) + " (tuned)";
+      else if (!conv_primitive_choice(node).empty()) op += " " + conv_primitive_choice(node);  // the layout pass's Winograd
       std::printf("  %-4zu %-32s %-22s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
                   grid_str(tile_grid(p, static_cast<int32_t>(n))).c_str(), static_cast<long long>(edges_in),
                   static_cast<double>(node_flops(p.graph, node)) * 1e-9);

@@ -46,9 +46,9 @@ constexpr const char* kPrecisionHelp =
     "docs/precision.md";
 constexpr const char* kLayoutHelp =
     "Activation layout of float convs: nhwc runs each chain of convs the channels-last rule takes on NHWC "
-    "activations (Transposes where NCHW ops meet them; Winograd layers of 64 or more input channels and grouped "
-    "convs stay NCHW, and a stem of few input channels goes channels-last only on AVX-512 beside convs that pay "
-    "for its Transposes), nchw runs every conv as the model is written. docs/layout.md";
+    "activations (Transposes where NCHW ops meet them; Winograd layers, still on Winograd from 64 input channels, "
+    "and stems of few input channels go channels-last only beside convs that pay for their Transposes; grouped "
+    "convs stay NCHW), nchw runs every conv as the model is written. docs/layout.md";
 constexpr const char* kTuningHelp =
     "Per-Conv primitives and tile grids from grove tune: auto uses the tuning record made for this model, CPU, "
     "thread count and precision when there is one, else this CPU's performance model (grove tune --fit) when "

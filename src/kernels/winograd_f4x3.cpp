@@ -119,9 +119,7 @@ size_t WinogradF4x3Weights::bytes() const {
   return total;
 }
 
-void winograd_f4x3_pack_weights(WinogradF4x3Weights& out, const float* w, size_t cout, size_t cin, Isa isa) {
-  if (cout > 0 && cin > 0 && !w) throw Error("winograd_f4x3_pack_weights: null weights");
-  std::vector<float> u(36 * cout * cin);  // u[t][co][ci]
+void winograd_f4x3_transform_weights(const float* w, size_t cout, size_t cin, float* u) {
   for (size_t co = 0; co < cout; ++co)
     for (size_t ci = 0; ci < cin; ++ci) {
       const float* g = w + (co * cin + ci) * 9;
@@ -135,6 +133,12 @@ void winograd_f4x3_pack_weights(WinogradF4x3Weights& out, const float* w, size_t
           u[((i * 6 + k) * cout + co) * cin + ci] = static_cast<float>(v);
         }
     }
+}
+
+void winograd_f4x3_pack_weights(WinogradF4x3Weights& out, const float* w, size_t cout, size_t cin, Isa isa) {
+  if (cout > 0 && cin > 0 && !w) throw Error("winograd_f4x3_pack_weights: null weights");
+  std::vector<float> u(36 * cout * cin);  // u[t][co][ci]
+  winograd_f4x3_transform_weights(w, cout, cin, u.data());
   out.cout = cout;
   out.cin = cin;
   out.isa = isa;

@@ -31,6 +31,10 @@ struct WinogradF4x3Weights {
   size_t bytes() const;
 };
 
+// u[t][co][ci] = (G g G^T)_t of w[co][ci] (w: [cout][cin][3][3]), in double precision: the
+// weights of both layouts' GEMMs before packing.
+void winograd_f4x3_transform_weights(const float* w, size_t cout, size_t cin, float* u);
+
 // w: [cout][cin][3][3] (ONNX Conv weights of one group). Transformed in double precision.
 void winograd_f4x3_pack_weights(WinogradF4x3Weights& out, const float* w, size_t cout, size_t cin,
                                 Isa isa = active_isa());

@@ -16,7 +16,9 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/epilogue_vec.h"
 #include "kernels/winograd_f4x3.h"
+#include "kernels/winograd_f4x3_nhwc.h"
 
 namespace grove::kernels {
 namespace {
@@ -132,10 +134,69 @@ inline void interleave4(const float* __restrict src, size_t src_stride, size_t b
   }
 }
 
+// Channels-last (winograd_f4x3_nhwc.h): the same transforms over channels [c, c + lanes) of
+// the 36 patch pixels, row by row and then down the columns, in the order the NCHW form uses.
+template <class T>
+inline void nhwc_input_step(const float* const* patch, size_t c, float* const* out) {
+  T h[6][6];
+  for (size_t r = 0; r < 6; ++r) {
+    T d[6];
+    for (size_t k = 0; k < 6; ++k) d[k] = load_as<T>(patch[r * 6 + k] + c);
+    winograd_bt(d, h[r]);
+  }
+  for (size_t k = 0; k < 6; ++k) {
+    const T col[6] = {h[0][k], h[1][k], h[2][k], h[3][k], h[4][k], h[5][k]};
+    T o[6];
+    winograd_bt(col, o);
+    for (size_t i = 0; i < 6; ++i) store_as(out[i * 6 + k] + c, o[i]);
+  }
+}
+
+template <class T>
+inline void nhwc_output_step(const float* const* m, size_t c, const float* bias, const float* const* residual,
+                             const ActivationParams& act, float* const* out) {
+  T s[4][6];
+  for (size_t k = 0; k < 6; ++k) {
+    T col[6], o[4];
+    for (size_t i = 0; i < 6; ++i) col[i] = load_as<T>(m[i * 6 + k] + c);
+    winograd_at(col, o);
+    for (size_t r = 0; r < 4; ++r) s[r][k] = o[r];
+  }
+  const T b = bias ? load_as<T>(bias + c) : splat_floats<T>(0.0f);
+  for (size_t r = 0; r < 4; ++r) {
+    T o[4];
+    winograd_at(s[r], o);
+    for (size_t q = 0; q < 4; ++q) {
+      const size_t i = r * 4 + q;
+      if (!out[i]) continue;
+      T v = o[q] + b;
+      if (residual && residual[i]) v += load_as<T>(residual[i] + c);
+      store_as(out[i] + c, activate_floats(v, act));
+    }
+  }
+}
+
+template <class V>
+inline void nhwc_input_transform(const float* const* patch, size_t channels, float* const* out) {
+  constexpr size_t lanes = sizeof(V) / sizeof(float);
+  size_t c = 0;
+  for (; c + lanes <= channels; c += lanes) nhwc_input_step<V>(patch, c, out);
+  for (; c < channels; ++c) nhwc_input_step<float>(patch, c, out);
+}
+
+template <class V>
+inline void nhwc_output_transform(const float* const* m, size_t channels, const float* bias,
+                                  const float* const* residual, const ActivationParams& act, float* const* out) {
+  constexpr size_t lanes = sizeof(V) / sizeof(float);
+  size_t c = 0;
+  for (; c + lanes <= channels; c += lanes) nhwc_output_step<V>(m, c, bias, residual, act, out);
+  for (; c < channels; ++c) nhwc_output_step<float>(m, c, bias, residual, act, out);
+}
+
 }  // namespace
 }  // namespace grove::kernels
 
-// The four entry points of one ISA's build, over the vector type Vec that file defines.
+// The entry points of one ISA's build, over the vector type Vec that file defines.
 #define GROVE_WINOGRAD_F4X3_ENTRY_POINTS(isa)                                                                    \
   void f32_winograd_f4x3_input_##isa(const float* phases, size_t phase_stride, size_t blocks, float* const* out) {  \
     input_transform<Vec>(phases, phase_stride, blocks, out);                                                   \
@@ -148,4 +209,12 @@ inline void interleave4(const float* __restrict src, size_t src_stride, size_t b
   }                                                                                                            \
   void f32_winograd_interleave4_##isa(const float* src, size_t src_stride, size_t blocks, float* dst) {         \
     interleave4(src, src_stride, blocks, dst);                                                                 \
+  }                                                                                                             \
+  void f32_winograd_f4x3_nhwc_input_##isa(const float* const* patch, size_t channels, float* const* out) {      \
+    nhwc_input_transform<Vec>(patch, channels, out);                                                            \
+  }                                                                                                             \
+  void f32_winograd_f4x3_nhwc_output_##isa(const float* const* m, size_t channels, const float* bias,           \
+                                           const float* const* residual, const ActivationParams& act,           \
+                                           float* const* out) {                                                 \
+    nhwc_output_transform<Vec>(m, channels, bias, residual, act, out);                                          \
   }

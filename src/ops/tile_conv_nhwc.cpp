@@ -12,13 +12,16 @@
 #include <memory>
 #include <type_traits>
 
+#include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/amx.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/fused_epilogue.h"
+#include "ops/conv_gemm_forms.h"
 #include "ops/op_util.h"
+#include "ops/tile_conv_winograd.h"
 #include "ops/tile_util.h"
 #include "ops/window_rows.h"
 
@@ -58,6 +61,10 @@ bool claimed(const Node& node, std::span<const ValueInfo> in) {
 WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
   return window_geometry(node, std::span<const int64_t>(x.data() + 1, 2), {w[2], w[3]}, false);
 }
+
+// A conv the layout pass left on Winograd (passes/layout_f32.cpp): float32 only, and only where
+// Winograd fits (a plan that says otherwise is refused as it is built).
+bool on_winograd(const Node& node) { return conv_primitive_choice(node) == "winograd"; }
 
 // A 1x1 stride-1 conv without padding (output pixel p is input pixel p): its GEMM reads x
 // itself as A.
@@ -116,6 +123,13 @@ std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, s
   const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
   const auto block = static_cast<int64_t>(panel_width(node));
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
+  // Winograd: rows in whole 4-row blocks on large planes; on small ones output channels only
+  // (images first when there are several), so each tile's GEMMs keep all the plane's blocks,
+  // as on the NCHW path (ops/tile_conv.cpp).
+  if (on_winograd(node)) {
+    if (winograd_cut_rows(conv2d_shape_2d(g, in[0].shape[3]))) return {1, kWinogradRows, 0, block};
+    return {1, 0, 0, y[0] > 1 ? 0 : block};
+  }
   const auto windows = static_cast<int64_t>(window_elements(node, g, in[0].shape[3], k, double(y[1])));
   if (cut_weights_first(k * y[3], windows)) return {1, 0, 0, block};
   return {1, 1, 0, block};
@@ -127,7 +141,10 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
     if (has_input(in, i)) in_regions[i] = full_region(in[i].shape);
   if (!claimed(node, in)) return;
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
-  in_regions[0] = {out_region[0], window_input_range(g, 0, out_region[1]), {0, in[0].shape[2]}, {0, in[0].shape[3]}};
+  Range rows = out_region[1];
+  if (on_winograd(node) && rows.size() > 0)  // the whole input patches of the blocks the rows fall in
+    rows = {rows.begin / kWinogradRows * kWinogradRows, (rows.end + kWinogradRows - 1) / kWinogradRows * kWinogradRows};
+  in_regions[0] = {out_region[0], window_input_range(g, 0, rows), {0, in[0].shape[2]}, {0, in[0].shape[3]}};
   Region w = full_region(in[1].shape);
   w[0] = out_region[3];
   in_regions[1] = w;
@@ -153,10 +170,12 @@ std::shared_ptr<NhwcConvWeights> pack_weights(const Node& node, const Tensor& w)
 std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
                                     std::span<const Tensor* const> constants) {
   if (!claimed(node, in) || constants.size() < 2 || !constants[1]) return nullptr;
+  if (on_winograd(node)) return winograd_nhwc_prepare(*constants[1]);
   return pack_weights(node, *constants[1]);
 }
 
-int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+int64_t prepared_bytes(const Node& node, std::span<const ValueInfo>, const void* prepared) {
+  if (on_winograd(node)) return winograd_nhwc_prepared_bytes(prepared);
   return static_cast<int64_t>(static_cast<const NhwcConvWeights*>(prepared)->w.bytes());
 }
 
@@ -336,6 +355,16 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   for (const Range& d : r)
     if (d.size() <= 0) return;
   const Tensor& x = *in[0];
+  if (on_winograd(node)) {
+    const WindowGeometry g = geometry_of(node, x.shape(), in[1]->shape());
+    kernels::Epilogue e;
+    const Tensor* bias = optional_input(in, 2);
+    const Tensor* residual = optional_input(in, kEpilogueResidualInput);
+    e.bias = bias ? bias->data<float>() : nullptr;
+    e.residual = residual ? residual->data<float>() : nullptr;
+    e.activation = epilogue_activation(node);
+    return winograd_nhwc_conv_tile(conv2d_shape_2d(g, x.dim(3)), x, *in[1], y, r, e, prepared, scratch);
+  }
   std::shared_ptr<const NhwcConvWeights> own;
   const auto* p = static_cast<const NhwcConvWeights*>(prepared);
   if (!p) {
@@ -444,6 +473,15 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   const Shape& y = out[0].shape;
   auto size = [&](size_t d) { return double(extent[d] > 0 ? std::min(extent[d], y[d]) : y[d]); };
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
+  if (on_winograd(node)) {
+    // As on the NCHW path: 36 products per 4x4 block, input and output channel; the input
+    // transform covers every input channel whatever the tile's output channels.
+    const double blocks = size(0) * std::ceil(size(1) / 4) * std::ceil(size(2) / 4), cin = double(in[0].shape[3]);
+    TileWork w;
+    w.flops = 2 * 36 * size(3) * cin * blocks;
+    w.moves = 2 * 36 * cin * blocks + 36 * size(3) * blocks;
+    return w;
+  }
   const double k = double(in[1].shape[1] * in[1].shape[2] * in[1].shape[3]);
   const kernels::GemmBlocking b = kernels::gemm_blocking(kernels::active_isa(), gemm_precision(node));
   auto up = [](double v, double m) { return std::ceil(v / m) * m; };

@@ -1,6 +1,7 @@
 #include "ops/tile_conv_winograd.h"
 
 #include "kernels/winograd_f4x3.h"
+#include "kernels/winograd_f4x3_nhwc.h"
 
 namespace grove::tiling {
 
@@ -25,6 +26,12 @@ size_t gemm_columns(const kernels::Conv2dShape& s) { return (s.out_h + 3) / 4 * 
 struct WinogradTileScratch {
   kernels::WinogradF4x3Scratch transforms;
   kernels::WinogradF4x3Weights unprepared;
+};
+
+// The same for the channels-last form.
+struct WinogradNhwcTileScratch {
+  kernels::WinogradF4x3NhwcScratch transforms;
+  kernels::WinogradF4x3NhwcWeights unprepared;
 };
 
 }  // namespace
@@ -74,6 +81,43 @@ void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, cons
     call.epilogue = epilogue;
     if (epilogue.residual) call.epilogue.residual = epilogue.residual + size_t(n) * cout * out_plane;
     kernels::winograd_f4x3_conv(call, *weights, scratch);
+  }
+}
+
+std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w) {
+  auto packed = std::make_shared<kernels::WinogradF4x3NhwcWeights>();
+  kernels::winograd_f4x3_nhwc_pack_weights(*packed, w.data<float>(), size_t(w.shape()[0]), size_t(w.shape()[1]));
+  return packed;
+}
+
+int64_t winograd_nhwc_prepared_bytes(const void* prepared) {
+  return int64_t(static_cast<const kernels::WinogradF4x3NhwcWeights*>(prepared)->bytes());
+}
+
+void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
+                             const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
+                             TileScratch& tile_scratch) {
+  WinogradNhwcTileScratch& ws = tile_scratch.get<WinogradNhwcTileScratch>();
+  const auto* weights = static_cast<const kernels::WinogradF4x3NhwcWeights*>(prepared);
+  if (!weights) {
+    kernels::winograd_f4x3_nhwc_pack_weights(ws.unprepared, w.data<float>(), size_t(w.shape()[0]),
+                                             size_t(w.shape()[1]));
+    weights = &ws.unprepared;
+  }
+  const size_t in_image = shape.in_h * shape.in_w * shape.channels;
+  const size_t out_image = shape.out_h * shape.out_w * size_t(y.shape()[3]);
+  for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+    kernels::WinogradF4x3NhwcCall call;
+    call.x = x.data<float>() + size_t(n) * in_image;
+    call.y = y.data<float>() + size_t(n) * out_image;
+    call.row_begin = size_t(r[1].begin);
+    call.row_end = size_t(r[1].end);
+    call.oc_begin = size_t(r[3].begin);
+    call.oc_end = size_t(r[3].end);
+    call.shape = shape;
+    call.epilogue = epilogue;
+    if (epilogue.residual) call.epilogue.residual = epilogue.residual + size_t(n) * out_image;
+    kernels::winograd_f4x3_nhwc_conv(call, *weights, ws.transforms);
   }
 }
 

@@ -49,4 +49,17 @@ int64_t winograd_prepared_bytes(const void* prepared);
 void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
                         const Region& r, const kernels::Epilogue& epilogue, const void* prepared, TileScratch& scratch);
 
+// The channels-last form (kernels/winograd_f4x3_nhwc.h), for grove.internal ConvNhwc nodes
+// the layout pass leaves on Winograd (attribute grove_conv "winograd"): U_t packed as B.
+std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w);
+int64_t winograd_nhwc_prepared_bytes(const void* prepared);
+
+// Output region r (images, rows, all columns, channels starting on a panel boundary) of y
+// [N, OH, OW, M] from x [N, H, W, C]. `prepared` is what winograd_nhwc_prepare returned, or
+// null. `epilogue.bias` is indexed by output channel; `epilogue.residual` points at image 0 of
+// a tensor shaped like y.
+void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
+                             const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
+                             TileScratch& scratch);
+
 }  // namespace grove::tiling

@@ -41,9 +41,10 @@ constexpr int64_t kMinChannels = 16;
 // A group of convs keeps channels-last only if its FLOPs are at least this many times what its
 // Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.
 constexpr double kFlopsPerMove = 10;
-// Fewer input channels than this: a Winograd layer runs channels-last where conv_rows can
-// (measured in models: 16->64 at 55x55 1.4x, 32->96 at 28x28 1.1x; 64->64 at 56x56 even;
-// 96->128 at 28x28 Winograd 1.2x; docs/layout.md).
+// Fewer input channels than this: a Winograd layer runs channels-last on the GEMM where
+// conv_rows can (measured in models: 16->64 at 55x55 1.4x, 32->96 at 28x28 1.1x; 64->64 at
+// 56x56 even; 96->128 at 28x28 Winograd 1.2x; docs/layout.md). From this many on it runs
+// channels-last on Winograd (kernels/winograd_f4x3_nhwc.h).
 constexpr int64_t kRowsBeatWinogradChannels = 64;
 
 // One group per input channel, one output channel per group (a depth multiplier of 1).
@@ -107,8 +108,9 @@ bool few_channel_stem(const Node& n, const Shape& x, const Tensor& w) {
 }
 
 // The rule: a conv the channels-last path can run, not kept NCHW by a choice, with enough input
-// and output channels, and not on Winograd. A conv chosen "nhwc" (grove tune) goes whatever
-// the rule says.
+// channels or a stem. A conv chosen "nhwc" (grove tune) goes whatever the rule says. Winograd
+// layers go too: on the GEMM (few input channels, where conv_rows adds the taps in registers)
+// or on the channels-last Winograd (keeps_winograd).
 bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::string>& keep) {
   if (!can_run_channels_last(g, n)) return false;
   const std::string chosen = conv_primitive_choice(n);
@@ -117,12 +119,21 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
   if (x[1] < kMinChannels) return few_channel_stem(n, x, w);
-  if (is_depthwise(n, x)) return true;  // its channels fill the vector lanes; no GEMM, no Winograd
-  // Winograd layers stay on their NCHW path; a conv the plan marked bf16 never runs Winograd.
-  // Where the channels-last conv adds its taps in registers (kernels/conv_rows.h), it beats
-  // Winograd on few input channels, whose transforms outweigh their GEMMs (docs/layout.md).
-  if (runs_in_bf16(n) || !tiling::conv_node_uses_winograd(n, x, w.shape())) return true;
-  return x[1] < kRowsBeatWinogradChannels && kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+  return true;
+}
+
+// A conv the rule runs on Winograd (never one the plan marked bf16), by its NCHW shapes.
+bool on_winograd_by_rule(const Graph& g, const Node& n) {
+  return conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
+         tiling::conv_node_uses_winograd(n, g.values.at(n.inputs[0]).shape, constant(g, n.inputs[1])->shape());
+}
+
+// Whether a Winograd layer that goes channels-last stays on Winograd: where the channels-last
+// GEMM adds its taps in registers (kernels/conv_rows.h) it beats Winograd on few input
+// channels, whose transforms outweigh their GEMMs (docs/layout.md).
+bool keeps_winograd(const Shape& x) {
+  return x[1] >= kRowsBeatWinogradChannels ||
+         !kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
 }
 
 // Convs, Concats and pools that share channels-last values (one reads another's y, or both read
@@ -132,8 +143,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
 // its Transposes, unread, are dead. A group holding a conv chosen "nhwc" stays whole: that
 // conv reads its neighbours' channels-last outputs, which going back would remove. Two kinds of
 // conv (`riders`) pay for no Transposes with their FLOPs and stay only in a component the
-// others pay for: those that left Winograd for channels-last run there at about Winograd's
-// speed, and a stem gains a fraction of its time, less than its output's Transpose back would
+// others pay for: Winograd layers run channels-last at about their NCHW speed, and a stem gains a fraction of its time, less than its output's Transpose back would
 // cost (GoogLeNet's, whose next 3x3 conv stays on Winograd). Returns how many convs went back.
 int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of,
                              const std::set<std::string>& movers, const std::set<std::string>& riders,
@@ -204,6 +214,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     } else {
       n.op_type = "Conv";
       n.domain.clear();
+      n.attrs.erase(kAttrConvPrimitive);  // a Winograd layer's mark (a chosen conv never went)
       n.inputs[0] = nchw_of.at(n.inputs[0]);
       if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty())
         n.inputs[kEpilogueResidualInput] = nchw_of.at(n.inputs[kEpilogueResidualInput]);
@@ -238,7 +249,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
   std::set<std::string> movers;  // the Concats and pools that take channels-last copies
-  std::set<std::string> riders;  // off Winograd, and stems (revert_costly_components)
+  std::set<std::string> riders;  // Winograd layers, and stems (revert_costly_components)
   int converted = 0;
   auto channels_last = [&](const std::string& value) {
     const std::string name = channels_last_copy(g, value, twin, out);
@@ -282,13 +293,15 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       continue;
     }
     const Shape& x = g.values.at(n.inputs[0]).shape;
-    if ((conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
-         tiling::conv_node_uses_winograd(n, x, constant(g, n.inputs[1])->shape())) ||
-        x[1] < kMinChannels)
-      riders.insert(n.name);
+    const bool winograd = on_winograd_by_rule(g, n);
+    if (winograd || x[1] < kMinChannels) riders.insert(n.name);
     Node c = n;
     c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
     c.domain = kGroveDomain;
+    if (winograd && keeps_winograd(x)) {
+      c.attrs[kAttrConvPrimitive].kind = Attribute::Kind::s;
+      c.attrs[kAttrConvPrimitive].s = "winograd";
+    }
     c.inputs[0] = channels_last(n.inputs[0]);
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
       c.inputs[kEpilogueResidualInput] = channels_last(n.inputs[kEpilogueResidualInput]);

@@ -9,6 +9,7 @@
 
 #include "gemm_tester.h"
 #include "kernels/winograd_f4x3.h"
+#include "kernels/winograd_f4x3_nhwc.h"
 
 namespace grove::kernels::testing {
 
@@ -46,43 +47,71 @@ double WinogradTester::test() const {
         scale = std::max(scale, std::abs(sum));
       }
 
-  WinogradF4x3Weights weights;
-  winograd_f4x3_pack_weights(weights, w.data(), cout_, cin_, isa_);
-  WinogradF4x3Scratch scratch;
   const float sentinel = -12345.0f;
   std::vector<float> y(cout_ * plane, sentinel);
-  WinogradF4x3Call call;
-  call.x = x.data();
-  call.y = y.data();
-  call.oc_begin = oc0_;
-  call.oc_end = oc1;
-  call.row_begin = row0_;
-  call.row_end = row1;
-  call.shape = {.channels = cin_, .in_h = in_h_, .in_w = in_w_, .out_h = oh_count, .out_w = ow_count, .kernel_h = 3,
-                .kernel_w = 3, .pad_top = pt_, .pad_left = pl_};
-  call.epilogue.row_bias = bias_ ? b.data() : nullptr;
-  call.epilogue.residual = residual_ ? res.data() : nullptr;
-  call.epilogue.residual_stride = plane;
-  call.epilogue.activation = activation_;
-  winograd_f4x3_conv(call, weights, scratch);
+  const kernels::Conv2dShape shape{.channels = cin_, .in_h = in_h_, .in_w = in_w_, .out_h = oh_count, .out_w = ow_count,
+                                   .kernel_h = 3, .kernel_w = 3, .pad_top = pt_, .pad_left = pl_};
+  // Where output (oc, oh, ow) lies in y and in the residual.
+  auto at = [&](size_t oc, size_t oh, size_t ow) {
+    return channels_last_ ? (oh * ow_count + ow) * cout_ + oc : oc * plane + oh * ow_count + ow;
+  };
+  if (channels_last_) {
+    std::vector<float> x_hwc(x.size()), res_hwc(res.size());
+    for (size_t c = 0; c < cin_; ++c)
+      for (size_t p = 0; p < in_h_ * in_w_; ++p) x_hwc[p * cin_ + c] = x[c * in_h_ * in_w_ + p];
+    for (size_t c = 0; c < cout_; ++c)
+      for (size_t p = 0; p < plane; ++p) res_hwc[p * cout_ + c] = res[c * plane + p];
+    WinogradF4x3NhwcWeights weights;
+    winograd_f4x3_nhwc_pack_weights(weights, w.data(), cout_, cin_, isa_);
+    WinogradF4x3NhwcScratch scratch;
+    WinogradF4x3NhwcCall call;
+    call.x = x_hwc.data();
+    call.y = y.data();
+    call.oc_begin = oc0_;
+    call.oc_end = oc1;
+    call.row_begin = row0_;
+    call.row_end = row1;
+    call.shape = shape;
+    call.epilogue.bias = bias_ ? b.data() : nullptr;
+    call.epilogue.residual = residual_ ? res_hwc.data() : nullptr;
+    call.epilogue.activation = activation_;
+    winograd_f4x3_nhwc_conv(call, weights, scratch);
+  } else {
+    WinogradF4x3Weights weights;
+    winograd_f4x3_pack_weights(weights, w.data(), cout_, cin_, isa_);
+    WinogradF4x3Scratch scratch;
+    WinogradF4x3Call call;
+    call.x = x.data();
+    call.y = y.data();
+    call.oc_begin = oc0_;
+    call.oc_end = oc1;
+    call.row_begin = row0_;
+    call.row_end = row1;
+    call.shape = shape;
+    call.epilogue.row_bias = bias_ ? b.data() : nullptr;
+    call.epilogue.residual = residual_ ? res.data() : nullptr;
+    call.epilogue.residual_stride = plane;
+    call.epilogue.activation = activation_;
+    winograd_f4x3_conv(call, weights, scratch);
+  }
 
   double worst = 0.0;
   int failures = 0;
   for (size_t oc = 0; oc < cout_; ++oc)
     for (size_t oh = 0; oh < oh_count; ++oh)
       for (size_t ow = 0; ow < ow_count; ++ow) {
-        const size_t i = oc * plane + oh * ow_count + ow;
+        const size_t i = at(oc, oh, ow);
         const bool inside = oc >= oc0_ && oc < oc1 && oh >= row0_ && oh < row1;
         if (!inside) {
           if (y[i] != sentinel && ++failures <= 5)
-            ADD_FAILURE() << isa_name(isa_) << " wrote outside the call at (" << oc << ", " << oh << ", " << ow << ")";
+            ADD_FAILURE() << isa_name(isa_) << (channels_last_ ? " channels-last" : "") << " wrote outside the call at (" << oc << ", " << oh << ", " << ow << ")";
           continue;
         }
-        const double expected = reference_activation(pre[i], activation_);
+        const double expected = reference_activation(pre[oc * plane + oh * ow_count + ow], activation_);
         const double error = std::abs(double(y[i]) - expected) / std::max(scale, 1e-30);
         worst = std::max(worst, error);
         if (!(error <= 1e-4) && ++failures <= 5)
-          ADD_FAILURE() << isa_name(isa_) << " cin=" << cin_ << " cout=" << cout_ << " " << in_h_ << "x" << in_w_
+          ADD_FAILURE() << isa_name(isa_) << (channels_last_ ? " channels-last" : "") << " cin=" << cin_ << " cout=" << cout_ << " " << in_h_ << "x" << in_w_
                         << " at (" << oc << ", " << oh << ", " << ow << "): got " << y[i] << ", expected " << expected
                         << " (scale " << scale << ")";
       }

@@ -2,7 +2,8 @@
 // XNNPACK-style tester for the Winograd F(4x4, 3x3) convolution: set up one case with the
 // builder methods; test() transforms the weights for the chosen ISA, runs one call over a
 // window of output rows and channels, and compares every element with a direct convolution
-// in double precision. Elements outside the window must keep their sentinel value.
+// in double precision. Elements outside the window must keep their sentinel value. The same
+// tester runs the channels-last form of the kernel.
 //
 // Error bound: |got - expected| <= 1e-4 * scale, where scale is the largest |pre-activation
 // output| of the whole layer (conv + bias + residual). Winograd's error is not proportional
@@ -36,6 +37,9 @@ class WinogradTester {
     return *this;
   }
   WinogradTester& seed(unsigned v) { seed_ = v; return *this; }
+  // Runs the channels-last kernel (winograd_f4x3_nhwc.h) on x, y and the residual laid out
+  // [H][W][C]; its channel window must start on a panel boundary.
+  WinogradTester& channels_last(bool v) { channels_last_ = v; return *this; }
 
   // Runs the case with gtest assertions; returns the largest error / scale seen.
   double test() const;
@@ -45,7 +49,7 @@ class WinogradTester {
   size_t cin_ = 16, cout_ = 16, in_h_ = 8, in_w_ = 8;
   size_t pt_ = 1, pl_ = 1, pb_ = 1, pr_ = 1;
   size_t row0_ = 0, row1_ = size_t(-1), oc0_ = 0, oc1_ = size_t(-1);
-  bool bias_ = false, residual_ = false;
+  bool bias_ = false, residual_ = false, channels_last_ = false;
   ActivationParams activation_;
   unsigned seed_ = 1;
 };
