@@ -56,6 +56,7 @@ int run_plan(const PlanCliOptions& o) {
     options.move_flops = kernels::measure_move_flops();
     if (options.precision == Precision::bf16) options.amx_flop_cost = kernels::measure_amx_flop_cost();
   }
+  if (options.precision == Precision::bf16) options.bf16_dot_gain = kernels::measure_bf16_dot_gain();
 
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Plan> plan;

@@ -40,6 +40,23 @@ double gemm_flops_per_ns() {
   return 2.0 * double(m * k * pixels) / std::max(best_ns([&] { gemm(call, a, 0, b); }), 1.0);
 }
 
+// Nanoseconds of one GEMM of a mid-network channels-last layer (pixels x output channels x
+// k), small enough for L2, with B packed for `precision`.
+double layer_gemm_ns(Precision precision) {
+  const size_t m = 256, n = 128, k = 576;
+  std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), y(m * n);
+  const PackedB b = pack_b(w.data(), k, n, n, BLayout::k_by_n, active_isa(), precision);
+  GemmScratch scratch;
+  GemmCall call;
+  call.m = m;
+  call.a = a.data();
+  call.a_stride = k;
+  call.n = n;
+  call.c = y.data();
+  call.c_stride = n;
+  return best_ns([&] { gemm(call, b, scratch); });
+}
+
 }  // namespace
 
 double measure_transpose_flops() {
@@ -64,22 +81,16 @@ double measure_move_flops() {
 
 double measure_amx_flop_cost() {
   if (!precision_supported(Precision::bf16_amx, active_isa())) return 1.0;
-  // Pixels x output channels x k of a mid-network channels-last layer: small enough for L2.
-  const size_t m = 256, n = 128, k = 576;
-  std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), y(m * n);
-  const PackedB f32 = pack_b(w.data(), k, n, n, BLayout::k_by_n);
-  const PackedB amx = pack_b(w.data(), k, n, n, BLayout::k_by_n, active_isa(), Precision::bf16_amx);
-  GemmScratch scratch;
-  GemmCall call;
-  call.m = m;
-  call.a = a.data();
-  call.a_stride = k;
-  call.n = n;
-  call.c = y.data();
-  call.c_stride = n;
-  const double f32_ns = best_ns([&] { gemm(call, f32, scratch); });
-  const double amx_ns = best_ns([&] { gemm(call, amx, scratch); });
+  const double f32_ns = layer_gemm_ns(Precision::f32);
+  const double amx_ns = layer_gemm_ns(Precision::bf16_amx);
   return std::exp2(std::round(std::log2(std::clamp(amx_ns / std::max(f32_ns, 1.0), 1.0 / 64, 1.0))));
+}
+
+double measure_bf16_dot_gain() {
+  if (!precision_supported(Precision::bf16, active_isa())) return 0.0;
+  const double f32_ns = layer_gemm_ns(Precision::f32);
+  const double bf16_ns = layer_gemm_ns(Precision::bf16);
+  return std::round(10 * std::clamp(f32_ns / std::max(bf16_ns, 1.0), 0.1, 100.0)) / 10;
 }
 
 }  // namespace grove::kernels

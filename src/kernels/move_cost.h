@@ -20,4 +20,10 @@ double measure_transpose_flops();
 // GEMM (the best of a few calls of each), rounded to a power of two; 1 where there is no AMX.
 double measure_amx_flop_cost();
 
+// How many times faster the AVX512-BF16 dot-product GEMM (Precision::bf16, no AMX) runs the
+// same small GEMM than the f32 one, measured now (the best of a few calls of each), rounded to
+// a tenth; 0 where the CPU has no AVX512-BF16. Where a core issues FMAs on two ports and the dot
+// product on one, it is no faster, and the packing that rounds to bf16 makes the model slower.
+double measure_bf16_dot_gain();
+
 }  // namespace grove::kernels

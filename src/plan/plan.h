@@ -45,6 +45,10 @@ struct PlanOptions {
   // The same for the AMX tile unit: f32 FLOPs one of its FLOPs costs
   // (kernels::measure_amx_flop_cost; kDefaultAmxFlopCost without a measurement).
   double amx_flop_cost = kDefaultAmxFlopCost;
+  // bf16 without AMX: how many times faster the AVX512-BF16 dot-product GEMM runs than the
+  // f32 one (kernels::measure_bf16_dot_gain; sessions measure it); 0, not measured: bf16 runs
+  // wherever it is asked for. Too small a gain runs fp32 instead (plan/precision.h).
+  double bf16_dot_gain = 0;
   // ConvLayout::channels_last: FLOPs one element a layout-change Transpose moves is worth
   // (kernels::measure_transpose_flops; sessions measure it), for keeping a group of convs
   // channels-last only where its Transposes cost little next to its products.

@@ -6,6 +6,7 @@
 // else (normalisation, softmax, elementwise, reductions) stays float32.
 #include "plan/precision.h"
 
+#include <cstdio>
 #include <map>
 
 #include "graph/epilogue_attrs.h"
@@ -57,16 +58,23 @@ bool wants_bf16(const Graph& g, const Node& node, bool amx) {
 
 }  // namespace
 
-PrecisionReport apply_precision(Graph& graph, Precision wanted) {
+PrecisionReport apply_precision(Graph& graph, Precision wanted, double bf16_dot_gain) {
   PrecisionReport report;
   if (wanted == Precision::fp32) return report;
   if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) {
     report.note = "bf16 asked for, but this CPU (or GROVE_ISA) has no AVX512-BF16: running fp32";
     return report;
   }
-  report.precision = Precision::bf16;
   // The tile unit where there is one: the same rounding, several times the products per cycle.
   const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
+  if (!bf16_pays(amx, bf16_dot_gain)) {
+    char gain[32];
+    std::snprintf(gain, sizeof gain, "%.1fx", bf16_dot_gain);
+    report.note = std::string("bf16 asked for, but this CPU's AVX512-BF16 dot products run its GEMM only ") + gain +
+                  " as fast as fp32 (measured): running fp32";
+    return report;
+  }
+  report.precision = Precision::bf16;
   std::map<std::string, int> by_op;
   for (Node& node : graph.nodes) {
     if (!wants_bf16(graph, node, amx)) continue;

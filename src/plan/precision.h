@@ -14,7 +14,15 @@ struct PrecisionReport {
   std::string note;  // one line for people: what runs in bf16, or why nothing does
 };
 
-PrecisionReport apply_precision(Graph& graph, Precision wanted);
+// `bf16_dot_gain`: PlanOptions::bf16_dot_gain. Without AMX, a measured gain below
+// kMinBf16DotGain runs fp32 and the note says why: the rounding would cost accuracy and the
+// packing time for nothing.
+inline constexpr double kMinBf16DotGain = 1.25;
+// Whether bf16 runs: always on AMX; on dot products unless measured too slow.
+inline bool bf16_pays(bool amx, double bf16_dot_gain) {
+  return amx || bf16_dot_gain <= 0 || bf16_dot_gain >= kMinBf16DotGain;
+}
+PrecisionReport apply_precision(Graph& graph, Precision wanted, double bf16_dot_gain = 0);
 
 // After the channels-last pass: every y of an AMX ConvNhwc that only AMX ConvNhwc nodes read,
 // as x, and that is not a graph output, is stored as bfloat16. Its readers would round it to

@@ -54,6 +54,7 @@ struct Session::Impl {
   // kept, so every plan of the session prices tiles alike.
   double move_flops = 0;
   double amx_flop_cost = 0;  // likewise, for plans with bf16 on AMX
+  double bf16_dot_gain = -1;  // likewise, for plans with bf16 (0 is a measurement: no AVX512-BF16)
   double transpose_flops = 0;  // likewise, for the layout of float convs
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
@@ -122,6 +123,10 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;
+  if (po.precision == Precision::bf16) {
+    if (bf16_dot_gain < 0) bf16_dot_gain = kernels::measure_bf16_dot_gain();
+    po.bf16_dot_gain = bf16_dot_gain;
+  }
   po.conv_layout = options.conv_layout;
   if (po.conv_layout == ConvLayout::channels_last) {
     if (transpose_flops == 0) transpose_flops = kernels::measure_transpose_flops();

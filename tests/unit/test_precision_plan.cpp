@@ -7,6 +7,7 @@
 
 #include "graph/precision_attr.h"
 #include "kernels/gemm.h"
+#include "plan/precision.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
 
@@ -109,6 +110,36 @@ TEST(PrecisionPlan, FusedAttentionRunsItsGemmsInBf16) {
   const double error = relative_error(run_reference(fused.graph(), inputs), run.outputs(), "out");
   EXPECT_LT(error, 2e-2);
   EXPECT_GT(error, 0.0) << "bf16 gave exactly the fp32 result";
+}
+
+// Where the CPU's dot products run the GEMM no faster than its FMAs (an Intel core without AMX
+// issues vdpbf16ps at half the rate of its two FMA ports: docs/precision.md), bf16 would cost
+// accuracy and packing for nothing: the plan runs fp32 and its note says why. AMX ignores the
+// dot products' speed; an unmeasured gain (0) runs bf16 as asked.
+TEST(PrecisionPlan, Bf16RunsOnlyWhereItsProductsAreFaster) {
+  EXPECT_FALSE(bf16_pays(false, 0.5));
+  EXPECT_FALSE(bf16_pays(false, 1.2));
+  EXPECT_TRUE(bf16_pays(false, 1.3));
+  EXPECT_TRUE(bf16_pays(false, 0));
+  EXPECT_TRUE(bf16_pays(true, 0.5));
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) GTEST_SKIP() << "no AVX512-BF16";
+  const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
+  for (double gain : {0.5, 1.9}) {
+    PlanOptions options;
+    options.precision = Precision::bf16;
+    options.bf16_dot_gain = gain;
+    auto plan = make_plan(unfused_graph(mixed_model()), options);
+    if (amx || gain > 1) {
+      EXPECT_EQ(plan->precision.precision, Precision::bf16) << gain;
+      EXPECT_GT(plan->precision.bf16_nodes, 0) << gain;
+      continue;
+    }
+    EXPECT_EQ(plan->precision.precision, Precision::fp32);
+    EXPECT_EQ(plan->precision.bf16_nodes, 0);
+    EXPECT_NE(plan->precision.note.find("only 0.5x as fast as fp32"), std::string::npos) << plan->precision.note;
+    EXPECT_NE(plan->precision.note.find("running fp32"), std::string::npos) << plan->precision.note;
+    for (const Node& n : plan->graph.nodes) EXPECT_FALSE(runs_in_bf16(n)) << n.name;
+  }
 }
 
 TEST(PrecisionPlan, Fp32MarksNothing) {
