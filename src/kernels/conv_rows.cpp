@@ -11,6 +11,8 @@ namespace grove::kernels {
 
 namespace {
 constexpr size_t kMaxTapsPerCall = 64;
+// Output rows of this width go two to a 14-row tile, a group of 7 rows each (run_rows).
+constexpr size_t kRowPairWidth = 7;
 }  // namespace
 
 size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr) {
@@ -24,8 +26,26 @@ size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr) {
 namespace {
 
 // Every output row of the call against panel jr, in blocks of positions; the first call
-// streams the panel's weights and asks for `next` meanwhile.
+// streams the panel's weights and asks for `next` meanwhile. Rows half a tile wide (a 7x7
+// plane) go two to a tile, each half from its own input row: a tile of one such row left half
+// the register tile idle. Their few calls per slice (four on a 7x7 plane) each ask for the
+// next slice again: weights that large come from memory, and a line the first call could not
+// get in flight is asked for again (docs/kernels.md).
 void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t blocks, size_t jr) {
+  if (call.out_w == kRowPairWidth) {
+    t.a_group_stride = ptrdiff_t(call.row_step_floats);
+    for (size_t row = 0; row < call.rows; row += 2) {
+      const size_t y0 = row * call.out_w;
+      t.m = std::min<size_t>(2, call.rows - row) * call.out_w;
+      t.b_next = next;
+      t.a = call.x + row * call.row_step_floats;
+      t.c = call.y + y0 * call.y_stride + jr;
+      t.residual = call.residual ? call.residual + y0 * call.y_stride + jr : nullptr;
+      f32_gemm_14x32_avx512(t);
+    }
+    t.a_group_stride = 0;
+    return;
+  }
   for (size_t row = 0; row < call.rows; ++row) {
     const float* x = call.x + row * call.row_step_floats;
     const size_t y0 = row * call.out_w;

@@ -49,7 +49,8 @@ struct RowsInPlace {
   ptrdiff_t s1, s2, s3, s5;
   explicit RowsInPlace(const GemmTileArgs& t)
       : s1(ptrdiff_t(t.a_stride)), s2(2 * s1), s3(3 * s1), s5(5 * s1) {
-    for (int g = 0; g < Groups; ++g) base[g] = t.a + 7 * g * t.a_stride;
+    const ptrdiff_t group = t.a_group_stride ? t.a_group_stride : 7 * s1;
+    for (int g = 0; g < Groups; ++g) base[g] = t.a + g * group;
   }
   RowsInPlace shifted(ptrdiff_t offset) const {
     RowsInPlace r = *this;

@@ -19,6 +19,10 @@ struct GemmTileArgs {
   size_t kc = 0;
   const float* a = nullptr;
   size_t a_stride = 0;  // 0: packed A; else unpacked A's row stride in floats
+  // A in place only: floats from row 0 to row 7, 14 to 21, ... (each group of 7 rows has its own
+  // base); 0: 7 * a_stride, one even stride. Two output rows of a 7-wide plane fill one 14-row
+  // tile (kernels/conv_rows.cpp).
+  ptrdiff_t a_group_stride = 0;
   // A in place only: k runs as `taps` runs of kc steps, run i reading A from a + tap_offsets[i]
   // (floats) while B goes on from one run to the next. A conv's taps so add up in registers
   // instead of in C (kernels/conv_rows.h). Null: one run from a.

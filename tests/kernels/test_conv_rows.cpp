@@ -20,19 +20,20 @@ namespace {
 struct Case {
   size_t channels, out_channels, kernel_h, kernel_w, stride_w, dilation_w, out_w, rows;
   bool residual, relu;
+  size_t stride_h = 1;  // input rows from one output row's window to the next one's
 };
 
 std::string name(const Case& c) {
   return std::to_string(c.channels) + "->" + std::to_string(c.out_channels) + " k" + std::to_string(c.kernel_h) + "x" +
          std::to_string(c.kernel_w) + " s" + std::to_string(c.stride_w) + " d" + std::to_string(c.dilation_w) + " w" +
-         std::to_string(c.out_w) + " rows " + std::to_string(c.rows);
+         std::to_string(c.out_w) + " rows " + std::to_string(c.rows) + " row step " + std::to_string(c.stride_h);
 }
 
 void check(const Case& c, unsigned seed) {
-  // Padded input rows: each output row steps one input row on (row_step = one row), kernel row
-  // ki reads ki rows further on.
+  // Padded input rows: each output row steps stride_h input rows on, kernel row ki reads ki
+  // rows further on.
   const size_t row_pixels = (c.out_w - 1) * c.stride_w + (c.kernel_w - 1) * c.dilation_w + 1;
-  const size_t row_floats = row_pixels * c.channels, in_rows = c.rows + c.kernel_h - 1;
+  const size_t row_floats = row_pixels * c.channels, in_rows = (c.rows - 1) * c.stride_h + c.kernel_h;
   const size_t taps = c.kernel_h * c.kernel_w, k = taps * c.channels, m = c.out_channels;
   const std::vector<float> x = random_values(in_rows * row_floats, seed);
   const std::vector<float> w = random_values(k * m, seed + 1);  // k x m, k ordered (ki, kj, c)
@@ -48,7 +49,7 @@ void check(const Case& c, unsigned seed) {
         for (size_t ki = 0; ki < c.kernel_h; ++ki)
           for (size_t kj = 0; kj < c.kernel_w; ++kj)
             for (size_t ci = 0; ci < c.channels; ++ci)
-              sum += double(x[(r + ki) * row_floats + (o * c.stride_w + kj * c.dilation_w) * c.channels + ci]) *
+              sum += double(x[(r * c.stride_h + ki) * row_floats + (o * c.stride_w + kj * c.dilation_w) * c.channels + ci]) *
                      double(w[((ki * c.kernel_w + kj) * c.channels + ci) * m + n]);
         const size_t at = (r * c.out_w + o) * m + n;
         if (c.residual) sum += residual[at];
@@ -64,7 +65,7 @@ void check(const Case& c, unsigned seed) {
     call.kernel_h = c.kernel_h, call.kernel_w = c.kernel_w, call.stride_w = c.stride_w, call.dilation_w = c.dilation_w;
     call.out_w = c.out_w;
     call.rows = c.rows;
-    call.row_step_floats = row_floats;
+    call.row_step_floats = c.stride_h * row_floats;
     call.w = &packed;
     call.n = m;
     call.y = y.data();
@@ -89,6 +90,10 @@ TEST(ConvRows, EveryGroupingOfTapsMatchesTheOracle) {
       {4, 33, 3, 3, 1, 2, 7, 2, true, true},      // dilated
       {3, 8, 9, 9, 1, 1, 6, 1, false, false},     // 81 taps: more than one call adds up
       {64, 96, 1, 3, 1, 1, 30, 1, true, true},    // one kernel row, three panels
+      // 7-wide rows, two to a tile: an odd count of rows, a strided row step, a 1x1 kernel
+      {32, 64, 3, 3, 1, 1, 7, 7, true, true},
+      {16, 40, 3, 3, 2, 1, 7, 4, false, false, 2},
+      {8, 33, 1, 1, 1, 1, 7, 3, true, false, 3},
   };
   unsigned seed = 1;
   for (const Case& c : cases) check(c, seed += 10);
