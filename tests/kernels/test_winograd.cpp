@@ -1,8 +1,11 @@
-// Winograd F(4x4, 3x3) tester: every ISA this CPU supports; channel counts around the
-// register tile (14 / 6 / 4 rows) and panel width; planes that are not multiples of 4; pads
-// 0 and 1 (and uneven); calls covering row and channel windows that start anywhere; every
+// Winograd F(4x4, 3x3) tester, NCHW and channels-last: every ISA this CPU supports; channel
+// counts around the register tile (14 / 6 / 4 rows) and panel width; planes that are not
+// multiples of 4; pads 0 and 1 (and uneven); calls covering row and channel windows; every
 // epilogue. Compared with a direct convolution within 1e-4 of the layer's largest output.
 #include <gtest/gtest.h>
+
+#include <tuple>
+#include <vector>
 
 #include "graph/error.h"
 #include "kernels/gemm.h"
@@ -13,19 +16,28 @@
 namespace grove::kernels::testing {
 namespace {
 
-class Winograd : public ::testing::TestWithParam<Isa> {
+// Each case runs on both layouts: NCHW (winograd_f4x3.h) and channels-last
+// (winograd_f4x3_nhwc.h), whose channel windows start on the ISA's panel boundary.
+class Winograd : public ::testing::TestWithParam<std::tuple<Isa, bool>> {
  protected:
   void SetUp() override {
-    if (!isa_supported(GetParam())) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+    if (!isa_supported(isa())) GTEST_SKIP() << "CPU lacks " << isa_name(isa());
   }
-  WinogradTester tester() const { return WinogradTester().isa(GetParam()); }
+  Isa isa() const { return std::get<0>(GetParam()); }
+  bool channels_last() const { return std::get<1>(GetParam()); }
+  WinogradTester tester() const { return WinogradTester().isa(isa()).channels_last(channels_last()); }
+  // Where a channel window may start: anywhere on NCHW (mid register tile), on a panel
+  // boundary channels-last.
+  size_t window_start(size_t nchw) const { return channels_last() ? gemm_blocking(isa()).nr : nchw; }
 };
 
 TEST_P(Winograd, OneBlock) { tester().cin(1).cout(1).height(4).width(4).pad(1).test(); }
 
 TEST_P(Winograd, ChannelRemainders) {
+  // Around the register tiles (14 / 6 / 4 rows), the vector widths (16 / 8 / 1) and the panel.
   for (size_t cin : {1, 3, 8, 15, 16, 17, 33})
-    for (size_t cout : {1, 5, 13, 14, 15, 29, 33}) tester().cin(cin).cout(cout).height(6).width(7).seed(unsigned(cin * 64 + cout)).test();
+    for (size_t cout : {1, 5, 13, 14, 15, 16, 17, 29, 31, 33})
+      tester().cin(cin).cout(cout).height(6).width(7).seed(unsigned(cin * 64 + cout)).test();
 }
 
 TEST_P(Winograd, PlaneSizesAndPads) {
@@ -41,10 +53,14 @@ TEST_P(Winograd, PlaneSizesAndPads) {
 }
 
 TEST_P(Winograd, BlocksPastOneChunkAndPanel) {
-  // 34 x 30 output: 9 x 8 = 72 blocks, more than one chunk of 64 and two panels; many rows
-  // of blocks per chunk, and a chunk that starts in the middle of a block row.
-  tester().cin(19).cout(30).height(34).width(30).pad(1).test();
+  // NCHW: 34 x 30 output, 9 x 8 = 72 blocks, more than one chunk of 64 and two panels; many
+  // rows of blocks per chunk, and a chunk that starts in the middle of a block row.
+  // Channels-last: more blocks than one chunk of the V budget for deep inputs, and output
+  // channels past one GEMM round.
+  tester().cin(19).cout(70).height(34).width(30).pad(1).test();
   tester().cin(2).cout(3).height(70).width(70).pad(0).test();
+  tester().cin(600).cout(40).height(30).width(17).pad(1).test();
+  tester().cin(64).cout(300).height(30).width(30).pad(1).rows(8, 20).test();
 }
 
 TEST_P(Winograd, ChannelsPastOneKBlockAndManyOutputs) {
@@ -53,11 +69,13 @@ TEST_P(Winograd, ChannelsPastOneKBlockAndManyOutputs) {
 }
 
 TEST_P(Winograd, RowAndChannelWindows) {
+  const size_t c0 = window_start(3);
   for (size_t r0 : {0, 1, 3, 4, 5})
     for (size_t r1 : {r0 + 1, r0 + 3, r0 + 4, size_t(-1)})
-      tester().cin(7).cout(20).height(13).width(10).rows(r0, r1).channels(3, 17).seed(unsigned(r0 * 10 + r1)).test();
-  tester().cin(7).cout(40).height(9).width(9).channels(15, 16).test();
-  tester().cin(7).cout(40).height(9).width(9).channels(14, 40).rows(8, 9).test();
+      tester().cin(7).cout(c0 + 17).height(13).width(10).rows(r0, r1).channels(c0, c0 + 14).seed(unsigned(r0 * 10 + r1)).test();
+  const size_t c1 = window_start(15);
+  tester().cin(7).cout(c1 + 25).height(9).width(9).channels(c1, c1 + 1).test();
+  tester().cin(7).cout(c1 + 25).height(9).width(9).channels(c1, c1 + 25).rows(8, 9).test();
 }
 
 TEST_P(Winograd, EveryEpilogue) {
@@ -81,133 +99,54 @@ TEST_P(Winograd, DeepLayerAccuracy) {
 }
 
 TEST_P(Winograd, RejectsBadCalls) {
-  WinogradF4x3Weights w;
-  const std::vector<float> weights(2 * 3 * 9, 1.0f), x(3 * 16, 1.0f);
-  std::vector<float> y(2 * 16);
-  winograd_f4x3_pack_weights(w, weights.data(), 2, 3, GetParam());
-  WinogradF4x3Scratch scratch;
-  WinogradF4x3Call call;
-  call.x = x.data();
-  call.y = y.data();
-  call.oc_end = 2;
-  call.row_end = 4;
-  call.shape = {.channels = 3, .in_h = 4, .in_w = 4, .out_h = 4, .out_w = 4, .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1};
-  EXPECT_NO_THROW(winograd_f4x3_conv(call, w, scratch));
-  WinogradF4x3Call bad = call;
-  bad.oc_end = 3;
-  EXPECT_THROW(winograd_f4x3_conv(bad, w, scratch), Error);
-  bad = call;
-  bad.shape.stride_h = 2;
-  EXPECT_THROW(winograd_f4x3_conv(bad, w, scratch), Error);
-  bad = call;
-  bad.shape.channels = 4;
-  EXPECT_THROW(winograd_f4x3_conv(bad, w, scratch), Error);
-  bad = call;
-  bad.row_end = 5;
-  EXPECT_THROW(winograd_f4x3_conv(bad, w, scratch), Error);
-}
-
-INSTANTIATE_TEST_SUITE_P(Isas, Winograd, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),
-                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
-
-// The channels-last form (winograd_f4x3_nhwc.h): the same cases, with channel windows that
-// start on the ISA's panel boundary (tiles cut output channels in whole panels).
-class WinogradNhwc : public Winograd {
- protected:
-  WinogradTester tester() const { return Winograd::tester().channels_last(true); }
-  size_t panel() const { return gemm_blocking(GetParam()).nr; }
-};
-
-TEST_P(WinogradNhwc, OneBlock) { tester().cin(1).cout(1).height(4).width(4).pad(1).test(); }
-
-TEST_P(WinogradNhwc, ChannelRemainders) {
-  // Channels around the vector widths (16, 8, 1 lanes) and the panel width.
-  for (size_t cin : {1, 3, 8, 15, 16, 17, 33})
-    for (size_t cout : {1, 5, 13, 16, 17, 31, 33})
-      tester().cin(cin).cout(cout).height(6).width(7).seed(unsigned(cin * 64 + cout)).test();
-}
-
-TEST_P(WinogradNhwc, PlaneSizesAndPads) {
-  for (size_t h = 1; h <= 10; ++h)
-    for (size_t w : {1, 2, 3, 4, 5, 8, 9, 13})
-      for (size_t p : {0, 1}) {
-        if (h + 2 * p < 3 || w + 2 * p < 3) continue;
-        tester().cin(3).cout(4).height(h).width(w).pad(p).seed(unsigned(h * 100 + w * 2 + p)).test();
-      }
-  tester().cin(5).cout(6).height(9).width(11).pads(0, 1, 1, 0).test();
-  tester().cin(5).cout(6).height(9).width(11).pads(1, 0, 0, 2).test();
-  tester().cin(5).cout(6).height(7).width(6).pads(2, 2, 2, 2).test();
-}
-
-TEST_P(WinogradNhwc, ChunksOfBlocksAndOfChannels) {
-  // Many blocks per call (more than one chunk of the V budget for deep inputs) and output
-  // channels past one GEMM round.
-  tester().cin(19).cout(70).height(34).width(30).pad(1).test();
-  tester().cin(600).cout(40).height(30).width(17).pad(1).test();
-  tester().cin(64).cout(300).height(30).width(30).pad(1).rows(8, 20).test();
-  tester().cin(2).cout(3).height(70).width(70).pad(0).test();
-}
-
-TEST_P(WinogradNhwc, RowAndChannelWindows) {
-  const size_t p = panel();
-  for (size_t r0 : {0, 1, 3, 4, 5})
-    for (size_t r1 : {r0 + 1, r0 + 3, r0 + 4, size_t(-1)})
-      tester().cin(7).cout(p + 20).height(13).width(10).rows(r0, r1).channels(p, p + 17).seed(unsigned(r0 * 10 + r1)).test();
-  tester().cin(7).cout(3 * p).height(9).width(9).channels(0, 1).test();
-  tester().cin(7).cout(3 * p).height(9).width(9).channels(2 * p, 3 * p).rows(8, 9).test();
-}
-
-TEST_P(WinogradNhwc, EveryEpilogue) {
-  const ActivationParams activations[] = {
-      {Activation::identity, 0, 0},       {Activation::relu, 0, 0},         {Activation::clip, 0.0f, 6.0f},
-      {Activation::clip, -0.5f, 0.25f},   {Activation::leaky_relu, 0.1f, 0}, {Activation::sigmoid, 0, 0},
-      {Activation::hard_sigmoid, 0.2f, 0.5f}, {Activation::hard_swish, 0, 0}, {Activation::gelu_erf, 0, 0},
-      {Activation::gelu_tanh, 0, 0},       {Activation::swish, 1.0f, 0},     {Activation::swish, 1.702f, 0},
-  };
-  for (const ActivationParams& a : activations)
-    for (bool bias : {false, true})
-      for (bool residual : {false, true})
-        tester().cin(6).cout(17).height(7).width(10).bias(bias).residual(residual).activation(a.kind, a.alpha, a.beta)
-            .rows(1, 7).test();
-}
-
-TEST_P(WinogradNhwc, DeepLayerAccuracy) {
-  const double worst = tester().cin(256).cout(16).height(14).width(14).pad(1).test();
-  EXPECT_LT(worst, 1e-4);
-}
-
-TEST_P(WinogradNhwc, RejectsBadCalls) {
-  WinogradF4x3NhwcWeights w;
   const std::vector<float> weights(40 * 3 * 9, 1.0f), x(3 * 16, 1.0f);
   std::vector<float> y(40 * 16);
-  winograd_f4x3_nhwc_pack_weights(w, weights.data(), 40, 3, GetParam());
-  WinogradF4x3NhwcScratch scratch;
-  WinogradF4x3NhwcCall call;
-  call.x = x.data();
-  call.y = y.data();
-  call.oc_end = 40;
-  call.row_end = 4;
-  call.shape = {.channels = 3, .in_h = 4, .in_w = 4, .out_h = 4, .out_w = 4, .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1};
-  EXPECT_NO_THROW(winograd_f4x3_nhwc_conv(call, w, scratch));
-  WinogradF4x3NhwcCall bad = call;
-  bad.oc_end = 41;
-  EXPECT_THROW(winograd_f4x3_nhwc_conv(bad, w, scratch), Error);
-  bad = call;
-  bad.oc_begin = 1;  // not on a panel boundary
-  EXPECT_THROW(winograd_f4x3_nhwc_conv(bad, w, scratch), Error);
-  bad = call;
-  bad.shape.stride_w = 2;
-  EXPECT_THROW(winograd_f4x3_nhwc_conv(bad, w, scratch), Error);
-  bad = call;
-  bad.shape.channels = 4;
-  EXPECT_THROW(winograd_f4x3_nhwc_conv(bad, w, scratch), Error);
-  bad = call;
-  bad.row_end = 5;
-  EXPECT_THROW(winograd_f4x3_nhwc_conv(bad, w, scratch), Error);
+  const Conv2dShape shape{.channels = 3, .in_h = 4, .in_w = 4, .out_h = 4, .out_w = 4, .kernel_h = 3, .kernel_w = 3,
+                          .pad_top = 1, .pad_left = 1};
+  // Both forms refuse the same misfits; channels-last also a window off a panel boundary.
+  auto expect_refusals = [&](auto& w, auto& scratch, auto call, auto run) {
+    call.x = x.data();
+    call.y = y.data();
+    call.oc_end = w.cout;
+    call.row_end = 4;
+    call.shape = shape;
+    EXPECT_NO_THROW(run(call, w, scratch));
+    auto bad = call;
+    bad.oc_end = w.cout + 1;
+    EXPECT_THROW(run(bad, w, scratch), Error);
+    bad = call;
+    bad.shape.stride_h = 2;
+    EXPECT_THROW(run(bad, w, scratch), Error);
+    bad = call;
+    bad.shape.channels = 4;
+    EXPECT_THROW(run(bad, w, scratch), Error);
+    bad = call;
+    bad.row_end = 5;
+    EXPECT_THROW(run(bad, w, scratch), Error);
+    if (!channels_last()) return;
+    bad = call;
+    bad.oc_begin = 1;
+    EXPECT_THROW(run(bad, w, scratch), Error);
+  };
+  if (channels_last()) {
+    WinogradF4x3NhwcWeights w;
+    winograd_f4x3_nhwc_pack_weights(w, weights.data(), 40, 3, isa());
+    WinogradF4x3NhwcScratch scratch;
+    expect_refusals(w, scratch, WinogradF4x3NhwcCall{}, [](auto& c, auto& w, auto& s) { winograd_f4x3_nhwc_conv(c, w, s); });
+  } else {
+    WinogradF4x3Weights w;
+    winograd_f4x3_pack_weights(w, weights.data(), 40, 3, isa());
+    WinogradF4x3Scratch scratch;
+    expect_refusals(w, scratch, WinogradF4x3Call{}, [](auto& c, auto& w, auto& s) { winograd_f4x3_conv(c, w, s); });
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, WinogradNhwc, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),
-                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(IsasAndLayouts, Winograd,
+                         ::testing::Combine(::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<Isa, bool>>& info) {
+                           return std::string(isa_name(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "_channels_last" : "_nchw");
+                         });
 
 }  // namespace
 }  // namespace grove::kernels::testing

@@ -55,6 +55,18 @@ double WinogradTester::test() const {
   auto at = [&](size_t oc, size_t oh, size_t ow) {
     return channels_last_ ? (oh * ow_count + ow) * cout_ + oc : oc * plane + oh * ow_count + ow;
   };
+  // The fields both forms' calls share.
+  auto fill = [&](auto& call, const float* input, const float* residual) {
+    call.x = input;
+    call.y = y.data();
+    call.oc_begin = oc0_;
+    call.oc_end = oc1;
+    call.row_begin = row0_;
+    call.row_end = row1;
+    call.shape = shape;
+    call.epilogue.residual = residual_ ? residual : nullptr;
+    call.epilogue.activation = activation_;
+  };
   if (channels_last_) {
     std::vector<float> x_hwc(x.size()), res_hwc(res.size());
     for (size_t c = 0; c < cin_; ++c)
@@ -65,33 +77,17 @@ double WinogradTester::test() const {
     winograd_f4x3_nhwc_pack_weights(weights, w.data(), cout_, cin_, isa_);
     WinogradF4x3NhwcScratch scratch;
     WinogradF4x3NhwcCall call;
-    call.x = x_hwc.data();
-    call.y = y.data();
-    call.oc_begin = oc0_;
-    call.oc_end = oc1;
-    call.row_begin = row0_;
-    call.row_end = row1;
-    call.shape = shape;
-    call.epilogue.bias = bias_ ? b.data() : nullptr;
-    call.epilogue.residual = residual_ ? res_hwc.data() : nullptr;
-    call.epilogue.activation = activation_;
+    fill(call, x_hwc.data(), res_hwc.data());
+    call.epilogue.bias = bias_ ? b.data() : nullptr;  // per output channel, as the residual's layout
     winograd_f4x3_nhwc_conv(call, weights, scratch);
   } else {
     WinogradF4x3Weights weights;
     winograd_f4x3_pack_weights(weights, w.data(), cout_, cin_, isa_);
     WinogradF4x3Scratch scratch;
     WinogradF4x3Call call;
-    call.x = x.data();
-    call.y = y.data();
-    call.oc_begin = oc0_;
-    call.oc_end = oc1;
-    call.row_begin = row0_;
-    call.row_end = row1;
-    call.shape = shape;
-    call.epilogue.row_bias = bias_ ? b.data() : nullptr;
-    call.epilogue.residual = residual_ ? res.data() : nullptr;
+    fill(call, x.data(), res.data());
+    call.epilogue.row_bias = bias_ ? b.data() : nullptr;  // NCHW: output channels are the GEMM's rows
     call.epilogue.residual_stride = plane;
-    call.epilogue.activation = activation_;
     winograd_f4x3_conv(call, weights, scratch);
   }
 

@@ -22,6 +22,22 @@ namespace {
 using namespace grove::test;
 using optest::NodeBuilder;
 
+// Random x, W and bias (or none) for a ConvNhwc node, and a residual shaped like its y where
+// the node fuses one (y's shape from the plain conv's reference).
+std::vector<Tensor> conv_inputs(const Node& node, const Shape& x, const Shape& w, bool bias, bool residual,
+                                uint32_t& seed) {
+  std::vector<Tensor> in = {tiletest::random_f32(x, seed++), tiletest::random_f32(w, seed++),
+                            bias ? tiletest::random_f32({w[0]}, seed++) : Tensor()};
+  if (residual) {
+    std::vector<const Tensor*> plain = {&in[0], &in[1], bias ? &in[2] : nullptr};
+    Node conv = node;
+    conv.inputs.resize(3);
+    for (const char* a : {kAttrFused, kAttrActivation, kAttrConvPrimitive}) conv.attrs.erase(a);
+    in.push_back(tiletest::random_f32(evaluate_node(conv, plain).at(0).shape(), seed++));
+  }
+  return in;
+}
+
 // Every tile grid the rule allows (rows, images, channels in panel widths), with and without
 // prepared weights and with inputs poisoned outside `needs`, within float rounding of the
 // reference. The cases take each way the rule lays windows out: 1x1 stride 1 straight from x,
@@ -49,17 +65,7 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
     node.ints("dilations", {c.dilation, c.dilation});
     if (c.relu) node.s(kAttrActivation, "relu");
     if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
-    std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32(c.w, seed++),
-                              c.bias ? tiletest::random_f32({c.w[0]}, seed++) : Tensor()};
-    if (c.residual) {
-      std::vector<const Tensor*> plain = {&in[0], &in[1], c.bias ? &in[2] : nullptr};
-      Node conv = node;
-      conv.inputs.resize(3);
-      conv.attrs.erase(kAttrFused);
-      conv.attrs.erase(kAttrActivation);
-      in.push_back(tiletest::random_f32(evaluate_node(conv, plain).at(0).shape(), seed++));
-    }
-    const auto stats = tiletest::check_tiling(node, in, 1e-4);
+    const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
     EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
   }
 }
@@ -85,18 +91,7 @@ TEST(ConvNhwc, WinogradTileRuleMatchesReference) {
     node.s(kAttrConvPrimitive, "winograd");
     if (c.relu) node.s(kAttrActivation, "relu");
     if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
-    std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32(c.w, seed++),
-                              c.bias ? tiletest::random_f32({c.w[0]}, seed++) : Tensor()};
-    if (c.residual) {
-      std::vector<const Tensor*> plain = {&in[0], &in[1], c.bias ? &in[2] : nullptr};
-      Node conv = node;
-      conv.inputs.resize(3);
-      conv.attrs.erase(kAttrFused);
-      conv.attrs.erase(kAttrActivation);
-      conv.attrs.erase(kAttrConvPrimitive);
-      in.push_back(tiletest::random_f32(evaluate_node(conv, plain).at(0).shape(), seed++));
-    }
-    const auto stats = tiletest::check_tiling(node, in, 1e-4);
+    const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
   }
 }
