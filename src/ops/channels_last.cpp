@@ -9,7 +9,7 @@
 //    output (no Indices); a pixel's channels are one vector of maxima (tile_pool_nhwc.cpp);
 //  - ConvNhwc(x, W [, B [, r]]), made by passes/layout_f32.cpp: the float32 Conv (one group,
 //    2-D) with its fused epilogue (graph/epilogue_attrs.h), r channels-last like y; W stays
-//    [M, C, kh, kw] (tile_conv_nhwc.cpp);
+//    [M, C, kh, kw] (tile_conv_nhwc.cpp); x is NCHW where the node says so (kAttrXNchw);
 //  - DepthwiseConvNhwc(x, W [, B [, r]]): the same for a depthwise Conv (group = C = M, W
 //    [C, 1, kh, kw]; tile_dwconv_nhwc.cpp);
 //  - GlobalAveragePoolNhwc(x), float32: the exception to the rule above, y is the twin's
@@ -131,6 +131,7 @@ void infer_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<
   for (size_t i : {size_t{0}, kEpilogueResidualInput})
     if (i < nchw.size() && nchw[i].present) {
       if (nchw[i].shape.size() != 4) throw Error(node.describe() + ": the residual must be 4-D [N, OH, OW, M]");
+      if (i == 0 && reads_x_nchw(node)) continue;  // x NCHW already
       nchw[i].shape = nchw_of(nchw[i].shape);
       nchw[i].data = nullptr;
       if (nchw[i].dtype == DType::bf16) nchw[i].dtype = DType::f32;
@@ -156,7 +157,8 @@ void reference_conv_nhwc(const Node& node, std::span<const Tensor* const> in, st
   rotated.reserve(2);
   std::vector<const Tensor*> nchw(in.begin(), in.end());
   for (size_t i : {size_t{0}, kEpilogueResidualInput})
-    if (i < nchw.size() && nchw[i]) nchw[i] = &rotated.emplace_back(nhwc_to_nchw(widened(*nchw[i])));
+    if (i < nchw.size() && nchw[i] && !(i == 0 && reads_x_nchw(node)))
+      nchw[i] = &rotated.emplace_back(nhwc_to_nchw(widened(*nchw[i])));
   std::vector<Tensor> y = evaluate_node(nchw_twin(node), nchw);
   const Tensor back = nchw_to_nhwc(y.at(0));
   if (back.shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");

@@ -15,6 +15,12 @@ namespace grove {
 // reads it, and the sum's scale and zero point; y is then the add's output. Its parameters,
 // with the conv's byte as a and r as b (qadd.h):
 inline constexpr size_t kResidualInput = 9;
+
+// A ConvNhwc whose x is NCHW [N, C, H, W] (int attribute, 1): a stem on an image, whose row
+// copies gather the few channels themselves, so the image needs no Transpose before it
+// (passes/layout_f32.cpp). Its y stays channels-last.
+inline constexpr const char* kAttrXNchw = "grove_x_nchw";
+inline bool reads_x_nchw(const Node& node) { return node.attr_int(kAttrXNchw, 0) != 0; }
 kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor* const> in);
 
 // The ONNX op a channels-last node computes (same inputs and attributes, NCHW x and y):

@@ -18,8 +18,9 @@
 #include "kernels/amx.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
-#include "ops/fused_epilogue.h"
+#include "ops/channels_last.h"
 #include "ops/conv_gemm_forms.h"
+#include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
 #include "ops/tile_conv_winograd.h"
 #include "ops/tile_util.h"
@@ -58,8 +59,13 @@ bool claimed(const Node& node, std::span<const ValueInfo> in) {
   return in[0].shape.size() == 4 && in[1].shape.size() == 4;
 }
 
+// x's channels and plane: [N, H, W, C], or [N, C, H, W] for a stem that reads the image as it
+// is (kAttrXNchw).
+int64_t channels_of(const Node& node, const Shape& x) { return reads_x_nchw(node) ? x[1] : x[3]; }
+
 WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
-  return window_geometry(node, std::span<const int64_t>(x.data() + 1, 2), {w[2], w[3]}, false);
+  return window_geometry(node, std::span<const int64_t>(x.data() + (reads_x_nchw(node) ? 2 : 1), 2), {w[2], w[3]},
+                         false);
 }
 
 // A conv the layout pass left on Winograd (passes/layout_f32.cpp): float32 only, and only where
@@ -127,10 +133,10 @@ std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, s
   // (images first when there are several), so each tile's GEMMs keep all the plane's blocks,
   // as on the NCHW path (ops/tile_conv.cpp).
   if (on_winograd(node)) {
-    if (winograd_cut_rows(conv2d_shape_2d(g, in[0].shape[3]))) return {1, kWinogradRows, 0, block};
+    if (winograd_cut_rows(conv2d_shape_2d(g, channels_of(node, in[0].shape)))) return {1, kWinogradRows, 0, block};
     return {1, 0, 0, y[0] > 1 ? 0 : block};
   }
-  const auto windows = static_cast<int64_t>(window_elements(node, g, in[0].shape[3], k, double(y[1])));
+  const auto windows = static_cast<int64_t>(window_elements(node, g, channels_of(node, in[0].shape), k, double(y[1])));
   if (cut_weights_first(k * y[3], windows)) return {1, 0, 0, block};
   return {1, 1, 0, block};
 }
@@ -144,7 +150,9 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   Range rows = out_region[1];
   if (on_winograd(node) && rows.size() > 0)  // the whole input patches of the blocks the rows fall in
     rows = {rows.begin / kWinogradRows * kWinogradRows, (rows.end + kWinogradRows - 1) / kWinogradRows * kWinogradRows};
-  in_regions[0] = {out_region[0], window_input_range(g, 0, rows), {0, in[0].shape[2]}, {0, in[0].shape[3]}};
+  const Shape& x = in[0].shape;
+  if (reads_x_nchw(node)) in_regions[0] = {out_region[0], {0, x[1]}, window_input_range(g, 0, rows), {0, x[3]}};
+  else in_regions[0] = {out_region[0], window_input_range(g, 0, rows), {0, x[2]}, {0, x[3]}};
   Region w = full_region(in[1].shape);
   w[0] = out_region[3];
   in_regions[1] = w;
@@ -307,8 +315,8 @@ void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channe
 // input rows these outputs read are copied once into rows of padded_row_pixels pixels, zeros
 // where the windows reach past the input, in groups that stay well inside L2; each group is one
 // conv_rows call.
-void run_on_rows(const float* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0, int64_t oy1,
-                 int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, const float* residual,
+void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0,
+                 int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, const float* residual,
                  std::vector<float>& padded) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], m = y.dim(3);
   const int64_t wp = padded_row_pixels(g), left = g.pads_begin[1], row_floats = wp * channels;
@@ -332,7 +340,15 @@ void run_on_rows(const float* x, int64_t n, const WindowGeometry& g, int64_t cha
         continue;
       }
       std::fill(dst, dst + (left + from) * channels, 0.0f);
-      std::copy_n(x + ((n * ih + iy) * iw + from) * channels, (to - from) * channels, dst + (left + from) * channels);
+      if (x_nchw) {  // each pixel's channels from their planes, the row written once in order
+        const float* src = x + (n * channels * ih + iy) * iw;
+        const int64_t plane = ih * iw;
+        float* to_pixel = dst + (left + from) * channels;
+        for (int64_t ix = from; ix < to; ++ix)
+          for (int64_t c = 0; c < channels; ++c) *to_pixel++ = src[c * plane + ix];
+      } else {
+        std::copy_n(x + ((n * ih + iy) * iw + from) * channels, (to - from) * channels, dst + (left + from) * channels);
+      }
       std::fill(dst + (left + to) * channels, dst + row_floats, 0.0f);
     }
     call.x = padded.data();
@@ -355,6 +371,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   for (const Range& d : r)
     if (d.size() <= 0) return;
   const Tensor& x = *in[0];
+  const bool x_nchw = reads_x_nchw(node);
   if (on_winograd(node)) {
     const WindowGeometry g = geometry_of(node, x.shape(), in[1]->shape());
     kernels::Epilogue e;
@@ -363,6 +380,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     e.bias = bias ? bias->data<float>() : nullptr;
     e.residual = residual ? residual->data<float>() : nullptr;
     e.activation = epilogue_activation(node);
+    if (x_nchw) return reference_whole(node, in, out, r);  // the layout pass never makes this
     return winograd_nhwc_conv_tile(conv2d_shape_2d(g, x.dim(3)), x, *in[1], y, r, e, prepared, scratch);
   }
   std::shared_ptr<const NhwcConvWeights> own;
@@ -372,7 +390,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     p = own.get();
   }
   const WindowGeometry g = geometry_of(node, x.shape(), in[1]->shape());
-  const int64_t channels = x.dim(3), ow = y.dim(2), m = y.dim(3);
+  const int64_t channels = channels_of(node, x.shape()), ow = y.dim(2), m = y.dim(3);
   const size_t k = p->w.k;
   const Tensor* bias = optional_input(in, 2);
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
@@ -403,10 +421,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     call.bias = bias ? bias->data<float>() + r[3].begin : nullptr;
     call.activation = activation;
     for (int64_t n = r[0].begin; n < r[0].end; ++n)
-      run_on_rows(x.data<float>(), n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
+      run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
                   residual ? residual->data<float>() : nullptr, padded);
     return;
   }
+  if (x_nchw) return reference_whole(node, in, out, r);  // only the row path gathers NCHW rows
   if (runs_implicit(g, channels, p->w.precision)) {
     std::vector<uint16_t>& padded = ws.padded_bf16;
     kernels::GemmTileArgs epilogue;
@@ -476,7 +495,8 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   if (on_winograd(node)) {
     // As on the NCHW path: 36 products per 4x4 block, input and output channel; the input
     // transform covers every input channel whatever the tile's output channels.
-    const double blocks = size(0) * std::ceil(size(1) / 4) * std::ceil(size(2) / 4), cin = double(in[0].shape[3]);
+    const double blocks = size(0) * std::ceil(size(1) / 4) * std::ceil(size(2) / 4);
+    const double cin = double(channels_of(node, in[0].shape));
     TileWork w;
     w.flops = 2 * 36 * size(3) * cin * blocks;
     w.moves = 2 * 36 * cin * blocks + 36 * size(3) * blocks;
@@ -487,7 +507,7 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   auto up = [](double v, double m) { return std::ceil(v / m) * m; };
   const double pixels = size(1) * size(2);
   const bool direct = reads_x_in_place(g);
-  const int64_t channels = in[0].shape[3];
+  const int64_t channels = channels_of(node, in[0].shape);
   const double windows = direct ? 0
                          : runs_implicit(g, channels, gemm_precision(node)) || runs_on_rows(g, gemm_precision(node))
                              ? size(0) * window_elements(node, g, channels, int64_t(k), size(1))

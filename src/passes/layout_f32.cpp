@@ -23,6 +23,7 @@
 #include "graph/precision_attr.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
+#include "ops/channels_last.h"
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
 #include "ops/tile_util.h"
@@ -34,9 +35,9 @@ namespace grove {
 namespace {
 
 // Fewer input channels than this (an image's 3) stay NCHW, each window row copied in runs of a
-// few floats, unless the row conv adds the taps in registers (a stem: few_channel_stem). Few output channels do not
-// keep a conv NCHW: a 16-channel 1x1 conv leaves half the panel's lanes empty channels-last,
-// but its NCHW neighbours' Transposes cost more (docs/layout.md, stop 40).
+// few floats, unless the row conv adds the taps in registers (a stem: few_channel_stem). Few
+// output channels do not keep a conv NCHW: a 16-channel 1x1 conv leaves half the panel's lanes
+// empty channels-last, but its NCHW neighbours' Transposes cost more (docs/layout.md, stop 40).
 constexpr int64_t kMinChannels = 16;
 // A group of convs keeps channels-last only if its FLOPs are at least this many times what its
 // Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.
@@ -101,9 +102,9 @@ bool concat_takes_channels_last(const Graph& g, const Node& n, const std::map<st
 
 // A conv of few input channels and a kernel wider than 1x1 (a network's stem on an image):
 // channels-last, float32, where conv_rows adds its taps in registers, it beats the NCHW direct
-// kernel (docs/layout.md); the image's Transpose is small next to its output's.
-bool few_channel_stem(const Node& n, const Shape& x, const Tensor& w) {
-  return x[1] >= 1 && n.attr_int("group", 1) == 1 && w.dim(2) * w.dim(3) > 1 && !runs_in_bf16(n) &&
+// kernel (docs/layout.md); it reads the image as it is (stems_read_nchw).
+bool few_channel_stem(const Node& n, const Tensor& w) {
+  return n.attr_int("group", 1) == 1 && w.dim(2) * w.dim(3) > 1 && !runs_in_bf16(n) &&
          kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
 }
 
@@ -118,7 +119,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   if (keep.count(n.name) || !chosen.empty()) return false;
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
-  if (x[1] < kMinChannels) return few_channel_stem(n, x, w);
+  if (x[1] < kMinChannels) return few_channel_stem(n, w);
   return true;
 }
 
@@ -230,6 +231,30 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   return reverted;
 }
 
+// A channels-last stem whose x is the channels-last copy of an NCHW value reads that value
+// instead (kAttrXNchw): its row copies gather the few channels themselves, and the image's
+// Transpose, one tile that every stem tile waits for, goes unless something else reads the
+// copy. Only on the row path (the stems few_channel_stem sends), float32, no residual.
+void stems_read_nchw(Graph& g, const std::map<std::string, std::string>& nchw_of) {
+  // The NCHW values still in the graph: a conv's NCHW y whose Transpose back no one read is gone.
+  std::set<std::string> present;
+  for (const ValueDecl& in : g.inputs) present.insert(in.name);
+  for (const Node& n : g.nodes) present.insert(n.outputs.begin(), n.outputs.end());
+  for (Node& n : g.nodes) {
+    if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain || !conv_primitive_choice(n).empty()) continue;
+    auto x = nchw_of.find(n.inputs[0]);
+    if (x == nchw_of.end() || !present.count(x->second) ||
+        (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty()))
+      continue;
+    const ValueInfo* v = info(g, x->second);
+    const Tensor* w = constant(g, n.inputs[1]);
+    if (!f32_4d(v) || !w || w->rank() != 4 || v->shape[1] >= kMinChannels || !few_channel_stem(n, *w)) continue;
+    n.inputs[0] = x->second;
+    n.attrs[kAttrXNchw].kind = Attribute::Kind::i;
+    n.attrs[kAttrXNchw].i = 1;
+  }
+}
+
 }  // namespace
 
 bool can_run_channels_last(const Graph& g, const Node& n) {
@@ -312,6 +337,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   g.nodes = std::move(out);
   remove_dead_nodes(g);  // the Transposes back that nothing reads, before they count as moves
   const int reverted = revert_costly_components(g, nchw_of, movers, riders, transpose_flops);
+  stems_read_nchw(g, nchw_of);
   remove_dead_nodes(g);
   // The channels-last values of the groups that went back are read and written by nothing now;
   // left in, they would change the plan's graph (and its hash) for nothing.

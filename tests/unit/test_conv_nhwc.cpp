@@ -96,6 +96,30 @@ TEST(ConvNhwc, WinogradTileRuleMatchesReference) {
   }
 }
 
+// A stem that reads its image as NCHW (kAttrXNchw, made by the layout pass on the row path):
+// every grid against the reference, inputs poisoned outside `needs` (whole channel planes,
+// the rows the windows reach). Elsewhere than on the row path the rule runs the reference.
+TEST(ConvNhwc, StemReadingNchwMatchesReference) {
+  struct Case { Shape x, w; int64_t stride, pad; bool bias, relu, residual; };
+  const std::vector<Case> cases = {
+      {{1, 3, 23, 21}, {32, 3, 7, 7}, 2, 3, true, true, false},
+      {{2, 3, 17, 19}, {40, 3, 3, 3}, 2, 1, false, true, true},
+      {{1, 4, 12, 13}, {16, 4, 3, 3}, 1, 1, true, false, false},
+  };
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    NodeBuilder node("ConvNhwc", 13, c.residual ? 4 : 3);
+    node.node.domain = kGroveDomain;
+    node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    node.node.attrs[kAttrXNchw].kind = Attribute::Kind::i;
+    node.node.attrs[kAttrXNchw].i = 1;
+    if (c.relu) node.s(kAttrActivation, "relu");
+    if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
+    const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+  }
+}
+
 // bf16 on each unit this CPU has (AVX512-BF16 dot products; AMX, whose windows go straight
 // into the tile unit's A layout): every grid against the reference on bf16-rounded inputs,
 // which the packing rounds again exactly, so only accumulation order differs. The cases take
@@ -499,9 +523,15 @@ void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, in
     EXPECT_EQ(count_op(*plan, "Conv"), (neighbour ? 2 : 1) - expect) << label;
     // A Winograd layer of many channels runs channels-last on Winograd; going back to NCHW
     // drops the mark with the layout.
+    // A stem channels-last reads the NCHW image itself: no Transpose before it.
     for (const Node& n : plan->graph.nodes)
-      if (n.name == "first")
+      if (n.name == "first") {
         EXPECT_EQ(conv_primitive_choice(n), n.op_type == "ConvNhwc" && !needs_rows ? "winograd" : "") << label;
+        const bool stem = n.op_type == "ConvNhwc" && cin < 16;
+        EXPECT_EQ(reads_x_nchw(n), stem) << label;
+        if (stem) EXPECT_EQ(n.inputs[0], "x") << label;
+      }
+    if (neighbour && expect == 2) EXPECT_EQ(count_op(*plan, "Transpose"), cin < 16 ? 1 : 2) << label;
     expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, label, tol);
   }
 }
@@ -522,6 +552,28 @@ TEST(LayoutF32, WinogradConvsOfManyChannelsRunChannelsLastOnWinogradOnlyBesideOt
 // A stem (3 input channels, 7x7 stride 2): channels-last it gains a fraction of its time.
 TEST(LayoutF32, FewChannelStemsGoChannelsLastOnlyBesideOthers) {
   expect_rides_only_beside_others(3, 32, 37, 7, 2, "7x7 stride-2 stem");
+}
+
+// A few-channel conv whose x is another conv's channels-last output, with no NCHW reader of
+// that value: the NCHW value left the graph with its Transpose back, so the conv reads the
+// channels-last copy (only an image or an NCHW op's output is read as it is).
+TEST(LayoutF32, AStemReadsNchwOnlyWhereTheValueIsStillNchw) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 20, 20}).output("y", kF32, {1, 32, 20, 20});
+  weight(b, "wa", {8, 32, 1, 1}, 1);
+  weight(b, "wb", {32, 8, 3, 3}, 2);
+  b.node("Conv", {"x", "wa"}, {"a"}, "squeeze");
+  b.node("Relu", {"a"}, {"ar"}, "relu");
+  OnnxBuilder::attr_ints(b.node("Conv", {"ar", "wb"}, {"y"}, "expand"), "pads", {1, 1, 1, 1});
+  const TestModel m{"squeeze_expand", b.bytes(), {{"x", seeded_tensor({1, 32, 20, 20}, 4)}}};
+  Model model = load_test_model(m);
+  PlanOptions cheap_moves;  // so the pair stays channels-last
+  cheap_moves.transpose_flops = 0.01;
+  auto plan = make_plan(model.graph(), cheap_moves);
+  const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+  EXPECT_EQ(count_op(*plan, "ConvNhwc"), rows ? 2 : 1);
+  for (const Node& n : plan->graph.nodes) EXPECT_FALSE(reads_x_nchw(n)) << n.name;
+  expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, "squeeze then expand");
 }
 
 // x [1, 64, 12, 12] -> 1x1 expand (384) + ReLU -> depthwise 3x3 (384) + ReLU -> 1x1 project
