@@ -119,8 +119,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
   if (keep.count(n.name) || !chosen.empty()) return false;
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
-  if (x[1] < kMinChannels) return few_channel_stem(n, w);
-  return true;
+  return x[1] >= kMinChannels || few_channel_stem(n, w);
 }
 
 // A conv the rule runs on Winograd (never one the plan marked bf16), by its NCHW shapes.
@@ -144,8 +143,9 @@ bool keeps_winograd(const Shape& x) {
 // its Transposes, unread, are dead. A group holding a conv chosen "nhwc" stays whole: that
 // conv reads its neighbours' channels-last outputs, which going back would remove. Two kinds of
 // conv (`riders`) pay for no Transposes with their FLOPs and stay only in a component the
-// others pay for: Winograd layers run channels-last at about their NCHW speed, and a stem gains a fraction of its time, less than its output's Transpose back would
-// cost (GoogLeNet's, whose next 3x3 conv stays on Winograd). Returns how many convs went back.
+// others pay for: Winograd layers run channels-last at about their NCHW speed, and a stem
+// gains a fraction of its time, less than its output's Transpose back would cost. Returns how
+// many convs went back.
 int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of,
                              const std::set<std::string>& movers, const std::set<std::string>& riders,
                              double transpose_flops) {
