@@ -104,15 +104,17 @@ int run_plan(const PlanCliOptions& o) {
       int64_t edges_in = 0;
       for (int32_t t = tg.first_tile[n]; t < tg.first_tile[n] + tg.tile_count[n]; ++t) edges_in += tg.n_parents[t];
       std::string name = node.name.size() > 32 ? "..." + node.name.substr(node.name.size() - 29) : node.name;
-      const bool view = is_view_node(p, static_cast<int32_t>(n));
-      std::string op = op_label(node) + (runs_on_amx(node) ? " bf16 amx" : runs_in_bf16(node) ? " bf16" : "") + (view ? " (view)" : p.rules[n] ? "" : "*");
+      const bool view = is_view_node(p, static_cast<int32_t>(n)), gathered = is_gathered_node(p, static_cast<int32_t>(n));
+      std::string op = op_label(node) + (runs_on_amx(node) ? " bf16 amx" : runs_in_bf16(node) ? " bf16" : "") +
+                       (view ? " (view)" : gathered ? " (gathered)" : p.rules[n] ? "" : "*");
       if (tuned.count(node.name)) op += conv_primitive_choice(node).empty() ? " (tuned)" : " " + conv_primitive_choice(node) + " (tuned)";
       else if (!conv_primitive_choice(node).empty()) op += " " + conv_primitive_choice(node);  // the layout pass's Winograd
       std::printf("  %-4zu %-32s %-22s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
                   grid_str(tile_grid(p, static_cast<int32_t>(n))).c_str(), static_cast<long long>(edges_in),
                   static_cast<double>(node_flops(p.graph, node)) * 1e-9);
     }
-    std::printf("  (* no tile rule: one tile computed by the reference; (view): shares its input's buffer, no copy)\n");
+    std::printf("  (* no tile rule: one tile computed by the reference; (view): shares its input's buffer, no copy;\n"
+                "   (gathered): a Concat whose producers wrote its inputs into its buffer, no copy)\n");
   }
   int32_t barriers = 0;
   for (int32_t n : tg.node) barriers += n < 0;

@@ -54,6 +54,7 @@ void check_call(const WinogradF4x3NhwcCall& call, const WinogradF4x3NhwcWeights&
   if (call.row_begin > call.row_end || call.row_end > s.out_h)
     throw Error("winograd_f4x3_nhwc_conv: rows past the output");
   if (!call.x || !call.y) throw Error("winograd_f4x3_nhwc_conv: null input or output");
+  if (call.y_stride != 0 && call.y_stride < w.cout) throw Error("winograd_f4x3_nhwc_conv: y's pixels overlap");
 }
 
 }  // namespace
@@ -83,6 +84,7 @@ void winograd_f4x3_nhwc_conv(const WinogradF4x3NhwcCall& call, const WinogradF4x
   const Conv2dShape& sh = call.shape;
   const Transforms tf = transforms_for(w.isa);
   const size_t cin = w.cin, cout = w.cout, in_h = sh.in_h, in_w = sh.in_w, out_w = sh.out_w;
+  const size_t y_stride = call.y_stride ? call.y_stride : cout;
   const size_t blocks_w = (out_w + kBlock - 1) / kBlock;
   const size_t br0 = call.row_begin / kBlock, br1 = (call.row_end + kBlock - 1) / kBlock;
   const size_t total = (br1 - br0) * blocks_w;
@@ -142,7 +144,7 @@ void winograd_f4x3_nhwc_conv(const WinogradF4x3NhwcCall& call, const WinogradF4x
             const size_t oh = br * kBlock + r, ow = bc * kBlock + c;
             const bool mine = oh >= call.row_begin && oh < call.row_end && ow < out_w;
             const size_t at = (oh * out_w + ow) * cout + oc0;
-            out[r * 4 + c] = mine ? call.y + at : nullptr;
+            out[r * 4 + c] = mine ? call.y + (oh * out_w + ow) * y_stride + oc0 : nullptr;
             residual[r * 4 + c] = mine && e.residual ? e.residual + at : nullptr;
           }
         tf.output(mt, cols, e.bias ? e.bias + oc0 : nullptr, e.residual ? residual : nullptr, e.activation, out);

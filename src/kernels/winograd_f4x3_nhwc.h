@@ -47,10 +47,12 @@ struct WinogradF4x3NhwcScratch {
 // One image: output rows [row_begin, row_end), full width, output channels [oc_begin, oc_end)
 // with oc_begin a multiple of the weights' panel width. x points at the image's pixel (0, 0),
 // y and epilogue.residual (shaped like y) at the output's. epilogue.bias[oc] is indexed by
-// output channel; row_bias is not used.
+// output channel; row_bias is not used. y's pixels are y_stride floats apart (0: Cout), so y
+// may be a slice of a wider channels-last tensor; the residual's are Cout apart.
 struct WinogradF4x3NhwcCall {
   const float* x = nullptr;
   float* y = nullptr;
+  size_t y_stride = 0;
   size_t oc_begin = 0, oc_end = 0;
   size_t row_begin = 0, row_end = 0;
   Conv2dShape shape;  // channels = Cin; kernel 3x3, stride 1, dilation 1

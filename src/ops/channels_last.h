@@ -21,6 +21,11 @@ inline constexpr size_t kResidualInput = 9;
 // (passes/layout_f32.cpp). Its y stays channels-last.
 inline constexpr const char* kAttrXNchw = "grove_x_nchw";
 inline bool reads_x_nchw(const Node& node) { return node.attr_int(kAttrXNchw, 0) != 0; }
+// Where a ConvNhwc writes into a channels-last Concat's buffer (TileRule::writes_channel_slice):
+// the first channel of its y there (int attribute; absent: y is its own tensor). The plan sets it.
+inline constexpr const char* kAttrYChannelOffset = "grove_y_channel_offset";
+inline int64_t y_channel_offset(const Node& node) { return node.attr_int(kAttrYChannelOffset, 0); }
+
 kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor* const> in);
 
 // The ONNX op a channels-last node computes (same inputs and attributes, NCHW x and y):

@@ -20,6 +20,7 @@
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/conv_gemm_forms.h"
+#include "ops/evaluate.h"
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
 #include "ops/tile_conv_winograd.h"
@@ -254,7 +255,7 @@ constexpr size_t kPaddedBytes = 256 * 1024;
 template <class T>
 void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0, int64_t oy1,
                   int64_t c0, int64_t c1, const kernels::PackedB& w, kernels::GemmTileArgs out, Tensor& y,
-                  const void* residual, bool residual_bf16, std::vector<uint16_t>& padded) {
+                  int64_t y_channel, const void* residual, bool residual_bf16, std::vector<uint16_t>& padded) {
   const int64_t ih = g.input[0], iw = g.input[1], kh = g.kernel[0], kw = g.kernel[1];
   const int64_t oh = g.output[0], ow = g.output[1], wp = ow + kw - 1, m = y.dim(3);
   const int64_t left = g.pads_begin[1];
@@ -299,7 +300,7 @@ void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channe
           kernels::GemmTileArgs t = out;
           t.m = end - q;
           if (y_bf16) t.c_bf16 = reinterpret_cast<uint16_t*>(y.raw()) + at, t.c_bf16_stride = static_cast<size_t>(m);
-          else t.c = y.data<float>() + at, t.c_stride = static_cast<size_t>(m);
+          else t.c = y.data<float>() + at + y_channel, t.c_stride = static_cast<size_t>(m);
           t.bias = out.bias ? out.bias + jr : nullptr;
           if (residual && residual_bf16) t.residual_bf16 = static_cast<const uint16_t*>(residual) + at;
           else if (residual) t.residual = static_cast<const float*>(residual) + at;
@@ -316,8 +317,8 @@ void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channe
 // where the windows reach past the input, in groups that stay well inside L2; each group is one
 // conv_rows call.
 void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0,
-                 int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, const float* residual,
-                 std::vector<float>& padded) {
+                 int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, int64_t y_channel,
+                 const float* residual, std::vector<float>& padded) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], m = y.dim(3);
   const int64_t wp = padded_row_pixels(g), left = g.pads_begin[1], row_floats = wp * channels;
   const auto row_bytes = static_cast<size_t>(row_floats) * sizeof(float);
@@ -355,10 +356,30 @@ void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g
     call.rows = static_cast<size_t>(last - first);
     call.row_step_floats = static_cast<size_t>(g.strides[0] * row_floats);
     const int64_t at = (n * oh + first) * ow * m + c0;  // y's and the residual's offset
-    call.y = y.data<float>() + at;
+    call.y = y.data<float>() + at + y_channel;
     call.residual = residual ? residual + at : nullptr;
     kernels::conv_rows(call);
   }
+}
+
+// The reference's values for region r, where y may be a Concat's buffer that this node writes
+// channels [y_channel, y_channel + M) of (writes_channel_slice).
+void reference_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+                    int64_t y_channel) {
+  Tensor& y = *out[0];
+  const int64_t own = in[1]->dim(0);
+  if (y_channel == 0 && y.dim(3) == own) return reference_whole(node, in, out, r);
+  const std::vector<Tensor> whole = evaluate_node(node, in);
+  if (whole.empty() || whole[0].rank() != 4 || whole[0].dim(3) != own || y.dtype() != DType::f32)
+    throw Error(node.describe() + ": reference output does not fit its channels of the Concat");
+  const float* from = whole[0].data<float>();
+  float* to = y.data<float>();
+  for (int64_t n = r[0].begin; n < r[0].end; ++n)
+    for (int64_t oy = r[1].begin; oy < r[1].end; ++oy)
+      for (int64_t ox = r[2].begin; ox < r[2].end; ++ox) {
+        const int64_t pixel = (n * y.dim(1) + oy) * y.dim(2) + ox;
+        std::copy(from + pixel * own + r[3].begin, from + pixel * own + r[3].end, to + pixel * y.dim(3) + y_channel + r[3].begin);
+      }
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
@@ -366,8 +387,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   const bool y_bf16 = y.dtype() == DType::bf16;
+  // Where y is a Concat's buffer: the first of this node's channels there; y.dim(3) is then
+  // the Concat's channels, so every y offset below steps pixels by it.
+  const int64_t y_channel = y_channel_offset(node);
   if (!claimed(node, infos_of_tensors(in)) || r[2].begin != 0 || r[2].end != y.dim(2) || (y_bf16 && !runs_on_amx(node)))
-    return reference_whole(node, in, out, r);
+    return reference_tile(node, in, out, r, y_channel);
   for (const Range& d : r)
     if (d.size() <= 0) return;
   const Tensor& x = *in[0];
@@ -380,8 +404,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     e.bias = bias ? bias->data<float>() : nullptr;
     e.residual = residual ? residual->data<float>() : nullptr;
     e.activation = epilogue_activation(node);
-    if (x_nchw) return reference_whole(node, in, out, r);  // the layout pass never makes this
-    return winograd_nhwc_conv_tile(conv2d_shape_2d(g, x.dim(3)), x, *in[1], y, r, e, prepared, scratch);
+    if (x_nchw) return reference_tile(node, in, out, r, y_channel);  // the layout pass never makes this
+    return winograd_nhwc_conv_tile(conv2d_shape_2d(g, x.dim(3)), x, *in[1], y, y_channel, r, e, prepared, scratch);
   }
   std::shared_ptr<const NhwcConvWeights> own;
   const auto* p = static_cast<const NhwcConvWeights*>(prepared);
@@ -422,10 +446,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     call.activation = activation;
     for (int64_t n = r[0].begin; n < r[0].end; ++n)
       run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
-                  residual ? residual->data<float>() : nullptr, padded);
+                  y_channel, residual ? residual->data<float>() : nullptr, padded);
     return;
   }
-  if (x_nchw) return reference_whole(node, in, out, r);  // only the row path gathers NCHW rows
+  if (x_nchw) return reference_tile(node, in, out, r, y_channel);  // only the row path gathers NCHW rows
   if (runs_implicit(g, channels, p->w.precision)) {
     std::vector<uint16_t>& padded = ws.padded_bf16;
     kernels::GemmTileArgs epilogue;
@@ -438,10 +462,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     for (int64_t n = r[0].begin; n < r[0].end; ++n) {
       if (x_bf16)
         run_implicit(x_bits, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, p->w, epilogue, y,
-                     residual_data, residual_bits != nullptr, padded);
+                     y_channel, residual_data, residual_bits != nullptr, padded);
       else
         run_implicit(x.data<float>(), n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, p->w, epilogue, y,
-                     residual_data, residual_bits != nullptr, padded);
+                     y_channel, residual_data, residual_bits != nullptr, padded);
     }
     kernels::amx_end();
     return;
@@ -471,7 +495,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       call.n0 = static_cast<size_t>(r[3].begin);
       call.n = static_cast<size_t>(r[3].size());
       if (y_bf16) call.c_bf16 = y_bits + image + at * m;
-      else call.c = y.data<float>() + image + at * m;
+      else call.c = y.data<float>() + image + at * m + y_channel;
       call.c_stride = static_cast<size_t>(m);
       call.epilogue.bias = bias ? bias->data<float>() + r[3].begin : nullptr;
       if (residual_bits) call.epilogue.residual_bf16 = residual_bits + image + at * m;
@@ -518,9 +542,16 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
 
 }  // namespace
 
+// Every path above steps y's pixels by y.dim(3) and offsets y by the slice's first channel; a
+// fused residual would share y's offsets, so a node with one keeps its own y.
+bool writes_channel_slice(const Node& node, std::span<const ValueInfo> in) {
+  return node.outputs.size() == 1 && !has_input(in, kEpilogueResidualInput);
+}
+
 void add_conv_nhwc_rules(RuleTable& t) {
   TileRule rule{cuttable, needs, run_tile, prepare, prepared_bytes};
   rule.tile_work = tile_work;
+  rule.writes_channel_slice = writes_channel_slice;
   t[internal_rule_key("ConvNhwc")] = rule;
 }
 

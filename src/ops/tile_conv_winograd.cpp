@@ -95,7 +95,7 @@ int64_t winograd_nhwc_prepared_bytes(const void* prepared) {
 }
 
 void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
-                             const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
+                             int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
                              TileScratch& tile_scratch) {
   WinogradNhwcTileScratch& ws = tile_scratch.get<WinogradNhwcTileScratch>();
   const auto* weights = static_cast<const kernels::WinogradF4x3NhwcWeights*>(prepared);
@@ -105,11 +105,13 @@ void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x,
     weights = &ws.unprepared;
   }
   const size_t in_image = shape.in_h * shape.in_w * shape.channels;
-  const size_t out_image = shape.out_h * shape.out_w * size_t(y.shape()[3]);
+  const size_t y_image = shape.out_h * shape.out_w * size_t(y.shape()[3]);
+  const size_t out_image = shape.out_h * shape.out_w * size_t(w.shape()[0]);  // the residual's
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     kernels::WinogradF4x3NhwcCall call;
     call.x = x.data<float>() + size_t(n) * in_image;
-    call.y = y.data<float>() + size_t(n) * out_image;
+    call.y = y.data<float>() + size_t(n) * y_image + size_t(y_channel);
+    call.y_stride = size_t(y.shape()[3]);
     call.row_begin = size_t(r[1].begin);
     call.row_end = size_t(r[1].end);
     call.oc_begin = size_t(r[3].begin);

@@ -57,9 +57,10 @@ int64_t winograd_nhwc_prepared_bytes(const void* prepared);
 // Output region r (images, rows, all columns, channels starting on a panel boundary) of y
 // [N, OH, OW, M] from x [N, H, W, C]. `prepared` is what winograd_nhwc_prepare returned, or
 // null. `epilogue.bias` is indexed by output channel; `epilogue.residual` points at image 0 of
-// a tensor shaped like y.
+// a tensor [N, OH, OW, M]. y may be wider, a Concat's buffer [N, OH, OW, M'] whose channels
+// [y_channel, y_channel + M) are this conv's (then without a residual).
 void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
-                             const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
+                             int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
                              TileScratch& scratch);
 
 }  // namespace grove::tiling

@@ -76,6 +76,12 @@ struct TileRule {
   // the output reading only block g of input 0 along its dim 1 (a grouped Conv's groups).
   // Consecutive ops of the same G are cut along their paths first (DCCNN, plan.cpp).
   int64_t (*paths)(const Node& node, std::span<const ValueInfo> in) = nullptr;
+
+  // Optional: true when run_tile can write output 0 [N, H, W, M] as channels [o, o + M) of a
+  // wider [N, H, W, M'] tensor: a channels-last Concat's buffer, so the Concat copies nothing
+  // (plan/plan_views.cpp). The plan then sets the node's kAttrYChannelOffset to o and hands
+  // run_tile that tensor as out[0]; regions stay in the node's own coordinates.
+  bool (*writes_channel_slice)(const Node& node, std::span<const ValueInfo> in) = nullptr;
 };
 
 // nullptr when the op is computed as one whole tile by its reference implementation.

@@ -135,9 +135,10 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   }
   plan_values(*plan);
   plan_detail::mark_views(*plan);
+  TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;
+  if (options.concat_slices) plan_detail::mark_concat_slices(*plan, lookup);
 
   const Graph& g = plan->graph;
-  TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;
   TileGraph& tg = plan->tiles;
   const std::vector<int64_t> chain_paths = path_chains(*plan, lookup);
   std::map<std::string, const Shape*> chosen_extent;

@@ -59,6 +59,9 @@ struct PlanOptions {
   // false: no rule's `prepare` runs (no packed weights): a plan for its structure only (tile
   // grids, edges), as the plan-time selection reads it; it cannot be run.
   bool prepare_weights = true;
+  // Producers write a channels-last Concat's inputs straight into its buffer where their rules
+  // can (PlannedValue::slice_of); false: every Concat copies (for comparing the two).
+  bool concat_slices = true;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op
@@ -84,6 +87,10 @@ struct PlannedValue {
   int32_t consumer_tiles = 0;   // (tile, input slot) pairs that read it: released after the last one
   bool is_output = false;       // graph outputs are never released
   int32_t view_of = -1;         // a view (plan_views.cpp): the value whose buffer it shares
+  // A slice (plan_views.cpp): its producer writes it straight into channels
+  // [slice_offset, slice_offset + its channels) of this value, the Concat that reads it.
+  int32_t slice_of = -1;
+  int64_t slice_offset = 0;
 };
 
 struct Plan {
@@ -114,6 +121,17 @@ struct Plan {
 inline bool is_view_node(const Plan& plan, int32_t n) {
   const auto& outs = plan.node_outputs[static_cast<size_t>(n)];
   return outs.size() == 1 && outs[0] >= 0 && plan.values[static_cast<size_t>(outs[0])].view_of >= 0;
+}
+
+// True when node n is a Concat whose inputs were all written into its output by their
+// producers (PlannedValue::slice_of): its tiles keep their edges and copy nothing.
+inline bool is_gathered_node(const Plan& plan, int32_t n) {
+  const auto& ins = plan.node_inputs[static_cast<size_t>(n)];
+  const auto& outs = plan.node_outputs[static_cast<size_t>(n)];
+  if (ins.empty() || outs.size() != 1 || outs[0] < 0) return false;
+  for (int32_t v : ins)
+    if (v < 0 || plan.values[static_cast<size_t>(v)].slice_of != outs[0]) return false;
+  return true;
 }
 
 // Throws Error (naming node and op) when the graph cannot be planned.

@@ -26,6 +26,10 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
 // nodes get one no-work tile (plan_views.cpp says why).
 void mark_views(Plan& plan);
 
+// Marks the inputs of channels-last Concats that their producers can write straight into the
+// Concat's buffer (PlannedValue::slice_of), and tells those producers where (plan_views.cpp).
+void mark_concat_slices(Plan& plan, TileRuleLookup lookup);
+
 // Appends node's tiles (row-major over its grid) to tg.node / tg.region.
 void append_tiles(int32_t node, const Shape& out_shape, const Shape& extent, TileGraph& tg);
 

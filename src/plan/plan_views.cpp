@@ -16,8 +16,18 @@
 // dtype change. A graph output is a view of an intermediate value that only it reads: the
 // caller then holds that buffer alone, and the pool takes it back only once the caller drops
 // it (GPT-2's logits Reshape was a 51 MB copy, 5% of a bf16 run).
+//
+// Slices go the other way: a channels-last Concat's inputs written by their producers straight
+// into channel slices of the Concat's buffer, so the Concat copies nothing (SqueezeNet's fire
+// modules, GoogLeNet's inception blocks). Such an input is not a dense tensor of its own, so
+// only a producer whose rule writes it so (TileRule::writes_channel_slice) gets one, and the
+// value must have no other reader. The Concat keeps its tiles and their edges (its readers
+// still wait only for the rows they read) and those tiles do nothing (is_gathered_node). The
+// buffer rule: each slice holds one use of the Concat's value until the slice is released.
 #include <algorithm>
 
+#include "ops/channels_last.h"
+#include "ops/tiling.h"
 #include "plan/plan_internal.h"
 
 namespace grove::plan_detail {
@@ -58,6 +68,48 @@ void mark_views(Plan& plan) {
     if (v.is_output && (b.producer < 0 || b.is_output || b.view_of >= 0 || readers[static_cast<size_t>(base)] != 1))
       continue;
     if (relabels(node, b.shape)) plan.values[out].view_of = base;
+  }
+}
+
+void mark_concat_slices(Plan& plan, TileRuleLookup lookup) {
+  Graph& g = plan.graph;
+  std::vector<int32_t> reads(plan.values.size(), 0);  // (node, input slot) pairs reading each value
+  for (const auto& inputs : plan.node_inputs)
+    for (int32_t v : inputs)
+      if (v >= 0) ++reads[static_cast<size_t>(v)];
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& concat = g.nodes[n];
+    if (concat.op_type != "Concat" || !concat.domain.empty() || plan.node_outputs[n].size() != 1) continue;
+    const int32_t out = plan.node_outputs[n][0];
+    if (out < 0 || plan.values[out].view_of >= 0 || plan.values[out].dtype != DType::f32) continue;
+    const Shape& y = plan.values[out].shape;
+    const auto rank = static_cast<int64_t>(y.size());
+    int64_t axis = concat.attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (rank != 4 || axis != rank - 1) continue;
+    const auto& ins = plan.node_inputs[n];
+    bool every = !ins.empty();
+    for (int32_t v : ins) {
+      if (!every) break;
+      every = v >= 0 && reads[v] == 1 && !plan.values[v].is_output && plan.values[v].view_of < 0 &&
+              plan.values[v].dtype == DType::f32 && plan.values[v].producer >= 0;
+      if (!every) break;
+      const Node& producer = g.nodes[static_cast<size_t>(plan.values[v].producer)];
+      const TileRule* rule = lookup(producer);
+      every = producer.outputs.size() == 1 && rule && rule->writes_channel_slice &&
+              rule->writes_channel_slice(producer, node_infos(g, producer).in);
+    }
+    if (!every) continue;
+    int64_t offset = 0;
+    for (int32_t v : ins) {
+      PlannedValue& slice = plan.values[v];
+      slice.slice_of = out;
+      slice.slice_offset = offset;
+      Attribute& a = g.nodes[static_cast<size_t>(slice.producer)].attrs[kAttrYChannelOffset];
+      a.kind = Attribute::Kind::i;
+      a.i = offset;
+      offset += slice.shape[3];
+    }
   }
 }
 

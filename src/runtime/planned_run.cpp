@@ -44,7 +44,8 @@ PlannedRun::PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, Plann
     const PlannedValue& pv = p.values[v];
     int32_t users = pv.consumer_tiles;
     if (pv.producer >= 0) users += p.tiles.tile_count[pv.producer];
-    slots_[v].users.store(users, std::memory_order_relaxed);
+    slots_[v].users.fetch_add(users, std::memory_order_relaxed);
+    if (pv.slice_of >= 0) slots_[pv.slice_of].users.fetch_add(1, std::memory_order_relaxed);  // released with the slice
     if (pv.producer < 0) {
       slots_[v].tensor = inputs.at(pv.name);
       std::call_once(slots_[v].allocated, [] {});
@@ -84,6 +85,11 @@ void PlannedRun::allocate(int32_t v) {
       slot.tensor = slots_[pv.view_of].tensor.reshaped(pv.shape);
       return;
     }
+    if (pv.slice_of >= 0) {  // the Concat's whole buffer: the producer writes its channels there
+      allocate(pv.slice_of);
+      slot.tensor = slots_[pv.slice_of].tensor;
+      return;
+    }
     // From the pool a warm run touches no new pages. A reused block holds old bytes: a tiled
     // op's tiles write every element of their output before any reader reads it (the
     // poisoned-buffer tests check this), so only reference-computed outputs need zeros.
@@ -109,6 +115,11 @@ void PlannedRun::release_use(int32_t v) {
   if (pv.view_of >= 0) {
     slot.tensor = Tensor();
     release_use(pv.view_of);  // the use of the base its view tile kept (run_node_tile)
+    return;
+  }
+  if (pv.slice_of >= 0) {
+    slot.tensor = Tensor();
+    release_use(pv.slice_of);  // the use the slice holds (the constructor)
     return;
   }
   if (pv.producer >= 0) current_bytes_.fetch_sub(static_cast<int64_t>(slot.tensor.bytes()));
@@ -137,6 +148,11 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
   if (is_view_node(p, n)) {  // allocate() made the view; its base stays in use until the view is released
     for (size_t i = 1; i < ins.size(); ++i)
       if (ins[i] >= 0) release_use(ins[i]);
+    release_use(outs[0]);
+    return;
+  }
+  if (is_gathered_node(p, n)) {  // the producers wrote every input into the output already
+    for (int32_t v : ins) release_use(v);
     release_use(outs[0]);
     return;
   }

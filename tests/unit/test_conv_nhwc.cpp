@@ -13,6 +13,7 @@
 #include "ops/channels_last.h"
 #include "ops/op.h"
 #include "plan_test_util.h"
+#include "runtime/engine.h"
 #include "runtime/reference_executor.h"
 #include "tiling_test_util.h"
 
@@ -118,6 +119,74 @@ TEST(ConvNhwc, StemReadingNchwMatchesReference) {
     const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
   }
+}
+
+// A conv whose y is a channel slice of a Concat's buffer (kAttrYChannelOffset, set by the
+// planner where TileRule::writes_channel_slice says so): on every grid the rule allows, its
+// channels of the wide buffer hold the reference and every other channel is untouched. The
+// cases take each path: 1x1 in place, the row path (padded, strided), Winograd, a stem reading
+// NCHW, and a region of part of the width, which the rule leaves to the reference.
+TEST(ConvNhwc, WritesItsChannelsOfAConcatBuffer) {
+  struct Case { Shape x, w; int64_t stride, pad; bool winograd, x_nchw, part_width; };
+  const std::vector<Case> cases = {
+      {{2, 6, 5, 8}, {40, 8, 1, 1}, 1, 0, false, false, false},
+      {{1, 11, 9, 5}, {33, 5, 3, 3}, 2, 1, false, false, false},
+      {{1, 9, 7, 12}, {36, 12, 3, 3}, 1, 1, false, false, false},
+      {{1, 26, 25, 16}, {40, 16, 3, 3}, 1, 1, true, false, false},
+      {{1, 3, 23, 21}, {32, 3, 7, 7}, 2, 3, false, true, false},
+      {{1, 9, 7, 12}, {36, 12, 3, 3}, 1, 1, false, false, true},
+  };
+  const float sentinel = -12345.0f;
+  uint32_t seed = 300;
+  for (const Case& c : cases) {
+    for (const int64_t offset : {int64_t{0}, int64_t{3}, int64_t{16}}) {
+      NodeBuilder node("ConvNhwc", 13, 3);
+      node.node.domain = kGroveDomain;
+      node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+      node.s(kAttrActivation, "relu").s(kAttrFused, "Relu");
+      if (c.winograd) node.s(kAttrConvPrimitive, "winograd");
+      if (c.x_nchw) node.node.attrs[kAttrXNchw].kind = Attribute::Kind::i, node.node.attrs[kAttrXNchw].i = 1;
+      const std::vector<Tensor> inputs = conv_inputs(node, c.x, c.w, true, false, seed);
+      const std::vector<const Tensor*> in = {&inputs[0], &inputs[1], &inputs[2]};
+      std::vector<ValueInfo> infos;
+      for (const Tensor& t : inputs) infos.push_back(ValueInfo{t.dtype(), t.shape(), &t, true});
+      const Tensor want = evaluate_node(node, in).at(0);
+      const TileRule* rule = find_tile_rule(node);
+      ASSERT_TRUE(rule && rule->writes_channel_slice && rule->writes_channel_slice(node, infos));
+      node.node.attrs[kAttrYChannelOffset].kind = Attribute::Kind::i;
+      node.node.attrs[kAttrYChannelOffset].i = offset;
+      const Shape& s = want.shape();
+      const int64_t m = s[3], wide = offset + m + 5;
+      std::vector<std::vector<int64_t>> grids = tiletest::grids_for(s, rule->cuttable(node, infos, infer_node(node, infos)));
+      if (c.part_width) grids = {{s[0], s[1], (s[2] + 1) / 2, s[3]}};
+      TileScratch scratch;
+      for (const auto& sizes : grids) {
+        Tensor y(DType::f32, {s[0], s[1], s[2], wide});
+        for (float& v : y.span<float>()) v = sentinel;
+        std::vector<Tensor*> out = {&y};
+        for (const Region& tile : tiletest::grid(s, sizes)) rule->run_tile(node, in, out, tile, nullptr, scratch);
+        const float* got = y.data<float>();
+        const float* ref = want.data<float>();
+        int failures = 0;
+        for (int64_t p = 0; p < s[0] * s[1] * s[2] && failures < 3; ++p)
+          for (int64_t ch = 0; ch < wide && failures < 3; ++ch) {
+            const bool mine = ch >= offset && ch < offset + m;
+            const float v = got[p * wide + ch];
+            if (mine ? tiletest::close(v, ref[p * m + ch - offset], 1e-4) : v == sentinel) continue;
+            ++failures;
+            ADD_FAILURE() << shape_str(c.x) << " offset " << offset << " pixel " << p << " channel " << ch << ": got "
+                          << v << (mine ? ", want " + std::to_string(ref[p * m + ch - offset]) : ", want untouched");
+          }
+      }
+    }
+  }  // A fused residual is read at y's offsets: such a conv keeps its own y.
+  NodeBuilder fused("ConvNhwc", 13, 4);
+  fused.node.domain = kGroveDomain;
+  fused.s(kAttrFused, "Add");
+  const std::vector<Tensor> inputs = conv_inputs(fused, {1, 5, 5, 8}, {16, 8, 1, 1}, true, true, seed);
+  std::vector<ValueInfo> infos;
+  for (const Tensor& t : inputs) infos.push_back(ValueInfo{t.dtype(), t.shape(), &t, true});
+  EXPECT_FALSE(find_tile_rule(fused)->writes_channel_slice(fused, infos));
 }
 
 // bf16 on each unit this CPU has (AVX512-BF16 dot products; AMX, whose windows go straight
@@ -420,6 +489,71 @@ TEST(LayoutF32, ConcatAndMaxPoolJoinTheChannelsLastConvs) {
   for (const Node& n : back->graph.nodes)
     if (n.op_type == "Concat") EXPECT_EQ(n.attr_int("axis", 0), 1);
   expect_plan_computes(back, m, want, {2}, "the module back in NCHW");
+}
+
+// The fire module again, and a second Concat one of whose inputs has another reader. The
+// first Concat's expands write straight into its buffer (slices, plan/plan_views.cpp) and the
+// Concat copies nothing; the second copies as before. Either way the outputs are the
+// reference's, in any tile order and with poisoned buffers, bit for bit those of a plan whose
+// Concats copy, and the slices save the copies' memory.
+TEST(LayoutF32, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 12, 12}).output("z", kF32, {1, 64, 6, 6}).output("g", kF32, {1, 32, 6, 6});
+  weight(b, "ws", {32, 32, 1, 1}, 1);
+  weight(b, "w1", {32, 32, 1, 1}, 2);
+  weight(b, "w3", {32, 32, 3, 3}, 3);
+  weight(b, "wn", {32, 64, 1, 1}, 4);
+  weight(b, "v1", {32, 32, 1, 1}, 5);
+  weight(b, "v3", {32, 32, 3, 3}, 6);
+  b.node("Conv", {"x", "ws"}, {"s"}, "squeeze");
+  b.node("Relu", {"s"}, {"sr"}, "squeeze_relu");
+  b.node("Conv", {"sr", "w1"}, {"e1"}, "expand1x1");
+  OnnxBuilder::attr_ints(b.node("Conv", {"sr", "w3"}, {"e3"}, "expand3x3"), "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(b.node("Concat", {"e1", "e3"}, {"cat"}, "concat"), "axis", 1);
+  auto& pool = b.node("MaxPool", {"cat"}, {"p"}, "pool");
+  OnnxBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  b.node("Conv", {"p", "wn"}, {"n"}, "next_squeeze");
+  b.node("Conv", {"n", "v1"}, {"f1"}, "next_1x1");
+  OnnxBuilder::attr_ints(b.node("Conv", {"n", "v3"}, {"f3"}, "next_3x3"), "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(b.node("Concat", {"f1", "f3"}, {"cat2"}, "concat_copied"), "axis", 1);
+  b.node("Relu", {"cat2"}, {"z"}, "relu_z");
+  b.node("Relu", {"f1"}, {"g"}, "another_reader");
+  const TestModel m{"fires", b.bytes(), {{"x", seeded_tensor({1, 32, 12, 12}, 9)}}};
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  PlanOptions copies;
+  copies.concat_slices = false;
+  for (int threads : {1, 3}) {
+    PlanOptions options;
+    options.threads = copies.threads = threads;
+    auto plan = make_plan(model.graph(), options);
+    auto copying = make_plan(model.graph(), copies);
+    EXPECT_EQ(plan->channels_last_convs, 6);
+    std::vector<std::string> gathered, slices;
+    for (int32_t n = 0; n < static_cast<int32_t>(plan->graph.nodes.size()); ++n) {
+      if (is_gathered_node(*plan, n)) gathered.push_back(plan->graph.nodes[n].name);
+      EXPECT_FALSE(is_gathered_node(*copying, n));
+    }
+    for (const PlannedValue& v : plan->values)
+      if (v.slice_of >= 0) slices.push_back(v.name + "@" + std::to_string(v.slice_offset));
+    EXPECT_EQ(gathered, std::vector<std::string>{"concat"});
+    EXPECT_EQ(slices, (std::vector<std::string>{"e1/nhwc@0", "e3/nhwc@32"}));  // the channels-last copies
+    expect_plan_computes(plan, m, want, {1, 2, 3}, "slices");
+    for (uint32_t seed : {1u, 2u}) {
+      PlannedRun with(plan, m.inputs, PlannedRunOptions{true}), without(copying, m.inputs, PlannedRunOptions{true});
+      run_serial(with, seed);
+      run_serial(without, seed);
+      expect_close(with.outputs(), without.outputs(), 0, "slices against copies");
+      EXPECT_LT(with.peak_activation_bytes(), without.peak_activation_bytes());
+    }
+    Engine engine(EngineOptions{.threads = 3});
+    for (int i = 0; i < 4; ++i) {
+      auto run = std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{true});
+      engine.run(run);
+      expect_close(run->outputs(), want, 1e-4, "slices on the engine");
+    }
+  }
 }
 
 // A node a tuning record names keeps the layout it was measured in (here the others, left
