@@ -60,7 +60,8 @@ const std::vector<Shape2> kShapes = {
     {128, 512, 28, 1, 1, 0, true},   {256, 512, 56, 1, 2, 0, false},  {512, 128, 28, 1, 1, 0, false},
     {128, 128, 28, 3, 1, 1, false},  {256, 256, 14, 3, 1, 1, false},  {256, 1024, 14, 1, 1, 0, true},
     {1024, 256, 14, 1, 1, 0, false}, {512, 512, 7, 3, 1, 1, false},   {512, 2048, 7, 1, 1, 0, true},
-    {2048, 512, 7, 1, 1, 0, false},
+    {2048, 512, 7, 1, 1, 0, false},  {256, 256, 28, 3, 2, 1, false},  {512, 1024, 28, 1, 2, 0, false},
+    {512, 512, 14, 3, 2, 1, false},  {1024, 2048, 14, 1, 2, 0, false},
 };
 
 // The f32 mode also times the channels-last 3x3 convs of few channels in SqueezeNet 1.1 and
