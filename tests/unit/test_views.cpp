@@ -1,4 +1,5 @@
-// Views (plan/plan_views.cpp): reshapes share their input's buffer through one no-work tile;
+// Views (plan/plan_views.cpp): reshapes share their input's buffer through one no-work tile, and
+// convs write a Concat's inputs into its buffer (slices);
 // results stay those of the reference, serially in random orders and on the engine, and
 // buffers are neither copied nor released early.
 #include <gtest/gtest.h>
@@ -131,6 +132,75 @@ TEST(PlannedRun, AnOutputReshapeOfAValueOnlyItReadsIsAView) {
   shared.node("Sigmoid", {"a"}, {"z"}, "sigmoid");
   Model two(load_onnx_bytes(shared.bytes(), "shared_output.onnx"));
   EXPECT_TRUE(view_ops(*make_plan(two.graph(), tiles(3))).empty());
+}
+
+// Slices, the other way round (plan_views.cpp): a SqueezeNet fire module, channels-last, and a
+// second Concat one of whose inputs has another reader. The first Concat's expands write straight into its buffer (slices, plan/plan_views.cpp) and the
+// Concat copies nothing; the second copies as before. Either way the outputs are the
+// reference's, in any tile order and with poisoned buffers, bit for bit those of a plan whose
+// Concats copy, and the slices save the copies' memory.
+TEST(PlannedRun, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 12, 12}).output("z", kF32, {1, 64, 6, 6}).output("g", kF32, {1, 32, 6, 6});
+  weight(b, "ws", {32, 32, 1, 1}, 1);
+  weight(b, "w1", {32, 32, 1, 1}, 2);
+  weight(b, "w3", {32, 32, 3, 3}, 3);
+  weight(b, "wn", {32, 64, 1, 1}, 4);
+  weight(b, "v1", {32, 32, 1, 1}, 5);
+  weight(b, "v3", {32, 32, 3, 3}, 6);
+  b.node("Conv", {"x", "ws"}, {"s"}, "squeeze");
+  b.node("Relu", {"s"}, {"sr"}, "squeeze_relu");
+  b.node("Conv", {"sr", "w1"}, {"e1"}, "expand1x1");
+  OnnxBuilder::attr_ints(b.node("Conv", {"sr", "w3"}, {"e3"}, "expand3x3"), "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(b.node("Concat", {"e1", "e3"}, {"cat"}, "concat"), "axis", 1);
+  auto& pool = b.node("MaxPool", {"cat"}, {"p"}, "pool");
+  OnnxBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  b.node("Conv", {"p", "wn"}, {"n"}, "next_squeeze");
+  b.node("Conv", {"n", "v1"}, {"f1"}, "next_1x1");
+  OnnxBuilder::attr_ints(b.node("Conv", {"n", "v3"}, {"f3"}, "next_3x3"), "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(b.node("Concat", {"f1", "f3"}, {"cat2"}, "concat_copied"), "axis", 1);
+  b.node("Relu", {"cat2"}, {"z"}, "relu_z");
+  b.node("Relu", {"f1"}, {"g"}, "another_reader");
+  const TestModel m{"fires", b.bytes(), {{"x", seeded_tensor({1, 32, 12, 12}, 9)}}};
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  PlanOptions copies;
+  copies.concat_slices = false;
+  for (int threads : {1, 3}) {
+    PlanOptions options;
+    options.threads = copies.threads = threads;
+    auto plan = make_plan(model.graph(), options);
+    auto copying = make_plan(model.graph(), copies);
+    EXPECT_EQ(plan->channels_last_convs, 6);
+    std::vector<std::string> gathered, slices;
+    for (int32_t n = 0; n < static_cast<int32_t>(plan->graph.nodes.size()); ++n) {
+      if (is_gathered_node(*plan, n)) gathered.push_back(plan->graph.nodes[n].name);
+      EXPECT_FALSE(is_gathered_node(*copying, n));
+    }
+    for (const PlannedValue& v : plan->values)
+      if (v.slice_of >= 0) slices.push_back(v.name + "@" + std::to_string(v.slice_offset));
+    EXPECT_EQ(gathered, std::vector<std::string>{"concat"});
+    EXPECT_EQ(slices, (std::vector<std::string>{"e1/nhwc@0", "e3/nhwc@32"}));  // the channels-last copies
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+      run_serial(run, seed);
+      expect_close(run.outputs(), want, 1e-4, "slices, serial");
+    }
+    for (uint32_t seed : {1u, 2u}) {
+      PlannedRun with(plan, m.inputs, PlannedRunOptions{true}), without(copying, m.inputs, PlannedRunOptions{true});
+      run_serial(with, seed);
+      run_serial(without, seed);
+      expect_close(with.outputs(), without.outputs(), 0, "slices against copies");
+      EXPECT_LT(with.peak_activation_bytes(), without.peak_activation_bytes());
+    }
+    Engine engine(EngineOptions{.threads = 3});
+    for (int i = 0; i < 4; ++i) {
+      auto run = std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{true});
+      engine.run(run);
+      expect_close(run->outputs(), want, 1e-4, "slices on the engine");
+    }
+  }
 }
 
 }  // namespace
