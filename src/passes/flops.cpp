@@ -87,6 +87,12 @@ int64_t node_flops(const Graph& g, const Node& n) {
     if (!y || !wc || wc->empty()) return 0;
     return add(mul(2, numel(*y), product(*wc, 1)), n.attr_int(kAttrFusedFlops, 0));
   }
+  if (n.domain == kGroveDomain && n.op_type == "ExpandDepthwiseNhwc" && n.inputs.size() > 3 && !n.outputs.empty()) {
+    const Shape* y = shape_of(g, n.outputs[0]);  // the depthwise taps; the expand conv's FLOPs are fused ones
+    const Shape* wd = shape_of(g, n.inputs[3]);
+    if (!y || !wd || wd->empty()) return 0;
+    return add(mul(2, numel(*y), product(*wd, 1)), n.attr_int(kAttrFusedFlops, 0));
+  }
   if (n.domain == kGroveDomain && n.op_type == "MaxPoolNhwc" && !n.outputs.empty()) {  // one compare per tap
     const Shape* y = shape_of(g, n.outputs[0]);
     int64_t window = 1;

@@ -50,6 +50,11 @@ int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double
 // Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with
 // constant weights (the rule of to_channels_last_f32 asks more).
 bool can_run_channels_last(const Graph& graph, const Node& node);
+// Each channels-last 1x1 expand conv whose output only a depthwise conv reads (an inverted
+// residual block) and that depthwise conv become one grove.internal ExpandDepthwiseNhwc, which
+// keeps the expanded rows in cache (fuse_expand_depthwise.cpp); nodes in `keep` stay apart.
+// Run by make_plan after the channels-last pass. Returns how many.
+int fuse_expand_depthwise(Graph& graph, const std::set<std::string>& keep);
 
 // Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.

@@ -62,6 +62,9 @@ struct PlanOptions {
   // Producers write a channels-last Concat's inputs straight into its buffer where their rules
   // can (PlannedValue::slice_of); false: every Concat copies (for comparing the two).
   bool concat_slices = true;
+  // A 1x1 expand conv and the depthwise conv that alone reads it run as one node, band by band
+  // in cache (passes/fuse_expand_depthwise.cpp); false: apart (for comparing the two).
+  bool fuse_expand_depthwise = true;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op

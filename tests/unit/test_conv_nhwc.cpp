@@ -11,6 +11,7 @@
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
+#include "ops/expand_depthwise.h"
 #include "ops/op.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
@@ -315,6 +316,38 @@ TEST(DepthwiseConvNhwc, TileRuleMatchesReference) {
 
 // A 1x1 stride-1 conv padded only at the bottom has output rows past the input: they are
 // bias alone, never read from x (a 1x1 conv that reads x in place must not take it).
+// ExpandDepthwiseNhwc's tile rule: every grid it allows (rows, channels in GEMM panels,
+// images), inputs poisoned outside `needs`, against the two convs' references. The cases take
+// strides 1 and 2, a 5x5 kernel, dilation, uneven pads, no biases, channels that are not whole
+// panels, and planes tall enough for several bands (rows shared between bands carried over).
+TEST(ExpandDepthwiseNhwc, TileRuleMatchesReference) {
+  struct Case { Shape x; int64_t m, k, stride, pad_top, pad_bottom, dilation; bool biases; };
+  const std::vector<Case> cases = {
+      {{1, 9, 8, 8}, 48, 3, 1, 1, 1, 1, true},
+      {{2, 11, 9, 5}, 40, 3, 2, 1, 1, 1, false},
+      {{1, 10, 7, 16}, 64, 5, 1, 2, 2, 1, true},
+      {{1, 12, 10, 8}, 32, 3, 1, 2, 0, 2, true},
+      {{1, 64, 90, 8}, 96, 3, 2, 0, 1, 1, true},
+      {{1, 70, 80, 4}, 96, 3, 1, 1, 1, 1, true},
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    NodeBuilder node("ExpandDepthwiseNhwc", 13, 5);
+    node.node.domain = kGroveDomain;
+    node.i("group", c.m).ints("kernel_shape", {c.k, c.k}).ints("strides", {c.stride, c.stride});
+    node.ints("pads", {c.pad_top, c.pad_top, c.pad_bottom, c.pad_bottom}).ints("dilations", {c.dilation, c.dilation});
+    node.s(kAttrActivation, "clip").s(kAttrFused, "Clip");
+    node.f(kAttrAlpha, 0.0f).f(kAttrBeta, 6.0f);
+    node.s(std::string(kExpandPrefix) + kAttrActivation, "relu").s(std::string(kExpandPrefix) + kAttrFused, "Relu");
+    const std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32({c.m, c.x[3], 1, 1}, seed++),
+                                    c.biases ? tiletest::random_f32({c.m}, seed++) : Tensor(),
+                                    tiletest::random_f32({c.m, 1, c.k, c.k}, seed++),
+                                    c.biases ? tiletest::random_f32({c.m}, seed++) : Tensor()};
+    const auto stats = tiletest::check_tiling(node, in, 1e-4);
+    EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
+  }
+}
+
 TEST(ConvNhwc, OneByOneWithBottomPaddingReadsNoRowPastTheInput) {
   NodeBuilder node("ConvNhwc", 13, 3);
   node.node.domain = kGroveDomain;
@@ -671,7 +704,9 @@ TEST(LayoutF32, DepthwiseConvsRunChannelsLastBetweenTheirNeighbours) {
   const TestModel m = inverted_residual();
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
-  auto plan = make_plan(model.graph(), PlanOptions{});
+  PlanOptions apart;
+  apart.fuse_expand_depthwise = false;
+  auto plan = make_plan(model.graph(), apart);
   EXPECT_EQ(plan->channels_last_convs, 3);
   EXPECT_EQ(count_op(*plan, "DepthwiseConvNhwc"), 1);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
@@ -682,6 +717,48 @@ TEST(LayoutF32, DepthwiseConvsRunChannelsLastBetweenTheirNeighbours) {
   EXPECT_EQ(count_op(*back, "DepthwiseConvNhwc"), 0);
   EXPECT_EQ(count_op(*back, "Conv"), 3);
   expect_plan_computes(back, m, want, {2}, "the block back in NCHW");
+}
+
+// By default the expand conv and the depthwise conv that alone reads it run as one
+// ExpandDepthwiseNhwc (passes/fuse_expand_depthwise.cpp): the same FLOPs, and the outputs bit
+// for bit those of the plan that runs them apart, in random tile orders with poisoned buffers.
+// An expand conv whose output has another reader stays apart.
+TEST(LayoutF32, AnExpandConvAndTheDepthwiseConvAfterItRunAsOne) {
+  const TestModel m = inverted_residual();
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  PlanOptions apart;
+  apart.fuse_expand_depthwise = false;
+  for (int threads : {1, 3}) {
+    PlanOptions options;
+    options.threads = apart.threads = threads;
+    auto fused = make_plan(model.graph(), options);
+    auto separate = make_plan(model.graph(), apart);
+    EXPECT_EQ(count_op(*fused, "ExpandDepthwiseNhwc"), 1);
+    EXPECT_EQ(count_op(*fused, "DepthwiseConvNhwc"), 0);
+    EXPECT_EQ(count_op(*fused, "ConvNhwc"), 1);  // the project conv
+    EXPECT_EQ(fused->total_flops, separate->total_flops);
+    expect_plan_computes(fused, m, want, {1, 2, 3}, "fused block");
+    for (uint32_t seed : {1u, 2u}) {
+      PlannedRun one(fused, m.inputs, PlannedRunOptions{true}), two(separate, m.inputs, PlannedRunOptions{true});
+      run_serial(one, seed);
+      run_serial(two, seed);
+      expect_close(one.outputs(), two.outputs(), 0, "fused against apart");
+    }
+  }
+  // The expanded value also read by another node: no fusion.
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 64, 12, 12}).output("d", kF32, {1, 384, 12, 12}).output("z", kF32, {1, 384, 12, 12});
+  weight(b, "we", {384, 64, 1, 1}, 1);
+  weight(b, "wd", {384, 1, 3, 3}, 2);
+  b.node("Conv", {"x", "we"}, {"e"}, "expand");
+  auto& d = b.node("Conv", {"e", "wd"}, {"d"}, "depthwise");
+  OnnxBuilder::attr_int(d, "group", 384);
+  OnnxBuilder::attr_ints(d, "pads", {1, 1, 1, 1});
+  b.node("Sigmoid", {"e"}, {"z"}, "another_reader");
+  const TestModel shared{"shared_expand", b.bytes(), {{"x", seeded_tensor({1, 64, 12, 12}, 7)}}};
+  Model two(load_test_model(shared));
+  EXPECT_EQ(count_op(*make_plan(two.graph(), PlanOptions{}), "ExpandDepthwiseNhwc"), 0);
 }
 
 // A tuning choice "nhwc" (grove tune) puts a conv channels-last whatever the rule says, even a
