@@ -53,7 +53,7 @@ void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_
       const size_t o0 = call.out_w * block / blocks, o1 = call.out_w * (block + 1) / blocks;
       t.m = o1 - o0;
       t.b_next = row == 0 && block == 0 ? next : nullptr;
-      t.a = x + o0 * call.stride_w * call.channels;
+      t.a = x + o0 * t.a_stride;
       t.c = call.y + (y0 + o0) * call.y_stride + jr;
       t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
       f32_gemm_14x32_avx512(t);
@@ -76,8 +76,9 @@ void conv_rows(const ConvRowCall& call) {
   // Positions in blocks of nearly equal height (a 56-wide row: 4 x 14; 7 wide: one block of 7).
   const size_t blocks = (call.out_w + mr - 1) / mr;
   GemmTileArgs t;
+  const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
   t.kc = call.channels;
-  t.a_stride = call.stride_w * call.channels;
+  t.a_stride = call.stride_w * pixel;
   t.c_stride = call.y_stride;
   t.residual_stride = call.y_stride;
   t.activation = call.activation;
@@ -88,7 +89,7 @@ void conv_rows(const ConvRowCall& call) {
   // With every tap in one call and no dilation, a kernel row's taps are one run: a position's
   // window row is kernel_w * channels floats in a row, and so are the row's weights. Fewer,
   // longer runs (a stem on 3 channels: 7 runs of 21 steps instead of 49 of 3).
-  if (per_call >= taps && call.dilation_w == 1) {
+  if (per_call >= taps && call.dilation_w == 1 && pixel == call.channels) {
     t.kc = call.kernel_w * call.channels;
     t.taps = call.kernel_h;
     for (size_t ki = 0; ki < call.kernel_h; ++ki) offsets[ki] = ptrdiff_t(ki * call.tap_row_floats);
@@ -112,7 +113,7 @@ void conv_rows(const ConvRowCall& call) {
       t.taps = std::min(per_call, taps - tap0);
       for (size_t i = 0; i < t.taps; ++i) {
         const size_t ki = (tap0 + i) / call.kernel_w, kj = (tap0 + i) % call.kernel_w;
-        offsets[i] = ptrdiff_t(ki * call.tap_row_floats + kj * call.dilation_w * call.channels);
+        offsets[i] = ptrdiff_t(ki * call.tap_row_floats + kj * call.dilation_w * pixel);
       }
       t.b = panel + tap0 * call.channels * nr;
       // The first call of these taps streams their weights; it asks for the next ones.

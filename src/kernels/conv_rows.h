@@ -18,6 +18,9 @@ struct ConvRowCall {
   const float* x = nullptr;
   size_t tap_row_floats = 0;
   size_t channels = 0;
+  // Floats from one input pixel to the next in the copy (0: channels). More than channels keeps
+  // rows of A whose step is a multiple of 4 KiB off one L1 set.
+  size_t pixel_floats = 0;
   size_t kernel_h = 1, kernel_w = 1, stride_w = 1, dilation_w = 1;
   size_t out_w = 0;  // output positions per row; position o reads pixels o * stride_w + kj * dilation_w
   size_t rows = 1;   // output rows; row r's taps read from x + r * row_step_floats

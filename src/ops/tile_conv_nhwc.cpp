@@ -312,6 +312,14 @@ void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channe
   }
 }
 
+// The pixel stride of the row path's padded copy: the channels, unless the rows of A one
+// microkernel call reads (stride_w pixels apart) would then be a multiple of 4 KiB apart, which
+// puts all of them in one L1 set; then a cache line more.
+int64_t padded_pixel_floats(int64_t channels, int64_t stride_w) {
+  const int64_t step_bytes = stride_w * channels * int64_t(sizeof(float));
+  return step_bytes % 4096 == 0 ? channels + 16 : channels;
+}
+
 // Output rows [oy0, oy1) and channels [c0, c1) of image n on the row path (runs_on_rows). The
 // input rows these outputs read are copied once into rows of padded_row_pixels pixels, zeros
 // where the windows reach past the input, in groups that stay well inside L2; each group is one
@@ -320,11 +328,13 @@ void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g
                  int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, int64_t y_channel,
                  const float* residual, std::vector<float>& padded) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], m = y.dim(3);
-  const int64_t wp = padded_row_pixels(g), left = g.pads_begin[1], row_floats = wp * channels;
+  const int64_t pixel = padded_pixel_floats(channels, g.strides[1]);
+  const int64_t wp = padded_row_pixels(g), left = g.pads_begin[1], row_floats = wp * pixel;
   const auto row_bytes = static_cast<size_t>(row_floats) * sizeof(float);
   const int64_t fit = std::max<int64_t>(1, static_cast<int64_t>(kPaddedBytes / row_bytes));
   const int64_t group = std::max<int64_t>(1, (fit - input_rows_of(g, 1)) / g.strides[0] + 1);
   call.tap_row_floats = static_cast<size_t>(g.dilations[0] * row_floats);
+  call.pixel_floats = static_cast<size_t>(pixel);
   call.out_w = static_cast<size_t>(ow);
   call.y_stride = static_cast<size_t>(m);
   call.n0 = static_cast<size_t>(c0), call.n = static_cast<size_t>(c1 - c0);
@@ -340,17 +350,21 @@ void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g
         std::fill(dst, dst + row_floats, 0.0f);
         continue;
       }
-      std::fill(dst, dst + (left + from) * channels, 0.0f);
+      std::fill(dst, dst + (left + from) * pixel, 0.0f);
       if (x_nchw) {  // each pixel's channels from their planes, the row written once in order
         const float* src = x + (n * channels * ih + iy) * iw;
         const int64_t plane = ih * iw;
-        float* to_pixel = dst + (left + from) * channels;
-        for (int64_t ix = from; ix < to; ++ix)
-          for (int64_t c = 0; c < channels; ++c) *to_pixel++ = src[c * plane + ix];
-      } else {
+        for (int64_t ix = from; ix < to; ++ix) {
+          float* to_pixel = dst + (left + ix) * pixel;
+          for (int64_t c = 0; c < channels; ++c) to_pixel[c] = src[c * plane + ix];
+        }
+      } else if (pixel == channels) {
         std::copy_n(x + ((n * ih + iy) * iw + from) * channels, (to - from) * channels, dst + (left + from) * channels);
+      } else {  // the gap after each pixel's channels is never read
+        for (int64_t ix = from; ix < to; ++ix)
+          std::copy_n(x + ((n * ih + iy) * iw + ix) * channels, channels, dst + (left + ix) * pixel);
       }
-      std::fill(dst + (left + to) * channels, dst + row_floats, 0.0f);
+      std::fill(dst + (left + to) * pixel, dst + row_floats, 0.0f);
     }
     call.x = padded.data();
     call.rows = static_cast<size_t>(last - first);

@@ -43,8 +43,8 @@ std::vector<Tensor> conv_inputs(const Node& node, const Shape& x, const Shape& w
 // prepared weights and with inputs poisoned outside `needs`, within float rounding of the
 // reference. The cases take each way the rule lays windows out: 1x1 stride 1 straight from x,
 // whole window rows, padded, strided and dilated taps, three input channels, more pixels
-// than one GEMM call lays out (400 pixels of k = 576), and more taps than one microkernel call
-// adds up (a 9x9 kernel).
+// than one GEMM call lays out (400 pixels of k = 576), more taps than one microkernel call
+// adds up (a 9x9 kernel), and strided rows 4 KiB apart, which the copy pads apart.
 TEST(ConvNhwc, TileRuleMatchesReference) {
   struct Case { Shape x, w; int64_t stride, pad, dilation; bool bias, relu, residual; };
   const std::vector<Case> cases = {
@@ -57,6 +57,8 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
       {{1, 20, 20, 64}, {16, 64, 3, 3}, 1, 1, 1, true, true, false},
       {{1, 10, 40, 256}, {8, 256, 3, 3}, 1, 1, 1, true, true, true},  // several groups of padded rows
       {{1, 12, 11, 3}, {40, 3, 9, 9}, 1, 4, 1, true, true, true},      // 81 taps: two runs of the kernel
+      {{1, 9, 8, 512}, {16, 512, 3, 3}, 2, 1, 1, true, true, false},   // 4 KiB steps: pixels padded apart
+      {{1, 6, 7, 1024}, {32, 1024, 1, 1}, 2, 0, 1, true, false, true},
   };
   uint32_t seed = 40;
   for (const Case& c : cases) {
