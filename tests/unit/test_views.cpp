@@ -139,6 +139,11 @@ TEST(PlannedRun, AnOutputReshapeOfAValueOnlyItReadsIsAView) {
 // Concat copies nothing; the second copies as before. Either way the outputs are the
 // reference's, in any tile order and with poisoned buffers, bit for bit those of a plan whose
 // Concats copy, and the slices save the copies' memory.
+// Against the reference: four convs deep, sums of 32 to 288 products whose float rounding
+// differs by kernel (the scalar build's exceeds 1e-4 on a few outputs near zero); the copies
+// are the sharp check.
+constexpr double kConvTolerance = 1e-3;
+
 TEST(PlannedRun, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
   OnnxBuilder b(13);
   b.input("x", kF32, {1, 32, 12, 12}).output("z", kF32, {1, 64, 6, 6}).output("g", kF32, {1, 32, 6, 6});
@@ -185,7 +190,7 @@ TEST(PlannedRun, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
     for (uint32_t seed : {1u, 2u, 3u}) {
       PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
       run_serial(run, seed);
-      expect_close(run.outputs(), want, 1e-4, "slices, serial");
+      expect_close(run.outputs(), want, kConvTolerance, "slices, serial");
     }
     for (uint32_t seed : {1u, 2u}) {
       PlannedRun with(plan, m.inputs, PlannedRunOptions{true}), without(copying, m.inputs, PlannedRunOptions{true});
@@ -198,7 +203,7 @@ TEST(PlannedRun, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
     for (int i = 0; i < 4; ++i) {
       auto run = std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{true});
       engine.run(run);
-      expect_close(run->outputs(), want, 1e-4, "slices on the engine");
+      expect_close(run->outputs(), want, kConvTolerance, "slices on the engine");
     }
   }
 }
