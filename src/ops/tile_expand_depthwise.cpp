@@ -38,13 +38,12 @@ struct Scratch {
 
 // Float32 throughout, the expand conv 1x1 without stride or padding, the depthwise conv one
 // group per channel and at most the kernel's rows; anything else is left to the reference.
-bool claimed(const Node& node, std::span<const ValueInfo> in) {
+bool claimed(const Node& node, const Node& e, std::span<const ValueInfo> in) {
   if (in.size() < 4 || !in[0].present || !in[1].present || !in[3].present) return false;
   for (const ValueInfo& v : in)
     if (v.present && v.dtype != DType::f32) return false;
   const Shape &x = in[0].shape, &we = in[1].shape, &wd = in[3].shape;
   if (x.size() != 4 || we.size() != 4 || wd.size() != 4 || we[1] != x[3] || we[2] != 1 || we[3] != 1) return false;
-  const Node e = expand_part(node);
   for (const char* a : {"strides", "dilations"})
     for (int64_t v : e.attr_ints(a, {1, 1}))
       if (v != 1) return false;
@@ -53,6 +52,8 @@ bool claimed(const Node& node, std::span<const ValueInfo> in) {
   return e.attr_int("group", 1) == 1 && node.attr_int("group", 1) == we[0] && wd[0] == we[0] && wd[1] == 1 &&
          wd[2] <= static_cast<int64_t>(kernels::kDwConvNhwcMaxKernelRows) && !has_input(in, 5);
 }
+
+bool claimed(const Node& node, std::span<const ValueInfo> in) { return claimed(node, expand_part(node), in); }
 
 WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& wd) {
   return window_geometry(node, std::span<const int64_t>(x.data() + 1, 2), {wd[2], wd[3]}, false);
@@ -118,7 +119,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
               const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
-  if (!claimed(node, infos_of_tensors(in)) || y.dtype() != DType::f32 || r[2].begin != 0 || r[2].end != y.dim(2))
+  const Node e = expand_part(node);  // once a tile: claimed and the expand epilogue read it
+  if (!claimed(node, e, infos_of_tensors(in)) || y.dtype() != DType::f32 || r[2].begin != 0 || r[2].end != y.dim(2))
     return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
@@ -142,7 +144,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   expand.n = static_cast<size_t>(c1 - c0);
   expand.c_stride = static_cast<size_t>(m);
   expand.epilogue.bias = be ? be->data<float>() + c0 : nullptr;
-  expand.epilogue.activation = epilogue_activation(expand_part(node));
+  expand.epilogue.activation = epilogue_activation(e);
 
   kernels::DwConvNhwcCall dw;
   dw.w = p->taps.data();

@@ -88,18 +88,16 @@ void mark_concat_slices(Plan& plan, TileRuleLookup lookup) {
     if (axis < 0) axis += rank;
     if (rank != 4 || axis != rank - 1) continue;
     const auto& ins = plan.node_inputs[n];
-    bool every = !ins.empty();
-    for (int32_t v : ins) {
-      if (!every) break;
-      every = v >= 0 && reads[v] == 1 && !plan.values[v].is_output && plan.values[v].view_of < 0 &&
-              plan.values[v].dtype == DType::f32 && plan.values[v].producer >= 0;
-      if (!every) break;
+    auto can_be_slice = [&](int32_t v) {
+      if (v < 0 || reads[v] != 1 || plan.values[v].is_output || plan.values[v].view_of >= 0 ||
+          plan.values[v].dtype != DType::f32 || plan.values[v].producer < 0)
+        return false;
       const Node& producer = g.nodes[static_cast<size_t>(plan.values[v].producer)];
       const TileRule* rule = lookup(producer);
-      every = producer.outputs.size() == 1 && rule && rule->writes_channel_slice &&
-              rule->writes_channel_slice(producer, node_infos(g, producer).in);
-    }
-    if (!every) continue;
+      return producer.outputs.size() == 1 && rule && rule->writes_channel_slice &&
+             rule->writes_channel_slice(producer, node_infos(g, producer).in);
+    };
+    if (ins.empty() || !std::all_of(ins.begin(), ins.end(), can_be_slice)) continue;
     int64_t offset = 0;
     for (int32_t v : ins) {
       PlannedValue& slice = plan.values[v];
