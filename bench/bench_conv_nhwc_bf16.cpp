@@ -14,6 +14,11 @@
 // does the same in float32 on any AVX-512 or AVX2 CPU: grove's fp32 ConvNhwc rule against oneDNN's
 // f32 convolution in its own layouts and in plain NHWC (grove's activation layout).
 //
+//   build-x/bench/grove_bench_conv_nhwc_bf16 dot [reps]
+//
+// times grove's fp32 and AVX512-BF16 dot-product (no AMX) rules against oneDNN's bf16
+// convolution, on CPUs with AVX512-BF16.
+//
 //   build-x/bench/grove_bench_conv_nhwc_bf16 taps [reps]
 //
 // times kernels/conv_rows.h alone with one tap per microkernel call against all taps in one
@@ -93,7 +98,8 @@ struct Runner {
   std::vector<double> ms;
 };
 
-Runner grove_runner(const Shape2& s, bool bf16_storage, bool f32 = false) {
+// precision: the node's kAttrPrecision ("" for fp32).
+Runner grove_runner(const Shape2& s, bool bf16_storage, const char* precision = kPrecisionBf16Amx) {
   auto node = std::make_shared<Node>();
   node->name = "conv";
   node->op_type = "ConvNhwc";
@@ -106,7 +112,7 @@ Runner grove_runner(const Shape2& s, bool bf16_storage, bool f32 = false) {
   node->attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
   node->attrs[kAttrActivation] = string_attr("relu");
   node->attrs[kAttrFused] = string_attr(s.residual ? "Add+Relu" : "Relu");
-  if (!f32) node->attrs[kAttrPrecision] = string_attr(kPrecisionBf16Amx);
+  if (*precision) node->attrs[kAttrPrecision] = string_attr(precision);
   if (bf16_storage) node->attrs[kAttrOutputBf16] = int_attr(1);
   auto x = std::make_shared<Tensor>(random_tensor({1, s.size, s.size, s.cin}, 1));
   auto r = std::make_shared<Tensor>(random_tensor({1, s.out(), s.out(), s.cout}, 4));
@@ -203,12 +209,32 @@ int run_f32(int reps) {
   shapes.insert(shapes.end(), kFewChannelShapes.begin(), kFewChannelShapes.end());
   for (const Shape2& s : shapes) {
     const std::vector<double> g = gflops_interleaved(
-        s, {grove_runner(s, false, true), dnnl_runner(s, eng, strm, dt::f32, tag::any),
+        s, {grove_runner(s, false, ""), dnnl_runner(s, eng, strm, dt::f32, tag::any),
             dnnl_runner(s, eng, strm, dt::f32, tag::nhwc)},
         reps);
     std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
                 long(s.kernel), long(s.kernel), long(s.stride), long(s.size), long(s.size), s.residual ? " +r" : "", g[0],
                 g[1], g[2], g[0] / g[1]);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// AVX512-BF16 without AMX (Zen 4/5): grove fp32, grove's dot-product bf16 (float activations,
+// as the plan runs it there) and oneDNN's bf16 convolution in its own layouts.
+int run_dot(int reps) {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  std::printf("| conv (Cin->Cout k s plane) | grove f32 GFLOP/s | grove bf16 dot GFLOP/s | oneDNN bf16 GFLOP/s | grove bf16 / f32 |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  std::vector<Shape2> shapes = kShapes;
+  shapes.push_back({3, 64, 224, 7, 2, 3, false});
+  for (const Shape2& s : shapes) {
+    const std::vector<double> g = gflops_interleaved(
+        s, {grove_runner(s, false, ""), grove_runner(s, false, kPrecisionBf16), dnnl_runner(s, eng, strm)}, reps);
+    std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
+                long(s.kernel), long(s.kernel), long(s.stride), long(s.size), long(s.size), s.residual ? " +r" : "", g[0],
+                g[1], g[2], g[1] / g[0]);
     std::fflush(stdout);
   }
   return 0;
@@ -252,6 +278,13 @@ int run_taps(int reps) {
 int main(int argc, char** argv) {
   omp_set_num_threads(1);  // oneDNN's OpenMP runtime would use every core; grove's tile runs on one
   if (argc > 1 && std::string(argv[1]) == "f32") return run_f32(argc > 2 ? std::max(1, std::atoi(argv[2])) : 30);
+  if (argc > 1 && std::string(argv[1]) == "dot") {
+    if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) {
+      std::fprintf(stderr, "grove_bench_conv_nhwc_bf16 dot: this CPU has no AVX512-BF16\n");
+      return 1;
+    }
+    return run_dot(argc > 2 ? std::max(1, std::atoi(argv[2])) : 30);
+  }
   if (argc > 1 && std::string(argv[1]) == "taps") {
     if (!kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32)) {
       std::fprintf(stderr, "grove_bench_conv_nhwc_bf16 taps: conv_rows needs AVX-512\n");

@@ -35,6 +35,9 @@ inline uint32_t bf16_pair(float low, float high) { return uint32_t(bf16_bits(low
 // (kc + 1) / 2 groups of mr words, rows past `rows` zero, the last pair's high half zero
 // when kc is odd.
 void bf16_pack_a_tile_avx512bf16(const float* a, size_t stride, size_t rows, size_t kc, size_t mr, uint32_t* out);
+// `rows` rows of kc floats (row stride `stride`) as rows of (kc + 1) / 2 pair words, row r at
+// out + r * out_stride: A for the kernel's in-place read (GemmTileArgs::a_stride).
+void bf16_round_rows_avx512bf16(const float* a, size_t stride, size_t rows, size_t kc, uint32_t* out, size_t out_stride);
 // out[i] = pair(row0[i], row1[i]) for i < count; row1 null means zeros (an odd k's last pair).
 void bf16_interleave_rows_avx512bf16(const float* row0, const float* row1, size_t count, uint32_t* out);
 

@@ -4,6 +4,10 @@
 // two products into a float lane. Twice the multiplies per instruction of the f32 kernel;
 // accumulation, epilogue and C stay float.
 //
+// With a_stride set, A is read where it lies as rows of bf16 pairs (a_stride, a_group_stride
+// and tap offsets in pair words): rows of a bf16 activation, or float rows just rounded into a
+// row buffer, which costs a fraction of packing them into groups of 14.
+//
 // Compiled with -mavx512bf16 on top of the AVX-512 flags (kernels.cmake); called only where
 // isa_supports_bf16().
 #include <immintrin.h>
@@ -12,24 +16,24 @@
 
 #include "kernels/bf16.h"
 #include "kernels/gemm_epilogue_avx512.h"
+#include "kernels/gemm_rows_avx512.h"
 
 namespace grove::kernels {
 
 namespace {
 
-constexpr int kMR = 14;
+constexpr int kMR = kRowsMR;
 
-template <int R>
-void tile(const GemmTileArgs& t) {
-  __m512 acc[R][kNV];
-  start_tile<R>(acc, t);
+using Packed = PackedRows<uint32_t>;
+using InPlace = RowsInPlace<uint32_t, 2>;
 
-  const auto* a = reinterpret_cast<const uint32_t*>(t.a);
-  const auto* b = reinterpret_cast<const uint32_t*>(t.b);
-  const size_t pairs = (t.kc + 1) / 2;
-  const char* next = reinterpret_cast<const char*>(t.b_next);
+// `pairs` pair steps of k from A rows `rows` and B at b; returns B past them. With kPrefetch,
+// the next panel's slice into L2, a step per step, as the f32 kernel does.
+template <bool kPrefetch, int R, class Rows>
+[[gnu::always_inline]] inline const uint32_t* pairs_of(__m512 (&acc)[R][kNV], const uint32_t* b, const char* next,
+                                                       Rows rows, size_t pairs) {
   for (size_t p = 0; p < pairs; ++p) {
-    if (next) {  // the next panel's slice into L2, a step per step, as the f32 kernel does
+    if constexpr (kPrefetch) {
       _mm_prefetch(next + p * 128, _MM_HINT_T1);
       _mm_prefetch(next + p * 128 + 64, _MM_HINT_T1);
     }
@@ -38,12 +42,33 @@ void tile(const GemmTileArgs& t) {
     for (int v = 0; v < kNV; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + 16 * v);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r]));
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(*rows.at(r)));
 #pragma GCC unroll 4
       for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
     }
-    a += kMR;
+    rows.next();
     b += 16 * kNV;
+  }
+  return b;
+}
+
+template <int R, class Rows>
+void tile(const GemmTileArgs& t, const Rows& rows) {
+  __m512 acc[R][kNV];
+  start_tile<R>(acc, t);
+
+  const size_t pairs = (t.kc + 1) / 2;
+  const char* next = reinterpret_cast<const char*>(t.b_next);
+  const auto* b = reinterpret_cast<const uint32_t*>(t.b);
+  if (!t.tap_offsets) {
+    if (next) pairs_of<true>(acc, b, next, rows, pairs);
+    else pairs_of<false>(acc, b, next, rows, pairs);
+  } else {
+    for (size_t tap = 0; tap < t.taps; ++tap) {
+      const Rows shifted = rows.shifted(t.tap_offsets[tap]);
+      b = next ? pairs_of<true>(acc, b, next, shifted, pairs) : pairs_of<false>(acc, b, next, shifted, pairs);
+      if (next) next += pairs * 128;
+    }
   }
 
   store_tile<R>(acc, t);
@@ -54,7 +79,8 @@ __m128 bf16_of_8(const float* src) { return _mm_castsi128_ps((__m128i)_mm256_cvt
 }  // namespace
 
 void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& t) {
-  with_rows<kMR>(t.m, [&](auto rows) { tile<rows()>(t); });
+  if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows()>(t, InPlace(t)); });
+  else with_rows<kMR>(t.m, [&](auto rows) { tile<rows()>(t, Packed{reinterpret_cast<const uint32_t*>(t.a)}); });
 }
 
 // Groups of 4 rows: 8 floats of each row become 4 pair words, and a 4 x 4 transpose of
@@ -92,6 +118,25 @@ void bf16_pack_a_tile_avx512bf16(const float* a, size_t stride, size_t rows, siz
   }
   for (; r < mr; ++r)
     for (size_t q = 0; q < pairs; ++q) out[q * mr + r] = 0;
+}
+
+void bf16_round_rows_avx512bf16(const float* a, size_t stride, size_t rows, size_t kc, uint32_t* out, size_t out_stride) {
+  const size_t pairs = (kc + 1) / 2;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* src = a + r * stride;
+    auto* dst = reinterpret_cast<uint16_t*>(out + r * out_stride);
+    size_t p = 0;
+    for (; p + 32 <= kc; p += 32)
+      _mm512_storeu_si512(dst + p, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + p + 16), _mm512_loadu_ps(src + p)));
+    if (p < 2 * pairs) {  // the last run, and an odd k's zero high half
+      const size_t left = kc - p;
+      const __mmask16 lo = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+      const __mmask16 hi = left >= 32 ? __mmask16(0xFFFF) : left <= 16 ? __mmask16(0) : __mmask16((1u << (left - 16)) - 1);
+      const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + p + 16), _mm512_maskz_loadu_ps(lo, src + p));
+      const size_t words = pairs - p / 2;
+      _mm512_mask_storeu_epi32(out + r * out_stride + p / 2, __mmask16((1u << words) - 1), v);
+    }
+  }
 }
 
 void bf16_interleave_rows_avx512bf16(const float* row0, const float* row1, size_t count, uint32_t* out) {

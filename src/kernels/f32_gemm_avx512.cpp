@@ -21,61 +21,17 @@
 #include <immintrin.h>
 
 #include "kernels/gemm_epilogue_avx512.h"
+#include "kernels/gemm_rows_avx512.h"
 
 namespace grove::kernels {
 
 namespace {
 
-constexpr int kMR = 14;
+constexpr int kMR = kRowsMR;
 
-// Where row r of A is at the current k step; next() moves every row one step on. Packed: one
-// group of kMR floats per step. In place (a_stride set): groups of 7 rows (0..6, 7..13, ...),
-// each from its own base, at 0, s, 2s, 3s, 4s, 5s, 6s floats on: base + index * scale with the
-// index registers s, 2s, 3s and 5s, so the loop keeps a pointer per group and four strides.
-// The empty asm in next() hides from the compiler that the bases step in lockstep with p;
-// otherwise it makes each row address an induction variable of its own, and 14 of them do
-// not fit the 15 general registers and spilled inside the loop (docs/kernels.md).
-struct PackedRows {
-  const float* a;
-  const float* at(int r) const { return a + r; }
-  void next() { a += kMR; }
-  PackedRows shifted(ptrdiff_t) const { return *this; }  // packed A has one run of k
-};
-
-// Groups of 7 rows in place, each from its own base.
+using Packed = PackedRows<float>;
 template <int Groups>
-struct RowsInPlace {
-  const float* base[Groups];
-  ptrdiff_t s1, s2, s3, s5;
-  explicit RowsInPlace(const GemmTileArgs& t)
-      : s1(ptrdiff_t(t.a_stride)), s2(2 * s1), s3(3 * s1), s5(5 * s1) {
-    const ptrdiff_t group = t.a_group_stride ? t.a_group_stride : 7 * s1;
-    for (int g = 0; g < Groups; ++g) base[g] = t.a + g * group;
-  }
-  RowsInPlace shifted(ptrdiff_t offset) const {
-    RowsInPlace r = *this;
-    for (int g = 0; g < Groups; ++g) r.base[g] += offset;
-    return r;
-  }
-  void next() {
-    for (int g = 0; g < Groups; ++g) {
-      ++base[g];
-      __asm__("" : "+r"(base[g]));
-    }
-  }
-  const float* at(int r) const {
-    const float* b = base[r / 7];
-    switch (r % 7) {
-      case 0: return b;
-      case 1: return b + s1;
-      case 2: return b + 2 * s1;
-      case 3: return b + s3;
-      case 4: return b + 2 * s2;
-      case 5: return b + s5;
-      default: return b + 2 * s3;
-    }
-  }
-};
+using InPlace = RowsInPlace<float, Groups>;
 
 // kc steps of k from A rows `rows` and B at b; returns B past them. With kPrefetch, one step
 // of the next panel (2 lines of 64 bytes) is asked for per step of this one; the two loops are
@@ -132,12 +88,12 @@ void tile(const GemmTileArgs& t, const Rows& rows) {
 }  // namespace
 
 void f32_gemm_14x32_avx512(const GemmTileArgs& t) {
-  if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, RowsInPlace<2>(t)); });
-  else with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, PackedRows{t.a}); });
+  if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, InPlace<2>(t)); });
+  else with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, Packed{t.a}); });
 }
 
 void f32_gemm_28x16_avx512(const GemmTileArgs& t) {
-  with_rows<2 * kMR>(t.m, [&](auto rows) { tile<rows(), 1>(t, RowsInPlace<4>(t)); });
+  with_rows<2 * kMR>(t.m, [&](auto rows) { tile<rows(), 1>(t, InPlace<4>(t)); });
 }
 
 }  // namespace grove::kernels

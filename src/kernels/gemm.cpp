@@ -418,6 +418,13 @@ struct ABlock {
 // With `tiles_first`, each row tile runs against every B panel before the next tile (see
 // runs_tiles_first) instead of each panel against every tile. With `narrow` (a kernel for
 // n <= 16, A in place), each call takes two row tiles.
+// The row stride, in pair words, of A rounded to bf16 rows of kc steps: whole cache lines, and
+// one line more where rows would otherwise fall a multiple of 4 KiB apart and share L1 sets.
+size_t bf16_row_words(size_t kc) {
+  const size_t words = round_up((kc + 1) / 2, 16);
+  return words % 1024 == 0 ? words + 16 : words;
+}
+
 size_t m_blocks_of(size_t m, size_t mc_max, bool balanced) {
   if (!balanced) return (m + mc_max - 1) / mc_max;
   return std::max<size_t>(1, (m + mc_max / 2) / mc_max);
@@ -508,8 +515,9 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   const bool tiles_first = config.reads_a_unpacked && !call.a_transposed && runs_tiles_first(call, b, config.blocking);
   const bool reads_a_unpacked =
       config.reads_a_unpacked && !call.a_transposed && (call.n <= kUnpackedAPanels * b.nr || tiles_first);
+  const size_t kc_block = std::min(std::max<size_t>(b.k, 1), kc_max);
   scratch.a_block.reserve(round_up(std::min(mc_max + mc_max / 2, call.m), mr) *
-                          packed_steps(b.precision, std::min(std::max<size_t>(b.k, 1), kc_max)));
+                          std::max(packed_steps(b.precision, kc_block), bf16 ? bf16_row_words(kc_block) : 0));
   const GemmMicrokernel narrow = reads_a_unpacked && call.n <= 16 && !call.c_bf16 ? config.narrow : nullptr;
   gemm_loops(call, b, config, mc_max, true, tiles_first, narrow, &scratch, [&](size_t pc, size_t kc, size_t ic, size_t mc, size_t tiles) {
     float* out = scratch.a_block.data();
@@ -526,19 +534,21 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
       }
       return ABlock{out, stride};
     }
+    if (bf16 && !call.a_transposed) {
+      // Row-major A is only rounded, row by row, and the kernel reads the rows in place.
+      const size_t stride = bf16_row_words(kc);
+      bf16_round_rows_avx512bf16(call.a + ic * call.a_stride + pc, call.a_stride, mc, kc, words(out), stride);
+      return ABlock{out, 0, stride};
+    }
     if (bf16) {
       const size_t stride = packed_steps(Precision::bf16, kc) * mr;
       for (size_t t = 0; t < tiles; ++t) {
         const size_t i0 = ic + tile_row(mc, tiles, t), rows = tile_row(mc, tiles, t + 1) - tile_row(mc, tiles, t);
         uint32_t* dst = words(out) + t * stride;
-        if (call.a_transposed) {
-          for (size_t q = 0; 2 * q < kc; ++q) {
-            const float* row0 = call.a + (pc + 2 * q) * call.a_stride + i0;
-            bf16_interleave_rows_avx512bf16(row0, 2 * q + 1 < kc ? row0 + call.a_stride : nullptr, rows, dst + q * mr);
-            std::fill(dst + q * mr + rows, dst + (q + 1) * mr, 0u);
-          }
-        } else {
-          bf16_pack_a_tile_avx512bf16(call.a + i0 * call.a_stride + pc, call.a_stride, rows, kc, mr, dst);
+        for (size_t q = 0; 2 * q < kc; ++q) {
+          const float* row0 = call.a + (pc + 2 * q) * call.a_stride + i0;
+          bf16_interleave_rows_avx512bf16(row0, 2 * q + 1 < kc ? row0 + call.a_stride : nullptr, rows, dst + q * mr);
+          std::fill(dst + q * mr + rows, dst + (q + 1) * mr, 0u);
         }
       }
       return ABlock{out, stride};

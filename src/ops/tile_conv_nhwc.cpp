@@ -546,7 +546,11 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   const double pixels = size(1) * size(2);
   const bool direct = reads_x_in_place(g);
   const int64_t channels = channels_of(node, in[0].shape);
-  const double windows = direct ? 0
+  // Only the f32 kernel reads x in place; the AVX512-BF16 one packs (and rounds) every tile's
+  // rows again, so there a channel cut repeats them as a window block would.
+  const bool packs_x = direct && gemm_precision(node) == kernels::Precision::bf16;
+  const double windows = packs_x  ? size(0) * pixels * k
+                         : direct ? 0
                          : runs_implicit(g, channels, gemm_precision(node)) || runs_on_rows(g, gemm_precision(node))
                              ? size(0) * window_elements(node, g, channels, int64_t(k), size(1))
                              : size(0) * pixels * k;

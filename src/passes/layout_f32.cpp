@@ -269,6 +269,13 @@ bool can_run_channels_last(const Graph& g, const Node& n) {
          f32_4d(info(g, n.inputs[kEpilogueResidualInput]));
 }
 
+bool is_few_channel_stem(const Graph& g, const Node& n) {
+  if (!can_run_channels_last(g, n) || n.attr_int("group", 1) != 1) return false;
+  const Tensor& w = *constant(g, n.inputs[1]);
+  return info(g, n.inputs[0])->shape[1] < kMinChannels && w.dim(2) * w.dim(3) > 1 &&
+         kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+}
+
 int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double transpose_flops) {
   std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy
   std::map<std::string, std::string> nchw_of;  // and back

@@ -50,6 +50,10 @@ int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double
 // Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with
 // constant weights (the rule of to_channels_last_f32 asks more).
 bool can_run_channels_last(const Graph& graph, const Node& node);
+// A float32 conv of fewer than 16 input channels and a kernel wider than 1x1 (a network's stem
+// on an image), which the channels-last pass sends to the row conv (kernels/conv_rows.h) when
+// it stays float32.
+bool is_few_channel_stem(const Graph& graph, const Node& node);
 // Each channels-last 1x1 expand conv whose output only a depthwise conv reads (an inverted
 // residual block) and that depthwise conv become one grove.internal ExpandDepthwiseNhwc, which
 // keeps the expanded rows in cache (fuse_expand_depthwise.cpp); nodes in `keep` stay apart.

@@ -14,6 +14,7 @@
 #include "kernels/gemm.h"
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
+#include "passes/passes.h"
 
 namespace grove {
 
@@ -34,13 +35,16 @@ const Tensor* initializer(const Graph& g, const Node& node, size_t input) {
 // depthwise conv runs a direct loop with nothing to pack). On AVX512-BF16 dot products,
 // layers that take Winograd stay fp32: its transforms, not its GEMMs, bound those layers, so
 // bf16 buys little, and bf16 im2col measured slower than fp32 Winograd on them; bf16 Winograd
-// GEMMs were tried and doubled the error for no measurable gain. On AMX the im2col GEMM beats
+// GEMMs were tried and doubled the error for no measurable gain. So does a stem of few input
+// channels: the f32 row conv adds its taps in registers, where bf16 would lay out and round
+// every window first, and measured slower. On AMX the im2col GEMM beats
 // fp32 Winograd, so every GEMM conv goes bf16 (docs/precision.md has both measurements).
 bool conv_on_gemm(const Graph& g, const Node& node, const Tensor& w, bool amx) {
   const size_t rank = w.shape().size();
   const int64_t group = node.attr_int("group", 1);
   if (!(rank == 3 || rank == 4) || !(group == 1 || w.shape()[1] > 1)) return false;
   if (amx) return true;
+  if (is_few_channel_stem(g, node)) return false;
   return !tiling::conv_node_uses_winograd(node, g.values.at(node.inputs[0]).shape, w.shape());
 }
 
