@@ -32,6 +32,7 @@ namespace {
 // next slice again: weights that large come from memory, and a line the first call could not
 // get in flight is asked for again (docs/kernels.md).
 void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t blocks, size_t jr) {
+  const GemmMicrokernel kernel = call.w->precision == Precision::bf16 ? bf16_gemm_14x32_avx512bf16 : f32_gemm_14x32_avx512;
   if (call.out_w == kRowPairWidth) {
     t.a_group_stride = ptrdiff_t(call.row_step_floats);
     for (size_t row = 0; row < call.rows; row += 2) {
@@ -41,7 +42,7 @@ void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_
       t.a = call.x + row * call.row_step_floats;
       t.c = call.y + y0 * call.y_stride + jr;
       t.residual = call.residual ? call.residual + y0 * call.y_stride + jr : nullptr;
-      f32_gemm_14x32_avx512(t);
+      kernel(t);
     }
     t.a_group_stride = 0;
     return;
@@ -56,43 +57,75 @@ void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_
       t.a = x + o0 * t.a_stride;
       t.c = call.y + (y0 + o0) * call.y_stride + jr;
       t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
-      f32_gemm_14x32_avx512(t);
+      kernel(t);
     }
   }
 }
 
 }  // namespace
 
-bool conv_row_supported(Isa isa, Precision precision) { return isa == Isa::avx512 && precision == Precision::f32; }
+bool conv_row_supported(Isa isa, Precision precision) {
+  return isa == Isa::avx512 && (precision == Precision::f32 || (precision == Precision::bf16 && isa_supports_bf16()));
+}
+
+namespace {
+void rows_in_words(const ConvRowCall& call, size_t per_word);
+}  // namespace
 
 void conv_rows(const ConvRowCall& call) {
   const PackedB& w = *call.w;
-  if (!conv_row_supported(w.isa, w.precision)) throw Error("conv_rows: needs f32 weights packed for AVX-512");
+  if (!conv_row_supported(w.isa, w.precision))
+    throw Error("conv_rows: needs f32 weights packed for AVX-512, or bf16 ones on AVX512-BF16");
   const size_t taps = call.kernel_h * call.kernel_w;
   if (w.k != taps * call.channels || call.n0 % w.nr != 0 || call.n0 + call.n > w.n)
     throw Error("conv_rows: weights do not match the conv");
+  // bf16: x holds pair words, so every offset below counts words and a tap's channels must be
+  // whole pairs; the weights of a tap are channels / 2 pair rows of the panel.
+  const size_t per_word = w.precision == Precision::bf16 ? 2 : 1;
+  if (per_word == 2 && (!call.x_bf16 || call.channels % 2 != 0 || call.pixel_floats % 2 != 0 ||
+                        call.tap_row_floats % 2 != 0 || call.row_step_floats % 2 != 0))
+    throw Error("conv_rows: bf16 needs bf16 rows and an even number of channels");
+  if (per_word == 2) {  // the same call in pair words
+    ConvRowCall words = call;
+    words.x = reinterpret_cast<const float*>(call.x_bf16);
+    words.x_bf16 = nullptr;
+    words.row_step_floats /= 2;
+    return rows_in_words(words, per_word);
+  }
+  rows_in_words(call, 1);
+}
+
+namespace {
+
+// conv_rows with x and its steps in 4-byte words: floats, or pairs of bf16 values (per_word 2;
+// tap_row_floats and pixel_floats still count values).
+void rows_in_words(const ConvRowCall& call, size_t per_word) {
+  const PackedB& w = *call.w;
+  const size_t taps = call.kernel_h * call.kernel_w;
   const GemmBlocking blocking = gemm_blocking(w.isa, w.precision);
   const size_t mr = blocking.mr, nr = w.nr;
   // Positions in blocks of nearly equal height (a 56-wide row: 4 x 14; 7 wide: one block of 7).
   const size_t blocks = (call.out_w + mr - 1) / mr;
   GemmTileArgs t;
-  const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
+  const size_t pixel = (call.pixel_floats ? call.pixel_floats : call.channels) / per_word;
+  const size_t tap_words = call.channels / per_word;  // one tap's weights: tap_words rows of nr
   t.kc = call.channels;
   t.a_stride = call.stride_w * pixel;
   t.c_stride = call.y_stride;
   t.residual_stride = call.y_stride;
   t.activation = call.activation;
-  const size_t per_call = std::min(kMaxTapsPerCall, call.taps_per_call ? call.taps_per_call
-                                                                      : conv_rows_taps_per_call(call.channels, taps, nr));
+  const size_t per_call =
+      std::min(kMaxTapsPerCall, call.taps_per_call ? call.taps_per_call
+                                                   : conv_rows_taps_per_call(call.channels / per_word, taps, nr));
   std::array<ptrdiff_t, kMaxTapsPerCall> offsets{};
   t.tap_offsets = offsets.data();
   // With every tap in one call and no dilation, a kernel row's taps are one run: a position's
   // window row is kernel_w * channels floats in a row, and so are the row's weights. Fewer,
   // longer runs (a stem on 3 channels: 7 runs of 21 steps instead of 49 of 3).
-  if (per_call >= taps && call.dilation_w == 1 && pixel == call.channels) {
+  if (per_call >= taps && call.dilation_w == 1 && pixel == tap_words) {
     t.kc = call.kernel_w * call.channels;
     t.taps = call.kernel_h;
-    for (size_t ki = 0; ki < call.kernel_h; ++ki) offsets[ki] = ptrdiff_t(ki * call.tap_row_floats);
+    for (size_t ki = 0; ki < call.kernel_h; ++ki) offsets[ki] = ptrdiff_t(ki * call.tap_row_floats / per_word);
     t.accumulate = false;
     t.finish = true;
     for (size_t jr = 0; jr < call.n; jr += nr) {
@@ -113,16 +146,18 @@ void conv_rows(const ConvRowCall& call) {
       t.taps = std::min(per_call, taps - tap0);
       for (size_t i = 0; i < t.taps; ++i) {
         const size_t ki = (tap0 + i) / call.kernel_w, kj = (tap0 + i) % call.kernel_w;
-        offsets[i] = ptrdiff_t(ki * call.tap_row_floats + kj * call.dilation_w * pixel);
+        offsets[i] = ptrdiff_t(ki * call.tap_row_floats / per_word + kj * call.dilation_w * pixel);
       }
-      t.b = panel + tap0 * call.channels * nr;
+      t.b = panel + tap0 * tap_words * nr;
       // The first call of these taps streams their weights; it asks for the next ones.
-      const float* next = tap0 + t.taps < taps ? t.b + t.taps * call.channels * nr : next_panel;
+      const float* next = tap0 + t.taps < taps ? t.b + t.taps * tap_words * nr : next_panel;
       t.accumulate = tap0 > 0;
       t.finish = tap0 + t.taps == taps;
       run_rows(call, t, next, blocks, jr);
     }
   }
 }
+
+}  // namespace
 
 }  // namespace grove::kernels

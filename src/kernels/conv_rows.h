@@ -6,6 +6,7 @@
 // ConvNhwc panels (k ordered kernel row, kernel column, channel), so tap t's slice of a panel
 // starts at row t * channels.
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/epilogue.h"
 #include "kernels/gemm.h"
@@ -16,6 +17,9 @@ struct ConvRowCall {
   // Input pixel p of the padded row a tap of kernel row 0 reads, at x + p * channels; kernel row
   // ki reads the row ki * tap_row_floats further on. Padding is zeros in that copy.
   const float* x = nullptr;
+  // With bf16 weights (AVX512-BF16), the padded rows as bf16 values instead of x, an even
+  // number of channels per pixel; the *_floats sizes then count bf16 values.
+  const uint16_t* x_bf16 = nullptr;
   size_t tap_row_floats = 0;
   size_t channels = 0;
   // Floats from one input pixel to the next in the copy (0: channels). More than channels keeps
@@ -25,7 +29,7 @@ struct ConvRowCall {
   size_t out_w = 0;  // output positions per row; position o reads pixels o * stride_w + kj * dilation_w
   size_t rows = 1;   // output rows; row r's taps read from x + r * row_step_floats
   size_t row_step_floats = 0;
-  const PackedB* w = nullptr;  // f32, k = kernel_h * kernel_w * channels
+  const PackedB* w = nullptr;  // f32 or bf16, k = kernel_h * kernel_w * channels
   size_t n0 = 0, n = 0;        // output channels [n0, n0 + n); n0 a multiple of w->nr
   float* y = nullptr;          // output position 0, channel n0; positions y_stride floats apart, rows out_w positions
   size_t y_stride = 0;

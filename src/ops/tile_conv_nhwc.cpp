@@ -16,6 +16,7 @@
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/amx.h"
+#include "kernels/bf16.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
@@ -89,8 +90,10 @@ bool runs_implicit(const WindowGeometry& g, int64_t channels, kernels::Precision
 
 // Float convs on a CPU whose GEMM kernel reads A in place (kernels/conv_rows.h): the taps
 // accumulate straight from padded copies of the input rows, any stride or dilation.
-bool runs_on_rows(const WindowGeometry& g, kernels::Precision precision) {
-  return !reads_x_in_place(g) && kernels::conv_row_supported(kernels::active_isa(), precision);
+bool runs_on_rows(const WindowGeometry& g, int64_t channels, kernels::Precision precision) {
+  // bf16 rows hold pair words: a tap's channels must be whole pairs.
+  return !reads_x_in_place(g) && kernels::conv_row_supported(kernels::active_isa(), precision) &&
+         (precision != kernels::Precision::bf16 || channels % 2 == 0);
 }
 
 // The padded input row of runs_on_rows: the pixels the row's windows reach, from the left
@@ -112,7 +115,7 @@ double window_elements(const Node& node, const WindowGeometry& g, int64_t channe
   if (reads_x_in_place(g)) return double(k) * rows * double(g.output[1]);
   if (runs_implicit(g, channels, gemm_precision(node)))
     return double(channels) * (rows + double(g.kernel[0] - 1)) * double(g.output[1] + g.kernel[1] - 1);
-  if (runs_on_rows(g, gemm_precision(node)))
+  if (runs_on_rows(g, channels, gemm_precision(node)))
     return double(channels) * double(input_rows_of(g, std::max<int64_t>(1, int64_t(rows)))) * double(padded_row_pixels(g));
   return 2 * double(k) * rows * double(g.output[1]);
 }
@@ -315,22 +318,39 @@ void run_implicit(const T* x, int64_t n, const WindowGeometry& g, int64_t channe
 // The pixel stride of the row path's padded copy: the channels, unless the rows of A one
 // microkernel call reads (stride_w pixels apart) would then be a multiple of 4 KiB apart, which
 // puts all of them in one L1 set; then a cache line more.
-int64_t padded_pixel_floats(int64_t channels, int64_t stride_w) {
-  const int64_t step_bytes = stride_w * channels * int64_t(sizeof(float));
-  return step_bytes % 4096 == 0 ? channels + 16 : channels;
+template <class T>
+int64_t padded_pixel_values(int64_t channels, int64_t stride_w) {
+  const int64_t step_bytes = stride_w * channels * int64_t(sizeof(T));
+  return step_bytes % 4096 == 0 ? channels + 64 / int64_t(sizeof(T)) : channels;
+}
+
+// `count` pixels of `channels` floats from x (contiguous) into dst, `pixel` values apart:
+// copied, or rounded to bf16 (the dot-product row path).
+void copy_pixels(const float* x, int64_t count, int64_t channels, int64_t pixel, float* dst) {
+  if (pixel == channels) return void(std::copy_n(x, count * channels, dst));
+  for (int64_t i = 0; i < count; ++i) std::copy_n(x + i * channels, channels, dst + i * pixel);
+}
+void copy_pixels(const float* x, int64_t count, int64_t channels, int64_t pixel, uint16_t* dst) {
+  auto* words = reinterpret_cast<uint32_t*>(dst);
+  if (pixel == channels)
+    return kernels::bf16_round_rows_avx512bf16(x, 0, 1, static_cast<size_t>(count * channels), words, 0);
+  kernels::bf16_round_rows_avx512bf16(x, static_cast<size_t>(channels), static_cast<size_t>(count),
+                                      static_cast<size_t>(channels), words, static_cast<size_t>(pixel / 2));
 }
 
 // Output rows [oy0, oy1) and channels [c0, c1) of image n on the row path (runs_on_rows). The
 // input rows these outputs read are copied once into rows of padded_row_pixels pixels, zeros
 // where the windows reach past the input, in groups that stay well inside L2; each group is one
 // conv_rows call.
+// T is the copy's element: float, or bf16 bits for the dot-product kernel (bf16 weights).
+template <class T>
 void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0,
                  int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, int64_t y_channel,
-                 const float* residual, std::vector<float>& padded) {
+                 const float* residual, std::vector<T>& padded) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], m = y.dim(3);
-  const int64_t pixel = padded_pixel_floats(channels, g.strides[1]);
+  const int64_t pixel = padded_pixel_values<T>(channels, g.strides[1]);
   const int64_t wp = padded_row_pixels(g), left = g.pads_begin[1], row_floats = wp * pixel;
-  const auto row_bytes = static_cast<size_t>(row_floats) * sizeof(float);
+  const auto row_bytes = static_cast<size_t>(row_floats) * sizeof(T);
   const int64_t fit = std::max<int64_t>(1, static_cast<int64_t>(kPaddedBytes / row_bytes));
   const int64_t group = std::max<int64_t>(1, (fit - input_rows_of(g, 1)) / g.strides[0] + 1);
   call.tap_row_floats = static_cast<size_t>(g.dilations[0] * row_floats);
@@ -345,28 +365,30 @@ void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g
     padded.resize(static_cast<size_t>(in_rows * row_floats));
     for (int64_t r = 0; r < in_rows; ++r) {
       const int64_t iy = first * g.strides[0] - g.pads_begin[0] + r;
-      float* dst = padded.data() + r * row_floats;
+      T* dst = padded.data() + r * row_floats;
       if (iy < 0 || iy >= ih || to <= from) {
-        std::fill(dst, dst + row_floats, 0.0f);
+        std::fill(dst, dst + row_floats, T(0));
         continue;
       }
-      std::fill(dst, dst + (left + from) * pixel, 0.0f);
-      if (x_nchw) {  // each pixel's channels from their planes, the row written once in order
-        const float* src = x + (n * channels * ih + iy) * iw;
-        const int64_t plane = ih * iw;
-        for (int64_t ix = from; ix < to; ++ix) {
-          float* to_pixel = dst + (left + ix) * pixel;
-          for (int64_t c = 0; c < channels; ++c) to_pixel[c] = src[c * plane + ix];
+      std::fill(dst, dst + (left + from) * pixel, T(0));
+      if constexpr (std::is_same_v<T, float>) {
+        if (x_nchw) {  // each pixel's channels from their planes, the row written once in order
+          const float* src = x + (n * channels * ih + iy) * iw;
+          const int64_t plane = ih * iw;
+          for (int64_t ix = from; ix < to; ++ix) {
+            float* to_pixel = dst + (left + ix) * pixel;
+            for (int64_t c = 0; c < channels; ++c) to_pixel[c] = src[c * plane + ix];
+          }
+          std::fill(dst + (left + to) * pixel, dst + row_floats, T(0));
+          continue;
         }
-      } else if (pixel == channels) {
-        std::copy_n(x + ((n * ih + iy) * iw + from) * channels, (to - from) * channels, dst + (left + from) * channels);
-      } else {  // the gap after each pixel's channels is never read
-        for (int64_t ix = from; ix < to; ++ix)
-          std::copy_n(x + ((n * ih + iy) * iw + ix) * channels, channels, dst + (left + ix) * pixel);
       }
-      std::fill(dst + (left + to) * pixel, dst + row_floats, 0.0f);
+      // The gap after each pixel's channels (pixel > channels) is never read.
+      copy_pixels(x + ((n * ih + iy) * iw + from) * channels, to - from, channels, pixel, dst + (left + from) * pixel);
+      std::fill(dst + (left + to) * pixel, dst + row_floats, T(0));
     }
-    call.x = padded.data();
+    if constexpr (std::is_same_v<T, float>) call.x = padded.data();
+    else call.x_bf16 = padded.data();
     call.rows = static_cast<size_t>(last - first);
     call.row_step_floats = static_cast<size_t>(g.strides[0] * row_floats);
     const int64_t at = (n * oh + first) * ow * m + c0;  // y's and the residual's offset
@@ -449,7 +471,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // back to be converted, which was as costly as the products on small layers.
   const bool windows_to_amx = !direct && p->w.precision == kernels::Precision::bf16_amx;
   kernels::PackedA& windows = ws.windows;
-  if (!x_bf16 && !y_bf16 && !residual_bits && runs_on_rows(g, p->w.precision)) {
+  if (!x_bf16 && !y_bf16 && !residual_bits && runs_on_rows(g, channels, p->w.precision) &&
+      !(x_nchw && p->w.precision != kernels::Precision::f32)) {
     std::vector<float>& padded = ws.padded;
     kernels::ConvRowCall call;
     call.channels = static_cast<size_t>(channels);
@@ -458,9 +481,15 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     call.w = &p->w;
     call.bias = bias ? bias->data<float>() + r[3].begin : nullptr;
     call.activation = activation;
-    for (int64_t n = r[0].begin; n < r[0].end; ++n)
-      run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
-                  y_channel, residual ? residual->data<float>() : nullptr, padded);
+    for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+      const float* residual_data = residual ? residual->data<float>() : nullptr;
+      if (p->w.precision == kernels::Precision::bf16)
+        run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
+                    y_channel, residual_data, ws.padded_bf16);
+      else
+        run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
+                    y_channel, residual_data, padded);
+    }
     return;
   }
   if (x_nchw) return reference_tile(node, in, out, r, y_channel);  // only the row path gathers NCHW rows
@@ -551,7 +580,7 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   const bool packs_x = direct && gemm_precision(node) == kernels::Precision::bf16;
   const double windows = packs_x  ? size(0) * pixels * k
                          : direct ? 0
-                         : runs_implicit(g, channels, gemm_precision(node)) || runs_on_rows(g, gemm_precision(node))
+                         : runs_implicit(g, channels, gemm_precision(node)) || runs_on_rows(g, channels, gemm_precision(node))
                              ? size(0) * window_elements(node, g, channels, int64_t(k), size(1))
                              : size(0) * pixels * k;
   return gemm_tile_work(gemm_precision(node) == kernels::Precision::bf16_amx,
