@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "grove/error.h"
+#include "kernels/bf16.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "random_values.h"
@@ -29,7 +31,11 @@ std::string name(const Case& c) {
          std::to_string(c.out_w) + " rows " + std::to_string(c.rows) + " row step " + std::to_string(c.stride_h);
 }
 
-void check(const Case& c, unsigned seed) {
+// precision bf16: x is given as bf16 rows and the weights packed bf16 (AVX512-BF16); the oracle
+// then multiplies the rounded operands.
+void check(const Case& c, unsigned seed, Precision precision = Precision::f32) {
+  const bool bf16 = precision == Precision::bf16;
+  auto operand = [&](float v) { return bf16 ? double(bf16_value(bf16_bits(v))) : double(v); };
   // Padded input rows: each output row steps stride_h input rows on, kernel row ki reads ki
   // rows further on.
   const size_t row_pixels = (c.out_w - 1) * c.stride_w + (c.kernel_w - 1) * c.dilation_w + 1;
@@ -39,7 +45,9 @@ void check(const Case& c, unsigned seed) {
   const std::vector<float> w = random_values(k * m, seed + 1);  // k x m, k ordered (ki, kj, c)
   const std::vector<float> bias = random_values(m, seed + 2);
   const std::vector<float> residual = random_values(c.rows * c.out_w * m, seed + 3);
-  const PackedB packed = pack_b(w.data(), k, m, m, BLayout::k_by_n, Isa::avx512);
+  const PackedB packed = pack_b(w.data(), k, m, m, BLayout::k_by_n, Isa::avx512, precision);
+  std::vector<uint16_t> x_bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_bits[i] = bf16_bits(x[i]);
 
   std::vector<double> expect(c.rows * c.out_w * m);
   for (size_t r = 0; r < c.rows; ++r)
@@ -49,8 +57,8 @@ void check(const Case& c, unsigned seed) {
         for (size_t ki = 0; ki < c.kernel_h; ++ki)
           for (size_t kj = 0; kj < c.kernel_w; ++kj)
             for (size_t ci = 0; ci < c.channels; ++ci)
-              sum += double(x[(r * c.stride_h + ki) * row_floats + (o * c.stride_w + kj * c.dilation_w) * c.channels + ci]) *
-                     double(w[((ki * c.kernel_w + kj) * c.channels + ci) * m + n]);
+              sum += operand(x[(r * c.stride_h + ki) * row_floats + (o * c.stride_w + kj * c.dilation_w) * c.channels + ci]) *
+                     operand(w[((ki * c.kernel_w + kj) * c.channels + ci) * m + n]);
         const size_t at = (r * c.out_w + o) * m + n;
         if (c.residual) sum += residual[at];
         expect[at] = c.relu ? std::max(sum, 0.0) : sum;
@@ -59,7 +67,8 @@ void check(const Case& c, unsigned seed) {
   for (size_t per_call : {size_t{1}, size_t{2}, taps, size_t{0}}) {
     std::vector<float> y(c.rows * c.out_w * m, 1234.5f);
     ConvRowCall call;
-    call.x = x.data();
+    if (bf16) call.x_bf16 = x_bits.data();
+    else call.x = x.data();
     call.tap_row_floats = row_floats;
     call.channels = c.channels;
     call.kernel_h = c.kernel_h, call.kernel_w = c.kernel_w, call.stride_w = c.stride_w, call.dilation_w = c.dilation_w;
@@ -76,7 +85,8 @@ void check(const Case& c, unsigned seed) {
     call.taps_per_call = per_call;
     conv_rows(call);
     for (size_t i = 0; i < y.size(); ++i) {
-      const double tol = 1e-4 * (1.0 + std::sqrt(double(k)));
+      // bf16: products exact in float, sums in float in another order than the oracle's.
+      const double tol = (bf16 ? 2e-4 : 1e-4) * (1.0 + std::sqrt(double(k)));
       ASSERT_NEAR(y[i], expect[i], tol) << name(c) << ", taps per call " << per_call << ", element " << i;
     }
   }
@@ -97,6 +107,35 @@ TEST(ConvRows, EveryGroupingOfTapsMatchesTheOracle) {
   };
   unsigned seed = 1;
   for (const Case& c : cases) check(c, seed += 10);
+}
+
+// The same on the AVX512-BF16 kernel, on cases of whole channel pairs (conv_rows refuses odd ones).
+TEST(ConvRows, Bf16EveryGroupingOfTapsMatchesTheOracleOnRoundedOperands) {
+  if (!conv_row_supported(active_isa(), Precision::bf16)) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  const std::vector<Case> cases = {
+      {16, 64, 3, 3, 1, 1, 55, 2, false, true},  // blocks of 14 and a short one
+      {6, 40, 3, 3, 2, 1, 9, 3, true, false},    // strided, channels off the panel width
+      {4, 33, 3, 3, 1, 2, 7, 2, true, true},     // dilated
+      {2, 8, 9, 9, 1, 1, 6, 1, false, false},    // 81 taps: more than one call adds up
+      {64, 96, 1, 3, 1, 1, 30, 1, true, true},   // one kernel row, three panels
+      {32, 64, 3, 3, 1, 1, 7, 7, true, true},    // 7-wide rows, two to a tile
+      {16, 40, 3, 3, 2, 1, 7, 4, false, false, 2},
+  };
+  unsigned seed = 5;
+  for (const Case& c : cases) check(c, seed += 10, Precision::bf16);
+}
+
+TEST(ConvRows, Bf16RefusesOddChannels) {
+  if (!conv_row_supported(active_isa(), Precision::bf16)) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  const std::vector<float> w(3 * 9 * 32, 0.5f);
+  const PackedB packed = pack_b(w.data(), 27, 32, 32, BLayout::k_by_n, Isa::avx512, Precision::bf16);
+  std::vector<uint16_t> x(3 * 9 * 3, 0);
+  std::vector<float> y(32 * 7);
+  ConvRowCall call;
+  call.x_bf16 = x.data();
+  call.tap_row_floats = 27, call.channels = 3, call.kernel_h = call.kernel_w = 3, call.out_w = 7;
+  call.row_step_floats = 27, call.w = &packed, call.n = 32, call.y = y.data(), call.y_stride = 32;
+  EXPECT_THROW(conv_rows(call), grove::Error);
 }
 
 }  // namespace
