@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "grove/error.h"
 #include "kernels/cpu_info.h"
@@ -10,7 +11,7 @@
 namespace grove::kernels {
 
 namespace {
-constexpr size_t kMaxTapsPerCall = 64;
+constexpr size_t kMaxTapsPerCall = kConvRowsMaxTaps;
 // Output rows of this width go two to a 14-row tile, a group of 7 rows each (run_rows).
 constexpr size_t kRowPairWidth = 7;
 }  // namespace
@@ -31,6 +32,11 @@ namespace {
 // the register tile idle. Their few calls per slice (four on a 7x7 plane) each ask for the
 // next slice again: weights that large come from memory, and a line the first call could not
 // get in flight is asked for again (docs/kernels.md).
+void set_c(const ConvRowCall& call, GemmTileArgs& t, size_t at) {
+  if (call.y_bf16) t.c_bf16 = call.y_bf16 + at;
+  else t.c = call.y + at;
+}
+
 void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t blocks, size_t jr) {
   const GemmMicrokernel kernel = call.w->precision == Precision::bf16 ? bf16_gemm_14x32_avx512bf16 : f32_gemm_14x32_avx512;
   if (call.out_w == kRowPairWidth) {
@@ -40,7 +46,7 @@ void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_
       t.m = std::min<size_t>(2, call.rows - row) * call.out_w;
       t.b_next = next;
       t.a = call.x + row * call.row_step_floats;
-      t.c = call.y + y0 * call.y_stride + jr;
+      set_c(call, t, y0 * call.y_stride + jr);
       t.residual = call.residual ? call.residual + y0 * call.y_stride + jr : nullptr;
       kernel(t);
     }
@@ -55,7 +61,7 @@ void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_
       t.m = o1 - o0;
       t.b_next = row == 0 && block == 0 ? next : nullptr;
       t.a = x + o0 * t.a_stride;
-      t.c = call.y + (y0 + o0) * call.y_stride + jr;
+      set_c(call, t, (y0 + o0) * call.y_stride + jr);
       t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
       kernel(t);
     }
@@ -85,6 +91,8 @@ void conv_rows(const ConvRowCall& call) {
   if (per_word == 2 && (!call.x_bf16 || call.channels % 2 != 0 || call.pixel_floats % 2 != 0 ||
                         call.tap_row_floats % 2 != 0 || call.row_step_floats % 2 != 0))
     throw Error("conv_rows: bf16 needs bf16 rows and an even number of channels");
+  if (call.y_bf16 && (per_word != 2 || taps > kMaxTapsPerCall))
+    throw Error("conv_rows: a bf16 y needs bf16 weights and at most " + std::to_string(kMaxTapsPerCall) + " taps");
   if (per_word == 2) {  // the same call in pair words
     ConvRowCall words = call;
     words.x = reinterpret_cast<const float*>(call.x_bf16);
@@ -112,11 +120,14 @@ void rows_in_words(const ConvRowCall& call, size_t per_word) {
   t.kc = call.channels;
   t.a_stride = call.stride_w * pixel;
   t.c_stride = call.y_stride;
+  t.c_bf16_stride = call.y_stride;
   t.residual_stride = call.y_stride;
   t.activation = call.activation;
+  // A bf16 y holds no partial sums: every tap in one call.
   const size_t per_call =
-      std::min(kMaxTapsPerCall, call.taps_per_call ? call.taps_per_call
-                                                   : conv_rows_taps_per_call(call.channels / per_word, taps, nr));
+      call.y_bf16 ? taps
+                  : std::min(kMaxTapsPerCall, call.taps_per_call ? call.taps_per_call
+                                                                 : conv_rows_taps_per_call(call.channels / per_word, taps, nr));
   std::array<ptrdiff_t, kMaxTapsPerCall> offsets{};
   t.tap_offsets = offsets.data();
   // With every tap in one call and no dilation, a kernel row's taps are one run: a position's

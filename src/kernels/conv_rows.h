@@ -32,12 +32,18 @@ struct ConvRowCall {
   const PackedB* w = nullptr;  // f32 or bf16, k = kernel_h * kernel_w * channels
   size_t n0 = 0, n = 0;        // output channels [n0, n0 + n); n0 a multiple of w->nr
   float* y = nullptr;          // output position 0, channel n0; positions y_stride floats apart, rows out_w positions
+  // With bf16 weights, y as bf16 instead (y unused), each value rounded once after the epilogue;
+  // every tap then adds up in registers, so the kernel may have at most kConvRowsMaxTaps.
+  uint16_t* y_bf16 = nullptr;
   size_t y_stride = 0;
   const float* residual = nullptr;  // shaped like y (same stride), or null
   const float* bias = nullptr;      // for channel n0 on, or null
   ActivationParams activation;
   size_t taps_per_call = 0;  // taps one microkernel call adds up; 0: conv_rows_taps_per_call's
 };
+
+// The most taps one microkernel call adds up.
+inline constexpr size_t kConvRowsMaxTaps = 64;
 
 // Taps one microkernel call adds up in its registers by default (the others go on in y), for
 // panels of nr output channels.

@@ -388,7 +388,14 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
   if ((call.epilogue.residual || call.epilogue.residual_bf16) && call.epilogue.residual_stride < call.n)
     throw Error("gemm: residual row stride smaller than a row");
   if (call.a_bf16 || call.c_bf16 || call.epilogue.residual_bf16) {
-    if (b.precision != Precision::bf16_amx) throw Error("gemm: bf16 activations need B packed for AMX");
+    if (b.precision == Precision::bf16) {
+      // The dot-product kernel reads A's pairs in place: whole pairs, rows a whole number apart.
+      if (call.epilogue.residual_bf16) throw Error("gemm: a bf16 residual needs B packed for AMX");
+      if (call.a_bf16 && (b.k % 2 != 0 || call.a_stride % 2 != 0))
+        throw Error("gemm: bf16 A on AVX512-BF16 needs an even k and row stride");
+    } else if (b.precision != Precision::bf16_amx) {
+      throw Error("gemm: bf16 activations need B packed in bf16");
+    }
     if (call.accumulate || call.a_transposed) throw Error("gemm: bf16 activations with accumulate or transposed A");
     if (call.c_bf16 && call.c) throw Error("gemm: both a float and a bf16 C");
     if (call.epilogue.residual_bf16 && call.epilogue.residual) throw Error("gemm: both a float and a bf16 residual");
@@ -534,6 +541,8 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
       }
       return ABlock{out, stride};
     }
+    if (bf16 && call.a_bf16)  // already pairs in rows: read where they lie
+      return ABlock{reinterpret_cast<const float*>(call.a_bf16 + ic * call.a_stride + pc), 0, call.a_stride / 2};
     if (bf16 && !call.a_transposed) {
       // Row-major A is only rounded, row by row, and the kernel reads the rows in place.
       const size_t stride = bf16_row_words(kc);

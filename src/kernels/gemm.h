@@ -128,10 +128,11 @@ struct GemmCall {
   size_t c_stride = 0;
   bool accumulate = false;  // C += A.B before the epilogue, instead of C = A.B
   Epilogue epilogue;        // bias[j] is for column n0 + j; residual is m x n like C
-  // bfloat16 activations, on the AMX kernel only (B packed bf16_amx): A read from a_bf16
-  // (row-major, a_stride elements per row) instead of a, and C written to c_bf16 (c_stride)
-  // instead of c, rounded once after the epilogue. The sums stay float: a k longer than one
-  // k block adds up in GemmScratch::c_block. Not with accumulate or a_transposed.
+  // bfloat16 activations (B packed bf16 or bf16_amx): A read from a_bf16 (row-major, a_stride
+  // elements per row) instead of a, and C written to c_bf16 (c_stride) instead of c, rounded
+  // once after the epilogue. The sums stay float: a k longer than one k block adds up in
+  // GemmScratch::c_block. Not with accumulate or a_transposed; on AVX512-BF16 dot products
+  // (bf16) a_bf16 needs an even k and a_stride, and the residual stays float.
   const uint16_t* a_bf16 = nullptr;
   uint16_t* c_bf16 = nullptr;
 };

@@ -110,10 +110,12 @@ inline void start_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  if (t.c) {  // null where a bf16 C takes the whole k in one block
 #pragma GCC unroll 32
-  for (int r = 0; r < R; ++r) {
-    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * NV - 1), _MM_HINT_T0);
+    for (int r = 0; r < R; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.c_stride + 16 * NV - 1), _MM_HINT_T0);
+    }
   }
   if (t.residual && t.finish) {
 #pragma GCC unroll 32
@@ -165,6 +167,17 @@ inline void store_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
               acc[r][v], _mm512_maskz_loadu_ps(mask[v], t.residual + r * t.residual_stride + 16 * v));
     }
     activate<R>(acc, t.activation);
+#ifdef __AVX512BF16__
+    if (t.c_bf16) {  // bfloat16 storage (the AVX512-BF16 kernel): the finished tile rounded once
+#pragma GCC unroll 32
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+          _mm256_mask_storeu_epi16(t.c_bf16 + r * t.c_bf16_stride + 16 * v, mask[v],
+                                   (__m256i)_mm512_cvtneps_pbh(acc[r][v]));
+      return;
+    }
+#endif
   }
 #pragma GCC unroll 32
   for (int r = 0; r < R; ++r)

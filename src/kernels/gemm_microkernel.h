@@ -43,7 +43,7 @@ struct GemmTileArgs {
   const float* residual = nullptr;  // already offset to this tile's first element
   size_t residual_stride = 0;
   ActivationParams activation;
-  // bfloat16 storage (the AMX kernel only): on the last k block the finished tile goes to
+  // bfloat16 storage (the AMX and AVX512-BF16 kernels; residual_bf16 AMX only): on the last k block the finished tile goes to
   // c_bf16 (row stride c_bf16_stride) instead of c, and the residual is read from
   // residual_bf16 (row stride residual_stride). c then holds only the float partial sums of
   // the earlier k blocks (read when accumulate is set).

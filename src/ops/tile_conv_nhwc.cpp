@@ -49,14 +49,20 @@ struct NhwcConvScratch {
   kernels::PackedA windows;
 };
 
-// Float32 operands; x and the residual may also be bfloat16 (values the plan stores so) on
-// AMX, whose A packing and epilogue read them directly.
+// The bf16 units that read and write bfloat16 activations: AMX, and AVX512-BF16 dot products
+// (x in whole pairs of channels, which the plan checks before it stores one bf16).
+bool writes_bf16(const Node& node) { return runs_on_amx(node) || node.attr_string(kAttrPrecision, "") == kPrecisionBf16; }
+
+// Float32 operands; x (and on AMX the residual) may also be bfloat16 (values the plan stores
+// so), which the A packing, the row copy and the AMX epilogue read directly.
 bool claimed(const Node& node, std::span<const ValueInfo> in) {
   if (in.size() < 2 || !in[0].present || !in[1].present) return false;
   const bool amx = runs_on_amx(node);
   for (size_t i = 0; i < in.size(); ++i) {
     if (!in[i].present || in[i].dtype == DType::f32) continue;
-    if (!(amx && in[i].dtype == DType::bf16 && (i == 0 || i == kEpilogueResidualInput))) return false;
+    const bool bf16_ok = i == 0 ? amx || (writes_bf16(node) && in[0].shape.size() == 4 && in[0].shape[3] % 2 == 0)
+                                : amx && i == kEpilogueResidualInput;
+    if (!(in[i].dtype == DType::bf16 && bf16_ok)) return false;
   }
   return in[0].shape.size() == 4 && in[1].shape.size() == 4;
 }
@@ -325,8 +331,12 @@ int64_t padded_pixel_values(int64_t channels, int64_t stride_w) {
 }
 
 // `count` pixels of `channels` floats from x (contiguous) into dst, `pixel` values apart:
-// copied, or rounded to bf16 (the dot-product row path).
+// copied, or rounded to bf16 (the dot-product row path); or bf16 pixels copied.
 void copy_pixels(const float* x, int64_t count, int64_t channels, int64_t pixel, float* dst) {
+  if (pixel == channels) return void(std::copy_n(x, count * channels, dst));
+  for (int64_t i = 0; i < count; ++i) std::copy_n(x + i * channels, channels, dst + i * pixel);
+}
+void copy_pixels(const uint16_t* x, int64_t count, int64_t channels, int64_t pixel, uint16_t* dst) {
   if (pixel == channels) return void(std::copy_n(x, count * channels, dst));
   for (int64_t i = 0; i < count; ++i) std::copy_n(x + i * channels, channels, dst + i * pixel);
 }
@@ -342,9 +352,10 @@ void copy_pixels(const float* x, int64_t count, int64_t channels, int64_t pixel,
 // input rows these outputs read are copied once into rows of padded_row_pixels pixels, zeros
 // where the windows reach past the input, in groups that stay well inside L2; each group is one
 // conv_rows call.
-// T is the copy's element: float, or bf16 bits for the dot-product kernel (bf16 weights).
-template <class T>
-void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0,
+// T is the copy's element: float, or bf16 bits for the dot-product kernel (bf16 weights),
+// which also reads x stored as bf16 (X uint16_t) and may write y as bf16.
+template <class X, class T>
+void run_on_rows(const X* x, bool x_nchw, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0,
                  int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, int64_t y_channel,
                  const float* residual, std::vector<T>& padded) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], m = y.dim(3);
@@ -371,7 +382,7 @@ void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g
         continue;
       }
       std::fill(dst, dst + (left + from) * pixel, T(0));
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<X, float>) {
         if (x_nchw) {  // each pixel's channels from their planes, the row written once in order
           const float* src = x + (n * channels * ih + iy) * iw;
           const int64_t plane = ih * iw;
@@ -392,7 +403,8 @@ void run_on_rows(const float* x, bool x_nchw, int64_t n, const WindowGeometry& g
     call.rows = static_cast<size_t>(last - first);
     call.row_step_floats = static_cast<size_t>(g.strides[0] * row_floats);
     const int64_t at = (n * oh + first) * ow * m + c0;  // y's and the residual's offset
-    call.y = y.data<float>() + at + y_channel;
+    if (y.dtype() == DType::bf16) call.y_bf16 = reinterpret_cast<uint16_t*>(y.raw()) + at;
+    else call.y = y.data<float>() + at + y_channel;
     call.residual = residual ? residual + at : nullptr;
     kernels::conv_rows(call);
   }
@@ -426,7 +438,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // Where y is a Concat's buffer: the first of this node's channels there; y.dim(3) is then
   // the Concat's channels, so every y offset below steps pixels by it.
   const int64_t y_channel = y_channel_offset(node);
-  if (!claimed(node, infos_of_tensors(in)) || r[2].begin != 0 || r[2].end != y.dim(2) || (y_bf16 && !runs_on_amx(node)))
+  if (!claimed(node, infos_of_tensors(in)) || r[2].begin != 0 || r[2].end != y.dim(2) ||
+      (y_bf16 && !writes_bf16(node)))
     return reference_tile(node, in, out, r, y_channel);
   for (const Range& d : r)
     if (d.size() <= 0) return;
@@ -471,8 +484,9 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // back to be converted, which was as costly as the products on small layers.
   const bool windows_to_amx = !direct && p->w.precision == kernels::Precision::bf16_amx;
   kernels::PackedA& windows = ws.windows;
-  if (!x_bf16 && !y_bf16 && !residual_bits && runs_on_rows(g, channels, p->w.precision) &&
-      !(x_nchw && p->w.precision != kernels::Precision::f32)) {
+  const bool dot = p->w.precision == kernels::Precision::bf16;  // bf16 x and y only as claimed says
+  if ((dot || (!x_bf16 && !y_bf16 && !residual_bits)) && runs_on_rows(g, channels, p->w.precision) &&
+      !(x_nchw && dot)) {
     std::vector<float>& padded = ws.padded;
     kernels::ConvRowCall call;
     call.channels = static_cast<size_t>(channels);
@@ -483,7 +497,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     call.activation = activation;
     for (int64_t n = r[0].begin; n < r[0].end; ++n) {
       const float* residual_data = residual ? residual->data<float>() : nullptr;
-      if (p->w.precision == kernels::Precision::bf16)
+      if (dot && x_bf16)
+        run_on_rows(x_bits, x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y, y_channel,
+                    residual_data, ws.padded_bf16);
+      else if (dot)
         run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
                     y_channel, residual_data, ws.padded_bf16);
       else

@@ -11,7 +11,9 @@
 
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
+#include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
+#include "ops/channels_last.h"
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
 #include "passes/passes.h"
@@ -100,19 +102,30 @@ PrecisionReport apply_precision(Graph& graph, Precision wanted, double bf16_dot_
 }
 
 void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
-  auto amx_conv = [](const Node& n) { return n.op_type == "ConvNhwc" && n.domain == kGroveDomain && runs_on_amx(n); };
-  std::map<std::string, bool> only_convs_read;  // value -> every reader is an AMX conv reading it as x
+  // AMX convs, and dot-product convs whose x has whole pairs of channels (their kernel reads x's
+  // pairs in place) and whose row path holds every tap in registers (a bf16 y keeps no partial
+  // sums). Neither is a Winograd layer: bf16 marks none on dot products.
+  auto bf16_conv = [&](const Node& n) {
+    if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain) return false;
+    if (runs_on_amx(n)) return true;
+    if (n.attr_string(kAttrPrecision, "") != kPrecisionBf16 || n.attr_int(kAttrXNchw, 0) != 0) return false;
+    const Shape& x = graph.values.at(n.inputs[0]).shape;
+    const Tensor* w = initializer(graph, n, 1);
+    return x.size() == 4 && x[3] % 2 == 0 && w && w->rank() == 4 &&
+           size_t(w->dim(2) * w->dim(3)) <= kernels::kConvRowsMaxTaps;
+  };
+  std::map<std::string, bool> only_convs_read;  // value -> every reader is such a conv reading it as x
   for (const Node& n : graph.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i].empty()) continue;
-      const bool fits = amx_conv(n) && i == 0;
+      const bool fits = bf16_conv(n) && i == 0;
       auto [it, fresh] = only_convs_read.emplace(n.inputs[i], fits);
       if (!fresh) it->second = it->second && fits;
     }
   for (const ValueDecl& out : graph.outputs) only_convs_read[out.name] = false;
   int stored = 0;
   for (Node& n : graph.nodes) {
-    if (!amx_conv(n) || n.outputs.size() != 1 || !is_f32(graph, n.outputs[0])) continue;
+    if (!bf16_conv(n) || n.outputs.size() != 1 || !is_f32(graph, n.outputs[0])) continue;
     auto read = only_convs_read.find(n.outputs[0]);
     if (read == only_convs_read.end() || !read->second) continue;
     Attribute& a = n.attrs[kAttrOutputBf16];

@@ -241,16 +241,16 @@ Tensor to_bf16(const Tensor& t) {
   return out;
 }
 
-// Activations stored as bfloat16 between AMX convs (plan/precision.cpp): x, the residual and y
-// in every mix, against the reference on the widened values, y rounded once. Within a bf16
-// step of y (the sums differ only in order). Cases: 1x1 in place (the GEMM packs A from bf16
-// rows), with k over one k block, padded and strided windows of channels that are whole 32-steps (each tap copied
-// straight into the tile) and of channels that are not (a window row laid out first), and a
-// k over several k blocks (float sums kept aside). The dtype mixes change only how A is packed
-// and how the epilogue reads and writes, not the conv path: the first and last case take every
-// mix, the others x alone and all three in bf16 (the whole set took minutes under ASan in CI).
-TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
-  if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
+// Activations stored as bfloat16 between bf16 convs (plan/precision.cpp): x, the residual (AMX
+// only) and y in every mix, against the reference on the widened values, y rounded once.
+// Within a bf16 step of y (the sums differ only in order). Cases: 1x1 in place (the GEMM reads
+// or packs A from bf16 rows), with k over one k block, padded and strided windows of channels
+// that are whole 32-steps (on AMX each tap copied straight into the tile) and of channels that
+// are not, a strided 1x1, and a k over several k blocks (float sums kept aside). The dtype mixes change only
+// how A is read and how the epilogue reads and writes, not the conv path: the first and last
+// case take every mix, the others x alone and all in bf16 (the whole set took minutes under
+// ASan in CI).
+void check_bf16_activations(const char* unit, bool residual_bf16) {
   struct Case { Shape x, w; int64_t stride, pad; };
   const std::vector<Case> cases = {
       {{1, 6, 5, 64}, {40, 64, 1, 1}, 1, 0},
@@ -259,6 +259,7 @@ TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
       {{1, 9, 7, 40}, {36, 40, 3, 3}, 1, 1},
       {{2, 11, 9, 16}, {33, 16, 3, 3}, 2, 1},
       {{2, 11, 9, 32}, {33, 32, 3, 3}, 2, 1},
+      {{2, 11, 9, 32}, {33, 32, 1, 1}, 2, 0},
       {{1, 7, 7, 160}, {64, 160, 3, 3}, 1, 1},
   };
   uint32_t seed = 240;
@@ -266,12 +267,12 @@ TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
     for (int mix = 1; mix < 8; ++mix) {
       const bool every_mix = &c == &cases.front() || &c == &cases.back();
       if (!every_mix && mix != 1 && mix != 7) continue;
-      const bool x_bf16 = mix & 1, r_bf16 = mix & 2, y_bf16 = mix & 4;
-      SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w) + " mix " + std::to_string(mix));
+      const bool x_bf16 = mix & 1, r_bf16 = (mix & 2) && residual_bf16, y_bf16 = mix & 4;
+      SCOPED_TRACE(std::string(unit) + " " + shape_str(c.x) + " * " + shape_str(c.w) + " mix " + std::to_string(mix));
       NodeBuilder node("ConvNhwc", 13, 4);
       node.node.domain = kGroveDomain;
       node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
-      node.s(kAttrActivation, "relu").s(kAttrFused, "Add+Relu").s(kAttrPrecision, kPrecisionBf16Amx);
+      node.s(kAttrActivation, "relu").s(kAttrFused, "Add+Relu").s(kAttrPrecision, unit);
       if (y_bf16) node.i(kAttrOutputBf16, 1);
       Tensor x = rounded(tiletest::random_f32(c.x, seed++));
       std::vector<Tensor> in = {x_bf16 ? to_bf16(x) : x, rounded(tiletest::random_f32(c.w, seed++)),
@@ -284,6 +285,18 @@ TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
       EXPECT_EQ(infer_node(node, infos).at(0).dtype, y_bf16 ? DType::bf16 : DType::f32);
       EXPECT_GT(tiletest::check_tiling(node, in, y_bf16 ? 8e-3 : 1e-4).tiles, 2u);
     }
+}
+
+TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
+  if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
+  check_bf16_activations(kPrecisionBf16Amx, true);
+}
+
+// On AVX512-BF16 dot products the kernel reads x's channel pairs in place (1x1) or from the
+// row copy (3x3, strided), and writes y in bf16; the residual stays float.
+TEST(ConvNhwc, Bf16ActivationsOnDotProductsMatchReference) {
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) GTEST_SKIP() << "no AVX512-BF16";
+  check_bf16_activations(kPrecisionBf16, false);
 }
 
 // The depthwise rule (one group per channel) against the reference: padded and strided
@@ -440,12 +453,12 @@ TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
   EXPECT_EQ(count_op(*as_written, "Transpose"), 0);
 }
 
-// bf16 on AMX: a value only AMX convs read as x (conv_a's y) is stored as bfloat16; the skip
-// conv's y, read as the residual, and y, read by the Transpose back, stay float. The tile
-// runtime computes the plan graph's reference (which widens and rounds the same values) and
-// the fp32 model to bf16's accuracy.
-TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenAmxConvsAsBf16) {
-  if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
+// bf16 on AMX or AVX512-BF16 dot products: a value only bf16 convs read as x (conv_a's y) is
+// stored as bfloat16; the skip conv's y, read as the residual, and y, read by the Transpose
+// back, stay float. The tile runtime computes the plan graph's reference (which widens and
+// rounds the same values) and the fp32 model to bf16's accuracy.
+TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenBf16ConvsAsBf16) {
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) GTEST_SKIP() << "no bf16 kernels";
   const TestModel m = conv_block();
   Model model = load_test_model(m);
   PlanOptions options;
