@@ -15,7 +15,6 @@
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
-#include "ops/tile_conv_winograd.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -34,20 +33,18 @@ const Tensor* initializer(const Graph& g, const Node& node, size_t input) {
 }
 
 // Conv through the im2col GEMM: 1-D or 2-D, and more than one input channel per group (a
-// depthwise conv runs a direct loop with nothing to pack). On AVX512-BF16 dot products,
-// layers that take Winograd stay fp32: its transforms, not its GEMMs, bound those layers, so
-// bf16 buys little, and bf16 im2col measured slower than fp32 Winograd on them; bf16 Winograd
-// GEMMs were tried and doubled the error for no measurable gain. So does a stem of few input
-// channels: the f32 row conv adds its taps in registers, where bf16 would lay out and round
-// every window first, and measured slower. On AMX the im2col GEMM beats
-// fp32 Winograd, so every GEMM conv goes bf16 (docs/precision.md has both measurements).
+// depthwise conv runs a direct loop with nothing to pack). Winograd layers go bf16 too: on AMX
+// the im2col GEMM beats fp32 Winograd; on AVX512-BF16 dot products the row conv, which adds
+// the taps in registers, measured faster than fp32 Winograd at 2 threads and about even at 1
+// (and their x can then be stored bf16). A stem of few input channels stays fp32 on dot
+// products: the f32 row conv adds its taps in registers, where bf16 would lay out and round
+// every window first (an odd channel count makes no bf16 pairs), and measured slower.
+// docs/precision.md has the measurements.
 bool conv_on_gemm(const Graph& g, const Node& node, const Tensor& w, bool amx) {
   const size_t rank = w.shape().size();
   const int64_t group = node.attr_int("group", 1);
   if (!(rank == 3 || rank == 4) || !(group == 1 || w.shape()[1] > 1)) return false;
-  if (amx) return true;
-  if (is_few_channel_stem(g, node)) return false;
-  return !tiling::conv_node_uses_winograd(node, g.values.at(node.inputs[0]).shape, w.shape());
+  return amx || !is_few_channel_stem(g, node);
 }
 
 bool wants_bf16(const Graph& g, const Node& node, bool amx) {

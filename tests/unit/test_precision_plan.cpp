@@ -45,6 +45,29 @@ double relative_error(const TensorMap& want, const TensorMap& got, const std::st
   return worst / largest;
 }
 
+// A stem on an image's 3 channels stays fp32 on AVX512-BF16 dot products, where the f32 row
+// conv adds its taps in registers; the conv after it (16 channels) goes bf16. On AMX both do.
+TEST(PrecisionPlan, AStemOfFewChannelsStaysFp32OnDotProducts) {
+  if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) GTEST_SKIP() << "no AVX512-BF16";
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 3, 32, 32}).output("y", kF32, {1, 16, 16, 16});
+  weight(b, "ws", {16, 3, 3, 3}, 1);
+  weight(b, "wn", {16, 16, 3, 3}, 2);
+  auto& stem = b.node("Conv", {"x", "ws"}, {"s"}, "stem");
+  OnnxBuilder::attr_ints(stem, "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_ints(stem, "strides", {2, 2});
+  OnnxBuilder::attr_ints(b.node("Conv", {"s", "wn"}, {"y"}, "next"), "pads", {1, 1, 1, 1});
+  const TestModel m{"stem", b.bytes(), {{"x", seeded_tensor({1, 3, 32, 32}, 4)}}};
+  PlanOptions options;
+  options.precision = Precision::bf16;
+  auto plan = make_plan(unfused_graph(m), options);
+  const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
+  std::map<std::string, bool> marked;
+  for (const Node& n : plan->graph.nodes) marked[n.name] = runs_in_bf16(n);
+  EXPECT_EQ(marked.at("stem"), amx);
+  EXPECT_TRUE(marked.at("next"));
+}
+
 TEST(PrecisionPlan, MarksGemmNodesWithConstantWeightsOnly) {
   const TestModel m = mixed_model();
   const Graph g = unfused_graph(m);
@@ -59,19 +82,19 @@ TEST(PrecisionPlan, MarksGemmNodesWithConstantWeightsOnly) {
   }
   std::map<std::string, bool> marked;
   for (const Node& n : plan->graph.nodes) marked[n.name] = runs_in_bf16(n);
-  // Winograd stays fp32 on AVX512-BF16; on AMX the im2col GEMM beats it.
+  // A Winograd layer goes bf16 too (the row conv or AMX beats fp32 Winograd).
   const bool amx = kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa());
-  EXPECT_EQ(marked.at("conv3x3"), amx);
+  EXPECT_TRUE(marked.at("conv3x3"));
   EXPECT_TRUE(marked.at("conv1x1"));
   EXPECT_FALSE(marked.at("depthwise"));
   EXPECT_TRUE(marked.at("matmul_weights"));
   EXPECT_FALSE(marked.at("matmul_activations"));
-  EXPECT_EQ(plan->precision.bf16_nodes, amx ? 3 : 2);
+  EXPECT_EQ(plan->precision.bf16_nodes, 3);
   // On the AMX tile unit where the CPU has one, else on AVX512-BF16 dot products.
   for (const Node& n : plan->graph.nodes)
     if (runs_in_bf16(n)) EXPECT_EQ(runs_on_amx(n), amx) << n.name;
   EXPECT_EQ(plan->precision.note, std::string(amx ? "bf16 products on AMX tiles" : "bf16 products") +
-                                      (amx ? " in 3 nodes (2 Conv, 1 MatMul)" : " in 2 nodes (1 Conv, 1 MatMul)") + "; everything else fp32");
+                                      " in 3 nodes (2 Conv, 1 MatMul); everything else fp32");
   // The bound graph the plan was made from is not marked: only the plan's copy is.
   for (const Node& n : g.nodes) EXPECT_FALSE(runs_in_bf16(n)) << n.name;
 
