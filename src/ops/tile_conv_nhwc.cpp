@@ -332,11 +332,8 @@ int64_t padded_pixel_values(int64_t channels, int64_t stride_w) {
 
 // `count` pixels of `channels` floats from x (contiguous) into dst, `pixel` values apart:
 // copied, or rounded to bf16 (the dot-product row path); or bf16 pixels copied.
-void copy_pixels(const float* x, int64_t count, int64_t channels, int64_t pixel, float* dst) {
-  if (pixel == channels) return void(std::copy_n(x, count * channels, dst));
-  for (int64_t i = 0; i < count; ++i) std::copy_n(x + i * channels, channels, dst + i * pixel);
-}
-void copy_pixels(const uint16_t* x, int64_t count, int64_t channels, int64_t pixel, uint16_t* dst) {
+template <class T>
+void copy_pixels(const T* x, int64_t count, int64_t channels, int64_t pixel, T* dst) {
   if (pixel == channels) return void(std::copy_n(x, count * channels, dst));
   for (int64_t i = 0; i < count; ++i) std::copy_n(x + i * channels, channels, dst + i * pixel);
 }

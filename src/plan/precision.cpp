@@ -105,7 +105,7 @@ void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
   auto bf16_conv = [&](const Node& n) {
     if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain) return false;
     if (runs_on_amx(n)) return true;
-    if (n.attr_string(kAttrPrecision, "") != kPrecisionBf16 || n.attr_int(kAttrXNchw, 0) != 0) return false;
+    if (n.attr_string(kAttrPrecision, "") != kPrecisionBf16 || reads_x_nchw(n)) return false;
     const Shape& x = graph.values.at(n.inputs[0]).shape;
     const Tensor* w = initializer(graph, n, 1);
     return x.size() == 4 && x[3] % 2 == 0 && w && w->rank() == 4 &&
