@@ -69,18 +69,12 @@ double measure_transpose_flops() {
 }
 
 double measure_move_flops() {
-  // The im2col of the layer gemm_flops_per_ns times. Its time depends on where its buffers land
-  // (on a Zen 5 VM a process measured 78 or 120 us, about 2 : 1, by where the OS put them), and
-  // the ratio is rounded to a power of 4 near that machine's boundary: plans flipped between
-  // processes. So the im2col is timed on several fresh buffers and the fastest counts.
+  // The im2col of the layer gemm_flops_per_ns times.
   const Conv2dShape s{.channels = 64, .in_h = 16, .in_w = 16, .out_h = 16, .out_w = 16, .kernel_h = 3, .kernel_w = 3,
                       .pad_top = 1, .pad_left = 1};
-  double pack_ns = 1e300;
-  for (int placement = 0; placement < 5; ++placement) {
-    std::vector<float> x(s.channels * s.in_h * s.in_w, 0.5f);
-    PackedB b;
-    pack_ns = std::min(pack_ns, best_ns([&] { pack_im2col(b, x.data(), s, 0, 256); }));
-  }
+  std::vector<float> x(s.channels * s.in_h * s.in_w, 0.5f);
+  PackedB b;
+  const double pack_ns = best_ns([&] { pack_im2col(b, x.data(), s, 0, 256); });
   const double elements_per_ns = double(s.channels * 9 * 256) / std::max(pack_ns, 1.0);
   return std::exp2(2 * std::round(std::log2(std::clamp(gemm_flops_per_ns() / elements_per_ns, 1.0, 1024.0)) / 2));
 }
