@@ -185,28 +185,43 @@ struct NanSteps {
 
 // ColumnRequantize's scalars as vectors, made once per kernel call: y is written through
 // uint8_t pointers, which may alias anything, so the compiler would load and broadcast them
-// again for every row. With the fused residual add, the requantized value v only ever leaves
-// as v - a_zero; where a_zero is y's zero point (as in every QDQ model: the add reads the
-// conv's output), v - a_zero is the round clamped to [lo - zero point, hi - zero point],
-// exactly (small integers in float), which saves the add and the subtract.
+// again for every row. The bounds come less the zero point: the kernel clamps before it
+// rounds and adds the zero point after, in int32. Both bounds are integers, so that is the
+// reference's round, add and clamp (rounding is monotonic and keeps integers), and the
+// clamped value converts to int32 with round half to even in the conversion itself.
 struct ColumnConstants {
-  __m512 zero_point, lo, hi;      // the requantization
-  __m512 a_zero, a_scale, b_zero, b_scale, y_scale, y_zero, y_lo, y_hi;  // the residual add
-  __m512 shifted_lo, shifted_hi;  // lo and hi minus the zero point, for the folded form
-  bool folded = false;
+  __m512 shifted_lo, shifted_hi;  // the requantization's bounds less its zero point
+  __m512i zero_point;
+  // The residual add: with the fused add the requantized value v only ever leaves as v - a_zero,
+  // the clamped round plus `recentre` (zero point - a_zero, 0 in every QDQ model: the add reads
+  // the conv's output), exactly (small integers in float).
+  __m512 recentre, a_scale, b_zero, b_scale, y_scale, y_shifted_lo, y_shifted_hi;
+  __m512i y_zero;
+  NanSteps nan;
+  bool relu, is_signed;
 };
 
-ColumnConstants column_constants(const ColumnRequantize& rq) {
+ColumnConstants column_constants(const ColumnRequantize& rq, NanSteps nan) {
   ColumnConstants k;
-  k.zero_point = _mm512_set1_ps(rq.zero_point), k.lo = _mm512_set1_ps(rq.lo), k.hi = _mm512_set1_ps(rq.hi);
-  const QAddParams& p = rq.residual_add;
-  k.a_zero = _mm512_set1_ps(p.a_zero), k.a_scale = _mm512_set1_ps(p.a_scale);
-  k.b_zero = _mm512_set1_ps(p.b_zero), k.b_scale = _mm512_set1_ps(p.b_scale);
-  k.y_scale = _mm512_set1_ps(p.y_scale), k.y_zero = _mm512_set1_ps(p.y_zero);
-  k.y_lo = _mm512_set1_ps(p.lo), k.y_hi = _mm512_set1_ps(p.hi);
-  k.folded = p.a_zero == rq.zero_point;
   k.shifted_lo = _mm512_set1_ps(rq.lo - rq.zero_point), k.shifted_hi = _mm512_set1_ps(rq.hi - rq.zero_point);
+  k.zero_point = _mm512_set1_epi32(static_cast<int32_t>(rq.zero_point));
+  const QAddParams& p = rq.residual_add;
+  k.recentre = _mm512_set1_ps(rq.zero_point - p.a_zero), k.a_scale = _mm512_set1_ps(p.a_scale);
+  k.b_zero = _mm512_set1_ps(p.b_zero), k.b_scale = _mm512_set1_ps(p.b_scale);
+  k.y_scale = _mm512_set1_ps(p.y_scale);
+  k.y_shifted_lo = _mm512_set1_ps(p.lo - p.y_zero), k.y_shifted_hi = _mm512_set1_ps(p.hi - p.y_zero);
+  k.y_zero = _mm512_set1_epi32(static_cast<int32_t>(p.y_zero));
+  k.nan = nan;
+  k.relu = p.relu, k.is_signed = rq.is_signed;
   return k;
+}
+
+// An integral float clamped to the bounds less `zero`: rounded half to even into int32 (exact),
+// plus the zero point, stored as bytes (the value fits the dtype, so truncation is the store).
+inline void store_shifted(__m512 clamped, __m512i zero, uint8_t* y, __mmask16 mask) {
+  const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zero);
+  if (mask == 0xFFFF) _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm512_cvtepi32_epi8(q));
+  else _mm512_mask_cvtepi32_storeu_epi8(y, mask, q);
 }
 
 struct RowTileArgs {
@@ -218,47 +233,67 @@ struct RowTileArgs {
   size_t col;  // the tile's first column
   uint8_t* y;  // the tile's first row and column
   const uint8_t* residual;  // ColumnRequantize::residual at the tile's first row and column, or null
-  NanSteps nan;
   const ColumnConstants* constants;
 };
 
 using RowTileFn = void (*)(const RowTileArgs& t);
 
-// 16 columns' adds and multipliers (ColumnRequantize: per column of W), then the fused
-// residual add where `residual` (the same 16 positions of the residual) is given: the steps
-// of requantized_lanes and qadd_lanes in their order, on the constants made once.
-inline void store_column_requantized(__m512i acc, const ColumnRequantize& rq, const ColumnConstants& k, size_t col,
-                                     uint8_t* y, const uint8_t* residual, NanSteps nan, __mmask16 mask) {
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(mask, rq.add + col))),
-                           _mm512_maskz_loadu_ps(mask, rq.multiplier + col));
-  if (nan.requantize) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
-  v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  if (!residual) {
-    store_lanes(_mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, k.zero_point), k.hi), k.lo), rq.is_signed, y, mask);
-    return;
+// 16 columns' sums (their adds included: the accumulators start from them) times their
+// multipliers (ColumnRequantize: per column of W), then, with kResidual, the fused residual add
+// of the same 16 positions of `residual`: the steps of requantized_lanes and qadd_lanes in their
+// order, on the constants made once.
+template <bool kResidual>
+inline void store_column_requantized(__m512i acc, __m512 multiplier, const ColumnConstants& k, uint8_t* y,
+                                     const uint8_t* residual, __mmask16 mask) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), multiplier);
+  if (k.nan.requantize) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+  v = _mm512_max_ps(_mm512_min_ps(v, k.shifted_hi), k.shifted_lo);
+  if constexpr (!kResidual) {
+    store_shifted(v, k.zero_point, y, mask);
+  } else {
+    const __m512 centred =
+        _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), k.recentre);
+    const __m512 fa = _mm512_mul_ps(centred, k.a_scale);
+    const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(bytes_as_floats(residual, k.is_signed, mask), k.b_zero), k.b_scale);
+    __m512 sum = _mm512_add_ps(fa, fb);
+    if (k.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
+    sum = _mm512_div_ps(sum, k.y_scale);
+    if (k.nan.add) sum = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(sum, sum, _CMP_ORD_Q), sum);
+    store_shifted(_mm512_max_ps(_mm512_min_ps(sum, k.y_shifted_hi), k.y_shifted_lo), k.y_zero, y, mask);
   }
-  // v - a_zero: folded, or the requantized value less the add's zero point.
-  const __m512 centred = k.folded ? _mm512_max_ps(_mm512_min_ps(v, k.shifted_hi), k.shifted_lo)
-                                  : _mm512_sub_ps(_mm512_max_ps(_mm512_min_ps(_mm512_add_ps(v, k.zero_point), k.hi), k.lo),
-                                                  k.a_zero);
-  const __m512 fa = _mm512_mul_ps(centred, k.a_scale);
-  const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(bytes_as_floats(residual, rq.is_signed, mask), k.b_zero), k.b_scale);
-  __m512 sum = _mm512_add_ps(fa, fb);
-  if (rq.residual_add.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
-  sum = _mm512_div_ps(sum, k.y_scale);
-  if (nan.add) sum = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(sum, sum, _CMP_ORD_Q), sum);
-  sum = _mm512_roundscale_ps(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  store_lanes(_mm512_max_ps(_mm512_min_ps(_mm512_add_ps(sum, k.y_zero), k.y_hi), k.y_lo), rq.is_signed, y, mask);
+}
+
+// The requantizing store of R rows x P panels of sums (row r at sums + r * P * kWidth). The
+// strides and flags are copied into locals: the byte stores may alias anything, and the
+// compiler would otherwise load them again after each one.
+template <size_t R, size_t P, bool kResidual>
+void store_rows(const int32_t* sums, const RowTileArgs& t, __mmask16 last) {
+  const ColumnConstants& k = *t.constants;
+  const size_t y_stride = t.rq->y_stride, residual_stride = t.rq->residual_stride;
+  const __mmask16 first = P == 2 ? __mmask16(0xFFFF) : last;
+  const __m512 m0 = _mm512_maskz_loadu_ps(first, t.rq->multiplier + t.col);
+  const __m512 m1 = P == 2 ? _mm512_maskz_loadu_ps(last, t.rq->multiplier + t.col + kWidth) : m0;
+  uint8_t* y = t.y;
+  const uint8_t* res = t.residual;
+  for (size_t r = 0; r < R; ++r, y += y_stride, res += kResidual ? residual_stride : 0) {
+    store_column_requantized<kResidual>(_mm512_load_si512(sums + r * P * kWidth), m0, k, y, res, first);
+    if constexpr (P == 2)
+      store_column_requantized<kResidual>(_mm512_load_si512(sums + r * P * kWidth + kWidth), m1, k, y + kWidth,
+                                          kResidual ? res + kWidth : nullptr, last);
+  }
 }
 
 // R rows of X x P panels of W; through an L1 buffer before requantizing, as in tile().
 template <size_t R, size_t P>
 void row_tile(const RowTileArgs& t) {
+  const __mmask16 last = t.cols == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << t.cols) - 1);
+  const __m512i add0 = _mm512_maskz_loadu_epi32(P == 2 ? __mmask16(0xFFFF) : last, t.rq->add + t.col);
+  const __m512i add1 = P == 2 ? _mm512_maskz_loadu_epi32(last, t.rq->add + t.col + kWidth) : add0;
   __m512i acc0[R], acc1[R];
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
-    acc0[r] = _mm512_setzero_si512();
-    if constexpr (P == 2) acc1[r] = _mm512_setzero_si512();
+    acc0[r] = add0;
+    if constexpr (P == 2) acc1[r] = add1;
   }
   for (size_t q = 0; q < t.quads; ++q) {
     const __m512i w0 = _mm512_loadu_si512(t.panel + q * kWidth * 4);
@@ -278,16 +313,8 @@ void row_tile(const RowTileArgs& t) {
     _mm512_store_si512(sums[r], acc0[r]);
     if constexpr (P == 2) _mm512_store_si512(sums[r] + kWidth, acc1[r]);
   }
-  const __mmask16 last = t.cols == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << t.cols) - 1);
-  for (size_t r = 0; r < R; ++r) {
-    uint8_t* y = t.y + r * t.rq->y_stride;
-    const uint8_t* res = t.residual ? t.residual + r * t.rq->residual_stride : nullptr;
-    store_column_requantized(_mm512_load_si512(sums[r]), *t.rq, *t.constants, t.col, y, res, t.nan,
-                             P == 2 ? __mmask16(0xFFFF) : last);
-    if constexpr (P == 2)
-      store_column_requantized(_mm512_load_si512(sums[r] + kWidth), *t.rq, *t.constants, t.col + kWidth, y + kWidth,
-                               res ? res + kWidth : nullptr, t.nan, last);
-  }
+  if (t.residual) store_rows<R, P, true>(sums[0], t, last);
+  else store_rows<R, P, false>(sums[0], t, last);
 }
 
 template <size_t P, size_t... R>
@@ -305,7 +332,7 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
   const size_t panels = (std::min(r.col_end, w.n) + kWidth - 1) / kWidth;
   NanSteps nan{false, r.residual && qadd_may_be_nan(r.residual_add)};
   for (size_t j = r.col_begin; j < std::min(r.col_end, w.n); ++j) nan.requantize |= !std::isfinite(r.multiplier[j]);
-  const ColumnConstants constants = column_constants(r);
+  const ColumnConstants constants = column_constants(r, nan);
   auto run = [&](size_t q0, size_t t0) {
     const size_t count = std::min<size_t>(2, panels - q0);
     RowTileArgs t{};
@@ -320,7 +347,6 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
     t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + (q0 - first) * kWidth;
     t.residual = r.residual ? static_cast<const uint8_t*>(r.residual) + t0 * r.residual_stride + (q0 - first) * kWidth
                             : nullptr;
-    t.nan = nan;
     t.constants = &constants;
     kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
   };
@@ -339,18 +365,29 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
 void u8s8_requantize_block_avx512vnni(const int32_t* sums, size_t sums_stride, size_t rows, size_t count,
                                       size_t cols_last, const ColumnRequantize& r, size_t col, uint8_t* y,
                                       const uint8_t* residual, bool nan_requantize, bool nan_add) {
-  const NanSteps nan{nan_requantize, nan_add};
-  const ColumnConstants constants = column_constants(r);
+  const ColumnConstants k = column_constants(r, NanSteps{nan_requantize, nan_add});
   const __mmask16 last = cols_last == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << cols_last) - 1);
+  const __mmask16 first = count == 2 ? __mmask16(0xFFFF) : last;
+  const __m512i add0 = _mm512_maskz_loadu_epi32(first, r.add + col);
+  const __m512i add1 = count == 2 ? _mm512_maskz_loadu_epi32(last, r.add + col + kWidth) : add0;
+  const __m512 m0 = _mm512_maskz_loadu_ps(first, r.multiplier + col);
+  const __m512 m1 = count == 2 ? _mm512_maskz_loadu_ps(last, r.multiplier + col + kWidth) : m0;
   for (size_t t = 0; t < rows; ++t) {
     const int32_t* s = sums + t * sums_stride;
     uint8_t* yt = y + t * r.y_stride;
-    const uint8_t* res = residual ? residual + t * r.residual_stride : nullptr;
-    store_column_requantized(_mm512_loadu_si512(s), r, constants, col, yt, res, nan,
-                             count == 2 ? __mmask16(0xFFFF) : last);
-    if (count == 2)
-      store_column_requantized(_mm512_loadu_si512(s + kWidth), r, constants, col + kWidth, yt + kWidth,
-                               res ? res + kWidth : nullptr, nan, last);
+    const __m512i a0 = _mm512_add_epi32(_mm512_loadu_si512(s), add0);
+    if (residual) {
+      const uint8_t* res = residual + t * r.residual_stride;
+      store_column_requantized<true>(a0, m0, k, yt, res, first);
+      if (count == 2)
+        store_column_requantized<true>(_mm512_add_epi32(_mm512_loadu_si512(s + kWidth), add1), m1, k, yt + kWidth,
+                                       res + kWidth, last);
+    } else {
+      store_column_requantized<false>(a0, m0, k, yt, nullptr, first);
+      if (count == 2)
+        store_column_requantized<false>(_mm512_add_epi32(_mm512_loadu_si512(s + kWidth), add1), m1, k, yt + kWidth,
+                                        nullptr, last);
+    }
   }
 }
 

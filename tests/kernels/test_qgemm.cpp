@@ -143,6 +143,7 @@ TEST(QGemm, AmxAndVnniKernelsRequantizeLikeScalar) {
         ColumnRequantize r;
         r.add = add.data(), r.multiplier = multiplier.data(), r.zero_point = is_signed ? 3.0f : 100.0f;
         r.is_signed = is_signed, r.lo = is_signed ? -128.0f : 0.0f, r.hi = is_signed ? 127.0f : 255.0f;
+        if (seed % 3 == 1) r.lo = r.zero_point;  // a fused Relu
         r.y_stride = stride;
         r.col_begin = n > 32 && seed % 4 == 0 ? 16 : 0;
         if (with_residual) {
