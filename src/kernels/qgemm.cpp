@@ -149,6 +149,31 @@ void u8s8_gemm_requantize(const uint8_t* x, size_t rows, size_t x_stride, const 
   u8s8_gemm_requantize_avx512vnni(x, rows, x_stride, w, r);
 }
 
+void u8s8_gemm_int32_scalar(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
+                            size_t col_begin, size_t col_end, int32_t* c, size_t c_stride) {
+  constexpr size_t kWidth = U8Panels::kWidth;
+  for (size_t t = 0; t < rows; ++t)
+    for (size_t j = col_begin; j < std::min(col_end, w.n); ++j) {
+      const auto* panel = reinterpret_cast<const int8_t*>(w.values.data() + j / kWidth * w.panel_bytes());
+      int32_t sum = add[j];
+      for (size_t q = 0; q < w.quads; ++q)
+        for (size_t s = 0; s < 4; ++s)
+          sum += static_cast<int32_t>(x[t * x_stride + q * 4 + s]) * static_cast<int32_t>(panel[(q * kWidth + j % kWidth) * 4 + s]);
+      c[t * c_stride + (j - col_begin)] = sum;
+    }
+}
+
+void u8s8_gemm_int32(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
+                     size_t col_begin, size_t col_end, int32_t* c, size_t c_stride, Isa isa) {
+  if (col_begin % U8Panels::kWidth != 0)
+    throw Error("u8s8_gemm: column " + std::to_string(col_begin) + " does not start a panel");
+  if (rows == 0 || col_begin >= std::min(col_end, w.n)) return;
+  if (isa == Isa::scalar) return u8s8_gemm_int32_scalar(x, rows, x_stride, w, add, col_begin, col_end, c, c_stride);
+  if (isa != Isa::avx512 || !isa_supports_avx512_vnni())
+    throw Error("u8s8_gemm: needs AVX512_VNNI, which this CPU or GROVE_ISA does not give");
+  u8s8_gemm_int32_avx512vnni(x, rows, x_stride, w, add, col_begin, col_end, c, c_stride);
+}
+
 void s8u8_gemm(const PackedS8& a, RowRange rows, const U8Panels& b, int32_t* c, size_t c_stride, Isa isa) {
   if (a.quads != b.quads) throw Error("s8u8_gemm: A has " + std::to_string(a.k) + " steps, B " + std::to_string(b.k));
   if (rows.begin % PackedS8::kRows != 0 || rows.end > a.m || rows.begin > rows.end)

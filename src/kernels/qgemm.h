@@ -116,6 +116,16 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
 // where isa_supports_amx_int8(). Sums are exact int32 either way, so the bytes are the same.
 void u8s8_gemm_requantize_amx(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
                               const ColumnRequantize& r);
+// The same products left as int32 (MatMulInteger on constant int8 weights): W's columns
+// [col_begin, col_end) (col_begin a multiple of kWidth; col_end past w.n means w.n), column j
+// of row t at c + t * c_stride + (j - col_begin) holding the sum plus add[j] (per column of W:
+// -x_zero * its column sum gives sum_p (x - x_zero) * w). Exact while sum + add fits int32.
+void u8s8_gemm_int32(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
+                     size_t col_begin, size_t col_end, int32_t* c, size_t c_stride, Isa isa = active_isa());
+void u8s8_gemm_int32_scalar(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
+                            size_t col_begin, size_t col_end, int32_t* c, size_t c_stride);
+void u8s8_gemm_int32_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
+                                size_t col_begin, size_t col_end, int32_t* c, size_t c_stride);
 // The AVX-512 epilogue of u8s8_gemm_requantize on int32 sums already computed (the AMX
 // kernel's C block leaves through it): `rows` rows of `count` (1 or 2) panels of sums, row t
 // at sums + t * sums_stride, `cols_last` valid columns in the last panel, W's first column

@@ -234,6 +234,9 @@ struct RowTileArgs {
   uint8_t* y;  // the tile's first row and column
   const uint8_t* residual;  // ColumnRequantize::residual at the tile's first row and column, or null
   const ColumnConstants* constants;
+  const int32_t* add;  // u8s8_gemm_int32: per column of W
+  int32_t* c;          // u8s8_gemm_int32: the tile's first row and column
+  size_t c_stride;
 };
 
 using RowTileFn = void (*)(const RowTileArgs& t);
@@ -283,13 +286,10 @@ void store_rows(const int32_t* sums, const RowTileArgs& t, __mmask16 last) {
   }
 }
 
-// R rows of X x P panels of W; through an L1 buffer before requantizing, as in tile().
+// The products of R rows of X and P panels of W, added to the accumulators' start (16
+// columns' adds per panel, broadcast down the rows).
 template <size_t R, size_t P>
-void row_tile(const RowTileArgs& t) {
-  const __mmask16 last = t.cols == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << t.cols) - 1);
-  const __m512i add0 = _mm512_maskz_loadu_epi32(P == 2 ? __mmask16(0xFFFF) : last, t.rq->add + t.col);
-  const __m512i add1 = P == 2 ? _mm512_maskz_loadu_epi32(last, t.rq->add + t.col + kWidth) : add0;
-  __m512i acc0[R], acc1[R];
+inline void accumulate_rows(const RowTileArgs& t, __m512i add0, __m512i add1, __m512i (&acc0)[R], __m512i (&acc1)[R]) {
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
     acc0[r] = add0;
@@ -307,6 +307,16 @@ void row_tile(const RowTileArgs& t) {
       if constexpr (P == 2) acc1[r] = _mm512_dpbusd_epi32(acc1[r], xq, w1);
     }
   }
+}
+
+// R rows of X x P panels of W; through an L1 buffer before requantizing, as in tile().
+template <size_t R, size_t P>
+void row_tile(const RowTileArgs& t) {
+  const __mmask16 last = t.cols == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << t.cols) - 1);
+  const __m512i add0 = _mm512_maskz_loadu_epi32(P == 2 ? __mmask16(0xFFFF) : last, t.rq->add + t.col);
+  const __m512i add1 = P == 2 ? _mm512_maskz_loadu_epi32(last, t.rq->add + t.col + kWidth) : add0;
+  __m512i acc0[R], acc1[R];
+  accumulate_rows<R, P>(t, add0, add1, acc0, acc1);
   alignas(64) int32_t sums[R][P * kWidth];
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
@@ -316,6 +326,30 @@ void row_tile(const RowTileArgs& t) {
   if (t.residual) store_rows<R, P, true>(sums[0], t, last);
   else store_rows<R, P, false>(sums[0], t, last);
 }
+
+// The same products stored as int32 (u8s8_gemm_int32): t.add per column, t.c the tile's
+// first row and column.
+template <size_t R, size_t P>
+void row_tile_int32(const RowTileArgs& t) {
+  const __mmask16 last = t.cols == kWidth ? __mmask16(0xFFFF) : __mmask16((1u << t.cols) - 1);
+  const __mmask16 first = P == 2 ? __mmask16(0xFFFF) : last;
+  const __m512i add0 = _mm512_maskz_loadu_epi32(first, t.add + t.col);
+  const __m512i add1 = P == 2 ? _mm512_maskz_loadu_epi32(last, t.add + t.col + kWidth) : add0;
+  __m512i acc0[R], acc1[R];
+  accumulate_rows<R, P>(t, add0, add1, acc0, acc1);
+#pragma GCC unroll 16
+  for (size_t r = 0; r < R; ++r) {
+    _mm512_mask_storeu_epi32(t.c + r * t.c_stride, first, acc0[r]);
+    if constexpr (P == 2) _mm512_mask_storeu_epi32(t.c + r * t.c_stride + kWidth, last, acc1[r]);
+  }
+}
+
+template <size_t P, size_t... R>
+constexpr std::array<RowTileFn, kRows + 1> int32_tiles_of(std::index_sequence<R...>) {
+  return {nullptr, row_tile_int32<R + 1, P>...};
+}
+constexpr std::array<RowTileFn, kRows + 1> kInt32Tiles[2] = {int32_tiles_of<1>(std::make_index_sequence<kRows>()),
+                                                             int32_tiles_of<2>(std::make_index_sequence<kRows>())};
 
 template <size_t P, size_t... R>
 constexpr std::array<RowTileFn, kRows + 1> row_tiles_of(std::index_sequence<R...>) {
@@ -353,6 +387,35 @@ void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_str
   // The larger operand is walked once in the outer loop, the smaller re-read from cache:
   // W's panel pairs outer for few rows and many columns (a token block of a transformer, a
   // late conv layer), X's row blocks outer for many rows (an early conv layer's pixels).
+  if (rows > (panels - first) * kWidth) {
+    for (size_t t0 = 0; t0 < rows; t0 += kRows)
+      for (size_t q0 = first; q0 < panels; q0 += 2) run(q0, t0);
+  } else {
+    for (size_t q0 = first; q0 < panels; q0 += 2)
+      for (size_t t0 = 0; t0 < rows; t0 += kRows) run(q0, t0);
+  }
+}
+
+void u8s8_gemm_int32_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
+                                size_t col_begin, size_t col_end, int32_t* c, size_t c_stride) {
+  const size_t bytes = w.panel_bytes(), first = col_begin / kWidth, end = std::min(col_end, w.n);
+  const size_t panels = (end + kWidth - 1) / kWidth;
+  auto run = [&](size_t q0, size_t t0) {
+    const size_t count = std::min<size_t>(2, panels - q0);
+    RowTileArgs t{};
+    t.x = x + t0 * x_stride;
+    t.x_stride = x_stride;
+    t.quads = w.quads;
+    t.panel = w.values.data() + q0 * bytes;
+    t.panel_bytes = bytes;
+    t.cols = std::min(kWidth, end - (q0 + count - 1) * kWidth);
+    t.col = q0 * kWidth;
+    t.add = add;
+    t.c = c + t0 * c_stride + (q0 - first) * kWidth;
+    t.c_stride = c_stride;
+    kInt32Tiles[count - 1][std::min(kRows, rows - t0)](t);
+  };
+  // As u8s8_gemm_requantize_avx512vnni: the larger operand walked once.
   if (rows > (panels - first) * kWidth) {
     for (size_t t0 = 0; t0 < rows; t0 += kRows)
       for (size_t q0 = first; q0 < panels; q0 += 2) run(q0, t0);

@@ -137,14 +137,6 @@ std::shared_ptr<const void> prepare_b(std::span<const ValueInfo> in, std::span<c
   return panels;
 }
 
-std::shared_ptr<const void> prepare(const Node&, std::span<const ValueInfo> in, std::span<const Tensor* const> constants) {
-  return prepare_b(in, constants, 1, 3);
-}
-
-int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
-  return static_cast<int64_t>(static_cast<const kernels::IntPanels*>(prepared)->values.size() * sizeof(int16_t));
-}
-
 void gemm(kernels::IntGemmCall& call, const void* prepared, kernels::IntGemmScratch& scratch) {
   if (prepared) kernels::int_gemm_panels(call, *static_cast<const kernels::IntPanels*>(prepared), scratch);
   else kernels::int_gemm(call, scratch);
@@ -335,10 +327,108 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
                  });
 }
 
+// ---- MatMulInteger on the 8-bit kernel ----
+// A constant int8 B with zero points 0 and an 8-bit a (ONNX Runtime's dynamic quantization,
+// and the integer Gemm of fuse_qdq.cpp) take the VNNI kernel with int32 output: B's bytes in
+// panels (a quarter of the int16 panels' reads) and its columns cut where they outweigh a.
+
+std::vector<int64_t> integer_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  std::vector<int64_t> blocks = cuttable(node, in, out);
+  const bool zero_known = !has_input(in, 3) || in[3].data;
+  if (!takes_s8_kernel(in, in[1].data, has_input(in, 3) ? in[3].data : nullptr, zero_known) || in[0].shape.size() < 2 ||
+      out[0].shape.size() < 2 || !cut_weights_first(numel(in[1].shape), numel(in[0].shape)))
+    return blocks;
+  blocks[out[0].shape.size() - 2] = 0;
+  blocks.back() = 2 * static_cast<int64_t>(kernels::U8Panels::kWidth);
+  return blocks;
+}
+
+std::shared_ptr<const void> integer_prepare(const Node&, std::span<const ValueInfo> in,
+                                            std::span<const Tensor* const> constants) {
+  const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
+  const bool zero_known = !has_input(in, 3) || (constants.size() > 3 && constants[3]);
+  if (!takes_s8_kernel(in, b, has_input(in, 3) ? constants[3] : nullptr, zero_known)) {
+    auto w = std::make_shared<QLinearWeights>();
+    w->int16 = prepare_b(in, constants, 1, 3);
+    return w->int16 ? std::static_pointer_cast<const void>(w) : nullptr;
+  }
+  auto w = std::make_shared<QLinearWeights>();
+  const auto k = static_cast<size_t>(b->dim(0)), n = static_cast<size_t>(b->dim(1));
+  kernels::pack_u8_panels(reinterpret_cast<const uint8_t*>(b->raw()), n, k, n, 0, w->s8);
+  w->column_sums.assign(n, 0);
+  for (size_t p = 0; p < k; ++p)
+    for (size_t j = 0; j < n; ++j) w->column_sums[j] += b->data<int8_t>()[p * n + j];
+  return w;
+}
+
+// The 8-bit path of one tile, as qlinear_s8 without the requantization: false where a's zero
+// point is per row or the sums could pass int32 (the int16 path then runs).
+bool integer_s8(const Node& node, std::span<const Tensor* const> in, const QLinearWeights& w, const Region& out_region,
+                Tensor& y, QuantMatMulScratch& ws) {
+  const Tensor* a_zero = optional_input(in, 2);
+  if (a_zero && a_zero->numel() != 1) return false;
+  const bool is_signed = in[0]->dtype() == DType::i8;
+  const int32_t zero = (a_zero ? static_cast<int32_t>(a_zero->to_i64()[0]) : 0) + (is_signed ? 128 : 0);
+  const size_t n = w.s8.n, k = w.s8.k, k4 = w.s8.quads * 4;
+  std::vector<int32_t>& add = ws.add;
+  add.resize(n);
+  for (size_t j = 0; j < n; ++j) {
+    const int64_t value = -int64_t{zero} * w.column_sums[j];
+    if (std::abs(value) + static_cast<int64_t>(k) * 255 * 128 > std::numeric_limits<int32_t>::max()) return false;
+    add[j] = static_cast<int32_t>(value);
+  }
+  const Range cols = in[1]->rank() > 1 ? out_region.back() : Range{0, static_cast<int64_t>(n)};
+  const auto col_begin = static_cast<size_t>(cols.begin), col_end = static_cast<size_t>(cols.end);
+  std::vector<uint8_t>& rows = ws.rows;
+  const uint8_t flip = is_signed ? 0x80 : 0;
+  for_each_block(node, *in[0], *in[1], a_zero, optional_input(in, 3), out_region,
+                 [&](kernels::IntGemmCall& call, int64_t first_row) {
+                   const auto* a = static_cast<const uint8_t*>(call.a);
+                   int32_t* c = y.data<int32_t>() + first_row * static_cast<int64_t>(n) + cols.begin;
+                   if (!is_signed && k == k4) {  // a's rows are the kernel's rows as they lie
+                     kernels::u8s8_gemm_int32(a, call.m, k, w.s8, add.data(), col_begin, col_end, c, n);
+                     return;
+                   }
+                   rows.resize(call.m * k4);
+                   for (size_t t = 0; t < call.m; ++t) {
+                     uint8_t* row = rows.data() + t * k4;
+                     for (size_t p = 0; p < k; ++p) row[p] = a[t * k + p] ^ flip;
+                     std::fill(row + k, row + k4, uint8_t{0});
+                   }
+                   kernels::u8s8_gemm_int32(rows.data(), call.m, k4, w.s8, add.data(), col_begin, col_end, c, n);
+                 });
+  return true;
+}
+
+void integer_run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
+                      const Region& out_region, const void* prepared, TileScratch& scratch) {
+  Tensor& y = *out[0];
+  check_region(node, out_region, y.shape());
+  const auto* weights = static_cast<const QLinearWeights*>(prepared);
+  QuantMatMulScratch& ws = scratch.get<QuantMatMulScratch>();
+  if (weights && !weights->int16 && integer_s8(node, in, *weights, out_region, y, ws)) return;
+  prepared = weights ? weights->int16.get() : nullptr;
+  const Range cols = in[1]->rank() > 1 ? out_region.back() : Range{0, 1};
+  const int64_t n = in[1]->rank() > 1 ? in[1]->dim(in[1]->rank() - 1) : 1;
+  if (cols.size() == n) return run_tile(node, in, out, out_region, prepared, scratch);
+  // A column cut (integer_cuttable) whose tile cannot take the 8-bit kernel: every column is
+  // summed, and only the tile's are written.
+  for_each_block(node, *in[0], *in[1], optional_input(in, 2), optional_input(in, 3), out_region,
+                 [&](kernels::IntGemmCall& call, int64_t first_row) {
+                   ws.sums.resize(call.m * call.n);
+                   call.c = ws.sums.data();
+                   gemm(call, prepared, ws.gemm);
+                   for (size_t t = 0; t < call.m; ++t)
+                     std::copy(ws.sums.begin() + static_cast<int64_t>(t * call.n) + cols.begin,
+                               ws.sums.begin() + static_cast<int64_t>(t * call.n) + cols.end,
+                               y.data<int32_t>() + (first_row + static_cast<int64_t>(t)) * n + cols.begin);
+                 });
+}
+
 }  // namespace
 
 void add_quant_matmul_rules(RuleTable& t) {
-  t["MatMulInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
+  t["MatMulInteger"] = TileRule{integer_cuttable, needs, integer_run_tile, integer_prepare, qlinear_prepared_bytes};
   t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, qlinear_prepared_bytes};
 }
 

@@ -12,7 +12,9 @@
 // scales, constant integer weights with zero points that are constants, and a bias that is
 // int32 at exactly x_scale * w_scale per channel. The result differs from the float chain only
 // by the float rounding of the sums (the fused form is exact in int32).
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "graph/epilogue_attrs.h"
@@ -260,6 +262,120 @@ void fuse_conv_integer_epilogues(Graph& g) {
   erase_nodes(g, dropped);
 }
 
+// A classifier's last Gemm in a QDQ model reads 8-bit x and weights and writes float logits
+// (no QuantizeLinear after it). Run as written it multiplies the folded float weights, four
+// times the bytes; one vector of logits is bound by reading them. Rewritten as
+//     MatMulInteger(x, W as k x n) -> Cast(float) -> Mul(x_scale * w_scale) [-> Add(bias)]
+// it reads the int8 weights once on the integer GEMM (exact sums), and the float steps only
+// touch the n outputs. The result differs from the float chain by the rounding of the sums,
+// as every fused form here. Only alpha = beta = 1, transA = 0, x per tensor, W per tensor or
+// per output channel, a constant bias of n values.
+void gemm_on_integers(Graph& g) {
+  Index index(g);
+  std::vector<Node> out;
+  std::map<const Node*, size_t> replaced;  // each Gemm: how many nodes replace it
+  for (const Node& op : g.nodes) {
+    if (op.op_type != "Gemm" || !op.domain.empty() || op.inputs.size() < 2 || op.outputs.size() != 1) continue;
+    if (op.attr_float("alpha", 1.0f) != 1.0f || op.attr_float("beta", 1.0f) != 1.0f || op.attr_int("transA", 0) != 0)
+      continue;
+    const bool trans_b = op.attr_int("transB", 0) != 0;
+    const Node* dx = index.produced_by(g, op.inputs[0], "DequantizeLinear");
+    const Node* dw = index.produced_by(g, op.inputs[1], "DequantizeLinear");
+    if (!dx || !dw || !plain_dequantize(g, *dx, true, false) || !plain_dequantize(g, *dw, false, true)) continue;
+    auto x_info = g.values.find(dx->inputs[0]);
+    auto y_info = g.values.find(op.outputs[0]);
+    const Tensor& w = *constant(g, dw->inputs[0]);
+    if (x_info == g.values.end() || y_info == g.values.end() || !is_8bit(x_info->second.dtype) ||
+        x_info->second.shape.size() != 2 || w.dtype() != DType::i8 || w.rank() != 2 || y_info->second.dtype != DType::f32)
+      continue;
+    const int64_t k = w.dim(trans_b ? 1 : 0), n = w.dim(trans_b ? 0 : 1);
+    const Tensor& w_scale = *constant(g, dw->inputs[1]);
+    const Tensor* w_zero = dw->inputs.size() > 2 && !dw->inputs[2].empty() ? constant(g, dw->inputs[2]) : nullptr;
+    const int64_t axis = dw->attr_int("axis", 1);
+    const bool per_channel = w_scale.numel() != 1;
+    if (per_channel && (w_scale.numel() != n || axis != (trans_b ? 0 : 1))) continue;
+    if (w_zero && w_zero->numel() != w_scale.numel()) continue;
+    std::vector<float> bias;
+    if (op.inputs.size() > 2 && !op.inputs[2].empty()) {
+      std::optional<Tensor> folded;
+      const Tensor* c = constant(g, op.inputs[2]);
+      if (const Node* dc = index.produced_by(g, op.inputs[2], "DequantizeLinear"); !c && dc) {
+        std::vector<const Tensor*> in;
+        for (const auto& name : dc->inputs) in.push_back(name.empty() ? nullptr : constant(g, name));
+        if (std::any_of(dc->inputs.begin(), dc->inputs.end(), [&](const std::string& name) { return !name.empty() && !constant(g, name); }))
+          continue;
+        folded = evaluate_node(*dc, in).at(0);
+        c = &*folded;
+      }
+      if (!c || c->dtype() != DType::f32 || c->numel() != n || (c->rank() != 1 && c->rank() != 2)) continue;
+      for (double v : c->to_f64()) bias.push_back(static_cast<float>(v));
+    }
+
+    // W as k x n int8 (MatMulInteger's B), its zero points per column, the scales per column.
+    const std::string base = op.outputs[0] + "/integer";
+    Tensor b(DType::i8, {k, n});
+    const int8_t* wv = w.data<int8_t>();
+    int8_t* bv = b.data<int8_t>();
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t j = 0; j < n; ++j) bv[r * n + j] = trans_b ? wv[j * k + r] : wv[r * n + j];
+    Tensor b_zero(DType::i8, {n});
+    const std::vector<int64_t> zeros = w_zero ? w_zero->to_i64() : std::vector<int64_t>{0};
+    const std::vector<double> ws = w_scale.to_f64();
+    const float x_scale = static_cast<float>(constant(g, dx->inputs[1])->to_f64().at(0));
+    Tensor scale(DType::f32, {n});
+    for (int64_t j = 0; j < n; ++j) {
+      const auto jj = static_cast<size_t>(per_channel ? j : 0);
+      b_zero.data<int8_t>()[j] = static_cast<int8_t>(zeros[zeros.size() == 1 ? 0 : jj]);
+      scale.data<float>()[j] = x_scale * static_cast<float>(ws[jj]);
+    }
+    auto add_constant = [&](const std::string& name, Tensor t) {
+      g.values[name] = ValueInfo{t.dtype(), t.shape(), nullptr, true};
+      g.initializers[name] = std::move(t);
+    };
+    add_constant(base + "/b", std::move(b));
+    add_constant(base + "/b_zero_point", std::move(b_zero));
+    add_constant(base + "/scale", std::move(scale));
+    const Shape& y_shape = y_info->second.shape;
+    g.values[base + "/sums"] = ValueInfo{DType::i32, y_shape, nullptr, true};
+    g.values[base + "/floats"] = ValueInfo{DType::f32, y_shape, nullptr, true};
+    const std::string scaled = bias.empty() ? op.outputs[0] : base + "/scaled";
+    if (!bias.empty()) {
+      g.values[scaled] = ValueInfo{DType::f32, y_shape, nullptr, true};
+      add_constant(base + "/bias", Tensor::from<float>({n}, bias));
+    }
+    auto node = [&](const char* type, std::vector<std::string> inputs, std::string output) {
+      Node m;
+      m.name = op.name + "/" + type;
+      m.op_type = type;
+      m.opset = op.opset;
+      m.inputs = std::move(inputs);
+      m.outputs = {std::move(output)};
+      return m;
+    };
+    out.push_back(node("MatMulInteger", {dx->inputs[0], base + "/b", zero_point_of(g, *dx, x_info->second.dtype), base + "/b_zero_point"},
+                       base + "/sums"));
+    Node cast = node("Cast", {base + "/sums"}, base + "/floats");
+    cast.attrs["to"].kind = Attribute::Kind::i;
+    cast.attrs["to"].i = 1;
+    out.push_back(std::move(cast));
+    out.push_back(node("Mul", {base + "/floats", base + "/scale"}, scaled));
+    if (!bias.empty()) out.push_back(node("Add", {scaled, base + "/bias"}, op.outputs[0]));
+    replaced[&op] = bias.empty() ? 3 : 4;
+  }
+  if (replaced.empty()) return;
+  // The new nodes stand at the Gemm's place, so the order stays topological.
+  std::vector<Node> kept;
+  size_t next = 0;
+  for (auto& node : g.nodes) {
+    if (!replaced.count(&node)) {
+      kept.push_back(std::move(node));
+      continue;
+    }
+    for (size_t i = 0, count = replaced.at(&node); i < count; ++i) kept.push_back(std::move(out[next++]));
+  }
+  g.nodes = std::move(kept);
+}
+
 }  // namespace
 
 void fuse_qdq(Graph& g) {
@@ -319,6 +435,7 @@ void fuse_qdq(Graph& g) {
     op = std::move(n);
   }
   erase_nodes(g, dropped);
+  gemm_on_integers(g);
   fuse_quantized_adds(g);
   fuse_conv_integer_epilogues(g);
   remove_dead_nodes(g);

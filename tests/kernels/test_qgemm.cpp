@@ -166,6 +166,41 @@ TEST(QGemm, AmxAndVnniKernelsRequantizeLikeScalar) {
       }
 }
 
+// u8s8_gemm_int32 (MatMulInteger on the 8-bit kernel): sums plus the per-column add, against
+// the products of the unpacked bytes, over row and column remainders and column ranges.
+TEST(QGemm, Int32OutputIsTheExactSumPlusAdd) {
+  std::vector<Isa> isas = {Isa::scalar};
+  if (isa_supports_avx512_vnni()) isas.push_back(Isa::avx512);
+  unsigned seed = 900;
+  for (size_t rows : {1, 13, 14, 15, 30})
+    for (size_t n : {1, 16, 17, 33, 64, 100})
+      for (size_t k : {4, 12, 100}) {
+        std::mt19937 rng(seed++);
+        const size_t x_stride = k + 4, c_stride = n + 3;
+        const std::vector<uint8_t> x = random_bytes(rows * x_stride, rng), w = random_bytes(k * n, rng);
+        U8Panels panels;
+        pack_u8_panels(w.data(), n, k, n, 0, panels);
+        std::vector<int32_t> add(n);
+        for (auto& v : add) v = static_cast<int32_t>(rng() % 200001) - 100000;
+        const size_t begin = n > 32 && seed % 2 == 0 ? 32 : 0, end = seed % 3 == 0 ? n - n / 3 : n + 7;
+        for (Isa isa : isas) {
+          std::vector<int32_t> c(rows * c_stride, -7);
+          u8s8_gemm_int32(x.data(), rows, x_stride, panels, add.data(), begin, end, c.data(), c_stride, isa);
+          for (size_t t = 0; t < rows; ++t)
+            for (size_t j = 0; j < c_stride; ++j) {
+              int32_t want = -7;
+              if (begin + j < std::min(end, n)) {
+                want = add[begin + j];
+                for (size_t p = 0; p < k; ++p)
+                  want += static_cast<int32_t>(x[t * x_stride + p]) * static_cast<int8_t>(w[p * n + begin + j]);
+              }
+              ASSERT_EQ(c[t * c_stride + j], want) << isa_name(isa) << " rows " << rows << " n " << n << " k " << k
+                                                   << " columns from " << begin << " row " << t << " column " << j;
+            }
+        }
+      }
+}
+
 // A column range (a channel tile of QLinearConvNhwc): only W's columns [col_begin, col_end)
 // are written, from y's first byte, each equal to the full product's column; nothing else.
 TEST(QGemm, ColumnRangeWritesOnlyItsColumns) {

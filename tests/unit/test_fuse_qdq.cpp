@@ -376,4 +376,58 @@ TEST(FuseQdq, DynamicQuantizationChainIsOneConvBitExact) {
   }
 }
 
+// A classifier's last Gemm on 8-bit x and int8 weights, writing float (fuse_qdq.cpp
+// gemm_on_integers): MatMulInteger and float steps on the n outputs, within the float chain's
+// rounding of the sums, and the tiles bit for bit equal to the fused graph's reference.
+TEST(FuseQdq, ClassifierGemmRunsOnIntegerSums) {
+  for (bool trans_b : {true, false})
+    for (bool with_bias : {true, false}) {
+      OnnxBuilder b(13);
+      const int64_t m = 3, k = 70, n = 40;
+      b.input("x", kF32, {m, k}).output("y", kF32, {m, n});
+      scalar_qparams(b, "in", 0.02f, 128);
+      qdq(b, "x", "in");
+      std::mt19937 rng(trans_b * 2 + with_bias);
+      std::vector<int8_t> w(static_cast<size_t>(k * n));
+      for (auto& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+      std::vector<float> ws(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) ws[static_cast<size_t>(j)] = 0.003f + 0.0005f * static_cast<float>(j);
+      const std::vector<int8_t> wz(static_cast<size_t>(n), 0);
+      b.initializer_raw("wq", onnx::TensorProto::INT8, trans_b ? Shape{n, k} : Shape{k, n}, w.data(), w.size());
+      b.initializer_f32("ws", {n}, ws);
+      b.initializer_raw("wz", onnx::TensorProto::INT8, {n}, wz.data(), wz.size());
+      OnnxBuilder::attr_int(b.node("DequantizeLinear", {"wq", "ws", "wz"}, {"w"}, "wdq"), "axis", trans_b ? 0 : 1);
+      if (with_bias) {
+        std::vector<int32_t> bq(static_cast<size_t>(n));
+        std::vector<float> bs(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j)
+          bq[static_cast<size_t>(j)] = static_cast<int32_t>(rng() % 4001) - 2000, bs[static_cast<size_t>(j)] = 0.02f * ws[static_cast<size_t>(j)];
+        b.initializer_raw("bq", onnx::TensorProto::INT32, {n}, bq.data(), bq.size() * 4);
+        b.initializer_f32("bs", {n}, bs);
+        OnnxBuilder::attr_int(b.node("DequantizeLinear", {"bq", "bs"}, {"bias"}, "bdq"), "axis", 0);
+      }
+      auto& fc = with_bias ? b.node("Gemm", {"x_dq", "w", "bias"}, {"y"}, "fc") : b.node("Gemm", {"x_dq", "w"}, {"y"}, "fc");
+      OnnxBuilder::attr_int(fc, "transB", trans_b);
+      TestModel t{"qdq_gemm", b.bytes(), {{"x", seeded_tensor({m, k}, 4)}}};
+      const TensorMap chain = run_reference(unfused_graph(t), t.inputs);
+      Model model = load_test_model(t);
+      const auto l = labels(model.graph());
+      EXPECT_EQ(l.count("Gemm"), 0u);
+      EXPECT_EQ(l.count("MatMulInteger"), 1u);
+      const Tensor want = chain.at("y"), fused = run_reference(model.graph(), t.inputs).at("y");
+      ASSERT_EQ(fused.shape(), want.shape());
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(fused.data<float>()[i], want.data<float>()[i], 1e-4f * (1 + std::fabs(want.data<float>()[i])))
+            << "transB " << trans_b << " bias " << with_bias << " at " << i;
+      for (int tiles : {1, 4}) {
+        PlanOptions o;
+        o.tiles_per_op = tiles;
+        PlannedRun run(make_plan(model.graph(), o), t.inputs, PlannedRunOptions{true});
+        run_serial(run, 2);
+        const Tensor& got = run.outputs().at("y");
+        ASSERT_EQ(std::memcmp(got.raw(), fused.raw(), fused.bytes()), 0) << "tiles " << tiles << " transB " << trans_b;
+      }
+    }
+}
+
 }  // namespace grove
