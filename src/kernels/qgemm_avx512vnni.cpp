@@ -199,6 +199,7 @@ struct ColumnConstants {
   __m512i y_zero;
   NanSteps nan;
   bool relu, is_signed;
+  bool recentred;  // recentre is not 0
 };
 
 ColumnConstants column_constants(const ColumnRequantize& rq, NanSteps nan) {
@@ -213,6 +214,7 @@ ColumnConstants column_constants(const ColumnRequantize& rq, NanSteps nan) {
   k.y_zero = _mm512_set1_epi32(static_cast<int32_t>(p.y_zero));
   k.nan = nan;
   k.relu = p.relu, k.is_signed = rq.is_signed;
+  k.recentred = rq.zero_point != p.a_zero;
   return k;
 }
 
@@ -254,8 +256,8 @@ inline void store_column_requantized(__m512i acc, __m512 multiplier, const Colum
   if constexpr (!kResidual) {
     store_shifted(v, k.zero_point, y, mask);
   } else {
-    const __m512 centred =
-        _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), k.recentre);
+    __m512 centred = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (k.recentred) centred = _mm512_add_ps(centred, k.recentre);
     const __m512 fa = _mm512_mul_ps(centred, k.a_scale);
     const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(bytes_as_floats(residual, k.is_signed, mask), k.b_zero), k.b_scale);
     __m512 sum = _mm512_add_ps(fa, fb);
