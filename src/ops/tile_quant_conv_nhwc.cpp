@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "graph/epilogue_attrs.h"
+#include "kernels/cpu_info.h"
 #include "kernels/qgemm.h"
 #include "ops/channels_last.h"
 #include "ops/op_util.h"
@@ -164,8 +165,13 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   std::vector<uint8_t>& rows = ws.rows;
   rq.scratch = &ws.gemm;
   const auto pad = static_cast<uint8_t>(optional_input(in, 2) ? optional_input(in, 2)->to_i64().at(0) : 0);
+  // A W larger than L2 (late layers: deep windows, many channels) streams from L3 again on
+  // every kernel call: then rows filling half of L2 go in one call.
+  static const size_t half_l2 =
+      static_cast<size_t>(kernels::cpu_info().l2_bytes > 0 ? kernels::cpu_info().l2_bytes : int64_t{1} << 20) / 2;
+  const size_t chunk_bytes = p->w.values.size() > 2 * half_l2 ? std::max(kChunkBytes, half_l2) : kChunkBytes;
   const int64_t chunk = std::max<int64_t>(kernels::PackedS8::kRows,
-                                          static_cast<int64_t>(kChunkBytes / stride) / kernels::PackedS8::kRows *
+                                          static_cast<int64_t>(chunk_bytes / stride) / kernels::PackedS8::kRows *
                                               kernels::PackedS8::kRows);
   for (int64_t n = out_region[0].begin; n < out_region[0].end; ++n) {
     const int64_t image = (n * y.dim(1) * ow) * m + out_region[3].begin;  // y's and the residual's offset
