@@ -377,7 +377,8 @@ TEST(QLinearConvNhwc, OneByOneWithBottomPaddingReadsNoRowPastTheInput) {
 }
 
 // grove.internal MaxPoolNhwc: MaxPool on channels-last bytes or floats, every tile equal to
-// MaxPool's reference on the rotated tensor (float channel counts off every vector width).
+// MaxPool's reference on the rotated tensor (channel counts off every vector width, and bytes
+// past one 64-byte block of channels).
 TEST(MaxPoolNhwc, TileRuleMatchesReferenceExactly) {
   struct Case { Shape x; DType t; int64_t kernel, stride, pad, dilation, ceil; };
   const std::vector<Case> cases = {
@@ -385,6 +386,8 @@ TEST(MaxPoolNhwc, TileRuleMatchesReferenceExactly) {
       {{1, 8, 8, 16}, DType::i8, 2, 2, 0, 1, 0},
       {{1, 9, 10, 3}, DType::u8, 3, 1, 1, 2, 0},
       {{1, 10, 10, 4}, DType::i8, 3, 2, 0, 1, 1},
+      {{1, 9, 8, 70}, DType::u8, 3, 2, 1, 1, 0},
+      {{1, 6, 7, 128}, DType::i8, 3, 1, 1, 1, 0},
       {{2, 11, 9, 37}, DType::f32, 3, 2, 1, 1, 1},
       {{1, 9, 10, 5}, DType::f32, 3, 1, 1, 2, 0},
       {{1, 7, 7, 64}, DType::f32, 3, 1, 1, 1, 0},
