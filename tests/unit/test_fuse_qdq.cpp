@@ -424,8 +424,8 @@ TEST(FuseQdq, ClassifierGemmRunsOnIntegerSums) {
         o.tiles_per_op = tiles;
         PlannedRun run(make_plan(model.graph(), o), t.inputs, PlannedRunOptions{true});
         run_serial(run, 2);
-        const Tensor& got = run.outputs().at("y");
-        ASSERT_EQ(std::memcmp(got.raw(), fused.raw(), fused.bytes()), 0) << "tiles " << tiles << " transB " << trans_b;
+        const TensorMap outputs = run.outputs();  // by value: hold it while reading
+        ASSERT_EQ(std::memcmp(outputs.at("y").raw(), fused.raw(), fused.bytes()), 0) << "tiles " << tiles << " transB " << trans_b;
       }
     }
 }
