@@ -360,48 +360,15 @@ constexpr std::array<RowTileFn, kRows + 1> row_tiles_of(std::index_sequence<R...
 constexpr std::array<RowTileFn, kRows + 1> kRowTiles[2] = {row_tiles_of<1>(std::make_index_sequence<kRows>()),
                                                            row_tiles_of<2>(std::make_index_sequence<kRows>())};
 
-}  // namespace
-
-void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
-                                     const ColumnRequantize& r) {
-  const size_t bytes = w.panel_bytes(), first = r.col_begin / kWidth;
-  const size_t panels = (std::min(r.col_end, w.n) + kWidth - 1) / kWidth;
-  NanSteps nan{false, r.residual && qadd_may_be_nan(r.residual_add)};
-  for (size_t j = r.col_begin; j < std::min(r.col_end, w.n); ++j) nan.requantize |= !std::isfinite(r.multiplier[j]);
-  const ColumnConstants constants = column_constants(r, nan);
-  auto run = [&](size_t q0, size_t t0) {
-    const size_t count = std::min<size_t>(2, panels - q0);
-    RowTileArgs t{};
-    t.x = x + t0 * x_stride;
-    t.x_stride = x_stride;
-    t.quads = w.quads;
-    t.panel = w.values.data() + q0 * bytes;
-    t.panel_bytes = bytes;
-    t.cols = std::min(kWidth, std::min(r.col_end, w.n) - (q0 + count - 1) * kWidth);
-    t.rq = &r;
-    t.col = q0 * kWidth;
-    t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + (q0 - first) * kWidth;
-    t.residual = r.residual ? static_cast<const uint8_t*>(r.residual) + t0 * r.residual_stride + (q0 - first) * kWidth
-                            : nullptr;
-    t.constants = &constants;
-    kRowTiles[count - 1][std::min(kRows, rows - t0)](t);
-  };
-  // The larger operand is walked once in the outer loop, the smaller re-read from cache:
-  // W's panel pairs outer for few rows and many columns (a token block of a transformer, a
-  // late conv layer), X's row blocks outer for many rows (an early conv layer's pixels).
-  if (rows > (panels - first) * kWidth) {
-    for (size_t t0 = 0; t0 < rows; t0 += kRows)
-      for (size_t q0 = first; q0 < panels; q0 += 2) run(q0, t0);
-  } else {
-    for (size_t q0 = first; q0 < panels; q0 += 2)
-      for (size_t t0 = 0; t0 < rows; t0 += kRows) run(q0, t0);
-  }
-}
-
-void u8s8_gemm_int32_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
-                                size_t col_begin, size_t col_end, int32_t* c, size_t c_stride) {
-  const size_t bytes = w.panel_bytes(), first = col_begin / kWidth, end = std::min(col_end, w.n);
-  const size_t panels = (end + kWidth - 1) / kWidth;
+// Every tile of X's rows against W's panels [first, panels), each a RowTileArgs with its
+// operands set, passed to `tile` with the tile's panel count and rows. The larger operand is
+// walked once in the outer loop, the smaller re-read from cache: W's panel pairs outer for
+// few rows and many columns (a token block of a transformer, a late conv layer), X's row
+// blocks outer for many rows (an early conv layer's pixels).
+template <class Tile>
+void for_each_row_tile(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, size_t first, size_t end,
+                       Tile&& tile) {
+  const size_t bytes = w.panel_bytes(), panels = (end + kWidth - 1) / kWidth;
   auto run = [&](size_t q0, size_t t0) {
     const size_t count = std::min<size_t>(2, panels - q0);
     RowTileArgs t{};
@@ -412,12 +379,8 @@ void u8s8_gemm_int32_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, 
     t.panel_bytes = bytes;
     t.cols = std::min(kWidth, end - (q0 + count - 1) * kWidth);
     t.col = q0 * kWidth;
-    t.add = add;
-    t.c = c + t0 * c_stride + (q0 - first) * kWidth;
-    t.c_stride = c_stride;
-    kInt32Tiles[count - 1][std::min(kRows, rows - t0)](t);
+    tile(t, q0 - first, t0, count, std::min(kRows, rows - t0));
   };
-  // As u8s8_gemm_requantize_avx512vnni: the larger operand walked once.
   if (rows > (panels - first) * kWidth) {
     for (size_t t0 = 0; t0 < rows; t0 += kRows)
       for (size_t q0 = first; q0 < panels; q0 += 2) run(q0, t0);
@@ -425,6 +388,37 @@ void u8s8_gemm_int32_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, 
     for (size_t q0 = first; q0 < panels; q0 += 2)
       for (size_t t0 = 0; t0 < rows; t0 += kRows) run(q0, t0);
   }
+}
+
+}  // namespace
+
+void u8s8_gemm_requantize_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w,
+                                     const ColumnRequantize& r) {
+  const size_t first = r.col_begin / kWidth;
+  NanSteps nan{false, r.residual && qadd_may_be_nan(r.residual_add)};
+  for (size_t j = r.col_begin; j < std::min(r.col_end, w.n); ++j) nan.requantize |= !std::isfinite(r.multiplier[j]);
+  const ColumnConstants constants = column_constants(r, nan);
+  for_each_row_tile(x, rows, x_stride, w, first, std::min(r.col_end, w.n),
+                    [&](RowTileArgs& t, size_t panel, size_t t0, size_t count, size_t tile_rows) {
+                      t.rq = &r;
+                      t.y = static_cast<uint8_t*>(r.y) + t0 * r.y_stride + panel * kWidth;
+                      t.residual = r.residual ? static_cast<const uint8_t*>(r.residual) + t0 * r.residual_stride +
+                                                    panel * kWidth
+                                              : nullptr;
+                      t.constants = &constants;
+                      kRowTiles[count - 1][tile_rows](t);
+                    });
+}
+
+void u8s8_gemm_int32_avx512vnni(const uint8_t* x, size_t rows, size_t x_stride, const U8Panels& w, const int32_t* add,
+                                size_t col_begin, size_t col_end, int32_t* c, size_t c_stride) {
+  for_each_row_tile(x, rows, x_stride, w, col_begin / kWidth, std::min(col_end, w.n),
+                    [&](RowTileArgs& t, size_t panel, size_t t0, size_t count, size_t tile_rows) {
+                      t.add = add;
+                      t.c = c + t0 * c_stride + panel * kWidth;
+                      t.c_stride = c_stride;
+                      kInt32Tiles[count - 1][tile_rows](t);
+                    });
 }
 
 void u8s8_requantize_block_avx512vnni(const int32_t* sums, size_t sums_stride, size_t rows, size_t count,

@@ -166,18 +166,24 @@ bool takes_s8_kernel(std::span<const ValueInfo> in, const Tensor* b, const Tenso
 }
 
 // On the 8-bit kernel a tile may take a slice of B's columns (whole panel pairs): where the
-// weights outweigh the activations (BERT at batch 1) columns are cut instead of rows, so each
-// tile streams its own slice of the weights, not all of them (tile_util.h cut_weights_first).
-std::vector<int64_t> qlinear_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
-  const ValueInfo ab[] = {in[0], in[3]};
+// weights outweigh the activations (BERT at batch 1, a classifier's last layer) columns are
+// cut instead of rows, so each tile streams its own slice of the weights, not all of them
+// (tile_util.h cut_weights_first). B is input b_index, its zero point input zero_index.
+std::vector<int64_t> s8_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                                 size_t b_index, size_t zero_index) {
+  const ValueInfo ab[] = {in[0], in[b_index]};
   std::vector<int64_t> blocks = cuttable(node, ab, out);
-  const bool zero_known = !has_input(in, 5) || in[5].data;
-  if (!takes_s8_kernel(in, in[3].data, has_input(in, 5) ? in[5].data : nullptr, zero_known) || in[0].shape.size() < 2 ||
-      out[0].shape.size() < 2 || !cut_weights_first(numel(in[3].shape), numel(in[0].shape)))
+  const bool zero_known = !has_input(in, zero_index) || in[zero_index].data;
+  if (!takes_s8_kernel(in, in[b_index].data, has_input(in, zero_index) ? in[zero_index].data : nullptr, zero_known) ||
+      in[0].shape.size() < 2 || out[0].shape.size() < 2 || !cut_weights_first(numel(in[b_index].shape), numel(in[0].shape)))
     return blocks;
   blocks[out[0].shape.size() - 2] = 0;
   blocks.back() = 2 * static_cast<int64_t>(kernels::U8Panels::kWidth);
   return blocks;
+}
+
+std::vector<int64_t> qlinear_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  return s8_cuttable(node, in, out, 3, 5);
 }
 
 void qlinear_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out, const Region& out_region,
@@ -224,12 +230,15 @@ bool zero_points_all_zero(const Tensor* t) {
   return true;
 }
 
-std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
-                                            std::span<const Tensor* const> constants) {
+// B (input b_index, its zero point zero_index) in the 8-bit kernel's panels with its column
+// sums where takes_s8_kernel, else in the int16 panels of prepare_b; null where B is not a
+// constant 2-D matrix.
+std::shared_ptr<const void> prepare_weights(std::span<const ValueInfo> in, std::span<const Tensor* const> constants,
+                                            size_t b_index, size_t zero_index) {
   auto w = std::make_shared<QLinearWeights>();
-  const Tensor* b = constants.size() > 3 ? constants[3] : nullptr;
-  const bool zero_known = !has_input(in, 5) || (constants.size() > 5 && constants[5]);
-  if (takes_s8_kernel(in, b, has_input(in, 5) ? constants[5] : nullptr, zero_known)) {
+  const Tensor* b = constants.size() > b_index ? constants[b_index] : nullptr;
+  const bool zero_known = !has_input(in, zero_index) || (constants.size() > zero_index && constants[zero_index]);
+  if (takes_s8_kernel(in, b, has_input(in, zero_index) ? constants[zero_index] : nullptr, zero_known)) {
     const auto k = static_cast<size_t>(b->dim(0)), n = static_cast<size_t>(b->dim(1));
     kernels::pack_u8_panels(reinterpret_cast<const uint8_t*>(b->raw()), n, k, n, 0, w->s8);
     w->column_sums.assign(n, 0);
@@ -237,8 +246,39 @@ std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueIn
       for (size_t j = 0; j < n; ++j) w->column_sums[j] += b->data<int8_t>()[p * n + j];
     return w;
   }
-  w->int16 = prepare_b(in, constants, 3, 5);
+  w->int16 = prepare_b(in, constants, b_index, zero_index);
   return w->int16 ? std::static_pointer_cast<const void>(w) : nullptr;
+}
+
+std::shared_ptr<const void> qlinear_prepare(const Node&, std::span<const ValueInfo> in,
+                                            std::span<const Tensor* const> constants) {
+  return prepare_weights(in, constants, 3, 5);
+}
+
+// The per-column add of the 8-bit kernel for a's zero point (its XOR 0x80 shift included):
+// -zero * column sum. False where a sum plus it could pass int32.
+bool zero_point_adds(const QLinearWeights& w, int32_t zero, std::vector<int32_t>& add) {
+  add.resize(w.s8.n);
+  for (size_t j = 0; j < w.s8.n; ++j) {
+    const int64_t value = -int64_t{zero} * w.column_sums[j];
+    if (std::abs(value) + static_cast<int64_t>(w.s8.k) * 255 * 128 > std::numeric_limits<int32_t>::max()) return false;
+    add[j] = static_cast<int32_t>(value);
+  }
+  return true;
+}
+
+// a's m rows of k bytes as the 8-bit kernel reads them: in place where they are already
+// uint8 rows of whole quads, else copied into `rows` padded to k4 (and XOR 0x80 when int8).
+const uint8_t* kernel_rows(const uint8_t* a, size_t m, size_t k, size_t k4, bool is_signed, std::vector<uint8_t>& rows) {
+  if (!is_signed && k == k4) return a;
+  const uint8_t flip = is_signed ? 0x80 : 0;
+  rows.resize(m * k4);
+  for (size_t t = 0; t < m; ++t) {
+    uint8_t* row = rows.data() + t * k4;
+    for (size_t p = 0; p < k; ++p) row[p] = a[t * k + p] ^ flip;
+    std::fill(row + k, row + k4, uint8_t{0});
+  }
+  return rows.data();
 }
 
 int64_t qlinear_prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
@@ -258,20 +298,14 @@ bool qlinear_s8(const Node& node, std::span<const Tensor* const> in, const QLine
   const bool is_signed = in[0]->dtype() == DType::i8;
   const int32_t zero = (a_zero ? static_cast<int32_t>(a_zero->to_i64()[0]) : 0) + (is_signed ? 128 : 0);
   const size_t n = w.s8.n, k = w.s8.k, k4 = w.s8.quads * 4;
-  std::vector<int32_t>& add = ws.add;
+  if (!zero_point_adds(w, zero, ws.add)) return false;
   std::vector<float>& multiplier = ws.multiplier;
-  add.resize(n);
   multiplier.resize(n);
   const float a_scale = static_cast<float>(in[1]->to_f64()[0]), y_scale = in[6]->data<float>()[0];
   const std::vector<double> b_scale = in[4]->to_f64();
-  for (size_t j = 0; j < n; ++j) {
-    const int64_t value = -int64_t{zero} * w.column_sums[j];
-    if (std::abs(value) + static_cast<int64_t>(k) * 255 * 128 > std::numeric_limits<int32_t>::max()) return false;
-    add[j] = static_cast<int32_t>(value);
-    multiplier[j] = a_scale * static_cast<float>(b_scale[b_scale.size() == 1 ? 0 : j]) / y_scale;
-  }
+  for (size_t j = 0; j < n; ++j) multiplier[j] = a_scale * static_cast<float>(b_scale[b_scale.size() == 1 ? 0 : j]) / y_scale;
   kernels::ColumnRequantize rq;
-  rq.add = add.data();
+  rq.add = ws.add.data();
   rq.multiplier = multiplier.data();
   const Tensor* y_zero = optional_input(in, 7);
   rq.zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
@@ -280,25 +314,13 @@ bool qlinear_s8(const Node& node, std::span<const Tensor* const> in, const QLine
   rq.y_stride = n;
   const Range cols = out_region.back();
   if (in[3]->rank() > 1) rq.col_begin = static_cast<size_t>(cols.begin), rq.col_end = static_cast<size_t>(cols.end);
-  std::vector<uint8_t>& rows = ws.rows;
   rq.scratch = &ws.u8_gemm;
-  const uint8_t flip = is_signed ? 0x80 : 0;
   for_each_block(node, *in[0], *in[3], a_zero, optional_input(in, 5), out_region,
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
-                   const auto* a = static_cast<const uint8_t*>(call.a);
                    rq.y = reinterpret_cast<uint8_t*>(y.raw()) + first_row * static_cast<int64_t>(n) +
                           static_cast<int64_t>(rq.col_begin);
-                   if (!is_signed && k == k4) {  // a's rows are the kernel's rows as they lie
-                     kernels::u8s8_gemm_requantize(a, call.m, k, w.s8, rq);
-                     return;
-                   }
-                   rows.resize(call.m * k4);
-                   for (size_t t = 0; t < call.m; ++t) {
-                     uint8_t* row = rows.data() + t * k4;
-                     for (size_t p = 0; p < k; ++p) row[p] = a[t * k + p] ^ flip;
-                     std::fill(row + k, row + k4, uint8_t{0});
-                   }
-                   kernels::u8s8_gemm_requantize(rows.data(), call.m, k4, w.s8, rq);
+                   const uint8_t* rows = kernel_rows(static_cast<const uint8_t*>(call.a), call.m, k, k4, is_signed, ws.rows);
+                   kernels::u8s8_gemm_requantize(rows, call.m, rows == call.a ? k : k4, w.s8, rq);
                  });
   return true;
 }
@@ -333,32 +355,12 @@ void qlinear_run_tile(const Node& node, std::span<const Tensor* const> in, std::
 // panels (a quarter of the int16 panels' reads) and its columns cut where they outweigh a.
 
 std::vector<int64_t> integer_cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
-  std::vector<int64_t> blocks = cuttable(node, in, out);
-  const bool zero_known = !has_input(in, 3) || in[3].data;
-  if (!takes_s8_kernel(in, in[1].data, has_input(in, 3) ? in[3].data : nullptr, zero_known) || in[0].shape.size() < 2 ||
-      out[0].shape.size() < 2 || !cut_weights_first(numel(in[1].shape), numel(in[0].shape)))
-    return blocks;
-  blocks[out[0].shape.size() - 2] = 0;
-  blocks.back() = 2 * static_cast<int64_t>(kernels::U8Panels::kWidth);
-  return blocks;
+  return s8_cuttable(node, in, out, 1, 3);
 }
 
 std::shared_ptr<const void> integer_prepare(const Node&, std::span<const ValueInfo> in,
                                             std::span<const Tensor* const> constants) {
-  const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
-  const bool zero_known = !has_input(in, 3) || (constants.size() > 3 && constants[3]);
-  if (!takes_s8_kernel(in, b, has_input(in, 3) ? constants[3] : nullptr, zero_known)) {
-    auto w = std::make_shared<QLinearWeights>();
-    w->int16 = prepare_b(in, constants, 1, 3);
-    return w->int16 ? std::static_pointer_cast<const void>(w) : nullptr;
-  }
-  auto w = std::make_shared<QLinearWeights>();
-  const auto k = static_cast<size_t>(b->dim(0)), n = static_cast<size_t>(b->dim(1));
-  kernels::pack_u8_panels(reinterpret_cast<const uint8_t*>(b->raw()), n, k, n, 0, w->s8);
-  w->column_sums.assign(n, 0);
-  for (size_t p = 0; p < k; ++p)
-    for (size_t j = 0; j < n; ++j) w->column_sums[j] += b->data<int8_t>()[p * n + j];
-  return w;
+  return prepare_weights(in, constants, 1, 3);
 }
 
 // The 8-bit path of one tile, as qlinear_s8 without the requantization: false where a's zero
@@ -370,32 +372,14 @@ bool integer_s8(const Node& node, std::span<const Tensor* const> in, const QLine
   const bool is_signed = in[0]->dtype() == DType::i8;
   const int32_t zero = (a_zero ? static_cast<int32_t>(a_zero->to_i64()[0]) : 0) + (is_signed ? 128 : 0);
   const size_t n = w.s8.n, k = w.s8.k, k4 = w.s8.quads * 4;
-  std::vector<int32_t>& add = ws.add;
-  add.resize(n);
-  for (size_t j = 0; j < n; ++j) {
-    const int64_t value = -int64_t{zero} * w.column_sums[j];
-    if (std::abs(value) + static_cast<int64_t>(k) * 255 * 128 > std::numeric_limits<int32_t>::max()) return false;
-    add[j] = static_cast<int32_t>(value);
-  }
+  if (!zero_point_adds(w, zero, ws.add)) return false;
   const Range cols = in[1]->rank() > 1 ? out_region.back() : Range{0, static_cast<int64_t>(n)};
-  const auto col_begin = static_cast<size_t>(cols.begin), col_end = static_cast<size_t>(cols.end);
-  std::vector<uint8_t>& rows = ws.rows;
-  const uint8_t flip = is_signed ? 0x80 : 0;
   for_each_block(node, *in[0], *in[1], a_zero, optional_input(in, 3), out_region,
                  [&](kernels::IntGemmCall& call, int64_t first_row) {
-                   const auto* a = static_cast<const uint8_t*>(call.a);
                    int32_t* c = y.data<int32_t>() + first_row * static_cast<int64_t>(n) + cols.begin;
-                   if (!is_signed && k == k4) {  // a's rows are the kernel's rows as they lie
-                     kernels::u8s8_gemm_int32(a, call.m, k, w.s8, add.data(), col_begin, col_end, c, n);
-                     return;
-                   }
-                   rows.resize(call.m * k4);
-                   for (size_t t = 0; t < call.m; ++t) {
-                     uint8_t* row = rows.data() + t * k4;
-                     for (size_t p = 0; p < k; ++p) row[p] = a[t * k + p] ^ flip;
-                     std::fill(row + k, row + k4, uint8_t{0});
-                   }
-                   kernels::u8s8_gemm_int32(rows.data(), call.m, k4, w.s8, add.data(), col_begin, col_end, c, n);
+                   const uint8_t* rows = kernel_rows(static_cast<const uint8_t*>(call.a), call.m, k, k4, is_signed, ws.rows);
+                   kernels::u8s8_gemm_int32(rows, call.m, rows == call.a ? k : k4, w.s8, ws.add.data(),
+                                            static_cast<size_t>(cols.begin), static_cast<size_t>(cols.end), c, n);
                  });
   return true;
 }

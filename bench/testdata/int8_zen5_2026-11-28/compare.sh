@@ -1,9 +1,10 @@
 #!/bin/bash
 # The int8 models as ../int8/compare.sh makes them (grove quantize; 8 random-normal images for
-# ResNet-50, the stored input for BERT-base), in /tmp/int8. Usage: compare.sh THREADS ROUNDS
+# ResNet-50, the stored input for BERT-base), in /tmp/int8. Usage, from the repository root:
+# compare.sh THREADS ROUNDS [GROVE_BINARY] (also stop 44's runs, ../int8_zen5_stop44_2026-11-28)
 # int8 only: grove vs ORT, interleaved
-T=$1; R=$2
-B=$HOME/.cache/grove/bench; INT8=/tmp/int8; G=build/grove
+T=$1; R=$2; G=${3:-build/grove}
+B=$HOME/.cache/grove/bench; INT8=/tmp/int8
 RIN="image=$B/resnet50_b1.in.image.npy"
 BIN="--input input_ids=$B/bert_base_s128_b1.in.input_ids.npy --input attention_mask=$B/bert_base_s128_b1.in.attention_mask.npy --input token_type_ids=$B/bert_base_s128_b1.in.token_type_ids.npy"
 ORT="env GROVE_ORT_NODE=$HOME/.cache/grove/peers/node_modules/onnxruntime-node node bench/runners/ort_runner.js"
