@@ -59,10 +59,12 @@ void max_over_taps(const T* const* taps, size_t count, int64_t c, T* out) {
   }
 }
 
-template <class T>
-void pool(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) {
-  // The geometry in locals: byte stores may alias anything, so vector entries would be read
-  // again after each one.
+// Every output pixel of the region with its taps inside the plane (a window wholly in the
+// padding has none and gives lowest()); `pixel(taps, count, out)` computes it. The geometry
+// is read into locals: byte stores may alias anything, so vector entries would be read again
+// after each one.
+template <class T, class Pixel>
+void pool(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y, Pixel&& pixel) {
   const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], c = x.dim(3);
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sy = g.strides[0], sx = g.strides[1];
   const int64_t py = g.pads_begin[0], px = g.pads_begin[1], dy = g.dilations[0], dx = g.dilations[1];
@@ -81,32 +83,22 @@ void pool(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) 
             if (ix >= 0 && ix < iw) taps.push_back(xs + ((n * ih + iy) * iw + ix) * c);
           }
         }
-        max_over_taps(taps.data(), taps.size(), c, ys + ((n * oh + oy) * ow + ox) * c);
+        pixel(taps.data(), taps.size(), ys + ((n * oh + oy) * ow + ox) * c);
       }
 }
 
-// Float32: the taps inside the plane, then one kernel call per output pixel (a window wholly
-// in the padding has none and gives lowest(), as the byte loop does).
+// Bytes by max_over_taps, float32 by the per-ISA kernel (kernels/maxpool.h).
+template <class T>
+void pool_bytes(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) {
+  const int64_t c = x.dim(3);
+  pool<T>(x, g, r, y, [c](const T* const* taps, size_t count, T* out) { max_over_taps(taps, count, c, out); });
+}
+
 void pool_f32(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) {
-  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], c = x.dim(3);
-  const float* xs = x.data<float>();
-  float* ys = y.data<float>();
-  std::vector<const float*> taps;
-  for (int64_t n = r[0].begin; n < r[0].end; ++n)
-    for (int64_t oy = r[1].begin; oy < r[1].end; ++oy)
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        taps.clear();
-        for (int64_t ki = 0; ki < g.kernel[0]; ++ki) {
-          const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
-          if (iy < 0 || iy >= ih) continue;
-          for (int64_t kj = 0; kj < g.kernel[1]; ++kj) {
-            const int64_t ix = ox * g.strides[1] - g.pads_begin[1] + kj * g.dilations[1];
-            if (ix >= 0 && ix < iw) taps.push_back(xs + ((n * ih + iy) * iw + ix) * c);
-          }
-        }
-        float* out = ys + ((n * g.output[0] + oy) * ow + ox) * c;
-        kernels::max_pool_nhwc_pixel(taps.data(), taps.size(), static_cast<size_t>(c), out);
-      }
+  const auto c = static_cast<size_t>(x.dim(3));
+  pool<float>(x, g, r, y, [c](const float* const* taps, size_t count, float* out) {
+    kernels::max_pool_nhwc_pixel(taps, count, c, out);
+  });
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
@@ -114,8 +106,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   const WindowGeometry g = geometry_of(node, in[0]->shape());
-  if (in[0]->dtype() == DType::i8) pool<int8_t>(*in[0], g, r, y);
-  else if (in[0]->dtype() == DType::u8) pool<uint8_t>(*in[0], g, r, y);
+  if (in[0]->dtype() == DType::i8) pool_bytes<int8_t>(*in[0], g, r, y);
+  else if (in[0]->dtype() == DType::u8) pool_bytes<uint8_t>(*in[0], g, r, y);
   else if (in[0]->dtype() == DType::f32) pool_f32(*in[0], g, r, y);
   else reference_whole(node, in, out, r);
 }
