@@ -10,7 +10,8 @@ bench/models/export_bench_models.py, then docs/benchmarks.md from the results (b
 Per workload: every engine runs once on the stored inputs and its outputs must agree with the
 stored PyTorch outputs (max abs error <= 1e-3 x max |reference|); an engine that disagrees or
 fails is reported FAILED and not timed. Then, per thread count, rounds interleave the engines
-(A B C D A B C D ...). A round is one fresh process per engine doing --warmup untimed runs and
+(A B C D A B C D ...). A round is one fresh process per engine doing --warmup untimed runs (and
+more until --warmup-seconds have passed) and
 --runs timed runs; each engine's latency is the median of all its timed runs (rounds x runs).
 Extras: the FMA peak probe, grove co-execution of ResNet-50 + BERT-base, and the
 tiles-per-layer sweep on ConvStack. Results go to --out (JSON), then bench/report.py.
@@ -52,7 +53,10 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per thread count")
     p.add_argument("--runs", type=int, default=4, help="timed runs per round (>= 10 in all: "
                    "rounds x runs)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed runs per round")
+    p.add_argument("--warmup", type=int, default=2, help="untimed runs per round (at least)")
+    p.add_argument("--warmup-seconds", type=float, default=0.5,
+                   help="untimed runs per round go on until this many seconds have passed: a fresh grove "
+                        "process ran its first ~200 ms up to 40%% slower on a KVM guest (docs/benchmarks.md)")
     p.add_argument("--engines", default=",".join(engines.ENGINES), help="subset of engines")
     p.add_argument("--quick", action="store_true",
                    help=f"{QUICK_MODEL}, nproc threads, 1 round of 3 runs, every engine, "
@@ -73,7 +77,7 @@ def parse_args():
     if a.quick:
         a.models = a.models or QUICK_MODEL
         a.threads = a.threads or str(os.cpu_count())
-        a.rounds, a.runs, a.warmup, a.no_extras = 1, 3, 1, True
+        a.rounds, a.runs, a.warmup, a.warmup_seconds, a.no_extras = 1, 3, 1, 0.0, True
     if a.check_only:
         a.no_extras, a.report = True, ""
     a.models = a.models.split(",") if a.models else ALL_MODELS
@@ -140,7 +144,7 @@ class Eta:
 
     def step_seconds(self, model, threads):
         runs = self.a.warmup + self.a.runs
-        return 1.5 + runs * self.gflops.get(model, 10.0) / (self.RATE * threads)
+        return 1.5 + self.a.warmup_seconds + runs * self.gflops.get(model, 10.0) / (self.RATE * threads)
 
     def extras_seconds(self):
         if self.a.no_extras:
@@ -173,11 +177,11 @@ def main() -> int:
     started = time.time()
     peers_dir = prepare(a)
     ctx = engines.Context(grove=a.grove, cache=a.cache, peers_dir=peers_dir,
-                          warmup=a.warmup, runs=a.runs)
+                          warmup=a.warmup, warmup_seconds=a.warmup_seconds, runs=a.runs)
     results = {"command": shlex.join(["bench/run-suite.sh"] + sys.argv[1:]),
                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "settings": {"models": a.models, "threads": a.threads, "rounds": a.rounds,
-                            "runs": a.runs, "warmup": a.warmup, "engines": a.engines,
+                            "runs": a.runs, "warmup": a.warmup, "warmup_seconds": a.warmup_seconds, "engines": a.engines,
                             "tolerance": TOLERANCE, "process_per_round": True},
                "machine": extras.machine(os.path.join(HERE, "fma_peak.cpp"), peers_dir, log),
                "workloads": {}}

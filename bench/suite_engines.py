@@ -23,6 +23,7 @@ class Context:
     cache: str
     peers_dir: str
     warmup: int
+    warmup_seconds: float
     runs: int
 
 
@@ -48,7 +49,8 @@ def command(engine: str, ctx: Context, manifest, threads: int, warmup: int, runs
             return [ctx.grove, "run", model, "--threads", str(threads), "--schedule", schedule,
                     "--output", out_dir] + tuning + input_args(ctx, manifest, "--input")
         return [ctx.grove, "bench", model, "--threads", str(threads), "--schedule", schedule,
-                "--warmup", str(warmup), "--runs", str(runs), "--json"] + tuning + \
+                "--warmup", str(warmup), "--warmup-seconds", str(ctx.warmup_seconds), "--runs", str(runs),
+                "--json"] + tuning + \
             input_args(ctx, manifest, "--input")
     if engine == "ort":
         cmd = ["node", os.path.join(HERE, "runners", "ort_runner.js"), "--model", model]
@@ -59,6 +61,8 @@ def command(engine: str, ctx: Context, manifest, threads: int, warmup: int, runs
         raise EngineError(f"unknown engine {engine}")
     cmd += input_args(ctx, manifest, "--input")
     cmd += ["--threads", str(threads), "--warmup", str(warmup), "--runs", str(runs)]
+    if runs > 0:
+        cmd += ["--warmup-seconds", str(ctx.warmup_seconds)]
     return cmd + (["--outputs", out_dir] if out_dir else [])
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // ONNX Runtime (onnxruntime-node) side of the benchmark suite: one process = one round.
 //   node ort_runner.js --model M.onnx --input NAME=FILE.npy ... --threads N --warmup W --runs R
+//                      [--warmup-seconds S]  (untimed runs go on until S seconds have passed)
 //                      [--outputs DIR]   (writes each output as DIR/<name>.npy)
 // Session: intra-op threads N, inter-op 1, sequential execution, all graph optimisations.
 // Prints one JSON line: load_ms, the timed runs' latencies (ms), their median.
@@ -9,13 +10,14 @@ const path = require('path');
 const { readNpy, writeNpy } = require('./npy');
 
 function parseArgs(argv) {
-  const a = { inputs: [], threads: 1, warmup: 1, runs: 3 };
+  const a = { inputs: [], threads: 1, warmup: 1, warmupSeconds: 0, runs: 3 };
   for (let i = 0; i < argv.length; i += 2) {
     const [k, v] = [argv[i], argv[i + 1]];
     if (k === '--model') a.model = v;
     else if (k === '--input') a.inputs.push(v);
     else if (k === '--threads') a.threads = Number(v);
     else if (k === '--warmup') a.warmup = Number(v);
+    else if (k === '--warmup-seconds') a.warmupSeconds = Number(v);
     else if (k === '--runs') a.runs = Number(v);
     else if (k === '--outputs') a.outputs = v;
     else throw new Error(`unknown option ${k}`);
@@ -47,7 +49,9 @@ async function main() {
   });
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
   let out;
-  for (let i = 0; i < a.warmup; ++i) out = await session.run(feeds);
+  const warmStart = process.hrtime.bigint();
+  const warmSeconds = () => Number(process.hrtime.bigint() - warmStart) / 1e9;
+  for (let i = 0; i < a.warmup || warmSeconds() < a.warmupSeconds; ++i) out = await session.run(feeds);
   const ms = [];
   for (let i = 0; i < a.runs; ++i) {
     const t = process.hrtime.bigint();

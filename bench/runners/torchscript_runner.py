@@ -23,6 +23,8 @@ def main() -> int:
     p.add_argument("--input", action="append", default=[])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--warmup-seconds", type=float, default=0.0,
+                   help="untimed runs go on until this many seconds have passed")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--outputs")
     a = p.parse_args()
@@ -43,8 +45,10 @@ def main() -> int:
     ms = []
     out = None
     with torch.inference_mode():
-        for _ in range(a.warmup):
+        warm_start, warm_runs = time.perf_counter(), 0
+        while warm_runs < a.warmup or time.perf_counter() - warm_start < a.warmup_seconds:
             out = model(*inputs)
+            warm_runs += 1
         for _ in range(a.runs):
             t = time.perf_counter()
             out = model(*inputs)

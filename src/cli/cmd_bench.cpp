@@ -177,7 +177,8 @@ int run_bench(const BenchOptions& o) {
   const long long edges = whole ? static_cast<long long>(plan->tiles.edge_count()) : 0;
   const double packed = whole ? static_cast<double>(plan->prepared_bytes) : 0.0;
 
-  for (int i = 0; i < o.warmup; ++i)
+  const auto warm_start = Clock::now();
+  for (int i = 0; i < o.warmup || std::chrono::duration<double>(Clock::now() - warm_start).count() < o.warmup_seconds; ++i)
     for (auto& x : series) x.session->run(inputs);
   bool tty = isatty(STDERR_FILENO) && !o.json;
   auto start = Clock::now();

@@ -25,7 +25,8 @@ int run_bench_coexec(const BenchOptions& o) {
   for (const auto& path : o.models) models.push_back(load_for_coexec(engine, o, path, shapes));
   double load_plan_ms = ms_since(t0);
 
-  for (int i = 0; i < o.warmup; ++i) run_together(models), run_in_turn(models);
+  const auto warm_start = Clock::now();
+  for (int i = 0; i < o.warmup || ms_since(warm_start) < o.warmup_seconds * 1e3; ++i) run_together(models), run_in_turn(models);
   std::vector<double> together, in_turn;
   bool tty = isatty(STDERR_FILENO) && !o.json;
   auto start = Clock::now();

@@ -64,6 +64,7 @@ struct BenchOptions {
   int runs = 10;
   double seconds = 0;               // > 0: run until this much time has passed (at least `runs`)
   int warmup = 2;
+  double warmup_seconds = 0;  // and keep warming up until this many seconds have passed
   std::string schedule = "aspen";   // aspen | barrier | both (interleaved A B A B ...)
   int tiles_per_op = 0;
   std::string tile_counts = "tail";  // fixed | tail | both (interleaved, like --schedule both)

@@ -300,6 +300,10 @@ Examples:
   bench->add_option("--seconds,-s", bench_options.seconds, "Keep running until this many seconds (0: just --runs)")
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
   bench->add_option("--warmup,-w", bench_options.warmup, "Untimed runs first (per schedule)")->capture_default_str()->check(CLI::Range(0, 1000));
+  bench->add_option("--warmup-seconds", bench_options.warmup_seconds,
+                    "Keep doing untimed runs until this many seconds have passed (at least --warmup runs): "
+                    "a fresh process runs slower for its first few hundred milliseconds on some machines (docs/benchmarks.md)")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   bench->add_option("--schedule", bench_options.schedule, "aspen, barrier, or both (interleaved)")
       ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
   bench->add_option("--tiles-per-op", bench_options.tiles_per_op, "Target tiles per op (0: by rule)")

@@ -2,6 +2,7 @@
 // co-execution mode (several models: together vs one after the other).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "cli_harness.h"
@@ -37,6 +38,21 @@ TEST(CliBench, JsonListsEveryTimedRunAndThroughput) {
   for (double x : ms) EXPECT_GT(x, 0) << r.out;
   EXPECT_NE(r.out.find("\"throughput_per_s\": "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"mean_ms\": "), std::string::npos) << r.out;
+}
+
+// --warmup-seconds keeps warming up past --warmup runs: the process cannot finish sooner, and
+// the timed runs are still the ones asked for. A negative duration is refused.
+TEST(CliBench, WarmupSecondsWarmsUpForThatLong) {
+  const auto start = std::chrono::steady_clock::now();
+  Result r = run_grove({"bench", kModel, "--runs", "2", "--warmup", "0", "--warmup-seconds", "0.4", "--input", kInput,
+                        "--json"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_array(r.out, "ms").size(), 2u) << r.out;
+  EXPECT_GE(seconds, 0.4);
+  Result bad = run_grove({"bench", kModel, "--warmup-seconds", "-1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--warmup-seconds"), std::string::npos) << bad.err;
 }
 
 TEST(CliBench, SeveralModelsCoExecuteAgainstOneAfterTheOther) {
