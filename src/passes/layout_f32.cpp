@@ -10,7 +10,8 @@
 // channels of values that all have channels-last copies concatenates those copies along their
 // last dim, and a MaxPool of such a value pools the copy (MaxPoolNhwc), so a SqueezeNet fire
 // module or an inception module (whose pool branch reads the module's input) hands
-// channels-last values to the next one instead of a Transpose back and forth per branch.
+// channels-last values to the next one instead of a Transpose back and forth per branch. An Add
+// of two such values (a residual added after the activation) adds the copies.
 // Why: on the NCHW path the pixels fill the GEMM's vector lanes, so a 7x7 plane (49 pixels)
 // wastes a quarter of them, and any conv but a 1x1 lays out an im2col panel per tile.
 // Channels-last the output channels fill the lanes and each window row is one copied run
@@ -81,6 +82,17 @@ bool pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std:
          n.attr_int("storage_order", 0) == 0;
 }
 
+// An Add of two float values of one shape (no broadcast) that both have channels-last copies:
+// adding the copies gives the copy of the sum. A residual added after the activation (YOLOv3's
+// darknet blocks: x + leaky(conv(conv(x)))) is not fused into the conv's epilogue, and as an
+// NCHW op it cut each block's convs off from the next block's with a Transpose both ways.
+bool add_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
+  if (n.op_type != "Add" || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+  const ValueInfo *a = info(g, n.inputs[0]), *b = info(g, n.inputs[1]), *y = info(g, n.outputs[0]);
+  return twin.count(n.inputs[0]) && twin.count(n.inputs[1]) && f32_4d(a) && f32_4d(b) && f32_4d(y) &&
+         a->shape == b->shape && a->shape == y->shape;
+}
+
 // A float GlobalAveragePool of a value with a channels-last copy: GlobalAveragePoolNhwc reads
 // the copy and writes the NCHW output itself ([N, C, 1, 1] has the bytes of [N, 1, 1, C]).
 bool global_pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
@@ -136,7 +148,7 @@ bool keeps_winograd(const Shape& x) {
          !kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
 }
 
-// Convs, Concats and pools that share channels-last values (one reads another's y, or both read
+// Convs, Concats, Adds and pools that share channels-last values (one reads another's y, or both read
 // one copy) form a component: together they stay channels-last or go back. A component keeps channels-last
 // only if its FLOPs are at least kFlopsPerMove times what its Transposes move, in FLOPs (the
 // plan's transpose_flops per element); otherwise every conv of it becomes the NCHW Conv again and
@@ -149,7 +161,7 @@ bool keeps_winograd(const Shape& x) {
 int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of,
                              const std::set<std::string>& movers, const std::set<std::string>& riders,
                              double transpose_flops) {
-  auto channels_last = [&](const Node& n) { return is_conv_nhwc(n) || movers.count(n.name); };
+  auto channels_last = [&](const Node& n) { return is_conv_nhwc(n) || (n.outputs.size() == 1 && movers.count(n.outputs[0])); };
   std::vector<size_t> convs;
   std::map<std::string, size_t> producer;
   std::map<std::string, int> reads;
@@ -166,7 +178,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     return c;
   };
   auto twin_inputs = [&](const Node& c) {
-    if (c.op_type == "Concat") return c.inputs;
+    if (c.op_type == "Concat" || c.op_type == "Add") return c.inputs;
     std::vector<std::string> v = {c.inputs[0]};
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
       v.push_back(c.inputs[kEpilogueResidualInput]);
@@ -200,8 +212,8 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     const size_t r = root(c);
     Node& n = g.nodes[c];
     if (chosen.count(r) || flops[r] >= kFlopsPerMove * transpose_flops * moved[r]) continue;
-    if (n.op_type == "Concat") {
-      set_axis(n, 1);
+    if (n.op_type == "Concat" || n.op_type == "Add") {
+      if (n.op_type == "Concat") set_axis(n, 1);
       for (std::string& in : n.inputs) in = nchw_of.at(in);
     } else if (n.op_type == "GlobalAveragePoolNhwc") {
       n.op_type = "GlobalAveragePool";
@@ -280,7 +292,9 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
-  std::set<std::string> movers;  // the Concats and pools that take channels-last copies
+  // The Concats, Adds and pools that take channels-last copies, by the value they write (node
+  // names may be empty).
+  std::set<std::string> movers;
   std::set<std::string> riders;  // Winograd layers, and stems (revert_costly_components)
   int converted = 0;
   auto channels_last = [&](const std::string& value) {
@@ -304,9 +318,17 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       Node c = n;
       set_axis(c, 3);
       for (std::string& in : c.inputs) in = twin.at(in);
-      movers.insert(c.name);
       out.push_back(std::move(c));
       add_twin(n.outputs[0]);
+      movers.insert(twin.at(n.outputs[0]));
+      continue;
+    }
+    if (add_takes_channels_last(g, n, twin)) {
+      Node a = n;
+      for (std::string& in : a.inputs) in = twin.at(in);
+      out.push_back(std::move(a));
+      add_twin(n.outputs[0]);
+      movers.insert(twin.at(n.outputs[0]));
       continue;
     }
     const bool global_pool = global_pool_takes_channels_last(g, n, twin);
@@ -315,9 +337,9 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       p.op_type = global_pool ? "GlobalAveragePoolNhwc" : "MaxPoolNhwc";
       p.domain = kGroveDomain;
       p.inputs[0] = twin.at(n.inputs[0]);
-      movers.insert(p.name);
       out.push_back(std::move(p));
       if (!global_pool) add_twin(n.outputs[0]);  // a global pool's output stays the NCHW value
+      movers.insert(out[out.size() - (global_pool ? 1 : 2)].outputs[0]);
       continue;
     }
     if (!takes_channels_last(g, n, keep)) {

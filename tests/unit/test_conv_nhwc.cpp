@@ -541,6 +541,55 @@ TEST(LayoutF32, ConcatAndMaxPoolJoinTheChannelsLastConvs) {
   expect_plan_computes(back, m, want, {2}, "the module back in NCHW");
 }
 
+// A darknet block (YOLOv3): x + leaky(conv3x3(leaky(conv1x1(x)))), the residual added after the
+// activation, so no conv fuses it. The Add adds the convs' channels-last copies, and the next
+// block's convs read its copy: only x's Transpose in and y's back. Priced so that the
+// Transposes outweigh the products, the Adds go back to NCHW with the convs.
+TEST(LayoutF32, AnAddOfChannelsLastValuesJoinsTheConvs) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 10, 10}).output("y", kF32, {1, 32, 10, 10});
+  weight(b, "w0", {32, 32, 3, 3}, 1);
+  weight(b, "wr", {16, 32, 1, 1}, 2);
+  weight(b, "we", {32, 16, 3, 3}, 3);
+  weight(b, "wr2", {16, 32, 1, 1}, 4);
+  weight(b, "we2", {32, 16, 3, 3}, 5);
+  auto& c0 = b.node("Conv", {"x", "w0"}, {"c0"}, "stage");
+  OnnxBuilder::attr_ints(c0, "pads", {1, 1, 1, 1});
+  b.node("LeakyRelu", {"c0"}, {"a0"}, "stage_act");
+  b.node("Conv", {"a0", "wr"}, {"r"}, "reduce");
+  b.node("LeakyRelu", {"r"}, {"ra"}, "reduce_act");
+  auto& e = b.node("Conv", {"ra", "we"}, {"e"}, "expand");
+  OnnxBuilder::attr_ints(e, "pads", {1, 1, 1, 1});
+  b.node("LeakyRelu", {"e"}, {"ea"}, "expand_act");
+  b.node("Add", {"a0", "ea"}, {"s"}, "");  // unnamed, as exporters often leave them
+  b.node("Conv", {"s", "wr2"}, {"r2"}, "reduce2");
+  b.node("LeakyRelu", {"r2"}, {"r2a"}, "reduce2_act");
+  auto& e2 = b.node("Conv", {"r2a", "we2"}, {"e2"}, "expand2");
+  OnnxBuilder::attr_ints(e2, "pads", {1, 1, 1, 1});
+  b.node("LeakyRelu", {"e2"}, {"e2a"}, "expand2_act");
+  b.node("Add", {"e2a", "s"}, {"y"}, "");
+  const TestModel m{"darknet", b.bytes(), {{"x", seeded_tensor({1, 32, 10, 10}, 7)}}};
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  auto plan = make_plan(model.graph(), PlanOptions{});
+  EXPECT_EQ(plan->channels_last_convs, 5);
+  EXPECT_EQ(count_op(*plan, "Add"), 2);
+  EXPECT_EQ(count_op(*plan, "Transpose"), 2);  // x in, y back
+  for (const Node& n : plan->graph.nodes)
+    if (n.op_type == "Add") {
+      EXPECT_EQ(plan->graph.values.at(n.outputs[0]).shape, (Shape{1, 10, 10, 32})) << "adds the NHWC copies";
+      EXPECT_NE(n.outputs[0], "y");
+    }
+  // Five convs deep the sums cancel: float32 rounding in another order moves y by ~1e-4.
+  expect_plan_computes(plan, m, want, {1, 3}, "channels-last darknet blocks", 2e-3);
+  auto back = plan_with_costly_transposes(model.graph());
+  EXPECT_EQ(back->channels_last_convs, 0);
+  EXPECT_EQ(count_op(*back, "Transpose"), 0);
+  for (const Node& n : back->graph.nodes)
+    if (n.op_type == "Add") EXPECT_EQ(back->graph.values.at(n.outputs[0]).shape, (Shape{1, 32, 10, 10}));
+  expect_plan_computes(back, m, want, {2}, "the blocks back in NCHW", 2e-3);
+}
+
 // A node a tuning record names keeps the layout it was measured in (here the others, left
 // too cheap for their Transposes, go back with it).
 TEST(LayoutF32, ChosenNodesStayNchw) {
