@@ -1,7 +1,9 @@
 #pragma once
 // The fused epilogue on one vector of outputs, y = act(sum + residual), for the loops written
-// once with GCC vectors and built per ISA (dwconv_nhwc_impl.h, conv_direct_impl.h). ReLU and
-// clip stay in vector form; the rarer activations take the scalar definition lane by lane.
+// once with GCC vectors and built per ISA (dwconv_nhwc_impl.h, conv_direct_impl.h,
+// winograd_f4x3_impl.h). ReLU, clip and leaky ReLU (after every conv of a darknet, where lane by
+// lane it dominated the Winograd output transform: docs/kernels.md) stay in vector form; the
+// rarer activations take the scalar definition lane by lane.
 // Internal linkage, like vector_ext.h.
 #include <cstring>
 
@@ -19,6 +21,7 @@ inline V activate_floats(V sum, const ActivationParams& a) {
     case Activation::clip:
       sum = sum > splat_floats<V>(a.alpha) ? sum : splat_floats<V>(a.alpha);
       return sum < splat_floats<V>(a.beta) ? sum : splat_floats<V>(a.beta);
+    case Activation::leaky_relu: return sum >= splat_floats<V>(0.0f) ? sum : sum * splat_floats<V>(a.alpha);
     default: {
       float lanes[sizeof(V) / sizeof(float)];
       std::memcpy(lanes, &sum, sizeof(V));
