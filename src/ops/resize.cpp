@@ -205,6 +205,34 @@ void bilinear_planes(const ResizePlan& p, const Tensor& x, Tensor& y, int64_t be
     }
 }
 
+bool is_plane_nearest(const ResizePlan& p, DType dtype, const Shape& x, const Shape& y) {
+  if (p.mode != InterpolationMode::nearest || dtype_size(dtype) != 4 || x.size() != 4 || y.size() != 4 || numel(x) == 0)
+    return false;
+  return x[0] == y[0] && x[1] == y[1] && p.scales[0] == 1 && p.scales[1] == 1 &&
+         p.coordinates != CoordinateMode::tf_crop_and_resize;
+}
+
+// The reference's index per output row and column (axis_taps, clamped to the plane); an
+// output row that picks the same input row as the one before is a copy of it (2x upsampling).
+void nearest_planes(const ResizePlan& p, const Tensor& x, Tensor& y, int64_t begin, int64_t end) {
+  const int64_t H = x.dim(2), W = x.dim(3), OH = y.dim(2), OW = y.dim(3);
+  std::vector<int64_t> rows, cols;
+  for (const Taps& t : axis_taps(p, 2, H, OH)) rows.push_back(t.reads[0].first);
+  for (const Taps& t : axis_taps(p, 3, W, OW)) cols.push_back(t.reads[0].first);
+  const auto* src = reinterpret_cast<const uint32_t*>(x.raw()) + begin * H * W;
+  auto* dst = reinterpret_cast<uint32_t*>(y.raw()) + begin * OH * OW;
+  for (int64_t n = begin; n < end; ++n, src += H * W, dst += OH * OW)
+    for (int64_t r = 0; r < OH; ++r) {
+      uint32_t* out = dst + r * OW;
+      if (r > 0 && rows[size_t(r)] == rows[size_t(r - 1)]) {
+        std::memcpy(out, out - OW, size_t(OW) * sizeof(uint32_t));
+        continue;
+      }
+      const uint32_t* in = src + rows[size_t(r)] * W;
+      for (int64_t c = 0; c < OW; ++c) out[c] = in[cols[size_t(c)]];
+    }
+}
+
 namespace {
 
 void interpolate_reference(const ResizePlan& p, const Tensor& x, Tensor& y) {

@@ -40,4 +40,11 @@ bool is_plane_bilinear(const ResizePlan& plan, const Shape& in, const Shape& out
 // Planes [begin, end) of that case (plane n * channels + c), of the whole tensors x and y.
 void bilinear_planes(const ResizePlan& plan, const Tensor& x, Tensor& y, int64_t begin, int64_t end);
 
+// Nearest resizing of the last two dims of a 4-D tensor of 4-byte elements (the batch and
+// channel dims kept; any coordinate and rounding mode but tf_crop_and_resize): every output
+// element is the input element the reference picks, so its tiles may take any run of planes.
+bool is_plane_nearest(const ResizePlan& plan, DType dtype, const Shape& in, const Shape& out);
+// Planes [begin, end) of that case, of the whole tensors x and y.
+void nearest_planes(const ResizePlan& plan, const Tensor& x, Tensor& y, int64_t begin, int64_t end);
+
 }  // namespace grove

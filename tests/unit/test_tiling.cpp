@@ -55,8 +55,8 @@ TEST(TilingElementwise, UnaryOpsOverEveryGrid) {
   check_tiling(NodeBuilder("Relu", 17, 1), {random_f32({}, 6)}, 0);  // a scalar: one tile
 }
 
-// Bilinear Resize of the last two dims: tiles take runs of (image, channel) planes. Other
-// resizes (nearest, or a batch dim resized) stay one tile.
+// Bilinear Resize of the last two dims: tiles take runs of (image, channel) planes. A batch dim
+// resized stays one tile.
 TEST(TilingResize, BilinearPlanesOverEveryGrid) {
   const Tensor x = random_f32({2, 5, 7, 9}, 31);
   const Tensor scales = optest::f32({4}, {1, 1, 1.5f, 2});
@@ -68,6 +68,27 @@ TEST(TilingResize, BilinearPlanesOverEveryGrid) {
   const Tensor batch = optest::f32({4}, {2, 1, 1, 1});
   const auto whole = check_tiling(NodeBuilder("Resize", 13, 3).s("mode", "linear"), {x, Tensor(), batch}, 0);
   EXPECT_LT(whole.tiles, stats.tiles) << "a resized batch dim: one tile per grid";
+}
+
+// Nearest Resize of the last two dims (4-byte elements): runs of planes too, each output the
+// element the reference picks (check_tiling compares with the reference, inputs poisoned
+// outside `needs`). PyTorch's upsampling (asymmetric, floor), a downsample rounding half up, sizes
+// under half_pixel, and int32 elements; a resized channel dim stays one tile.
+TEST(TilingResize, NearestPlanesOverEveryGrid) {
+  const Tensor x = random_f32({2, 5, 7, 9}, 32);
+  const Tensor up = optest::f32({4}, {1, 1, 2, 2});
+  const auto stats = check_tiling(
+      NodeBuilder("Resize", 13, 3).s("coordinate_transformation_mode", "asymmetric").s("nearest_mode", "floor"),
+      {x, Tensor(), up}, 0);
+  EXPECT_GT(stats.tiles, 5u);
+  const Tensor down = optest::f32({4}, {1, 1, 0.6f, 0.45f});
+  check_tiling(NodeBuilder("Resize", 13, 3).s("nearest_mode", "round_prefer_ceil"), {x, Tensor(), down}, 0);
+  check_tiling(NodeBuilder("Resize", 13, 4), {x, Tensor(), Tensor(), optest::ints1d({2, 5, 11, 4})}, 0);
+  Tensor ints(DType::i32, {1, 3, 4, 5});
+  for (int64_t i = 0; i < ints.numel(); ++i) ints.data<int32_t>()[i] = static_cast<int32_t>(i * 7919);
+  check_tiling(NodeBuilder("Resize", 13, 3), {ints, Tensor(), up}, 0);
+  const auto whole = check_tiling(NodeBuilder("Resize", 13, 3), {x, Tensor(), optest::f32({4}, {1, 2, 1, 1})}, 0);
+  EXPECT_LT(whole.tiles, stats.tiles) << "a resized channel dim: one tile per grid";
 }
 
 TEST(TilingElementwise, ClipWithScalarBounds) {
