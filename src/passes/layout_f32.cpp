@@ -161,7 +161,9 @@ bool keeps_winograd(const Shape& x) {
 int revert_costly_components(Graph& g, const std::map<std::string, std::string>& nchw_of,
                              const std::set<std::string>& movers, const std::set<std::string>& riders,
                              double transpose_flops) {
-  auto channels_last = [&](const Node& n) { return is_conv_nhwc(n) || (n.outputs.size() == 1 && movers.count(n.outputs[0])); };
+  auto channels_last = [&](const Node& n) {
+    return is_conv_nhwc(n) || (n.outputs.size() == 1 && movers.count(n.outputs[0]));
+  };
   std::vector<size_t> convs;
   std::map<std::string, size_t> producer;
   std::map<std::string, int> reads;
@@ -314,19 +316,12 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     nchw_of[name] = y;
   };
   for (const auto& n : g.nodes) {
-    if (concat_takes_channels_last(g, n, twin)) {
+    const bool concat = concat_takes_channels_last(g, n, twin);
+    if (concat || add_takes_channels_last(g, n, twin)) {  // the same node over the copies
       Node c = n;
-      set_axis(c, 3);
+      if (concat) set_axis(c, 3);
       for (std::string& in : c.inputs) in = twin.at(in);
       out.push_back(std::move(c));
-      add_twin(n.outputs[0]);
-      movers.insert(twin.at(n.outputs[0]));
-      continue;
-    }
-    if (add_takes_channels_last(g, n, twin)) {
-      Node a = n;
-      for (std::string& in : a.inputs) in = twin.at(in);
-      out.push_back(std::move(a));
       add_twin(n.outputs[0]);
       movers.insert(twin.at(n.outputs[0]));
       continue;
@@ -339,7 +334,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       p.inputs[0] = twin.at(n.inputs[0]);
       out.push_back(std::move(p));
       if (!global_pool) add_twin(n.outputs[0]);  // a global pool's output stays the NCHW value
-      movers.insert(out[out.size() - (global_pool ? 1 : 2)].outputs[0]);
+      movers.insert(global_pool ? n.outputs[0] : twin.at(n.outputs[0]));
       continue;
     }
     if (!takes_channels_last(g, n, keep)) {
