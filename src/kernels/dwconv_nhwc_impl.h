@@ -51,6 +51,44 @@ inline void inside_pixels(const DwConvNhwcCall& c, const float* const* rows, int
   for (int q = 0; q < Count; ++q) finish(c, y_row + size_t(ox0 + q) * c.channels + ch, acc[q]);
 }
 
+// A K x K kernel's weights for one channel vector, held in registers over a row's pixels.
+template <class V, int K>
+struct SquareTaps {
+  V w[K * K];
+};
+
+// inside_pixels for a K x K kernel of stride S (no dilation) whose weights are in registers:
+// each kernel row's input pixels are loaded once into registers and feed every output pixel
+// and tap that reads them. The same sums in the same order as inside_pixels.
+template <class V, int K, int S, int Count>
+inline void inside_pixels_square(const DwConvNhwcCall& c, const SquareTaps<V, K>& taps, V bias,
+                                 const float* const* rows, int64_t ox0, size_t ch, size_t y_row) {
+  const auto C = static_cast<int64_t>(c.channels);
+  const int64_t ix0 = ox0 * S - int64_t(c.shape.pad_left);
+  constexpr int kSpan = (Count - 1) * S + K;  // input pixels a kernel row of the group reads
+  V acc[Count];
+#pragma GCC unroll 8
+  for (int q = 0; q < Count; ++q) acc[q] = bias;
+#pragma GCC unroll 8
+  for (int ki = 0; ki < K; ++ki) {
+    if (!rows[ki]) continue;
+    const float* p = rows[ki] + ix0 * C;
+    V x[kSpan];
+#pragma GCC unroll 16
+    for (int j = 0; j < kSpan; ++j) x[j] = load_floats<V>(p + j * C);
+#pragma GCC unroll 8
+    for (int kj = 0; kj < K; ++kj)
+#pragma GCC unroll 8
+      for (int q = 0; q < Count; ++q) acc[q] += taps.w[ki * K + kj] * x[q * S + kj];
+  }
+#pragma GCC unroll 8
+  for (int q = 0; q < Count; ++q) finish(c, y_row + size_t(ox0 + q) * c.channels + ch, acc[q]);
+}
+
+// Pixels per group with the weights in registers: fewer than kPixels, as the taps and the
+// kernel row's pixels take the registers the extra accumulators would (docs/kernels.md).
+constexpr int kSquarePixels = 4;
+
 // One output pixel whose taps may leave the row: each tap checked.
 template <class V>
 inline void edge_pixel(const DwConvNhwcCall& c, const float* const* rows, int64_t ox, size_t ch, size_t y_row) {
@@ -81,6 +119,41 @@ inline void row_of_vectors(const DwConvNhwcCall& c, const float* const* rows, si
   for (ox = std::max(last, first); ox < OW; ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
 }
 
+// row_of_vectors for a K x K kernel of stride S, its weights loaded once for the row.
+template <class V, int K, int S>
+inline void row_of_vectors_square(const DwConvNhwcCall& c, const float* const* rows, size_t ch, size_t y_row,
+                                  int64_t first, int64_t last) {
+  const int64_t OW = int64_t(c.shape.out_w);
+  SquareTaps<V, K> taps;
+#pragma GCC unroll 32
+  for (int t = 0; t < K * K; ++t) taps.w[t] = load_floats<V>(c.w + size_t(t) * c.channels + ch);
+  const V bias = c.bias ? load_floats<V>(c.bias + ch) : splat_floats<V>(0.0f);
+  for (int64_t ox = 0; ox < std::min(first, OW); ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
+  int64_t ox = first;
+  for (; ox + kSquarePixels <= last; ox += kSquarePixels)
+    inside_pixels_square<V, K, S, kSquarePixels>(c, taps, bias, rows, ox, ch, y_row);
+  for (; ox < last; ++ox) inside_pixels_square<V, K, S, 1>(c, taps, bias, rows, ox, ch, y_row);
+  for (ox = std::max(last, first); ox < OW; ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
+}
+
+// The 3x3 and 5x5 kernels of MobileNets and EfficientNets at stride 1 or 2 keep their weights
+// and input pixels in registers.
+template <class V>
+inline void row_of(const DwConvNhwcCall& c, const float* const* rows, size_t ch, size_t y_row, int64_t first,
+                   int64_t last) {
+  const Conv2dShape& s = c.shape;
+  const size_t k = s.kernel_h;
+  if (s.kernel_w == k && (k == 3 || k == 5) && s.dilation_w == 1 && (s.stride_w == 1 || s.stride_w == 2)) {
+    if (k == 3) {
+      if (s.stride_w == 1) return row_of_vectors_square<V, 3, 1>(c, rows, ch, y_row, first, last);
+      return row_of_vectors_square<V, 3, 2>(c, rows, ch, y_row, first, last);
+    }
+    if (s.stride_w == 1) return row_of_vectors_square<V, 5, 1>(c, rows, ch, y_row, first, last);
+    return row_of_vectors_square<V, 5, 2>(c, rows, ch, y_row, first, last);
+  }
+  row_of_vectors<V>(c, rows, ch, y_row, first, last);
+}
+
 template <int Lanes>
 void dwconv2d_nhwc_impl(const DwConvNhwcCall& c) {
   using V = FloatVec<Lanes>;
@@ -107,11 +180,11 @@ void dwconv2d_nhwc_impl(const DwConvNhwcCall& c) {
     };
     for (; ch + Lanes <= c.c_end; ch += Lanes) {
       at_channel(ch);
-      row_of_vectors<V>(c, rows_at, ch, y_row, first, last);
+      row_of<V>(c, rows_at, ch, y_row, first, last);
     }
     for (; ch < c.c_end; ++ch) {  // channels past the last whole vector
       at_channel(ch);
-      row_of_vectors<float>(c, rows_at, ch, y_row, first, last);
+      row_of<float>(c, rows_at, ch, y_row, first, last);
     }
   }
 }

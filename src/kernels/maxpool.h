@@ -7,6 +7,7 @@
 // every ISA gives the same bits. Per-ISA builds of one GCC-vector source (maxpool_impl.h), as
 // the library itself is built for the baseline x86-64 only.
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/isa.h"
 
@@ -25,17 +26,28 @@ struct MaxPool2dRowsCall {
 
 void max_pool2d_rows(const MaxPool2dRowsCall& call, Isa isa = active_isa());
 
-// One output pixel of a channels-last max pool: out[k] = the largest of taps[t][k] over the
-// window's taps, k in [0, channels), from lowest() up by the same `a > b ? a : b` as the
-// planes, so a NaN tap never wins.
-void max_pool_nhwc_pixel(const float* const* taps, size_t tap_count, size_t channels, float* out,
-                         Isa isa = active_isa());
+// A run of output pixels of a channels-last max pool whose windows have the same taps at the
+// same offsets: pixel p's tap t is the `channels` floats at x + p * x_step + offsets[t], and its
+// output goes to y + p * y_step. out[k] = the largest of the taps' k-th floats, from lowest()
+// up in tap order by the same `a > b ? a : b` as the planes, so a NaN tap never wins; no taps
+// give lowest(). A row's inner pixels are one run; a pixel whose window leaves the plane is a
+// run of one with only its taps inside.
+struct MaxPoolNhwcRun {
+  const float* x = nullptr;
+  const ptrdiff_t* offsets = nullptr;  // floats from a pixel's x to each tap
+  size_t taps = 0, channels = 0, pixels = 0;
+  size_t x_step = 0;  // floats from one pixel's x to the next
+  float* y = nullptr;
+  size_t y_step = 0;  // floats from one pixel's output to the next
+};
+
+void max_pool_nhwc_run(const MaxPoolNhwcRun& run, Isa isa = active_isa());
 
 void f32_max_pool2d_rows_scalar(const MaxPool2dRowsCall& call);
 void f32_max_pool2d_rows_avx2(const MaxPool2dRowsCall& call);
 void f32_max_pool2d_rows_avx512(const MaxPool2dRowsCall& call);
-void f32_max_pool_nhwc_pixel_scalar(const float* const* taps, size_t tap_count, size_t channels, float* out);
-void f32_max_pool_nhwc_pixel_avx2(const float* const* taps, size_t tap_count, size_t channels, float* out);
-void f32_max_pool_nhwc_pixel_avx512(const float* const* taps, size_t tap_count, size_t channels, float* out);
+void f32_max_pool_nhwc_run_scalar(const MaxPoolNhwcRun& run);
+void f32_max_pool_nhwc_run_avx2(const MaxPoolNhwcRun& run);
+void f32_max_pool_nhwc_run_avx512(const MaxPoolNhwcRun& run);
 
 }  // namespace grove::kernels

@@ -4,8 +4,6 @@
 namespace grove::kernels {
 
 void f32_max_pool2d_rows_avx2(const MaxPool2dRowsCall& call) { max_pool2d_rows_impl<8>(call); }
-void f32_max_pool_nhwc_pixel_avx2(const float* const* taps, size_t tap_count, size_t channels, float* out) {
-  max_pool_nhwc_pixel_impl<8>(taps, tap_count, channels, out);
-}
+void f32_max_pool_nhwc_run_avx2(const MaxPoolNhwcRun& run) { max_pool_nhwc_run_impl<8>(run); }
 
 }  // namespace grove::kernels

@@ -84,16 +84,26 @@ void max_pool2d_rows_impl(const MaxPool2dRowsCall& c) {
   }
 }
 
-// Channels in vectors of Lanes (the last one overlapping, as over_span does), each vector's
-// maximum over every tap kept in a register and stored once.
+// Per pixel, channels in vectors of Lanes (the last one overlapping, as over_span does), each
+// vector's maximum over every tap kept in a register and stored once. The run's fields are read
+// into locals: the stores may alias anything reached through a pointer.
 template <int Lanes>
-void max_pool_nhwc_pixel_impl(const float* const* taps, size_t tap_count, size_t channels, float* out) {
-  over_span<Lanes>(0, long(channels), [&]<int W>(long k) {
-    using V = FloatVec<W>;
-    V best = splat_floats<V>(std::numeric_limits<float>::lowest());
-    for (size_t t = 0; t < tap_count; ++t) best = larger(load_floats<V>(taps[t] + k), best);
-    store_floats(out + k, best);
-  });
+void max_pool_nhwc_run_impl(const MaxPoolNhwcRun& run) {
+  const float* x = run.x;
+  const ptrdiff_t* offsets = run.offsets;
+  float* y = run.y;
+  const size_t taps = run.taps, pixels = run.pixels, x_step = run.x_step, y_step = run.y_step;
+  const long channels = long(run.channels);
+  for (size_t p = 0; p < pixels; ++p) {
+    const float* at = x + p * x_step;
+    float* out = y + p * y_step;
+    over_span<Lanes>(0, channels, [&]<int W>(long k) {
+      using V = FloatVec<W>;
+      V best = splat_floats<V>(std::numeric_limits<float>::lowest());
+      for (size_t t = 0; t < taps; ++t) best = larger(load_floats<V>(at + offsets[t] + k), best);
+      store_floats(out + k, best);
+    });
+  }
 }
 
 }  // namespace

@@ -4,8 +4,6 @@
 namespace grove::kernels {
 
 void f32_max_pool2d_rows_scalar(const MaxPool2dRowsCall& call) { max_pool2d_rows_impl<4>(call); }
-void f32_max_pool_nhwc_pixel_scalar(const float* const* taps, size_t tap_count, size_t channels, float* out) {
-  max_pool_nhwc_pixel_impl<4>(taps, tap_count, channels, out);
-}
+void f32_max_pool_nhwc_run_scalar(const MaxPoolNhwcRun& run) { max_pool_nhwc_run_impl<4>(run); }
 
 }  // namespace grove::kernels

@@ -79,31 +79,44 @@ TEST(MaxPool2dRows, EveryWidthKernelStridePadOnEveryIsa) {
           }
 }
 
-// One channels-last pixel: 1 to 9 taps over channel counts that cover every vector
-// remainder, bit-equal to the definition, with a NaN in one tap that must never win, and
-// nothing written past the channels.
-TEST(MaxPoolNhwcPixel, EveryChannelCountAndTapCountOnEveryIsa) {
+// A channels-last run: 1 to 9 taps over channel counts that cover every vector remainder, one
+// pixel or several (each pixel's taps shifted by x_step, its output y_step apart), bit-equal to
+// the definition, with a NaN in one tap that must never win, and nothing written between the
+// pixels' channels or past the last.
+TEST(MaxPoolNhwcRun, EveryChannelCountTapCountAndPixelCountOnEveryIsa) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (Isa isa : supported_isas())
-    for (size_t taps : {1, 2, 4, 9})
-      for (size_t channels : {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 64}) {
-        std::vector<std::vector<float>> x(taps, std::vector<float>(channels));
-        for (auto& t : x)
-          for (float& v : t) v = dist(rng);
-        x[taps / 2][channels / 2] = std::nanf("");
-        std::vector<const float*> at;
-        for (const auto& t : x) at.push_back(t.data());
-        std::vector<float> y(channels + 1, kSentinel);
-        max_pool_nhwc_pixel(at.data(), taps, channels, y.data(), isa);
-        const std::string label = std::string(isa_name(isa)) + " taps " + std::to_string(taps) + " channels " + std::to_string(channels);
-        ASSERT_EQ(y.back(), kSentinel) << label << ": wrote past the channels";
-        for (size_t k = 0; k < channels; ++k) {
-          float best = std::numeric_limits<float>::lowest();
-          for (size_t t = 0; t < taps; ++t) best = x[t][k] > best ? x[t][k] : best;
-          ASSERT_EQ(y[k], best) << label << " at " << k;
+    for (size_t taps : {0, 1, 2, 4, 9})
+      for (size_t channels : {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 64})
+        for (size_t pixels : {1, 3, 6}) {
+          const size_t x_step = channels + 5, y_step = channels + 2;
+          std::vector<ptrdiff_t> offsets;
+          for (size_t t = 0; t < taps; ++t) offsets.push_back(ptrdiff_t(t * 3 * x_step + (t % 2) * 7));
+          const size_t x_size = (taps ? size_t(offsets.back()) : 0) + pixels * x_step + channels;
+          std::vector<float> x(x_size);
+          for (float& v : x) v = dist(rng);
+          if (taps) x[size_t(offsets[taps / 2]) + channels / 2] = std::nanf("");
+          std::vector<float> y(pixels * y_step + 1, kSentinel);
+          MaxPoolNhwcRun run;
+          run.x = x.data(), run.offsets = offsets.data(), run.taps = taps, run.channels = channels;
+          run.pixels = pixels, run.x_step = x_step, run.y = y.data(), run.y_step = y_step;
+          max_pool_nhwc_run(run, isa);
+          const std::string label = std::string(isa_name(isa)) + " taps " + std::to_string(taps) + " channels " +
+                                    std::to_string(channels) + " pixels " + std::to_string(pixels);
+          for (size_t p = 0; p < pixels; ++p) {
+            for (size_t k = 0; k < channels; ++k) {
+              float best = std::numeric_limits<float>::lowest();
+              for (size_t t = 0; t < taps; ++t) {
+                const float v = x[p * x_step + size_t(offsets[t]) + k];
+                best = v > best ? v : best;
+              }
+              ASSERT_EQ(y[p * y_step + k], best) << label << " pixel " << p << " at " << k;
+            }
+            for (size_t k = channels; k < y_step; ++k)
+              ASSERT_EQ(y[p * y_step + k], kSentinel) << label << ": wrote past pixel " << p << "'s channels";
+          }
         }
-      }
 }
 
 }  // namespace

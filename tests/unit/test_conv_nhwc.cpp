@@ -628,6 +628,31 @@ TEST(LayoutF32, CheapConvsStayNchw) {
   EXPECT_EQ(count_op(*plan, "Transpose"), 0);
 }
 
+// grove.internal MaxPoolNhwc on float32: every row tile equals MaxPool's reference on the rotated
+// tensor (exactly: a maximum rounds nothing). Windows in the padding on either side, a window
+// wholly in it, ceil mode, dilation, stride 1 and 3, and channel counts off every vector width;
+// each row's inner pixels take one run, the edge pixels one each.
+TEST(MaxPoolNhwc, FloatRowsMatchTheReference) {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    int64_t ceil;
+  };
+  uint32_t seed = 960;
+  for (const Case& c : std::vector<Case>{{{1, 13, 13, 64}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                                         {{2, 9, 11, 17}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 0},
+                                         {{1, 8, 10, 33}, {2, 3}, {3, 2}, {1, 2, 1, 2}, {1, 1}, 1},
+                                         {{1, 11, 12, 5}, {3, 2}, {2, 1}, {0, 1, 2, 0}, {2, 3}, 0},
+                                         {{1, 4, 4, 16}, {5, 5}, {1, 1}, {4, 4, 4, 4}, {1, 1}, 0}}) {
+    NodeBuilder node("MaxPoolNhwc", 13, 1);
+    node.node.domain = kGroveDomain;
+    node.ints("kernel_shape", c.kernel).ints("strides", c.strides).ints("pads", c.pads).ints("dilations", c.dilations);
+    node.i("ceil_mode", c.ceil);
+    const auto stats = tiletest::check_tiling(node, {tiletest::random_f32(c.x, seed++)}, 0.0);
+    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+  }
+}
+
 // grove.internal GlobalAveragePoolNhwc: every tile (images, channels) equals GlobalAveragePool's
 // reference on the rotated tensor, channel counts off every vector width.
 TEST(GlobalAveragePoolNhwc, TileRuleMatchesReference) {
