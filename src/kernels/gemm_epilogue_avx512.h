@@ -71,8 +71,29 @@ inline __m512 gelu_tanh_ps(__m512 x) {
   return _mm512_mul_ps(x, sigmoid_ps(two_u));
 }
 
+// The activations of many instructions per vector (the exp-based ones), out of line: inlined,
+// their unrolled bodies made store_tile too large to inline, and a store_tile call took the
+// accumulators' address, which kept them in memory around every k loop.
 template <int R, int NV>
-inline void activate(__m512 (&acc)[R][NV], const ActivationParams& p) {
+[[gnu::noinline]] void activate_rare(__m512 (&acc)[R][NV], const ActivationParams& p) {
+  const __m512 alpha = _mm512_set1_ps(p.alpha);
+#define GROVE_EACH(expr)                 \
+  _Pragma("GCC unroll 32") for (int r = 0; r < R; ++r) \
+    _Pragma("GCC unroll 4") for (int v = 0; v < NV; ++v) { __m512 x = acc[r][v]; acc[r][v] = (expr); }
+  switch (p.kind) {
+    case Activation::sigmoid: GROVE_EACH(sigmoid_ps(x)); break;
+    case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;
+    case Activation::gelu_tanh: GROVE_EACH(gelu_tanh_ps(x)); break;
+    case Activation::swish: GROVE_EACH(_mm512_mul_ps(x, sigmoid_ps(_mm512_mul_ps(alpha, x)))); break;
+    default: break;
+  }
+#undef GROVE_EACH
+}
+
+// The few-instruction activations in place; the rest on a copy by activate_rare, so the
+// accumulators themselves never have their address taken and stay in registers.
+template <int R, int NV>
+[[gnu::always_inline]] inline void activate(__m512 (&acc)[R][NV], const ActivationParams& p) {
   const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
   const __m512 alpha = _mm512_set1_ps(p.alpha), beta = _mm512_set1_ps(p.beta);
 #define GROVE_EACH(expr)                 \
@@ -85,7 +106,6 @@ inline void activate(__m512 (&acc)[R][NV], const ActivationParams& p) {
     case Activation::leaky_relu:
       GROVE_EACH(_mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, alpha));
       break;
-    case Activation::sigmoid: GROVE_EACH(sigmoid_ps(x)); break;
     case Activation::hard_sigmoid:
       GROVE_EACH(_mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(x, alpha, beta), zero), one));
       break;
@@ -94,9 +114,22 @@ inline void activate(__m512 (&acc)[R][NV], const ActivationParams& p) {
       GROVE_EACH(_mm512_mul_ps(x, _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(x, sixth, half), zero), one)));
       break;
     }
-    case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;
-    case Activation::gelu_tanh: GROVE_EACH(gelu_tanh_ps(x)); break;
-    case Activation::swish: GROVE_EACH(_mm512_mul_ps(x, sigmoid_ps(_mm512_mul_ps(alpha, x)))); break;
+    case Activation::sigmoid:
+    case Activation::gelu_erf:
+    case Activation::gelu_tanh:
+    case Activation::swish: {
+      __m512 copy[R][NV];
+#pragma GCC unroll 32
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) copy[r][v] = acc[r][v];
+      activate_rare(copy, p);
+#pragma GCC unroll 32
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = copy[r][v];
+      break;
+    }
   }
 #undef GROVE_EACH
 }
@@ -105,7 +138,7 @@ inline void activate(__m512 (&acc)[R][NV], const ActivationParams& p) {
 // or written only after the k loop, starts pulling its lines in now so the epilogue does not
 // wait on scattered rows.
 template <int R, int NV>
-inline void start_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
+[[gnu::always_inline]] inline void start_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
 #pragma GCC unroll 32
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
@@ -127,8 +160,10 @@ inline void start_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
 }
 
 // Finishes a tile whose products over this k block are in acc (see the header comment).
+// Inlined into the kernel, so the accumulators stay in registers from the first k step to
+// the store.
 template <int R, int NV>
-inline void store_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
+[[gnu::always_inline]] inline void store_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
   __mmask16 mask[NV];
   for (int v = 0; v < NV; ++v) {
     const long left = static_cast<long>(t.n) - 16 * v;
