@@ -21,6 +21,12 @@ struct DagView {
   std::span<const int32_t> children;
   std::span<const int32_t> depth;        // priority: shallower first
   std::span<const int32_t> sources;
+  // Optional, per tile: where in its op's output it lies, as a fraction of 65536 (the middle
+  // of its first cut dim). The places are cut into one share per active worker: a source or
+  // a readied tile goes to the pool row of its share's worker, and of the children a tile
+  // readies a worker follows one in its own share, so the rows a core wrote are the rows it
+  // reads next. Stealing is unchanged. Empty: sources round-robin, the first child followed.
+  std::span<const uint16_t> place;
 };
 
 // One unit of submitted work, e.g. one inference. The engine calls run_tile once per tile,

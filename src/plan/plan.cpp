@@ -205,6 +205,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
       if (v >= 0) plan->values[v].consumer_tiles += tg.tile_count[n];
 
   plan->critical_path_flops = plan_detail::link_tiles(*plan, infos);
+  plan_detail::fill_places(*plan, tg);
   return plan;
 }
 
@@ -224,7 +225,8 @@ int64_t tile_graph_bytes(const TileGraph& tg) {
   bytes += static_cast<int64_t>(tg.node.capacity() * sizeof(int32_t) + tg.n_parents.capacity() * sizeof(int32_t) +
                                 tg.depth.capacity() * sizeof(int32_t) + tg.child_begin.capacity() * sizeof(int64_t) +
                                 tg.children.capacity() * sizeof(int32_t) + tg.sources.capacity() * sizeof(int32_t) +
-                                tg.first_tile.capacity() * sizeof(int32_t) + tg.tile_count.capacity() * sizeof(int32_t));
+                                tg.first_tile.capacity() * sizeof(int32_t) + tg.tile_count.capacity() * sizeof(int32_t) +
+                                tg.place.capacity() * sizeof(uint16_t));
   bytes += static_cast<int64_t>(tg.region.capacity() * sizeof(Region));
   for (const Region& r : tg.region) bytes += static_cast<int64_t>(r.capacity() * sizeof(Range));
   return bytes;

@@ -33,6 +33,11 @@ void mark_concat_slices(Plan& plan, TileRuleLookup lookup);
 // Appends node's tiles (row-major over its grid) to tg.node / tg.region.
 void append_tiles(int32_t node, const Shape& out_shape, const Shape& extent, TileGraph& tg);
 
+// Fills tg.place (DagView::place) from each tile's region: the middle of its first cut dim as
+// a fraction of 65536, so row tiles of consecutive ops over the same rows get the same place
+// whatever their counts; 0 for a whole op or a barrier tile.
+void fill_places(const Plan& plan, TileGraph& tg);
+
 // Fills tg's n_parents, CSR children, depth and sources, and returns the critical-path FLOPs.
 // Data edges from `needs` for Schedule::aspen; a barrier chain for Schedule::barrier.
 int64_t link_tiles(Plan& plan, const std::vector<NodeInfos>& infos);

@@ -4,6 +4,7 @@
 #include "plan/plan_io.h"
 
 #include "graph/graph_hash.h"
+#include "plan/plan_internal.h"
 
 #include <bit>
 #include <cstdio>
@@ -332,6 +333,7 @@ TileGraph load_tile_graph(const std::string& path, const Plan& expected_for) {
   tg.tile_count = r.array<int32_t>("tile_count");
   if (r.remaining() != 0) r.fail("corrupt: " + std::to_string(r.remaining()) + " unread bytes after the TileGraph");
   check_tiles(r, tg, expected_for.graph.nodes.size());
+  plan_detail::fill_places(expected_for, tg);  // derived from the regions, so not stored
   return tg;
 }
 

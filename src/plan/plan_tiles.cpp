@@ -184,6 +184,26 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   return extent;
 }
 
+void fill_places(const Plan& plan, TileGraph& tg) {
+  tg.place.assign(tg.node.size(), 0);
+  for (size_t t = 0; t < tg.node.size(); ++t) {
+    if (tg.node[t] < 0) continue;
+    const Node& node = plan.graph.nodes[static_cast<size_t>(tg.node[t])];
+    // Output 0 may be an omitted optional output (a recurrent op's Y): no place then.
+    if (node.outputs.empty()) continue;
+    const auto value = plan.graph.values.find(node.outputs[0]);
+    if (value == plan.graph.values.end()) continue;
+    const Shape& shape = value->second.shape;
+    const Region& r = tg.region[t];
+    for (size_t d = 0; d < r.size() && d < shape.size(); ++d) {
+      if (shape[d] <= 0 || r[d].size() >= shape[d]) continue;
+      const double middle = (double(r[d].begin) + double(r[d].end)) / 2 / double(shape[d]);
+      tg.place[t] = static_cast<uint16_t>(std::min(65535.0, middle * 65536.0));
+      break;
+    }
+  }
+}
+
 void append_tiles(int32_t node, const Shape& out_shape, const Shape& extent, TileGraph& tg) {
   size_t rank = out_shape.size();
   Shape count(rank), index(rank, 0);

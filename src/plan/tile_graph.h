@@ -18,6 +18,7 @@ struct TileGraph {
   std::vector<int64_t> child_begin;  // children of t: children[child_begin[t] .. child_begin[t + 1])
   std::vector<int32_t> children;
   std::vector<int32_t> sources;      // tiles with no parents, in order
+  std::vector<uint16_t> place;       // DagView::place: the tile's place in its op's output
 
   // Per node of the graph: its tiles are first_tile[n] .. first_tile[n] + tile_count[n] - 1.
   std::vector<int32_t> first_tile;

@@ -53,6 +53,8 @@ void Engine::Impl::start_workers() {
     threads.emplace_back([this, i, cpu] {
       if (options.pin) pin_current_thread(cpu);
       WorkerContext worker(i, i, pool, tracer);
+      worker.shares = &roster;
+      worker.caller_row = n_threads;
       worker.counters = &counters[static_cast<size_t>(i)];
       // Clamped: an infinite or absurd factor would spin a worker for good.
       if (i == 0 && std::isfinite(options.slow_worker)) worker.slowdown = std::clamp(options.slow_worker, 1.0, 1000.0);
@@ -91,6 +93,16 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
   JobState* s = state.release();
   const int rows = roster.active.load(std::memory_order_acquire);
   const uint32_t first_row = next_source_row.fetch_add(1, std::memory_order_relaxed);
+  // With places (DagView::place), each source goes to its share's row instead.
+  if (!dag.place.empty()) {
+    std::vector<std::vector<ReadyTile>> by_row(static_cast<size_t>(pool.rows()));
+    for (int32_t tile : dag.sources)
+      by_row[static_cast<size_t>(roster.row_for_place(dag.place[static_cast<size_t>(tile)], n_threads))].push_back(
+          {s, tile, pool.column_for(dag.depth[static_cast<size_t>(tile)], max_depth, s->urgent)});
+    // Once the first batch is pushed the job may run, finish and be deleted: use only locals.
+    for (size_t k = 0; k < by_row.size(); ++k) pool.push(static_cast<int>(k), by_row[k]);
+    return future;
+  }
   std::vector<std::vector<ReadyTile>> per_row(static_cast<size_t>(std::min<size_t>(rows, dag.sources.size())));
   for (size_t i = 0; i < dag.sources.size(); ++i) {
     int32_t tile = dag.sources[i];
@@ -144,6 +156,8 @@ void Engine::run(std::shared_ptr<Job> job) {
   std::atomic<bool> done{false};
   std::future<void> future = impl.submit(std::move(job), &done);
   WorkerContext caller(impl.n_threads, impl.n_threads, impl.pool, impl.tracer);
+  caller.shares = &impl.roster;
+  caller.caller_row = impl.n_threads;
   caller.counters = &impl.counters[static_cast<size_t>(impl.n_threads)];
   work_until(caller, done);
   future.get();

@@ -24,6 +24,8 @@ int32_t validate_dag(const DagView& dag) {
             std::to_string(tiles + 1));
   if (dag.depth.size() != tiles)
     bad_dag("depth has " + std::to_string(dag.depth.size()) + " entries for " + std::to_string(tiles) + " tiles");
+  if (!dag.place.empty() && dag.place.size() != tiles)
+    bad_dag("place has " + std::to_string(dag.place.size()) + " entries for " + std::to_string(tiles) + " tiles");
   if (dag.child_begin[0] != 0 || dag.child_begin[tiles] != static_cast<int64_t>(dag.children.size()))
     bad_dag("child_begin must start at 0 and end at the number of children");
 

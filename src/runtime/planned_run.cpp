@@ -63,7 +63,7 @@ PlannedRun::~PlannedRun() = default;
 
 DagView PlannedRun::dag() const {
   const TileGraph& tg = plan_->tiles;
-  return {tg.n_parents, tg.child_begin, tg.children, tg.depth, tg.sources};
+  return {tg.n_parents, tg.child_begin, tg.children, tg.depth, tg.sources, tg.place};
 }
 
 std::string PlannedRun::tile_label(int32_t tile) const {

@@ -25,6 +25,7 @@ struct ReadyTile {
   JobState* job = nullptr;
   int32_t tile = -1;
   int32_t column = 0;
+  int32_t row = 0;  // the pool row a pusher sorts it to (DagView::place); not read by the pool
 };
 
 // Where a pop starts looking. The default (own row first, columns in priority order, oldest

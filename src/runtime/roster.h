@@ -4,6 +4,7 @@
 // i is the last active worker. A benched worker finishes the tile in hand, hands the child
 // it would have followed back to the pool and waits on `generation`, which every change
 // bumps, so a wait never misses the change that ends it.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -19,6 +20,15 @@ struct Roster {
     int n = active.load(std::memory_order_acquire);
     return worker >= n || (caller_works && worker == n - 1 && caller_busy.load(std::memory_order_acquire));
   }
+  // DagView::place's shares: one per active worker, run()'s caller (row `caller_row`) taking
+  // the share of the worker it stands in for. The pool row that takes a place's tiles, and a
+  // row's own share.
+  int row_for_place(uint16_t place, int caller_row) const {
+    const int n = std::max(1, active.load(std::memory_order_acquire));
+    const int share = (int(place) * n) >> 16;
+    return caller_works && share == n - 1 && caller_busy.load(std::memory_order_acquire) ? caller_row : share;
+  }
+  bool place_is_mine(uint16_t place, int row, int caller_row) const { return row_for_place(place, caller_row) == row; }
   // After changing `active` or `caller_busy` (or raising a stop flag the waiters check).
   void changed() {
     generation.fetch_add(1, std::memory_order_acq_rel);

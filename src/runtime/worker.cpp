@@ -1,5 +1,6 @@
 #include "runtime/worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -36,15 +37,24 @@ bool run_and_release(WorkerContext& w, const ReadyTile& ready, ReadyTile& next) 
 
   const DagView& dag = job.dag;
   const size_t t = static_cast<size_t>(ready.tile);
+  const bool placed = !dag.place.empty() && w.shares;
   int32_t follow = -1;
+  bool follow_is_mine = false;
   w.batch.clear();
+  auto ready_tile = [&](int32_t child) {
+    return ReadyTile{&job, child, w.pool.column_for(dag.depth[static_cast<size_t>(child)], job.max_depth, job.urgent)};
+  };
   for (int64_t e = dag.child_begin[t]; e < dag.child_begin[t + 1]; ++e) {
     int32_t child = dag.children[static_cast<size_t>(e)];
     if (!job.parent_finished(child)) continue;
-    if (follow < 0) {
+    // Follow the first child in this worker's share of the places, else the first child.
+    const bool mine = placed && w.shares->place_is_mine(dag.place[static_cast<size_t>(child)], w.row, w.caller_row);
+    if (follow < 0 || (mine && !follow_is_mine)) {
+      if (follow >= 0) w.batch.push_back(ready_tile(follow));
       follow = child;
+      follow_is_mine = mine;
     } else {
-      w.batch.push_back({&job, child, w.pool.column_for(dag.depth[static_cast<size_t>(child)], job.max_depth, job.urgent)});
+      w.batch.push_back(ready_tile(child));
     }
   }
   if constexpr (kAdversarial) {
@@ -54,7 +64,19 @@ bool run_and_release(WorkerContext& w, const ReadyTile& ready, ReadyTile& next) 
         r.column = w.pool.column_for(dag.depth[static_cast<size_t>(r.tile)], job.max_depth, job.urgent);
     }
   }
-  w.pool.push(w.row, w.batch);
+  if (placed) {
+    // Each child to its share's row, one push per row.
+    for (ReadyTile& r : w.batch) r.row = w.shares->row_for_place(dag.place[static_cast<size_t>(r.tile)], w.caller_row);
+    std::sort(w.batch.begin(), w.batch.end(), [](const ReadyTile& a, const ReadyTile& b) { return a.row < b.row; });
+    for (size_t i = 0; i < w.batch.size();) {
+      size_t j = i;
+      while (j < w.batch.size() && w.batch[j].row == w.batch[i].row) ++j;
+      w.pool.push(w.batch[i].row, std::span<const ReadyTile>(w.batch.data() + i, j - i));
+      i = j;
+    }
+  } else {
+    w.pool.push(w.row, w.batch);
+  }
   // A followed child is unfinished, so this cannot be the job's last tile when follow >= 0.
   if (job.tile_finished()) JobState::complete(&job);
   if (follow < 0) return false;

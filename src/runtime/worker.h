@@ -32,6 +32,10 @@ struct WorkerContext {
   // caller working in its place so N threads run tiles, not N + 1) it takes no new tile.
   // Null for run()'s caller, which is never benched.
   Roster* roster = nullptr;
+  // The engine's roster for DagView::place (worker threads and run()'s caller alike), and the
+  // pool row run()'s caller takes.
+  const Roster* shares = nullptr;
+  int caller_row = 0;
   WorkerCounters* counters = nullptr;  // null: not counted
   double slowdown = 1.0;         // > 1: stretch each tile to this many times its time (EngineOptions::slow_worker)
   Adversary adversary;           // used only in the adversarial build

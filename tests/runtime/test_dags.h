@@ -24,9 +24,10 @@ struct TestDag {
   std::vector<int32_t> depth;
   std::vector<int32_t> sources;
   std::vector<std::vector<int32_t>> parents;  // per tile, ascending: for the tests' checks
+  std::vector<uint16_t> place;                // DagView::place, or empty
 
   int32_t size() const { return static_cast<int32_t>(n_parents.size()); }
-  DagView view() const { return {n_parents, child_begin, children, depth, sources}; }
+  DagView view() const { return {n_parents, child_begin, children, depth, sources, place}; }
 };
 
 // Edges (from, to) must go from a lower to a higher tile index (a topological numbering).

@@ -181,6 +181,9 @@ TEST(Jobs, MalformedDagsAreErrorsAtSubmit) {
   d = diamond();
   d.depth.pop_back();
   expect_error(d, "depth");
+  d = diamond();
+  d.place = {0, 1, 2};  // one per tile, or none
+  expect_error(d, "place");
   // A cycle (1 -> 2 -> 1) with consistent counts is caught by the depth rule.
   TestDag cyc;
   cyc.n_parents = {0, 2, 1};

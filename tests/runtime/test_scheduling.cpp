@@ -26,6 +26,26 @@ TEST_P(SchedulingTest, EveryTileOnceAfterItsParents) {
   }
 }
 
+// With DagView::place, sources and readied tiles go to their share's row and a worker follows
+// a child of its own share: still every tile once after its parents, through submit() and
+// run() (whose caller takes a worker's share), with places spread over every share.
+TEST_P(SchedulingTest, EveryTileOnceAfterItsParentsWithPlaces) {
+  const int threads = GetParam();
+  Engine engine(EngineOptions{.threads = threads});
+  for (TestDag dag : all_shapes()) {
+    for (int32_t t = 0; t < dag.size(); ++t) dag.place.push_back(static_cast<uint16_t>((uint32_t(t) * 40503u) & 0xffffu));
+    for (int repeat = 0; repeat < 10; ++repeat) {
+      auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+      if (repeat % 2 == 0)
+        engine.submit(job).get();
+      else
+        engine.run(job);
+      ASSERT_EQ(job->tiles_not_run_once(), 0) << dag.name << " repeat " << repeat;
+      ASSERT_EQ(job->early(), 0) << dag.name << " repeat " << repeat;
+    }
+  }
+}
+
 TEST_P(SchedulingTest, PriorityPoliciesAllComplete) {
   for (PriorityPolicy policy : {PriorityPolicy{1, column_by_relative_depth}, PriorityPolicy{63, column_by_depth},
                                 PriorityPolicy{3, [](int32_t, int32_t, int) { return 1000; }}}) {

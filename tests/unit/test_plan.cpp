@@ -158,6 +158,24 @@ TEST(Plan, ConvTileReadsOnlyNearbyRowsOfItsProducer) {
   EXPECT_EQ(tg.depth[tg.first_tile[2]], 2);
 }
 
+// DagView::place: each tile's place is the middle of its first cut dim, so one-row tiles of
+// conv1 and conv2 over the same rows share a place, places grow down the rows, and a whole op
+// (one tile) is at 0.
+TEST(Plan, TilePlacesFollowTheirRows) {
+  Model model = load_test_model(residual());
+  auto plan = make_plan(model.graph(), with_test_rules(12));
+  const TileGraph& tg = plan->tiles;
+  ASSERT_EQ(tg.place.size(), static_cast<size_t>(tg.size()));
+  ASSERT_EQ(tg.tile_count[0], 12);
+  ASSERT_EQ(tg.tile_count[2], 12);
+  for (int32_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(tg.place[tg.first_tile[0] + i], static_cast<uint16_t>((2 * i + 1) * 65536 / 24)) << i;
+    EXPECT_EQ(tg.place[tg.first_tile[2] + i], tg.place[tg.first_tile[0] + i]) << i;
+  }
+  auto whole = make_plan(model.graph(), with_test_rules(1));
+  for (uint16_t p : whole->tiles.place) EXPECT_EQ(p, 0);
+}
+
 TEST(Plan, GridPrefersRowsThenChannelsAndHonoursBlocks) {
   Model model = load_test_model(conv_chain());
   // conv1 output [1,4,10,8]: 6 tiles asked: rows in 5 pieces of 2, then channels in 2.
