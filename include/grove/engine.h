@@ -73,6 +73,11 @@ struct EngineOptions {
   // 1: off; clamped to [1, 1000]. With one thread, run()'s caller does the work and nothing
   // is slowed.
   double slow_worker = 1.0;
+  // While a job is in flight, an idle worker spins up to this long before it parks: a parked
+  // core takes tens of microseconds to wake (more in a VM; docs/runtime.md), longer than the
+  // gaps between a run's tiles. 0: park after a short spin. Off when `threads` is more than
+  // the cores this process may use (a spinning worker would take a core from a working one).
+  double busy_spin_ms = 2.0;
 };
 
 // Totals since the engine started, for monitoring (a server's /metrics).

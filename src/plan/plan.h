@@ -71,9 +71,10 @@ struct PlanOptions {
 // at one thread, where spare tiles have no other core to fill), at most
 // kMaxAutoTiles per op, and no tile under kDefaultMinTileFlops (so a tiny op is one tile),
 // except that an op is cut at least as finely as the producers of its inputs.
-// Two, not more: every extra tile of a conv or MatMul streams its weights (or repacks its
-// im2col) again. ResNet-50 at 2 threads, median ms: 4 tiles per op 55-56, 8 tiles 60-65.
-inline constexpr int kAutoTilesPerThread = 2;
+// One: every extra tile of a conv or MatMul streams its weights (or repacks its im2col, or
+// reads its halo rows) again, and since each worker keeps to its share of the places
+// (DagView::place) a spare tile no longer buys overlap between layers (docs/scaling.md).
+inline constexpr int kAutoTilesPerThread = 1;
 inline constexpr int kMaxAutoTiles = 256;
 inline constexpr int64_t kDefaultMinTileFlops = 1 << 20;
 // TileCounts::tail_aware: what one more tile is taken to cost, in FLOPs of work (its

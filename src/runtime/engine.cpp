@@ -25,6 +25,9 @@ struct Engine::Impl {
         tracer(n_threads + 1) {
     roster.active.store(std::min(n_threads, options.threads > 0 ? options.threads : available_cores()));
     roster.caller_works = options.caller_works;
+    // Spinning workers beyond the cores would take them from working ones.
+    const bool fits = roster.active.load() <= available_cores() && std::isfinite(options.busy_spin_ms);
+    busy_spin_ns = fits ? static_cast<int64_t>(std::clamp(options.busy_spin_ms, 0.0, 1000.0) * 1e6) : 0;
   }
 
   std::future<void> submit(std::shared_ptr<Job> job, std::atomic<bool>* done_flag);
@@ -36,6 +39,7 @@ struct Engine::Impl {
   ReadyPool pool;
   Tracer tracer;
   JobTracker tracker;
+  int64_t busy_spin_ns = 0;  // WorkerContext::busy_spin_ns
   std::atomic<bool> stopping{false};
   Roster roster;  // active workers and the run() caller's place
   std::atomic<uint64_t> next_job_id{1};
@@ -56,6 +60,8 @@ void Engine::Impl::start_workers() {
       worker.shares = &roster;
       worker.caller_row = n_threads;
       worker.counters = &counters[static_cast<size_t>(i)];
+      worker.jobs = &tracker;
+      worker.busy_spin_ns = busy_spin_ns;
       // Clamped: an infinite or absurd factor would spin a worker for good.
       if (i == 0 && std::isfinite(options.slow_worker)) worker.slowdown = std::clamp(options.slow_worker, 1.0, 1000.0);
       // The last worker makes room for run()'s caller (see Engine::run).
@@ -159,6 +165,8 @@ void Engine::run(std::shared_ptr<Job> job) {
   caller.shares = &impl.roster;
   caller.caller_row = impl.n_threads;
   caller.counters = &impl.counters[static_cast<size_t>(impl.n_threads)];
+  caller.jobs = &impl.tracker;
+  caller.busy_spin_ns = impl.busy_spin_ns;
   work_until(caller, done);
   future.get();
 }

@@ -68,10 +68,12 @@ int32_t validate_dag(const DagView& dag) {
 void JobTracker::add() {
   std::lock_guard lock(mutex_);
   ++in_flight_;
+  busy_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void JobTracker::remove() {
   std::lock_guard lock(mutex_);
+  busy_.fetch_sub(1, std::memory_order_relaxed);
   // Notified under the lock: the waiter may destroy the tracker as soon as it sees zero.
   if (--in_flight_ == 0) idle_.notify_all();
 }

@@ -31,8 +31,11 @@ class JobTracker {
   void remove();
   void wait_until_idle();
   int64_t in_flight() const;
+  // Lock-free, for idle workers deciding whether to keep spinning: may be stale.
+  bool busy() const { return busy_.load(std::memory_order_relaxed) > 0; }
 
  private:
+  std::atomic<int64_t> busy_{0};  // in_flight_, readable without the lock
   mutable std::mutex mutex_;
   std::condition_variable idle_;
   int64_t in_flight_ = 0;

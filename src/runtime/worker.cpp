@@ -91,7 +91,9 @@ bool try_pop(WorkerContext& w, ReadyTile& out) {
 
 // Algorithm 1, line 9, with idling: spin a little, then park until a push or `quit`.
 bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
+  using Clock = std::chrono::steady_clock;
   Parker& parker = w.pool.parker();
+  Clock::time_point idle_since{};  // the first empty spin while a job is in flight
   for (;;) {
     if (w.roster && w.roster->benched(w.id)) {
       // A push may have woken this worker rather than another: pass the wake on first.
@@ -107,6 +109,14 @@ bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
       if (try_pop(w, out)) return true;
       for (int i = 0; i < kPausesPerScan; ++i) cpu_relax();
     }
+    // A job in flight pushes its next tiles within microseconds, sooner than a parked core
+    // wakes up: keep spinning (benched and quit are checked on each round).
+    if (w.busy_spin_ns > 0 && w.jobs && w.jobs->busy()) {
+      const Clock::time_point now = Clock::now();
+      if (idle_since == Clock::time_point{}) idle_since = now;
+      if (now - idle_since < std::chrono::nanoseconds(w.busy_spin_ns)) continue;
+    }
+    idle_since = {};
     uint32_t epoch = parker.prepare();
     if (quit.load(std::memory_order_acquire)) {
       parker.cancel();

@@ -13,6 +13,8 @@
 
 namespace grove {
 
+class JobTracker;
+
 // What one worker slot has done, for Engine::stats(). Only the thread in the slot writes it;
 // its own cache line so slots do not share one.
 struct alignas(64) WorkerCounters {
@@ -37,14 +39,19 @@ struct WorkerContext {
   const Roster* shares = nullptr;
   int caller_row = 0;
   WorkerCounters* counters = nullptr;  // null: not counted
+  // While `jobs` has a job in flight, an idle worker keeps spinning up to busy_spin_ns before
+  // it parks (EngineOptions::busy_spin_ms). Null or 0: it parks after kSpinScans.
+  const JobTracker* jobs = nullptr;
+  int64_t busy_spin_ns = 0;
   double slowdown = 1.0;         // > 1: stretch each tile to this many times its time (EngineOptions::slow_worker)
   Adversary adversary;           // used only in the adversarial build
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
 };
 
 // An idle worker spins this many pool scans, with kPausesPerScan pauses after each, before it
-// parks: long enough to catch the next push of a busy job (a few microseconds), short enough
-// that an idle engine quickly stops burning CPU.
+// parks (or goes on spinning while a job is in flight, WorkerContext::busy_spin_ns): long
+// enough to catch the next push of a busy job, short enough that an idle engine quickly stops
+// burning CPU.
 inline constexpr int kSpinScans = 64;
 inline constexpr int kPausesPerScan = 32;
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "runtime/cores.h"
 #include "test_dags.h"
 
 namespace grove::test {
@@ -27,6 +28,23 @@ TEST(Idle, IdleEngineUsesAlmostNoCpu) {
   std::printf("[ idle ] CPU time over one idle second with 8 workers: %.2f ms\n", used * 1e3);
   EXPECT_LT(used, 0.050);
   // And it still wakes up for new work.
+  auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+  engine.submit(job).get();
+  EXPECT_EQ(job->tiles_not_run_once(), 0);
+}
+
+TEST(Idle, BusySpinEndsWithTheLastJobInFlight) {
+  // Workers that fit the cores spin between a job's tiles (EngineOptions::busy_spin_ms), here
+  // for up to a second: once no job is in flight they must park after the short spin.
+  Engine engine(EngineOptions{.threads = available_cores(), .busy_spin_ms = 1000});
+  TestDag dag = random_layered(8, 10, 16, 3);
+  for (int i = 0; i < 20; ++i) engine.submit(std::make_shared<CheckingJob>(dag, engine.worker_slots())).get();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  double before = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  double used = process_cpu_seconds() - before;
+  std::printf("[ idle ] CPU time over half an idle second after busy-spinning jobs: %.2f ms\n", used * 1e3);
+  EXPECT_LT(used, 0.050);
   auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
   engine.submit(job).get();
   EXPECT_EQ(job->tiles_not_run_once(), 0);

@@ -274,16 +274,16 @@ TEST(Plan, CheapOpsOnSmallPlanesAreCutAlongChannelsNotRows) {
     o.tiles_per_op = tiles_per_op;
     return make_plan(model.graph(), o)->tile_extent[0];
   };
-  EXPECT_EQ(extent_of({1, 2048, 7, 7}, 0), (Shape{1, 512, 7, 7}));
-  EXPECT_EQ(extent_of({1, 8, 64, 64}, 0), (Shape{1, 8, 16, 64}));
+  EXPECT_EQ(extent_of({1, 2048, 7, 7}, 0), (Shape{1, 1024, 7, 7}));
+  EXPECT_EQ(extent_of({1, 8, 64, 64}, 0), (Shape{1, 8, 32, 64}));
   // A 1x1x7x7 tensor has no channels to cut: rows after all.
-  EXPECT_EQ(extent_of({1, 1, 7, 7}, 0), (Shape{1, 1, 2, 7}));
+  EXPECT_EQ(extent_of({1, 1, 7, 7}, 0), (Shape{1, 1, 4, 7}));
   // A tile count given in the options keeps the rows-first order.
   EXPECT_EQ(extent_of({1, 2048, 7, 7}, 4), (Shape{1, 2048, 2, 7}));
 }
 
 TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
-  // 7 rows cut by the fixed rule into 4 tiles (2, 2, 2, 1 rows) at 2 threads leave a tail,
+  // 7 rows cut by the fixed rule into 4 tiles (2, 2, 2, 1 rows) at 4 threads leave a tail,
   // which the barrier-free schedule fills with the next ops' tiles: a MatMul row cut repeats
   // nothing, so the grid stays, under either schedule (the barrier twin keeps the tiles).
   auto tiles_of = [](int64_t rows, TileCounts counts, Schedule schedule) {
@@ -294,7 +294,7 @@ TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
     Model model(load_onnx_bytes(b.bytes(), "tail.onnx"));
     PlanOptions o;
     o.rule_lookup = test_rule;
-    o.threads = 2;
+    o.threads = 4;
     o.tile_counts = counts;
     o.schedule = schedule;
     return make_plan(model.graph(), o)->tiles.tile_count[0];
@@ -346,24 +346,24 @@ TEST(Plan, GemmConvChannelTilesStartOnRegisterTileColumns) {
 
 TEST(Plan, TailAwareCountsPriceTheWorkAFinerCutRepeats) {
   // Winograd on a 28x28 plane is cut by output channels only, and each channel tile
-  // transforms the whole input again: for 16 threads the fixed rule's 32 tiles of 4
-  // channels repeat the transform 32 times. Priced, fewer tiles win, and fewer still when a
-  // moved element costs more.
+  // transforms the whole input again: for 16 threads the fixed rule's 16 tiles of 8 channels
+  // repeat the transform 16 times. Priced, fewer tiles win, and fewer still when a moved
+  // element costs more.
   auto fixed = conv_plan(128, 28, 3, 16, TileCounts::fixed);
   auto tail = conv_plan(128, 28, 3, 16, TileCounts::tail_aware, 32);
   auto dear = conv_plan(128, 28, 3, 16, TileCounts::tail_aware, 256);
-  ASSERT_EQ(tile_grid(*fixed, 0), (Shape{1, 32, 1, 1}));
-  EXPECT_LT(tail->tiles.tile_count[0], 32);
+  ASSERT_EQ(tile_grid(*fixed, 0), (Shape{1, 16, 1, 1}));
+  EXPECT_LT(tail->tiles.tile_count[0], 16);
   EXPECT_GT(tail->tiles.tile_count[0], 1);
   EXPECT_LT(dear->tiles.tile_count[0], tail->tiles.tile_count[0]);
   // The barrier twin is cut alike.
   auto twin = conv_plan(128, 28, 3, 16, TileCounts::tail_aware, 32, Schedule::barrier);
   EXPECT_EQ(twin->tile_extent[0], tail->tile_extent[0]);
   // A plain 1x1 conv cut by rows into whole register tiles repeats nothing: the fixed grid
-  // (4 tiles of 16 rows for 2 threads) stays.
-  auto plain = conv_plan(64, 64, 1, 2, TileCounts::tail_aware, 256);
+  // (4 tiles of 16 rows for 4 threads) stays.
+  auto plain = conv_plan(64, 64, 1, 4, TileCounts::tail_aware, 256);
   EXPECT_EQ(tile_grid(*plain, 0), (Shape{1, 1, 4, 1}));
-  EXPECT_EQ(tile_grid(*conv_plan(64, 64, 1, 2, TileCounts::fixed), 0), (Shape{1, 1, 4, 1}));
+  EXPECT_EQ(tile_grid(*conv_plan(64, 64, 1, 4, TileCounts::fixed), 0), (Shape{1, 1, 4, 1}));
 }
 
 // On AMX a conv tile's products are priced apart (TileWork::amx_flops, at the session's
