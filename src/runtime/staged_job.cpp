@@ -102,7 +102,7 @@ StagedJob::StagedJob(std::shared_ptr<const StagedDag> dag, std::vector<std::shar
 }
 
 DagView StagedJob::dag() const {
-  return {dag_->n_parents, dag_->child_begin, dag_->children, dag_->depth, dag_->sources};
+  return {dag_->n_parents, dag_->child_begin, dag_->children, dag_->depth, dag_->sources, {}};  // no places
 }
 
 int StagedJob::model_of(int32_t tile) const {
