@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "grove/engine.h"
 #include "runtime/cores.h"
 #include "runtime/parker.h"
 #include "runtime/ready_pool.h"
@@ -196,7 +197,9 @@ SimMachine sim_machine(const MachineProbe& probe, int cores, double bandwidth) {
   m.pop_ns = probe.pop_ns;
   m.contention = probe.contention;
   m.wake_ns = probe.wake_ns;
-  m.spin_ns = probe.spin_ns;
+  // During a run a worker spins the engine's busy spin before it parks, not just the probed
+  // passes (EngineOptions::busy_spin_ms; the simulated engine's threads fit its cores).
+  m.spin_ns = std::max(probe.spin_ns, EngineOptions{}.busy_spin_ms * 1e6);
   m.cross_ns_per_byte = probe.cross_ns_per_byte;
   return m;
 }
