@@ -47,6 +47,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_quant_add_ops(r);
     register_channels_last_ops(r);
     register_expand_depthwise_op(r);
+    register_conv_max_pool_op(r);
     register_feature_pruning_ops(r);
     register_conv_integer_scaled_ops(r);
     return r;

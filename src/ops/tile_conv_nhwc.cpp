@@ -20,6 +20,7 @@
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
+#include "ops/conv_nhwc_rows.h"
 #include "ops/conv_gemm_forms.h"
 #include "ops/evaluate.h"
 #include "ops/fused_epilogue.h"
@@ -345,6 +346,15 @@ void copy_pixels(const float* x, int64_t count, int64_t channels, int64_t pixel,
                                       static_cast<size_t>(channels), words, static_cast<size_t>(pixel / 2));
 }
 
+// Where run_on_rows writes: output pixel (oy, ox), channel c0 + j at y (or y_bf16) +
+// ((oy - row0) * OW + ox) * stride + j, and reads a fused residual the same way.
+struct RowsOut {
+  float* y = nullptr;
+  uint16_t* y_bf16 = nullptr;
+  const float* residual = nullptr;
+  int64_t stride = 0, row0 = 0;
+};
+
 // Output rows [oy0, oy1) and channels [c0, c1) of image n on the row path (runs_on_rows). The
 // input rows these outputs read are copied once into rows of padded_row_pixels pixels, zeros
 // where the windows reach past the input, in groups that stay well inside L2; each group is one
@@ -353,9 +363,9 @@ void copy_pixels(const float* x, int64_t count, int64_t channels, int64_t pixel,
 // which also reads x stored as bf16 (X uint16_t) and may write y as bf16.
 template <class X, class T>
 void run_on_rows(const X* x, bool x_nchw, int64_t n, const WindowGeometry& g, int64_t channels, int64_t oy0,
-                 int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, Tensor& y, int64_t y_channel,
-                 const float* residual, std::vector<T>& padded) {
-  const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], m = y.dim(3);
+                 int64_t oy1, int64_t c0, int64_t c1, kernels::ConvRowCall call, const RowsOut& out,
+                 std::vector<T>& padded) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1];
   const int64_t pixel = padded_pixel_values<T>(channels, g.strides[1]);
   const int64_t wp = padded_row_pixels(g), left = g.pads_begin[1], row_floats = wp * pixel;
   const auto row_bytes = static_cast<size_t>(row_floats) * sizeof(T);
@@ -364,7 +374,7 @@ void run_on_rows(const X* x, bool x_nchw, int64_t n, const WindowGeometry& g, in
   call.tap_row_floats = static_cast<size_t>(g.dilations[0] * row_floats);
   call.pixel_floats = static_cast<size_t>(pixel);
   call.out_w = static_cast<size_t>(ow);
-  call.y_stride = static_cast<size_t>(m);
+  call.y_stride = static_cast<size_t>(out.stride);
   call.n0 = static_cast<size_t>(c0), call.n = static_cast<size_t>(c1 - c0);
   // The input columns that land in a padded row, and where.
   const int64_t from = std::max<int64_t>(0, -left), to = std::min(iw, wp - left);
@@ -409,10 +419,10 @@ void run_on_rows(const X* x, bool x_nchw, int64_t n, const WindowGeometry& g, in
     else call.x_bf16 = padded.data();
     call.rows = static_cast<size_t>(last - first);
     call.row_step_floats = static_cast<size_t>(g.strides[0] * row_floats);
-    const int64_t at = (n * oh + first) * ow * m + c0;  // y's and the residual's offset
-    if (y.dtype() == DType::bf16) call.y_bf16 = reinterpret_cast<uint16_t*>(y.raw()) + at;
-    else call.y = y.data<float>() + at + y_channel;
-    call.residual = residual ? residual + at : nullptr;
+    const int64_t at = (first - out.row0) * ow * out.stride;  // y's and the residual's offset
+    if (out.y_bf16) call.y_bf16 = out.y_bf16 + at;
+    else call.y = out.y + at;
+    call.residual = out.residual ? out.residual + at : nullptr;
     kernels::conv_rows(call);
   }
 }
@@ -503,16 +513,19 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     call.bias = bias ? bias->data<float>() + r[3].begin : nullptr;
     call.activation = activation;
     for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-      const float* residual_data = residual ? residual->data<float>() : nullptr;
+      const int64_t image = n * y.dim(1) * ow * m + r[3].begin;  // y's and the residual's offset
+      RowsOut o;
+      o.stride = m;
+      if (y_bf16) o.y_bf16 = y_bits + image;
+      else o.y = y.data<float>() + image + y_channel;
+      o.residual = residual ? residual->data<float>() + image : nullptr;
       if (dot && x_bf16)
-        run_on_rows(x_bits, x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y, y_channel,
-                    residual_data, ws.padded_bf16);
+        run_on_rows(x_bits, x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, o, ws.padded_bf16);
       else if (dot)
-        run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
-                    y_channel, residual_data, ws.padded_bf16);
+        run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, o,
+                    ws.padded_bf16);
       else
-        run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, y,
-                    y_channel, residual_data, padded);
+        run_on_rows(x.data<float>(), x_nchw, n, g, channels, r[1].begin, r[1].end, r[3].begin, r[3].end, call, o, padded);
     }
     return;
   }
@@ -612,6 +625,39 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
 }
 
 }  // namespace
+
+bool conv_nhwc_on_rows(const Node& conv, std::span<const ValueInfo> in) {
+  if (!claimed(conv, in) || on_winograd(conv) || has_input(in, kEpilogueResidualInput)) return false;
+  for (const ValueInfo& v : in)
+    if (v.present && v.dtype != DType::f32) return false;
+  const kernels::Precision precision = gemm_precision(conv);
+  return precision == kernels::Precision::f32 &&
+         runs_on_rows(geometry_of(conv, in[0].shape, in[1].shape), channels_of(conv, in[0].shape), precision);
+}
+
+std::shared_ptr<const void> conv_nhwc_pack(const Node& conv, const Tensor& w) { return pack_weights(conv, w); }
+
+int64_t conv_nhwc_packed_bytes(const void* packed) {
+  return static_cast<int64_t>(static_cast<const NhwcConvWeights*>(packed)->w.bytes());
+}
+
+void conv_nhwc_rows_f32(const Node& conv, const Tensor& x, const Tensor& w, const Tensor* bias, const void* packed,
+                        int64_t n, int64_t oy0, int64_t oy1, int64_t c0, int64_t c1, float* y, int64_t y_stride,
+                        std::vector<float>& padded) {
+  const auto* p = static_cast<const NhwcConvWeights*>(packed);
+  const WindowGeometry g = geometry_of(conv, x.shape(), w.shape());
+  kernels::ConvRowCall call;
+  call.channels = static_cast<size_t>(channels_of(conv, x.shape()));
+  call.kernel_h = static_cast<size_t>(g.kernel[0]), call.kernel_w = static_cast<size_t>(g.kernel[1]);
+  call.stride_w = static_cast<size_t>(g.strides[1]), call.dilation_w = static_cast<size_t>(g.dilations[1]);
+  call.w = &p->w;
+  call.bias = bias ? bias->data<float>() + c0 : nullptr;
+  call.activation = epilogue_activation(conv);
+  RowsOut out;
+  out.y = y, out.stride = y_stride, out.row0 = oy0;
+  run_on_rows(x.data<float>(), reads_x_nchw(conv), n, g, channels_of(conv, x.shape()), oy0, oy1, c0, c1, call, out,
+              padded);
+}
 
 // Every path above steps y's pixels by y.dim(3) and offsets y by the slice's first channel; a
 // fused residual would share y's offsets, so a node with one keeps its own y.

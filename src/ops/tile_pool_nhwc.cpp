@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/maxpool.h"
+#include "ops/pool_nhwc_rows.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
@@ -95,54 +96,10 @@ void pool_bytes(const Tensor& x, const WindowGeometry& g, const Region& r, Tenso
   pool<T>(x, g, r, y, [c](const T* const* taps, size_t count, T* out) { max_over_taps(taps, count, c, out); });
 }
 
-// Float32 rows by the per-ISA kernel (kernels/maxpool.h): each output row's pixels whose
-// windows lie inside the row are one run over the same tap offsets; the rest are runs of one
-// with the taps inside the plane. Taps in (kernel row, kernel column) order, as pool() takes them.
 void pool_f32(const Tensor& x, const WindowGeometry& g, const Region& r, Tensor& y) {
-  const int64_t ih = g.input[0], iw = g.input[1], oh = g.output[0], ow = g.output[1], c = x.dim(3);
-  const int64_t kh = g.kernel[0], kw = g.kernel[1], sy = g.strides[0], sx = g.strides[1];
-  const int64_t py = g.pads_begin[0], px = g.pads_begin[1], dy = g.dilations[0], dx = g.dilations[1];
-  // Columns [first, last) have every kernel column inside the row: ox * sx - px >= 0 and
-  // ox * sx - px + (kw - 1) * dx < iw.
-  const int64_t first = std::min(ow, (px + sx - 1) / sx);
-  const int64_t reach = (kw - 1) * dx, right = iw - 1 - reach + px;
-  const int64_t last = right < 0 ? first : std::max(first, std::min(ow, right / sx + 1));
-  std::vector<ptrdiff_t> inner, edge;
-  kernels::MaxPoolNhwcRun run;
-  run.channels = static_cast<size_t>(c);
+  const int64_t c = x.dim(3), in_image = g.input[0] * g.input[1] * c, out_image = g.output[0] * g.output[1] * c;
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
-    for (int64_t oy = r[1].begin; oy < r[1].end; ++oy) {
-      const float* image = x.data<float>() + n * ih * iw * c;
-      float* out = y.data<float>() + (n * oh + oy) * ow * c;
-      inner.clear();  // from the pixel at column ox * sx - px of row 0
-      for (int64_t ki = 0; ki < kh; ++ki) {
-        const int64_t iy = oy * sy - py + ki * dy;
-        if (iy < 0 || iy >= ih) continue;
-        for (int64_t kj = 0; kj < kw; ++kj) inner.push_back((iy * iw + kj * dx) * c);
-      }
-      auto edge_pixel = [&](int64_t ox) {
-        edge.clear();  // from the image's first pixel
-        for (int64_t ki = 0; ki < kh; ++ki) {
-          const int64_t iy = oy * sy - py + ki * dy;
-          if (iy < 0 || iy >= ih) continue;
-          for (int64_t kj = 0; kj < kw; ++kj) {
-            const int64_t ix = ox * sx - px + kj * dx;
-            if (ix >= 0 && ix < iw) edge.push_back((iy * iw + ix) * c);
-          }
-        }
-        run.x = image, run.offsets = edge.data(), run.taps = edge.size(), run.pixels = 1;
-        run.y = out + ox * c;
-        kernels::max_pool_nhwc_run(run);
-      };
-      for (int64_t ox = 0; ox < first; ++ox) edge_pixel(ox);
-      if (first < last) {
-        run.x = image + (first * sx - px) * c, run.offsets = inner.data(), run.taps = inner.size();
-        run.pixels = static_cast<size_t>(last - first), run.x_step = static_cast<size_t>(sx * c);
-        run.y = out + first * c, run.y_step = static_cast<size_t>(c);
-        kernels::max_pool_nhwc_run(run);
-      }
-      for (int64_t ox = std::max(first, last); ox < ow; ++ox) edge_pixel(ox);
-    }
+    max_pool_nhwc_rows_f32(x.data<float>() + n * in_image, c, c, g, r[1].begin, r[1].end, y.data<float>() + n * out_image, c);
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
@@ -197,6 +154,56 @@ void global_run(const Node& node, std::span<const Tensor* const> in, std::span<T
 }
 
 }  // namespace
+
+// Float32 rows by the per-ISA kernel (kernels/maxpool.h): each output row's pixels whose
+// windows lie inside the row are one run over the same tap offsets; the rest are runs of one
+// with the taps inside the plane. Taps in (kernel row, kernel column) order, as pool() takes them.
+void max_pool_nhwc_rows_f32(const float* x, int64_t x_stride, int64_t channels, const WindowGeometry& g, int64_t oy0,
+                            int64_t oy1, float* y, int64_t y_stride) {
+  const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], c = x_stride;  // floats from one pixel to the next
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], sy = g.strides[0], sx = g.strides[1];
+  const int64_t py = g.pads_begin[0], px = g.pads_begin[1], dy = g.dilations[0], dx = g.dilations[1];
+  // Columns [first, last) have every kernel column inside the row: ox * sx - px >= 0 and
+  // ox * sx - px + (kw - 1) * dx < iw.
+  const int64_t first = std::min(ow, (px + sx - 1) / sx);
+  const int64_t reach = (kw - 1) * dx, right = iw - 1 - reach + px;
+  const int64_t last = right < 0 ? first : std::max(first, std::min(ow, right / sx + 1));
+  std::vector<ptrdiff_t> inner, edge;
+  kernels::MaxPoolNhwcRun run;
+  run.channels = static_cast<size_t>(channels);
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    const float* image = x;
+    float* out = y + oy * ow * y_stride;
+    inner.clear();  // from the pixel at column ox * sx - px of row 0
+    for (int64_t ki = 0; ki < kh; ++ki) {
+      const int64_t iy = oy * sy - py + ki * dy;
+      if (iy < 0 || iy >= ih) continue;
+      for (int64_t kj = 0; kj < kw; ++kj) inner.push_back((iy * iw + kj * dx) * c);
+    }
+    auto edge_pixel = [&](int64_t ox) {
+      edge.clear();  // from the image's first pixel
+      for (int64_t ki = 0; ki < kh; ++ki) {
+        const int64_t iy = oy * sy - py + ki * dy;
+        if (iy < 0 || iy >= ih) continue;
+        for (int64_t kj = 0; kj < kw; ++kj) {
+          const int64_t ix = ox * sx - px + kj * dx;
+          if (ix >= 0 && ix < iw) edge.push_back((iy * iw + ix) * c);
+        }
+      }
+      run.x = image, run.offsets = edge.data(), run.taps = edge.size(), run.pixels = 1;
+      run.y = out + ox * y_stride;
+      kernels::max_pool_nhwc_run(run);
+    };
+    for (int64_t ox = 0; ox < first; ++ox) edge_pixel(ox);
+    if (first < last) {
+      run.x = image + (first * sx - px) * c, run.offsets = inner.data(), run.taps = inner.size();
+      run.pixels = static_cast<size_t>(last - first), run.x_step = static_cast<size_t>(sx * c);
+      run.y = out + first * y_stride, run.y_step = static_cast<size_t>(y_stride);
+      kernels::max_pool_nhwc_run(run);
+    }
+    for (int64_t ox = std::max(first, last); ox < ow; ++ox) edge_pixel(ox);
+  }
+}
 
 void add_pool_nhwc_rules(RuleTable& t) {
   t[internal_rule_key("MaxPoolNhwc")] = TileRule{cuttable, needs, run_tile};

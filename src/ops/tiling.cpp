@@ -24,6 +24,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_conv_nhwc_rules(t);
     tiling::add_dwconv_nhwc_rules(t);
     tiling::add_expand_depthwise_rules(t);
+    tiling::add_conv_max_pool_rules(t);
     tiling::add_pool_nhwc_rules(t);
     tiling::add_recurrent_rules(t);
     tiling::add_quant_elementwise_rules(t);

@@ -99,6 +99,12 @@ int64_t node_flops(const Graph& g, const Node& n) {
     for (int64_t k : n.attr_ints("kernel_shape")) window = mul(window, k);
     return y ? mul(numel(*y), window) : 0;
   }
+  if (n.domain == kGroveDomain && n.op_type == "ConvMaxPoolNhwc" && !n.outputs.empty()) {  // the pool's compares
+    const Shape* y = shape_of(g, n.outputs[0]);  // and the conv's FLOPs, a fused node's
+    int64_t window = 1;
+    for (int64_t k : n.attr_ints("pool.kernel_shape")) window = mul(window, k);
+    return add(y ? mul(numel(*y), window) : 0, n.attr_int(kAttrFusedFlops, 0));
+  }
   if (n.domain == kGroveDomain && n.op_type == "PrunedConv" && n.inputs.size() > 1 && !n.outputs.empty()) {
     const Shape* y = shape_of(g, n.outputs[0]);  // the products over the kept channels only
     const Shape* wp = shape_of(g, n.inputs[1]);

@@ -59,6 +59,11 @@ bool is_few_channel_stem(const Graph& graph, const Node& node);
 // keeps the expanded rows in cache (fuse_expand_depthwise.cpp); nodes in `keep` stay apart.
 // Run by make_plan after the channels-last pass. Returns how many.
 int fuse_expand_depthwise(Graph& graph, const std::set<std::string>& keep);
+// Each channels-last float conv whose output only a max pool reads (a network's stem) and that
+// max pool become one grove.internal ConvMaxPoolNhwc, which keeps the conv's rows in cache
+// (fuse_conv_max_pool.cpp), where the CPU runs the row conv; nodes in `keep` stay apart. Run
+// by make_plan after the channels-last pass. Returns how many.
+int fuse_conv_max_pool(Graph& graph, const std::set<std::string>& keep);
 
 // Replaces each scaled dot-product attention chain (MatMul, scale, [Where], [Add mask],
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.

@@ -65,6 +65,9 @@ struct PlanOptions {
   // A 1x1 expand conv and the depthwise conv that alone reads it run as one node, band by band
   // in cache (passes/fuse_expand_depthwise.cpp); false: apart (for comparing the two).
   bool fuse_expand_depthwise = true;
+  // A conv and the max pool that alone reads it run as one node, band by band in cache
+  // (passes/fuse_conv_max_pool.cpp); false: apart (for comparing the two).
+  bool fuse_conv_max_pool = true;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op

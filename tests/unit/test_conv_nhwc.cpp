@@ -11,6 +11,7 @@
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
+#include "ops/conv_max_pool.h"
 #include "ops/expand_depthwise.h"
 #include "ops/op.h"
 #include "plan_test_util.h"
@@ -361,6 +362,43 @@ TEST(ExpandDepthwiseNhwc, TileRuleMatchesReference) {
     // The tall planes (several bands a tile) in rows of 16 and whole channels: their finest
     // grid of single rows took a minute under AddressSanitizer and adds no other path.
     const std::vector<int64_t> tall = {1, 16, 0, c.m};
+    const auto stats = tiletest::check_tiling(node, in, 1e-4, c.x[1] >= 64 ? &tall : nullptr);
+    EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
+  }
+}
+
+// ConvMaxPoolNhwc's tile rule: every grid it allows (rows, channels in GEMM panels, images),
+// inputs poisoned outside `needs`, against the conv's and the pool's references. The cases
+// take a stem reading NCHW (SqueezeNet's 3x3 stride 2 and GoogLeNet's 7x7 stride 2 with
+// ceil-mode pools), a channels-last conv with a padded pool (ResNet-50's), a stride-1 pool
+// (two conv rows shared between bands), channels that are not whole panels, no bias, and a
+// plane tall enough for several bands. Elsewhere than on the row path the rule runs the
+// reference.
+TEST(ConvMaxPoolNhwc, TileRuleMatchesReference) {
+  struct Case { Shape x, w; int64_t stride, pad, pool_k, pool_s, pool_pad; bool ceil, nchw, bias; };
+  const std::vector<Case> cases = {
+      {{1, 3, 35, 33}, {64, 3, 3, 3}, 2, 0, 3, 2, 0, true, true, true},
+      {{2, 3, 30, 30}, {40, 3, 7, 7}, 2, 3, 3, 2, 0, true, true, false},
+      {{1, 19, 17, 8}, {32, 8, 3, 3}, 1, 1, 3, 2, 1, false, false, true},
+      {{1, 12, 11, 4}, {16, 4, 3, 3}, 1, 1, 3, 1, 1, false, false, true},
+      {{1, 120, 100, 4}, {64, 4, 3, 3}, 1, 1, 3, 2, 1, false, false, true},
+  };
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    NodeBuilder node("ConvMaxPoolNhwc", 13, 3);
+    node.node.domain = kGroveDomain;
+    node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    if (c.nchw) {
+      node.node.attrs[kAttrXNchw].kind = Attribute::Kind::i;
+      node.node.attrs[kAttrXNchw].i = 1;
+    }
+    node.s(kAttrActivation, "relu").s(kAttrFused, "Relu");
+    const std::string pool = kPoolPrefix;
+    node.ints(pool + "kernel_shape", {c.pool_k, c.pool_k}).ints(pool + "strides", {c.pool_s, c.pool_s});
+    node.ints(pool + "pads", {c.pool_pad, c.pool_pad, c.pool_pad, c.pool_pad}).i(pool + "ceil_mode", c.ceil);
+    const std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32(c.w, seed++),
+                                    c.bias ? tiletest::random_f32({c.w[0]}, seed++) : Tensor()};
+    const std::vector<int64_t> tall = {1, 8, 0, c.w[0]};  // the tall plane's finest grid adds no path
     const auto stats = tiletest::check_tiling(node, in, 1e-4, c.x[1] >= 64 ? &tall : nullptr);
     EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
   }
@@ -856,6 +894,65 @@ TEST(LayoutF32, AnExpandConvAndTheDepthwiseConvAfterItRunAsOne) {
   const TestModel shared{"shared_expand", b.bytes(), {{"x", seeded_tensor({1, 64, 12, 12}, 7)}}};
   Model two(load_test_model(shared));
   EXPECT_EQ(count_op(*make_plan(two.graph(), PlanOptions{}), "ExpandDepthwiseNhwc"), 0);
+}
+
+// x [1, 3, 45, 45] -> stem Conv 7x7 stride 2 (32) + Relu -> MaxPool 3x3 stride 2 -> Conv 1x1
+// (64) + Relu -> Conv 3x3 (32): ResNet-50's stem, channels-last.
+TestModel stem_and_pool(bool pool_output_too) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 3, 45, 45}).output("y", kF32, {1, 32, 12, 12});
+  if (pool_output_too) b.output("r", kF32, {1, 32, 23, 23});
+  weight(b, "ws", {32, 3, 7, 7}, 1);
+  weight(b, "bs", {32}, 2);
+  weight(b, "w1", {64, 32, 1, 1}, 3);
+  weight(b, "w3", {32, 64, 3, 3}, 4);
+  auto& stem = b.node("Conv", {"x", "ws", "bs"}, {"s"}, "stem");
+  OnnxBuilder::attr_ints(stem, "strides", {2, 2});
+  OnnxBuilder::attr_ints(stem, "pads", {3, 3, 3, 3});
+  b.node("Relu", {"s"}, {"r"}, "stem_relu");
+  auto& pool = b.node("MaxPool", {"r"}, {"p"}, "pool");
+  OnnxBuilder::attr_ints(pool, "kernel_shape", {3, 3});
+  OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  OnnxBuilder::attr_ints(pool, "pads", {1, 1, 1, 1});
+  b.node("Conv", {"p", "w1"}, {"c1"}, "one");
+  b.node("Relu", {"c1"}, {"c1r"}, "one_relu");
+  OnnxBuilder::attr_ints(b.node("Conv", {"c1r", "w3"}, {"y"}, "three"), "pads", {1, 1, 1, 1});
+  return {"stem_and_pool", b.bytes(), {{"x", seeded_tensor({1, 3, 45, 45}, 8)}}};
+}
+
+// By default a channels-last conv and the max pool that alone reads it run as one
+// ConvMaxPoolNhwc where the CPU has the row conv (passes/fuse_conv_max_pool.cpp): the same
+// FLOPs, and the outputs bit for bit those of the plan that runs them apart, in random tile
+// orders with poisoned buffers. A conv output that something else reads stays apart.
+TEST(LayoutF32, AConvAndTheMaxPoolAfterItRunAsOne) {
+  const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+  const TestModel m = stem_and_pool(false);
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  PlanOptions options, apart;
+  options.transpose_flops = apart.transpose_flops = 0.01;  // so the stem goes channels-last
+  apart.fuse_conv_max_pool = false;
+  for (int threads : {1, 3}) {
+    options.threads = apart.threads = threads;
+    auto fused = make_plan(model.graph(), options);
+    auto separate = make_plan(model.graph(), apart);
+    EXPECT_EQ(count_op(*separate, "MaxPoolNhwc"), rows ? 1 : 0);
+    EXPECT_EQ(count_op(*fused, "ConvMaxPoolNhwc"), rows ? 1 : 0);
+    EXPECT_EQ(count_op(*fused, "MaxPoolNhwc"), 0);
+    EXPECT_EQ(fused->total_flops, separate->total_flops);
+    expect_plan_computes(fused, m, want, {1, 2, 3}, "fused stem");
+    for (uint32_t seed : {1u, 2u}) {
+      PlannedRun one(fused, m.inputs, PlannedRunOptions{true}), two(separate, m.inputs, PlannedRunOptions{true});
+      run_serial(one, seed);
+      run_serial(two, seed);
+      expect_close(one.outputs(), two.outputs(), 0, "fused against apart");
+    }
+  }
+  const TestModel shared = stem_and_pool(true);
+  Model two(load_test_model(shared));
+  auto plan = make_plan(two.graph(), options);
+  EXPECT_EQ(count_op(*plan, "ConvMaxPoolNhwc"), 0);
+  expect_plan_computes(plan, shared, run_reference(two.graph(), shared.inputs), {2}, "stem read twice");
 }
 
 // A tuning choice "nhwc" (grove tune) puts a conv channels-last whatever the rule says, even a

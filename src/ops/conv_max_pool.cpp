@@ -1,0 +1,71 @@
+#include "ops/conv_max_pool.h"
+
+#include <cstring>
+#include <vector>
+
+#include "ops/evaluate.h"
+#include "ops/op.h"
+
+namespace grove {
+
+namespace {
+bool pooled(const std::string& key) { return key.compare(0, std::strlen(kPoolPrefix), kPoolPrefix) == 0; }
+}  // namespace
+
+Node conv_part(const Node& fused, const std::string& mid) {
+  Node c;
+  c.op_type = "ConvNhwc";
+  c.domain = kGroveDomain;
+  c.opset = fused.opset;
+  c.name = fused.name;
+  c.inputs = fused.inputs;
+  c.outputs = {mid};
+  for (const auto& [key, value] : fused.attrs)
+    if (!pooled(key)) c.attrs[key] = value;
+  return c;
+}
+
+Node pool_part(const Node& fused, const std::string& mid) {
+  Node p;
+  p.op_type = "MaxPoolNhwc";
+  p.domain = kGroveDomain;
+  p.opset = fused.opset;
+  p.name = fused.name + "/pool";
+  p.inputs = {mid};
+  p.outputs = fused.outputs;
+  const size_t prefix = std::strlen(kPoolPrefix);
+  for (const auto& [key, value] : fused.attrs)
+    if (pooled(key)) p.attrs[key.substr(prefix)] = value;
+  return p;
+}
+
+namespace {
+
+void check_inputs(const Node& node, size_t count) {
+  if (count < 2 || count > 3) throw Error(node.describe() + ": takes x, W and B");
+  if (node.outputs.size() != 1) throw Error(node.describe() + ": has one output");
+}
+
+void infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  check_inputs(node, in.size());
+  std::vector<ValueInfo> mid = infer_node(conv_part(node), in);
+  if (mid.at(0).dtype != DType::f32) throw Unsupported(node.describe() + ": only a float32 conv fuses its max pool");
+  mid[0].data = nullptr;
+  out[0] = infer_node(pool_part(node), mid).at(0);
+}
+
+void reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  check_inputs(node, in.size());
+  const std::vector<Tensor> mid = evaluate_node(conv_part(node), in);
+  const std::vector<const Tensor*> pool_in = {&mid.at(0)};
+  const std::vector<Tensor> y = evaluate_node(pool_part(node), pool_in);
+  if (y.at(0).shape() != out[0]->shape() || y[0].dtype() != out[0]->dtype())
+    throw Error(node.describe() + ": output shape does not match");
+  std::memcpy(out[0]->raw(), y[0].raw(), y[0].bytes());
+}
+
+}  // namespace
+
+void register_conv_max_pool_op(OpRegistry& r) { r.add_internal("ConvMaxPoolNhwc", OpDef{&infer, &reference}); }
+
+}  // namespace grove

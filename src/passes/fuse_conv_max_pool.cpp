@@ -1,0 +1,84 @@
+// A network's stem: a conv (ReLU fused) and a 3x3 stride-2 max pool that alone reads its
+// output. Run apart, the conv's output (3 MB at ResNet-50's, GoogLeNet's and SqueezeNet's
+// stems) is written to memory, to lines no recent op touched, and read back by the pool; fused
+// into one grove.internal ConvMaxPoolNhwc (ops/conv_max_pool.h), a tile computes it band by
+// band in cache and writes only the pooled quarter. Only float32 channels-last convs with
+// constant weights on the row path (the fused rule's), without a residual or bf16, and a
+// max pool with one output.
+#include <map>
+
+#include "graph/choice_attrs.h"
+#include "graph/epilogue_attrs.h"
+#include "graph/precision_attr.h"
+#include "kernels/conv_rows.h"
+#include "kernels/isa.h"
+#include "ops/channels_last.h"
+#include "ops/conv_max_pool.h"
+#include "ops/op.h"
+#include "passes/flops.h"
+#include "passes/passes.h"
+
+namespace grove {
+namespace {
+
+bool fusable_conv(const Graph& g, const Node& c) {
+  if (c.op_type != "ConvNhwc" || c.domain != kGroveDomain || c.outputs.size() != 1 || c.inputs.size() < 2 ||
+      c.inputs.size() > 3 || runs_in_bf16(c) || stores_bf16(c) || !conv_primitive_choice(c).empty() ||
+      !g.initializers.count(c.inputs[1]))
+    return false;
+  const Tensor& w = g.initializers.at(c.inputs[1]);
+  return w.rank() == 4 && w.dtype() == DType::f32 && c.attr_int("group", 1) == 1;
+}
+
+bool fusable_pool(const Node& p) {
+  if (p.op_type != "MaxPoolNhwc" || p.domain != kGroveDomain || p.inputs.size() != 1) return false;
+  for (size_t i = 1; i < p.outputs.size(); ++i)
+    if (!p.outputs[i].empty()) return false;  // Indices
+  return p.attr_int("storage_order", 0) == 0 && p.attr_ints("kernel_shape").size() == 2;
+}
+
+}  // namespace
+
+int fuse_conv_max_pool(Graph& g, const std::set<std::string>& keep) {
+  // The fused rule computes the conv on the row kernel only; elsewhere the two stay apart.
+  if (!kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32)) return 0;
+  std::map<std::string, int> readers;
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs)
+      if (!in.empty()) ++readers[in];
+  for (const ValueDecl& out : g.outputs) ++readers[out.name];
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& out : g.nodes[i].outputs) producer[out] = i;
+  std::vector<bool> removed(g.nodes.size(), false);
+  int fused = 0;
+  for (Node& p : g.nodes) {
+    if (!fusable_pool(p) || keep.count(p.name)) continue;
+    const std::string mid = p.inputs[0];
+    auto at = producer.find(mid);
+    if (at == producer.end() || readers[mid] != 1) continue;
+    const Node& c = g.nodes[at->second];
+    if (removed[at->second] || keep.count(c.name) || !fusable_conv(g, c)) continue;
+    auto v = g.values.find(mid);
+    if (v == g.values.end() || v->second.dtype != DType::f32) continue;
+    Node f = c;
+    f.op_type = "ConvMaxPoolNhwc";
+    f.outputs = {p.outputs[0]};
+    for (const auto& [key, value] : p.attrs) f.attrs[kPoolPrefix + key] = value;
+    Attribute& flops = f.attrs[kAttrFusedFlops];
+    flops.kind = Attribute::Kind::i;
+    flops.i = node_flops(g, c);
+    p = std::move(f);
+    removed[at->second] = true;
+    g.values.erase(v);
+    ++fused;
+  }
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  return fused;
+}
+
+}  // namespace grove
