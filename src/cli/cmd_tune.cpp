@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <random>
 
 #include "cli/bench_stats.h"
@@ -25,12 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 const char* or_dash(const std::string& s) { return s.empty() ? "-" : s.c_str(); }
 
-std::string extent_text(const Shape& e) {
-  std::string s;
-  for (size_t d = 0; d < e.size(); ++d) s += (d ? "x" : "") + std::to_string(e[d]);
-  return s;
-}
-
 // Median latency of each session, run in turn (A B C A B C ...; who goes first rotates), so
 // drift on a noisy machine hits them alike.
 std::vector<double> interleaved_ms(const std::vector<Session*>& sessions, const TensorMap& inputs, int runs) {
@@ -49,29 +42,6 @@ std::vector<double> interleaved_ms(const std::vector<Session*>& sessions, const 
   return medians;
 }
 
-void write_dataset(const std::string& path, const std::vector<TunedNode>& nodes, int threads) {
-  const bool fresh = !std::ifstream(path).good();
-  std::ofstream f(path, std::ios::app);
-  if (!f) throw Error(path + ": cannot write the profile dataset");
-  if (fresh)
-    f << "machine,threads,node,batch,cin,cout,in_h,in_w,out_h,out_w,kernel_h,kernel_w,stride_h,stride_w,group,"
-         "primitive,extent,tiles,us\n";
-  const std::string machine = kernels::machine_key();
-  for (const TunedNode& t : nodes) {
-    if (!t.conv) continue;
-    const tune::ConvConfig& c = t.config;
-    std::string name = t.name;
-    std::replace(name.begin(), name.end(), '"', '\'');
-    for (const TuneCandidate& k : t.candidates) {
-      if (k.us <= 0) continue;
-      f << '"' << machine << "\"," << threads << ",\"" << name << "\"," << c.batch << ',' << c.cin << ',' << c.cout << ','
-        << c.in_h << ',' << c.in_w << ',' << c.out_h << ',' << c.out_w << ',' << c.kernel_h << ',' << c.kernel_w << ','
-        << c.stride_h << ',' << c.stride_w << ',' << c.group << ',' << k.primitive << ',' << extent_text(k.extent) << ','
-        << k.tiles << ',' << k.us << "\n";
-    }
-  }
-}
-
 }  // namespace
 
 int run_tune(const TuneOptions& o) {
@@ -79,6 +49,7 @@ int run_tune(const TuneOptions& o) {
     if (!o.model.empty()) throw Error("tune: --fit trains on a dataset; give no model with it");
     return run_tune_fit(o);
   }
+  if (o.sample > 0) return run_tune_sample(o);
   if (o.model.empty()) throw Error("tune: give the .onnx model to tune (or --fit DATASET.csv)");
   const auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);

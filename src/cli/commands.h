@@ -175,6 +175,7 @@ struct TuneOptions {
   int verify_runs = 20;             // whole-model runs of each of rules and tuned, interleaved
   std::string output;               // the record file; empty: the per-machine cache
   std::string dataset;              // non-empty: append every measured candidate to this CSV
+  int sample = 0;                   // > 0: profile this many sampled conv layers into the dataset instead
   std::string fit;                  // non-empty: train the performance model on this CSV instead
   std::string model_out;            // the model file; empty: the per-machine cache
   std::string transfer_from;        // --fit: fine-tune this model on sample_share of the samples
@@ -211,6 +212,7 @@ int run_simulate(const SimulateOptions& options);
 int run_tail(const TailOptions& options);
 int run_tune(const TuneOptions& options);
 int run_tune_fit(const TuneOptions& options);  // --fit
+int run_tune_sample(const TuneOptions& options);  // --sample
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);

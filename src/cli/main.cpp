@@ -576,8 +576,9 @@ of the C++ and Python APIs, then plan with it (--tuning off to compare). docs/tu
 Examples:
   grove tune resnet50.onnx --threads 2
   grove tune model.onnx --shape input=1x3x224x224 --dataset profile.csv
+  grove tune --sample 300 --threads 1 --dataset profile.csv   (sampled conv layers)
   grove bench resnet50.onnx --threads 2 --tuning both)");
-  tune->add_option("model", tune_options.model, "The .onnx file (not with --fit)");
+  tune->add_option("model", tune_options.model, "The .onnx file (not with --fit or --sample)");
   tune->add_option("--fit", tune_options.fit,
                    "Train this machine's performance model on a --dataset CSV instead of tuning a model: MdRAE on a "
                    "held-out tenth against linear regression, then saved where plans without a record use it")
@@ -608,6 +609,10 @@ Examples:
   tune->add_option("--dataset", tune_options.dataset,
                    "Append every measured candidate (layer configuration, primitive, grid, time) to this CSV")
       ->type_name("FILE.csv");
+  tune->add_option("--sample", tune_options.sample,
+                   "Instead of a model, profile N conv layers sampled from the sizes CNNs use (channels 8-768, planes "
+                   "7-112, kernels 1/3/5/7, strides 1/2), each as a one-conv model, into --dataset")
+      ->type_name("N")->check(CLI::Range(1, 100000));
   tune->add_flag("--quiet,-q", tune_options.quiet, "No progress lines on stderr");
   tune->add_option("--seed", tune_options.seed, "Seed for the random inputs")->capture_default_str();
   add_limit_options(tune, tune_options.limits);

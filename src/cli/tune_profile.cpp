@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "cli/bench_stats.h"
+#include "kernels/cpu_info.h"
 #include "plan/plan.h"
 #include "tune/conv_candidates.h"
 
@@ -60,6 +62,12 @@ struct Samples {
     max.insert(max.end(), b.begin(), b.end());
   }
 };
+
+std::string extent_text(const Shape& e) {
+  std::string s;
+  for (size_t d = 0; d < e.size(); ++d) s += (d ? "x" : "") + std::to_string(e[d]);
+  return s;
+}
 
 }  // namespace
 
@@ -180,6 +188,29 @@ std::vector<NodeChoice> best_choices(const std::vector<TunedNode>& nodes, std::v
     if (rule_us) rule_us->push_back(t.rule_us);
   }
   return choices;
+}
+
+void write_dataset(const std::string& path, const std::vector<TunedNode>& nodes, int threads) {
+  const bool fresh = !std::ifstream(path).good();
+  std::ofstream f(path, std::ios::app);
+  if (!f) throw Error(path + ": cannot write the profile dataset");
+  if (fresh)
+    f << "machine,threads,node,batch,cin,cout,in_h,in_w,out_h,out_w,kernel_h,kernel_w,stride_h,stride_w,group,"
+         "primitive,extent,tiles,us\n";
+  const std::string machine = kernels::machine_key();
+  for (const TunedNode& t : nodes) {
+    if (!t.conv) continue;
+    const tune::ConvConfig& c = t.config;
+    std::string name = t.name;
+    std::replace(name.begin(), name.end(), '"', '\'');
+    for (const TuneCandidate& k : t.candidates) {
+      if (k.us <= 0) continue;
+      f << '"' << machine << "\"," << threads << ",\"" << name << "\"," << c.batch << ',' << c.cin << ',' << c.cout << ','
+        << c.in_h << ',' << c.in_w << ',' << c.out_h << ',' << c.out_w << ',' << c.kernel_h << ',' << c.kernel_w << ','
+        << c.stride_h << ',' << c.stride_w << ',' << c.group << ',' << k.primitive << ',' << extent_text(k.extent) << ','
+        << k.tiles << ',' << k.us << "\n";
+    }
+  }
 }
 
 }  // namespace grove::cli

@@ -62,4 +62,8 @@ void choose_best(std::vector<TunedNode>& nodes, int threads, double keep_share, 
 std::vector<NodeChoice> best_choices(const std::vector<TunedNode>& nodes, std::vector<double>* node_us,
                                      std::vector<double>* rule_us);
 
+// Appends each Conv's measured candidates to the dataset CSV (the performance model's training
+// data, grove tune --fit), with a header line when the file is new.
+void write_dataset(const std::string& path, const std::vector<TunedNode>& nodes, int threads);
+
 }  // namespace grove::cli

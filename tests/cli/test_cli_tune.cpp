@@ -107,5 +107,28 @@ TEST(CliTune, FitTrainsAModelThatPlansWithoutARecordUse) {
   expect_clean_error(run_grove({"tune", kModel, "--fit", csv}));
 }
 
+// --sample profiles sampled conv layers, each a one-conv model, into the dataset: one row per
+// measured candidate, every sample's configuration a conv of the sampled sizes. Without
+// --dataset, or with a model, it is an error.
+TEST(CliTune, SampleAppendsSampledConvLayersToTheDataset) {
+  TempDir d;
+  const std::string csv = (d / "samples.csv").string();
+  Result r = run_grove({"tune", "--sample", "3", "--threads", "1", "--runs", "2", "--passes", "1", "--dataset", csv});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("sample 3/3"), std::string::npos) << r.err;
+  std::ifstream f(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(f, line));
+  EXPECT_EQ(line.rfind("machine,threads,node,batch,cin,cout,", 0), 0u) << line;
+  int rows = 0;
+  while (std::getline(f, line)) {
+    ++rows;
+    EXPECT_NE(line.find(",\"conv\",1,"), std::string::npos) << line;  // node conv, batch 1
+  }
+  EXPECT_GE(rows, 3) << "a GEMM candidate for each sampled layer at least";
+  expect_clean_error(run_grove({"tune", "--sample", "2"}));
+  expect_clean_error(run_grove({"tune", kModel, "--sample", "2", "--dataset", csv}));
+}
+
 }  // namespace
 }  // namespace grove::cli_test
