@@ -5,8 +5,6 @@
 // band in cache and writes only the pooled quarter. Only float32 channels-last convs with
 // constant weights on the row path (the fused rule's), without a residual or bf16, and a
 // max pool with one output.
-#include <map>
-
 #include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
@@ -16,6 +14,7 @@
 #include "ops/conv_max_pool.h"
 #include "ops/op.h"
 #include "passes/flops.h"
+#include "passes/fuse_pairs.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -42,25 +41,8 @@ bool fusable_pool(const Node& p) {
 int fuse_conv_max_pool(Graph& g, const std::set<std::string>& keep) {
   // The fused rule computes the conv on the row kernel only; elsewhere the two stay apart.
   if (!kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32)) return 0;
-  std::map<std::string, int> readers;
-  for (const Node& n : g.nodes)
-    for (const std::string& in : n.inputs)
-      if (!in.empty()) ++readers[in];
-  for (const ValueDecl& out : g.outputs) ++readers[out.name];
-  std::map<std::string, size_t> producer;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const std::string& out : g.nodes[i].outputs) producer[out] = i;
-  std::vector<bool> removed(g.nodes.size(), false);
-  int fused = 0;
-  for (Node& p : g.nodes) {
-    if (!fusable_pool(p) || keep.count(p.name)) continue;
-    const std::string mid = p.inputs[0];
-    auto at = producer.find(mid);
-    if (at == producer.end() || readers[mid] != 1) continue;
-    const Node& c = g.nodes[at->second];
-    if (removed[at->second] || keep.count(c.name) || !fusable_conv(g, c)) continue;
-    auto v = g.values.find(mid);
-    if (v == g.values.end() || v->second.dtype != DType::f32) continue;
+  return fuse_pairs(g, keep, [&](const Node& c, const Node& p) -> std::optional<Node> {
+    if (!fusable_pool(p) || !fusable_conv(g, c)) return std::nullopt;
     Node f = c;
     f.op_type = "ConvMaxPoolNhwc";
     f.outputs = {p.outputs[0]};
@@ -68,17 +50,8 @@ int fuse_conv_max_pool(Graph& g, const std::set<std::string>& keep) {
     Attribute& flops = f.attrs[kAttrFusedFlops];
     flops.kind = Attribute::Kind::i;
     flops.i = node_flops(g, c);
-    p = std::move(f);
-    removed[at->second] = true;
-    g.values.erase(v);
-    ++fused;
-  }
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-  return fused;
+    return f;
+  });
 }
 
 }  // namespace grove

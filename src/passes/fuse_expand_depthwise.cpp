@@ -4,8 +4,6 @@
 // grove.internal ExpandDepthwiseNhwc (ops/expand_depthwise.h), a tile computes it band by band
 // in cache. Only channels-last float convs with constant weights and nothing the fused rule
 // does not do: the expand conv 1x1 without stride or padding, no residual on either, no bf16.
-#include <map>
-
 #include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
@@ -13,6 +11,7 @@
 #include "ops/expand_depthwise.h"
 #include "ops/op.h"
 #include "passes/flops.h"
+#include "passes/fuse_pairs.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -39,25 +38,10 @@ bool is_pointwise_expand(const Graph& g, const Node& e) {
 }  // namespace
 
 int fuse_expand_depthwise(Graph& g, const std::set<std::string>& keep) {
-  std::map<std::string, int> readers;
-  for (const Node& n : g.nodes)
-    for (const std::string& in : n.inputs)
-      if (!in.empty()) ++readers[in];
-  for (const ValueDecl& out : g.outputs) ++readers[out.name];
-  std::map<std::string, size_t> producer;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const std::string& out : g.nodes[i].outputs) producer[out] = i;
-  std::vector<bool> removed(g.nodes.size(), false);
-  int fused = 0;
-  for (Node& d : g.nodes) {
-    if (d.op_type != "DepthwiseConvNhwc" || !plain(d) || keep.count(d.name) || !g.initializers.count(d.inputs[1])) continue;
-    const std::string mid = d.inputs[0];
-    auto p = producer.find(mid);
-    if (p == producer.end() || readers[mid] != 1) continue;
-    const Node& e = g.nodes[p->second];
-    if (removed[p->second] || keep.count(e.name) || !is_pointwise_expand(g, e)) continue;
-    auto v = g.values.find(mid);
-    if (v == g.values.end() || v->second.dtype != DType::f32) continue;
+  return fuse_pairs(g, keep, [&](const Node& e, const Node& d) -> std::optional<Node> {
+    if (d.op_type != "DepthwiseConvNhwc" || !plain(d) || d.inputs.size() < 2 || !g.initializers.count(d.inputs[1]) ||
+        !is_pointwise_expand(g, e))
+      return std::nullopt;
     Node f = d;
     f.op_type = "ExpandDepthwiseNhwc";
     f.inputs = {e.inputs[0], e.inputs[1], e.inputs.size() > 2 ? e.inputs[2] : "", d.inputs[1],
@@ -66,17 +50,8 @@ int fuse_expand_depthwise(Graph& g, const std::set<std::string>& keep) {
     Attribute& flops = f.attrs[kAttrFusedFlops];
     flops.kind = Attribute::Kind::i;
     flops.i = d.attr_int(kAttrFusedFlops, 0) + node_flops(g, e);
-    d = std::move(f);
-    removed[p->second] = true;
-    g.values.erase(v);
-    ++fused;
-  }
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-  return fused;
+    return f;
+  });
 }
 
 }  // namespace grove
