@@ -33,7 +33,7 @@ void add_quant_conv_nhwc_rules(RuleTable& t);  // tile_quant_conv_nhwc.cpp: QLin
 void add_pool_nhwc_rules(RuleTable& t);        // tile_pool_nhwc.cpp: MaxPoolNhwc
 void add_conv_nhwc_rules(RuleTable& t);        // tile_conv_nhwc.cpp: ConvNhwc
 void add_dwconv_nhwc_rules(RuleTable& t);      // tile_dwconv_nhwc.cpp: DepthwiseConvNhwc
-void add_expand_depthwise_rules(RuleTable& t); // tile_expand_depthwise.cpp: ExpandDepthwiseNhwc
+void add_expand_depthwise_rules(RuleTable& t); // tile_expand_depthwise.cpp: ExpandDepthwiseNhwc, InvertedResidualNhwc
 void add_conv_max_pool_rules(RuleTable& t);    // tile_conv_max_pool.cpp: ConvMaxPoolNhwc
 void add_recurrent_rules(RuleTable& t);    // tile_recurrent.cpp
 void add_pruned_conv_rules(RuleTable& t);         // tile_pruned_conv.cpp: PrunedConv, AttentionKeep, ApplyKeep

@@ -93,6 +93,8 @@ int64_t node_flops(const Graph& g, const Node& n) {
     if (!y || !wd || wd->empty()) return 0;
     return add(mul(2, numel(*y), product(*wd, 1)), n.attr_int(kAttrFusedFlops, 0));
   }
+  // The expand, depthwise and project convs' FLOPs, all fused ones.
+  if (n.domain == kGroveDomain && n.op_type == "InvertedResidualNhwc") return n.attr_int(kAttrFusedFlops, 0);
   if (n.domain == kGroveDomain && n.op_type == "MaxPoolNhwc" && !n.outputs.empty()) {  // one compare per tap
     const Shape* y = shape_of(g, n.outputs[0]);
     int64_t window = 1;

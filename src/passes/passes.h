@@ -54,11 +54,16 @@ bool can_run_channels_last(const Graph& graph, const Node& node);
 // on an image), which the channels-last pass sends to the row conv (kernels/conv_rows.h) when
 // it stays float32.
 bool is_few_channel_stem(const Graph& graph, const Node& node);
-// Each channels-last 1x1 expand conv whose output only a depthwise conv reads (an inverted
-// residual block) and that depthwise conv become one grove.internal ExpandDepthwiseNhwc, which
-// keeps the expanded rows in cache (fuse_expand_depthwise.cpp); nodes in `keep` stay apart.
-// Run by make_plan after the channels-last pass. Returns how many.
+// Each channels-last 1x1 expand conv (or, where the CPU runs the row conv, any float conv)
+// whose output only a depthwise conv reads (an inverted residual block, a MobileNet's stem) and
+// that depthwise conv become one grove.internal ExpandDepthwiseNhwc, which keeps the expanded
+// rows in cache (fuse_expand_depthwise.cpp); nodes in `keep` stay apart. Run by make_plan after
+// the channels-last pass. Returns how many.
 int fuse_expand_depthwise(Graph& graph, const std::set<std::string>& keep);
+// After it: each ExpandDepthwiseNhwc whose output (one image's, over half of L2) only a 1x1
+// project conv reads, and that conv, become one grove.internal InvertedResidualNhwc. Returns
+// how many.
+int fuse_depthwise_project(Graph& graph, const std::set<std::string>& keep);
 // Each channels-last float conv whose output only a max pool reads (a network's stem) and that
 // max pool become one grove.internal ConvMaxPoolNhwc, which keeps the conv's rows in cache
 // (fuse_conv_max_pool.cpp), where the CPU runs the row conv; nodes in `keep` stay apart. Run

@@ -133,6 +133,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     plan->channels_last_convs = to_channels_last_f32(plan->graph, keep, options.transpose_flops);
     store_bf16_between_convs(plan->graph, plan->precision);
     if (options.fuse_expand_depthwise) fuse_expand_depthwise(plan->graph, keep);
+    if (options.fuse_expand_depthwise && options.fuse_depthwise_project) fuse_depthwise_project(plan->graph, keep);
     if (options.fuse_conv_max_pool) fuse_conv_max_pool(plan->graph, keep);
   }
   plan_values(*plan);

@@ -65,6 +65,9 @@ struct PlanOptions {
   // A 1x1 expand conv and the depthwise conv that alone reads it run as one node, band by band
   // in cache (passes/fuse_expand_depthwise.cpp); false: apart (for comparing the two).
   bool fuse_expand_depthwise = true;
+  // The 1x1 project conv that alone reads such a node's output joins it too where that output
+  // outgrows half of L2 (InvertedResidualNhwc); false: the project conv runs apart.
+  bool fuse_depthwise_project = true;
   // A conv and the max pool that alone reads it run as one node, band by band in cache
   // (passes/fuse_conv_max_pool.cpp); false: apart (for comparing the two).
   bool fuse_conv_max_pool = true;

@@ -9,6 +9,7 @@
 #include "graph/precision_attr.h"
 #include "kernels/bf16.h"
 #include "kernels/conv_rows.h"
+#include "kernels/cpu_info.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/conv_max_pool.h"
@@ -364,6 +365,52 @@ TEST(ExpandDepthwiseNhwc, TileRuleMatchesReference) {
     const std::vector<int64_t> tall = {1, 16, 0, c.m};
     const auto stats = tiletest::check_tiling(node, in, 1e-4, c.x[1] >= 64 ? &tall : nullptr);
     EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
+  }
+}
+
+// ExpandDepthwiseNhwc with an expand conv on the row path (a MobileNet's stem): 3x3 stride 2
+// reading the NCHW image, and a channels-last 3x3 stride 1 conv, over several bands; then
+// InvertedResidualNhwc, the project conv joined too (grids of images and rows only), with and
+// without its bias and residual, after both kinds of expand conv. Elsewhere than on the row
+// path the stem cases run the reference.
+TEST(ExpandDepthwiseNhwc, RowPathExpandAndProjectMatchReference) {
+  struct Case { Shape x; int64_t m, ek, es, ep, dk, ds; bool nchw; int64_t project; bool residual; };
+  const std::vector<Case> cases = {
+      {{1, 3, 37, 35}, 32, 3, 2, 1, 3, 1, true, 0, false},    {{2, 9, 8, 8}, 48, 3, 1, 1, 3, 2, false, 0, false},
+      {{1, 3, 130, 70}, 32, 3, 2, 1, 3, 1, true, 0, false},   {{1, 3, 29, 31}, 32, 3, 2, 1, 3, 1, true, 16, false},
+      {{2, 10, 9, 24}, 144, 1, 1, 0, 3, 1, false, 24, true},  {{1, 13, 11, 16}, 96, 1, 1, 0, 3, 2, false, 24, false},
+      {{1, 70, 60, 8}, 48, 1, 1, 0, 3, 1, false, 8, true},
+  };
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    NodeBuilder node(c.project ? "InvertedResidualNhwc" : "ExpandDepthwiseNhwc", 13, c.project ? (c.residual ? 8 : 7) : 5);
+    node.node.domain = kGroveDomain;
+    node.i("group", c.m).ints("kernel_shape", {c.dk, c.dk}).ints("strides", {c.ds, c.ds}).ints("pads", {1, 1, 1, 1});
+    node.s(kAttrActivation, "clip").s(kAttrFused, "Clip").f(kAttrAlpha, 0.0f).f(kAttrBeta, 6.0f);
+    const std::string e = kExpandPrefix;
+    node.ints(e + "strides", {c.es, c.es}).ints(e + "pads", {c.ep, c.ep, c.ep, c.ep});
+    node.s(e + kAttrActivation, "relu").s(e + kAttrFused, "Relu");
+    if (c.nchw) {
+      node.node.attrs[e + kAttrXNchw].kind = Attribute::Kind::i;
+      node.node.attrs[e + kAttrXNchw].i = 1;
+    }
+    const int64_t channels = c.x[c.nchw ? 1 : 3], h = c.x[c.nchw ? 2 : 1], w = c.x[c.nchw ? 3 : 2];
+    const int64_t mh = (h + 2 * c.ep - c.ek) / c.es + 1, mw = (w + 2 * c.ep - c.ek) / c.es + 1;
+    const int64_t oh = (mh + 2 - c.dk) / c.ds + 1, ow = (mw + 2 - c.dk) / c.ds + 1;
+    std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32({c.m, channels, c.ek, c.ek}, seed++),
+                              tiletest::random_f32({c.m}, seed++), tiletest::random_f32({c.m, 1, c.dk, c.dk}, seed++),
+                              tiletest::random_f32({c.m}, seed++)};
+    if (c.project) {
+      in.push_back(tiletest::random_f32({c.project, c.m, 1, 1}, seed++));
+      in.push_back(c.residual ? tiletest::random_f32({c.project}, seed++) : Tensor());
+      if (c.residual) in.push_back(tiletest::random_f32({c.x[0], oh, ow, c.project}, seed++));
+      if (c.residual) node.s(std::string(kProjectPrefix) + kAttrFused, "Add");
+    }
+    const std::vector<int64_t> tall = {1, 16, 0, c.project ? 0 : c.m};  // as above
+    SCOPED_TRACE(shape_str(c.x) + (c.project ? " project" : ""));
+    const auto stats = tiletest::check_tiling(node, in, 1e-4, c.x[c.nchw ? 2 : 1] >= 64 ? &tall : nullptr);
+    if (c.ek == 1 || kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32))
+      EXPECT_GT(stats.tiles, 2u);  // the rule claims the node: cut, not one reference tile
   }
 }
 
@@ -854,6 +901,22 @@ TEST(LayoutF32, DepthwiseConvsRunChannelsLastBetweenTheirNeighbours) {
   expect_plan_computes(back, m, want, {2}, "the block back in NCHW");
 }
 
+// A plan with fused nodes against the plan that runs them apart: the same FLOPs, the reference's
+// outputs on 1-3 workers, and outputs bit for bit the separate plan's in random tile orders
+// with poisoned buffers.
+template <class PlanPtr>
+void expect_fused_as_apart(const PlanPtr& fused, const PlanPtr& separate, const TestModel& m, const TensorMap& want,
+                           const char* what) {
+  EXPECT_EQ(fused->total_flops, separate->total_flops);
+  expect_plan_computes(fused, m, want, {1, 2, 3}, what);
+  for (uint32_t seed : {1u, 2u}) {
+    PlannedRun one(fused, m.inputs, PlannedRunOptions{true}), two(separate, m.inputs, PlannedRunOptions{true});
+    run_serial(one, seed);
+    run_serial(two, seed);
+    expect_close(one.outputs(), two.outputs(), 0, "fused against apart");
+  }
+}
+
 // By default the expand conv and the depthwise conv that alone reads it run as one
 // ExpandDepthwiseNhwc (passes/fuse_expand_depthwise.cpp): the same FLOPs, and the outputs bit
 // for bit those of the plan that runs them apart, in random tile orders with poisoned buffers.
@@ -866,20 +929,14 @@ TEST(LayoutF32, AnExpandConvAndTheDepthwiseConvAfterItRunAsOne) {
   apart.fuse_expand_depthwise = false;
   for (int threads : {1, 3}) {
     PlanOptions options;
+    options.fuse_depthwise_project = false;  // on a CPU with a small L2 the project conv would join
     options.threads = apart.threads = threads;
     auto fused = make_plan(model.graph(), options);
     auto separate = make_plan(model.graph(), apart);
     EXPECT_EQ(count_op(*fused, "ExpandDepthwiseNhwc"), 1);
     EXPECT_EQ(count_op(*fused, "DepthwiseConvNhwc"), 0);
     EXPECT_EQ(count_op(*fused, "ConvNhwc"), 1);  // the project conv
-    EXPECT_EQ(fused->total_flops, separate->total_flops);
-    expect_plan_computes(fused, m, want, {1, 2, 3}, "fused block");
-    for (uint32_t seed : {1u, 2u}) {
-      PlannedRun one(fused, m.inputs, PlannedRunOptions{true}), two(separate, m.inputs, PlannedRunOptions{true});
-      run_serial(one, seed);
-      run_serial(two, seed);
-      expect_close(one.outputs(), two.outputs(), 0, "fused against apart");
-    }
+    expect_fused_as_apart(fused, separate, m, want, "fused block");
   }
   // The expanded value also read by another node: no fusion.
   OnnxBuilder b(13);
@@ -894,6 +951,71 @@ TEST(LayoutF32, AnExpandConvAndTheDepthwiseConvAfterItRunAsOne) {
   const TestModel shared{"shared_expand", b.bytes(), {{"x", seeded_tensor({1, 64, 12, 12}, 7)}}};
   Model two(load_test_model(shared));
   EXPECT_EQ(count_op(*make_plan(two.graph(), PlanOptions{}), "ExpandDepthwiseNhwc"), 0);
+}
+
+// x [1, 3, 114, 114] -> stem Conv 3x3 stride 2 (32) + Clip -> depthwise 3x3 + Clip -> Conv 1x1
+// (16) -> expand Conv 1x1 (96) + Clip -> depthwise 3x3 + Clip -> Conv 1x1 (16) -> Add: a
+// MobileNetV2's first blocks, the depthwise outputs 57x57x32 and 57x57x96.
+TestModel mobilenet_head() {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 3, 114, 114}).output("y", kF32, {1, 16, 57, 57});
+  weight(b, "ws", {32, 3, 3, 3}, 1);
+  weight(b, "wd1", {32, 1, 3, 3}, 2);
+  weight(b, "wp1", {16, 32, 1, 1}, 3);
+  weight(b, "we2", {96, 16, 1, 1}, 4);
+  weight(b, "wd2", {96, 1, 3, 3}, 5);
+  weight(b, "wp2", {16, 96, 1, 1}, 6);
+  weight(b, "bp2", {16}, 7);
+  b.initializer_f32("lo", {}, {0.0f});
+  b.initializer_f32("hi", {}, {6.0f});
+  auto clip = [&](const std::string& in, const std::string& out) { b.node("Clip", {in, "lo", "hi"}, {out}, out); };
+  auto& stem = b.node("Conv", {"x", "ws"}, {"s"}, "stem");
+  OnnxBuilder::attr_ints(stem, "strides", {2, 2});
+  OnnxBuilder::attr_ints(stem, "pads", {1, 1, 1, 1});
+  clip("s", "s6");
+  for (const auto& [in, n, c] : std::vector<std::tuple<std::string, std::string, int64_t>>{{"s6", "1", 32}, {"e6", "2", 96}}) {
+    auto& d = b.node("Conv", {in, "wd" + n}, {"d" + n}, "depthwise" + n);
+    OnnxBuilder::attr_int(d, "group", c);
+    OnnxBuilder::attr_ints(d, "pads", {1, 1, 1, 1});
+    clip("d" + n, "d6_" + n);
+    if (n == "1") {
+      b.node("Conv", {"d6_1", "wp1"}, {"p1"}, "project1");
+      b.node("Conv", {"p1", "we2"}, {"e"}, "expand2");
+      clip("e", "e6");
+    }
+  }
+  b.node("Conv", {"d6_2", "wp2", "bp2"}, {"p2"}, "project2");
+  b.node("Add", {"p2", "p1"}, {"y"}, "add");
+  return {"mobilenet_head", b.bytes(), {{"x", seeded_tensor({1, 3, 114, 114}, 9)}}};
+}
+
+// By default a MobileNet's stem joins the depthwise conv after it where the CPU has the row
+// conv, and a block's project conv joins its ExpandDepthwiseNhwc where one image's depthwise
+// output outgrows half of L2 (InvertedResidualNhwc, its residual Add too): the same FLOPs, and
+// the outputs bit for bit those of the plan that runs them apart, in random tile orders with
+// poisoned buffers.
+TEST(LayoutF32, AMobileNetsStemAndProjectConvsJoinTheirDepthwiseConvs) {
+  const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+  const int64_t half_l2 = (kernels::cpu_info().l2_bytes > 0 ? kernels::cpu_info().l2_bytes : int64_t{1} << 20) / 2;
+  const bool project1 = rows && 57 * 57 * 32 * 4 > half_l2, project2 = 57 * 57 * 96 * 4 > half_l2;
+  const TestModel m = mobilenet_head();
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  PlanOptions options, apart;
+  options.transpose_flops = apart.transpose_flops = 0.01;  // so the stem goes channels-last
+  apart.fuse_expand_depthwise = false;
+  for (int threads : {1, 3}) {
+    options.threads = apart.threads = threads;
+    auto fused = make_plan(model.graph(), options);
+    auto separate = make_plan(model.graph(), apart);
+    EXPECT_EQ(count_op(*separate, "DepthwiseConvNhwc"), 2);
+    EXPECT_EQ(count_op(*fused, "DepthwiseConvNhwc"), rows ? 0 : 1);
+    EXPECT_EQ(count_op(*fused, "InvertedResidualNhwc"), int(project1) + int(project2));
+    EXPECT_EQ(count_op(*fused, "ExpandDepthwiseNhwc") + count_op(*fused, "InvertedResidualNhwc"), rows ? 2 : 1);
+    expect_fused_as_apart(fused, separate, m, want, "fused blocks");
+  }
+  options.fuse_depthwise_project = false;
+  EXPECT_EQ(count_op(*make_plan(model.graph(), options), "InvertedResidualNhwc"), 0);
 }
 
 // x [1, 3, 45, 45] -> stem Conv 7x7 stride 2 (32) + Relu -> MaxPool 3x3 stride 2 -> Conv 1x1
@@ -939,14 +1061,7 @@ TEST(LayoutF32, AConvAndTheMaxPoolAfterItRunAsOne) {
     EXPECT_EQ(count_op(*separate, "MaxPoolNhwc"), rows ? 1 : 0);
     EXPECT_EQ(count_op(*fused, "ConvMaxPoolNhwc"), rows ? 1 : 0);
     EXPECT_EQ(count_op(*fused, "MaxPoolNhwc"), 0);
-    EXPECT_EQ(fused->total_flops, separate->total_flops);
-    expect_plan_computes(fused, m, want, {1, 2, 3}, "fused stem");
-    for (uint32_t seed : {1u, 2u}) {
-      PlannedRun one(fused, m.inputs, PlannedRunOptions{true}), two(separate, m.inputs, PlannedRunOptions{true});
-      run_serial(one, seed);
-      run_serial(two, seed);
-      expect_close(one.outputs(), two.outputs(), 0, "fused against apart");
-    }
+    expect_fused_as_apart(fused, separate, m, want, "fused stem");
   }
   const TestModel shared = stem_and_pool(true);
   Model two(load_test_model(shared));
