@@ -57,9 +57,10 @@ struct SquareTaps {
   V w[K * K];
 };
 
-// inside_pixels for a K x K kernel of stride S (no dilation) whose weights are in registers:
-// each kernel row's input pixels are loaded once into registers and feed every output pixel
-// and tap that reads them. The same sums in the same order as inside_pixels.
+// inside_pixels for a K x K kernel of stride S (no dilation) whose weights are in registers.
+// At stride 1 each kernel row's input pixels are loaded once into registers and feed every
+// output pixel and tap that reads them; at stride 2 a group's pixels would not fit beside the
+// taps and sums, so each FMA loads its own. The same sums in the same order as inside_pixels.
 template <class V, int K, int S, int Count>
 inline void inside_pixels_square(const DwConvNhwcCall& c, const SquareTaps<V, K>& taps, V bias,
                                  const float* const* rows, int64_t ox0, size_t ch, size_t y_row) {
@@ -73,21 +74,50 @@ inline void inside_pixels_square(const DwConvNhwcCall& c, const SquareTaps<V, K>
   for (int ki = 0; ki < K; ++ki) {
     if (!rows[ki]) continue;
     const float* p = rows[ki] + ix0 * C;
-    V x[kSpan];
+    if constexpr (S == 1) {
+      V x[kSpan];
 #pragma GCC unroll 16
-    for (int j = 0; j < kSpan; ++j) x[j] = load_floats<V>(p + j * C);
+      for (int j = 0; j < kSpan; ++j) x[j] = load_floats<V>(p + j * C);
 #pragma GCC unroll 8
-    for (int kj = 0; kj < K; ++kj)
+      for (int kj = 0; kj < K; ++kj)
 #pragma GCC unroll 8
-      for (int q = 0; q < Count; ++q) acc[q] += taps.w[ki * K + kj] * x[q * S + kj];
+        for (int q = 0; q < Count; ++q) acc[q] += taps.w[ki * K + kj] * x[q + kj];
+    } else {
+#pragma GCC unroll 8
+      for (int kj = 0; kj < K; ++kj)
+#pragma GCC unroll 8
+        for (int q = 0; q < Count; ++q) acc[q] += taps.w[ki * K + kj] * load_floats<V>(p + (q * S + kj) * C);
+    }
   }
 #pragma GCC unroll 8
   for (int q = 0; q < Count; ++q) finish(c, y_row + size_t(ox0 + q) * c.channels + ch, acc[q]);
 }
 
-// Pixels per group with the weights in registers: fewer than kPixels, as the taps and the
-// kernel row's pixels take the registers the extra accumulators would (docs/kernels.md).
-constexpr int kSquarePixels = 4;
+// edge_pixel for a K x K kernel of stride S whose weights are in registers: the taps outside
+// the row are skipped, the rest summed in the same order.
+template <class V, int K, int S>
+inline void edge_pixel_square(const DwConvNhwcCall& c, const SquareTaps<V, K>& taps, V bias, const float* const* rows,
+                              int64_t ox, size_t ch, size_t y_row) {
+  const auto C = static_cast<int64_t>(c.channels);
+  const int64_t W = int64_t(c.shape.in_w), ix0 = ox * S - int64_t(c.shape.pad_left);
+  V acc = bias;
+#pragma GCC unroll 8
+  for (int ki = 0; ki < K; ++ki) {
+    if (!rows[ki]) continue;
+#pragma GCC unroll 8
+    for (int kj = 0; kj < K; ++kj)
+      if (ix0 + kj >= 0 && ix0 + kj < W) acc += taps.w[ki * K + kj] * load_floats<V>(rows[ki] + (ix0 + kj) * C);
+  }
+  finish(c, y_row + size_t(ox) * c.channels + ch, acc);
+}
+
+// Pixels per group with the weights in registers: 8 independent sums keep both FMA pipes
+// busy through the FMA latency where 32 vector registers hold them beside the taps; with 16
+// (AVX2, SSE2) they would spill, so 4 (docs/kernels.md).
+template <class V>
+constexpr int square_pixels() {
+  return sizeof(V) == 64 ? 8 : 4;
+}
 
 // One output pixel whose taps may leave the row: each tap checked.
 template <class V>
@@ -119,6 +149,16 @@ inline void row_of_vectors(const DwConvNhwcCall& c, const float* const* rows, si
   for (ox = std::max(last, first); ox < OW; ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
 }
 
+// The inside pixels [ox, last) left after the whole groups, fewer than Max + 1, as one group.
+template <class V, int K, int S, int Max>
+inline void remainder_square(const DwConvNhwcCall& c, const SquareTaps<V, K>& taps, V bias, const float* const* rows,
+                             int64_t ox, int64_t last, size_t ch, size_t y_row) {
+  if constexpr (Max > 0) {
+    if (last - ox == Max) return inside_pixels_square<V, K, S, Max>(c, taps, bias, rows, ox, ch, y_row);
+    remainder_square<V, K, S, Max - 1>(c, taps, bias, rows, ox, last, ch, y_row);
+  }
+}
+
 // row_of_vectors for a K x K kernel of stride S, its weights loaded once for the row.
 template <class V, int K, int S>
 inline void row_of_vectors_square(const DwConvNhwcCall& c, const float* const* rows, size_t ch, size_t y_row,
@@ -128,12 +168,12 @@ inline void row_of_vectors_square(const DwConvNhwcCall& c, const float* const* r
 #pragma GCC unroll 32
   for (int t = 0; t < K * K; ++t) taps.w[t] = load_floats<V>(c.w + size_t(t) * c.channels + ch);
   const V bias = c.bias ? load_floats<V>(c.bias + ch) : splat_floats<V>(0.0f);
-  for (int64_t ox = 0; ox < std::min(first, OW); ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
+  constexpr int kGroup = square_pixels<V>();
+  for (int64_t ox = 0; ox < std::min(first, OW); ++ox) edge_pixel_square<V, K, S>(c, taps, bias, rows, ox, ch, y_row);
   int64_t ox = first;
-  for (; ox + kSquarePixels <= last; ox += kSquarePixels)
-    inside_pixels_square<V, K, S, kSquarePixels>(c, taps, bias, rows, ox, ch, y_row);
-  for (; ox < last; ++ox) inside_pixels_square<V, K, S, 1>(c, taps, bias, rows, ox, ch, y_row);
-  for (ox = std::max(last, first); ox < OW; ++ox) edge_pixel<V>(c, rows, ox, ch, y_row);
+  for (; ox + kGroup <= last; ox += kGroup) inside_pixels_square<V, K, S, kGroup>(c, taps, bias, rows, ox, ch, y_row);
+  remainder_square<V, K, S, kGroup - 1>(c, taps, bias, rows, ox, last, ch, y_row);
+  for (ox = std::max(last, first); ox < OW; ++ox) edge_pixel_square<V, K, S>(c, taps, bias, rows, ox, ch, y_row);
 }
 
 // The 3x3 and 5x5 kernels of MobileNets and EfficientNets at stride 1 or 2 keep their weights
