@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "kernels/aligned_buffer.h"
-#include "kernels/cpu_info.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/conv_max_pool.h"
@@ -84,12 +83,6 @@ std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo>
 
 int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
   return conv_nhwc_packed_bytes(prepared);
-}
-
-// Conv rows a band may hold: a quarter of L2 for the tile's channels of them.
-int64_t band_rows(int64_t width, int64_t channels) {
-  static const int64_t quarter_l2 = (kernels::cpu_info().l2_bytes > 0 ? kernels::cpu_info().l2_bytes : int64_t{1} << 20) / 4;
-  return std::max<int64_t>(1, quarter_l2 / std::max<int64_t>(1, width * channels * int64_t(sizeof(float))));
 }
 
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,

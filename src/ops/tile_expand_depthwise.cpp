@@ -20,7 +20,6 @@
 
 #include "graph/epilogue_attrs.h"
 #include "kernels/aligned_buffer.h"
-#include "kernels/cpu_info.h"
 #include "kernels/dwconv_nhwc.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
@@ -153,18 +152,14 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
   return rows + static_cast<int64_t>(p->expand.bytes() + p->project.bytes() + p->taps.size() * sizeof(float));
 }
 
-// Expanded input rows a band may hold: a quarter of L2 for the tile's channels of them.
-int64_t band_rows(int64_t width, int64_t channels) {
-  static const int64_t quarter_l2 = (kernels::cpu_info().l2_bytes > 0 ? kernels::cpu_info().l2_bytes : int64_t{1} << 20) / 4;
-  return std::max<int64_t>(1, quarter_l2 / std::max<int64_t>(1, width * channels * int64_t(sizeof(float))));
-}
-
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared, TileScratch& scratch) {
   Tensor& y = *out[0];
   check_region(node, r, y.shape());
   const Node e = expand_part(node);  // once a tile: claimed and the expand epilogue read it
-  if (!claimed(node, e, infos_of_tensors(in)) || y.dtype() != DType::f32 || r[2].begin != 0 || r[2].end != y.dim(2))
+  const Tensor* shortcut = has_project(node) ? optional_input(in, kProjectResidualInput) : nullptr;
+  if (!claimed(node, e, infos_of_tensors(in)) || y.dtype() != DType::f32 || r[2].begin != 0 || r[2].end != y.dim(2) ||
+      (shortcut && shortcut->shape() != y.shape()))
     return reference_whole(node, in, out, r);
   for (const Range& d : r)
     if (d.size() <= 0) return;
@@ -213,7 +208,6 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const int64_t pixel_floats = m;
   ws.band.reserve(static_cast<size_t>(((band - 1) * sh + reach) * w * pixel_floats));
   kernels::GemmCall proj;  // InvertedResidualNhwc: the depthwise band in place as A
-  const Tensor* residual = project ? optional_input(in, kProjectResidualInput) : nullptr;
   if (project) {
     ws.depthwise.reserve(static_cast<size_t>(band * ow * m));
     const Node pn = project_part(node);
@@ -267,7 +261,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       if (project) {
         proj.m = static_cast<size_t>((or1 - or0) * ow);
         proj.c = y.data<float>() + first * y.dim(3);
-        proj.epilogue.residual = residual ? residual->data<float>() + first * y.dim(3) : nullptr;
+        proj.epilogue.residual = shortcut ? shortcut->data<float>() + first * y.dim(3) : nullptr;
         kernels::gemm(proj, p->project, ws.gemm);
       }
     }

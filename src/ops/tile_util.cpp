@@ -1,7 +1,9 @@
 #include "ops/tile_util.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu_info.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 
@@ -104,6 +106,11 @@ std::vector<ValueInfo> infos_of_tensors(std::span<const Tensor* const> in) {
     else infos[i].present = false;
   }
   return infos;
+}
+
+int64_t band_rows(int64_t width, int64_t channels) {
+  const int64_t l2 = kernels::cpu_info().l2_bytes > 0 ? kernels::cpu_info().l2_bytes : int64_t{1} << 20;
+  return std::max<int64_t>(1, l2 / 4 / std::max<int64_t>(1, width * channels * int64_t(sizeof(float))));
 }
 
 }  // namespace grove::tiling

@@ -143,6 +143,11 @@ void reference_whole(const Node& node, std::span<const Tensor* const> in, std::s
 // to the input (empty when they read only padding). Conv and the pools.
 Range window_input_range(const WindowGeometry& g, size_t d, const Range& o);
 
+// Rows of `width` pixels x `channels` floats that fit a quarter of L2 (at least one): the band a
+// fused rule keeps an intermediate tensor's rows in (tile_expand_depthwise.cpp,
+// tile_conv_max_pool.cpp).
+int64_t band_rows(int64_t width, int64_t channels);
+
 // Infos of whole tensors (for calling a rule's needs from run_tile).
 std::vector<ValueInfo> infos_of_tensors(std::span<const Tensor* const> in);
 
