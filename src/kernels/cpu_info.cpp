@@ -21,9 +21,7 @@ int64_t cache_bytes(int name) {
   return v > 0 ? int64_t(v) : 0;
 }
 
-}  // namespace
-
-CpuInfo cpu_info() {
+CpuInfo probe() {
   CpuInfo info;
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000004u) {
@@ -49,8 +47,17 @@ CpuInfo cpu_info() {
   return info;
 }
 
+}  // namespace
+
+// Probed once: on a VM each cpuid traps to the hypervisor, and a trap can cost more than a
+// whole tile (docs/kernels.md), while tile rules ask for the cache sizes on every tile.
+const CpuInfo& cpu_info() {
+  static const CpuInfo info = probe();
+  return info;
+}
+
 std::string machine_key() {
-  const CpuInfo c = cpu_info();
+  const CpuInfo& c = cpu_info();
   std::string key = c.brand + " | family " + std::to_string(c.family) + " model " + std::to_string(c.model) +
                     " stepping " + std::to_string(c.stepping) + " | L1d " + std::to_string(c.l1d_bytes) + " L2 " +
                     std::to_string(c.l2_bytes) + " L3 " + std::to_string(c.l3_bytes) + " | " +

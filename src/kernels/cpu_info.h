@@ -13,7 +13,8 @@ struct CpuInfo {
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // 0 where unknown
 };
 
-CpuInfo cpu_info();
+// Read once per process (cpuid is slow on a VM); cheap to call from a tile.
+const CpuInfo& cpu_info();
 
 // One line: brand, signature, caches, the active ISA and its extensions. Equal strings mean
 // the same kind of CPU running the same kernels.

@@ -70,14 +70,16 @@ bool request_tile_state() {
 // The tile unit and its state, asked for once; each kind of product is checked apart.
 // CPUID leaf 7 EDX: AMX-BF16 bit 22, AMX-TILE bit 24, AMX-INT8 bit 25. Read directly:
 // clang 14's __builtin_cpu_supports does not know the AMX names.
+// Read once: cpuid traps to the hypervisor on a VM.
 bool cpuid_leaf7_edx_bit(int bit) {
+  static const unsigned edx = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, d = 0;
 #if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  return (edx >> bit) & 1u;
-#else
-  return false;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &d)) d = 0;
 #endif
+    return d;
+  }();
+  return (edx >> bit) & 1u;
 }
 
 bool detect_amx_tiles() {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "graph/epilogue_attrs.h"
 #include "ops/evaluate.h"
@@ -48,7 +49,7 @@ PlannedRun::PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, Plann
     if (pv.slice_of >= 0) slots_[pv.slice_of].users.fetch_add(1, std::memory_order_relaxed);  // released with the slice
     if (pv.producer < 0) {
       slots_[v].tensor = inputs.at(pv.name);
-      std::call_once(slots_[v].allocated, [] {});
+      slots_[v].state.store(kAllocated, std::memory_order_relaxed);
     }
   }
   constants_.resize(p.graph.nodes.size());
@@ -78,33 +79,49 @@ std::string PlannedRun::tile_label(int32_t tile) const {
 
 void PlannedRun::allocate(int32_t v) {
   Slot& slot = slots_[v];
-  std::call_once(slot.allocated, [&] {
-    const PlannedValue& pv = plan_->values[v];
-    if (pv.view_of >= 0) {  // the base's buffer, relabelled; its bytes are counted once, there
-      allocate(pv.view_of);
-      slot.tensor = slots_[pv.view_of].tensor.reshaped(pv.shape);
-      return;
-    }
-    if (pv.slice_of >= 0) {  // the Concat's whole buffer: the producer writes its channels there
-      allocate(pv.slice_of);
-      slot.tensor = slots_[pv.slice_of].tensor;
-      return;
-    }
-    // From the pool a warm run touches no new pages. A reused block holds old bytes: a tiled
-    // op's tiles write every element of their output before any reader reads it (the
-    // poisoned-buffer tests check this), so only reference-computed outputs need zeros.
-    if (options_.buffers) {
-      slot.tensor = options_.buffers->take(pv.dtype, pv.shape);
-      if (!plan_->rules[pv.producer] && slot.tensor.bytes() > 0) std::memset(slot.tensor.raw(), 0, slot.tensor.bytes());
-    } else {
-      slot.tensor = Tensor(pv.dtype, pv.shape);
-    }
-    if (options_.poison_buffers && plan_->rules[pv.producer]) poison(slot.tensor);
-    int64_t now = current_bytes_.fetch_add(static_cast<int64_t>(slot.tensor.bytes())) + static_cast<int64_t>(slot.tensor.bytes());
-    int64_t peak = peak_bytes_.load(std::memory_order_relaxed);
-    while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now)) {
-    }
-  });
+  for (;;) {
+    int8_t state = slot.state.load(std::memory_order_acquire);
+    if (state == kAllocated) return;
+    if (state == kEmpty && slot.state.compare_exchange_weak(state, kAllocating, std::memory_order_acquire)) break;
+    if (state == kAllocating) std::this_thread::yield();  // another tile is taking it from the pool
+  }
+  try {
+    fill(v);
+  } catch (...) {
+    slot.state.store(kEmpty, std::memory_order_release);  // as call_once: the next tile tries again
+    throw;
+  }
+  slot.state.store(kAllocated, std::memory_order_release);
+}
+
+// The buffer of value v, taken by the one tile that won its slot.
+void PlannedRun::fill(int32_t v) {
+  Slot& slot = slots_[v];
+  const PlannedValue& pv = plan_->values[v];
+  if (pv.view_of >= 0) {  // the base's buffer, relabelled; its bytes are counted once, there
+    allocate(pv.view_of);
+    slot.tensor = slots_[pv.view_of].tensor.reshaped(pv.shape);
+    return;
+  }
+  if (pv.slice_of >= 0) {  // the Concat's whole buffer: the producer writes its channels there
+    allocate(pv.slice_of);
+    slot.tensor = slots_[pv.slice_of].tensor;
+    return;
+  }
+  // From the pool a warm run touches no new pages. A reused block holds old bytes: a tiled
+  // op's tiles write every element of their output before any reader reads it (the
+  // poisoned-buffer tests check this), so only reference-computed outputs need zeros.
+  if (options_.buffers) {
+    slot.tensor = options_.buffers->take(pv.dtype, pv.shape);
+    if (!plan_->rules[pv.producer] && slot.tensor.bytes() > 0) std::memset(slot.tensor.raw(), 0, slot.tensor.bytes());
+  } else {
+    slot.tensor = Tensor(pv.dtype, pv.shape);
+  }
+  if (options_.poison_buffers && plan_->rules[pv.producer]) poison(slot.tensor);
+  int64_t now = current_bytes_.fetch_add(static_cast<int64_t>(slot.tensor.bytes())) + static_cast<int64_t>(slot.tensor.bytes());
+  int64_t peak = peak_bytes_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now)) {
+  }
 }
 
 void PlannedRun::release_use(int32_t v) {

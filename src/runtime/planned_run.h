@@ -59,13 +59,17 @@ class PlannedRun : public Job {
   const Plan& plan() const { return *plan_; }
 
  private:
+  // A slot's buffer: kEmpty, then kAllocating by the one tile that won it, then kAllocated.
+  // Not std::call_once: glibc's makes a futex syscall for every slot of every run.
+  enum : int8_t { kEmpty, kAllocating, kAllocated };
   struct Slot {
-    std::once_flag allocated;
+    std::atomic<int8_t> state{kEmpty};
     Tensor tensor;
     std::atomic<int32_t> users{0};  // tiles still to read or write it
   };
 
   void allocate(int32_t value);
+  void fill(int32_t value);
   void release_use(int32_t value);
   void run_node_tile(int32_t node, int32_t tile, TileScratch& scratch);
 
