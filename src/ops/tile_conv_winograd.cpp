@@ -16,12 +16,8 @@ namespace {
 // of 48-127 columns (28 x 28) are cut by images or output channels and keep all their columns
 // (ResNet-50's 28 x 28 layers 2.9 -> 2.0 ms busy per run); smaller ones stay on im2col (14 x
 // 14 with a channel cut: 2.8 -> 3.0 ms).
-// Channels-last (stop 50): the NHWC Winograd's GEMMs take every tile of the plane as their
-// rows, and 13 x 13 and 14 x 14 planes (20 columns) win there (docs/layout.md has the
-// measurements); smaller ones do not reach a full row tile of the microkernel.
 constexpr size_t kMinChannels = 8;
 constexpr size_t kMinGemmColumns = 48;
-constexpr size_t kMinChannelsLastGemmColumns = 16;
 constexpr size_t kRowCutGemmColumns = 128;
 
 size_t gemm_columns(const kernels::Conv2dShape& s) { return (s.out_h + 3) / 4 * ((s.out_w + 3) / 4 + 1); }
@@ -47,10 +43,6 @@ bool winograd_fits(const kernels::Conv2dShape& s, int64_t group, int64_t out_cha
 
 bool winograd_by_rule(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
   return winograd_fits(s, group, out_channels) && gemm_columns(s) >= kMinGemmColumns;
-}
-
-bool winograd_channels_last_by_rule(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
-  return winograd_fits(s, group, out_channels) && gemm_columns(s) >= kMinChannelsLastGemmColumns;
 }
 
 bool winograd_cut_rows(const kernels::Conv2dShape& s) { return gemm_columns(s) >= kRowCutGemmColumns; }

@@ -19,8 +19,6 @@ namespace grove::tiling {
 // (graph/choice_attrs.h, from a tuning record) overrides the rule either way where it fits.
 bool winograd_fits(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
 bool winograd_by_rule(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
-// The same rule for a conv the layout pass runs channels-last, which wins on smaller planes.
-bool winograd_channels_last_by_rule(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
 // Whether a Winograd conv is cut by rows (planes of >= 128 GEMM columns) or, on smaller
 // planes, by output channels only, so every tile's GEMMs keep the whole plane's columns.
 bool winograd_cut_rows(const kernels::Conv2dShape& shape);
@@ -28,8 +26,6 @@ bool winograd_cut_rows(const kernels::Conv2dShape& shape);
 // Whether a Conv node (input X, weights W of these shapes) takes the Winograd path. Winograd
 // runs in fp32 only: the plan leaves such layers out of bf16 (plan/precision.cpp says why).
 bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w);
-// Whether it takes the channels-last Winograd when the layout pass runs it channels-last.
-bool conv_node_uses_winograd_channels_last(const Node& node, const Shape& x, const Shape& w);
 // Whether Winograd could run it (a plan may choose it: plan/node_choice.h).
 bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w);
 // The same for the direct kernel (kernels/conv_direct.h), which the rule takes for convs of

@@ -140,14 +140,6 @@ bool on_winograd_by_rule(const Graph& g, const Node& n) {
          tiling::conv_node_uses_winograd(n, g.values.at(n.inputs[0]).shape, constant(g, n.inputs[1])->shape());
 }
 
-// A conv the rule runs on the channels-last Winograd once it goes channels-last: the NCHW
-// rule's layers, and smaller planes, where the channels-last form wins and the NCHW one loses.
-bool on_channels_last_winograd_by_rule(const Graph& g, const Node& n) {
-  return conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
-         tiling::conv_node_uses_winograd_channels_last(n, g.values.at(n.inputs[0]).shape,
-                                                       constant(g, n.inputs[1])->shape());
-}
-
 // Whether a Winograd layer that goes channels-last stays on Winograd: where the channels-last
 // GEMM adds its taps in registers (kernels/conv_rows.h) it beats Winograd on few input
 // channels, whose transforms outweigh their GEMMs (docs/layout.md).
@@ -355,7 +347,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     Node c = n;
     c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
     c.domain = kGroveDomain;
-    if ((winograd || on_channels_last_winograd_by_rule(g, n)) && keeps_winograd(x)) {
+    if (winograd && keeps_winograd(x)) {
       c.attrs[kAttrConvPrimitive].kind = Attribute::Kind::s;
       c.attrs[kAttrConvPrimitive].s = "winograd";
     }
