@@ -11,6 +11,7 @@
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/gemm.h"
+#include "kernels/conv_probe.h"
 #include "kernels/move_cost.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
@@ -50,7 +51,10 @@ int run_plan(const PlanCliOptions& o) {
   options.max_tiles = o.limits.max_tiles;
   options.precision = parse_precision(o.precision);
   options.conv_layout = parse_layout(o.layout);
-  if (options.conv_layout == ConvLayout::channels_last) options.transpose_flops = kernels::measure_transpose_flops();
+  if (options.conv_layout == ConvLayout::channels_last) {
+    options.transpose_flops = kernels::measure_transpose_flops();
+    options.winograd_nhwc_min_channels = kernels::measure_winograd_nhwc_min_channels();
+  }
   if (o.tile_counts == "tail") {
     options.tile_counts = TileCounts::tail_aware;
     options.move_flops = kernels::measure_move_flops();
@@ -91,9 +95,9 @@ int run_plan(const PlanCliOptions& o) {
         moved += numel(p.graph.values.at(node.outputs[0]).shape);
       }
     std::printf("layout: %d Conv%s channels-last (ConvNhwc, DepthwiseConvNhwc), the rest NCHW; %d Transpose%s "
-                "between (%.2f M elements; %g FLOPs per moved element)\n",
+                "between (%.2f M elements; %g FLOPs per moved element); Winograd layers from %lld input channels\n",
                 p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s", transposes, transposes == 1 ? "" : "s",
-                double(moved) / 1e6, p.options.transpose_flops);
+                double(moved) / 1e6, p.options.transpose_flops, static_cast<long long>(p.options.winograd_nhwc_min_channels));
   }
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);

@@ -43,11 +43,6 @@ constexpr int64_t kMinChannels = 16;
 // A group of convs keeps channels-last only if its FLOPs are at least this many times what its
 // Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.
 constexpr double kFlopsPerMove = 10;
-// Fewer input channels than this: a Winograd layer runs channels-last on the GEMM where
-// conv_rows can (measured in models: 16->64 at 55x55 1.4x, 32->96 at 28x28 1.1x; 64->64 at
-// 56x56 even; 96->128 at 28x28 Winograd 1.2x; docs/layout.md). From this many on it runs
-// channels-last on Winograd (kernels/winograd_f4x3_nhwc.h).
-constexpr int64_t kRowsBeatWinogradChannels = 64;
 
 // One group per input channel, one output channel per group (a depth multiplier of 1).
 bool is_depthwise(const Node& n, const Shape& x) {
@@ -141,11 +136,11 @@ bool on_winograd_by_rule(const Graph& g, const Node& n) {
 }
 
 // Whether a Winograd layer that goes channels-last stays on Winograd: where the channels-last
-// GEMM adds its taps in registers (kernels/conv_rows.h) it beats Winograd on few input
-// channels, whose transforms outweigh their GEMMs (docs/layout.md).
-bool keeps_winograd(const Shape& x) {
-  return x[1] >= kRowsBeatWinogradChannels ||
-         !kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+// GEMM adds its taps in registers (kernels/conv_rows.h) it may beat Winograd on few input
+// channels, whose transforms then outweigh their GEMMs. From how many on Winograd wins depends
+// on the core (kernels/conv_probe.h); the plan carries the measured count.
+bool keeps_winograd(const Shape& x, int64_t winograd_min_channels) {
+  return x[1] >= winograd_min_channels || !kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
 }
 
 // Convs, Concats, Adds and pools that share channels-last values (one reads another's y, or both read
@@ -290,7 +285,8 @@ bool is_few_channel_stem(const Graph& g, const Node& n) {
          kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
 }
 
-int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double transpose_flops) {
+int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double transpose_flops,
+                         int64_t winograd_min_channels) {
   std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
@@ -347,7 +343,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     Node c = n;
     c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
     c.domain = kGroveDomain;
-    if (winograd && keeps_winograd(x)) {
+    if (winograd && keeps_winograd(x, winograd_min_channels)) {
       c.attrs[kAttrConvPrimitive].kind = Attribute::Kind::s;
       c.attrs[kAttrConvPrimitive].s = "winograd";
     }

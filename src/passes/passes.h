@@ -46,7 +46,10 @@ int to_channels_last_int8(Graph& graph);
 // `transpose_flops`: what one element a Transpose moves is worth in FLOPs (plan.h), to weigh a
 // group's Transposes. Run by make_plan, after the precision marks. Returns how many.
 // A Conv node chosen "nhwc" (graph/choice_attrs.h) runs channels-last whatever the rule says.
-int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double transpose_flops);
+// A Winograd layer of at least `winograd_min_channels` input channels stays on Winograd
+// channels-last; one of fewer runs on the channels-last GEMM (PlanOptions).
+int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double transpose_flops,
+                         int64_t winograd_min_channels);
 // Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with
 // constant weights (the rule of to_channels_last_f32 asks more).
 bool can_run_channels_last(const Graph& graph, const Node& node);

@@ -24,6 +24,7 @@ using TileRuleLookup = const TileRule* (*)(const Node& node);
 inline constexpr double kDefaultMoveFlops = 32;
 inline constexpr double kDefaultAmxFlopCost = 0.25;
 inline constexpr double kDefaultTransposeFlops = 32;
+inline constexpr int64_t kDefaultWinogradNhwcMinChannels = 64;
 
 struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
@@ -53,6 +54,10 @@ struct PlanOptions {
   // (kernels::measure_transpose_flops; sessions measure it), for keeping a group of convs
   // channels-last only where its Transposes cost little next to its products.
   double transpose_flops = kDefaultTransposeFlops;
+  // ConvLayout::channels_last: a Winograd layer of at least this many input channels stays on
+  // Winograd channels-last, one of fewer runs on the channels-last GEMM
+  // (kernels::measure_winograd_nhwc_min_channels; sessions measure it).
+  int64_t winograd_nhwc_min_channels = kDefaultWinogradNhwcMinChannels;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)

@@ -778,15 +778,17 @@ TEST(LayoutF32, GlobalAveragePoolReadsTheChannelsLastCopy) {
 // padding) whose own FLOPs pay for no Transposes. It goes channels-last beside a channels-last
 // 1x1 neighbour, but alone it stays NCHW (Transposes priced near zero here). A stem rides only
 // where the channels-last conv adds its taps in registers (AVX-512); a Winograd layer rides on
-// any ISA, and stays on Winograd from 64 input channels or where there are no such registers
-// (keeps_winograd). Both plans compute the reference.
+// any ISA, and stays on Winograd from the plan's winograd_nhwc_min_channels input channels or
+// where there are no such registers (keeps_winograd). Both plans compute the reference.
 void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, int64_t kernel, int64_t stride,
-                                     const std::string& label, bool winograd_layer, double tol = 1e-4) {
+                                     const std::string& label, bool winograd_layer, double tol = 1e-4,
+                                     int64_t winograd_min_channels = kDefaultWinogradNhwcMinChannels) {
   const bool on_rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   const bool rows = winograd_layer || on_rows;
-  const bool winograd_mark = winograd_layer && (cin >= 64 || !on_rows);
+  const bool winograd_mark = winograd_layer && (cin >= winograd_min_channels || !on_rows);
   PlanOptions cheap_moves;
   cheap_moves.transpose_flops = 0.01;
+  cheap_moves.winograd_nhwc_min_channels = winograd_min_channels;
   const int64_t pad = kernel / 2, out = (size + 2 * pad - kernel) / stride + 1;
   for (bool neighbour : {false, true}) {
     OnnxBuilder b(13);
@@ -823,6 +825,14 @@ void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, in
 TEST(LayoutF32, FewChannelWinogradConvsGoChannelsLastOnlyBesideOthers) {
   // On Winograd where there are no row registers: its tolerance (see the next test).
   expect_rides_only_beside_others(32, 64, 28, 3, 1, "3x3 conv of 32 channels", true, 1e-3);
+}
+
+// The same conv on a machine whose probe found Winograd faster from 16 input channels
+// (kernels/conv_probe.h): channels-last on Winograd, on every ISA.
+TEST(LayoutF32, FewChannelWinogradConvsStayOnWinogradWhereTheProbeSaysSo) {
+  expect_rides_only_beside_others(32, 64, 28, 3, 1, "3x3 conv of 32 channels, Winograd from 16", true, 1e-3, 16);
+  // and a count above the layer's keeps it on the row GEMM
+  expect_rides_only_beside_others(32, 64, 28, 3, 1, "3x3 conv of 32 channels, Winograd from 48", true, 1e-3, 48);
 }
 
 // A 3x3 conv of 64 input channels on a 28x28 plane: channels-last on any ISA, on Winograd

@@ -1,0 +1,97 @@
+#include "kernels/conv_probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "kernels/conv_rows.h"
+#include "kernels/gemm.h"
+#include "kernels/winograd_f4x3_nhwc.h"
+
+namespace grove::kernels {
+
+namespace {
+
+constexpr size_t kPlane = 28, kOutChannels = 64;
+// Winograd must be this many times faster in the probe to be chosen. The probe runs both from
+// cache; in a network, whose activations come from L2 and L3 and whose outputs may be slices
+// of a Concat, Winograd's transforms keep less of their lead than the row GEMM does
+// (docs/layout.md has the probe's and the networks' ratios on each CPU measured).
+constexpr double kMargin = 1.5;
+
+double elapsed_us(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int calls) {
+  const size_t c = static_cast<size_t>(channels), padded = kPlane + 2, taps = 9, k = taps * c;
+  // ONNX weights [cout][cin][3][3], for Winograd as they are and for the row GEMM with k
+  // ordered kernel row, kernel column, channel (as the ConvNhwc rule packs them).
+  std::vector<float> w(kOutChannels * k), w_rows(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * float(i % 17) - 0.08f;
+  for (size_t j = 0; j < kOutChannels; ++j)
+    for (size_t ch = 0; ch < c; ++ch)
+      for (size_t t = 0; t < taps; ++t) w_rows[j * k + t * c + ch] = w[(j * c + ch) * taps + t];
+  const PackedB rows_w = pack_b(w_rows.data(), k, kOutChannels, k, BLayout::n_by_k);
+  WinogradF4x3NhwcWeights winograd_w;
+  winograd_f4x3_nhwc_pack_weights(winograd_w, w.data(), kOutChannels, c);
+
+  std::vector<float> x_padded(padded * padded * c, 0.0f), x(kPlane * kPlane * c);
+  std::vector<float> y_rows(kPlane * kPlane * kOutChannels), y_winograd(y_rows.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f - 0.03f * float(i % 29);
+  for (size_t r = 0; r < kPlane; ++r)
+    std::copy_n(x.data() + r * kPlane * c, kPlane * c, x_padded.data() + ((r + 1) * padded + 1) * c);
+
+  ConvRowCall rows;
+  rows.x = x_padded.data();
+  rows.tap_row_floats = padded * c;
+  rows.channels = c;
+  rows.kernel_h = rows.kernel_w = 3;
+  rows.out_w = kPlane;
+  rows.rows = kPlane;
+  rows.row_step_floats = padded * c;
+  rows.w = &rows_w;
+  rows.n = kOutChannels;
+  rows.y = y_rows.data();
+  rows.y_stride = kOutChannels;
+
+  WinogradF4x3NhwcCall winograd;
+  winograd.x = x.data();
+  winograd.y = y_winograd.data();
+  winograd.y_stride = kOutChannels;
+  winograd.oc_end = kOutChannels;
+  winograd.row_end = kPlane;
+  winograd.shape = Conv2dShape{.channels = c, .in_h = kPlane, .in_w = kPlane, .out_h = kPlane, .out_w = kPlane,
+                               .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1};
+  WinogradF4x3NhwcScratch scratch;
+
+  WinogradProbeTimes best{1e300, 1e300, 0};
+  for (int i = 0; i < calls; ++i) {  // interleaved, so a slow moment of the machine hits both
+    auto t = std::chrono::steady_clock::now();
+    conv_rows(rows);
+    best.rows_us = std::min(best.rows_us, elapsed_us(t));
+    t = std::chrono::steady_clock::now();
+    winograd_f4x3_nhwc_conv(winograd, winograd_w, scratch);
+    best.winograd_us = std::min(best.winograd_us, elapsed_us(t));
+  }
+  for (size_t i = 0; i < y_rows.size(); ++i)
+    best.max_difference = std::max(best.max_difference, double(std::abs(y_rows[i] - y_winograd[i])));
+  return best;
+}
+
+int64_t measure_winograd_nhwc_min_channels() {
+  if (!conv_row_supported(active_isa(), Precision::f32)) return kWinogradNhwcDefaultMinChannels;
+  int64_t min_channels = kWinogradNhwcDefaultMinChannels;
+  // From the most channels down: the first count where the row GEMM holds its own ends it.
+  for (auto it = std::rbegin(kWinogradProbeChannels); it != std::rend(kWinogradProbeChannels); ++it) {
+    const WinogradProbeTimes t = time_winograd_probe_layer(*it, 4);
+    if (t.winograd_us * kMargin > t.rows_us) break;
+    min_channels = *it;
+  }
+  return min_channels;
+}
+
+}  // namespace grove::kernels
