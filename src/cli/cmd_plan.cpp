@@ -53,7 +53,9 @@ int run_plan(const PlanCliOptions& o) {
   options.conv_layout = parse_layout(o.layout);
   if (options.conv_layout == ConvLayout::channels_last) {
     options.transpose_flops = kernels::measure_transpose_flops();
-    options.winograd_nhwc_min_channels = kernels::measure_winograd_nhwc_min_channels();
+    const kernels::WinogradNhwcProbe probe = kernels::measure_winograd_nhwc();
+    options.winograd_nhwc_min_channels = probe.min_channels;
+    options.winograd_nhwc_small_planes = probe.small_planes;
   }
   if (o.tile_counts == "tail") {
     options.tile_counts = TileCounts::tail_aware;
@@ -95,9 +97,10 @@ int run_plan(const PlanCliOptions& o) {
         moved += numel(p.graph.values.at(node.outputs[0]).shape);
       }
     std::printf("layout: %d Conv%s channels-last (ConvNhwc, DepthwiseConvNhwc), the rest NCHW; %d Transpose%s "
-                "between (%.2f M elements; %g FLOPs per moved element); Winograd layers from %lld input channels\n",
+                "between (%.2f M elements; %g FLOPs per moved element); Winograd layers from %lld input channels%s\n",
                 p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s", transposes, transposes == 1 ? "" : "s",
-                double(moved) / 1e6, p.options.transpose_flops, static_cast<long long>(p.options.winograd_nhwc_min_channels));
+                double(moved) / 1e6, p.options.transpose_flops, static_cast<long long>(p.options.winograd_nhwc_min_channels),
+                p.options.winograd_nhwc_small_planes ? ", also on 13x13 and 14x14 planes" : "");
   }
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);

@@ -13,7 +13,8 @@ namespace grove::kernels {
 
 namespace {
 
-constexpr size_t kPlane = 28, kOutChannels = 64;
+constexpr size_t kOutChannels = 64;
+constexpr int64_t kPlane = 28, kSmallPlane = 14, kSmallPlaneChannels = 64, kCalls = 4;
 // Winograd must be this many times faster in the probe to be chosen. The probe runs both from
 // cache; in a network, whose activations come from L2 and L3 and whose outputs may be slices
 // of a Concat, Winograd's transforms keep less of their lead than the row GEMM does
@@ -24,10 +25,13 @@ double elapsed_us(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - since).count();
 }
 
+bool winograd_wins(const WinogradProbeTimes& t) { return t.winograd_us * kMargin <= t.rows_us; }
+
 }  // namespace
 
-WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int calls) {
-  const size_t c = static_cast<size_t>(channels), padded = kPlane + 2, taps = 9, k = taps * c;
+WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane_size, int calls) {
+  const size_t c = static_cast<size_t>(channels), plane = static_cast<size_t>(plane_size), padded = plane + 2;
+  const size_t taps = 9, k = taps * c;
   // ONNX weights [cout][cin][3][3], for Winograd as they are and for the row GEMM with k
   // ordered kernel row, kernel column, channel (as the ConvNhwc rule packs them).
   std::vector<float> w(kOutChannels * k), w_rows(w.size());
@@ -39,19 +43,19 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int calls) {
   WinogradF4x3NhwcWeights winograd_w;
   winograd_f4x3_nhwc_pack_weights(winograd_w, w.data(), kOutChannels, c);
 
-  std::vector<float> x_padded(padded * padded * c, 0.0f), x(kPlane * kPlane * c);
-  std::vector<float> y_rows(kPlane * kPlane * kOutChannels), y_winograd(y_rows.size());
+  std::vector<float> x_padded(padded * padded * c, 0.0f), x(plane * plane * c);
+  std::vector<float> y_rows(plane * plane * kOutChannels), y_winograd(y_rows.size());
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f - 0.03f * float(i % 29);
-  for (size_t r = 0; r < kPlane; ++r)
-    std::copy_n(x.data() + r * kPlane * c, kPlane * c, x_padded.data() + ((r + 1) * padded + 1) * c);
+  for (size_t r = 0; r < plane; ++r)
+    std::copy_n(x.data() + r * plane * c, plane * c, x_padded.data() + ((r + 1) * padded + 1) * c);
 
   ConvRowCall rows;
   rows.x = x_padded.data();
   rows.tap_row_floats = padded * c;
   rows.channels = c;
   rows.kernel_h = rows.kernel_w = 3;
-  rows.out_w = kPlane;
-  rows.rows = kPlane;
+  rows.out_w = plane;
+  rows.rows = plane;
   rows.row_step_floats = padded * c;
   rows.w = &rows_w;
   rows.n = kOutChannels;
@@ -63,8 +67,8 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int calls) {
   winograd.y = y_winograd.data();
   winograd.y_stride = kOutChannels;
   winograd.oc_end = kOutChannels;
-  winograd.row_end = kPlane;
-  winograd.shape = Conv2dShape{.channels = c, .in_h = kPlane, .in_w = kPlane, .out_h = kPlane, .out_w = kPlane,
+  winograd.row_end = plane;
+  winograd.shape = Conv2dShape{.channels = c, .in_h = plane, .in_w = plane, .out_h = plane, .out_w = plane,
                                .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1};
   WinogradF4x3NhwcScratch scratch;
 
@@ -82,16 +86,16 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int calls) {
   return best;
 }
 
-int64_t measure_winograd_nhwc_min_channels() {
-  if (!conv_row_supported(active_isa(), Precision::f32)) return kWinogradNhwcDefaultMinChannels;
-  int64_t min_channels = kWinogradNhwcDefaultMinChannels;
+WinogradNhwcProbe measure_winograd_nhwc() {
+  WinogradNhwcProbe probe;
+  if (!conv_row_supported(active_isa(), Precision::f32)) return probe;
   // From the most channels down: the first count where the row GEMM holds its own ends it.
   for (auto it = std::rbegin(kWinogradProbeChannels); it != std::rend(kWinogradProbeChannels); ++it) {
-    const WinogradProbeTimes t = time_winograd_probe_layer(*it, 4);
-    if (t.winograd_us * kMargin > t.rows_us) break;
-    min_channels = *it;
+    if (!winograd_wins(time_winograd_probe_layer(*it, kPlane, kCalls))) break;
+    probe.min_channels = *it;
   }
-  return min_channels;
+  probe.small_planes = winograd_wins(time_winograd_probe_layer(kSmallPlaneChannels, kSmallPlane, kCalls));
+  return probe;
 }
 
 }  // namespace grove::kernels

@@ -3,7 +3,10 @@
 #include <cpuid.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "kernels/isa.h"
 
@@ -19,6 +22,37 @@ std::string trimmed(std::string s) {
 int64_t cache_bytes(int name) {
   const long v = ::sysconf(name);
   return v > 0 ? int64_t(v) : 0;
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The data or unified cache of `level` as the kernel describes it for CPU 0, 0 where it does
+// not. Preferred to sysconf: glibc derives the L3 from cpuid fields that a hypervisor may fill
+// in for the host (a KVM guest on Zen 4 whose kernel says 32 MiB got 320 MiB from sysconf).
+int64_t sysfs_cache_bytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string at = first_line(dir + "level");
+    if (at.empty()) break;
+    if (at != std::to_string(level) || first_line(dir + "type") == "Instruction") continue;
+    const std::string size = first_line(dir + "size");
+    char* end = nullptr;
+    const long long value = std::strtoll(size.c_str(), &end, 10);
+    if (value <= 0 || end == size.c_str()) return 0;
+    const int64_t unit = *end == 'K' ? 1024 : *end == 'M' ? int64_t{1} << 20 : *end == 'G' ? int64_t{1} << 30 : 1;
+    return int64_t(value) * unit;
+  }
+  return 0;
+}
+
+int64_t cache_bytes(int level, int name) {
+  const int64_t from_kernel = sysfs_cache_bytes(level);
+  return from_kernel > 0 ? from_kernel : cache_bytes(name);
 }
 
 CpuInfo probe() {
@@ -41,9 +75,9 @@ CpuInfo probe() {
     info.model = base_family == 0xf || base_family == 0x6 ? base_model + (int((a >> 16) & 0xf) << 4) : base_model;
     info.stepping = int(a & 0xf);
   }
-  info.l1d_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE);
-  info.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
-  info.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
+  info.l1d_bytes = cache_bytes(1, _SC_LEVEL1_DCACHE_SIZE);
+  info.l2_bytes = cache_bytes(2, _SC_LEVEL2_CACHE_SIZE);
+  info.l3_bytes = cache_bytes(3, _SC_LEVEL3_CACHE_SIZE);
   return info;
 }
 

@@ -224,6 +224,12 @@ bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w) {
   return uses_winograd(c);
 }
 
+bool conv_node_uses_winograd_channels_last(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4) return false;
+  const ConvDims c = conv_dims(node, x, w);
+  return winograd_channels_last_by_rule(conv2d_shape(c), c.group, c.out_channels);
+}
+
 bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w) {
   if (x.size() != 4 || w.size() != 4) return false;
   const ConvDims c = conv_dims(node, x, w);

@@ -1,5 +1,6 @@
 #include "ops/tile_conv_winograd.h"
 
+#include "kernels/cpu_info.h"
 #include "kernels/winograd_f4x3.h"
 #include "kernels/winograd_f4x3_nhwc.h"
 
@@ -16,9 +17,24 @@ namespace {
 // of 48-127 columns (28 x 28) are cut by images or output channels and keep all their columns
 // (ResNet-50's 28 x 28 layers 2.9 -> 2.0 ms busy per run); smaller ones stay on im2col (14 x
 // 14 with a channel cut: 2.8 -> 3.0 ms).
+// Channels-last (stop 50): the NHWC Winograd's GEMMs take every tile of the plane as their
+// rows, and 13 x 13 and 14 x 14 planes (20 columns) win there (docs/layout.md has the
+// measurements); smaller ones do not reach a full row tile of the microkernel. On such a
+// plane a weight serves few blocks, and the transformed weights, four times the conv's, are
+// streamed for little work: beyond half the last-level cache they come from memory on every
+// run. Those layers stay on the row GEMM, which also bounds the memory the choice adds
+// (YOLOv3's 13 x 13 layers of 512 -> 1024 channels would have added 380 MiB; stop 51).
 constexpr size_t kMinChannels = 8;
 constexpr size_t kMinGemmColumns = 48;
+constexpr size_t kMinChannelsLastGemmColumns = 16;
 constexpr size_t kRowCutGemmColumns = 128;
+// The budget where the cache size is unknown.
+constexpr int64_t kDefaultSmallPlaneWeightBytes = int64_t{16} << 20;
+
+int64_t small_plane_weight_budget() {
+  const int64_t l3 = kernels::cpu_info().l3_bytes;
+  return l3 > 0 ? l3 / 2 : kDefaultSmallPlaneWeightBytes;
+}
 
 size_t gemm_columns(const kernels::Conv2dShape& s) { return (s.out_h + 3) / 4 * ((s.out_w + 3) / 4 + 1); }
 
@@ -43,6 +59,16 @@ bool winograd_fits(const kernels::Conv2dShape& s, int64_t group, int64_t out_cha
 
 bool winograd_by_rule(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
   return winograd_fits(s, group, out_channels) && gemm_columns(s) >= kMinGemmColumns;
+}
+
+int64_t winograd_transformed_weight_bytes(const kernels::Conv2dShape& s, int64_t out_channels) {
+  return 36 * static_cast<int64_t>(s.channels) * out_channels * static_cast<int64_t>(sizeof(float));
+}
+
+bool winograd_channels_last_by_rule(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
+  if (!winograd_fits(s, group, out_channels) || gemm_columns(s) < kMinChannelsLastGemmColumns) return false;
+  return gemm_columns(s) >= kMinGemmColumns ||
+         winograd_transformed_weight_bytes(s, out_channels) <= small_plane_weight_budget();
 }
 
 bool winograd_cut_rows(const kernels::Conv2dShape& s) { return gemm_columns(s) >= kRowCutGemmColumns; }

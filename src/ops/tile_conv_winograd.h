@@ -19,6 +19,11 @@ namespace grove::tiling {
 // (graph/choice_attrs.h, from a tuning record) overrides the rule either way where it fits.
 bool winograd_fits(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
 bool winograd_by_rule(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
+// The same rule for a conv the layout pass runs channels-last, which wins on smaller planes
+// too: those of 16-47 GEMM columns whose transformed weights fit half the last-level cache.
+bool winograd_channels_last_by_rule(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
+// Bytes of the 36 transformed weight matrices (f32) of a conv of this shape.
+int64_t winograd_transformed_weight_bytes(const kernels::Conv2dShape& shape, int64_t out_channels);
 // Whether a Winograd conv is cut by rows (planes of >= 128 GEMM columns) or, on smaller
 // planes, by output channels only, so every tile's GEMMs keep the whole plane's columns.
 bool winograd_cut_rows(const kernels::Conv2dShape& shape);
@@ -26,6 +31,8 @@ bool winograd_cut_rows(const kernels::Conv2dShape& shape);
 // Whether a Conv node (input X, weights W of these shapes) takes the Winograd path. Winograd
 // runs in fp32 only: the plan leaves such layers out of bf16 (plan/precision.cpp says why).
 bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w);
+// Whether it takes the channels-last Winograd when the layout pass runs it channels-last.
+bool conv_node_uses_winograd_channels_last(const Node& node, const Shape& x, const Shape& w);
 // Whether Winograd could run it (a plan may choose it: plan/node_choice.h).
 bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w);
 // The same for the direct kernel (kernels/conv_direct.h), which the rule takes for convs of

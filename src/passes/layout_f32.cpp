@@ -135,6 +135,15 @@ bool on_winograd_by_rule(const Graph& g, const Node& n) {
          tiling::conv_node_uses_winograd(n, g.values.at(n.inputs[0]).shape, constant(g, n.inputs[1])->shape());
 }
 
+// A conv the rule runs on the channels-last Winograd once it goes channels-last: the NCHW
+// rule's layers, and smaller planes, where the channels-last form may win (where the probe
+// said so, kernels/conv_probe.h) and the NCHW one loses.
+bool on_channels_last_winograd_by_rule(const Graph& g, const Node& n) {
+  return conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
+         tiling::conv_node_uses_winograd_channels_last(n, g.values.at(n.inputs[0]).shape,
+                                                       constant(g, n.inputs[1])->shape());
+}
+
 // Whether a Winograd layer that goes channels-last stays on Winograd: where the channels-last
 // GEMM adds its taps in registers (kernels/conv_rows.h) it may beat Winograd on few input
 // channels, whose transforms then outweigh their GEMMs. From how many on Winograd wins depends
@@ -286,7 +295,7 @@ bool is_few_channel_stem(const Graph& g, const Node& n) {
 }
 
 int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double transpose_flops,
-                         int64_t winograd_min_channels) {
+                         int64_t winograd_min_channels, bool winograd_small_planes) {
   std::map<std::string, std::string> twin;     // NCHW value -> its channels-last copy
   std::map<std::string, std::string> nchw_of;  // and back
   std::vector<Node> out;
@@ -343,7 +352,8 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     Node c = n;
     c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
     c.domain = kGroveDomain;
-    if (winograd && keeps_winograd(x, winograd_min_channels)) {
+    const bool small_plane = winograd_small_planes && on_channels_last_winograd_by_rule(g, n);
+    if ((winograd || small_plane) && keeps_winograd(x, winograd_min_channels)) {
       c.attrs[kAttrConvPrimitive].kind = Attribute::Kind::s;
       c.attrs[kAttrConvPrimitive].s = "winograd";
     }

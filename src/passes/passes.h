@@ -47,9 +47,10 @@ int to_channels_last_int8(Graph& graph);
 // group's Transposes. Run by make_plan, after the precision marks. Returns how many.
 // A Conv node chosen "nhwc" (graph/choice_attrs.h) runs channels-last whatever the rule says.
 // A Winograd layer of at least `winograd_min_channels` input channels stays on Winograd
-// channels-last; one of fewer runs on the channels-last GEMM (PlanOptions).
+// channels-last; one of fewer runs on the channels-last GEMM; with `winograd_small_planes`,
+// so do 3x3 convs on planes too small for the NCHW Winograd (PlanOptions).
 int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double transpose_flops,
-                         int64_t winograd_min_channels);
+                         int64_t winograd_min_channels, bool winograd_small_planes);
 // Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with
 // constant weights (the rule of to_channels_last_f32 asks more).
 bool can_run_channels_last(const Graph& graph, const Node& node);

@@ -131,7 +131,8 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     std::set<std::string> keep;  // a node a choice names keeps the layout it was measured in
     for (const NodeChoice& c : options.choices) keep.insert(c.node);
     plan->channels_last_convs = to_channels_last_f32(plan->graph, keep, options.transpose_flops,
-                                                       options.winograd_nhwc_min_channels);
+                                                       options.winograd_nhwc_min_channels,
+                                                       options.winograd_nhwc_small_planes);
     store_bf16_between_convs(plan->graph, plan->precision);
     if (options.fuse_expand_depthwise) fuse_expand_depthwise(plan->graph, keep);
     if (options.fuse_expand_depthwise && options.fuse_depthwise_project) fuse_depthwise_project(plan->graph, keep);

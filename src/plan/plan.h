@@ -55,9 +55,11 @@ struct PlanOptions {
   // channels-last only where its Transposes cost little next to its products.
   double transpose_flops = kDefaultTransposeFlops;
   // ConvLayout::channels_last: a Winograd layer of at least this many input channels stays on
-  // Winograd channels-last, one of fewer runs on the channels-last GEMM
-  // (kernels::measure_winograd_nhwc_min_channels; sessions measure it).
+  // Winograd channels-last, one of fewer runs on the channels-last GEMM; and whether 3x3 convs
+  // on planes too small for the NCHW Winograd (13x13, 14x14) run on the channels-last one
+  // (kernels::measure_winograd_nhwc; sessions measure both).
   int64_t winograd_nhwc_min_channels = kDefaultWinogradNhwcMinChannels;
+  bool winograd_nhwc_small_planes = false;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <new>
 
 #include "kernels/conv_probe.h"
@@ -57,7 +58,7 @@ struct Session::Impl {
   double amx_flop_cost = 0;  // likewise, for plans with bf16 on AMX
   double bf16_dot_gain = -1;  // likewise, for plans with bf16 (0 is a measurement: no AVX512-BF16)
   double transpose_flops = 0;  // likewise, for the layout of float convs
-  int64_t winograd_nhwc_min_channels = 0;  // likewise, for their primitive
+  std::optional<kernels::WinogradNhwcProbe> winograd_nhwc;  // likewise, for their primitive
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
@@ -136,9 +137,11 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
     // A few milliseconds: only a model with convs asks.
     const auto& nodes = model.graph().nodes;
     const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == "Conv"; });
-    if (convs && winograd_nhwc_min_channels == 0)
-      winograd_nhwc_min_channels = kernels::measure_winograd_nhwc_min_channels();
-    if (winograd_nhwc_min_channels > 0) po.winograd_nhwc_min_channels = winograd_nhwc_min_channels;
+    if (convs && !winograd_nhwc) winograd_nhwc = kernels::measure_winograd_nhwc();
+    if (winograd_nhwc) {
+      po.winograd_nhwc_min_channels = winograd_nhwc->min_channels;
+      po.winograd_nhwc_small_planes = winograd_nhwc->small_planes;
+    }
   }
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;

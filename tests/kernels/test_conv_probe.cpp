@@ -16,20 +16,23 @@ namespace {
 // Both primitives must compute the same layer, or the probe compares unlike work.
 TEST(ConvProbe, TimesBothPrimitivesOnTheSameLayer) {
   if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no row GEMM on this ISA";
-  for (int64_t channels : kWinogradProbeChannels) {
-    const WinogradProbeTimes t = time_winograd_probe_layer(channels, 1);
-    EXPECT_GT(t.rows_us, 0) << channels;
-    EXPECT_GT(t.winograd_us, 0) << channels;
-    EXPECT_TRUE(std::isfinite(t.rows_us) && std::isfinite(t.winograd_us)) << channels;
-    // Outputs of order one: Winograd's error stays well under a thousandth of them.
-    EXPECT_LT(t.max_difference, 1e-3) << channels;
-  }
+  for (int64_t plane : {28, 14, 13})  // 13: blocks that reach past the plane
+    for (int64_t channels : kWinogradProbeChannels) {
+      const WinogradProbeTimes t = time_winograd_probe_layer(channels, plane, 1);
+      EXPECT_GT(t.rows_us, 0) << channels;
+      EXPECT_GT(t.winograd_us, 0) << channels;
+      EXPECT_TRUE(std::isfinite(t.rows_us) && std::isfinite(t.winograd_us)) << channels;
+      // Outputs of order one: Winograd's error stays well under a thousandth of them.
+      EXPECT_LT(t.max_difference, 1e-3) << channels << " channels on " << plane;
+    }
 }
 
 TEST(ConvProbe, AnswersAProbedChannelCountOrTheDefault) {
-  const int64_t min_channels = measure_winograd_nhwc_min_channels();
+  const WinogradNhwcProbe probe = measure_winograd_nhwc();
+  const int64_t min_channels = probe.min_channels;
   if (!conv_row_supported(active_isa(), Precision::f32)) {
     EXPECT_EQ(min_channels, kWinogradNhwcDefaultMinChannels);
+    EXPECT_FALSE(probe.small_planes);
     return;
   }
   const bool probed = std::find(std::begin(kWinogradProbeChannels), std::end(kWinogradProbeChannels), min_channels) !=

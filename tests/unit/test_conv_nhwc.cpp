@@ -15,6 +15,7 @@
 #include "ops/conv_max_pool.h"
 #include "ops/expand_depthwise.h"
 #include "ops/op.h"
+#include "ops/tile_conv_winograd.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
 #include "tiling_test_util.h"
@@ -840,6 +841,53 @@ TEST(LayoutF32, FewChannelWinogradConvsStayOnWinogradWhereTheProbeSaysSo) {
 // kernels/winograd_tester.h; the other cases' per-output 1e-4 is too tight for it).
 TEST(LayoutF32, WinogradConvsOfManyChannelsRunChannelsLastOnWinogradOnlyBesideOthers) {
   expect_rides_only_beside_others(64, 64, 28, 3, 1, "3x3 conv of 64 channels", true, 1e-3);
+}
+
+// A 3x3 conv of 64 channels on a 14x14 plane (20 Winograd GEMM columns) between two 1x1
+// convs: the NCHW rule keeps it off Winograd, but channels-last it runs on Winograd, which
+// wins there (docs/layout.md); on a 7x7 plane (6 columns) it stays on the row conv. Both plans
+// compute the reference.
+TEST(LayoutF32, SmallPlanesRunOnWinogradOnlyChannelsLast) {
+  for (int64_t size : {14, 7}) {
+    OnnxBuilder b(13);
+    b.input("x", kF32, {1, 64, size, size}).output("y", kF32, {1, 64, size, size});
+    weight(b, "wa", {64, 64, 1, 1}, 1);
+    weight(b, "wk", {64, 64, 3, 3}, 2);
+    weight(b, "wb", {64, 64, 1, 1}, 3);
+    b.node("Conv", {"x", "wa"}, {"a"}, "before");
+    OnnxBuilder::attr_ints(b.node("Conv", {"a", "wk"}, {"k"}, "mid"), "pads", {1, 1, 1, 1});
+    b.node("Conv", {"k", "wb"}, {"y"}, "after");
+    const std::string label = "3x3 64->64 on " + std::to_string(size) + "x" + std::to_string(size);
+    const TestModel m{label, b.bytes(), {{"x", seeded_tensor({1, 64, size, size}, 5)}}};
+    Model model = load_test_model(m);
+    const Shape x = {1, 64, size, size}, w = {64, 64, 3, 3};
+    const Node* conv = nullptr;
+    for (const Node& n : model.graph().nodes)
+      if (n.name == "mid") conv = &n;
+    ASSERT_NE(conv, nullptr);
+    EXPECT_FALSE(tiling::conv_node_uses_winograd(*conv, x, w)) << label;
+    EXPECT_EQ(tiling::conv_node_uses_winograd_channels_last(*conv, x, w), size == 14) << label;
+    // A layer whose transformed weights outgrow half the last-level cache stays on the row
+    // GEMM on such a plane (YOLOv3's 512 -> 1024 at 13x13: 75.5 MB), but not on a larger one.
+    const Shape wide_x = {1, 512, size * 2 - 1, size * 2 - 1}, wide_w = {1024, 512, 3, 3};
+    const int64_t l3 = kernels::cpu_info().l3_bytes, transformed = 36 * 512 * 1024 * 4;
+    const Shape small_x = {1, 512, 13, 13};
+    EXPECT_EQ(tiling::conv_node_uses_winograd_channels_last(*conv, small_x, wide_w),
+              transformed <= (l3 > 0 ? l3 / 2 : int64_t{16} << 20))
+        << label;
+    if (size == 14) EXPECT_TRUE(tiling::conv_node_uses_winograd_channels_last(*conv, wide_x, wide_w)) << label;
+    // Only where the machine's probe found Winograd faster on such planes (kernels/conv_probe.h).
+    for (bool small_planes : {true, false}) {
+      PlanOptions cheap_moves;
+      cheap_moves.transpose_flops = 0.01;
+      cheap_moves.winograd_nhwc_small_planes = small_planes;
+      auto plan = make_plan(model.graph(), cheap_moves);
+      ASSERT_EQ(count_op(*plan, "ConvNhwc"), 3) << label;
+      for (const Node& n : plan->graph.nodes)
+        if (n.name == "mid") EXPECT_EQ(conv_primitive_choice(n), size == 14 && small_planes ? "winograd" : "") << label;
+      expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, label, 1e-3);
+    }
+  }
 }
 
 // A stem (3 input channels, 7x7 stride 2): channels-last it gains a fraction of its time.
