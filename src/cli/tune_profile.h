@@ -22,7 +22,7 @@ struct TunedNode {
   std::string name;       // plans differ by candidate (Transposes come and go): nodes are found by name
   bool conv = false;      // a Conv (else a MatMul or Gemm grid)
   tune::ConvConfig config;  // a Conv's layer configuration, as the model writes it (NCHW)
-  std::string rule_primitive;  // "gemm", "winograd", or "nhwc" where the rules run it channels-last
+  std::string rule_primitive;  // "gemm", "winograd", or "nhwc" / "winograd_nhwc" where the rules run it channels-last
   Shape rule_extent;
   double rule_us = 0;  // measured as the rules plan it
   double rule_max_us = 0;

@@ -9,7 +9,7 @@
 
 namespace grove {
 
-inline constexpr const char* kAttrConvPrimitive = "grove_conv";  // "gemm", "winograd", "direct" or "nhwc"
+inline constexpr const char* kAttrConvPrimitive = "grove_conv";  // "gemm", "winograd", "direct", "nhwc" or "winograd_nhwc"
 
 inline std::string conv_primitive_choice(const Node& node) { return node.attr_string(kAttrConvPrimitive, ""); }
 

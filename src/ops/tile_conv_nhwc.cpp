@@ -79,7 +79,11 @@ WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
 
 // A conv the layout pass left on Winograd (passes/layout_f32.cpp): float32 only, and only where
 // Winograd fits (a plan that says otherwise is refused as it is built).
-bool on_winograd(const Node& node) { return conv_primitive_choice(node) == "winograd"; }
+// The layout pass marks it "winograd"; a tuning record's choice "winograd_nhwc" keeps its name.
+bool on_winograd(const Node& node) {
+  const std::string p = conv_primitive_choice(node);
+  return p == "winograd" || p == "winograd_nhwc";
+}
 
 // A 1x1 stride-1 conv without padding (output pixel p is input pixel p): its GEMM reads x
 // itself as A.

@@ -116,13 +116,14 @@ bool few_channel_stem(const Node& n, const Tensor& w) {
 }
 
 // The rule: a conv the channels-last path can run, not kept NCHW by a choice, with enough input
-// channels or a stem. A conv chosen "nhwc" (grove tune) goes whatever the rule says. Winograd
+// channels or a stem. A conv chosen "nhwc" or "winograd_nhwc" (grove tune) goes whatever the
+// rule says, the latter on the channels-last Winograd. Winograd
 // layers go too: on the GEMM (few input channels, where conv_rows adds the taps in registers)
 // or on the channels-last Winograd (keeps_winograd).
 bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::string>& keep) {
   if (!can_run_channels_last(g, n)) return false;
   const std::string chosen = conv_primitive_choice(n);
-  if (chosen == "nhwc") return true;
+  if (chosen == "nhwc" || chosen == "winograd_nhwc") return true;
   if (keep.count(n.name) || !chosen.empty()) return false;
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
@@ -199,10 +200,11 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
       if (!fresh) parent[root(c)] = root(it->second);
     }
   std::map<size_t, double> flops, moved;
-  std::set<size_t> chosen;  // groups holding a conv chosen "nhwc": they stay channels-last whole
+  std::set<size_t> chosen;  // groups holding a conv chosen channels-last: they stay so whole
   for (size_t c : convs) {
     const Node& n = g.nodes[c];
-    if (conv_primitive_choice(n) == "nhwc") chosen.insert(root(c));
+    const std::string p = conv_primitive_choice(n);
+    if (p == "nhwc" || p == "winograd_nhwc") chosen.insert(root(c));
     if (!riders.count(n.name)) flops[root(c)] += double(node_flops(g, n));
     auto y = nchw_of.find(n.outputs[0]);  // none for a global pool: its output is NCHW already
     if (y != nchw_of.end() && reads[y->second] > 0)

@@ -1,5 +1,6 @@
 #include "tune/conv_candidates.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -80,12 +81,14 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
 
 namespace {
 
-// The block sizes the channels-last tile rule allows node n, as ConvNhwc would run it: its
-// infos are n's with x, the residual and y rotated to NHWC.
-std::vector<int64_t> channels_last_blocks(const Plan& plan, size_t n) {
+// The block sizes the channels-last tile rule allows node n, as ConvNhwc would run it with this
+// primitive ("nhwc": the GEMM, "winograd_nhwc"): its infos are n's with x, the residual and y
+// rotated to NHWC.
+std::vector<int64_t> channels_last_blocks(const Plan& plan, size_t n, const std::string& primitive) {
   Node twin = plan.graph.nodes[n];
   twin.op_type = twin.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
   twin.domain = kGroveDomain;
+  apply_primitive_choices_to_node(twin, primitive);
   const TileRule* rule = find_tile_rule(twin);
   if (!rule) return {};
   auto rotated = [&](const std::string& name) {
@@ -141,17 +144,26 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
         if (e.empty() || !seen.insert({p, e}).second) continue;
         out.push_back({p, e, tile_count(y, e)});
       }
-  // Channels-last: the GEMM's grids with the dims in NHWC order, where that rule allows them.
+  // Channels-last: the GEMM's grids with the dims in NHWC order, where that rule allows them;
+  // and the channels-last Winograd on the grids of either NCHW primitive its rule allows.
   if (can_run_channels_last(plan.graph, node)) {
-    const std::vector<int64_t> blocks = channels_last_blocks(plan, n);
     const Shape y_nhwc = {y[0], y[2], y[3], y[1]};
-    const size_t gemm_candidates = out.size();
-    for (size_t i = 0; i < gemm_candidates; ++i) {
-      if (out[i].primitive != "gemm") continue;
-      const Shape& e = out[i].extent;
-      const Shape nhwc = {e[0], e[2], e[3], e[1]};
-      if (fits_blocks(y_nhwc, nhwc, blocks) && seen.insert({"nhwc", nhwc}).second)
-        out.push_back({"nhwc", nhwc, tile_count(y_nhwc, nhwc)});
+    const size_t nchw_candidates = out.size();
+    const bool winograd = std::find(primitives.begin(), primitives.end(), "winograd") != primitives.end() &&
+                          node.attr_int("group", 1) == 1;
+    for (const std::string p : {"nhwc", "winograd_nhwc"}) {
+      if (p == std::string("winograd_nhwc") && !winograd) continue;
+      const std::vector<int64_t> blocks = channels_last_blocks(plan, n, p);
+      for (size_t i = 0; i < nchw_candidates; ++i) {
+        if (out[i].primitive != "gemm" && (p == std::string("nhwc") || out[i].primitive != "winograd")) continue;
+        const Shape& e = out[i].extent;
+        const Shape nhwc = {e[0], e[2], e[3], e[1]};
+        if (fits_blocks(y_nhwc, nhwc, blocks) && seen.insert({p, nhwc}).second)
+          out.push_back({p, nhwc, tile_count(y_nhwc, nhwc)});
+      }
+      // Its rule cuts a small plane by whole panels of output channels only, which a layer of
+      // few channels does not have: then one tile is its grid.
+      if (p == std::string("winograd_nhwc") && seen.insert({p, y_nhwc}).second) out.push_back({p, y_nhwc, 1});
     }
   }
   return out;

@@ -16,8 +16,8 @@ struct ConvConfig {
 };
 
 struct ConvCandidate {
-  std::string primitive;  // "gemm", "winograd", "direct" or "nhwc"; empty for a MatMul or Gemm
-  Shape extent;           // tile extent of the output: [N, C, H, W], or [N, H, W, C] for nhwc
+  std::string primitive;  // "gemm", "winograd", "direct", "nhwc" or "winograd_nhwc"; empty for a MatMul or Gemm
+  Shape extent;           // tile extent of the output: [N, C, H, W], or [N, H, W, C] channels-last
   int64_t tiles = 1;
 };
 
@@ -34,8 +34,10 @@ bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config = nullptr);
 // The rule's own choice for node n, and the candidates: each primitive that can run it
 // (only the GEMM in a bf16 plan; the direct kernel for up to 4 input channels) with grids of
 // one, two and four tiles per thread, cut by
-// rows first or by output channels first, and the channels-last GEMM ("nhwc") with the GEMM's
-// grids where its rule allows them. Distinct, the rule's choice among them if it is one.
+// rows first or by output channels first, the channels-last GEMM ("nhwc") with the GEMM's
+// grids where its rule allows them, and the channels-last Winograd ("winograd_nhwc", where
+// Winograd fits) with the NCHW primitives' grids its rule allows. Distinct, the rule's choice
+// among them if it is one.
 ConvCandidate rule_choice(const Plan& plan, size_t n);
 std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n);
 

@@ -1159,6 +1159,17 @@ TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
     EXPECT_NE(std::string(e.what()).find("grouped"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("one group"), std::string::npos) << e.what();
   }
+  // The channels-last Winograd only where Winograd fits: not a 1x1 conv, nor 3 input channels.
+  for (const char* node : {"small", "first_layer"}) {
+    options.choices = {NodeChoice{node, "winograd_nhwc", {}}};
+    try {
+      make_plan(model.graph(), options);
+      ADD_FAILURE() << node << " took a winograd_nhwc choice";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(node), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("Winograd cannot run"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Two cheap convs linked by a value form a group the cost check sends back to NCHW; when the
