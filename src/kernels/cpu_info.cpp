@@ -19,7 +19,7 @@ std::string trimmed(std::string s) {
   return s.substr(begin, s.find_last_not_of(' ') - begin + 1);
 }
 
-int64_t cache_bytes(int name) {
+int64_t sysconf_cache_bytes(int name) {
   const long v = ::sysconf(name);
   return v > 0 ? int64_t(v) : 0;
 }
@@ -52,7 +52,7 @@ int64_t sysfs_cache_bytes(int level) {
 
 int64_t cache_bytes(int level, int name) {
   const int64_t from_kernel = sysfs_cache_bytes(level);
-  return from_kernel > 0 ? from_kernel : cache_bytes(name);
+  return from_kernel > 0 ? from_kernel : sysconf_cache_bytes(name);
 }
 
 CpuInfo probe() {

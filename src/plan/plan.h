@@ -10,6 +10,7 @@
 #include "grove/layout.h"
 #include "grove/schedule.h"
 #include "graph/limits.h"
+#include "kernels/conv_probe.h"
 #include "ops/tiling.h"
 #include "plan/feature_pruning.h"
 #include "plan/node_choice.h"
@@ -24,7 +25,6 @@ using TileRuleLookup = const TileRule* (*)(const Node& node);
 inline constexpr double kDefaultMoveFlops = 32;
 inline constexpr double kDefaultAmxFlopCost = 0.25;
 inline constexpr double kDefaultTransposeFlops = 32;
-inline constexpr int64_t kDefaultWinogradNhwcMinChannels = 64;
 
 struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
@@ -58,7 +58,7 @@ struct PlanOptions {
   // Winograd channels-last, one of fewer runs on the channels-last GEMM; and whether 3x3 convs
   // on planes too small for the NCHW Winograd (13x13, 14x14) run on the channels-last one
   // (kernels::measure_winograd_nhwc; sessions measure both).
-  int64_t winograd_nhwc_min_channels = kDefaultWinogradNhwcMinChannels;
+  int64_t winograd_nhwc_min_channels = kernels::kWinogradNhwcDefaultMinChannels;
   bool winograd_nhwc_small_planes = false;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;

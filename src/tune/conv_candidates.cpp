@@ -152,10 +152,10 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
     const bool winograd = std::find(primitives.begin(), primitives.end(), "winograd") != primitives.end() &&
                           node.attr_int("group", 1) == 1;
     for (const std::string p : {"nhwc", "winograd_nhwc"}) {
-      if (p == std::string("winograd_nhwc") && !winograd) continue;
+      if (p == "winograd_nhwc" && !winograd) continue;
       const std::vector<int64_t> blocks = channels_last_blocks(plan, n, p);
       for (size_t i = 0; i < nchw_candidates; ++i) {
-        if (out[i].primitive != "gemm" && (p == std::string("nhwc") || out[i].primitive != "winograd")) continue;
+        if (out[i].primitive != "gemm" && (p == "nhwc" || out[i].primitive != "winograd")) continue;
         const Shape& e = out[i].extent;
         const Shape nhwc = {e[0], e[2], e[3], e[1]};
         if (fits_blocks(y_nhwc, nhwc, blocks) && seen.insert({p, nhwc}).second)
@@ -163,7 +163,7 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
       }
       // Its rule cuts a small plane by whole panels of output channels only, which a layer of
       // few channels does not have: then one tile is its grid.
-      if (p == std::string("winograd_nhwc") && seen.insert({p, y_nhwc}).second) out.push_back({p, y_nhwc, 1});
+      if (p == "winograd_nhwc" && seen.insert({p, y_nhwc}).second) out.push_back({p, y_nhwc, 1});
     }
   }
   return out;

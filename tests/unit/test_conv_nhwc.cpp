@@ -783,7 +783,7 @@ TEST(LayoutF32, GlobalAveragePoolReadsTheChannelsLastCopy) {
 // where there are no such registers (keeps_winograd). Both plans compute the reference.
 void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, int64_t kernel, int64_t stride,
                                      const std::string& label, bool winograd_layer, double tol = 1e-4,
-                                     int64_t winograd_min_channels = kDefaultWinogradNhwcMinChannels) {
+                                     int64_t winograd_min_channels = kernels::kWinogradNhwcDefaultMinChannels) {
   const bool on_rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   const bool rows = winograd_layer || on_rows;
   const bool winograd_mark = winograd_layer && (cin >= winograd_min_channels || !on_rows);
