@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <iterator>
 #include <map>
 
@@ -39,12 +40,12 @@ std::string cell(double v) {
   return text;
 }
 
-void print_accuracy(const char* label, std::span<const tune::PerfSample> test,
+void print_accuracy(const char* label, std::span<const tune::PerfSample> test, size_t outputs,
                     const std::function<std::vector<double>(std::span<const double>)>& predict) {
   std::printf("  %-34s", label);
-  for (size_t k = 0; k < tune::model_primitives().size(); ++k)
-    std::printf(" %10s", cell(tune::mdrae(test, predict, static_cast<int>(k))).c_str());
-  std::printf(" %10s\n", cell(tune::mdrae(test, predict)).c_str());
+  for (size_t k = 0; k < outputs; ++k)
+    std::printf(" %14s", cell(tune::mdrae(test, predict, static_cast<int>(k))).c_str());
+  std::printf(" %14s\n", cell(tune::mdrae(test, predict)).c_str());
 }
 
 tune::PerfModel load_model(const std::string& path) {
@@ -72,21 +73,32 @@ int run_tune_fit(const TuneOptions& o) {
     throw Error(o.fit + ": no row was measured on this machine (" + machine + "); the file has:" +
                 (seen.empty() ? std::string(" nothing") : seen));
   }
-  const std::vector<tune::PerfSample> samples = tune::samples_from_rows(rows);
+  std::vector<std::string> primitives = tune::measured_primitives(rows);
+  if (primitives.empty()) throw Error(o.fit + ": no row measures a primitive the performance model prices");
+  if (!o.transfer_from.empty()) {
+    // The other machine's model has its own outputs; this machine's samples are read for those.
+    const std::vector<std::string> theirs = tune::priced_primitives(load_model(o.transfer_from));
+    for (const std::string& p : theirs)
+      if (!std::count(primitives.begin(), primitives.end(), p))
+        throw Error(o.fit + ": no row measures '" + p + "', which " + o.transfer_from + " prices");
+    primitives = theirs;
+  }
+  const std::vector<tune::PerfSample> samples = tune::samples_from_rows(rows, primitives);
   if (samples.size() < 10) throw Error(o.fit + ": " + std::to_string(samples.size()) + " configurations are too few to fit a model (run grove tune --dataset on more models)");
   const tune::SampleSplit split = tune::split_samples(samples, 0.1, o.seed);
   std::printf("dataset: %s   machine: %s\n%zu rows, %zu configurations (train %zu, test %zu)\n", o.fit.c_str(),
               machine.c_str(), rows.size(), samples.size(), split.train.size(), split.test.size());
   std::printf("MdRAE on the test split (median |predicted - measured| / measured):\n  %-34s", "");
-  for (const auto& p : tune::model_primitives()) std::printf(" %10s", p.c_str());
-  std::printf(" %10s\n", "all");
+  for (const auto& p : primitives) std::printf(" %14s", p.c_str());
+  std::printf(" %14s\n", "all");
 
   auto t0 = Clock::now();
-  const tune::PerfModel nn2 = tune::PerfModel::train(split.train, nn2_options(o.seed));
+  tune::PerfModel nn2 = tune::PerfModel::train(split.train, nn2_options(o.seed));
+  nn2.set_output_names(primitives);
   const double train_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const tune::LinearModel linear = tune::LinearModel::train(split.train);
-  print_accuracy("NN2 (MLP 64x64)", split.test, [&](auto f) { return nn2.predict(f); });
-  print_accuracy("linear regression", split.test, [&](auto f) { return linear.predict(f); });
+  print_accuracy("NN2 (MLP 64x64)", split.test, primitives.size(), [&](auto f) { return nn2.predict(f); });
+  print_accuracy("linear regression", split.test, primitives.size(), [&](auto f) { return linear.predict(f); });
 
   if (!o.fit_report.empty()) {  // the test split's predictions, for a plot of predicted against measured
     std::ofstream f(o.fit_report);
@@ -95,26 +107,41 @@ int run_tune_fit(const TuneOptions& o) {
     for (const tune::PerfSample& s : split.test) {
       const std::vector<double> a = nn2.predict(s.features), b = linear.predict(s.features);
       for (size_t k = 0; k < s.times.size(); ++k)
-        if (!std::isnan(s.times[k])) f << tune::model_primitives()[k] << ',' << s.times[k] << ',' << a[k] << ',' << b[k] << "\n";
+        if (!std::isnan(s.times[k])) f << primitives[k] << ',' << s.times[k] << ',' << a[k] << ',' << b[k] << "\n";
     }
   }
+  // Each output's error on the held-out tenth goes with the model: the selection acts only on
+  // differences larger than what the model can tell.
+  auto errors_of = [&](const tune::PerfModel& m) {
+    std::vector<double> e;
+    for (size_t k = 0; k < primitives.size(); ++k) {
+      const double v = tune::mdrae(split.test, [&](auto f) { return m.predict(f); }, static_cast<int>(k));
+      e.push_back(std::isnan(v) ? 0.0 : v);
+    }
+    return e;
+  };
   tune::PerfModel saved = nn2;
   if (!o.transfer_from.empty()) {
-    const tune::PerfModel base = load_model(o.transfer_from);
+    tune::PerfModel base = load_model(o.transfer_from);
+    base.set_output_names(primitives);  // a version 1 file's, named
     const tune::SampleSplit few = tune::split_samples(split.train, 1.0 - o.sample_share, o.seed + 7);
     tune::PerfModel transferred = base;
     tune::TrainOptions fine = nn2_options(o.seed);
     fine.learning_rate = 1e-3;
     transferred.fine_tune(few.train, fine);
-    const tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
+    tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
+    scratch.set_output_names(primitives);
     std::printf("transfer from %s with %zu samples (%.1f%% of the training set):\n", o.transfer_from.c_str(),
                 few.train.size(), 100.0 * double(few.train.size()) / double(split.train.size()));
-    print_accuracy("the other machine's model as is", split.test, [&](auto f) { return base.predict(f); });
-    print_accuracy("transferred (fine-tuned)", split.test, [&](auto f) { return transferred.predict(f); });
-    print_accuracy("from scratch on the same samples", split.test, [&](auto f) { return scratch.predict(f); });
+    print_accuracy("the other machine's model as is", split.test, primitives.size(), [&](auto f) { return base.predict(f); });
+    print_accuracy("transferred (fine-tuned)", split.test, primitives.size(), [&](auto f) { return transferred.predict(f); });
+    print_accuracy("from scratch on the same samples", split.test, primitives.size(), [&](auto f) { return scratch.predict(f); });
     saved = transferred;
+    saved.set_output_errors(errors_of(transferred));
   } else {
     saved = tune::PerfModel::train(samples, nn2_options(o.seed));  // every sample, for use
+    saved.set_output_names(primitives);
+    saved.set_output_errors(errors_of(nn2));
   }
   std::string path = o.model_out.empty() ? tune::perf_model_path() : o.model_out;
   if (path.empty()) throw Error("tune --fit: no cache folder (set GROVE_TUNE_DIR or HOME), or give --model-out FILE");

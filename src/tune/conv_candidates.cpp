@@ -169,6 +169,15 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
   return out;
 }
 
+bool channels_last_primitive(const std::string& primitive) {
+  return primitive == "nhwc" || primitive == "winograd_nhwc";
+}
+
+Shape nchw_extent(const std::string& primitive, const Shape& extent) {
+  if (!channels_last_primitive(primitive) || extent.size() != 4) return extent;
+  return {extent[0], extent[3], extent[1], extent[2]};
+}
+
 std::vector<double> conv_features(const ConvConfig& c, const Shape& extent, int64_t tiles, int threads) {
   auto lg = [](int64_t v) { return std::log2(double(std::max<int64_t>(v, 1))); };
   const double rows_share = extent.size() == 4 && c.out_h > 0 ? double(std::min(extent[2], c.out_h)) / double(c.out_h) : 1;

@@ -21,11 +21,19 @@ struct ConvCandidate {
   int64_t tiles = 1;
 };
 
-// The primitives the performance model prices, in the order of its outputs.
+// The primitives the performance model may price, in the order of its outputs; a model prices
+// those its training set measured (PerfModel::output_names).
 inline const std::vector<std::string>& model_primitives() {
-  static const std::vector<std::string> names = {"gemm", "winograd"};
+  static const std::vector<std::string> names = {"gemm", "winograd", "nhwc", "winograd_nhwc"};
   return names;
 }
+
+// Whether the primitive runs channels-last (its extent is [N, H, W, C]).
+bool channels_last_primitive(const std::string& primitive);
+
+// A candidate's extent in [N, C, H, W] order, whatever layout its primitive runs in: what the
+// performance model's features read, so one grid has one description in either layout.
+Shape nchw_extent(const std::string& primitive, const Shape& extent);
 
 // Whether node n of the plan is a Conv whose primitive and grid are chosen (2-D, float32,
 // more than one input channel per group, on a tile rule); fills `config` when it is.
@@ -50,7 +58,8 @@ bool tunable_matmul(const Plan& plan, size_t n);
 std::vector<ConvCandidate> matmul_candidates(const Plan& plan, size_t n);
 
 // The performance model's input for one candidate: logs of the sizes, the thread count, the
-// tile count and the shares of the output's rows and channels one tile holds.
+// tile count and the shares of the output's rows and channels one tile holds (`extent` in
+// [N, C, H, W] order: nchw_extent).
 std::vector<double> conv_features(const ConvConfig& c, const Shape& extent, int64_t tiles, int threads);
 
 }  // namespace grove::tune

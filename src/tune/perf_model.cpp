@@ -433,9 +433,29 @@ std::vector<double> PerfModel::predict(std::span<const double> features) const {
   return times;
 }
 
+void PerfModel::set_output_names(std::vector<std::string> names) {
+  if (names.size() != outputs())
+    throw Error("perf model: " + std::to_string(names.size()) + " output names for " + std::to_string(outputs()) + " outputs");
+  for (const std::string& n : names)
+    if (n.empty() || std::any_of(n.begin(), n.end(), [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }))
+      throw Error("perf model: output name '" + n + "' is empty or holds whitespace");
+  output_names_ = std::move(names);
+}
+
+void PerfModel::set_output_errors(std::vector<double> errors) {
+  if (errors.size() != outputs())
+    throw Error("perf model: " + std::to_string(errors.size()) + " output errors for " + std::to_string(outputs()) + " outputs");
+  for (double e : errors)
+    if (!(std::isfinite(e) && e >= 0)) throw Error("perf model: an output error is not a finite number >= 0");
+  output_errors_ = std::move(errors);
+}
+
 std::string PerfModel::save() const {
-  std::string out = "grove-perf-model 1\n";
-  out += "inputs " + std::to_string(inputs()) + "\noutputs " + std::to_string(outputs()) + "\n";
+  std::string out = "grove-perf-model 2\n";
+  out += "inputs " + std::to_string(inputs()) + "\noutputs " + std::to_string(outputs()) + "\nnames";
+  for (size_t k = 0; k < outputs(); ++k) out += " " + (k < output_names_.size() ? output_names_[k] : "output" + std::to_string(k));
+  out += "\n";
+  put_line(out, "errors", output_errors_.size() == outputs() ? output_errors_ : std::vector<double>(outputs(), 0.0));
   put_line(out, "feature_mean", feature_mean_);
   put_line(out, "feature_std", feature_std_);
   put_line(out, "target_mean", target_mean_);
@@ -453,12 +473,21 @@ std::string PerfModel::save() const {
 PerfModel PerfModel::load(std::string_view text) {
   Reader r(text);
   if (r.token("header") != "grove-perf-model") r.fail("not a grove perf model (bad header)");
-  if (r.token("version") != "1") r.fail("unsupported version (this grove reads version 1)");
+  const std::string_view version = r.token("version");
+  if (version != "1" && version != "2") r.fail("unsupported version (this grove reads versions 1 and 2)");
   PerfModel m;
   r.expect("inputs");
   const size_t inputs = r.count("inputs", 1, kMaxWidth);
   r.expect("outputs");
   const size_t outputs = r.count("outputs", 1, kMaxWidth);
+  if (version == "2") {
+    r.expect("names");
+    for (size_t k = 0; k < outputs; ++k) m.output_names_.emplace_back(r.token("output name"));
+    r.expect("errors");
+    m.output_errors_ = r.numbers("errors", outputs);
+    for (double e : m.output_errors_)
+      if (e < 0) r.fail("errors has a negative value");
+  }
   auto positive = [&](const std::vector<double>& v, std::string_view what) {
     for (double s : v)
       if (!(s > 0)) r.fail(std::string(what) + " has a value that is not positive");

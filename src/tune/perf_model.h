@@ -65,8 +65,21 @@ class PerfModel {
   size_t inputs() const { return feature_mean_.size(); }
   size_t outputs() const { return target_mean_.size(); }
 
+  // What each output is (the primitives a selector prices by name), saved with the model.
+  // Empty for a version 1 file, which did not record them. Throws Error unless there is one
+  // name per output, each a word without whitespace.
+  void set_output_names(std::vector<std::string> names);
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  // How far off each output's predictions are: the MdRAE on data the model was not trained
+  // on (grove tune --fit measures it), so a selector does not act on differences smaller than
+  // the model can tell; 0 where unknown. Throws Error unless there is one finite value >= 0
+  // per output.
+  void set_output_errors(std::vector<double> errors);
+  const std::vector<double>& output_errors() const { return output_errors_; }
+
   // A versioned text format; numbers are written in their shortest exact form, so load(save())
-  // predicts bit-identically. First line "grove-perf-model 1".
+  // predicts bit-identically. First line "grove-perf-model 2" (version 1, without the output
+  // names and errors, still loads).
   std::string save() const;
   // Any corrupt text (wrong header or version, inconsistent counts, non-numbers, non-finite
   // values, truncation, trailing data) is an Error; no allocation exceeds the text's size.
@@ -83,6 +96,8 @@ class PerfModel {
   std::vector<double> feature_mean_, feature_std_;
   std::vector<double> target_mean_, target_std_;  // of log(time), per output
   std::vector<Layer> layers_;
+  std::vector<std::string> output_names_;
+  std::vector<double> output_errors_;  // empty: unknown
 };
 
 // The baseline of paper 003: per output, ridge least squares of log(time) on the standardised

@@ -5,9 +5,14 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "graph/choice_attrs.h"
 #include "graph/error.h"
+#include "ops/op.h"
+#include "tune/layout_links.h"
+#include "tune/pbqp.h"
 #include "tune/record.h"
 
 namespace grove::tune {
@@ -72,20 +77,31 @@ std::vector<ProfileRow> read_profile_csv(const std::string& path) {
   return rows;
 }
 
-std::vector<PerfSample> samples_from_rows(const std::vector<ProfileRow>& rows) {
-  const auto& primitives = model_primitives();
+std::vector<std::string> measured_primitives(const std::vector<ProfileRow>& rows) {
+  std::set<std::string> seen;
+  for (const ProfileRow& r : rows) seen.insert(r.primitive);
+  std::vector<std::string> out;
+  for (const std::string& p : model_primitives())
+    if (seen.count(p)) out.push_back(p);
+  return out;
+}
+
+std::vector<PerfSample> samples_from_rows(const std::vector<ProfileRow>& rows, const std::vector<std::string>& primitives) {
   std::map<std::vector<int64_t>, PerfSample> by_key;
   for (const ProfileRow& r : rows) {
     size_t k = 0;
     while (k < primitives.size() && primitives[k] != r.primitive) ++k;
     if (k == primitives.size()) continue;
     const ConvConfig& c = r.config;
+    // A channels-last grid is the NCHW grid that cuts the same rows and channels: one sample
+    // holds both layouts' times on it.
+    const Shape extent = nchw_extent(r.primitive, r.extent);
     std::vector<int64_t> key = {c.batch, c.cin, c.cout, c.in_h, c.in_w, c.out_h, c.out_w, c.kernel_h,
                                 c.kernel_w, c.stride_h, c.stride_w, c.group, r.threads, r.tiles};
-    key.insert(key.end(), r.extent.begin(), r.extent.end());
+    key.insert(key.end(), extent.begin(), extent.end());
     PerfSample& s = by_key[key];
     if (s.features.empty()) {
-      s.features = conv_features(c, r.extent, r.tiles, r.threads);
+      s.features = conv_features(c, extent, r.tiles, r.threads);
       s.times.assign(primitives.size(), std::numeric_limits<double>::quiet_NaN());
     }
     // A layer repeated in a model (ResNet's blocks) is one configuration: keep the faster
@@ -106,35 +122,177 @@ double predicted_cost(double total_us, int64_t tiles, int threads) {
   return total_us / std::max(1, threads) + total_us / double(std::max<int64_t>(tiles, 1));
 }
 
-std::vector<NodeChoice> predicted_choices(const Plan& rules, const PerfModel& model, double keep_share) {
-  const auto& primitives = model_primitives();
-  if (model.outputs() != primitives.size()) throw Error("performance model: it prices " + std::to_string(model.outputs()) +
-                                                        " primitives, this grove " + std::to_string(primitives.size()));
+std::vector<std::string> priced_primitives(const PerfModel& model) {
+  if (!model.output_names().empty()) return model.output_names();
+  // Version 1 files were written when the model priced these two, in this order.
+  if (model.outputs() == 2) return {"gemm", "winograd"};
+  throw Error("performance model: a version 1 file with " + std::to_string(model.outputs()) +
+              " outputs does not say what it prices; train it again (grove tune --fit)");
+}
+
+namespace {
+
+// One node of the selection problem: a conv of the graph as written, its choices (the rule's
+// first) and the layout each runs in.
+struct Vertex {
+  size_t node = 0;  // in the plan as written
+  bool tunable = false;
+  std::vector<ConvCandidate> choices;
+  std::vector<bool> channels_last;
+  std::vector<double> cost;
+};
+
+int64_t conv_flops(const ConvConfig& c) {
+  return 2 * c.batch * c.cout * c.out_h * c.out_w * (c.cin / std::max<int64_t>(c.group, 1)) * c.kernel_h * c.kernel_w;
+}
+
+}  // namespace
+
+std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions& options, const PerfModel& model,
+                                          double keep_share) {
+  PlanOptions structure = options;
+  structure.prepare_weights = false;
+  structure.choices.clear();
+  const std::shared_ptr<const Plan> rules_plan = make_plan(graph, structure);
+  PlanOptions nchw = structure;
+  nchw.conv_layout = ConvLayout::nchw;
+  const std::shared_ptr<const Plan> written_plan = make_plan(graph, nchw);
+  const Plan &rules = *rules_plan, &as_written = *written_plan;
+  const std::vector<std::string> priced = priced_primitives(model);
+  for (const std::string& p : priced)
+    if (!std::count(model_primitives().begin(), model_primitives().end(), p))
+      throw Error("performance model: it prices '" + p + "', which this grove does not have");
   const int threads = rules.options.threads;
-  auto price = [&](const ConvConfig& c, const ConvCandidate& k) {
-    size_t p = 0;
-    while (p < primitives.size() && primitives[p] != k.primitive) ++p;
-    const std::vector<double> t = model.predict(conv_features(c, k.extent, k.tiles, threads));
-    return predicted_cost(t.at(p), k.tiles, threads);
+  auto output_of = [&](const std::string& primitive) {
+    return static_cast<size_t>(std::find(priced.begin(), priced.end(), primitive) - priced.begin());
   };
-  std::vector<NodeChoice> choices;
-  for (size_t n = 0; n < rules.graph.nodes.size(); ++n) {
+  auto error_of = [&](const std::string& primitive) {
+    const auto& e = model.output_errors();
+    return e.size() == priced.size() ? e[output_of(primitive)] : 0.0;
+  };
+  auto price = [&](const ConvConfig& c, const ConvCandidate& k) {
+    const std::vector<double> t = model.predict(conv_features(c, nchw_extent(k.primitive, k.extent), k.tiles, threads));
+    return t.at(output_of(k.primitive));
+  };
+  std::map<std::string, size_t> in_rules;
+  for (size_t n = 0; n < rules.graph.nodes.size(); ++n)
+    if (!rules.graph.nodes[n].name.empty()) in_rules[rules.graph.nodes[n].name] = n;
+
+  // The vertices: every conv of the graph as written that the rules' plan still has by name.
+  // One the model cannot price (depthwise, the direct kernel, a conv fused with its neighbour)
+  // keeps the rule, in the rule's layout.
+  std::vector<Vertex> vertices;
+  std::vector<int> vertex_of(as_written.graph.nodes.size(), -1);
+  double flops = 0, rule_us = 0;  // of the priced rule choices: the machine's rate on this model
+  for (size_t n = 0; n < as_written.graph.nodes.size(); ++n) {
+    const Node& node = as_written.graph.nodes[n];
+    if (node.op_type != "Conv" || !node.domain.empty()) continue;
+    auto r = in_rules.find(node.name);
+    if (r == in_rules.end()) continue;
+    const Node& ruled = rules.graph.nodes[r->second];
+    const bool ruled_nhwc = ruled.domain == kGroveDomain && ruled.op_type.ends_with("Nhwc");
+    Vertex v{.node = n};
     ConvConfig c;
-    if (!tunable_conv(rules, n, &c)) continue;
-    const ConvCandidate rule = rule_choice(rules, n);
-    // A rule's primitive the model does not price (the direct kernel) stays: nothing to weigh it against.
-    if (!std::count(primitives.begin(), primitives.end(), rule.primitive)) continue;
-    double best = price(c, rule) * (1 - keep_share);
-    const ConvCandidate* pick = nullptr;
-    const std::vector<ConvCandidate> candidates = conv_candidates(rules, n);
-    // Only grids of the rule's tile count: the model prices a node alone, and a change of tile
-    // count changes how layers overlap, which grove tune's whole-model check catches and the
-    // model cannot (on ResNet-50 at 2 threads such choices measured 5% slower).
-    for (const ConvCandidate& k : candidates)
-      if (k.tiles == rule.tiles && std::count(primitives.begin(), primitives.end(), k.primitive))  // ones it prices
-        if (const double cost = price(c, k); cost < best) best = cost, pick = &k;
-    if (pick && !(pick->primitive == rule.primitive && pick->extent == rule.extent))
-      choices.push_back({rules.graph.nodes[n].name, pick->primitive, pick->extent});
+    if ((ruled.op_type == "Conv" || ruled.op_type == "ConvNhwc") && tunable_conv(as_written, n, &c)) {
+      ConvCandidate rule = rule_choice(rules, r->second);
+      if (ruled_nhwc) rule.primitive = conv_primitive_choice(ruled) == "winograd" ? "winograd_nhwc" : "nhwc";
+      if (std::count(priced.begin(), priced.end(), rule.primitive)) {
+        v.tunable = true;
+        v.choices.push_back(rule);
+        v.channels_last.push_back(ruled_nhwc);
+        const double us = price(c, rule);
+        v.cost.push_back(predicted_cost(us, rule.tiles, threads));
+        flops += double(conv_flops(c));
+        rule_us += us;
+        // Only grids of the rule's tile count: the model prices a node alone, and a change of
+        // tile count changes how layers overlap, which grove tune's whole-model check catches
+        // and the model cannot (on ResNet-50 at 2 threads such choices measured 5% slower).
+        // Past one thread, only the rule's layout too: a layout changed there measured slower
+        // as a whole model than its nodes' and Transposes' times said (docs/tuning.md, stop 52).
+        for (const ConvCandidate& k : conv_candidates(as_written, n)) {
+          if (k.tiles != rule.tiles ||  !std::count(priced.begin(), priced.end(), k.primitive) ||
+              (channels_last_primitive(k.primitive) && options.conv_layout != ConvLayout::channels_last) ||
+              (threads > 1 && channels_last_primitive(k.primitive) != ruled_nhwc) ||
+              (k.primitive == rule.primitive && k.extent == rule.extent))
+            continue;
+          v.choices.push_back(k);
+          v.channels_last.push_back(channels_last_primitive(k.primitive));
+          // A candidate must beat the rule by more than the two predictions' errors together.
+          const double margin = std::max(keep_share, std::hypot(error_of(rule.primitive), error_of(k.primitive)));
+          v.cost.push_back(predicted_cost(price(c, k), k.tiles, threads) * (1 + margin));
+        }
+      }
+    }
+    if (!v.tunable) {
+      v.choices = {ConvCandidate{}};
+      v.channels_last = {ruled_nhwc};
+      v.cost = {0};
+    }
+    vertex_of[n] = static_cast<int>(vertices.size());
+    vertices.push_back(std::move(v));
+  }
+  if (rule_us <= 0) return {};
+
+  // A Transpose's time from the plan's measure of what moving an element is worth in FLOPs,
+  // at the rate the model predicts for this model's convs; cut across the threads like a layer.
+  const double us_per_element = rules.options.transpose_flops * rule_us / flops;
+  auto transpose_cost = [&](int64_t elements) {
+    return predicted_cost(double(elements) * us_per_element, threads, threads);
+  };
+  std::vector<bool> is_conv(as_written.graph.nodes.size(), false);
+  for (const Vertex& v : vertices) is_conv[v.node] = true;
+  const LayoutLinks links = layout_links(as_written, is_conv);
+  PbqpProblem problem;
+  for (const Vertex& v : vertices) problem.node_costs.push_back(v.cost);
+  for (const LayoutBoundary& b : links.boundaries) {
+    std::vector<double>& costs = problem.node_costs[static_cast<size_t>(vertex_of[b.conv])];
+    const Vertex& v = vertices[static_cast<size_t>(vertex_of[b.conv])];
+    for (size_t i = 0; i < costs.size(); ++i)
+      if (v.channels_last[i]) costs[i] += transpose_cost(b.elements);
+  }
+  for (const LayoutLink& l : links.links) {
+    const int a = vertex_of[l.producer], b = vertex_of[l.consumer];
+    const Vertex &va = vertices[static_cast<size_t>(a)], &vb = vertices[static_cast<size_t>(b)];
+    PbqpEdge e{a, b, std::vector<double>(va.choices.size() * vb.choices.size(), 0)};
+    for (size_t i = 0; i < va.choices.size(); ++i)
+      for (size_t j = 0; j < vb.choices.size(); ++j)
+        if (va.channels_last[i] != vb.channels_last[j]) e.costs[i * vb.choices.size() + j] = transpose_cost(l.elements);
+    problem.edges.push_back(std::move(e));
+  }
+  const PbqpSolution solution = solve_pbqp(problem);
+  // The changed convs are named. The rules then lay out the others, and a changed conv can
+  // change what they do: a channels-last group cut in two may go back to NCHW where its
+  // Transposes now outweigh its products, a conv chosen channels-last keeps its whole group so.
+  // Each conv whose layout in the plan differs from the solution's is named too, until none
+  // does. Only those: a named conv keeps out of the channels-last fusions.
+  std::vector<NodeChoice> choices;
+  std::vector<bool> named(vertices.size(), false);
+  auto name = [&](size_t i) {
+    const Vertex& v = vertices[i];
+    const ConvCandidate& k = v.choices[static_cast<size_t>(solution.choice[i])];
+    choices.push_back({as_written.graph.nodes[v.node].name, k.primitive, k.extent});
+    named[i] = true;
+  };
+  for (size_t i = 0; i < vertices.size(); ++i)
+    if (vertices[i].tunable && solution.choice[i] != 0) name(i);
+  for (int round = 0; round < 8 && !choices.empty(); ++round) {
+    PlanOptions with = structure;
+    with.choices = choices;
+    const std::shared_ptr<const Plan> plan = make_plan(graph, with);
+    std::map<std::string, bool> runs_nhwc;
+    for (const Node& n : plan->graph.nodes)
+      runs_nhwc[n.name] = n.domain == kGroveDomain && n.op_type.ends_with("Nhwc");
+    bool changed = false;
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      const Vertex& v = vertices[i];
+      auto r = runs_nhwc.find(as_written.graph.nodes[v.node].name);
+      if (!v.tunable || named[i] || r == runs_nhwc.end() ||
+          r->second == v.channels_last[static_cast<size_t>(solution.choice[i])])
+        continue;
+      name(i);
+      changed = true;
+    }
+    if (!changed) break;
   }
   return choices;
 }

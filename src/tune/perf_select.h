@@ -23,9 +23,18 @@ struct ProfileRow {
 // Reads grove tune's CSV (its header first); Error naming the line for anything else.
 std::vector<ProfileRow> read_profile_csv(const std::string& path);
 
-// One sample per (configuration, grid, threads): the time of each of model_primitives()
-// measured with exactly that grid, NaN (masked) for the others.
-std::vector<PerfSample> samples_from_rows(const std::vector<ProfileRow>& rows);
+// The primitives of model_primitives() that some row measured, in that order: the outputs of
+// a model trained on the rows.
+std::vector<std::string> measured_primitives(const std::vector<ProfileRow>& rows);
+
+// One sample per (configuration, grid, threads): the time of each of `primitives` measured
+// with exactly that grid (a channels-last grid as its NCHW twin, nchw_extent), NaN (masked)
+// for the others.
+std::vector<PerfSample> samples_from_rows(const std::vector<ProfileRow>& rows, const std::vector<std::string>& primitives);
+
+// What each output of the model prices: its output names, or for a version 1 file the two
+// primitives it could price then. Error for a version 1 file of another width.
+std::vector<std::string> priced_primitives(const PerfModel& model);
 
 // Where this machine's performance model lives (machine_tuning_dir()), "" without a cache.
 std::string perf_model_path();
@@ -34,9 +43,17 @@ std::string perf_model_path();
 // time (the tiles taken as equal), which the next layers wait on.
 double predicted_cost(double total_us, int64_t tiles, int threads);
 
-// For each Conv of `rules` (a plan made by the hand rules): the candidate with the rule's tile
-// count that the model prices lowest, where it beats the model's price of the rule's own
-// choice by `keep_share`.
-std::vector<NodeChoice> predicted_choices(const Plan& rules, const PerfModel& model, double keep_share = 0.03);
+// The model's selection for the convs of a graph (paper 003, section 3.3), planned with
+// `options` (structure only): each conv the model prices gets a choice among the rule's own
+// and the candidates with the rule's tile count (on the graph as written, every conv NCHW;
+// past one thread, only those in the rule's layout);
+// the convs it cannot price keep the rule's layout. Changing layout between linked convs
+// costs a Transpose (layout_links), priced from the plan's transpose_flops at the rate the
+// model predicts for this model's convs; PBQP picks the cheapest whole assignment. A
+// candidate must beat the rule by its and the rule's prediction errors together (the model's
+// output_errors), and by at least `keep_share`. Returns the choices that differ from
+// the rules, and those that keep the solution's layout where the rules would change it.
+std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions& options, const PerfModel& model,
+                                          double keep_share = 0.03);
 
 }  // namespace grove::tune

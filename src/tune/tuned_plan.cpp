@@ -24,9 +24,7 @@ std::shared_ptr<const Plan> plan_with_model(const Graph& graph, PlanOptions po, 
     std::ifstream f(path, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     const PerfModel model = PerfModel::load(text);
-    PlanOptions structure = po;
-    structure.prepare_weights = false;
-    const std::vector<NodeChoice> choices = predicted_choices(*make_plan(graph, structure), model);
+    const std::vector<NodeChoice> choices = predicted_choices(graph, po, model);
     po.choices_source = "performance model " + path + " (" + std::to_string(choices.size()) + " choices)";
     po.choices = choices;
     return make_plan(graph, po);

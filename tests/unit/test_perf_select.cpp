@@ -8,10 +8,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <tuple>
 
 #include "graph/choice_attrs.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
+#include "passes/passes.h"
+#include "tune/layout_links.h"
 #include "tune/perf_select.h"
 
 namespace grove {
@@ -34,22 +39,29 @@ TEST(PerfSelect, RowsOfOneGridBecomeOneMaskedSample) {
                                      "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,gemm,1x64x28x56,2,1000\n"
                                      "\"m, with a comma\",2,\"b\",1,64,64,56,56,56,56,3,3,1,1,1,gemm,1x64x28x56,2,900\n"
                                      "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,winograd,1x64x28x56,2,500\n"
-                                     "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,gemm,1x32x56x56,2,1500\n");
+                                     "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,gemm,1x32x56x56,2,1500\n"
+                                     "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,nhwc,1x28x56x64,2,700\n"
+                                     "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,direct,1x28x56x64,2,700\n");
   const auto rows = tune::read_profile_csv(path);
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[0].machine, "m, with a comma");
   EXPECT_EQ(rows[0].extent, (Shape{1, 64, 28, 56}));
-  const auto samples = tune::samples_from_rows(rows);
-  ASSERT_EQ(samples.size(), 2u);  // two grids
+  // The model's outputs: what the rows measured of what it can price (not the direct kernel).
+  const std::vector<std::string> primitives = tune::measured_primitives(rows);
+  EXPECT_EQ(primitives, (std::vector<std::string>{"gemm", "winograd", "nhwc"}));
+  const auto samples = tune::samples_from_rows(rows, primitives);
+  ASSERT_EQ(samples.size(), 2u);  // two grids; the channels-last one is the first NCHW grid
   int with_both = 0;
   for (const auto& s : samples) {
-    ASSERT_EQ(s.times.size(), 2u);
+    ASSERT_EQ(s.times.size(), 3u);
     if (!std::isnan(s.times[1])) {
       ++with_both;
       EXPECT_EQ(s.times[0], 900);  // the faster of a repeated layer's measurements
       EXPECT_EQ(s.times[1], 500);
+      EXPECT_EQ(s.times[2], 700);
     } else {
       EXPECT_EQ(s.times[0], 1500);
+      EXPECT_TRUE(std::isnan(s.times[2]));
     }
   }
   EXPECT_EQ(with_both, 1);
@@ -83,42 +95,148 @@ TestModel one_conv() {
   return {"one_conv", b.bytes(), {{"x", seeded_tensor({1, 16, 32, 32}, 9)}}};
 }
 
-// A model taught that `fast` costs a tenth of the other primitive on every configuration.
-tune::PerfModel taught(const std::string& fast) {
+const std::vector<std::string> kPrimitives = {"gemm", "winograd", "nhwc", "winograd_nhwc"};
+
+// A model taught that each primitive of kPrimitives costs factor(cin)[k] times the GEMM's
+// time on every configuration.
+tune::PerfModel taught(const std::function<std::vector<double>(int64_t)>& factor,
+                       const std::vector<int64_t>& channels = {8, 16, 32, 64}, int64_t kernel = 3) {
   std::vector<tune::PerfSample> samples;
-  for (int64_t c : {8, 16, 32, 64})
-    for (int64_t h : {8, 16, 32})
-      for (int64_t tiles : {1, 2, 4, 8}) {
-        tune::ConvConfig cfg{1, c, c, h, h, h, h, 3, 3, 1, 1, 1};
-        const double gemm = double(c * c * h * h) / 100.0;
-        tune::PerfSample s;
-        s.features = tune::conv_features(cfg, {1, c, h / 2, h}, tiles, 2);
-        s.times = {fast == "gemm" ? gemm : gemm * 10, fast == "gemm" ? gemm * 10 : gemm};
-        samples.push_back(s);
-      }
+  for (int64_t cin : channels)
+    for (int64_t cout : channels)
+      for (int64_t h : {8, 16, 32})
+        for (int threads : {1, 2})
+          for (int64_t tiles : {1, 2, 4, 8})
+            for (const Shape& extent : {Shape{1, cout, h / 2, h}, Shape{1, cout / 2, h, h}, Shape{1, cout, h, h}}) {
+              tune::ConvConfig cfg{1, cin, cout, h, h, h, h, kernel, kernel, 1, 1, 1};
+              const double gemm = double(cin * cout * h * h) / 100.0;
+              tune::PerfSample s;
+              s.features = tune::conv_features(cfg, extent, tiles, threads);
+              for (double f : factor(cin)) s.times.push_back(gemm * f);
+              samples.push_back(s);
+            }
   tune::TrainOptions o;
   o.epochs = 200;
   o.learning_rate = 3e-3;
-  return tune::PerfModel::train(samples, o);
+  tune::PerfModel m = tune::PerfModel::train(samples, o);
+  m.set_output_names(kPrimitives);
+  return m;
 }
+tune::PerfModel taught(const std::vector<double>& factor) {
+  return taught([&](int64_t) { return factor; });
+}
+
+PlanOptions options(ConvLayout layout, double transpose_flops = kDefaultTransposeFlops, int threads = 1) {
+  PlanOptions po;
+  po.threads = threads;
+  po.prepare_weights = false;
+  po.conv_layout = layout;
+  po.transpose_flops = transpose_flops;
+  return po;
+}
+
+std::shared_ptr<const Plan> structure(const Graph& g, ConvLayout layout) { return make_plan(g, options(layout)); }
 
 TEST(PerfSelect, ChoicesFollowTheModelAndFitThePlan) {
   const Graph g = unfused_graph(one_conv());
-  PlanOptions po;
-  po.threads = 2;
-  po.prepare_weights = false;
-  const auto rules = make_plan(g, po);
+  const auto rules = structure(g, ConvLayout::channels_last), as_written = structure(g, ConvLayout::nchw);
   EXPECT_TRUE(rules->prepared[0] == nullptr);
-  for (const std::string fast : {"gemm", "winograd"}) {
-    const std::vector<NodeChoice> choices = tune::predicted_choices(*rules, taught(fast));
-    PlanOptions with = po;
-    with.prepare_weights = true;
+  // What the rules run, and which primitives a candidate with the rule's tile count offers.
+  size_t r = 0;
+  while (rules->graph.nodes[r].name != "conv") ++r;
+  const Node& ruled = rules->graph.nodes[r];
+  const bool rule_nhwc = ruled.op_type == "ConvNhwc";
+  const std::string rule_primitive = rule_nhwc ? (conv_primitive_choice(ruled) == "winograd" ? "winograd_nhwc" : "nhwc")
+                                               : tune::rule_choice(*as_written, 0).primitive;
+  std::set<std::string> offered = {rule_primitive};
+  for (const auto& k : tune::conv_candidates(*as_written, 0))
+    if (k.tiles == tune::rule_choice(*rules, r).tiles) offered.insert(k.primitive);
+  EXPECT_GE(offered.size(), 2u);
+  for (size_t fast = 0; fast < kPrimitives.size(); ++fast) {
+    if (!offered.count(kPrimitives[fast])) continue;  // no candidate to pick
+    std::vector<double> factor(kPrimitives.size(), 10.0);
+    factor[fast] = 1;
+    const std::vector<NodeChoice> choices = tune::predicted_choices(g, options(ConvLayout::channels_last), taught(factor));
+    PlanOptions with;
     with.choices = choices;
-    make_plan(g, with);  // every choice fits
-    const std::string rule_primitive = tune::rule_choice(*rules, 0).primitive;
-    const std::string chosen = choices.empty() ? rule_primitive : choices[0].primitive.empty() ? rule_primitive : choices[0].primitive;
-    EXPECT_EQ(chosen, fast);
+    const auto plan = make_plan(g, with);  // every choice fits
+    ASSERT_LE(choices.size(), 1u);
+    // What the plan runs: the choice, or the rule (the one conv keeps its name).
+    size_t node = 0;
+    while (node < plan->graph.nodes.size() && plan->graph.nodes[node].name != "conv") ++node;
+    ASSERT_LT(node, plan->graph.nodes.size());
+    const Node& conv = plan->graph.nodes[node];
+    const bool nhwc = conv.op_type == "ConvNhwc";
+    const bool winograd = nhwc ? conv_primitive_choice(conv) == "winograd" || conv_primitive_choice(conv) == "winograd_nhwc"
+                               : tune::rule_choice(*plan, node).primitive == "winograd";
+    const std::string runs = nhwc ? (winograd ? "winograd_nhwc" : "nhwc") : (winograd ? "winograd" : "gemm");
+    EXPECT_EQ(runs, kPrimitives[fast]) << (choices.empty() ? "the rule" : choices[0].primitive);
   }
+}
+
+// x -> conv a (128 -> 256 channels) -> conv b (256 -> 128) -> conv c (128 -> 128) -> y, 1x1 on
+// 16x16: the rules run the chain channels-last. The model says that the channels-last GEMM
+// takes 0.8 of the NCHW GEMM's time on 128 input channels, and that the NCHW GEMM takes 0.85
+// of the other's on 256. Where Transposes cost nothing, b goes NCHW alone; at the default
+// price (a fifth of b's time) its gain does not pay for the two Transposes around it.
+TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 128, 16, 16}).output("y", kF32, {1, 128, 16, 16});
+  const char* names[] = {"a", "b", "c"};
+  const int64_t channels[] = {128, 256, 128, 128};
+  std::string in = "x";
+  for (int i = 0; i < 3; ++i) {
+    const std::string w = std::string("w") + names[i], out = i == 2 ? "y" : std::string("v") + names[i];
+    weight(b, w, {channels[i + 1], channels[i], 1, 1}, i + 1);
+    b.node("Conv", {in, w}, {out}, names[i]);
+    in = out;
+  }
+  const Graph g = unfused_graph({"chain", b.bytes(), {}});
+  const tune::PerfModel model = taught(
+      [](int64_t cin) {
+        return cin == 256 ? std::vector<double>{0.85, 1.0, 1.0, 1.0} : std::vector<double>{1.0, 1.0, 0.8, 1.0};
+      },
+      {32, 64, 128, 256}, 1);
+  for (double transpose_flops : {0.0, kDefaultTransposeFlops}) {
+    const PlanOptions po = options(ConvLayout::channels_last, transpose_flops);
+    const auto rules = make_plan(g, po);
+    for (const Node& n : rules->graph.nodes)
+      if (n.op_type.starts_with("Conv")) EXPECT_EQ(n.op_type, "ConvNhwc") << n.name << ": the rules run it so";
+    PlanOptions with = po;
+    with.choices = tune::predicted_choices(g, po, model);
+    std::string layouts;  // what the plan with the model's choices runs: n NCHW, c channels-last
+    for (const Node& n : make_plan(g, with)->graph.nodes)
+      if (n.op_type.starts_with("Conv")) layouts += n.op_type == "ConvNhwc" ? 'c' : 'n';
+    if (transpose_flops == 0) EXPECT_EQ(layouts, "cnc");
+    else EXPECT_NE(layouts, "cnc") << "b's gain pays for the Transposes around it";
+  }
+  // Past one thread the model keeps each conv in the rule's layout.
+  EXPECT_TRUE(tune::predicted_choices(g, options(ConvLayout::channels_last, 0, 2), model).empty());
+  // A model whose predictions are a fifth off either way cannot tell b's 15%: nothing changes.
+  tune::PerfModel unsure = model;
+  unsure.set_output_errors({0.2, 0.2, 0.2, 0.2});
+  EXPECT_TRUE(tune::predicted_choices(g, options(ConvLayout::channels_last, 0), unsure).empty());
+}
+
+TEST(PerfSelect, AModelSaysWhatItPrices) {
+  tune::PerfModel m = taught({1.0, 2.0, 3.0, 4.0});
+  EXPECT_EQ(tune::priced_primitives(m), kPrimitives);
+  const tune::PerfModel loaded = tune::PerfModel::load(m.save());
+  EXPECT_EQ(loaded.output_names(), kPrimitives);
+  EXPECT_EQ(loaded.output_errors(), std::vector<double>(4, 0.0));  // unknown
+  m.set_output_errors({0.1, 0.25, 0.125, 0.0});
+  EXPECT_EQ(tune::PerfModel::load(m.save()).output_errors(), (std::vector<double>{0.1, 0.25, 0.125, 0.0}));
+  EXPECT_THROW(m.set_output_errors({0.1}), Error);
+  EXPECT_THROW(m.set_output_errors({0.1, -1, 0, 0}), Error);
+  EXPECT_THROW(m.set_output_names({"gemm"}), Error);
+  EXPECT_THROW(m.set_output_names({"gemm", "win ograd", "nhwc", "x"}), Error);
+  // A version 1 file named nothing; it priced the GEMM and Winograd.
+  std::string v1 = m.save();
+  v1.replace(v1.find("grove-perf-model 2"), 18, "grove-perf-model 1");
+  for (const char* line : {"names", "errors"}) v1.erase(v1.find(line), v1.find('\n', v1.find(line)) - v1.find(line) + 1);
+  const tune::PerfModel old = tune::PerfModel::load(v1);
+  EXPECT_TRUE(old.output_names().empty());
+  EXPECT_THROW(tune::priced_primitives(old), Error);  // four outputs: which four?
 }
 
 // x [1,16,32,32] -> conv -> reshape-free MatMul over the last dim with a constant B.
@@ -177,6 +295,58 @@ TEST(PerfSelect, EveryCandidatePlansAndComputesTheReference) {
   };
   for (const auto& c : conv) check({"conv", c.primitive, c.extent}, c.tiles, 0);
   for (const auto& c : matmul) check({"matmul", "", c.extent}, c.tiles, 1);
+}
+
+}  // namespace
+}  // namespace grove
+
+namespace grove {
+namespace {
+
+using namespace grove::test;
+
+// image -> stem (3 channels) -> MaxPool -> a, b; Add(a, b) -> c -> Relu -> y. The stem reads
+// the image as it is; a and b read the stem through the pool, c reads both through the Add;
+// c's output goes to a Relu that stays NCHW.
+TEST(LayoutLinks, ConvsMeetThroughFollowersAndPayAtNchwBoundaries) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 3, 32, 32}).output("y", kF32, {1, 16, 16, 16});
+  weight(b, "ws", {16, 3, 3, 3}, 1);
+  weight(b, "wa", {16, 16, 1, 1}, 2);
+  weight(b, "wb", {16, 16, 1, 1}, 3);
+  weight(b, "wc", {16, 16, 1, 1}, 4);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "ws"}, {"s"}, "stem"), "pads", {1, 1, 1, 1});
+  auto& pool = b.node("MaxPool", {"s"}, {"p"}, "pool");
+  OnnxBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  b.node("Conv", {"p", "wa"}, {"a"}, "a");
+  b.node("Conv", {"p", "wb"}, {"bb"}, "b");
+  b.node("Add", {"a", "bb"}, {"sum"}, "add");
+  b.node("Conv", {"sum", "wc"}, {"c"}, "c");
+  b.node("Relu", {"c"}, {"y"}, "relu");
+  Plan plan;
+  plan.graph = unfused_graph({"links", b.bytes(), {}});
+  std::vector<bool> is_conv(plan.graph.nodes.size());
+  std::map<std::string, size_t> at;
+  for (size_t n = 0; n < plan.graph.nodes.size(); ++n) {
+    at[plan.graph.nodes[n].name] = n;
+    is_conv[n] = plan.graph.nodes[n].op_type == "Conv";
+  }
+  const tune::LayoutLinks l = tune::layout_links(plan, is_conv);
+  std::set<std::tuple<size_t, size_t, int64_t>> links;
+  for (const auto& k : l.links) links.insert({k.producer, k.consumer, k.elements});
+  const int64_t half = 16 * 16 * 16;
+  EXPECT_EQ(links, (std::set<std::tuple<size_t, size_t, int64_t>>{{at["stem"], at["a"], half},
+                                                                  {at["stem"], at["b"], half},
+                                                                  {at["a"], at["c"], half},
+                                                                  {at["b"], at["c"], half}}));
+  std::map<size_t, int64_t> boundaries;
+  for (const auto& k : l.boundaries) boundaries[k.conv] = k.elements;
+  // The stem's image needs no Transpose (the row kernel gathers its few channels), but its
+  // output does where its readers stay NCHW: here none does. c's output goes to the Relu.
+  std::map<size_t, int64_t> want = {{at["c"], half}};
+  if (!is_few_channel_stem(plan.graph, plan.graph.nodes[at["stem"]])) want[at["stem"]] = 3 * 32 * 32;
+  EXPECT_EQ(boundaries, want);
 }
 
 }  // namespace
