@@ -45,6 +45,7 @@ std::vector<double> interleaved_ms(const std::vector<Session*>& sessions, const 
 }  // namespace
 
 int run_tune(const TuneOptions& o) {
+  if (o.calibrate) return run_tune_calibrate(o);
   if (!o.fit.empty()) {
     if (!o.model.empty()) throw Error("tune: --fit trains on a dataset; give no model with it");
     return run_tune_fit(o);

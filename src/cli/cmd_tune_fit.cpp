@@ -48,10 +48,14 @@ void print_accuracy(const char* label, std::span<const tune::PerfSample> test, s
   std::printf(" %14s\n", cell(tune::mdrae(test, predict)).c_str());
 }
 
-tune::PerfModel load_model(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open the performance model");
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+// The model --transfer-from names, or the text given in its place (a shipped model).
+tune::PerfModel load_model(const std::string& path, const std::string& given_text = "") {
+  std::string text = given_text;
+  if (text.empty()) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error(path + ": cannot open the performance model");
+    text.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
   try {
     return tune::PerfModel::load(text);
   } catch (const Error& e) {
@@ -77,7 +81,7 @@ int run_tune_fit(const TuneOptions& o) {
   if (primitives.empty()) throw Error(o.fit + ": no row measures a primitive the performance model prices");
   if (!o.transfer_from.empty()) {
     // The other machine's model has its own outputs; this machine's samples are read for those.
-    const std::vector<std::string> theirs = tune::priced_primitives(load_model(o.transfer_from));
+    const std::vector<std::string> theirs = tune::priced_primitives(load_model(o.transfer_from, o.transfer_text));
     for (const std::string& p : theirs)
       if (!std::count(primitives.begin(), primitives.end(), p))
         throw Error(o.fit + ": no row measures '" + p + "', which " + o.transfer_from + " prices");
@@ -122,9 +126,11 @@ int run_tune_fit(const TuneOptions& o) {
   };
   tune::PerfModel saved = nn2;
   if (!o.transfer_from.empty()) {
-    tune::PerfModel base = load_model(o.transfer_from);
+    tune::PerfModel base = load_model(o.transfer_from, o.transfer_text);
     base.set_output_names(primitives);  // a version 1 file's, named
-    const tune::SampleSplit few = tune::split_samples(split.train, 1.0 - o.sample_share, o.seed + 7);
+    tune::SampleSplit few;
+    if (o.sample_share >= 1.0) few.train = split.train;
+    else few = tune::split_samples(split.train, 1.0 - o.sample_share, o.seed + 7);
     tune::PerfModel transferred = base;
     tune::TrainOptions fine = nn2_options(o.seed);
     fine.learning_rate = 1e-3;

@@ -179,6 +179,8 @@ struct TuneOptions {
   std::string fit;                  // non-empty: train the performance model on this CSV instead
   std::string model_out;            // the model file; empty: the per-machine cache
   std::string transfer_from;        // --fit: fine-tune this model on sample_share of the samples
+  std::string transfer_text;        // non-empty: that model's text (a shipped one), transfer_from its name
+  bool calibrate = false;           // --calibrate: sample this machine and fine-tune the shipped model
   double sample_share = 0.05;
   std::string fit_report;           // --fit: the test split's predicted and measured times, CSV
   bool quiet = false;               // no progress lines
@@ -213,6 +215,7 @@ int run_tail(const TailOptions& options);
 int run_tune(const TuneOptions& options);
 int run_tune_fit(const TuneOptions& options);  // --fit
 int run_tune_sample(const TuneOptions& options);  // --sample
+int run_tune_calibrate(const TuneOptions& options);  // --calibrate
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);

@@ -19,6 +19,8 @@
 GROVE_INCBIN(grove_default_model, "default.onnx")
 GROVE_INCBIN(grove_default_input, "default_input.npy")
 GROVE_INCBIN(grove_default_expected, "default_expected.npy")
+GROVE_INCBIN(grove_perf_model_avx512, "perf/avx512.perfmodel")
+GROVE_INCBIN(grove_perf_model_avx2, "perf/avx2.perfmodel")
 
 namespace grove::cli {
 
@@ -26,6 +28,15 @@ std::span<const std::byte> embedded_default_model() { return {grove_default_mode
 std::span<const std::byte> embedded_default_input() { return {grove_default_input_begin, grove_default_input_end}; }
 std::span<const std::byte> embedded_default_expected() {
   return {grove_default_expected_begin, grove_default_expected_end};
+}
+
+std::string_view embedded_perf_model(std::string_view isa) {
+  auto text = [](const std::byte* begin, const std::byte* end) {
+    return std::string_view(reinterpret_cast<const char*>(begin), static_cast<size_t>(end - begin));
+  };
+  if (isa == "avx512") return text(grove_perf_model_avx512_begin, grove_perf_model_avx512_end);
+  if (isa == "avx2") return text(grove_perf_model_avx2_begin, grove_perf_model_avx2_end);
+  return {};
 }
 
 }  // namespace grove::cli

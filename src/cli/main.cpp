@@ -577,6 +577,7 @@ Examples:
   grove tune resnet50.onnx --threads 2
   grove tune model.onnx --shape input=1x3x224x224 --dataset profile.csv
   grove tune --sample 300 --threads 1 --dataset profile.csv   (sampled conv layers)
+  grove tune --calibrate                                       (the shipped performance model, fitted to this machine)
   grove bench resnet50.onnx --threads 2 --tuning both)");
   tune->add_option("model", tune_options.model, "The .onnx file (not with --fit or --sample)");
   tune->add_option("--fit", tune_options.fit,
@@ -613,6 +614,11 @@ Examples:
                    "Instead of a model, profile N conv layers sampled from the sizes CNNs use (channels 8-768, planes "
                    "7-112, kernels 1/3/5/7, strides 1/2), each as a one-conv model, into --dataset")
       ->type_name("N")->check(CLI::Range(1, 100000));
+  tune->add_flag("--calibrate", tune_options.calibrate,
+                 "Move the performance model shipped for this ISA (or --transfer-from's) to this machine: profile "
+                 "--sample sampled conv layers (default 25) at 1 thread and at --threads, fine-tune the model on them, "
+                 "report its MdRAE against the shipped model as is and against one trained from scratch, and install "
+                 "it where plans without a tuning record use it (a few minutes)");
   tune->add_flag("--quiet,-q", tune_options.quiet, "No progress lines on stderr");
   tune->add_option("--seed", tune_options.seed, "Seed for the random inputs")->capture_default_str();
   add_limit_options(tune, tune_options.limits);

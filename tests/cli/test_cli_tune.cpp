@@ -130,5 +130,30 @@ TEST(CliTune, SampleAppendsSampledConvLayersToTheDataset) {
   expect_clean_error(run_grove({"tune", kModel, "--sample", "2", "--dataset", csv}));
 }
 
+// --calibrate samples conv layers here, fine-tunes the model shipped for this ISA on them and
+// installs it as this machine's model, which plans then use. With a model, it is an error.
+TEST(CliTune, CalibrateFineTunesTheShippedModelAndInstallsIt) {
+  TempDir d;
+  TuneDir env(d / "cache");
+  Result r = run_grove({"tune", "--calibrate", "--sample", "5", "--threads", "2", "--runs", "2", "--passes", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("calibrating the "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("transferred (fine-tuned)"), std::string::npos) << r.out;
+  int installed = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(d / "cache"))
+    if (e.path().filename() == "conv.perfmodel") {
+      ++installed;
+      std::ifstream f(e.path());
+      std::string line;
+      std::getline(f, line);
+      EXPECT_EQ(line, "grove-perf-model 2");
+    }
+  EXPECT_EQ(installed, 1);
+  Result plan = run_grove({"plan", kModel, "--threads", "2", "--tuning", "model"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("tuning: performance model"), std::string::npos) << plan.out;
+  expect_clean_error(run_grove({"tune", kModel, "--calibrate"}));
+}
+
 }  // namespace
 }  // namespace grove::cli_test
