@@ -43,7 +43,7 @@ int run_tune_calibrate(const TuneOptions& o) {
     sample.dataset = dir + "/calibration.csv";
     std::filesystem::remove(sample.dataset, ec);  // a calibration of its own, not added to an old one
   }
-  const int all = Engine({.threads = o.threads}).threads();
+  const int all = o.threads > 0 ? o.threads : available_cores();
   if (!o.quiet)
     std::fprintf(stderr, "tune: calibrating %s on %d sampled conv layers at 1%s thread%s\n", fit.transfer_from.c_str(),
                  sample.sample, all > 1 ? (" and " + std::to_string(all)).c_str() : "", all > 1 ? "s" : "");

@@ -14,7 +14,6 @@
 #include <set>
 
 #include "cli/bench_stats.h"
-#include "graph/choice_attrs.h"
 #include "kernels/cpu_info.h"
 #include "plan/plan.h"
 #include "tune/conv_candidates.h"
@@ -97,9 +96,7 @@ std::vector<TunedNode> profile_nodes(
     auto r = in_rules.find(t.name);
     if (r == in_rules.end()) continue;
     const tune::ConvCandidate rule = tune::rule_choice(*plan, r->second);
-    const bool channels_last = plan->graph.nodes[r->second].op_type == "ConvNhwc";
-    const std::string marked = conv_primitive_choice(plan->graph.nodes[r->second]);
-    t.rule_primitive = !channels_last ? rule.primitive : marked == "winograd" ? "winograd_nhwc" : "nhwc";
+    t.rule_primitive = rule.primitive;
     t.rule_extent = rule.extent;
     t.rule_tiles = rule.tiles;
     for (const tune::ConvCandidate& c : t.conv ? tune::conv_candidates(*nchw, n) : tune::matmul_candidates(*nchw, n))

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
@@ -69,14 +70,18 @@ std::vector<ConvCandidate> matmul_candidates(const Plan& plan, size_t n) {
 
 ConvCandidate rule_choice(const Plan& plan, size_t n) {
   const Node& node = plan.graph.nodes[n];
-  if (node.op_type != "Conv") return {"", plan.tile_extent[n], tile_count(plan.graph.values.at(node.outputs[0]).shape, plan.tile_extent[n])};
-  const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
-  const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
   const Shape& y = plan.graph.values.at(node.outputs[0]).shape;
-  const char* primitive = tiling::conv_node_uses_winograd(node, x, w) ? "winograd"
-                          : tiling::conv_node_uses_direct(node, x, w) ? "direct"
-                                                                      : "gemm";
-  return {primitive, plan.tile_extent[n], tile_count(y, plan.tile_extent[n])};
+  ConvCandidate rule{"", plan.tile_extent[n], tile_count(y, plan.tile_extent[n])};
+  if (node.op_type == "ConvNhwc" && node.domain == kGroveDomain) {
+    rule.primitive = conv_primitive_choice(node) == "winograd" ? "winograd_nhwc" : "nhwc";
+  } else if (node.op_type == "Conv" && node.domain.empty()) {
+    const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
+    const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
+    rule.primitive = tiling::conv_node_uses_winograd(node, x, w) ? "winograd"
+                     : tiling::conv_node_uses_direct(node, x, w) ? "direct"
+                                                                 : "gemm";
+  }
+  return rule;
 }
 
 namespace {

@@ -39,14 +39,17 @@ Shape nchw_extent(const std::string& primitive, const Shape& extent);
 // more than one input channel per group, on a tile rule); fills `config` when it is.
 bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config = nullptr);
 
-// The rule's own choice for node n, and the candidates: each primitive that can run it
+// The rule's own choice for node n of a plan: its grid and primitive ("nhwc" or
+// "winograd_nhwc" where the rules put the conv channels-last; none for a MatMul).
+ConvCandidate rule_choice(const Plan& plan, size_t n);
+
+// The candidates for a conv of a plan made as written (NCHW): each primitive that can run it
 // (only the GEMM in a bf16 plan; the direct kernel for up to 4 input channels) with grids of
 // one, two and four tiles per thread, cut by
 // rows first or by output channels first, the channels-last GEMM ("nhwc") with the GEMM's
 // grids where its rule allows them, and the channels-last Winograd ("winograd_nhwc", where
 // Winograd fits) with the NCHW primitives' grids its rule allows. Distinct, the rule's choice
 // among them if it is one.
-ConvCandidate rule_choice(const Plan& plan, size_t n);
 std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n);
 
 int64_t tile_count(const Shape& shape, const Shape& extent);

@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
-#include "graph/choice_attrs.h"
 #include "graph/error.h"
 #include "ops/op.h"
+#include "passes/flops.h"
 #include "tune/layout_links.h"
 #include "tune/pbqp.h"
 #include "tune/record.h"
@@ -142,10 +142,6 @@ struct Vertex {
   std::vector<double> cost;
 };
 
-int64_t conv_flops(const ConvConfig& c) {
-  return 2 * c.batch * c.cout * c.out_h * c.out_w * (c.cin / std::max<int64_t>(c.group, 1)) * c.kernel_h * c.kernel_w;
-}
-
 }  // namespace
 
 std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions& options, const PerfModel& model,
@@ -191,18 +187,18 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     if (r == in_rules.end()) continue;
     const Node& ruled = rules.graph.nodes[r->second];
     const bool ruled_nhwc = ruled.domain == kGroveDomain && ruled.op_type.ends_with("Nhwc");
-    Vertex v{.node = n};
+    Vertex v;
+    v.node = n;
     ConvConfig c;
     if ((ruled.op_type == "Conv" || ruled.op_type == "ConvNhwc") && tunable_conv(as_written, n, &c)) {
-      ConvCandidate rule = rule_choice(rules, r->second);
-      if (ruled_nhwc) rule.primitive = conv_primitive_choice(ruled) == "winograd" ? "winograd_nhwc" : "nhwc";
+      const ConvCandidate rule = rule_choice(rules, r->second);
       if (std::count(priced.begin(), priced.end(), rule.primitive)) {
         v.tunable = true;
         v.choices.push_back(rule);
         v.channels_last.push_back(ruled_nhwc);
         const double us = price(c, rule);
         v.cost.push_back(predicted_cost(us, rule.tiles, threads));
-        flops += double(conv_flops(c));
+        flops += double(node_flops(as_written.graph, node));
         rule_us += us;
         // Only grids of the rule's tile count: the model prices a node alone, and a change of
         // tile count changes how layers overlap, which grove tune's whole-model check catches
@@ -210,7 +206,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
         // Past one thread, only the rule's layout too: a layout changed there measured slower
         // as a whole model than its nodes' and Transposes' times said (docs/tuning.md, stop 52).
         for (const ConvCandidate& k : conv_candidates(as_written, n)) {
-          if (k.tiles != rule.tiles ||  !std::count(priced.begin(), priced.end(), k.primitive) ||
+          if (k.tiles != rule.tiles || !std::count(priced.begin(), priced.end(), k.primitive) ||
               (channels_last_primitive(k.primitive) && options.conv_layout != ConvLayout::channels_last) ||
               (threads > 1 && channels_last_primitive(k.primitive) != ruled_nhwc) ||
               (k.primitive == rule.primitive && k.extent == rule.extent))
