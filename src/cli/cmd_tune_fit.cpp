@@ -66,7 +66,10 @@ tune::PerfModel load_model(const std::string& path, const std::string& given_tex
 }  // namespace
 
 int run_tune_fit(const TuneOptions& o) {
-  const std::string machine = kernels::machine_key();
+  const std::string machine = o.fit_machine.empty() ? kernels::machine_key() : o.fit_machine;
+  // A model of another CPU goes where it is asked to, never into this machine's cache.
+  if (machine != kernels::machine_key() && o.model_out.empty())
+    throw Error("tune --fit-machine: a model of another machine is not installed here; give --model-out FILE");
   std::vector<tune::ProfileRow> rows = tune::read_profile_csv(o.fit);
   std::map<std::string, size_t> machines;
   for (const auto& r : rows) ++machines[r.machine];
@@ -134,6 +137,7 @@ int run_tune_fit(const TuneOptions& o) {
     tune::PerfModel transferred = base;
     tune::TrainOptions fine = nn2_options(o.seed);
     fine.learning_rate = 1e-3;
+    fine.weight_decay = 1e-2;  // towards the other machine's weights: a few samples adjust them, not replace them
     transferred.fine_tune(few.train, fine);
     tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
     scratch.set_output_names(primitives);

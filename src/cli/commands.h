@@ -183,6 +183,7 @@ struct TuneOptions {
   bool calibrate = false;           // --calibrate: sample this machine and fine-tune the shipped model
   double sample_share = 0.05;
   std::string fit_report;           // --fit: the test split's predicted and measured times, CSV
+  std::string fit_machine;          // --fit: that machine key's rows instead of this machine's
   bool quiet = false;               // no progress lines
   uint64_t seed = 0;
   Limits limits;

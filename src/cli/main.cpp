@@ -589,6 +589,9 @@ Examples:
   tune->add_option("--transfer-from", tune_options.transfer_from,
                    "--fit: fine-tune this (another machine's) model on --sample-share of the samples, against training "
                    "from scratch on them")->type_name("FILE");
+  tune->add_option("--fit-machine", tune_options.fit_machine,
+                   "--fit: the rows of this machine key (another CPU's profile, for a study) instead of this "
+                   "machine's; needs --model-out")->type_name("KEY");
   tune->add_option("--fit-report", tune_options.fit_report, "--fit: write the test split's measured and predicted times here")
       ->type_name("FILE.csv");
   tune->add_option("--sample-share", tune_options.sample_share, "--fit --transfer-from: share of the training samples used")

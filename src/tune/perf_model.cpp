@@ -291,6 +291,26 @@ void fit(std::vector<Layer>& layers, const std::vector<double>& x, const std::ve
         throw Error("perf model: training diverged (non-finite weights); lower learning_rate");
 }
 
+// Adds to each output's bias the mean error of its measured targets (standardised, so in
+// log time): where a machine runs a primitive uniformly faster or slower than the one the
+// model learned on, this alone fits it, and fine-tuning starts from there.
+void shift_outputs(std::vector<Layer>& layers, const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t inputs = layers.front().in, outputs = layers.back().out, n = x.size() / inputs;
+  std::vector<std::vector<double>> acts(layers.size() + 1), transposed;
+  acts[0].resize(inputs);
+  for (size_t l = 0; l < layers.size(); ++l) acts[l + 1].resize(layers[l].out);
+  transpose(layers, transposed);
+  std::vector<double> sum(outputs, 0), count(outputs, 0);
+  for (size_t i = 0; i < n; ++i) {
+    std::copy_n(&x[i * inputs], inputs, acts[0].begin());
+    forward(layers, transposed, acts);
+    for (size_t k = 0; k < outputs; ++k)
+      if (measured(y[i * outputs + k])) sum[k] += y[i * outputs + k] - acts.back()[k], count[k] += 1;
+  }
+  for (size_t k = 0; k < outputs; ++k)
+    if (count[k] > 0) layers.back().bias[k] += sum[k] / count[k];
+}
+
 void check_features(std::span<const double> features, size_t inputs) {
   if (features.size() != inputs)
     throw Error("perf model: " + std::to_string(features.size()) + " features given, the model takes " + std::to_string(inputs));
@@ -414,6 +434,7 @@ void PerfModel::fine_tune(std::span<const PerfSample> samples, const TrainOption
   standardise(x, feature_mean_, feature_std_);
   standardise(y, target_mean_, target_std_);
   std::vector<Layer> layers = layers_;  // the model stays as it was if fitting throws
+  shift_outputs(layers, x, y);
   fit(layers, x, y, o, true);
   layers_ = std::move(layers);
 }

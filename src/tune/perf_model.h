@@ -52,8 +52,10 @@ class PerfModel {
   // a non-finite feature, a time that is not NaN and not a finite positive number), for bad
   // options, and when some output has no measured time in any sample.
   static PerfModel train(std::span<const PerfSample> samples, const TrainOptions& o);
-  // Transfer learning: continues from the current weights with fresh Adam state (and weight
-  // decay towards those starting weights, see TrainOptions::weight_decay). The feature
+  // Transfer learning: first moves each output by the mean of its log-time errors on the
+  // samples (a machine that is uniformly faster at a primitive needs nothing more), then
+  // continues from those weights with fresh Adam state (and weight decay towards them, see
+  // TrainOptions::weight_decay); o.epochs = 0 stops after the first step. The feature
   // and target normalisation stay those of the original training set, since the weights were
   // learned on that scale. o.hidden is ignored. Samples are validated as for train(), and
   // must have this model's numbers of inputs and outputs.

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "cli_harness.h"
 
@@ -99,6 +100,21 @@ TEST(CliTune, FitTrainsAModelThatPlansWithoutARecordUse) {
   Result run = run_grove({"run", kModel, "--input", kInput, "--threads", "2"});  // auto: no record, so the model
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("tuning: performance model"), std::string::npos) << run.out;
+
+  // Another CPU's rows: fitted only where --fit-machine names them, and only into --model-out.
+  std::istringstream rows(read_bytes(csv));
+  std::string line, other;
+  std::getline(rows, line);
+  other = line + "\n";
+  while (std::getline(rows, line)) other += "\"another cpu\"" + line.substr(line.find('"', 1) + 1) + "\n";
+  write_bytes(d / "another.csv", other);
+  expect_clean_error(run_grove({"tune", "--fit", (d / "another.csv").string()}));
+  expect_clean_error(run_grove({"tune", "--fit", (d / "another.csv").string(), "--fit-machine", "another cpu"}));
+  Result study = run_grove({"tune", "--fit", (d / "another.csv").string(), "--fit-machine", "another cpu", "--model-out",
+                            (d / "another.perfmodel").string()});
+  ASSERT_EQ(study.exit_code, 0) << study.err << study.out;
+  EXPECT_NE(study.out.find("machine: another cpu"), std::string::npos) << study.out;
+  EXPECT_EQ(read_bytes(d / "another.perfmodel").rfind("grove-perf-model 2\n", 0), 0u);
 
   Result transfer = run_grove({"tune", "--fit", csv, "--transfer-from", (d / "missing.perfmodel").string()});
   expect_clean_error(transfer);

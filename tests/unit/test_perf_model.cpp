@@ -290,6 +290,30 @@ TEST(PerfModel, TransferBeatsScratchOnFewSamples) {
   EXPECT_LT(after, before);
 }
 
+// A machine that runs each primitive a constant factor faster or slower than the model's
+// needs no training: fine-tuning's first step moves each output by its mean log error.
+TEST(PerfModel, FineTuneFirstFitsAMachineUniformlyFasterPerPrimitive) {
+  const std::vector<PerfSample> a = profile(kMachineA, 300, 41);
+  TrainOptions quick = fast_options();
+  quick.epochs = 20;
+  const PerfModel source = PerfModel::train(a, quick);
+  const double factor[] = {2.0, 0.5, 3.0};
+  std::vector<PerfSample> scaled;
+  for (const PerfSample& s : a) {
+    PerfSample t{s.features, source.predict(s.features)};
+    for (size_t k = 0; k < t.times.size(); ++k) t.times[k] *= factor[k];
+    scaled.push_back(std::move(t));
+  }
+  TrainOptions none = fast_options();
+  none.epochs = 0;
+  PerfModel moved = source;
+  moved.fine_tune(std::span(scaled).first(20), none);
+  for (size_t i = 100; i < 110; ++i) {
+    const std::vector<double> before = source.predict(a[i].features), after = moved.predict(a[i].features);
+    for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(after[k] / before[k], factor[k], 1e-9) << "sample " << i << " output " << k;
+  }
+}
+
 TEST(PerfModel, RejectsBadSamples) {
   const TrainOptions o;
   std::vector<PerfSample> ok = {{{1, 2}, {1, 2}}, {{2, 3}, {3, kNaN}}};
