@@ -17,21 +17,30 @@ stage_start=$SECONDS
 stage_done() { echo "== $1 took $((SECONDS - stage_start)) s"; stage_start=$SECONDS; }
 stage_done "installing dependencies"
 
-# Runs a gtest binary as one shard per core, side by side (the sanitizer builds run their tests
-# one thread at a time); each shard's output goes to BIN.shardN.log and is shown if it fails.
+# Runs a gtest binary as four shards per core, as many at a time as there are cores (the
+# sanitizer builds run their tests one thread at a time): gtest deals tests to shards in turn,
+# so with one shard per core a few long tests on one shard left the other core idle for a
+# minute. Each shard's output goes to BIN.shardN.log and is shown if that shard fails.
 run_sharded() {
-  local bin=$1 status=0 pids=() i
-  for ((i = 0; i < jobs; i++)); do
-    GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$i "$bin" --gtest_brief=1 > "$bin.shard$i.log" 2>&1 &
-    pids+=($!)
-  done
-  for ((i = 0; i < jobs; i++)); do
-    if ! wait "${pids[$i]}"; then
-      cat "$bin.shard$i.log"
-      status=1
+  local bin=$1 shards=$((jobs * 4)) running=0 status=0 i
+  rm -f "$bin".shard*.log
+  for ((i = 0; i < shards; i++)); do
+    if ((running == jobs)); then
+      wait -n || status=1
+      running=$((running - 1))
     fi
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin" --gtest_brief=1 > "$bin.shard$i.log" 2>&1 &
+    running=$((running + 1))
   done
-  grep -h "tests ran\|PASSED\|FAILED" "$bin".shard*.log || true
+  while ((running > 0)); do
+    wait -n || status=1
+    running=$((running - 1))
+  done
+  for ((i = 0; i < shards; i++)); do
+    grep -q "^\[  PASSED  \]" "$bin.shard$i.log" && ! grep -q "^\[  FAILED  \]" "$bin.shard$i.log" || cat "$bin.shard$i.log"
+  done
+  echo "$(basename "$bin"): $(awk '/^\[  PASSED  \]/ {n += $4} END {print n + 0}' "$bin".shard*.log) tests passed in $shards shards"
+  grep -h "^\[  FAILED  \]" "$bin".shard*.log || true
   return "$status"
 }
 
@@ -66,7 +75,7 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
     run_sharded build-fuzz/tests/grove_unit_tests
   run_sharded build-fuzz/tests/grove_cli_tests
   build-fuzz/tests/serve/grove_serve_tests --gtest_brief=1
-  build-fuzz/tests/grove_conformance
+  build-fuzz/tests/grove_conformance --jobs "$jobs"
   stage_done "AddressSanitizer tests"
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
     bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"

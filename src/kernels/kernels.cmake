@@ -30,3 +30,12 @@ set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/qadd_avx512.cpp ${CMAKE_CURRENT_LI
              APPEND PROPERTY COMPILE_OPTIONS "-ffp-contract=off")
 # F16C (float16 conversions) ships with every AVX2 CPU; it is a flag of its own.
 set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/half_avx2.cpp APPEND PROPERTY COMPILE_OPTIONS "-mf16c")
+# Under AddressSanitizer clang spends minutes on each GEMM microkernel file: a check on every
+# load of hundreds of unrolled tile instantiations, most of the sanitizer build's time
+# (docs/fuzzing.md). They compile without ASan (UBSan still checks them): they read and write
+# only the packed panels and output tiles that instrumented code allocates and hands them,
+# and the kernel tests compare every tile shape and edge against the reference.
+if(GROVE_SANITIZE MATCHES "address" AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/f32_gemm_avx512.cpp ${CMAKE_CURRENT_LIST_DIR}/bf16_gemm_avx512bf16.cpp
+               ${CMAKE_CURRENT_LIST_DIR}/qgemm_avx512vnni.cpp APPEND PROPERTY COMPILE_OPTIONS "-fno-sanitize=address")
+endif()

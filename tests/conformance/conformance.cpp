@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -181,11 +182,22 @@ CaseResult run_case(const fs::path& dir, bool tiles) {
   return r;
 }
 
-// Runs one case in a child process with a time limit; a crash or hang becomes a failure.
-CaseResult run_isolated(const fs::path& dir, int timeout_s, bool tiles) {
+// One case running in a child process with a time limit; a crash or hang becomes a failure.
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+  CaseResult inline_result;  // where no child could be started: the case ran here
+};
+
+Child start_isolated(const fs::path& dir, int timeout_s, bool tiles) {
   int fds[2];
-  if (pipe(fds) != 0) return run_case(dir, tiles);
+  if (pipe(fds) != 0) return {-1, -1, run_case(dir, tiles)};
   pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return {-1, -1, run_case(dir, tiles)};
+  }
   if (pid == 0) {
     close(fds[0]);
     alarm(static_cast<unsigned>(timeout_s));
@@ -200,13 +212,18 @@ CaseResult run_isolated(const fs::path& dir, int timeout_s, bool tiles) {
     _exit(0);
   }
   close(fds[1]);
+  return {pid, fds[0], {}};
+}
+
+CaseResult finish_isolated(Child& child) {
+  if (child.pid < 0) return child.inline_result;
   std::string msg;
   char buf[4096];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
+  while ((n = read(child.fd, buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+  close(child.fd);
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(child.pid, &status, 0);
   CaseResult r;
   auto a = msg.find('\n'), b = a == std::string::npos ? a : msg.find('\n', a + 1);
   if (b == std::string::npos) {
@@ -232,6 +249,7 @@ int main(int argc, char** argv) {
   bool verbose = false;
   int timeout_s = 60;
   bool tiles = false;
+  int jobs = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
@@ -239,10 +257,12 @@ int main(int argc, char** argv) {
     else if (a == "--timeout" && i + 1 < argc) timeout_s = std::stoi(argv[++i]);
     else if (a == "--verbose" || a == "-v") verbose = true;
     else if (a == "--tiles") tiles = true;
+    else if (a == "--jobs" && i + 1 < argc) jobs = std::max(1, std::stoi(argv[++i]));
     else {
-      std::cout << "usage: grove_conformance [--data DIR] [--filter SUBSTRING] [--timeout SECONDS] [--tiles] [--verbose]\n"
+      std::cout << "usage: grove_conformance [--data DIR] [--filter SUBSTRING] [--timeout SECONDS] [--tiles] [--jobs N] [--verbose]\n"
                    "Runs the ONNX node tests in DIR (default " << data << ") through grove's reference executor.\n"
                    "--tiles also runs every case through the tile runtime at 1, 2, 3 and 8 workers, both schedules.\n"
+                   "--jobs runs that many cases at once, each in its own process (default 1).\n"
                    "Prints pass/fail/skip per op and every skip reason; exits 1 if any case fails.\n";
       return a == "--help" || a == "-h" ? 0 : 2;
     }
@@ -262,8 +282,14 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<std::string>> skips_by_op;
   std::vector<std::string> failures;
   Counts total;
+  // Up to `jobs` cases run at once; their results are taken in the cases' order.
+  std::deque<Child> running;
+  size_t next = 0;
   for (const auto& dir : cases) {
-    CaseResult r = run_isolated(dir, timeout_s, tiles);
+    while (next < cases.size() && running.size() < static_cast<size_t>(jobs))
+      running.push_back(start_isolated(cases[next++], timeout_s, tiles));
+    CaseResult r = finish_isolated(running.front());
+    running.pop_front();
     std::string name = dir.filename().string();
     Counts& c = per_op[r.op];
     std::string one_line = r.detail;

@@ -151,8 +151,8 @@ TEST(PerfSelect, ChoicesFollowTheModelAndFitThePlan) {
   while (rules->graph.nodes[r].name != "conv") ++r;
   const Node& ruled = rules->graph.nodes[r];
   const bool rule_nhwc = ruled.op_type == "ConvNhwc";
-  const std::string rule_primitive = rule_nhwc ? (conv_primitive_choice(ruled) == "winograd" ? "winograd_nhwc" : "nhwc")
-                                               : tune::rule_choice(*as_written, 0).primitive;
+  const std::string rule_primitive = tune::rule_choice(*rules, r).primitive;
+  EXPECT_EQ(rule_nhwc, rule_primitive == "nhwc" || rule_primitive == "winograd_nhwc") << rule_primitive;
   std::set<std::string> offered = {rule_primitive};
   for (const auto& k : tune::conv_candidates(*as_written, 0))
     if (k.tiles == tune::rule_choice(*rules, r).tiles) offered.insert(k.primitive);
@@ -201,7 +201,7 @@ TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
       [](int64_t cin) {
         return cin == 256 ? std::vector<double>{0.85, 1.0, 1.0, 1.0} : std::vector<double>{1.0, 1.0, 0.8, 1.0};
       },
-      {32, 64, 128, 256}, 1, true);
+      {32, 64, 128, 256}, 1);
   auto layouts_chosen = [&](const PlanOptions& po, const tune::PerfModel& m) {
     PlanOptions with = po;
     with.choices = tune::predicted_choices(g, po, m);
