@@ -50,6 +50,7 @@ int run_tune(const TuneOptions& o) {
     if (!o.model.empty()) throw Error("tune: --fit trains on a dataset; give no model with it");
     return run_tune_fit(o);
   }
+  if (o.sample_stems && o.sample == 0) throw Error("tune: --sample-stems goes with --sample N");
   if (o.sample > 0) return run_tune_sample(o);
   if (o.model.empty()) throw Error("tune: give the .onnx model to tune (or --fit DATASET.csv)");
   const auto t0 = Clock::now();

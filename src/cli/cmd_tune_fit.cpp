@@ -84,10 +84,13 @@ int run_tune_fit(const TuneOptions& o) {
   if (primitives.empty()) throw Error(o.fit + ": no row measures a primitive the performance model prices");
   if (!o.transfer_from.empty()) {
     // The other machine's model has its own outputs; this machine's samples are read for those.
+    // One it prices and these rows do not measure (a calibration's few samples may draw no layer
+    // for it) moves only with the layers it shares with the others.
     const std::vector<std::string> theirs = tune::priced_primitives(load_model(o.transfer_from, o.transfer_text));
     for (const std::string& p : theirs)
       if (!std::count(primitives.begin(), primitives.end(), p))
-        throw Error(o.fit + ": no row measures '" + p + "', which " + o.transfer_from + " prices");
+        std::fprintf(stderr, "tune: no row of %s measures '%s', which %s prices: it is fine-tuned without samples of its own\n",
+                     o.fit.c_str(), p.c_str(), o.transfer_from.c_str());
     primitives = theirs;
   }
   const std::vector<tune::PerfSample> samples = tune::samples_from_rows(rows, primitives);
@@ -139,15 +142,24 @@ int run_tune_fit(const TuneOptions& o) {
     fine.learning_rate = 1e-3;
     fine.weight_decay = 1e-2;  // towards the other machine's weights: a few samples adjust them, not replace them
     transferred.fine_tune(few.train, fine);
-    tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
-    scratch.set_output_names(primitives);
     std::printf("transfer from %s with %zu samples (%.1f%% of the training set):\n", o.transfer_from.c_str(),
                 few.train.size(), 100.0 * double(few.train.size()) / double(split.train.size()));
     print_accuracy("the other machine's model as is", split.test, primitives.size(), [&](auto f) { return base.predict(f); });
     print_accuracy("transferred (fine-tuned)", split.test, primitives.size(), [&](auto f) { return transferred.predict(f); });
-    print_accuracy("from scratch on the same samples", split.test, primitives.size(), [&](auto f) { return scratch.predict(f); });
+    const std::vector<std::string> measured = tune::measured_primitives(rows);
+    auto is_measured = [&](const std::string& p) { return std::count(measured.begin(), measured.end(), p) > 0; };
+    if (std::all_of(primitives.begin(), primitives.end(), is_measured)) {
+      tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
+      print_accuracy("from scratch on the same samples", split.test, primitives.size(), [&](auto f) { return scratch.predict(f); });
+    }
     saved = transferred;
-    saved.set_output_errors(errors_of(transferred));
+    // An output without samples here is trusted no more than the other machine's model as a
+    // whole was on this one.
+    std::vector<double> errors = errors_of(transferred);
+    const double as_is = tune::mdrae(split.test, [&](auto f) { return base.predict(f); });
+    for (size_t k = 0; k < primitives.size(); ++k)
+      if (!is_measured(primitives[k])) errors[k] = std::isnan(as_is) ? 1.0 : as_is;
+    saved.set_output_errors(errors);
   } else {
     saved = tune::PerfModel::train(samples, nn2_options(o.seed));  // every sample, for use
     saved.set_output_names(primitives);

@@ -1,6 +1,7 @@
 // grove tune --sample N --dataset FILE.csv: the performance model's data from a sampled space of
 // conv layers (paper 003 profiles many configurations, not only the layers of the models at
-// hand). Each sample is a one-conv model (Conv + bias, then ReLU) built in memory and profiled
+// hand), every eighth a network's stem (--sample-stems: stems only). Each sample is a one-conv
+// model (Conv + bias, then ReLU) built in memory and profiled
 // like a model's conv (cli/tune_profile.h): every candidate primitive and grid, inside the
 // model, rows appended to the dataset as grove tune --dataset writes them.
 #include <chrono>
@@ -41,6 +42,27 @@ tune::ConvConfig sample_conv(std::mt19937_64& rng) {
     c.out_h = c.out_w = (c.in_h + 2 * pad - c.kernel_h) / c.stride_h + 1;
     const double flops = 2.0 * double(c.out_h * c.out_w * c.cout * c.cin * c.kernel_h * c.kernel_w);
     if (c.out_h >= 1 && flops >= 2e6 && flops <= 1e9) return c;
+  }
+}
+
+// A network's first conv, on an image: 1, 3 or 4 channels in, a 3x3 to 7x7 kernel, stride 2
+// most of the time, on the planes images come in. The direct kernel competes only here.
+tune::ConvConfig sample_stem(std::mt19937_64& rng) {
+  static constexpr int64_t kPlanes[] = {56, 64, 96, 112, 128, 160, 192, 224, 256, 299, 320, 416};
+  static constexpr int64_t kIn[] = {3, 3, 3, 1, 4};
+  static constexpr int64_t kOut[] = {8, 16, 24, 32, 48, 64, 96};
+  static constexpr int64_t kKernels[] = {3, 3, 5, 7};
+  for (;;) {
+    tune::ConvConfig c;
+    c.cin = kIn[rng() % std::size(kIn)];
+    c.cout = kOut[rng() % std::size(kOut)];
+    c.kernel_h = c.kernel_w = kKernels[rng() % std::size(kKernels)];
+    c.stride_h = c.stride_w = rng() % 4 == 0 ? 1 : 2;
+    c.in_h = c.in_w = kPlanes[rng() % std::size(kPlanes)];
+    const int64_t pad = c.kernel_h / 2;
+    c.out_h = c.out_w = (c.in_h + 2 * pad - c.kernel_h) / c.stride_h + 1;
+    const double flops = 2.0 * double(c.out_h * c.out_w * c.cout * c.cin * c.kernel_h * c.kernel_w);
+    if (flops >= 2e6 && flops <= 1e9) return c;
   }
 }
 
@@ -98,7 +120,9 @@ int run_tune_sample(const TuneOptions& o) {
   settings.progress = false;
   size_t rows = 0;
   for (int i = 0; i < o.sample; ++i) {
-    const tune::ConvConfig c = sample_conv(rng);
+    // Every eighth layer a stem, the first among them: CNNs have fewer, but the direct kernel
+    // has no other layers to learn from, and a calibration of a few layers needs one.
+    const tune::ConvConfig c = o.sample_stems || i % 8 == 0 ? sample_stem(rng) : sample_conv(rng);
     const Graph g = conv_graph(c, rng);
     const ShapeMap shapes = {{"x", Shape{c.batch, c.cin, c.in_h, c.in_w}}};
     const TensorMap inputs = {{"x", random_tensor(DType::f32, shapes.at("x"), rng)}};

@@ -176,6 +176,7 @@ struct TuneOptions {
   std::string output;               // the record file; empty: the per-machine cache
   std::string dataset;              // non-empty: append every measured candidate to this CSV
   int sample = 0;                   // > 0: profile this many sampled conv layers into the dataset instead
+  bool sample_stems = false;        // --sample: only stems (few input channels, on an image)
   std::string fit;                  // non-empty: train the performance model on this CSV instead
   std::string model_out;            // the model file; empty: the per-machine cache
   std::string transfer_from;        // --fit: fine-tune this model on sample_share of the samples

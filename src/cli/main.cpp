@@ -615,8 +615,11 @@ Examples:
       ->type_name("FILE.csv");
   tune->add_option("--sample", tune_options.sample,
                    "Instead of a model, profile N conv layers sampled from the sizes CNNs use (channels 8-768, planes "
-                   "7-112, kernels 1/3/5/7, strides 1/2), each as a one-conv model, into --dataset")
+                   "7-112, kernels 1/3/5/7, strides 1/2; every eighth a stem: 1-4 channels on a 56-416 plane), "
+                   "each as a one-conv model, into --dataset")
       ->type_name("N")->check(CLI::Range(1, 100000));
+  tune->add_flag("--sample-stems", tune_options.sample_stems,
+                 "--sample: stems only (a network's first conv, where the direct kernel competes)");
   tune->add_flag("--calibrate", tune_options.calibrate,
                  "Move the performance model shipped for this ISA (or --transfer-from's) to this machine: profile "
                  "--sample sampled conv layers (default 25) at 1 thread and at --threads, fine-tune the model on them, "

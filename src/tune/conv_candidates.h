@@ -24,7 +24,7 @@ struct ConvCandidate {
 // The primitives the performance model may price, in the order of its outputs; a model prices
 // those its training set measured (PerfModel::output_names).
 inline const std::vector<std::string>& model_primitives() {
-  static const std::vector<std::string> names = {"gemm", "winograd", "nhwc", "winograd_nhwc"};
+  static const std::vector<std::string> names = {"gemm", "winograd", "nhwc", "winograd_nhwc", "direct"};
   return names;
 }
 

@@ -142,6 +142,20 @@ TEST(CliTune, SampleAppendsSampledConvLayersToTheDataset) {
     EXPECT_NE(line.find(",\"conv\",1,"), std::string::npos) << line;  // node conv, batch 1
   }
   EXPECT_GE(rows, 3) << "a GEMM candidate for each sampled layer at least";
+  // Stems: few input channels, where the direct kernel is measured too.
+  const std::string stems = (d / "stems.csv").string();
+  Result s = run_grove({"tune", "--sample", "2", "--sample-stems", "--threads", "1", "--runs", "2", "--passes", "1",
+                        "--dataset", stems});
+  ASSERT_EQ(s.exit_code, 0) << s.err << s.out;
+  const std::string stem_rows = read_bytes(stems);
+  EXPECT_NE(stem_rows.find(",direct,"), std::string::npos) << stem_rows;
+  std::istringstream lines(stem_rows);
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    const size_t cin_at = line.find(",\"conv\",1,") + 10;
+    EXPECT_LE(std::stoll(line.substr(cin_at)), 4) << line;
+  }
+  expect_clean_error(run_grove({"tune", "--sample-stems", "--dataset", stems}));
   expect_clean_error(run_grove({"tune", "--sample", "2"}));
   expect_clean_error(run_grove({"tune", kModel, "--sample", "2", "--dataset", csv}));
 }

@@ -41,27 +41,31 @@ TEST(PerfSelect, RowsOfOneGridBecomeOneMaskedSample) {
                                      "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,winograd,1x64x28x56,2,500\n"
                                      "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,gemm,1x32x56x56,2,1500\n"
                                      "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,nhwc,1x28x56x64,2,700\n"
-                                     "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,direct,1x28x56x64,2,700\n");
+                                     "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,direct,1x64x28x56,2,800\n"
+                                     "\"m, with a comma\",2,\"a\",1,64,64,56,56,56,56,3,3,1,1,1,fft,1x64x28x56,2,100\n");
   const auto rows = tune::read_profile_csv(path);
-  ASSERT_EQ(rows.size(), 6u);
+  ASSERT_EQ(rows.size(), 7u);
   EXPECT_EQ(rows[0].machine, "m, with a comma");
   EXPECT_EQ(rows[0].extent, (Shape{1, 64, 28, 56}));
-  // The model's outputs: what the rows measured of what it can price (not the direct kernel).
+  // The model's outputs: what the rows measured of what it can price (not a primitive this
+  // grove does not have).
   const std::vector<std::string> primitives = tune::measured_primitives(rows);
-  EXPECT_EQ(primitives, (std::vector<std::string>{"gemm", "winograd", "nhwc"}));
+  EXPECT_EQ(primitives, (std::vector<std::string>{"gemm", "winograd", "nhwc", "direct"}));
   const auto samples = tune::samples_from_rows(rows, primitives);
   ASSERT_EQ(samples.size(), 2u);  // two grids; the channels-last one is the first NCHW grid
   int with_both = 0;
   for (const auto& s : samples) {
-    ASSERT_EQ(s.times.size(), 3u);
+    ASSERT_EQ(s.times.size(), 4u);
     if (!std::isnan(s.times[1])) {
       ++with_both;
       EXPECT_EQ(s.times[0], 900);  // the faster of a repeated layer's measurements
       EXPECT_EQ(s.times[1], 500);
       EXPECT_EQ(s.times[2], 700);
+      EXPECT_EQ(s.times[3], 800);
     } else {
       EXPECT_EQ(s.times[0], 1500);
       EXPECT_TRUE(std::isnan(s.times[2]));
+      EXPECT_TRUE(std::isnan(s.times[3]));
     }
   }
   EXPECT_EQ(with_both, 1);
@@ -124,7 +128,8 @@ tune::PerfModel taught(const std::function<std::vector<double>(int64_t)>& factor
   o.epochs = 200;
   o.learning_rate = 3e-3;
   tune::PerfModel m = tune::PerfModel::train(samples, o);
-  m.set_output_names(kPrimitives);
+  const std::vector<std::string>& all = tune::model_primitives();
+  m.set_output_names({all.begin(), all.begin() + static_cast<std::ptrdiff_t>(m.outputs())});
   return m;
 }
 tune::PerfModel taught(const std::vector<double>& factor) {
@@ -226,6 +231,35 @@ TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
   tune::PerfModel unsure = model;
   unsure.set_output_errors({0.2, 0.2, 0.2, 0.2});
   EXPECT_TRUE(tune::predicted_choices(g, options(ConvLayout::channels_last, 0), unsure).empty());
+}
+
+// A network's stem (3 channels, 7x7 stride 2) that the rules run on the direct kernel: a model
+// that prices the direct kernel moves it to the GEMM where it says the GEMM is faster by more
+// than its margin, and keeps it where the direct kernel is faster.
+TEST(PerfSelect, AModelThatPricesTheDirectKernelChoosesForStems) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 3, 64, 64}).output("y", kF32, {1, 16, 32, 32});
+  weight(b, "w", {16, 3, 7, 7}, 1);
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"}, "stem");
+  OnnxBuilder::attr_ints(conv, "pads", {3, 3, 3, 3});
+  OnnxBuilder::attr_ints(conv, "strides", {2, 2});
+  const Graph g = unfused_graph({"stem", b.bytes(), {}});
+  const PlanOptions po = options(ConvLayout::nchw);
+  const auto rules = make_plan(g, po);
+  size_t n = 0;
+  while (rules->graph.nodes[n].name != "stem") ++n;
+  ASSERT_EQ(tune::rule_choice(*rules, n).primitive, "direct");
+  const std::vector<int64_t> channels = {3, 8, 16, 32};
+  // gemm, winograd, nhwc, winograd_nhwc, direct
+  const tune::PerfModel slow_direct = taught([](int64_t) { return std::vector<double>{1, 1, 1, 1, 4}; }, channels, 7);
+  const std::vector<NodeChoice> moved = tune::predicted_choices(g, po, slow_direct);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].node, "stem");
+  EXPECT_EQ(moved[0].primitive, "gemm");
+  const tune::PerfModel fast_direct = taught([](int64_t) { return std::vector<double>{4, 4, 4, 4, 1}; }, channels, 7);
+  EXPECT_TRUE(tune::predicted_choices(g, po, fast_direct).empty());
+  // A model that does not price the direct kernel leaves the stem as the rules run it.
+  EXPECT_TRUE(tune::predicted_choices(g, po, taught({1.0, 1.0, 1.0, 1.0})).empty());
 }
 
 TEST(PerfSelect, AModelSaysWhatItPrices) {
