@@ -14,6 +14,8 @@
 
 namespace grove {
 
+struct MachineProbes;  // src/runtime/machine_probes.h
+
 // What the engine needs of a tile DAG. The spans must outlive the job.
 struct DagView {
   std::span<const int32_t> n_parents;
@@ -115,6 +117,10 @@ class Engine {
   void run(std::shared_ptr<Job> job);
 
   EngineStats stats() const;
+
+  // The machine measurements this engine's sessions plan with, taken once and shared
+  // (internal: src/runtime/machine_probes.h).
+  MachineProbes& probes();
 
   // Chrome/Perfetto trace of the tiles run while tracing is on (one track per worker, then
   // one for run() callers). While tracing, the engine keeps the traced jobs alive.

@@ -9,6 +9,7 @@
 #include "graph/error.h"
 #include "runtime/cores.h"
 #include "runtime/job_state.h"
+#include "runtime/machine_probes.h"
 #include "runtime/ready_pool.h"
 #include "runtime/trace.h"
 #include "runtime/worker.h"
@@ -47,6 +48,7 @@ struct Engine::Impl {
   std::vector<std::thread> threads;
   std::unique_ptr<WorkerCounters[]> counters{new WorkerCounters[static_cast<size_t>(n_threads) + 1]};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  MachineProbes probes;
 };
 
 void Engine::Impl::start_workers() {
@@ -197,5 +199,7 @@ std::string Engine::stop_trace_json() {
   names.push_back("caller");
   return impl_->tracer.stop_json(names);
 }
+
+MachineProbes& Engine::probes() { return impl_->probes; }
 
 }  // namespace grove

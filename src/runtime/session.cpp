@@ -8,6 +8,7 @@
 
 #include "kernels/conv_probe.h"
 #include "kernels/move_cost.h"
+#include "runtime/machine_probes.h"
 #include "ops/control_flow.h"
 #include "runtime/planned_run.h"
 #include "runtime/segmented_graph.h"
@@ -52,13 +53,6 @@ struct Session::Impl {
   // Input shapes that binding could not plan (they depend on input values): not re-tried on
   // every run. The most recent few.
   std::vector<ShapeMap> unplannable;
-  // FLOPs per moved element for tail-aware tile counts: measured at the first such plan and
-  // kept, so every plan of the session prices tiles alike.
-  double move_flops = 0;
-  double amx_flop_cost = 0;  // likewise, for plans with bf16 on AMX
-  double bf16_dot_gain = -1;  // likewise, for plans with bf16 (0 is a measurement: no AVX512-BF16)
-  double transpose_flops = 0;  // likewise, for the layout of float convs
-  std::optional<kernels::WinogradNhwcProbe> winograd_nhwc;  // likewise, for their primitive
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
@@ -115,34 +109,39 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.threads = options.plan_threads > 0 ? options.plan_threads : engine.max_threads();
   po.tiles_per_op = options.tiles_per_op;
   po.tile_counts = options.tile_counts;
+  // The machine's measurements: taken at the first plan that asks, on this engine, and kept
+  // for every session on it, so that they all price and choose alike (runtime/machine_probes.h).
+  MachineProbes& probes = engine.probes();
+  std::unique_lock<std::mutex> measuring(probes.mutex);
   if (po.tile_counts == TileCounts::tail_aware && po.tiles_per_op == 0) {
-    if (move_flops == 0) move_flops = kernels::measure_move_flops();
-    po.move_flops = move_flops;
+    if (probes.move_flops == 0) probes.move_flops = kernels::measure_move_flops();
+    po.move_flops = probes.move_flops;
     if (options.precision == Precision::bf16) {
-      if (amx_flop_cost == 0) amx_flop_cost = kernels::measure_amx_flop_cost();
-      po.amx_flop_cost = amx_flop_cost;
+      if (probes.amx_flop_cost == 0) probes.amx_flop_cost = kernels::measure_amx_flop_cost();
+      po.amx_flop_cost = probes.amx_flop_cost;
     }
   }
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;
   if (po.precision == Precision::bf16) {
-    if (bf16_dot_gain < 0) bf16_dot_gain = kernels::measure_bf16_dot_gain();
-    po.bf16_dot_gain = bf16_dot_gain;
+    if (probes.bf16_dot_gain < 0) probes.bf16_dot_gain = kernels::measure_bf16_dot_gain();
+    po.bf16_dot_gain = probes.bf16_dot_gain;
   }
   po.conv_layout = options.conv_layout;
   if (po.conv_layout == ConvLayout::channels_last) {
-    if (transpose_flops == 0) transpose_flops = kernels::measure_transpose_flops();
-    po.transpose_flops = transpose_flops;
+    if (probes.transpose_flops == 0) probes.transpose_flops = kernels::measure_transpose_flops();
+    po.transpose_flops = probes.transpose_flops;
     // A few milliseconds: only a model with convs asks.
     const auto& nodes = model.graph().nodes;
     const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == "Conv"; });
-    if (convs && !winograd_nhwc) winograd_nhwc = kernels::measure_winograd_nhwc();
-    if (winograd_nhwc) {
-      po.winograd_nhwc_min_channels = winograd_nhwc->min_channels;
-      po.winograd_nhwc_small_planes = winograd_nhwc->small_planes;
+    if (convs && !probes.winograd_nhwc) probes.winograd_nhwc = kernels::measure_winograd_nhwc();
+    if (probes.winograd_nhwc) {
+      po.winograd_nhwc_min_channels = probes.winograd_nhwc->min_channels;
+      po.winograd_nhwc_small_planes = probes.winograd_nhwc->small_planes;
     }
   }
+  measuring.unlock();  // sessions plan side by side; only the measuring is one at a time
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;
   try {

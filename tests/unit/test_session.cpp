@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "runtime/machine_probes.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
 #include "graph_test_util.h"
@@ -85,6 +86,30 @@ TEST(Session, ThousandRunsAreBitIdentical) {
     for (int i = 0; i < 1000; ++i) differing += !bit_identical(session.run(c.inputs), first);
     EXPECT_EQ(differing, 0) << c.name;
   }
+}
+
+// The machine's measurements belong to the engine: a second session of the same model plans
+// with the first one's, so the two choose alike and give the same bits (measured apart, a
+// probe can answer differently on a loaded machine and move a conv to another primitive).
+TEST(Session, SessionsOfOneEngineShareTheMachineProbes) {
+  const Case c = cases()[0];
+  Engine engine({.threads = 2, .pin = false});
+  Session first(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+  const TensorMap want = first.run(c.inputs);
+  MachineProbes& probes = engine.probes();
+  {
+    std::lock_guard<std::mutex> lock(probes.mutex);
+    ASSERT_GT(probes.transpose_flops, 0) << "the first plan measured it";
+    ASSERT_TRUE(probes.winograd_nhwc.has_value());
+    probes.transpose_flops = 12345;  // a value no measurement gives: the second plan must take it
+  }
+  Session second(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+  const auto plan = second.plan_for({{"x", Shape{1, 8, 16, 16}}});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->options.transpose_flops, 12345);
+  Engine other({.threads = 2, .pin = false});
+  Session apart(other, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+  EXPECT_NE(apart.plan_for({{"x", Shape{1, 8, 16, 16}}})->options.transpose_flops, 12345) << "another engine measures its own";
 }
 
 // Activation buffers come from the session's pool: warm runs take almost no new blocks, the
