@@ -48,6 +48,10 @@ void gather_region(const Node& node, const Tensor& x, Tensor& y, const Region& r
                    const std::vector<int64_t>& strides) {
   check_region(node, r, y.shape());
   const size_t elem = dtype_size(y.dtype()), rank = r.size();
+  if (rank == 0) {  // a scalar: one element, no dims to merge or walk
+    std::memcpy(y.raw(), x.raw() + static_cast<size_t>(base) * elem, elem);
+    return;
+  }
   const Shape& shape = y.shape();
   size_t m = rank;  // dims [m, rank) merge into dim m - 1
   if (rank > 1 && strides.back() == 1)

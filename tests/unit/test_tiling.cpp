@@ -187,6 +187,13 @@ TEST(TilingMovement, SliceWithStepsAndNegativeIndices) {
   EXPECT_EQ(needs[0], (Region{{3, 4}, {3, 6}, {0, 6}}));  // rows 1*2+1; columns 5 and 3
 }
 
+// A scalar has no dims to cut or merge: the fuzzer's graph with a Slice of a rank-0 value read
+// past the empty shape and strides.
+TEST(TilingMovement, ScalarsMoveWhole) {
+  check_tiling(NodeBuilder("Slice", 13, 3), {Tensor::scalar<float>(3), ints1d({}), ints1d({})}, 0);
+  check_tiling(NodeBuilder("Transpose", 13, 1), {Tensor::scalar<float>(4)}, 0);
+}
+
 TEST(TilingMovement, SliceWithoutConstantsIsOneWholeTile) {
   Node slice = NodeBuilder("Slice", 13, 3);
   Tensor x = random_f32({4, 4}, 1), starts = ints1d({1}), ends = ints1d({3});
