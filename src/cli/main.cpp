@@ -560,9 +560,10 @@ Examples:
   TuneOptions tune_options;
   CLI::App* tune = app.add_subcommand("tune", "Measure each Conv's primitive and tile grid on this machine; write a tuning record");
   tune->footer(R"(
-Each Conv (2-D, fp32 or bf16) of the model has candidates: its primitive (im2col GEMM,
-Winograd F(4x4,3x3) where it fits, and the channels-last GEMM, nhwc, for one group) times a
-few tile grids (one, two and four tiles per thread, cut by rows or by output channels). Rounds of the whole model put one candidate of
+Each Conv (2-D, fp32 or bf16) of the model has candidates: its primitive (im2col GEMM; the
+direct kernel for a stem; the channels-last GEMM, nhwc, for one group; and where Winograd fits,
+F(4x4,3x3) in either layout and F(2x2,3x3) channels-last) times a few tile grids (one, two and
+four tiles per thread, cut by rows or by output channels). Rounds of the whole model put one candidate of
 every Conv in place and time each node's tiles from a trace (--runs runs per round), after
 a round planned by the hand rules; every round is repeated --passes times, in turn. A
 candidate replaces the rule where its tiles cost 3% less (their time over the threads plus

@@ -9,8 +9,15 @@
 
 namespace grove {
 
-inline constexpr const char* kAttrConvPrimitive = "grove_conv";  // "gemm", "winograd", "direct", "nhwc" or "winograd_nhwc"
+// "gemm", "winograd", "direct", "nhwc", "winograd_nhwc" or "winograd_f2x3_nhwc"
+inline constexpr const char* kAttrConvPrimitive = "grove_conv";
 
 inline std::string conv_primitive_choice(const Node& node) { return node.attr_string(kAttrConvPrimitive, ""); }
+
+// The choices that run a conv channels-last: the row GEMM and the two Winograd forms,
+// F(4x4, 3x3) and F(2x2, 3x3).
+inline bool channels_last_choice(const std::string& primitive) {
+  return primitive == "nhwc" || primitive == "winograd_nhwc" || primitive == "winograd_f2x3_nhwc";
+}
 
 }  // namespace grove

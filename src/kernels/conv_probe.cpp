@@ -63,7 +63,7 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane_siz
   rows.y = y_rows.data();
   rows.y_stride = kOutChannels;
 
-  WinogradF4x3NhwcCall winograd;
+  WinogradNhwcCall winograd;
   winograd.x = x.data();
   winograd.y = y_winograd.data();
   winograd.y_stride = kOutChannels;
@@ -71,7 +71,7 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane_siz
   winograd.row_end = plane;
   winograd.shape = Conv2dShape{.channels = c, .in_h = plane, .in_w = plane, .out_h = plane, .out_w = plane,
                                .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1};
-  WinogradF4x3NhwcScratch scratch;
+  WinogradNhwcScratch scratch;
 
   WinogradProbeTimes best{1e300, 1e300, 0};
   for (int i = 0; i < calls; ++i) {  // interleaved, so a slow moment of the machine hits both

@@ -19,8 +19,8 @@ set_source_files_properties(${GROVE_KERNELS_AMX} PROPERTIES
 set_source_files_properties(${GROVE_KERNELS_AVX2} PROPERTIES
   COMPILE_OPTIONS "-mavx2;-mfma")
 # The Winograd transforms run in vector and scalar form over the same blocks; without
-# contraction into FMAs both forms round identically (winograd_f4x3_impl.h).
-file(GLOB GROVE_KERNELS_WINOGRAD CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/winograd_f4x3_*.cpp)
+# contraction into FMAs both forms round identically (winograd_f4x3_impl.h, winograd_f2x3_impl.h).
+file(GLOB GROVE_KERNELS_WINOGRAD CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/winograd_f?x3_*.cpp)
 set_property(SOURCE ${GROVE_KERNELS_WINOGRAD} APPEND PROPERTY COMPILE_OPTIONS "-ffp-contract=off")
 # The quantized epilogues do the float32 steps of the ops they replace, in their order: an
 # FMA contraction would round once where the chain rounds twice (tests/unit/test_fuse_qdq.cpp).

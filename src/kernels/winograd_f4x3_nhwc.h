@@ -17,9 +17,7 @@
 // rows or channels a call covers; a call computes whole blocks and reads their whole patches.
 #include <cstddef>
 
-#include "kernels/epilogue.h"
-#include "kernels/gemm.h"
-#include "kernels/im2col.h"
+#include "kernels/winograd_nhwc.h"
 
 namespace grove::kernels {
 
@@ -36,44 +34,11 @@ struct WinogradF4x3NhwcWeights {
 void winograd_f4x3_nhwc_pack_weights(WinogradF4x3NhwcWeights& out, const float* w, size_t cout, size_t cin,
                                      Isa isa = active_isa());
 
-// Per-worker working memory, reused across calls.
-struct WinogradF4x3NhwcScratch {
-  AlignedFloats v;      // 36 x blocks x Cin: the transformed input of one chunk of blocks
-  AlignedFloats m;      // 36 x blocks x channels: the GEMMs' results
-  AlignedFloats zeros;  // Cin zeros: the padding pixels of a patch
-  GemmScratch gemm;
-};
-
-// One image: output rows [row_begin, row_end), full width, output channels [oc_begin, oc_end)
-// with oc_begin a multiple of the weights' panel width. x points at the image's pixel (0, 0),
-// y and epilogue.residual (shaped like y) at the output's. epilogue.bias[oc] is indexed by
-// output channel; row_bias is not used. y's pixels are y_stride floats apart (0: Cout), so y
-// may be a slice of a wider channels-last tensor; the residual's are Cout apart.
-struct WinogradF4x3NhwcCall {
-  const float* x = nullptr;
-  float* y = nullptr;
-  size_t y_stride = 0;
-  size_t oc_begin = 0, oc_end = 0;
-  size_t row_begin = 0, row_end = 0;
-  Conv2dShape shape;  // channels = Cin; kernel 3x3, stride 1, dilation 1
-  Epilogue epilogue;
-};
-
 // Runs on the ISA the weights were packed for. Throws grove::Error on a bad call.
-void winograd_f4x3_nhwc_conv(const WinogradF4x3NhwcCall& call, const WinogradF4x3NhwcWeights& weights,
-                             WinogradF4x3NhwcScratch& scratch);
+void winograd_f4x3_nhwc_conv(const WinogradNhwcCall& call, const WinogradF4x3NhwcWeights& weights,
+                             WinogradNhwcScratch& scratch);
 
-// The transforms across channels, one build per ISA (winograd_f4x3_impl.h).
-// Input: patch[r * 6 + c] points at the `channels` floats of patch pixel (r, c) (a run of
-// zeros for padding); writes (B^T d B)_t of every channel to out[t][0 .. channels).
-using WinogradNhwcInputTransform = void (*)(const float* const* patch, size_t channels, float* const* out);
-// Output: m[t] points at the `channels` floats of position t; output pixel i = r * 4 + c of the
-// block, act((A^T m A)_(r, c) + bias + residual[i]), goes to out[i] unless out[i] is null.
-// bias and residual (the whole array, or an entry) may be null.
-using WinogradNhwcOutputTransform = void (*)(const float* const* m, size_t channels, const float* bias,
-                                             const float* const* residual, const ActivationParams& activation,
-                                             float* const* out);
-
+// The transforms across channels (winograd_nhwc.h), one build per ISA (winograd_f4x3_impl.h).
 void f32_winograd_f4x3_nhwc_input_scalar(const float* const* patch, size_t channels, float* const* out);
 void f32_winograd_f4x3_nhwc_input_avx2(const float* const* patch, size_t channels, float* const* out);
 void f32_winograd_f4x3_nhwc_input_avx512(const float* const* patch, size_t channels, float* const* out);

@@ -211,8 +211,9 @@ bool uses_direct(const ConvDims& c) {
 bool uses_winograd(const ConvDims& c) {
   if (c.precision != kernels::Precision::f32 || c.g.rank() != 2) return false;
   if (c.primitive == "gemm" || c.primitive == "nhwc" || c.primitive == "direct") return false;  // nhwc: the GEMM, had it stayed NCHW
-  // winograd_nhwc: the channels-last Winograd, Winograd too had the conv stayed NCHW
-  if (c.primitive == "winograd" || c.primitive == "winograd_nhwc")
+  // winograd_nhwc, winograd_f2x3_nhwc: the channels-last Winograd, Winograd too had the conv
+  // stayed NCHW
+  if (c.primitive == "winograd" || c.primitive == "winograd_nhwc" || c.primitive == "winograd_f2x3_nhwc")
     return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
   return winograd_by_rule(conv2d_shape(c), c.group, c.out_channels);
 }

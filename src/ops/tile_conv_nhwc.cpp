@@ -80,10 +80,15 @@ WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
 // A conv the layout pass left on Winograd (passes/layout_f32.cpp): float32 only, and only where
 // Winograd fits (a plan that says otherwise is refused as it is built).
 // The layout pass marks it "winograd"; a tuning record's choice "winograd_nhwc" keeps its name.
-bool on_winograd(const Node& node) {
+// Its block: output rows and columns per Winograd block, 4 for F(4x4, 3x3) and 2 for a tuning
+// record's "winograd_f2x3_nhwc" (F(2x2, 3x3)); 0 off Winograd.
+int64_t winograd_block(const Node& node) {
   const std::string p = conv_primitive_choice(node);
-  return p == "winograd" || p == "winograd_nhwc";
+  if (p == "winograd" || p == "winograd_nhwc") return kWinogradRows;
+  return p == "winograd_f2x3_nhwc" ? 2 : 0;
 }
+
+bool on_winograd(const Node& node) { return winograd_block(node) > 0; }
 
 // A 1x1 stride-1 conv without padding (output pixel p is input pixel p): its GEMM reads x
 // itself as A.
@@ -144,11 +149,11 @@ std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, s
   const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
   const auto block = static_cast<int64_t>(panel_width(node));
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
-  // Winograd: rows in whole 4-row blocks on large planes; on small ones output channels only
+  // Winograd: rows in whole blocks on large planes; on small ones output channels only
   // (images first when there are several), so each tile's GEMMs keep all the plane's blocks,
   // as on the NCHW path (ops/tile_conv.cpp).
   if (on_winograd(node)) {
-    if (winograd_cut_rows(conv2d_shape_2d(g, channels_of(node, in[0].shape)))) return {1, kWinogradRows, 0, block};
+    if (winograd_cut_rows(conv2d_shape_2d(g, channels_of(node, in[0].shape)))) return {1, winograd_block(node), 0, block};
     return {1, 0, 0, y[0] > 1 ? 0 : block};
   }
   const auto windows = static_cast<int64_t>(window_elements(node, g, channels_of(node, in[0].shape), k, double(y[1])));
@@ -163,8 +168,8 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   if (!claimed(node, in)) return;
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
   Range rows = out_region[1];
-  if (on_winograd(node) && rows.size() > 0)  // the whole input patches of the blocks the rows fall in
-    rows = {rows.begin / kWinogradRows * kWinogradRows, (rows.end + kWinogradRows - 1) / kWinogradRows * kWinogradRows};
+  if (const int64_t b = winograd_block(node); b > 0 && rows.size() > 0)  // the whole patches of the rows' blocks
+    rows = {rows.begin / b * b, (rows.end + b - 1) / b * b};
   const Shape& x = in[0].shape;
   if (reads_x_nchw(node)) in_regions[0] = {out_region[0], {0, x[1]}, window_input_range(g, 0, rows), {0, x[3]}};
   else in_regions[0] = {out_region[0], window_input_range(g, 0, rows), {0, x[2]}, {0, x[3]}};
@@ -193,7 +198,7 @@ std::shared_ptr<NhwcConvWeights> pack_weights(const Node& node, const Tensor& w)
 std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
                                     std::span<const Tensor* const> constants) {
   if (!claimed(node, in) || constants.size() < 2 || !constants[1]) return nullptr;
-  if (on_winograd(node)) return winograd_nhwc_prepare(*constants[1]);
+  if (on_winograd(node)) return winograd_nhwc_prepare(*constants[1], winograd_block(node));
   return pack_weights(node, *constants[1]);
 }
 
@@ -475,7 +480,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     e.residual = residual ? residual->data<float>() : nullptr;
     e.activation = epilogue_activation(node);
     if (x_nchw) return reference_tile(node, in, out, r, y_channel);  // the layout pass never makes this
-    return winograd_nhwc_conv_tile(conv2d_shape_2d(g, x.dim(3)), x, *in[1], y, y_channel, r, e, prepared, scratch);
+    return winograd_nhwc_conv_tile(winograd_block(node), conv2d_shape_2d(g, x.dim(3)), x, *in[1], y, y_channel, r, e,
+                                   prepared, scratch);
   }
   std::shared_ptr<const NhwcConvWeights> own;
   const auto* p = static_cast<const NhwcConvWeights*>(prepared);
@@ -601,13 +607,14 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   auto size = [&](size_t d) { return double(extent[d] > 0 ? std::min(extent[d], y[d]) : y[d]); };
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
   if (on_winograd(node)) {
-    // As on the NCHW path: 36 products per 4x4 block, input and output channel; the input
-    // transform covers every input channel whatever the tile's output channels.
-    const double blocks = size(0) * std::ceil(size(1) / 4) * std::ceil(size(2) / 4);
+    // As on the NCHW path: (b + 2)^2 products per b x b block, input and output channel; the
+    // input transform covers every input channel whatever the tile's output channels.
+    const double b = double(winograd_block(node)), positions = (b + 2) * (b + 2);
+    const double blocks = size(0) * std::ceil(size(1) / b) * std::ceil(size(2) / b);
     const double cin = double(channels_of(node, in[0].shape));
     TileWork w;
-    w.flops = 2 * 36 * size(3) * cin * blocks;
-    w.moves = 2 * 36 * cin * blocks + 36 * size(3) * blocks;
+    w.flops = 2 * positions * size(3) * cin * blocks;
+    w.moves = 2 * positions * cin * blocks + positions * size(3) * blocks;
     return w;
   }
   const double k = double(in[1].shape[1] * in[1].shape[2] * in[1].shape[3]);

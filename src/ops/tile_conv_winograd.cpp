@@ -1,6 +1,8 @@
 #include "ops/tile_conv_winograd.h"
 
+#include "grove/error.h"
 #include "kernels/cpu_info.h"
+#include "kernels/winograd_f2x3_nhwc.h"
 #include "kernels/winograd_f4x3.h"
 #include "kernels/winograd_f4x3_nhwc.h"
 
@@ -44,10 +46,25 @@ struct WinogradTileScratch {
   kernels::WinogradF4x3Weights unprepared;
 };
 
-// The same for the channels-last form.
+// The channels-last forms' weights: one of the two, as `block` says.
+struct WinogradNhwcPrepared {
+  int64_t block = 4;
+  kernels::WinogradF4x3NhwcWeights f4x3;
+  kernels::WinogradF2x3NhwcWeights f2x3;
+
+  void pack(const Tensor& w, int64_t form) {
+    block = form;
+    const size_t cout = size_t(w.shape()[0]), cin = size_t(w.shape()[1]);
+    if (block == 2) kernels::winograd_f2x3_nhwc_pack_weights(f2x3, w.data<float>(), cout, cin);
+    else kernels::winograd_f4x3_nhwc_pack_weights(f4x3, w.data<float>(), cout, cin);
+  }
+  size_t bytes() const { return block == 2 ? f2x3.bytes() : f4x3.bytes(); }
+};
+
+// A worker's buffers for the channels-last forms.
 struct WinogradNhwcTileScratch {
-  kernels::WinogradF4x3NhwcScratch transforms;
-  kernels::WinogradF4x3NhwcWeights unprepared;
+  kernels::WinogradNhwcScratch transforms;
+  WinogradNhwcPrepared unprepared;
 };
 
 }  // namespace
@@ -110,31 +127,31 @@ void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, cons
   }
 }
 
-std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w) {
-  auto packed = std::make_shared<kernels::WinogradF4x3NhwcWeights>();
-  kernels::winograd_f4x3_nhwc_pack_weights(*packed, w.data<float>(), size_t(w.shape()[0]), size_t(w.shape()[1]));
+std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w, int64_t block) {
+  auto packed = std::make_shared<WinogradNhwcPrepared>();
+  packed->pack(w, block);
   return packed;
 }
 
 int64_t winograd_nhwc_prepared_bytes(const void* prepared) {
-  return int64_t(static_cast<const kernels::WinogradF4x3NhwcWeights*>(prepared)->bytes());
+  return int64_t(static_cast<const WinogradNhwcPrepared*>(prepared)->bytes());
 }
 
-void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
-                             int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
-                             TileScratch& tile_scratch) {
+void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w,
+                             Tensor& y, int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue,
+                             const void* prepared, TileScratch& tile_scratch) {
   WinogradNhwcTileScratch& ws = tile_scratch.get<WinogradNhwcTileScratch>();
-  const auto* weights = static_cast<const kernels::WinogradF4x3NhwcWeights*>(prepared);
+  const auto* weights = static_cast<const WinogradNhwcPrepared*>(prepared);
   if (!weights) {
-    kernels::winograd_f4x3_nhwc_pack_weights(ws.unprepared, w.data<float>(), size_t(w.shape()[0]),
-                                             size_t(w.shape()[1]));
+    ws.unprepared.pack(w, block);
     weights = &ws.unprepared;
   }
+  if (weights->block != block) throw Error("Winograd: weights prepared for another block size");
   const size_t in_image = shape.in_h * shape.in_w * shape.channels;
   const size_t y_image = shape.out_h * shape.out_w * size_t(y.shape()[3]);
   const size_t out_image = shape.out_h * shape.out_w * size_t(w.shape()[0]);  // the residual's
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-    kernels::WinogradF4x3NhwcCall call;
+    kernels::WinogradNhwcCall call;
     call.x = x.data<float>() + size_t(n) * in_image;
     call.y = y.data<float>() + size_t(n) * y_image + size_t(y_channel);
     call.y_stride = size_t(y.shape()[3]);
@@ -145,7 +162,8 @@ void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x,
     call.shape = shape;
     call.epilogue = epilogue;
     if (epilogue.residual) call.epilogue.residual = epilogue.residual + size_t(n) * out_image;
-    kernels::winograd_f4x3_nhwc_conv(call, *weights, ws.transforms);
+    if (block == 2) kernels::winograd_f2x3_nhwc_conv(call, weights->f2x3, ws.transforms);
+    else kernels::winograd_f4x3_nhwc_conv(call, weights->f4x3, ws.transforms);
   }
 }
 

@@ -56,18 +56,20 @@ int64_t winograd_prepared_bytes(const void* prepared);
 void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
                         const Region& r, const kernels::Epilogue& epilogue, const void* prepared, TileScratch& scratch);
 
-// The channels-last form (kernels/winograd_f4x3_nhwc.h), for grove.internal ConvNhwc nodes
-// the layout pass leaves on Winograd (attribute grove_conv "winograd"): U_t packed as B.
-std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w);
+// The channels-last forms, for grove.internal ConvNhwc nodes the layout pass leaves on
+// Winograd (attribute grove_conv "winograd" or "winograd_nhwc": F(4x4, 3x3),
+// kernels/winograd_f4x3_nhwc.h) or a tuning record puts on F(2x2, 3x3) ("winograd_f2x3_nhwc",
+// kernels/winograd_f2x3_nhwc.h). `block` (4 or 2) names the form: U_t packed as B.
+std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w, int64_t block);
 int64_t winograd_nhwc_prepared_bytes(const void* prepared);
 
 // Output region r (images, rows, all columns, channels starting on a panel boundary) of y
-// [N, OH, OW, M] from x [N, H, W, C]. `prepared` is what winograd_nhwc_prepare returned, or
-// null. `epilogue.bias` is indexed by output channel; `epilogue.residual` points at image 0 of
+// [N, OH, OW, M] from x [N, H, W, C]. `prepared` is what winograd_nhwc_prepare returned for
+// this `block`, or null. `epilogue.bias` is indexed by output channel; `epilogue.residual` points at image 0 of
 // a tensor [N, OH, OW, M]. y may be wider, a Concat's buffer [N, OH, OW, M'] whose channels
 // [y_channel, y_channel + M) are this conv's (then without a residual).
-void winograd_nhwc_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
-                             int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue, const void* prepared,
-                             TileScratch& scratch);
+void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w,
+                             Tensor& y, int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue,
+                             const void* prepared, TileScratch& scratch);
 
 }  // namespace grove::tiling

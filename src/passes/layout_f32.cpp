@@ -116,14 +116,14 @@ bool few_channel_stem(const Node& n, const Tensor& w) {
 }
 
 // The rule: a conv the channels-last path can run, not kept NCHW by a choice, with enough input
-// channels or a stem. A conv chosen "nhwc" or "winograd_nhwc" (grove tune) goes whatever the
-// rule says, the latter on the channels-last Winograd. Winograd
+// channels or a stem. A conv chosen "nhwc", "winograd_nhwc" or "winograd_f2x3_nhwc" (grove
+// tune) goes whatever the rule says, the latter two on a channels-last Winograd. Winograd
 // layers go too: on the GEMM (few input channels, where conv_rows adds the taps in registers)
 // or on the channels-last Winograd (keeps_winograd).
 bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::string>& keep) {
   if (!can_run_channels_last(g, n)) return false;
   const std::string chosen = conv_primitive_choice(n);
-  if (chosen == "nhwc" || chosen == "winograd_nhwc") return true;
+  if (channels_last_choice(chosen)) return true;
   if (keep.count(n.name) || !chosen.empty()) return false;
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
@@ -204,7 +204,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   for (size_t c : convs) {
     const Node& n = g.nodes[c];
     const std::string p = conv_primitive_choice(n);
-    if (p == "nhwc" || p == "winograd_nhwc") chosen.insert(root(c));
+    if (channels_last_choice(p)) chosen.insert(root(c));
     if (!riders.count(n.name)) flops[root(c)] += double(node_flops(g, n));
     auto y = nchw_of.find(n.outputs[0]);  // none for a global pool: its output is NCHW already
     if (y != nchw_of.end() && reads[y->second] > 0)

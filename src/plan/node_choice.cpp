@@ -31,17 +31,17 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
       if (x == graph.values.end() || w == graph.values.end() ||
           !tiling::conv_node_fits_direct(node, x->second.shape, w->second.shape))
         throw Error(node.describe() + ": the direct kernel cannot run this conv (2-D, one group, no dilation, kernel width up to 16)");
-    } else if (c.primitive == "nhwc" || c.primitive == "winograd_nhwc") {
+    } else if (channels_last_choice(c.primitive)) {
       if (!can_run_channels_last(graph, node))
         throw Error(node.describe() + ": channels-last runs float 2-D convs of one group, or depthwise, with constant weights only");
       auto x = graph.values.find(node.inputs[0]), w = graph.values.find(node.inputs[1]);
-      if (c.primitive == "winograd_nhwc" && (x == graph.values.end() || w == graph.values.end() ||
+      if (c.primitive != "nhwc" && (x == graph.values.end() || w == graph.values.end() ||
                                              node.attr_int("group", 1) != 1 ||
                                              !tiling::conv_node_fits_winograd(node, x->second.shape, w->second.shape)))
         throw Error(node.describe() + ": Winograd cannot run this conv (3x3, stride 1, one group only)");
     } else if (c.primitive != "gemm") {
       throw Error(node.describe() + ": unknown conv primitive '" + c.primitive +
-                  "' (gemm, winograd, direct, nhwc or winograd_nhwc)");
+                  "' (gemm, winograd, direct, nhwc, winograd_nhwc or winograd_f2x3_nhwc)");
     }
     apply_primitive_choices_to_node(node, c.primitive);
   }

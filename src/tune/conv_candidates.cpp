@@ -73,7 +73,8 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
   const Shape& y = plan.graph.values.at(node.outputs[0]).shape;
   ConvCandidate rule{"", plan.tile_extent[n], tile_count(y, plan.tile_extent[n])};
   if (node.op_type == "ConvNhwc" && node.domain == kGroveDomain) {
-    rule.primitive = conv_primitive_choice(node) == "winograd" ? "winograd_nhwc" : "nhwc";
+    const std::string p = conv_primitive_choice(node);
+    rule.primitive = p == "winograd" ? "winograd_nhwc" : p.empty() ? "nhwc" : p;
   } else if (node.op_type == "Conv" && node.domain.empty()) {
     const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
     const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
@@ -87,7 +88,7 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
 namespace {
 
 // The block sizes the channels-last tile rule allows node n, as ConvNhwc would run it with this
-// primitive ("nhwc": the GEMM, "winograd_nhwc"): its infos are n's with x, the residual and y
+// primitive ("nhwc": the GEMM, or a Winograd form): its infos are n's with x, the residual and y
 // rotated to NHWC.
 std::vector<int64_t> channels_last_blocks(const Plan& plan, size_t n, const std::string& primitive) {
   Node twin = plan.graph.nodes[n];
@@ -156,8 +157,8 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
     const size_t nchw_candidates = out.size();
     const bool winograd = std::find(primitives.begin(), primitives.end(), "winograd") != primitives.end() &&
                           node.attr_int("group", 1) == 1;
-    for (const std::string p : {"nhwc", "winograd_nhwc"}) {
-      if (p == "winograd_nhwc" && !winograd) continue;
+    for (const std::string p : {"nhwc", "winograd_nhwc", "winograd_f2x3_nhwc"}) {
+      if (p != "nhwc" && !winograd) continue;
       const std::vector<int64_t> blocks = channels_last_blocks(plan, n, p);
       for (size_t i = 0; i < nchw_candidates; ++i) {
         if (out[i].primitive != "gemm" && (p == "nhwc" || out[i].primitive != "winograd")) continue;
@@ -168,15 +169,13 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
       }
       // Its rule cuts a small plane by whole panels of output channels only, which a layer of
       // few channels does not have: then one tile is its grid.
-      if (p == "winograd_nhwc" && seen.insert({p, y_nhwc}).second) out.push_back({p, y_nhwc, 1});
+      if (p != "nhwc" && seen.insert({p, y_nhwc}).second) out.push_back({p, y_nhwc, 1});
     }
   }
   return out;
 }
 
-bool channels_last_primitive(const std::string& primitive) {
-  return primitive == "nhwc" || primitive == "winograd_nhwc";
-}
+bool channels_last_primitive(const std::string& primitive) { return channels_last_choice(primitive); }
 
 Shape nchw_extent(const std::string& primitive, const Shape& extent) {
   if (!channels_last_primitive(primitive) || extent.size() != 4) return extent;

@@ -16,7 +16,7 @@ struct ConvConfig {
 };
 
 struct ConvCandidate {
-  std::string primitive;  // "gemm", "winograd", "direct", "nhwc" or "winograd_nhwc"; empty for a MatMul or Gemm
+  std::string primitive;  // "gemm", "winograd", "direct", "nhwc", "winograd_nhwc" or "winograd_f2x3_nhwc"; empty for a MatMul or Gemm
   Shape extent;           // tile extent of the output: [N, C, H, W], or [N, H, W, C] channels-last
   int64_t tiles = 1;
 };
@@ -24,7 +24,8 @@ struct ConvCandidate {
 // The primitives the performance model may price, in the order of its outputs; a model prices
 // those its training set measured (PerfModel::output_names).
 inline const std::vector<std::string>& model_primitives() {
-  static const std::vector<std::string> names = {"gemm", "winograd", "nhwc", "winograd_nhwc", "direct"};
+  static const std::vector<std::string> names = {"gemm",   "winograd",          "nhwc", "winograd_nhwc",
+                                                 "direct", "winograd_f2x3_nhwc"};
   return names;
 }
 
@@ -47,8 +48,8 @@ ConvCandidate rule_choice(const Plan& plan, size_t n);
 // (only the GEMM in a bf16 plan; the direct kernel for up to 4 input channels) with grids of
 // one, two and four tiles per thread, cut by
 // rows first or by output channels first, the channels-last GEMM ("nhwc") with the GEMM's
-// grids where its rule allows them, and the channels-last Winograd ("winograd_nhwc", where
-// Winograd fits) with the NCHW primitives' grids its rule allows. Distinct, the rule's choice
+// grids where its rule allows them, and the channels-last Winograd forms ("winograd_nhwc" and
+// "winograd_f2x3_nhwc", where Winograd fits) with the NCHW primitives' grids their rule allows. Distinct, the rule's choice
 // among them if it is one.
 std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n);
 

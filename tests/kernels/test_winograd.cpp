@@ -1,4 +1,4 @@
-// Winograd F(4x4, 3x3) tester, NCHW and channels-last: every ISA this CPU supports; channel
+// Winograd tester, F(4x4, 3x3) NCHW and channels-last and F(2x2, 3x3) channels-last: every ISA this CPU supports; channel
 // counts around the register tile (14 / 6 / 4 rows) and panel width; planes that are not
 // multiples of 4; pads 0 and 1 (and uneven); calls covering row and channel windows; every
 // epilogue. Compared with a direct convolution within 1e-4 of the layer's largest output.
@@ -9,6 +9,7 @@
 
 #include "graph/error.h"
 #include "kernels/gemm.h"
+#include "kernels/winograd_f2x3_nhwc.h"
 #include "kernels/winograd_f4x3.h"
 #include "kernels/winograd_f4x3_nhwc.h"
 #include "winograd_tester.h"
@@ -16,16 +17,21 @@
 namespace grove::kernels::testing {
 namespace {
 
-// Each case runs on both layouts: NCHW (winograd_f4x3.h) and channels-last
-// (winograd_f4x3_nhwc.h), whose channel windows start on the ISA's panel boundary.
-class Winograd : public ::testing::TestWithParam<std::tuple<Isa, bool>> {
+// The forms each case runs on: NCHW (winograd_f4x3.h) and channels-last (winograd_f4x3_nhwc.h,
+// winograd_f2x3_nhwc.h), whose channel windows start on the ISA's panel boundary.
+enum class Form { nchw, channels_last, channels_last_f2x3 };
+
+class Winograd : public ::testing::TestWithParam<std::tuple<Isa, Form>> {
  protected:
   void SetUp() override {
     if (!isa_supported(isa())) GTEST_SKIP() << "CPU lacks " << isa_name(isa());
   }
   Isa isa() const { return std::get<0>(GetParam()); }
-  bool channels_last() const { return std::get<1>(GetParam()); }
-  WinogradTester tester() const { return WinogradTester().isa(isa()).channels_last(channels_last()); }
+  bool channels_last() const { return std::get<1>(GetParam()) != Form::nchw; }
+  bool small_blocks() const { return std::get<1>(GetParam()) == Form::channels_last_f2x3; }
+  WinogradTester tester() const {
+    return WinogradTester().isa(isa()).channels_last(channels_last()).small_blocks(small_blocks());
+  }
   // Where a channel window may start: anywhere on NCHW (mid register tile), on a panel
   // boundary channels-last.
   size_t window_start(size_t nchw) const { return channels_last() ? gemm_blocking(isa()).nr : nchw; }
@@ -128,11 +134,16 @@ TEST_P(Winograd, RejectsBadCalls) {
     bad.oc_begin = 1;
     EXPECT_THROW(run(bad, w, scratch), Error);
   };
-  if (channels_last()) {
+  if (small_blocks()) {
+    WinogradF2x3NhwcWeights w;
+    winograd_f2x3_nhwc_pack_weights(w, weights.data(), 40, 3, isa());
+    WinogradNhwcScratch scratch;
+    expect_refusals(w, scratch, WinogradNhwcCall{}, [](auto& c, auto& w, auto& s) { winograd_f2x3_nhwc_conv(c, w, s); });
+  } else if (channels_last()) {
     WinogradF4x3NhwcWeights w;
     winograd_f4x3_nhwc_pack_weights(w, weights.data(), 40, 3, isa());
-    WinogradF4x3NhwcScratch scratch;
-    expect_refusals(w, scratch, WinogradF4x3NhwcCall{}, [](auto& c, auto& w, auto& s) { winograd_f4x3_nhwc_conv(c, w, s); });
+    WinogradNhwcScratch scratch;
+    expect_refusals(w, scratch, WinogradNhwcCall{}, [](auto& c, auto& w, auto& s) { winograd_f4x3_nhwc_conv(c, w, s); });
   } else {
     WinogradF4x3Weights w;
     winograd_f4x3_pack_weights(w, weights.data(), 40, 3, isa());
@@ -142,10 +153,12 @@ TEST_P(Winograd, RejectsBadCalls) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IsasAndLayouts, Winograd,
-                         ::testing::Combine(::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512), ::testing::Bool()),
-                         [](const ::testing::TestParamInfo<std::tuple<Isa, bool>>& info) {
+                         ::testing::Combine(::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),
+                                            ::testing::Values(Form::nchw, Form::channels_last, Form::channels_last_f2x3)),
+                         [](const ::testing::TestParamInfo<std::tuple<Isa, Form>>& info) {
+                           const Form f = std::get<1>(info.param);
                            return std::string(isa_name(std::get<0>(info.param))) +
-                                  (std::get<1>(info.param) ? "_channels_last" : "_nchw");
+                                  (f == Form::nchw ? "_nchw" : f == Form::channels_last ? "_channels_last" : "_channels_last_f2x3");
                          });
 
 }  // namespace

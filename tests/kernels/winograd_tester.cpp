@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemm_tester.h"
+#include "kernels/winograd_f2x3_nhwc.h"
 #include "kernels/winograd_f4x3.h"
 #include "kernels/winograd_f4x3_nhwc.h"
 
@@ -73,13 +74,19 @@ double WinogradTester::test() const {
       for (size_t p = 0; p < in_h_ * in_w_; ++p) x_hwc[p * cin_ + c] = x[c * in_h_ * in_w_ + p];
     for (size_t c = 0; c < cout_; ++c)
       for (size_t p = 0; p < plane; ++p) res_hwc[p * cout_ + c] = res[c * plane + p];
-    WinogradF4x3NhwcWeights weights;
-    winograd_f4x3_nhwc_pack_weights(weights, w.data(), cout_, cin_, isa_);
-    WinogradF4x3NhwcScratch scratch;
-    WinogradF4x3NhwcCall call;
+    WinogradNhwcScratch scratch;
+    WinogradNhwcCall call;
     fill(call, x_hwc.data(), res_hwc.data());
     call.epilogue.bias = bias_ ? b.data() : nullptr;  // per output channel, as the residual's layout
-    winograd_f4x3_nhwc_conv(call, weights, scratch);
+    if (small_blocks_) {
+      WinogradF2x3NhwcWeights weights;
+      winograd_f2x3_nhwc_pack_weights(weights, w.data(), cout_, cin_, isa_);
+      winograd_f2x3_nhwc_conv(call, weights, scratch);
+    } else {
+      WinogradF4x3NhwcWeights weights;
+      winograd_f4x3_nhwc_pack_weights(weights, w.data(), cout_, cin_, isa_);
+      winograd_f4x3_nhwc_conv(call, weights, scratch);
+    }
   } else {
     WinogradF4x3Weights weights;
     winograd_f4x3_pack_weights(weights, w.data(), cout_, cin_, isa_);
@@ -100,14 +107,14 @@ double WinogradTester::test() const {
         const bool inside = oc >= oc0_ && oc < oc1 && oh >= row0_ && oh < row1;
         if (!inside) {
           if (y[i] != sentinel && ++failures <= 5)
-            ADD_FAILURE() << isa_name(isa_) << (channels_last_ ? " channels-last" : "") << " wrote outside the call at (" << oc << ", " << oh << ", " << ow << ")";
+            ADD_FAILURE() << isa_name(isa_) << (small_blocks_ ? " F(2x2)" : "") << (channels_last_ ? " channels-last" : "") << " wrote outside the call at (" << oc << ", " << oh << ", " << ow << ")";
           continue;
         }
         const double expected = reference_activation(pre[oc * plane + oh * ow_count + ow], activation_);
         const double error = std::abs(double(y[i]) - expected) / std::max(scale, 1e-30);
         worst = std::max(worst, error);
         if (!(error <= 1e-4) && ++failures <= 5)
-          ADD_FAILURE() << isa_name(isa_) << (channels_last_ ? " channels-last" : "") << " cin=" << cin_ << " cout=" << cout_ << " " << in_h_ << "x" << in_w_
+          ADD_FAILURE() << isa_name(isa_) << (small_blocks_ ? " F(2x2)" : "") << (channels_last_ ? " channels-last" : "") << " cin=" << cin_ << " cout=" << cout_ << " " << in_h_ << "x" << in_w_
                         << " at (" << oc << ", " << oh << ", " << ow << "): got " << y[i] << ", expected " << expected
                         << " (scale " << scale << ")";
       }

@@ -40,6 +40,8 @@ class WinogradTester {
   // Runs the channels-last kernel (winograd_f4x3_nhwc.h) on x, y and the residual laid out
   // [H][W][C]; its channel window must start on a panel boundary.
   WinogradTester& channels_last(bool v) { channels_last_ = v; return *this; }
+  // F(2x2, 3x3) instead of F(4x4, 3x3); channels-last only (winograd_f2x3_nhwc.h).
+  WinogradTester& small_blocks(bool v) { small_blocks_ = v; return *this; }
 
   // Runs the case with gtest assertions; returns the largest error / scale seen.
   double test() const;
@@ -49,7 +51,7 @@ class WinogradTester {
   size_t cin_ = 16, cout_ = 16, in_h_ = 8, in_w_ = 8;
   size_t pt_ = 1, pl_ = 1, pb_ = 1, pr_ = 1;
   size_t row0_ = 0, row1_ = size_t(-1), oc0_ = 0, oc1_ = size_t(-1);
-  bool bias_ = false, residual_ = false, channels_last_ = false;
+  bool bias_ = false, residual_ = false, channels_last_ = false, small_blocks_ = false;
   ActivationParams activation_;
   unsigned seed_ = 1;
 };

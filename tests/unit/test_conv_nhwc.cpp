@@ -76,11 +76,12 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
   }
 }
 
-// The convs the layout pass leaves on Winograd (grove_conv "winograd"): every grid the rule
-// allows (rows in 4-row blocks on large planes, output channels in panels, images), inputs
-// poisoned outside `needs`, against the reference. The cases take uneven pads, planes that are
-// not multiples of 4, channels that are not multiples of the vector, a residual, two images,
-// and planes small enough that the rule cuts them by channels or images only.
+// The convs the layout pass leaves on Winograd (grove_conv "winograd") and those a tuning record
+// puts on F(2x2, 3x3) ("winograd_f2x3_nhwc"): every grid the rule allows (rows in whole blocks
+// on large planes, output channels in panels, images), inputs poisoned outside `needs`, against
+// the reference. The cases take uneven pads, planes that are not multiples of the block,
+// channels that are not multiples of the vector, a residual, two images, and planes small
+// enough that the rule cuts them by channels or images only.
 TEST(ConvNhwc, WinogradTileRuleMatchesReference) {
   struct Case { Shape x, w; int64_t pad_top, pad_left; bool bias, relu, residual; };
   const std::vector<Case> cases = {
@@ -90,15 +91,16 @@ TEST(ConvNhwc, WinogradTileRuleMatchesReference) {
       {{1, 9, 9, 70}, {70, 70, 3, 3}, 1, 1, true, true, false},
   };
   uint32_t seed = 90;
+  for (const char* form : {"winograd", "winograd_f2x3_nhwc"})
   for (const Case& c : cases) {
     NodeBuilder node("ConvNhwc", 13, c.residual ? 4 : 3);
     node.node.domain = kGroveDomain;
     node.ints("pads", {c.pad_top, c.pad_left, 1, 1});
-    node.s(kAttrConvPrimitive, "winograd");
+    node.s(kAttrConvPrimitive, form);
     if (c.relu) node.s(kAttrActivation, "relu");
     if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
     const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
-    EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
+    EXPECT_GT(stats.tiles, 1u) << form << " " << shape_str(c.x);
   }
 }
 
@@ -1160,11 +1162,12 @@ TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
     EXPECT_NE(std::string(e.what()).find("one group"), std::string::npos) << e.what();
   }
   // The channels-last Winograd only where Winograd fits: not a 1x1 conv, nor 3 input channels.
-  for (const char* node : {"small", "first_layer"}) {
-    options.choices = {NodeChoice{node, "winograd_nhwc", {}}};
+  for (const char* node : {"small", "first_layer"})
+  for (const char* form : {"winograd_nhwc", "winograd_f2x3_nhwc"}) {
+    options.choices = {NodeChoice{node, form, {}}};
     try {
       make_plan(model.graph(), options);
-      ADD_FAILURE() << node << " took a winograd_nhwc choice";
+      ADD_FAILURE() << node << " took a " << form << " choice";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(node), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("Winograd cannot run"), std::string::npos) << e.what();

@@ -307,11 +307,11 @@ TEST(PerfSelect, EveryCandidatePlansAndComputesTheReference) {
   ASSERT_TRUE(tune::tunable_matmul(*rules, 1));
   EXPECT_FALSE(tune::tunable_conv(*rules, 1));
   const std::vector<tune::ConvCandidate> conv = tune::conv_candidates(*rules, 0), matmul = tune::matmul_candidates(*rules, 1);
-  EXPECT_GE(conv.size(), 8u);    // four primitives, several grids
+  EXPECT_GE(conv.size(), 10u);   // five primitives, several grids
   EXPECT_GE(matmul.size(), 2u);
   std::set<std::string> primitives;
   for (const auto& c : conv) primitives.insert(c.primitive);
-  EXPECT_EQ(primitives, (std::set<std::string>{"gemm", "nhwc", "winograd", "winograd_nhwc"}));
+  EXPECT_EQ(primitives, (std::set<std::string>{"gemm", "nhwc", "winograd", "winograd_nhwc", "winograd_f2x3_nhwc"}));
   for (const auto& c : matmul) EXPECT_TRUE(c.primitive.empty());
   uint32_t seed = 1;
   auto check = [&](const NodeChoice& choice, int64_t tiles, size_t) {
@@ -322,12 +322,11 @@ TEST(PerfSelect, EveryCandidatePlansAndComputesTheReference) {
     size_t node = 0;
     while (node < plan->graph.nodes.size() && plan->graph.nodes[node].name != choice.node) ++node;
     ASSERT_LT(node, plan->graph.nodes.size()) << choice.node;
-    if (choice.primitive == "nhwc" || choice.primitive == "winograd_nhwc")
-      EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNhwc");
-    // The channels-last Winograd runs as the choice says, the channels-last GEMM never on it.
-    if (choice.primitive == "nhwc") EXPECT_EQ(conv_primitive_choice(plan->graph.nodes[node]), "nhwc");
-    if (choice.primitive == "winograd_nhwc")
-      EXPECT_EQ(conv_primitive_choice(plan->graph.nodes[node]), "winograd_nhwc");
+    if (channels_last_choice(choice.primitive)) EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNhwc");
+    // The channels-last Winograd forms run as the choice says, the channels-last GEMM never on
+    // either.
+    if (channels_last_choice(choice.primitive))
+      EXPECT_EQ(conv_primitive_choice(plan->graph.nodes[node]), choice.primitive);
     EXPECT_EQ(plan->tiles.tile_count[node], tiles) << choice.node << " " << shape_str(choice.extent);
     PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
     run_serial(run, seed++);

@@ -1,0 +1,123 @@
+// The driver of both channels-last Winograd forms: per chunk of output blocks, the input
+// transform of every block into V, then per block of output channels one GEMM per position and
+// the output transform with the epilogue.
+#include "kernels/winograd_nhwc.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "grove/error.h"
+#include "kernels/cpu_info.h"
+
+namespace grove::kernels {
+
+namespace {
+
+constexpr size_t kMaxPatch = 36;  // pixels of F(4x4, 3x3)'s 6x6 patch, the larger form
+
+// A quarter of this CPU's L2, in floats: the budget of V (positions x blocks x Cin) and, apart,
+// of M (positions x blocks x channels), so both stay in L2 beside the U_t the GEMMs stream.
+size_t quarter_l2_floats() {
+  static const size_t floats = [] {
+    const int64_t l2 = cpu_info().l2_bytes > 0 ? cpu_info().l2_bytes : int64_t{1} << 20;
+    return size_t(l2) / 4 / sizeof(float);
+  }();
+  return floats;
+}
+
+void check_call(const WinogradNhwcForm& f, const WinogradNhwcCall& call, const PackedB* u, size_t cout, size_t cin) {
+  const std::string name = f.name;
+  const Conv2dShape& s = call.shape;
+  if (s.kernel_h != 3 || s.kernel_w != 3 || s.stride_h != 1 || s.stride_w != 1 || s.dilation_h != 1 ||
+      s.dilation_w != 1)
+    throw Error(name + ": needs a 3x3 kernel, stride 1, dilation 1");
+  if (s.channels != cin) throw Error(name + ": input channels differ from the weights'");
+  if (call.oc_begin > call.oc_end || call.oc_end > cout) throw Error(name + ": channels past the weights");
+  if (cout > 0 && call.oc_begin % u[0].nr != 0) throw Error(name + ": the first channel is not on a panel boundary");
+  if (call.row_begin > call.row_end || call.row_end > s.out_h) throw Error(name + ": rows past the output");
+  if (!call.x || !call.y) throw Error(name + ": null input or output");
+  if (call.y_stride != 0 && call.y_stride < cout) throw Error(name + ": y's pixels overlap");
+}
+
+}  // namespace
+
+void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call, const PackedB* u, size_t cout,
+                        size_t cin, Isa isa, WinogradNhwcScratch& s) {
+  check_call(f, call, u, cout, cin);
+  if (call.oc_begin == call.oc_end || call.row_begin == call.row_end) return;
+  if (cin == 0) throw Error(std::string(f.name) + ": no input channels");
+  const Conv2dShape& sh = call.shape;
+  const size_t block = f.block, side = block + 2, positions = side * side;
+  const size_t in_h = sh.in_h, in_w = sh.in_w, out_w = sh.out_w;
+  const size_t y_stride = call.y_stride ? call.y_stride : cout;
+  const size_t blocks_w = (out_w + block - 1) / block;
+  const size_t br0 = call.row_begin / block, br1 = (call.row_end + block - 1) / block;
+  const size_t total = (br1 - br0) * blocks_w;
+  const GemmBlocking blocking = gemm_blocking(isa);
+  // Blocks per chunk: V in a quarter of L2, in whole register tiles of rows; then output
+  // channels per GEMM round: M in another quarter, in whole panels.
+  const size_t fit = std::max(blocking.mr, quarter_l2_floats() / (positions * cin) / blocking.mr * blocking.mr);
+  const size_t chunk = std::min(total, fit);
+  const size_t channel_block =
+      std::max(blocking.nr, quarter_l2_floats() / (positions * chunk) / blocking.nr * blocking.nr);
+  s.v.reserve(positions * chunk * cin);
+  s.m.reserve(positions * chunk * std::min(channel_block, call.oc_end - call.oc_begin));
+  s.zeros.reserve(cin);
+  std::fill_n(s.zeros.data(), cin, 0.0f);
+  const float* zeros = s.zeros.data();
+  const Epilogue& e = call.epilogue;
+
+  for (size_t b0 = 0; b0 < total; b0 += chunk) {
+    const size_t nb = std::min(chunk, total - b0);
+    float* v = s.v.data();
+    for (size_t i = 0; i < nb; ++i) {
+      const size_t br = br0 + (b0 + i) / blocks_w, bc = (b0 + i) % blocks_w;
+      const float* patch[kMaxPatch];
+      float* out[kMaxPatch];
+      for (size_t r = 0; r < side; ++r) {
+        const int64_t ih = int64_t(br * block + r) - int64_t(sh.pad_top);
+        for (size_t c = 0; c < side; ++c) {
+          const int64_t iw = int64_t(bc * block + c) - int64_t(sh.pad_left);
+          const bool inside = ih >= 0 && ih < int64_t(in_h) && iw >= 0 && iw < int64_t(in_w);
+          patch[r * side + c] = inside ? call.x + (size_t(ih) * in_w + size_t(iw)) * cin : zeros;
+        }
+      }
+      for (size_t t = 0; t < positions; ++t) out[t] = v + (t * nb + i) * cin;
+      f.input(patch, cin, out);
+    }
+    for (size_t oc0 = call.oc_begin; oc0 < call.oc_end; oc0 += channel_block) {
+      const size_t cols = std::min(channel_block, call.oc_end - oc0);
+      float* m = s.m.data();
+      for (size_t t = 0; t < positions; ++t) {
+        GemmCall g;
+        g.m = nb;
+        g.a = v + t * nb * cin;
+        g.a_stride = cin;
+        g.n0 = oc0;
+        g.n = cols;
+        g.c = m + t * nb * cols;
+        g.c_stride = cols;
+        gemm(g, u[t], s.gemm);
+      }
+      for (size_t i = 0; i < nb; ++i) {
+        const size_t br = br0 + (b0 + i) / blocks_w, bc = (b0 + i) % blocks_w;
+        const float* mt[kMaxPatch];
+        for (size_t t = 0; t < positions; ++t) mt[t] = m + (t * nb + i) * cols;
+        float* out[kMaxPatch];
+        const float* residual[kMaxPatch];
+        for (size_t r = 0; r < block; ++r)
+          for (size_t c = 0; c < block; ++c) {
+            const size_t oh = br * block + r, ow = bc * block + c;
+            const bool mine = oh >= call.row_begin && oh < call.row_end && ow < out_w;
+            const size_t at = (oh * out_w + ow) * cout + oc0;
+            out[r * block + c] = mine ? call.y + (oh * out_w + ow) * y_stride + oc0 : nullptr;
+            residual[r * block + c] = mine && e.residual ? e.residual + at : nullptr;
+          }
+        f.output(mt, cols, e.bias ? e.bias + oc0 : nullptr, e.residual ? residual : nullptr, e.activation, out);
+      }
+    }
+  }
+}
+
+}  // namespace grove::kernels
