@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include "kernels/epilogue_vec.h"
 #include "kernels/winograd_f2x3_nhwc.h"
+#include "kernels/winograd_vec.h"
 
 namespace grove::kernels {
 namespace {
@@ -32,32 +32,20 @@ inline void f2x3_at(const T (&m)[4], T (&o)[2]) {
   o[1] = m[1] - m[2] - m[3];
 }
 
-template <class T>
-inline T f2x3_load(const float* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <class T>
-inline void f2x3_store(float* p, const T& v) {
-  std::memcpy(p, &v, sizeof(T));
-}
-
 // Channels [c, c + lanes) of the 16 patch pixels: B^T along each row, then down the columns.
 template <class T>
 inline void f2x3_input_step(const float* const* patch, size_t c, float* const* out) {
   T h[4][4];
   for (size_t r = 0; r < 4; ++r) {
     T d[4];
-    for (size_t k = 0; k < 4; ++k) d[k] = f2x3_load<T>(patch[r * 4 + k] + c);
+    for (size_t k = 0; k < 4; ++k) d[k] = load_as<T>(patch[r * 4 + k] + c);
     f2x3_bt(d, h[r]);
   }
   for (size_t k = 0; k < 4; ++k) {
     const T col[4] = {h[0][k], h[1][k], h[2][k], h[3][k]};
     T o[4];
     f2x3_bt(col, o);
-    for (size_t i = 0; i < 4; ++i) f2x3_store(out[i * 4 + k] + c, o[i]);
+    for (size_t i = 0; i < 4; ++i) store_as(out[i * 4 + k] + c, o[i]);
   }
 }
 
@@ -67,40 +55,29 @@ inline void f2x3_output_step(const float* const* m, size_t c, const float* bias,
   T s[2][4];  // s[r][k] = A^T applied down column k
   for (size_t k = 0; k < 4; ++k) {
     T col[4], o[2];
-    for (size_t i = 0; i < 4; ++i) col[i] = f2x3_load<T>(m[i * 4 + k] + c);
+    for (size_t i = 0; i < 4; ++i) col[i] = load_as<T>(m[i * 4 + k] + c);
     f2x3_at(col, o);
     s[0][k] = o[0];
     s[1][k] = o[1];
   }
-  const T b = bias ? f2x3_load<T>(bias + c) : splat_floats<T>(0.0f);
+  const T b = bias ? load_as<T>(bias + c) : splat_floats<T>(0.0f);
   for (size_t r = 0; r < 2; ++r) {
     T o[2];
     f2x3_at(s[r], o);
-    for (size_t q = 0; q < 2; ++q) {
-      const size_t i = r * 2 + q;
-      if (!out[i]) continue;
-      T v = o[q] + b;
-      if (residual && residual[i]) v += f2x3_load<T>(residual[i] + c);
-      f2x3_store(out[i] + c, activate_floats(v, act));
-    }
+    for (size_t q = 0; q < 2; ++q)
+      if (float* to = out[r * 2 + q]) store_nhwc_output(o[q], b, residual ? residual[r * 2 + q] : nullptr, c, act, to);
   }
 }
 
 template <class V>
 inline void f2x3_input_transform(const float* const* patch, size_t channels, float* const* out) {
-  constexpr size_t lanes = sizeof(V) / sizeof(float);
-  size_t c = 0;
-  for (; c + lanes <= channels; c += lanes) f2x3_input_step<V>(patch, c, out);
-  for (; c < channels; ++c) f2x3_input_step<float>(patch, c, out);
+  in_vectors<V>(channels, [&](auto t, size_t c) { f2x3_input_step<decltype(t)>(patch, c, out); });
 }
 
 template <class V>
 inline void f2x3_output_transform(const float* const* m, size_t channels, const float* bias,
                                   const float* const* residual, const ActivationParams& act, float* const* out) {
-  constexpr size_t lanes = sizeof(V) / sizeof(float);
-  size_t c = 0;
-  for (; c + lanes <= channels; c += lanes) f2x3_output_step<V>(m, c, bias, residual, act, out);
-  for (; c < channels; ++c) f2x3_output_step<float>(m, c, bias, residual, act, out);
+  in_vectors<V>(channels, [&](auto t, size_t c) { f2x3_output_step<decltype(t)>(m, c, bias, residual, act, out); });
 }
 
 }  // namespace

@@ -16,9 +16,9 @@
 #include <cstddef>
 #include <cstring>
 
-#include "kernels/epilogue_vec.h"
 #include "kernels/winograd_f4x3.h"
 #include "kernels/winograd_f4x3_nhwc.h"
+#include "kernels/winograd_vec.h"
 
 namespace grove::kernels {
 namespace {
@@ -43,18 +43,6 @@ inline void winograd_at(const T (&m)[6], T (&o)[4]) {
   o[1] = b + d * 2.0f;
   o[2] = a + c * 4.0f;
   o[3] = b + d * 8.0f + m[5];
-}
-
-template <class T>
-inline T load_as(const float* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <class T>
-inline void store_as(float* p, const T& v) {
-  std::memcpy(p, &v, sizeof(T));
 }
 
 // Blocks [j, j + lanes) where lanes = sizeof(T) / sizeof(float).
@@ -92,18 +80,12 @@ inline void output_transform_step(const float* m, size_t ms, size_t j, float* ou
 
 template <class V>
 inline void input_transform(const float* phases, size_t ps, size_t blocks, float* const* out) {
-  constexpr size_t lanes = sizeof(V) / sizeof(float);
-  size_t j = 0;
-  for (; j + lanes <= blocks; j += lanes) input_transform_step<V>(phases, ps, j, out);
-  for (; j < blocks; ++j) input_transform_step<float>(phases, ps, j, out);
+  in_vectors<V>(blocks, [&](auto t, size_t j) { input_transform_step<decltype(t)>(phases, ps, j, out); });
 }
 
 template <class V>
 inline void output_transform(const float* m, size_t ms, size_t blocks, float* out, size_t os) {
-  constexpr size_t lanes = sizeof(V) / sizeof(float);
-  size_t j = 0;
-  for (; j + lanes <= blocks; j += lanes) output_transform_step<V>(m, ms, j, out, os);
-  for (; j < blocks; ++j) output_transform_step<float>(m, ms, j, out, os);
+  in_vectors<V>(blocks, [&](auto t, size_t j) { output_transform_step<decltype(t)>(m, ms, j, out, os); });
 }
 
 // dst[c * dst_stride + j] = src[4 j + c]: one input row split into its 4 column phases.
@@ -166,31 +148,20 @@ inline void nhwc_output_step(const float* const* m, size_t c, const float* bias,
   for (size_t r = 0; r < 4; ++r) {
     T o[4];
     winograd_at(s[r], o);
-    for (size_t q = 0; q < 4; ++q) {
-      const size_t i = r * 4 + q;
-      if (!out[i]) continue;
-      T v = o[q] + b;
-      if (residual && residual[i]) v += load_as<T>(residual[i] + c);
-      store_as(out[i] + c, activate_floats(v, act));
-    }
+    for (size_t q = 0; q < 4; ++q)
+      if (float* to = out[r * 4 + q]) store_nhwc_output(o[q], b, residual ? residual[r * 4 + q] : nullptr, c, act, to);
   }
 }
 
 template <class V>
 inline void nhwc_input_transform(const float* const* patch, size_t channels, float* const* out) {
-  constexpr size_t lanes = sizeof(V) / sizeof(float);
-  size_t c = 0;
-  for (; c + lanes <= channels; c += lanes) nhwc_input_step<V>(patch, c, out);
-  for (; c < channels; ++c) nhwc_input_step<float>(patch, c, out);
+  in_vectors<V>(channels, [&](auto t, size_t c) { nhwc_input_step<decltype(t)>(patch, c, out); });
 }
 
 template <class V>
 inline void nhwc_output_transform(const float* const* m, size_t channels, const float* bias,
                                   const float* const* residual, const ActivationParams& act, float* const* out) {
-  constexpr size_t lanes = sizeof(V) / sizeof(float);
-  size_t c = 0;
-  for (; c + lanes <= channels; c += lanes) nhwc_output_step<V>(m, c, bias, residual, act, out);
-  for (; c < channels; ++c) nhwc_output_step<float>(m, c, bias, residual, act, out);
+  in_vectors<V>(channels, [&](auto t, size_t c) { nhwc_output_step<decltype(t)>(m, c, bias, residual, act, out); });
 }
 
 }  // namespace
