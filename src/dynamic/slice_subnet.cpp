@@ -239,10 +239,14 @@ class Slicer {
     if (op == "Conv") return slice_conv(n);
     if (op == "Gemm" || op == "MatMul") return slice_matmul(n);
     if (!any) return;
-    if (op == "BatchNormalization") return slice_batchnorm(n);
-    if (is_passthrough(op)) return pass(n, *keep_of(n.inputs[0]));
     if (is_elementwise(op)) return slice_elementwise(n);
     if (op == "Concat") return slice_concat(n);
+    // The rest carry channels through their first input only: sliced channels that reach one
+    // by another input (a Clip's bound, a Reshape's shape, a BatchNormalization's statistics)
+    // are not channels of its output.
+    if (!keep_of(n.inputs[0])) throw unsupported(n);
+    if (op == "BatchNormalization") return slice_batchnorm(n);
+    if (is_passthrough(op)) return pass(n, *keep_of(n.inputs[0]));
     if (op == "Flatten" || op == "Reshape") return slice_flatten(n);
     if (op == "Transpose") return slice_transpose(n);
     if (op.rfind("Reduce", 0) == 0) return slice_reduce(n);

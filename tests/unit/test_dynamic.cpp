@@ -239,6 +239,30 @@ TEST(SliceSubnet, AResidualOfDifferentlySlicedBranchesIsAnError) {
   }
 }
 
+// Sliced channels that reach an op by an input other than its first (here a conv's output as a
+// BatchNormalization's bias; the fuzzer's model) are refused naming the node: the slicer read
+// the first input's slice, which it does not have.
+TEST(SliceSubnet, SlicedChannelsAsAStatisticAreAnError) {
+  OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {1, 2, 3, 3}).output("y", onnx::TensorProto::FLOAT, {1, 2, 3, 3});
+  b.initializer_f32("w0", {4, 2, 1, 1}, random_values(8, 1));
+  b.initializer_f32("a", {1, 4, 3, 3}, random_values(36, 2));
+  for (const char* w : {"s", "m", "v"}) b.initializer_f32(w, {4}, std::vector<float>(4, 0.5f));
+  b.initializer_f32("w1", {2, 4, 1, 1}, random_values(8, 3));
+  b.node("Conv", {"x", "w0"}, {"c"}, "conv0");
+  b.node("BatchNormalization", {"a", "s", "c", "m", "v"}, {"n"}, "bn");
+  b.node("Conv", {"n", "w1"}, {"y"}, "conv1");
+  const Graph full = import(b);
+  const DynamicSpec spec = parse_dynamic_spec("exempt conv1\nsubnet a ratio=0.5");
+  try {
+    slice_subnet(full, spec, spec.subnets[0]);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'bn' (BatchNormalization): cannot take sliced channels"), std::string::npos)
+        << e.what();
+  }
+}
+
 // x -> conv0(4) -> Relu -> conv1(4) -> + (identity shortcut) -> conv2(2): a residual block.
 OnnxBuilder residual_model(std::vector<float> w1, std::vector<float> w2) {
   OnnxBuilder b;
