@@ -38,14 +38,14 @@ inline void f2x3_input_step(const float* const* patch, size_t c, float* const* o
   T h[4][4];
   for (size_t r = 0; r < 4; ++r) {
     T d[4];
-    for (size_t k = 0; k < 4; ++k) d[k] = load_as<T>(patch[r * 4 + k] + c);
+    for (size_t k = 0; k < 4; ++k) d[k] = load_floats<T>(patch[r * 4 + k] + c);
     f2x3_bt(d, h[r]);
   }
   for (size_t k = 0; k < 4; ++k) {
     const T col[4] = {h[0][k], h[1][k], h[2][k], h[3][k]};
     T o[4];
     f2x3_bt(col, o);
-    for (size_t i = 0; i < 4; ++i) store_as(out[i * 4 + k] + c, o[i]);
+    for (size_t i = 0; i < 4; ++i) store_floats(out[i * 4 + k] + c, o[i]);
   }
 }
 
@@ -55,12 +55,12 @@ inline void f2x3_output_step(const float* const* m, size_t c, const float* bias,
   T s[2][4];  // s[r][k] = A^T applied down column k
   for (size_t k = 0; k < 4; ++k) {
     T col[4], o[2];
-    for (size_t i = 0; i < 4; ++i) col[i] = load_as<T>(m[i * 4 + k] + c);
+    for (size_t i = 0; i < 4; ++i) col[i] = load_floats<T>(m[i * 4 + k] + c);
     f2x3_at(col, o);
     s[0][k] = o[0];
     s[1][k] = o[1];
   }
-  const T b = bias ? load_as<T>(bias + c) : splat_floats<T>(0.0f);
+  const T b = bias ? load_floats<T>(bias + c) : splat_floats<T>(0.0f);
   for (size_t r = 0; r < 2; ++r) {
     T o[2];
     f2x3_at(s[r], o);

@@ -51,14 +51,14 @@ inline void input_transform_step(const float* phases, size_t ps, size_t j, float
   T h[6][6];  // h[r] = B^T applied along patch row r
   for (size_t r = 0; r < 6; ++r) {
     T d[6];
-    for (size_t c = 0; c < 6; ++c) d[c] = load_as<T>(phases + (r * 4 + c % 4) * ps + j + c / 4);
+    for (size_t c = 0; c < 6; ++c) d[c] = load_floats<T>(phases + (r * 4 + c % 4) * ps + j + c / 4);
     winograd_bt(d, h[r]);
   }
   for (size_t k = 0; k < 6; ++k) {
     const T col[6] = {h[0][k], h[1][k], h[2][k], h[3][k], h[4][k], h[5][k]};
     T o[6];
     winograd_bt(col, o);
-    for (size_t i = 0; i < 6; ++i) store_as(out[i * 6 + k] + j, o[i]);
+    for (size_t i = 0; i < 6; ++i) store_floats(out[i * 6 + k] + j, o[i]);
   }
 }
 
@@ -67,14 +67,14 @@ inline void output_transform_step(const float* m, size_t ms, size_t j, float* ou
   T s[4][6];  // s[r][k] = A^T applied down column k
   for (size_t k = 0; k < 6; ++k) {
     T col[6], o[4];
-    for (size_t i = 0; i < 6; ++i) col[i] = load_as<T>(m + (i * 6 + k) * ms + j);
+    for (size_t i = 0; i < 6; ++i) col[i] = load_floats<T>(m + (i * 6 + k) * ms + j);
     winograd_at(col, o);
     for (size_t r = 0; r < 4; ++r) s[r][k] = o[r];
   }
   for (size_t r = 0; r < 4; ++r) {
     T o[4];
     winograd_at(s[r], o);
-    for (size_t c = 0; c < 4; ++c) store_as(out + (r * 4 + c) * os + j, o[c]);
+    for (size_t c = 0; c < 4; ++c) store_floats(out + (r * 4 + c) * os + j, o[c]);
   }
 }
 
@@ -123,14 +123,14 @@ inline void nhwc_input_step(const float* const* patch, size_t c, float* const* o
   T h[6][6];
   for (size_t r = 0; r < 6; ++r) {
     T d[6];
-    for (size_t k = 0; k < 6; ++k) d[k] = load_as<T>(patch[r * 6 + k] + c);
+    for (size_t k = 0; k < 6; ++k) d[k] = load_floats<T>(patch[r * 6 + k] + c);
     winograd_bt(d, h[r]);
   }
   for (size_t k = 0; k < 6; ++k) {
     const T col[6] = {h[0][k], h[1][k], h[2][k], h[3][k], h[4][k], h[5][k]};
     T o[6];
     winograd_bt(col, o);
-    for (size_t i = 0; i < 6; ++i) store_as(out[i * 6 + k] + c, o[i]);
+    for (size_t i = 0; i < 6; ++i) store_floats(out[i * 6 + k] + c, o[i]);
   }
 }
 
@@ -140,11 +140,11 @@ inline void nhwc_output_step(const float* const* m, size_t c, const float* bias,
   T s[4][6];
   for (size_t k = 0; k < 6; ++k) {
     T col[6], o[4];
-    for (size_t i = 0; i < 6; ++i) col[i] = load_as<T>(m[i * 6 + k] + c);
+    for (size_t i = 0; i < 6; ++i) col[i] = load_floats<T>(m[i * 6 + k] + c);
     winograd_at(col, o);
     for (size_t r = 0; r < 4; ++r) s[r][k] = o[r];
   }
-  const T b = bias ? load_as<T>(bias + c) : splat_floats<T>(0.0f);
+  const T b = bias ? load_floats<T>(bias + c) : splat_floats<T>(0.0f);
   for (size_t r = 0; r < 4; ++r) {
     T o[4];
     winograd_at(s[r], o);

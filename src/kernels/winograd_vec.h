@@ -1,35 +1,22 @@
 #pragma once
-// What the Winograd transform headers share (winograd_f4x3_impl.h, winograd_f2x3_impl.h):
-// loads and stores of a value type T (a GCC vector of floats, or a float), the channels-last
-// epilogue of one output pixel, and the loop that runs a step over vectors and then over the
-// last floats one at a time. Internal linkage, as the headers that include it.
+// What the Winograd transform headers share (winograd_f4x3_impl.h, winograd_f2x3_impl.h): the
+// channels-last epilogue of one output pixel, and the loop that runs a step over vectors of a
+// value type (a GCC vector of floats; loads and stores from vector_ext.h) and then over the last
+// floats one at a time. Internal linkage, as the headers that include it.
 #include <cstddef>
-#include <cstring>
 
 #include "kernels/epilogue_vec.h"
 
 namespace grove::kernels {
 namespace {
 
-template <class T>
-inline T load_as(const float* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <class T>
-inline void store_as(float* p, const T& v) {
-  std::memcpy(p, &v, sizeof(T));
-}
-
 // out[c ..] = act(v + bias + residual[c ..]), in that order; residual may be null.
 template <class T>
 inline void store_nhwc_output(T v, const T& bias, const float* residual, size_t c, const ActivationParams& act,
                               float* out) {
   v = v + bias;
-  if (residual) v += load_as<T>(residual + c);
-  store_as(out + c, activate_floats(v, act));
+  if (residual) v += load_floats<T>(residual + c);
+  store_floats(out + c, activate_floats(v, act));
 }
 
 // step(V{}, i) for each whole vector of V's lanes in [0, n), then step(float{}, i) for the rest.
