@@ -26,18 +26,19 @@ size_t quarter_l2_floats() {
   return floats;
 }
 
+// The message is built only when a check fails: the checks run on every tile.
 void check_call(const WinogradNhwcForm& f, const WinogradNhwcCall& call, const PackedB* u, size_t cout, size_t cin) {
-  const std::string name = f.name;
+  auto fail = [&](const char* why) { return Error(std::string(f.name) + ": " + why); };
   const Conv2dShape& s = call.shape;
   if (s.kernel_h != 3 || s.kernel_w != 3 || s.stride_h != 1 || s.stride_w != 1 || s.dilation_h != 1 ||
       s.dilation_w != 1)
-    throw Error(name + ": needs a 3x3 kernel, stride 1, dilation 1");
-  if (s.channels != cin) throw Error(name + ": input channels differ from the weights'");
-  if (call.oc_begin > call.oc_end || call.oc_end > cout) throw Error(name + ": channels past the weights");
-  if (cout > 0 && call.oc_begin % u[0].nr != 0) throw Error(name + ": the first channel is not on a panel boundary");
-  if (call.row_begin > call.row_end || call.row_end > s.out_h) throw Error(name + ": rows past the output");
-  if (!call.x || !call.y) throw Error(name + ": null input or output");
-  if (call.y_stride != 0 && call.y_stride < cout) throw Error(name + ": y's pixels overlap");
+    throw fail("needs a 3x3 kernel, stride 1, dilation 1");
+  if (s.channels != cin) throw fail("input channels differ from the weights'");
+  if (call.oc_begin > call.oc_end || call.oc_end > cout) throw fail("channels past the weights");
+  if (cout > 0 && call.oc_begin % u[0].nr != 0) throw fail("the first channel is not on a panel boundary");
+  if (call.row_begin > call.row_end || call.row_end > s.out_h) throw fail("rows past the output");
+  if (!call.x || !call.y) throw fail("null input or output");
+  if (call.y_stride != 0 && call.y_stride < cout) throw fail("y's pixels overlap");
 }
 
 }  // namespace
