@@ -9,7 +9,8 @@
 
 namespace grove {
 
-// "gemm", "winograd", "direct", "nhwc", "winograd_nhwc" or "winograd_f2x3_nhwc"
+// "gemm", "winograd", "direct", "nhwc", "nchwc" (channel-blocked, passes/layout_nchwc.cpp),
+// "winograd_nhwc" or "winograd_f2x3_nhwc"
 inline constexpr const char* kAttrConvPrimitive = "grove_conv";
 
 inline std::string conv_primitive_choice(const Node& node) { return node.attr_string(kAttrConvPrimitive, ""); }

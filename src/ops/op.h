@@ -78,6 +78,7 @@ void register_training_ops(OpRegistry&);      // training.cpp: Adagrad, Adam, Mo
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 void register_quant_add_ops(OpRegistry&);     // quant_add.cpp: grove.internal QLinearAdd
 void register_channels_last_ops(OpRegistry&);  // channels_last.cpp: grove.internal QLinearConvNhwc, MaxPoolNhwc
+void register_channels_blocked_ops(OpRegistry&);  // channels_blocked.cpp: grove.internal ConvNchwc
 void register_expand_depthwise_op(OpRegistry&);  // expand_depthwise.cpp: grove.internal ExpandDepthwiseNhwc, InvertedResidualNhwc
 void register_conv_max_pool_op(OpRegistry&);  // conv_max_pool.cpp: grove.internal ConvMaxPoolNhwc
 void register_feature_pruning_ops(OpRegistry&);  // feature_pruning.cpp: grove.internal AttentionKeep, ApplyKeep, PrunedConv

@@ -46,6 +46,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_internal_ops(r);
     register_quant_add_ops(r);
     register_channels_last_ops(r);
+    register_channels_blocked_ops(r);
     register_expand_depthwise_op(r);
     register_conv_max_pool_op(r);
     register_feature_pruning_ops(r);

@@ -32,6 +32,7 @@ void add_conv_integer_rules(RuleTable& t); // tile_conv_integer.cpp
 void add_quant_conv_nhwc_rules(RuleTable& t);  // tile_quant_conv_nhwc.cpp: QLinearConvNhwc
 void add_pool_nhwc_rules(RuleTable& t);        // tile_pool_nhwc.cpp: MaxPoolNhwc
 void add_conv_nhwc_rules(RuleTable& t);        // tile_conv_nhwc.cpp: ConvNhwc
+void add_conv_nchwc_rules(RuleTable& t);       // tile_conv_nchwc.cpp: ConvNchwc
 void add_dwconv_nhwc_rules(RuleTable& t);      // tile_dwconv_nhwc.cpp: DepthwiseConvNhwc
 void add_expand_depthwise_rules(RuleTable& t); // tile_expand_depthwise.cpp: ExpandDepthwiseNhwc, InvertedResidualNhwc
 void add_conv_max_pool_rules(RuleTable& t);    // tile_conv_max_pool.cpp: ConvMaxPoolNhwc

@@ -22,6 +22,7 @@ const tiling::RuleTable& rule_table() {
     tiling::add_conv_integer_rules(t);
     tiling::add_quant_conv_nhwc_rules(t);
     tiling::add_conv_nhwc_rules(t);
+    tiling::add_conv_nchwc_rules(t);
     tiling::add_dwconv_nhwc_rules(t);
     tiling::add_expand_depthwise_rules(t);
     tiling::add_conv_max_pool_rules(t);

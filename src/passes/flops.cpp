@@ -80,9 +80,9 @@ int64_t node_flops(const Graph& g, const Node& n) {
     const int64_t residual = n.inputs.size() > 9 ? numel(*y) : 0;  // a fused QLinearAdd: one per element
     return add(mul(2, numel(*y), product(*wq, 1)), residual);
   }
-  if (n.domain == kGroveDomain && (n.op_type == "ConvNhwc" || n.op_type == "DepthwiseConvNhwc") && n.inputs.size() > 1 &&
-      !n.outputs.empty()) {
-    const Shape* y = shape_of(g, n.outputs[0]);  // layout_f32: Conv's products, channels-last
+  if (n.domain == kGroveDomain && (n.op_type == "ConvNhwc" || n.op_type == "DepthwiseConvNhwc" || n.op_type == "ConvNchwc") &&
+      n.inputs.size() > 1 && !n.outputs.empty()) {
+    const Shape* y = shape_of(g, n.outputs[0]);  // layout_f32 and layout_nchwc: Conv's products
     const Shape* wc = shape_of(g, n.inputs[1]);
     if (!y || !wc || wc->empty()) return 0;
     return add(mul(2, numel(*y), product(*wc, 1)), n.attr_int(kAttrFusedFlops, 0));

@@ -51,6 +51,15 @@ int to_channels_last_int8(Graph& graph);
 // so do 3x3 convs on planes too small for the NCHW Winograd (PlanOptions).
 int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double transpose_flops,
                          int64_t winograd_min_channels, bool winograd_small_planes);
+// Each float32 Conv chosen "nchwc" (graph/choice_attrs.h) runs as grove.internal ConvNchwc on
+// blocks of `block` channels (kernels::conv_nchwc_block), with reorders where the layout changes;
+// chains of such convs stay blocked (layout_nchwc.cpp). Run by make_plan after the precision
+// marks, before the channels-last pass. A chosen conv it cannot run is an error naming it.
+// Returns how many.
+int to_blocked_f32(Graph& graph, int64_t block);
+// Whether it can run this node: a float32 Conv that ops/channels_blocked.h's conv_fits_nchwc
+// takes, with constant weights.
+bool can_run_nchwc(const Graph& graph, const Node& node, int64_t block);
 // Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with
 // constant weights (the rule of to_channels_last_f32 asks more).
 bool can_run_channels_last(const Graph& graph, const Node& node);

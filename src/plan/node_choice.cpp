@@ -3,6 +3,7 @@
 #include <map>
 
 #include "graph/choice_attrs.h"
+#include "kernels/conv_nchwc.h"
 #include "ops/tile_conv_winograd.h"
 #include "passes/passes.h"
 
@@ -39,9 +40,14 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
                                              node.attr_int("group", 1) != 1 ||
                                              !tiling::conv_node_fits_winograd(node, x->second.shape, w->second.shape)))
         throw Error(node.describe() + ": Winograd cannot run this conv (3x3, stride 1, one group only)");
+    } else if (c.primitive == "nchwc") {
+      const int64_t block = int64_t(kernels::conv_nchwc_block(kernels::active_isa()));
+      if (!can_run_nchwc(graph, node, block))
+        throw Error(node.describe() + ": the channel-blocked conv cannot run it (float32, 2-D, one group, no dilation, "
+                    "both channel counts multiples of " + std::to_string(block) + ", constant weights)");
     } else if (c.primitive != "gemm") {
       throw Error(node.describe() + ": unknown conv primitive '" + c.primitive +
-                  "' (gemm, winograd, direct, nhwc, winograd_nhwc or winograd_f2x3_nhwc)");
+                  "' (gemm, winograd, direct, nhwc, nchwc, winograd_nhwc or winograd_f2x3_nhwc)");
     }
     apply_primitive_choices_to_node(node, c.primitive);
   }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "kernels/conv_nchwc.h"
 #include "passes/flops.h"
 #include "passes/passes.h"
 #include "ops/op.h"
@@ -127,6 +128,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   plan->pruning = apply_feature_pruning(plan->graph, options.feature_pruning);
   apply_primitive_choices(plan->graph, options.choices);  // before precision: bf16 skips Winograd layers
   plan->precision = apply_precision(plan->graph, options.precision, options.bf16_dot_gain);
+  to_blocked_f32(plan->graph, int64_t(kernels::conv_nchwc_block(kernels::active_isa())));
   if (options.conv_layout == ConvLayout::channels_last) {  // after precision: a bf16 conv leaves Winograd
     std::set<std::string> keep;  // a node a choice names keeps the layout it was measured in
     for (const NodeChoice& c : options.choices) keep.insert(c.node);

@@ -6,6 +6,8 @@
 
 #include "graph/choice_attrs.h"
 #include "graph/epilogue_attrs.h"
+#include "kernels/conv_nchwc.h"
+#include "ops/channels_blocked.h"
 #include "ops/op.h"
 #include "ops/tile_conv_winograd.h"
 #include "passes/passes.h"
@@ -72,7 +74,9 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
   const Node& node = plan.graph.nodes[n];
   const Shape& y = plan.graph.values.at(node.outputs[0]).shape;
   ConvCandidate rule{"", plan.tile_extent[n], tile_count(y, plan.tile_extent[n])};
-  if (node.op_type == "ConvNhwc" && node.domain == kGroveDomain) {
+  if (node.op_type == "ConvNchwc" && node.domain == kGroveDomain) {
+    rule.primitive = "nchwc";
+  } else if (node.op_type == "ConvNhwc" && node.domain == kGroveDomain) {
     const std::string p = conv_primitive_choice(node);
     rule.primitive = p == "winograd" ? "winograd_nhwc" : p.empty() ? "nhwc" : p;
   } else if (node.op_type == "Conv" && node.domain.empty()) {
@@ -172,12 +176,27 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
       if (p != "nhwc" && seen.insert({p, y_nhwc}).second) out.push_back({p, y_nhwc, 1});
     }
   }
+  // Channel-blocked: the GEMM's grids with the channels in pairs of blocks (its register
+  // tile), where the conv's channels are whole blocks.
+  const auto block = static_cast<int64_t>(kernels::conv_nchwc_block(kernels::active_isa()));
+  if (plan.precision.precision == Precision::fp32 && can_run_nchwc(plan.graph, node, block)) {
+    const Shape y_blocked = blocked_shape(y, block);
+    const size_t nchw_candidates = out.size();
+    for (size_t i = 0; i < nchw_candidates; ++i) {
+      const Shape& e = out[i].extent;
+      if (out[i].primitive != "gemm" || e.size() != 4 || e[3] < y[3] || (e[1] < y[1] && e[1] % (2 * block) != 0))
+        continue;
+      const Shape blocked = {e[0], std::min(e[1], y[1]) / block, e[2], y[3], block};
+      if (seen.insert({"nchwc", blocked}).second) out.push_back({"nchwc", blocked, tile_count(y_blocked, blocked)});
+    }
+  }
   return out;
 }
 
 bool channels_last_primitive(const std::string& primitive) { return channels_last_choice(primitive); }
 
 Shape nchw_extent(const std::string& primitive, const Shape& extent) {
+  if (primitive == "nchwc" && extent.size() == 5) return {extent[0], extent[1] * extent[4], extent[2], extent[3]};
   if (!channels_last_primitive(primitive) || extent.size() != 4) return extent;
   return {extent[0], extent[3], extent[1], extent[2]};
 }

@@ -16,16 +16,16 @@ struct ConvConfig {
 };
 
 struct ConvCandidate {
-  std::string primitive;  // "gemm", "winograd", "direct", "nhwc", "winograd_nhwc" or "winograd_f2x3_nhwc"; empty for a MatMul or Gemm
-  Shape extent;           // tile extent of the output: [N, C, H, W], or [N, H, W, C] channels-last
+  std::string primitive;  // "gemm", "winograd", "direct", "nhwc", "nchwc", "winograd_nhwc" or "winograd_f2x3_nhwc"; empty for a MatMul or Gemm
+  Shape extent;           // tile extent of the output: [N, C, H, W], [N, H, W, C] channels-last, [N, C / b, H, W, b] blocked
   int64_t tiles = 1;
 };
 
 // The primitives the performance model may price, in the order of its outputs; a model prices
 // those its training set measured (PerfModel::output_names).
 inline const std::vector<std::string>& model_primitives() {
-  static const std::vector<std::string> names = {"gemm",   "winograd",          "nhwc", "winograd_nhwc",
-                                                 "direct", "winograd_f2x3_nhwc"};
+  static const std::vector<std::string> names = {"gemm",   "winograd",           "nhwc", "winograd_nhwc",
+                                                 "direct", "winograd_f2x3_nhwc", "nchwc"};
   return names;
 }
 
@@ -49,8 +49,9 @@ ConvCandidate rule_choice(const Plan& plan, size_t n);
 // one, two and four tiles per thread, cut by
 // rows first or by output channels first, the channels-last GEMM ("nhwc") with the GEMM's
 // grids where its rule allows them, and the channels-last Winograd forms ("winograd_nhwc" and
-// "winograd_f2x3_nhwc", where Winograd fits) with the NCHW primitives' grids their rule allows. Distinct, the rule's choice
-// among them if it is one.
+// "winograd_f2x3_nhwc", where Winograd fits) with the NCHW primitives' grids their rule allows, and the
+// channel-blocked direct conv ("nchwc", where both channel counts are whole blocks) with the GEMM's
+// grids whose channel cuts are whole pairs of blocks. Distinct, the rule's choice among them if it is one.
 std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n);
 
 int64_t tile_count(const Shape& shape, const Shape& extent);

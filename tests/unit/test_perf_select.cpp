@@ -307,22 +307,24 @@ TEST(PerfSelect, EveryCandidatePlansAndComputesTheReference) {
   ASSERT_TRUE(tune::tunable_matmul(*rules, 1));
   EXPECT_FALSE(tune::tunable_conv(*rules, 1));
   const std::vector<tune::ConvCandidate> conv = tune::conv_candidates(*rules, 0), matmul = tune::matmul_candidates(*rules, 1);
-  EXPECT_GE(conv.size(), 10u);   // five primitives, several grids
+  EXPECT_GE(conv.size(), 12u);   // six primitives, several grids
   EXPECT_GE(matmul.size(), 2u);
   std::set<std::string> primitives;
   for (const auto& c : conv) primitives.insert(c.primitive);
-  EXPECT_EQ(primitives, (std::set<std::string>{"gemm", "nhwc", "winograd", "winograd_nhwc", "winograd_f2x3_nhwc"}));
+  EXPECT_EQ(primitives,
+            (std::set<std::string>{"gemm", "nhwc", "nchwc", "winograd", "winograd_nhwc", "winograd_f2x3_nhwc"}));
   for (const auto& c : matmul) EXPECT_TRUE(c.primitive.empty());
   uint32_t seed = 1;
   auto check = [&](const NodeChoice& choice, int64_t tiles, size_t) {
     PlanOptions with = po;
     with.choices = {choice};
     const auto plan = make_plan(g, with);
-    // By name: an nhwc choice puts Transposes around the conv.
+    // By name: an nhwc or nchwc choice puts Transposes around the conv.
     size_t node = 0;
     while (node < plan->graph.nodes.size() && plan->graph.nodes[node].name != choice.node) ++node;
     ASSERT_LT(node, plan->graph.nodes.size()) << choice.node;
     if (channels_last_choice(choice.primitive)) EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNhwc");
+    if (choice.primitive == "nchwc") EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNchwc");
     // The channels-last Winograd forms run as the choice says, the channels-last GEMM never on
     // either.
     if (channels_last_choice(choice.primitive))
