@@ -134,11 +134,32 @@ namespace {
 
 // One node of the selection problem: a conv of the graph as written, its choices (the rule's
 // first) and the layout each runs in.
+// The layout a conv runs in: what its neighbours' Transposes depend on.
+enum class ConvLayoutKind { nchw, channels_last, blocked };
+
+ConvLayoutKind layout_of(const std::string& primitive) {
+  if (channels_last_primitive(primitive)) return ConvLayoutKind::channels_last;
+  return primitive == "nchwc" ? ConvLayoutKind::blocked : ConvLayoutKind::nchw;
+}
+
+ConvLayoutKind layout_of(const Node& node) {
+  if (node.domain != kGroveDomain) return ConvLayoutKind::nchw;
+  if (node.op_type == "ConvNchwc") return ConvLayoutKind::blocked;
+  return node.op_type.ends_with("Nhwc") ? ConvLayoutKind::channels_last : ConvLayoutKind::nchw;
+}
+
+// Transposes between two layouts: none in one, one to or from NCHW, and two between
+// channels-last and blocked, which meet through NCHW (passes/layout_nchwc.cpp).
+int transposes_between(ConvLayoutKind a, ConvLayoutKind b) {
+  if (a == b) return 0;
+  return a == ConvLayoutKind::nchw || b == ConvLayoutKind::nchw ? 1 : 2;
+}
+
 struct Vertex {
   size_t node = 0;  // in the plan as written
   bool tunable = false;
   std::vector<ConvCandidate> choices;
-  std::vector<bool> channels_last;
+  std::vector<ConvLayoutKind> layout;
   std::vector<double> cost;
 };
 
@@ -186,7 +207,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     auto r = in_rules.find(node.name);
     if (r == in_rules.end()) continue;
     const Node& ruled = rules.graph.nodes[r->second];
-    const bool ruled_nhwc = ruled.domain == kGroveDomain && ruled.op_type.ends_with("Nhwc");
+    const ConvLayoutKind ruled_layout = layout_of(ruled);
     Vertex v;
     v.node = n;
     ConvConfig c;
@@ -195,7 +216,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
       if (std::count(priced.begin(), priced.end(), rule.primitive)) {
         v.tunable = true;
         v.choices.push_back(rule);
-        v.channels_last.push_back(ruled_nhwc);
+        v.layout.push_back(ruled_layout);
         const double us = price(c, rule);
         v.cost.push_back(predicted_cost(us, rule.tiles, threads));
         flops += double(node_flops(as_written.graph, node));
@@ -207,12 +228,12 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
         // as a whole model than its nodes' and Transposes' times said (docs/tuning.md, stop 52).
         for (const ConvCandidate& k : conv_candidates(as_written, n)) {
           if (k.tiles != rule.tiles || !std::count(priced.begin(), priced.end(), k.primitive) ||
-              (channels_last_primitive(k.primitive) && options.conv_layout != ConvLayout::channels_last) ||
-              (threads > 1 && channels_last_primitive(k.primitive) != ruled_nhwc) ||
+              (layout_of(k.primitive) != ConvLayoutKind::nchw && options.conv_layout != ConvLayout::channels_last) ||
+              (threads > 1 && layout_of(k.primitive) != ruled_layout) ||
               (k.primitive == rule.primitive && k.extent == rule.extent))
             continue;
           v.choices.push_back(k);
-          v.channels_last.push_back(channels_last_primitive(k.primitive));
+          v.layout.push_back(layout_of(k.primitive));
           // A candidate must beat the rule by more than the two predictions' errors together.
           const double margin = std::max(keep_share, std::hypot(error_of(rule.primitive), error_of(k.primitive)));
           v.cost.push_back(predicted_cost(price(c, k), k.tiles, threads) * (1 + margin));
@@ -221,7 +242,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     }
     if (!v.tunable) {
       v.choices = {ConvCandidate{}};
-      v.channels_last = {ruled_nhwc};
+      v.layout = {ruled_layout};
       v.cost = {0};
     }
     vertex_of[n] = static_cast<int>(vertices.size());
@@ -244,7 +265,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     std::vector<double>& costs = problem.node_costs[static_cast<size_t>(vertex_of[b.conv])];
     const Vertex& v = vertices[static_cast<size_t>(vertex_of[b.conv])];
     for (size_t i = 0; i < costs.size(); ++i)
-      if (v.channels_last[i]) costs[i] += transpose_cost(b.elements);
+      if (v.layout[i] != ConvLayoutKind::nchw) costs[i] += transpose_cost(b.elements);
   }
   for (const LayoutLink& l : links.links) {
     const int a = vertex_of[l.producer], b = vertex_of[l.consumer];
@@ -252,7 +273,8 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     PbqpEdge e{a, b, std::vector<double>(va.choices.size() * vb.choices.size(), 0)};
     for (size_t i = 0; i < va.choices.size(); ++i)
       for (size_t j = 0; j < vb.choices.size(); ++j)
-        if (va.channels_last[i] != vb.channels_last[j]) e.costs[i * vb.choices.size() + j] = transpose_cost(l.elements);
+        if (const int t = transposes_between(va.layout[i], vb.layout[j]))
+          e.costs[i * vb.choices.size() + j] = t * transpose_cost(l.elements);
     problem.edges.push_back(std::move(e));
   }
   const PbqpSolution solution = solve_pbqp(problem);
@@ -275,15 +297,13 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     PlanOptions with = structure;
     with.choices = choices;
     const std::shared_ptr<const Plan> plan = make_plan(graph, with);
-    std::map<std::string, bool> runs_nhwc;
-    for (const Node& n : plan->graph.nodes)
-      runs_nhwc[n.name] = n.domain == kGroveDomain && n.op_type.ends_with("Nhwc");
+    std::map<std::string, ConvLayoutKind> runs_in;
+    for (const Node& n : plan->graph.nodes) runs_in[n.name] = layout_of(n);
     bool changed = false;
     for (size_t i = 0; i < vertices.size(); ++i) {
       const Vertex& v = vertices[i];
-      auto r = runs_nhwc.find(as_written.graph.nodes[v.node].name);
-      if (!v.tunable || named[i] || r == runs_nhwc.end() ||
-          r->second == v.channels_last[static_cast<size_t>(solution.choice[i])])
+      auto r = runs_in.find(as_written.graph.nodes[v.node].name);
+      if (!v.tunable || named[i] || r == runs_in.end() || r->second == v.layout[static_cast<size_t>(solution.choice[i])])
         continue;
       name(i);
       changed = true;

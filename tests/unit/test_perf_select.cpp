@@ -233,6 +233,50 @@ TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
   EXPECT_TRUE(tune::predicted_choices(g, options(ConvLayout::channels_last, 0), unsure).empty());
 }
 
+// The chain of LayoutChangesArePricedOnTheEdges with a model that prices the channel-blocked
+// conv ("nchwc", the seventh output). Blocked at half the GEMM's time everywhere, the whole
+// chain goes blocked: its Transposes in and out are the channels-last chain's. With the NCHW
+// GEMM at twice the channels-last one's time and blocked at 0.7x on b's 256 input channels and
+// 1.3x elsewhere, b alone goes blocked where Transposes cost
+// nothing; at the default price it stays: channels-last and blocked meet through NCHW, two
+// Transposes on each side of b (three eighths of b's time), where one each (three sixteenths)
+// would have paid.
+TEST(PerfSelect, AModelThatPricesTheBlockedConvRunsChainsBlocked) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 128, 16, 16}).output("y", kF32, {1, 128, 16, 16});
+  const char* names[] = {"a", "b", "c"};
+  const int64_t channels[] = {128, 256, 128, 128};
+  std::string in = "x";
+  for (int i = 0; i < 3; ++i) {
+    const std::string w = std::string("w") + names[i], out = i == 2 ? "y" : std::string("v") + names[i];
+    weight(b, w, {channels[i + 1], channels[i], 1, 1}, i + 1);
+    b.node("Conv", {in, w}, {out}, names[i]);
+    in = out;
+  }
+  const Graph g = unfused_graph({"chain", b.bytes(), {}});
+  auto layouts_chosen = [&](const PlanOptions& po, const tune::PerfModel& m) {
+    PlanOptions with = po;
+    with.choices = tune::predicted_choices(g, po, m);
+    const auto chosen = make_plan(g, with);
+    std::string layouts;  // n NCHW, c channels-last, b blocked
+    for (const Node& n : chosen->graph.nodes)
+      if (n.op_type.starts_with("Conv")) layouts += n.op_type == "ConvNhwc" ? 'c' : n.op_type == "ConvNchwc" ? 'b' : 'n';
+    return layouts;
+  };
+  // gemm, winograd, nhwc, winograd_nhwc, direct, winograd_f2x3_nhwc, nchwc
+  const tune::PerfModel half = taught([](int64_t) { return std::vector<double>{1, 1, 1, 1, 1, 1, 0.5}; }, {32, 64, 128, 256}, 1);
+  EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last), half), "bbb");
+  const tune::PerfModel only_b = taught(
+      [](int64_t cin) {
+        return std::vector<double>{2, 2, 1, 1, 1, 1, cin == 256 ? 0.7 : 1.3};
+      },
+      {32, 64, 128, 256}, 1);
+  EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last, 0), only_b), "cbc");
+  EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last), only_b), "ccc");
+  // Past one thread the model keeps each conv in the rule's layout, blocked is no exception.
+  EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last, 0, 2), half), "ccc");
+}
+
 // A network's stem (3 channels, 7x7 stride 2) that the rules run on the direct kernel: a model
 // that prices the direct kernel moves it to the GEMM where it says the GEMM is faster by more
 // than its margin, and keeps it where the direct kernel is faster.
