@@ -42,16 +42,17 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
   std::set<std::string> graph_outputs;
   for (const auto& o : g.outputs) graph_outputs.insert(o.name);
 
-  // The convs that write `value`, through followers; `nchw` when an NCHW producer is met.
-  std::function<void(const std::string&, int, std::set<size_t>&, bool&)> sources =
-      [&](const std::string& value, int depth, std::set<size_t>& convs, bool& nchw) {
+  // The convs that write `value`, through followers (true: straight, with no follower between);
+  // `nchw` when an NCHW producer is met.
+  std::function<void(const std::string&, int, std::map<size_t, bool>&, bool&)> sources =
+      [&](const std::string& value, int depth, std::map<size_t, bool>& convs, bool& nchw) {
         auto p = producer.find(value);
         if (p == producer.end()) {  // a graph input (initializers are not activations)
           if (!g.initializers.count(value)) nchw = true;
           return;
         }
         const Node& n = g.nodes[p->second];
-        if (is_conv[p->second]) convs.insert(p->second);
+        if (is_conv[p->second]) convs.emplace(p->second, true).first->second &= depth == 0;
         else if (follows_layout(n) && depth < kMaxFollowDepth)
           for (size_t i = 0; i < (n.op_type == "MaxPool" ? 1 : n.inputs.size()); ++i) {
             if (!n.inputs[i].empty()) sources(n.inputs[i], depth + 1, convs, nchw);
@@ -74,7 +75,7 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
   };
 
   LayoutLinks out;
-  std::map<std::pair<size_t, size_t>, int64_t> pairs;
+  std::map<std::pair<size_t, size_t>, std::pair<int64_t, bool>> pairs;  // elements, straight
   for (size_t c = 0; c < g.nodes.size(); ++c) {
     if (c >= is_conv.size() || !is_conv[c]) continue;
     const Node& n = g.nodes[c];
@@ -83,13 +84,14 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
     if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty())
       read.push_back(n.inputs[kEpilogueResidualInput]);
     for (size_t i = 0; i < read.size(); ++i) {
-      std::set<size_t> convs;
+      std::map<size_t, bool> convs;
       bool nchw = false;
       sources(read[i], 0, convs, nchw);
       const int64_t size = elements(g, read[i]);
-      for (size_t p : convs) {
-        int64_t& e = pairs[{p, c}];
-        e = std::max(e, size);
+      for (const auto& [p, straight] : convs) {
+        auto [it, fresh] = pairs.try_emplace({p, c}, size, straight);
+        it->second.first = std::max(it->second.first, size);
+        it->second.second = it->second.second && straight;
       }
       if (nchw && !(i == 0 && is_few_channel_stem(g, n))) boundary += size;
     }
@@ -97,7 +99,7 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
     if (boundary > 0) out.boundaries.push_back({c, boundary});
   }
   for (const auto& [pc, e] : pairs)
-    if (pc.first != pc.second) out.links.push_back({pc.first, pc.second, e});
+    if (pc.first != pc.second) out.links.push_back({pc.first, pc.second, e.first, e.second});
   return out;
 }
 

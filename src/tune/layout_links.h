@@ -16,6 +16,9 @@ namespace grove::tune {
 struct LayoutLink {
   size_t producer = 0, consumer = 0;  // node indices of two convs in `is_conv`
   int64_t elements = 0;               // what a Transpose between them moves
+  // No Add, Concat or MaxPool between them: two channel-blocked convs share their value only
+  // then (those ops run channels-last or NCHW, never blocked).
+  bool straight = true;
 };
 
 struct LayoutBoundary {

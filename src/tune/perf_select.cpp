@@ -148,9 +148,11 @@ ConvLayoutKind layout_of(const Node& node) {
   return node.op_type.ends_with("Nhwc") ? ConvLayoutKind::channels_last : ConvLayoutKind::nchw;
 }
 
-// Transposes between two layouts: none in one, one to or from NCHW, and two between
-// channels-last and blocked, which meet through NCHW (passes/layout_nchwc.cpp).
-int transposes_between(ConvLayoutKind a, ConvLayoutKind b) {
+// Transposes between two linked convs' layouts: none in one, one to or from NCHW, and two
+// between channels-last and blocked, which meet through NCHW (passes/layout_nchwc.cpp); two
+// between blocked convs linked through an Add, Concat or MaxPool, which reads NCHW.
+int transposes_between(ConvLayoutKind a, ConvLayoutKind b, bool straight) {
+  if (a == ConvLayoutKind::blocked && b == ConvLayoutKind::blocked && !straight) return 2;
   if (a == b) return 0;
   return a == ConvLayoutKind::nchw || b == ConvLayoutKind::nchw ? 1 : 2;
 }
@@ -273,7 +275,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     PbqpEdge e{a, b, std::vector<double>(va.choices.size() * vb.choices.size(), 0)};
     for (size_t i = 0; i < va.choices.size(); ++i)
       for (size_t j = 0; j < vb.choices.size(); ++j)
-        if (const int t = transposes_between(va.layout[i], vb.layout[j]))
+        if (const int t = transposes_between(va.layout[i], vb.layout[j], l.straight))
           e.costs[i * vb.choices.size() + j] = t * transpose_cost(l.elements);
     problem.edges.push_back(std::move(e));
   }

@@ -394,13 +394,15 @@ namespace {
 
 using namespace grove::test;
 
-// image -> stem (3 channels) -> MaxPool -> a, b; Add(a, b) -> c -> Relu -> y. The stem reads
-// the image as it is; a and b read the stem through the pool, c reads both through the Add;
-// c's output goes to a Relu that stays NCHW.
+// image -> stem (3 channels) -> MaxPool -> a, b; Add(a, b) -> c -> Relu -> y; a -> d -> z. The
+// stem reads the image as it is; a and b read the stem through the pool, c reads both through
+// the Add (links that are not straight: no blocked value crosses them), d reads a straight;
+// c's output goes to a Relu that stays NCHW, d's is a graph output.
 TEST(LayoutLinks, ConvsMeetThroughFollowersAndPayAtNchwBoundaries) {
   OnnxBuilder b(13);
-  b.input("x", kF32, {1, 3, 32, 32}).output("y", kF32, {1, 16, 16, 16});
+  b.input("x", kF32, {1, 3, 32, 32}).output("y", kF32, {1, 16, 16, 16}).output("z", kF32, {1, 16, 16, 16});
   weight(b, "ws", {16, 3, 3, 3}, 1);
+  weight(b, "wd", {16, 16, 1, 1}, 5);
   weight(b, "wa", {16, 16, 1, 1}, 2);
   weight(b, "wb", {16, 16, 1, 1}, 3);
   weight(b, "wc", {16, 16, 1, 1}, 4);
@@ -413,6 +415,7 @@ TEST(LayoutLinks, ConvsMeetThroughFollowersAndPayAtNchwBoundaries) {
   b.node("Add", {"a", "bb"}, {"sum"}, "add");
   b.node("Conv", {"sum", "wc"}, {"c"}, "c");
   b.node("Relu", {"c"}, {"y"}, "relu");
+  b.node("Conv", {"a", "wd"}, {"z"}, "d");
   Plan plan;
   plan.graph = unfused_graph({"links", b.bytes(), {}});
   std::vector<bool> is_conv(plan.graph.nodes.size());
@@ -422,18 +425,19 @@ TEST(LayoutLinks, ConvsMeetThroughFollowersAndPayAtNchwBoundaries) {
     is_conv[n] = plan.graph.nodes[n].op_type == "Conv";
   }
   const tune::LayoutLinks l = tune::layout_links(plan, is_conv);
-  std::set<std::tuple<size_t, size_t, int64_t>> links;
-  for (const auto& k : l.links) links.insert({k.producer, k.consumer, k.elements});
+  std::set<std::tuple<size_t, size_t, int64_t, bool>> links;
+  for (const auto& k : l.links) links.insert({k.producer, k.consumer, k.elements, k.straight});
   const int64_t half = 16 * 16 * 16;
-  EXPECT_EQ(links, (std::set<std::tuple<size_t, size_t, int64_t>>{{at["stem"], at["a"], half},
-                                                                  {at["stem"], at["b"], half},
-                                                                  {at["a"], at["c"], half},
-                                                                  {at["b"], at["c"], half}}));
+  EXPECT_EQ(links, (std::set<std::tuple<size_t, size_t, int64_t, bool>>{{at["stem"], at["a"], half, false},
+                                                                        {at["stem"], at["b"], half, false},
+                                                                        {at["a"], at["c"], half, false},
+                                                                        {at["b"], at["c"], half, false},
+                                                                        {at["a"], at["d"], half, true}}));
   std::map<size_t, int64_t> boundaries;
   for (const auto& k : l.boundaries) boundaries[k.conv] = k.elements;
   // The stem's image needs no Transpose (the row kernel gathers its few channels), but its
   // output does where its readers stay NCHW: here none does. c's output goes to the Relu.
-  std::map<size_t, int64_t> want = {{at["c"], half}};
+  std::map<size_t, int64_t> want = {{at["c"], half}, {at["d"], half}};
   if (!is_few_channel_stem(plan.graph, plan.graph.nodes[at["stem"]])) want[at["stem"]] = 3 * 32 * 32;
   EXPECT_EQ(boundaries, want);
 }
