@@ -3,9 +3,12 @@
 // ConvNchwc, reading a blocked copy of x (and of a fused residual) and writing a blocked y,
 // with a reorder back to NCHW for every other reader. A reorder is a Reshape, which the plan
 // makes a view, and one tiled Transpose, so a layout change is an edge of the tile graph, not
-// a barrier. A conv whose inputs already have a blocked copy reads it, so a chain of such convs
-// (a ResNet's blocks, their residual Adds and Relus fused in) stays blocked from its first conv
-// to its last; the reorders no one reads are removed as dead.
+// a barrier. It runs after the channels-last pass: an x that is the Transpose of a
+// channels-last value is blocked straight from that value, and a reader's channels-last copy
+// of y is made straight from the blocked y, one Transpose of b-float runs each way instead of
+// two through NCHW. A conv whose inputs already have a blocked copy reads it, so a chain of
+// such convs (a ResNet's blocks, their residual Adds and Relus fused in) stays blocked from
+// its first conv to its last; the reorders no one reads are removed as dead.
 #include <map>
 
 #include "graph/choice_attrs.h"
@@ -39,6 +42,11 @@ const ValueInfo* info(const Graph& g, const std::string& name) {
 
 bool f32_4d(const ValueInfo* v) { return v && v->dtype == DType::f32 && v->shape.size() == 4; }
 
+bool is_transpose(const Node& n, const std::vector<int64_t>& perm) {
+  return n.op_type == "Transpose" && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+         n.attr_ints("perm", {}) == perm;
+}
+
 }  // namespace
 
 bool can_run_nchwc(const Graph& g, const Node& n, int64_t block) {
@@ -57,20 +65,40 @@ int to_blocked_f32(Graph& g, int64_t block) {
   std::map<std::string, std::string> blocked;  // NCHW value -> its blocked copy
   std::vector<Node> out;
   int converted = 0;
+  std::map<std::string, std::string> nhwc_source;  // NCHW value -> the channels-last value it is the Transpose of
+  for (const Node& n : g.nodes)
+    if (is_transpose(n, {0, 3, 1, 2}) && f32_4d(info(g, n.inputs[0]))) nhwc_source[n.outputs[0]] = n.inputs[0];
   auto blocked_copy = [&](const std::string& value) {
     auto it = blocked.find(value);
     if (it != blocked.end()) return it->second;
     const ValueInfo v = g.values.at(value);
     const Shape& s = v.shape;
     const std::string split = value + "/nchwc_split", name = value + "/nchwc";
-    g.values[split] = ValueInfo{v.dtype, {s[0], s[1] / block, block, s[2], s[3]}, nullptr, true};
     g.values[name] = ValueInfo{v.dtype, blocked_shape(s, block), nullptr, true};
-    out.push_back(reshape_node(g, split + "/Reshape", value, split, g.values[split].shape));
-    out.push_back(transpose_node(name + "/Transpose", split, name, {0, 1, 3, 4, 2}));
+    if (auto nhwc = nhwc_source.find(value); nhwc != nhwc_source.end()) {  // [N, H, W, C / b, b] -> blocked
+      g.values[split] = ValueInfo{v.dtype, {s[0], s[2], s[3], s[1] / block, block}, nullptr, true};
+      out.push_back(reshape_node(g, split + "/Reshape", nhwc->second, split, g.values[split].shape));
+      out.push_back(transpose_node(name + "/Transpose", split, name, {0, 3, 1, 2, 4}));
+    } else {  // [N, C / b, b, H, W] -> blocked
+      g.values[split] = ValueInfo{v.dtype, {s[0], s[1] / block, block, s[2], s[3]}, nullptr, true};
+      out.push_back(reshape_node(g, split + "/Reshape", value, split, g.values[split].shape));
+      out.push_back(transpose_node(name + "/Transpose", split, name, {0, 1, 3, 4, 2}));
+    }
     blocked[value] = name;
     return name;
   };
   for (const Node& n : g.nodes) {
+    // A channels-last copy of a blocked conv's y: straight from the blocked y.
+    if (is_transpose(n, {0, 2, 3, 1}) && blocked.count(n.inputs[0]) && f32_4d(info(g, n.outputs[0]))) {
+      const std::string& z = n.outputs[0];
+      const ValueInfo v = g.values.at(z);
+      const Shape& s = v.shape;  // [N, H, W, M]
+      const std::string split = z + "/nchwc_split";
+      g.values[split] = ValueInfo{v.dtype, {s[0], s[1], s[2], s[3] / block, block}, nullptr, true};
+      out.push_back(transpose_node(split + "/Transpose", blocked.at(n.inputs[0]), split, {0, 2, 3, 1, 4}));
+      out.push_back(reshape_node(g, split + "/Reshape", split, z, s));
+      continue;
+    }
     if (conv_primitive_choice(n) != "nchwc" || n.op_type != "Conv" || !n.domain.empty()) {
       out.push_back(n);
       continue;

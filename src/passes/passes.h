@@ -53,8 +53,9 @@ int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double
                          int64_t winograd_min_channels, bool winograd_small_planes);
 // Each float32 Conv chosen "nchwc" (graph/choice_attrs.h) runs as grove.internal ConvNchwc on
 // blocks of `block` channels (kernels::conv_nchwc_block), with reorders where the layout changes;
-// chains of such convs stay blocked (layout_nchwc.cpp). Run by make_plan after the precision
-// marks, before the channels-last pass. A chosen conv it cannot run is an error naming it.
+// chains of such convs stay blocked (layout_nchwc.cpp). Run by make_plan after the
+// channels-last pass, whose copies it reorders from and to directly. A chosen conv it cannot
+// run is an error naming it.
 // Returns how many.
 int to_blocked_f32(Graph& graph, int64_t block);
 // Whether it can run this node: a float32 Conv that ops/channels_blocked.h's conv_fits_nchwc

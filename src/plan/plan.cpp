@@ -128,7 +128,6 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   plan->pruning = apply_feature_pruning(plan->graph, options.feature_pruning);
   apply_primitive_choices(plan->graph, options.choices);  // before precision: bf16 skips Winograd layers
   plan->precision = apply_precision(plan->graph, options.precision, options.bf16_dot_gain);
-  to_blocked_f32(plan->graph, int64_t(kernels::conv_nchwc_block(kernels::active_isa())));
   if (options.conv_layout == ConvLayout::channels_last) {  // after precision: a bf16 conv leaves Winograd
     std::set<std::string> keep;  // a node a choice names keeps the layout it was measured in
     for (const NodeChoice& c : options.choices) keep.insert(c.node);
@@ -140,6 +139,8 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     if (options.fuse_expand_depthwise && options.fuse_depthwise_project) fuse_depthwise_project(plan->graph, keep);
     if (options.fuse_conv_max_pool) fuse_conv_max_pool(plan->graph, keep);
   }
+  // After the channels-last pass, whose copies a blocked conv then reads and writes directly.
+  to_blocked_f32(plan->graph, int64_t(kernels::conv_nchwc_block(kernels::active_isa())));
   plan_values(*plan);
   plan_detail::mark_views(*plan);
   TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;

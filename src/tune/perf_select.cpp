@@ -148,13 +148,12 @@ ConvLayoutKind layout_of(const Node& node) {
   return node.op_type.ends_with("Nhwc") ? ConvLayoutKind::channels_last : ConvLayoutKind::nchw;
 }
 
-// Transposes between two linked convs' layouts: none in one, one to or from NCHW, and two
-// between channels-last and blocked, which meet through NCHW (passes/layout_nchwc.cpp); two
-// between blocked convs linked through an Add, Concat or MaxPool, which reads NCHW.
+// Transposes between two linked convs' layouts: none in one, one between two others (blocked
+// and channels-last meet directly, passes/layout_nchwc.cpp), and two between blocked convs
+// linked through an Add, Concat or MaxPool, which never reads the blocked copy.
 int transposes_between(ConvLayoutKind a, ConvLayoutKind b, bool straight) {
   if (a == ConvLayoutKind::blocked && b == ConvLayoutKind::blocked && !straight) return 2;
-  if (a == b) return 0;
-  return a == ConvLayoutKind::nchw || b == ConvLayoutKind::nchw ? 1 : 2;
+  return a == b ? 0 : 1;
 }
 
 struct Vertex {

@@ -107,14 +107,21 @@ TEST(LayoutNchwc, ChosenChainRunsBlockedAndComputesTheReference) {
   }
 }
 
+// conv_b blocked between channels-last conv_a and conv_skip (Transposes priced at nothing, so
+// that those stay channels-last): it reads both their channels-last copies straight, one
+// Transpose each, where going through NCHW would take two.
 TEST(LayoutNchwc, OneBlockedConvAmongChannelsLastOnesComputesTheReference) {
   const TestModel m = blocked_block();
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
   PlanOptions options;
+  options.transpose_flops = 0;
   options.choices = {{"conv_b", "nchwc", {}}};
   auto plan = make_plan(model.graph(), options);
   EXPECT_EQ(count_op(*plan, "ConvNchwc"), 1);
+  EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
+  // x to channels-last; a's and s's copies to blocked; y back to NCHW for the output and pool.
+  EXPECT_EQ(count_op(*plan, "Transpose"), 4);
   PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
   run_serial(run, 3);
   expect_close(run.outputs(), want, 1e-4, "one blocked conv");

@@ -237,10 +237,10 @@ TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
 // conv ("nchwc", the seventh output). Blocked at half the GEMM's time everywhere, the whole
 // chain goes blocked: its Transposes in and out are the channels-last chain's. With the NCHW
 // GEMM at twice the channels-last one's time and blocked at 0.7x on b's 256 input channels and
-// 1.3x elsewhere, b alone goes blocked where Transposes cost
-// nothing; at the default price it stays: channels-last and blocked meet through NCHW, two
-// Transposes on each side of b (three eighths of b's time), where one each (three sixteenths)
-// would have paid.
+// 1.3x elsewhere, b alone goes blocked, also at the default price: channels-last and blocked
+// meet directly, one Transpose on each side of b (three sixteenths of b's time) for its gain
+// of three tenths; two on each side (three eighths) would not have paid. Where Transposes cost
+// ten times more, b stays.
 TEST(PerfSelect, AModelThatPricesTheBlockedConvRunsChainsBlocked) {
   OnnxBuilder b(13);
   b.input("x", kF32, {1, 128, 16, 16}).output("y", kF32, {1, 128, 16, 16});
@@ -272,7 +272,8 @@ TEST(PerfSelect, AModelThatPricesTheBlockedConvRunsChainsBlocked) {
       },
       {32, 64, 128, 256}, 1);
   EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last, 0), only_b), "cbc");
-  EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last), only_b), "ccc");
+  EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last), only_b), "cbc");
+  EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last, 10 * kDefaultTransposeFlops), only_b), "ccc");
   // Past one thread the model keeps each conv in the rule's layout, blocked is no exception.
   EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last, 0, 2), half), "ccc");
 }
