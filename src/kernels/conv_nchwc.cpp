@@ -22,6 +22,14 @@ void pack_conv_nchwc_weights(const float* w, size_t out_channels, size_t in_chan
             *out++ = w[((ob * block + co) * in_channels + ib * block + ci) * taps + t];
 }
 
+void pack_conv_nchwc_depthwise_weights(const float* w, size_t channels, size_t kernel_h, size_t kernel_w, size_t block,
+                                       float* out) {
+  const size_t taps = kernel_h * kernel_w;
+  for (size_t b = 0; b < channels / block; ++b)
+    for (size_t t = 0; t < taps; ++t)
+      for (size_t c = 0; c < block; ++c) *out++ = w[(b * block + c) * taps + t];
+}
+
 size_t conv_nchwc_phase_pixels(size_t out_w, size_t kernel_w, size_t stride_w) {
   return out_w + (kernel_w - 1) / stride_w;
 }

@@ -28,6 +28,9 @@ size_t conv_nchwc_block(Isa isa);
 
 struct ConvNchwcCall {
   size_t block = 0;             // channels per block: 8 or 16
+  // Depthwise (one group per channel): output block i reads input block i only, in_blocks is
+  // unused, and x starts at the input block of the call's first output block.
+  bool depthwise = false;
   size_t in_blocks = 0;         // input channel blocks, all read by every output
   const float* x = nullptr;     // input block 0, the call's first (padded) row, phase 0, pixel 0
   size_t x_block_stride = 0;    // floats between input blocks
@@ -44,13 +47,19 @@ struct ConvNchwcCall {
   ActivationParams activation;  // y = act(sum + residual)
 };
 
-// Floats of one output block's packed weights: in_channels * kh * kw * block.
+// Floats of one output block's packed weights: in_channels * kh * kw * block (1 input channel
+// per output channel for a depthwise conv).
 size_t conv_nchwc_block_weights(size_t in_channels, size_t kernel_h, size_t kernel_w, size_t block);
 
 // OIHW weights (out_channels x in_channels x kh x kw, both channel counts multiples of block)
 // as [out block][in block][ky][kx][input channel][output channel of the block].
 void pack_conv_nchwc_weights(const float* w, size_t out_channels, size_t in_channels, size_t kernel_h, size_t kernel_w,
                              size_t block, float* out);
+
+// Depthwise weights (channels x 1 x kh x kw, channels a multiple of block) as
+// [block][ky][kx][channel of the block]: kh * kw * block floats per block.
+void pack_conv_nchwc_depthwise_weights(const float* w, size_t channels, size_t kernel_h, size_t kernel_w, size_t block,
+                                       float* out);
 
 // Padded pixels per column phase of a row: output pixel j's tap kx reads pixel j + kx / s of
 // phase kx % s.

@@ -59,6 +59,41 @@ inline void nchwc_tile(const ConvNchwcCall& c, const NchwcTaps& taps, size_t ob,
     }
 }
 
+// Depthwise: output block ob of row r, pixels [px, px + Pixels): each lane sums its own
+// channel's taps, one weight vector and one input vector per tap and pixel.
+template <int L, int Pixels>
+inline void nchwc_depthwise_tile(const ConvNchwcCall& c, const NchwcTaps& taps, size_t ob, size_t r, size_t px) {
+  using V = FloatVec<L>;
+  V acc[Pixels];
+  const V b = c.bias ? load_floats<V>(c.bias + ob * L) : V{};
+#pragma GCC unroll 16
+  for (int p = 0; p < Pixels; ++p) acc[p] = b;
+  const float* w = c.w + ob * c.kernel_h * c.kernel_w * L;
+  for (size_t ky = 0; ky < c.kernel_h; ++ky) {
+    const float* row = c.x + ob * c.x_block_stride + (r * c.stride_h + ky) * c.x_row_stride + px * L;
+    for (size_t kx = 0; kx < c.kernel_w; ++kx, w += L) {
+      const V wv = load_floats<V>(w);
+      const float* p0 = row + taps.column[kx];
+#pragma GCC unroll 16
+      for (int p = 0; p < Pixels; ++p) acc[p] += wv * load_floats<V>(p0 + p * L);
+    }
+  }
+#pragma GCC unroll 16
+  for (int p = 0; p < Pixels; ++p) {
+    const size_t at = ob * c.y_block_stride + (r * c.out_w + px + size_t(p)) * L;
+    finish_floats(c.y + at, acc[p], c.residual ? c.residual + at : nullptr, c.activation);
+  }
+}
+
+template <int L, int Pixels>
+inline void nchwc_depthwise_tile_of(size_t n, const ConvNchwcCall& c, const NchwcTaps& taps, size_t ob, size_t r,
+                                    size_t px) {
+  if constexpr (Pixels > 1) {
+    if (n < size_t(Pixels)) return nchwc_depthwise_tile_of<L, Pixels - 1>(n, c, taps, ob, r, px);
+  }
+  nchwc_depthwise_tile<L, Pixels>(c, taps, ob, r, px);
+}
+
 // Pixels [px, px + n) with n <= Pixels, as one tile of n pixels.
 template <int L, int Blocks, int Pixels>
 inline void nchwc_tile_of(size_t n, const ConvNchwcCall& c, const NchwcTaps& taps, size_t ob, size_t r, size_t px) {
@@ -76,6 +111,16 @@ void conv_nchwc_lanes(const ConvNchwcCall& c) {
   // The row's pixels in tiles as even as can be (13 as 7 + 6, not 12 + 1): a tile of one pixel
   // has too few accumulators to hide the FMA latency.
   const size_t tiles = (c.out_w + Pixels - 1) / Pixels;
+  if (c.depthwise) {
+    for (size_t r = 0; r < c.out_rows; ++r)
+      for (size_t ob = 0; ob < c.out_blocks; ++ob)
+        for (size_t t = 0, px = 0; t < tiles; ++t) {
+          const size_t n = (c.out_w - px) / (tiles - t) + ((c.out_w - px) % (tiles - t) != 0);
+          nchwc_depthwise_tile_of<L, Pixels>(n, c, taps, ob, r, px);
+          px += n;
+        }
+    return;
+  }
   for (size_t r = 0; r < c.out_rows; ++r)
     for (size_t ob = 0; ob < c.out_blocks; ob += 2)
       for (size_t t = 0, px = 0; t < tiles; ++t) {

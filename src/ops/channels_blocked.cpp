@@ -1,5 +1,5 @@
 // ConvNchwc(x, W [, B [, r]]) of grove.internal, made by passes/layout_nchwc.cpp (the importer
-// never sees it): the float32 Conv (one group, 2-D, no dilation) with its fused epilogue
+// never sees it): the float32 Conv (one group or depthwise, 2-D, no dilation) with its fused epilogue
 // (graph/epilogue_attrs.h), x as [N, C / b, H, W, b] and y (and r) as [N, M / b, OH, OW, b];
 // W stays [M, C, kh, kw] (tile_conv_nchwc.cpp packs it). Both channel counts are multiples of
 // the block b, x's last dim. Every attribute means what it means on Conv, and the reference is
@@ -15,11 +15,17 @@
 
 namespace grove {
 
+bool conv_is_depthwise(const Node& node, const Shape& x, const Shape& w) {
+  return x.size() == 4 && w.size() == 4 && x[1] > 1 && node.attr_int("group", 1) == x[1] && w[0] == x[1] && w[1] == 1;
+}
+
 bool conv_fits_nchwc(const Node& node, const Shape& x, const Shape& w, int64_t block) {
-  if (block <= 0 || x.size() != 4 || w.size() != 4 || node.attr_int("group", 1) != 1) return false;
+  if (block <= 0 || x.size() != 4 || w.size() != 4) return false;
+  if (node.attr_int("group", 1) != 1 && !conv_is_depthwise(node, x, w)) return false;
   for (int64_t d : node.attr_ints("dilations", {1, 1}))
     if (d != 1) return false;
-  return x[1] == w[1] && x[1] % block == 0 && w[0] % block == 0 && w[0] > 0 && x[1] > 0 && w[3] >= 1 &&
+  const int64_t per_group = node.attr_int("group", 1) == 1 ? x[1] : 1;
+  return w[1] == per_group && x[1] % block == 0 && w[0] % block == 0 && w[0] > 0 && x[1] > 0 && w[3] >= 1 &&
          w[3] <= int64_t(kernels::kConvNchwcMaxKernelW);
 }
 
@@ -66,8 +72,10 @@ void infer_conv_nchwc(const Node& node, std::span<const ValueInfo> in, std::span
   if (in.size() < 2 || !in[0].present || !in[1].present || in[0].shape.size() != 5 || in[0].shape[4] <= 0)
     throw Error(node.describe() + ": x must be 5-D [N, C / b, H, W, b]");
   if (in[0].dtype != DType::f32) throw Unsupported(node.describe() + ": x must be float32");
-  if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 runs channel-blocked");
   const int64_t block = in[0].shape[4];
+  const int64_t group = node.attr_int("group", 1);
+  if (group != 1 && group != in[0].shape[1] * block)
+    throw Unsupported(node.describe() + ": only group 1 or one group per channel (depthwise) runs channel-blocked");
   if (in[1].shape.size() != 4 || in[1].shape[0] % block != 0)
     throw Error(node.describe() + ": W must be 4-D [M, C, kh, kw] with M a multiple of the block " + std::to_string(block));
   std::vector<ValueInfo> nchw(in.begin(), in.end());

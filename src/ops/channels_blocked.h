@@ -10,9 +10,11 @@ namespace grove {
 inline Shape blocked_shape(const Shape& s, int64_t block) { return {s[0], s[1] / block, s[2], s[3], block}; }
 
 // Whether a float32 Conv of these NCHW shapes (x [N, C, H, W], W [M, C, kh, kw]) can run
-// channel-blocked by `block`: 2-D, one group, no dilation, a kernel at most
+// channel-blocked by `block`: 2-D, one group or depthwise, no dilation, a kernel at most
 // kernels::kConvNchwcMaxKernelW wide, both channel counts whole blocks.
 bool conv_fits_nchwc(const Node& node, const Shape& x, const Shape& w, int64_t block);
+// One group per channel, one output channel per group (W [C, 1, kh, kw]).
+bool conv_is_depthwise(const Node& node, const Shape& x, const Shape& w);
 
 // A float32 NCHW tensor blocked by `block` (its channels a multiple of it), and back.
 Tensor nchw_to_blocked(const Tensor& t, int64_t block);

@@ -1,7 +1,8 @@
 // Tile rule of grove.internal ConvNchwc (channels_blocked.cpp): the float32 Conv on the
 // channel-blocked layout, x [N, C / b, H, W, b] and y [N, M / b, OH, OW, b], by the direct
-// kernel of kernels/conv_nchwc.h. A tile is images x output blocks (in pairs, the kernel's
-// register tile) x output rows, whole rows. A conv with padding or a column stride copies
+// kernel of kernels/conv_nchwc.h, one group or depthwise. A tile is images x output blocks (in
+// pairs, the kernel's register tile; single blocks depthwise, each reading its own) x output
+// rows, whole rows. A conv with padding or a column stride copies
 // the input rows its windows read into padded, phase-split rows, in bands that stay in a
 // quarter of L2 beside the weights' stream; an unpadded stride-1 conv reads x in place.
 // W is packed once at plan time.
@@ -30,13 +31,16 @@ struct NchwcConvScratch {
   std::vector<float> padded;
 };
 
+Shape unblocked(const Shape& x) { return {x[0], x[1] * x[4], x[2], x[3]}; }
+
+bool depthwise(const Node& node, const Shape& x, const Shape& w) { return conv_is_depthwise(node, unblocked(x), w); }
+
 bool claimed(const Node& node, std::span<const ValueInfo> in) {
   if (in.size() < 2 || !in[0].present || !in[1].present || in[0].shape.size() != 5 || in[1].shape.size() != 4)
     return false;
   for (const ValueInfo& v : in)
     if (v.present && v.dtype != DType::f32) return false;
-  const Shape& x = in[0].shape;
-  return conv_fits_nchwc(node, {x[0], x[1] * x[4], x[2], x[3]}, in[1].shape, x[4]);
+  return conv_fits_nchwc(node, unblocked(in[0].shape), in[1].shape, in[0].shape[4]);
 }
 
 WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
@@ -69,7 +73,7 @@ int64_t band_of(const WindowGeometry& g, int64_t in_blocks, int64_t block) {
 std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   const Shape& y = out[0].shape;
   if (!claimed(node, in) || y.size() != 5) return none_cuttable(y);
-  return {1, 2, 1, 0, 0};
+  return {1, depthwise(node, in[0].shape, in[1].shape) ? 1 : 2, 1, 0, 0};
 }
 
 void needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
@@ -80,7 +84,8 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   const Shape& x = in[0].shape;
   const int64_t block = x[4];
   const WindowGeometry g = geometry_of(node, x, in[1].shape);
-  in_regions[0] = {out_region[0], {0, x[1]}, window_input_range(g, 0, out_region[2]), {0, x[3]}, {0, block}};
+  const Range blocks = depthwise(node, x, in[1].shape) ? out_region[1] : Range{0, x[1]};
+  in_regions[0] = {out_region[0], blocks, window_input_range(g, 0, out_region[2]), {0, x[3]}, {0, block}};
   const Range channels{out_region[1].begin * block, out_region[1].end * block};
   Region w = full_region(in[1].shape);
   w[0] = channels;
@@ -89,18 +94,22 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;  // same positions as y
 }
 
-std::shared_ptr<NchwcWeights> pack_weights(const Tensor& w, int64_t block) {
+std::shared_ptr<NchwcWeights> pack_weights(const Tensor& w, int64_t block, bool depthwise) {
   auto p = std::make_shared<NchwcWeights>();
   p->w.resize(size_t(w.numel()));
-  kernels::pack_conv_nchwc_weights(w.data<float>(), size_t(w.dim(0)), size_t(w.dim(1)), size_t(w.dim(2)),
-                                   size_t(w.dim(3)), size_t(block), p->w.data());
+  if (depthwise)
+    kernels::pack_conv_nchwc_depthwise_weights(w.data<float>(), size_t(w.dim(0)), size_t(w.dim(2)), size_t(w.dim(3)),
+                                               size_t(block), p->w.data());
+  else
+    kernels::pack_conv_nchwc_weights(w.data<float>(), size_t(w.dim(0)), size_t(w.dim(1)), size_t(w.dim(2)),
+                                     size_t(w.dim(3)), size_t(block), p->w.data());
   return p;
 }
 
 std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
                                     std::span<const Tensor* const> constants) {
   if (!claimed(node, in) || constants.size() < 2 || !constants[1]) return nullptr;
-  return pack_weights(*constants[1], in[0].shape[4]);
+  return pack_weights(*constants[1], in[0].shape[4], depthwise(node, in[0].shape, in[1].shape));
 }
 
 int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
@@ -117,11 +126,13 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   for (const Range& d : r)
     if (d.size() <= 0) return;
   const Tensor& x = *in[0];
-  const int64_t block = x.dim(4), in_blocks = x.dim(1), ih = x.dim(2), iw = x.dim(3);
+  const bool dw = depthwise(node, x.shape(), in[1]->shape());
+  // A depthwise tile reads only its own blocks of x.
+  const int64_t block = x.dim(4), in_blocks = dw ? r[1].size() : x.dim(1), ih = x.dim(2), iw = x.dim(3);
   std::shared_ptr<const NchwcWeights> own;
   const auto* p = static_cast<const NchwcWeights*>(prepared);
   if (!p) {
-    own = pack_weights(*in[1], block);
+    own = pack_weights(*in[1], block, dw);
     p = own.get();
   }
   const WindowGeometry g = geometry_of(node, x.shape(), in[1]->shape());
@@ -129,12 +140,12 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
   const int64_t oh = y.dim(2), ow = y.dim(3), y_block = oh * ow * block, x_block = ih * iw * block;
   kernels::ConvNchwcCall call;
-  call.block = size_t(block), call.in_blocks = size_t(in_blocks);
+  call.block = size_t(block), call.in_blocks = size_t(in_blocks), call.depthwise = dw;
   call.kernel_h = size_t(g.kernel[0]), call.kernel_w = size_t(g.kernel[1]);
   call.stride_h = size_t(g.strides[0]), call.stride_w = size_t(g.strides[1]);
   call.out_w = size_t(ow), call.out_blocks = size_t(r[1].size());
-  call.w = p->w.data() + r[1].begin * int64_t(kernels::conv_nchwc_block_weights(size_t(x.dim(1) * block),
-                                                                                   call.kernel_h, call.kernel_w, call.block));
+  call.w = p->w.data() + r[1].begin * int64_t(kernels::conv_nchwc_block_weights(
+                                           dw ? 1 : size_t(x.dim(1) * block), call.kernel_h, call.kernel_w, call.block));
   call.bias = bias ? bias->data<float>() + r[1].begin * block : nullptr;
   call.y_block_stride = size_t(y_block);
   call.activation = epilogue_activation(node);
@@ -145,7 +156,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
     for (int64_t first = r[2].begin; first < r[2].end; first += band) {
       const int64_t last = std::min(r[2].end, first + band);
-      const float* image = x.data<float>() + n * in_blocks * x_block;
+      const float* image = x.data<float>() + (n * x.dim(1) + (dw ? r[1].begin : 0)) * x_block;
       if (in_place) {
         call.x = image + first * g.strides[0] * iw * block;
         call.x_block_stride = size_t(x_block), call.x_row_stride = size_t(iw * block);
@@ -175,12 +186,13 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   auto size = [&](size_t d) { return double(extent[d] > 0 ? std::min(extent[d], y[d]) : y[d]); };
   const Shape& x = in[0].shape;
   const WindowGeometry g = geometry_of(node, x, in[1].shape);
-  const double k = double(x[1] * x[4] * g.kernel[0] * g.kernel[1]);
-  const double channels = std::ceil(size(1) / 2) * 2 * double(x[4]);
+  const bool dw = depthwise(node, x, in[1].shape);
+  const double k = double((dw ? 1 : x[1] * x[4]) * g.kernel[0] * g.kernel[1]);
+  const double channels = (dw ? size(1) : std::ceil(size(1) / 2) * 2) * double(x[4]);
   TileWork w;
   w.flops = size(0) * 2 * k * channels * size(2) * size(3);
   if (!reads_x_in_place(g))
-    w.moves = size(0) * double(x[1]) * double(input_rows_of(g, int64_t(size(2))) * padded_row_floats(g, x[4]));
+    w.moves = size(0) * (dw ? size(1) : double(x[1])) * double(input_rows_of(g, int64_t(size(2))) * padded_row_floats(g, x[4]));
   return w;
 }
 

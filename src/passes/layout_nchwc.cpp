@@ -104,7 +104,7 @@ int to_blocked_f32(Graph& g, int64_t block) {
       continue;
     }
     if (!can_run_nchwc(g, n, block))
-      throw Error(n.describe() + ": the channel-blocked conv cannot run it (float32, 2-D, one group, no dilation, "
+      throw Error(n.describe() + ": the channel-blocked conv cannot run it (float32, 2-D, one group or depthwise, no dilation, "
                   "both channel counts multiples of " + std::to_string(block) + ", constant weights)");
     Node c = n;
     c.op_type = "ConvNchwc";

@@ -43,7 +43,7 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
     } else if (c.primitive == "nchwc") {
       const int64_t block = int64_t(kernels::conv_nchwc_block(kernels::active_isa()));
       if (!can_run_nchwc(graph, node, block))
-        throw Error(node.describe() + ": the channel-blocked conv cannot run it (float32, 2-D, one group, no dilation, "
+        throw Error(node.describe() + ": the channel-blocked conv cannot run it (float32, 2-D, one group or depthwise, no dilation, "
                     "both channel counts multiples of " + std::to_string(block) + ", constant weights)");
     } else if (c.primitive != "gemm") {
       throw Error(node.describe() + ": unknown conv primitive '" + c.primitive +

@@ -5,7 +5,7 @@
 // odd one on its own); the fused residual and activations. x is read in place where the conv
 // has no padding and stride 1, and through pack_conv_nchwc_rows otherwise. A call over part
 // of the rows and blocks writes exactly its part, and calls over any split give the bits of
-// one call.
+// one call. The depthwise form (one group per channel) takes the same cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,6 +25,7 @@ struct Case {
       pad_right;
   bool residual = false;
   ActivationParams activation = {};
+  bool depthwise = false;  // one group per channel: in_blocks == out_blocks
 };
 
 constexpr float kSentinel = 1234.5f;
@@ -40,14 +41,16 @@ struct Problem {
     out_h = (c.in_h + c.pad_top + c.pad_bottom - c.kernel_h) / c.stride_h + 1;
     out_w = (c.in_w + c.pad_left + c.pad_right - c.kernel_w) / c.stride_w + 1;
     x = random_values(cin * c.in_h * c.in_w, seed);
-    w = random_values(cout * cin * c.kernel_h * c.kernel_w, seed + 1);
+    const size_t per_output = c.depthwise ? 1 : cin;
+    w = random_values(cout * per_output * c.kernel_h * c.kernel_w, seed + 1);
     bias = random_values(cout, seed + 2);
     residual = random_values(cout * out_h * out_w, seed + 3);
     x_blocked.resize(x.size());
     for (size_t ch = 0; ch < cin; ++ch)
       for (size_t i = 0; i < c.in_h * c.in_w; ++i) x_blocked[((ch / b) * c.in_h * c.in_w + i) * b + ch % b] = x[ch * c.in_h * c.in_w + i];
     packed.resize(w.size());
-    pack_conv_nchwc_weights(w.data(), cout, cin, c.kernel_h, c.kernel_w, b, packed.data());
+    if (c.depthwise) pack_conv_nchwc_depthwise_weights(w.data(), cout, c.kernel_h, c.kernel_w, b, packed.data());
+    else pack_conv_nchwc_weights(w.data(), cout, cin, c.kernel_h, c.kernel_w, b, packed.data());
   }
 
   size_t plane() const { return out_h * out_w; }
@@ -56,12 +59,15 @@ struct Problem {
 
   double expected(size_t oc, size_t oy, size_t ox) const {
     double acc = bias[oc];
-    for (size_t ic = 0; ic < cin; ++ic)
+    const size_t per_output = c.depthwise ? 1 : cin;
+    for (size_t i = 0; i < per_output; ++i)
       for (size_t ky = 0; ky < c.kernel_h; ++ky)
         for (size_t kx = 0; kx < c.kernel_w; ++kx) {
+          const size_t ic = c.depthwise ? oc : i;
           const long iy = long(oy * c.stride_h + ky) - long(c.pad_top), ix = long(ox * c.stride_w + kx) - long(c.pad_left);
           if (iy < 0 || ix < 0 || iy >= long(c.in_h) || ix >= long(c.in_w)) continue;
-          acc += double(w[((oc * cin + ic) * c.kernel_h + ky) * c.kernel_w + kx]) * x[(ic * c.in_h + size_t(iy)) * c.in_w + size_t(ix)];
+          acc += double(w[((oc * per_output + i) * c.kernel_h + ky) * c.kernel_w + kx]) *
+                 x[(ic * c.in_h + size_t(iy)) * c.in_w + size_t(ix)];
         }
     if (c.residual) acc += residual[at(oc, oy, ox)];
     return apply_activation(float(acc), c.activation);
@@ -88,7 +94,9 @@ struct Problem {
     }
     call.kernel_h = c.kernel_h, call.kernel_w = c.kernel_w, call.stride_h = c.stride_h, call.stride_w = c.stride_w;
     call.out_rows = r1 - r0, call.out_w = out_w, call.out_blocks = ob1 - ob0;
-    call.w = packed.data() + ob0 * conv_nchwc_block_weights(cin, c.kernel_h, c.kernel_w, b);
+    call.w = packed.data() + ob0 * conv_nchwc_block_weights(c.depthwise ? 1 : cin, c.kernel_h, c.kernel_w, b);
+    call.depthwise = c.depthwise;
+    if (c.depthwise) call.x += ob0 * call.x_block_stride;  // output block i reads input block i
     call.bias = bias.data() + ob0 * b;
     const size_t first = (ob0 * plane() + r0 * out_w) * b;
     call.y = y.data() + first, call.residual = c.residual ? residual.data() + first : nullptr;
@@ -154,6 +162,21 @@ TEST(ConvNchwc, WidthsPastOneRegisterTileInPlace) {
   // Unpadded stride-1 convs read x in place: every pixel count to two register tiles and more.
   for (size_t in_w = 1; in_w <= 27; ++in_w) check({2, 3, 3, in_w, 1, 1, 1, 1, 0, 0, 0, 0}, unsigned(100 + in_w));
   check({1, 2, 9, 56, 3, 3, 1, 1, 0, 0, 0, 0}, 130);
+}
+
+TEST(ConvNchwc, DepthwiseEveryWidthKernelStridePad) {
+  unsigned seed = 300;
+  for (auto [kh, kw] : {std::pair<size_t, size_t>{3, 3}, {5, 5}, {3, 5}, {1, 1}})
+    for (auto [sh, sw] : {std::pair<size_t, size_t>{1, 1}, {2, 2}})
+      for (size_t in_w : {1, 4, 7, 13, 14, 29}) {
+        const size_t pad = kw / 2, blocks = 1 + seed % 3;
+        if (in_w + 2 * pad < kw) continue;
+        Case c{blocks, blocks, 3 + kh, in_w, kh, kw, sh, sw, kh / 2, pad, kh / 2, pad};
+        c.depthwise = true;
+        c.residual = seed % 2 == 0;
+        c.activation = seed % 3 == 0 ? ActivationParams{Activation::clip, 0.0f, 6.0f} : ActivationParams{};
+        check(c, seed++);
+      }
 }
 
 TEST(ConvNchwc, AsymmetricPadsStemsAndEpilogues) {

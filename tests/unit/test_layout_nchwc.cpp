@@ -23,9 +23,10 @@ using optest::NodeBuilder;
 // prepared weights and with inputs poisoned outside `needs`, within float rounding of the
 // reference. The cases take x read in place (1x1, stride 1, no pads), padded rows, row and
 // column strides, a 7x7 stride-2 kernel, an odd number of output blocks, bands of padded rows
-// (a plane of many blocks), two images and the fused residual and activations; both block widths.
+// (a plane of many blocks), two images, depthwise convs and the fused residual and
+// activations; both block widths.
 TEST(ConvNchwc, TileRuleMatchesReference) {
-  struct Case { Shape x, w; int64_t stride, pad; bool bias, relu, residual; };
+  struct Case { Shape x, w; int64_t stride, pad; bool bias, relu, residual; int64_t group = 1; };
   const std::vector<Case> cases = {
       {{2, 32, 5, 8}, {48, 32, 1, 1}, 1, 0, true, false, false},
       {{1, 16, 9, 12}, {32, 16, 3, 3}, 1, 1, true, true, true},
@@ -33,6 +34,9 @@ TEST(ConvNchwc, TileRuleMatchesReference) {
       {{1, 16, 12, 12}, {16, 16, 7, 7}, 2, 3, true, true, false},
       {{1, 32, 6, 6}, {32, 32, 1, 1}, 2, 0, true, false, true},
       {{1, 256, 30, 40}, {16, 256, 3, 3}, 1, 1, true, true, true},
+      // Depthwise: each output block reads its own input block.
+      {{2, 48, 9, 11}, {48, 1, 3, 3}, 1, 1, true, true, true, 48},
+      {{1, 32, 13, 12}, {32, 1, 5, 5}, 2, 2, false, false, false, 32},
   };
   uint32_t seed = 70;
   for (int64_t block : {8, 16})
@@ -40,6 +44,7 @@ TEST(ConvNchwc, TileRuleMatchesReference) {
       NodeBuilder node("ConvNchwc", 13, c.residual ? 4 : 3);
       node.node.domain = kGroveDomain;
       node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+      if (c.group != 1) node.i("group", c.group);
       if (c.relu) node.s(kAttrActivation, "relu");
       if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
       const Tensor x = tiletest::random_f32(c.x, seed++), w = tiletest::random_f32(c.w, seed++);
@@ -125,6 +130,41 @@ TEST(LayoutNchwc, OneBlockedConvAmongChannelsLastOnesComputesTheReference) {
   PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
   run_serial(run, 3);
   expect_close(run.outputs(), want, 1e-4, "one blocked conv");
+}
+
+// An inverted residual block: 1x1 expand -> Clip -> depthwise 3x3 -> Clip -> 1x1 project + x.
+// All three chosen "nchwc" run blocked, the depthwise one included, and reorder only x in and
+// y out.
+TEST(LayoutNchwc, InvertedResidualBlockRunsBlockedAndComputesTheReference) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 10, 10}).output("y", kF32, {1, 32, 10, 10});
+  weight(b, "we", {96, 32, 1, 1}, 1);
+  weight(b, "wd", {96, 1, 3, 3}, 2);
+  weight(b, "bd", {96}, 3);
+  weight(b, "wp", {32, 96, 1, 1}, 4);
+  b.node("Conv", {"x", "we"}, {"e"}, "expand");
+  b.node("Relu", {"e"}, {"er"}, "relu_e");
+  auto& dw = b.node("Conv", {"er", "wd", "bd"}, {"d"}, "depthwise");
+  OnnxBuilder::attr_ints(dw, "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(dw, "group", 96);
+  b.node("Relu", {"d"}, {"dr"}, "relu_d");
+  b.node("Conv", {"dr", "wp"}, {"p"}, "project");
+  b.node("Add", {"p", "x"}, {"y"}, "add");
+  const TestModel m{"inverted_residual", b.bytes(), {{"x", seeded_tensor({1, 32, 10, 10}, 6)}}};
+  Model model = load_test_model(m);
+  const TensorMap want = run_reference(model.graph(), m.inputs);
+  for (int threads : {1, 2}) {
+    PlanOptions options;
+    options.threads = threads;
+    for (const char* conv : {"expand", "depthwise", "project"}) options.choices.push_back({conv, "nchwc", {}});
+    auto plan = make_plan(model.graph(), options);
+    EXPECT_EQ(count_op(*plan, "ConvNchwc"), 3);
+    EXPECT_EQ(count_op(*plan, "DepthwiseConvNhwc"), 0);
+    EXPECT_EQ(count_op(*plan, "Transpose"), 2);
+    PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+    run_serial(run, 7);
+    expect_close(run.outputs(), want, 1e-4, "blocked inverted residual, " + std::to_string(threads) + " threads");
+  }
 }
 
 TEST(LayoutNchwc, AConvTheLayoutCannotHoldIsRefusedNamingIt) {
