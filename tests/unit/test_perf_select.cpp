@@ -185,11 +185,8 @@ TEST(PerfSelect, ChoicesFollowTheModelAndFitThePlan) {
 }
 
 // x -> conv a (128 -> 256 channels) -> conv b (256 -> 128) -> conv c (128 -> 128) -> y, 1x1 on
-// 16x16: the rules run the chain channels-last. The model says that the channels-last GEMM
-// takes 0.8 of the NCHW GEMM's time on 128 input channels, and that the NCHW GEMM takes 0.85
-// of the other's on 256. Where Transposes cost nothing, b goes NCHW alone; at the default
-// price (a fifth of b's time) its gain does not pay for the two Transposes around it.
-TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
+// 16x16.
+Graph chain_of_three_convs() {
   OnnxBuilder b(13);
   b.input("x", kF32, {1, 128, 16, 16}).output("y", kF32, {1, 128, 16, 16});
   const char* names[] = {"a", "b", "c"};
@@ -201,7 +198,15 @@ TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
     b.node("Conv", {in, w}, {out}, names[i]);
     in = out;
   }
-  const Graph g = unfused_graph({"chain", b.bytes(), {}});
+  return unfused_graph({"chain", b.bytes(), {}});
+}
+
+// chain_of_three_convs: the rules run the chain channels-last. The model says that the
+// channels-last GEMM takes 0.8 of the NCHW GEMM's time on 128 input channels, and that the NCHW GEMM takes 0.85
+// of the other's on 256. Where Transposes cost nothing, b goes NCHW alone; at the default
+// price (a fifth of b's time) its gain does not pay for the two Transposes around it.
+TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
+  const Graph g = chain_of_three_convs();
   const tune::PerfModel model = taught(
       [](int64_t cin) {
         return cin == 256 ? std::vector<double>{0.85, 1.0, 1.0, 1.0} : std::vector<double>{1.0, 1.0, 0.8, 1.0};
@@ -242,18 +247,7 @@ TEST(PerfSelect, LayoutChangesArePricedOnTheEdges) {
 // of three tenths; two on each side (three eighths) would not have paid. Where Transposes cost
 // ten times more, b stays.
 TEST(PerfSelect, AModelThatPricesTheBlockedConvRunsChainsBlocked) {
-  OnnxBuilder b(13);
-  b.input("x", kF32, {1, 128, 16, 16}).output("y", kF32, {1, 128, 16, 16});
-  const char* names[] = {"a", "b", "c"};
-  const int64_t channels[] = {128, 256, 128, 128};
-  std::string in = "x";
-  for (int i = 0; i < 3; ++i) {
-    const std::string w = std::string("w") + names[i], out = i == 2 ? "y" : std::string("v") + names[i];
-    weight(b, w, {channels[i + 1], channels[i], 1, 1}, i + 1);
-    b.node("Conv", {in, w}, {out}, names[i]);
-    in = out;
-  }
-  const Graph g = unfused_graph({"chain", b.bytes(), {}});
+  const Graph g = chain_of_three_convs();
   auto layouts_chosen = [&](const PlanOptions& po, const tune::PerfModel& m) {
     PlanOptions with = po;
     with.choices = tune::predicted_choices(g, po, m);
