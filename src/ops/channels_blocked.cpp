@@ -66,8 +66,6 @@ Node conv_twin(const Node& node) {
   return twin;
 }
 
-Shape unblocked(const Shape& s) { return {s[0], s[1] * s[4], s[2], s[3]}; }
-
 void infer_conv_nchwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   if (in.size() < 2 || !in[0].present || !in[1].present || in[0].shape.size() != 5 || in[0].shape[4] <= 0)
     throw Error(node.describe() + ": x must be 5-D [N, C / b, H, W, b]");
@@ -79,13 +77,13 @@ void infer_conv_nchwc(const Node& node, std::span<const ValueInfo> in, std::span
   if (in[1].shape.size() != 4 || in[1].shape[0] % block != 0)
     throw Error(node.describe() + ": W must be 4-D [M, C, kh, kw] with M a multiple of the block " + std::to_string(block));
   std::vector<ValueInfo> nchw(in.begin(), in.end());
-  nchw[0].shape = unblocked(in[0].shape);
+  nchw[0].shape = unblocked_shape(in[0].shape);
   nchw[0].data = nullptr;
   if (nchw.size() > kEpilogueResidualInput && nchw[kEpilogueResidualInput].present) {
     ValueInfo& r = nchw[kEpilogueResidualInput];
     if (r.shape.size() != 5 || r.shape[4] != block)
       throw Error(node.describe() + ": the residual must be blocked like y [N, M / b, OH, OW, b]");
-    r.shape = unblocked(r.shape);
+    r.shape = unblocked_shape(r.shape);
     r.data = nullptr;
   }
   std::vector<ValueInfo> y = infer_node(conv_twin(node), nchw);

@@ -8,6 +8,8 @@
 namespace grove {
 
 inline Shape blocked_shape(const Shape& s, int64_t block) { return {s[0], s[1] / block, s[2], s[3], block}; }
+// And back: [N, C / b, H, W, b] -> [N, C, H, W].
+inline Shape unblocked_shape(const Shape& s) { return {s[0], s[1] * s[4], s[2], s[3]}; }
 
 // Whether a float32 Conv of these NCHW shapes (x [N, C, H, W], W [M, C, kh, kw]) can run
 // channel-blocked by `block`: 2-D, one group or depthwise, no dilation, a kernel at most

@@ -31,16 +31,14 @@ struct NchwcConvScratch {
   std::vector<float> padded;
 };
 
-Shape unblocked(const Shape& x) { return {x[0], x[1] * x[4], x[2], x[3]}; }
-
-bool depthwise(const Node& node, const Shape& x, const Shape& w) { return conv_is_depthwise(node, unblocked(x), w); }
+bool depthwise(const Node& node, const Shape& x, const Shape& w) { return conv_is_depthwise(node, unblocked_shape(x), w); }
 
 bool claimed(const Node& node, std::span<const ValueInfo> in) {
   if (in.size() < 2 || !in[0].present || !in[1].present || in[0].shape.size() != 5 || in[1].shape.size() != 4)
     return false;
   for (const ValueInfo& v : in)
     if (v.present && v.dtype != DType::f32) return false;
-  return conv_fits_nchwc(node, unblocked(in[0].shape), in[1].shape, in[0].shape[4]);
+  return conv_fits_nchwc(node, unblocked_shape(in[0].shape), in[1].shape, in[0].shape[4]);
 }
 
 WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
