@@ -39,6 +39,20 @@ struct RunOptions {
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };
 
+struct CheckOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE.npy, or FILE.npy for a single-input model
+  std::vector<std::string> shapes;  // NAME=DIMS
+  int threads = 0;                  // 0: the cores this process may use
+  std::string schedule = "aspen";
+  std::string precision = "fp32";
+  std::string tuning = "auto";
+  std::string layout = "nhwc";
+  double tolerance = 1e-4;          // of each output's largest magnitude
+  uint64_t seed = 0;
+  Limits limits;
+};
+
 struct PlanCliOptions {
   std::string model;
   std::vector<std::string> shapes;  // NAME=DIMS
@@ -212,6 +226,7 @@ int run_bench_mtgraph(const BenchOptions& options);  // several models, --mt-gra
 int run_plan(const PlanCliOptions& options);
 int run_run(const RunOptions& options);
 int run_demo();
+int run_check(const CheckOptions& options);  // 0: agree, 3: a mismatch (named)
 int run_simulate(const SimulateOptions& options);
 int run_tail(const TailOptions& options);
 int run_tune(const TuneOptions& options);

@@ -1,5 +1,6 @@
 // The `grove` command: argument parsing and the one place errors become exit codes.
 //   0: success   1: grove::Error (bad model, bad input file, unsupported op...)   2: usage error
+//   3: grove check found outputs that differ from the reference
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -26,10 +27,30 @@ Examples:
   grove info model.onnx --shape input_ids=1x128
   grove run model.onnx                     run on seeded random inputs, print output summaries
   grove run model.onnx --input image=cat.npy --output out/
+  grove check model.onnx                   the optimized plan against the reference; names a differing node
   grove serve --model resnet=resnet50.onnx  serve over HTTP (KServe v2), see grove serve --help
 
-Exit status: 0 success, 1 error (message on stderr as "grove: error: ..."), 2 usage error.
+Exit status: 0 success, 1 error (message on stderr as "grove: error: ..."), 2 usage error,
+3 grove check found a mismatch.
 Run 'grove <subcommand> --help' for the options of each subcommand.
+)";
+
+constexpr const char* kCheckFooter = R"(
+grove check runs the model twice on the same inputs: the optimized plan on the tile runtime
+(the passes, fusions, layouts, precision and tuning grove would use), and the reference
+executor on the graph exactly as imported. It prints each output's largest error as a
+fraction of that output's largest value. When one is over --tolerance it searches for the
+first value, in the model's node order, whose tile-runtime result differs (each probe plans
+and runs the model again with that value exposed as an output) and names the node that makes
+it, its input shapes, and the node of the plan that computes it (a grove.internal node was
+made by a fusion or layout pass).
+
+Exit status: 0 the outputs agree, 3 a mismatch (the report names the node), 1 an error.
+
+Examples:
+  grove check model.onnx
+  grove check model.onnx --input image=cat.npy --threads 2
+  grove check model.onnx --layout nchw --tuning off     narrow a mismatch to a pass
 )";
 
 constexpr const char* kShapeHelp =
@@ -227,6 +248,35 @@ int main(int argc, char** argv) {
   run->add_option("--seed", run_options.seed, "Seed for the random inputs")->capture_default_str();
 
   add_limit_options(run, run_options.limits);
+
+  CheckOptions check_options;
+  CLI::App* check = app.add_subcommand(
+      "check", "Run the optimized plan and the reference executor on the same inputs; name the first differing node");
+  check->footer(kCheckFooter);
+  check->add_option("model", check_options.model, "The .onnx file")->required();
+  check->add_option("--input,-i", check_options.inputs,
+                    "Input from a .npy file: NAME=FILE.npy (or FILE.npy for a one-input model); the rest get seeded "
+                    "random data")
+      ->type_name("NAME=FILE")
+      ->allow_extra_args(false);
+  check->add_option("--shape", check_options.shapes, kShapeHelp)->type_name("NAME=DIMS")->allow_extra_args(false);
+  check->add_option("--threads,-t", check_options.threads, "Worker threads (0: the cores this process may use)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  check->add_option("--schedule", check_options.schedule, "aspen or barrier")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"aspen", "barrier"}));
+  check->add_option("--precision", check_options.precision, kPrecisionHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  check->add_option("--tuning", check_options.tuning, kTuningHelp)->capture_default_str()->type_name("auto|off|FILE");
+  check->add_option("--layout", check_options.layout, kLayoutHelp)->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
+  check->add_option("--tolerance", check_options.tolerance,
+                    "Largest error allowed, as a fraction of each output's largest magnitude (bf16: try 2e-2)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  check->add_option("--seed", check_options.seed, "Seed for the random inputs")->capture_default_str();
+  add_limit_options(check, check_options.limits);
 
   PlanCliOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Cut a model into tiles: tiles, grid and edges per op, depth, critical path");
@@ -642,6 +692,7 @@ Examples:
   try {
     if (info->parsed()) return run_info(info_options);
     if (run->parsed()) return run_run(run_options);
+    if (check->parsed()) return run_check(check_options);
     if (plan->parsed()) return run_plan(plan_options);
     if (bench->parsed()) return run_bench(bench_options);
     if (tail->parsed()) return run_tail(tail_options);

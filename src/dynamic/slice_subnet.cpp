@@ -484,8 +484,34 @@ class Slicer {
 
 }  // namespace
 
+namespace {
+
+// Exporters that share equal weights (torch 1.13's ResNets) pass them through Identity nodes:
+// each such output becomes an initializer of its own, as binding would fold it, so the
+// slicer sees constants where a conv reads its bias and slices each reader apart.
+Graph with_identity_weights_folded(const Graph& imported) {
+  Graph g = imported;
+  auto is_default = [&](const std::string& name) {
+    return std::any_of(g.defaults.begin(), g.defaults.end(), [&](const ValueDecl& d) { return d.name == name; });
+  };
+  auto is_output = [&](const std::string& name) {
+    return std::any_of(g.outputs.begin(), g.outputs.end(), [&](const ValueDecl& d) { return d.name == name; });
+  };
+  std::vector<Node> kept;
+  for (Node& n : g.nodes) {
+    const bool foldable = n.op_type == "Identity" && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+                          g.initializers.count(n.inputs[0]) && !is_default(n.inputs[0]) && !is_output(n.outputs[0]);
+    if (foldable) g.initializers[n.outputs[0]] = g.initializers.at(n.inputs[0]);
+    else kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+  return g;
+}
+
+}  // namespace
+
 SlicedSubnet slice_subnet(const Graph& imported, const DynamicSpec& spec, const SubnetSpec& subnet) {
-  return Slicer(imported, spec, subnet).run();
+  return Slicer(with_identity_weights_folded(imported), spec, subnet).run();
 }
 
 }  // namespace grove

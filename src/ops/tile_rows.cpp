@@ -232,11 +232,15 @@ void batchnorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const float* x = in[0]->data<float>();
   float* y = out[0]->data<float>();
   const int64_t run = r.back().size();
+  // A row runs along the last dim: on [N, C] (BatchNorm after Gemm or Flatten) that is the
+  // channel dim itself, so the channel steps with the element; on [N, C, ...] it is fixed.
+  const bool channel_is_run = out[0]->shape().size() == 2;
   for_each_row(out[0]->shape(), r, [&](int64_t offset, const std::vector<int64_t>& index) {
-    const int64_t c = index[1];
-    const double inv_std = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
-    for (int64_t i = offset; i < offset + run; ++i)
-      y[i] = static_cast<float>((x[i] - static_cast<double>(mean[c])) * inv_std * scale[c] + bias[c]);
+    for (int64_t i = 0; i < run; ++i) {
+      const int64_t c = channel_is_run ? index[1] + i : index[1];
+      const double inv_std = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
+      y[offset + i] = static_cast<float>((x[offset + i] - static_cast<double>(mean[c])) * inv_std * scale[c] + bias[c]);
+    }
   });
 }
 

@@ -51,4 +51,10 @@ const TileRule* find_tile_rule(const Node& node) {
   return &it->second;
 }
 
+std::vector<std::string> tile_rule_keys() {
+  std::vector<std::string> keys;
+  for (const auto& [key, rule] : rule_table()) keys.push_back(key);
+  return keys;
+}
+
 }  // namespace grove

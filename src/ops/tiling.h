@@ -10,6 +10,7 @@
 // region the same way, so runs are bit-identical whatever the schedule.
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -88,5 +89,9 @@ struct TileRule {
 // Multi-output ops (other than unused optional outputs) have no rule unless it computes
 // every output, and then only with output 0 named.
 const TileRule* find_tile_rule(const Node& node);
+
+// Every key of the rule table: an ONNX op type, or "grove.internal::Name" for a fused op
+// (tiling::internal_rule_key). The generated tests check each has a case generator.
+std::vector<std::string> tile_rule_keys();
 
 }  // namespace grove

@@ -263,6 +263,29 @@ TEST(SliceSubnet, SlicedChannelsAsAStatisticAreAnError) {
   }
 }
 
+// torch 1.13 shares equal initializers through Identity nodes: two convs whose biases are one
+// initializer, each read through an Identity. The slicer takes them as the constants they are.
+TEST(SliceSubnet, WeightsSharedThroughIdentityAreConstants) {
+  OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {1, 2, 6, 6}).output("y", onnx::TensorProto::FLOAT, {1, 2, 6, 6});
+  b.initializer_f32("w0", {4, 2, 1, 1}, random_values(8, 1));
+  b.initializer_f32("w1", {4, 4, 1, 1}, random_values(16, 2));
+  b.initializer_f32("w2", {2, 4, 1, 1}, random_values(8, 3));
+  b.initializer_f32("bias", {4}, random_values(4, 4));
+  b.node("Identity", {"bias"}, {"bias0"}, "share0");
+  b.node("Identity", {"bias"}, {"bias1"}, "share1");
+  b.node("Conv", {"x", "w0", "bias0"}, {"a"}, "conv0");
+  b.node("Conv", {"a", "w1", "bias1"}, {"c"}, "conv1");
+  b.node("Conv", {"c", "w2"}, {"y"}, "conv2");
+  const Graph full = import(b);
+  const DynamicSpec spec = parse_dynamic_spec("exempt conv2\nsubnet a ratio=0.5");
+  const SlicedSubnet s = slice_subnet(full, spec, spec.subnets[0]);
+  ASSERT_EQ(s.layers.size(), 3u);
+  EXPECT_EQ(s.layers[0].kept, 2);
+  EXPECT_EQ(s.layers[1].kept, 2);
+  EXPECT_EQ(run(s.graph).shape(), (Shape{1, 2, 6, 6}));
+}
+
 // x -> conv0(4) -> Relu -> conv1(4) -> + (identity shortcut) -> conv2(2): a residual block.
 OnnxBuilder residual_model(std::vector<float> w1, std::vector<float> w2) {
   OnnxBuilder b;

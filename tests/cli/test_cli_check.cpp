@@ -1,0 +1,75 @@
+// grove check: the optimized plan against the reference executor on the imported graph.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cli_harness.h"
+#include "npy/npy.h"
+
+using namespace grove;
+using namespace grove::cli_test;
+
+namespace {
+
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// x [4, 6] -> Gemm [4, 8] -> BatchNormalization on [N, C] -> Relu: the shape whose tile rule
+// once read one channel for a whole row.
+std::filesystem::path gemm_batchnorm_model(const TempDir& dir) {
+  ModelBuilder b(14);
+  b.input("x", onnx::TensorProto::FLOAT, {"4", "6"}).output("y", onnx::TensorProto::FLOAT, {"4", "8"});
+  b.initializer("w", {6, 8}, values(48, 1)).initializer("c", {8}, values(8, 2));
+  b.initializer("scale", {8}, values(8, 3)).initializer("bias", {8}, values(8, 4));
+  b.initializer("mean", {8}, values(8, 5));
+  std::vector<float> var = values(8, 6);
+  for (float& v : var) v = 0.5f + v * v;
+  b.initializer("var", {8}, var);
+  b.node("Gemm", {"x", "w", "c"}, {"g"}, "fc");
+  b.node("BatchNormalization", {"g", "scale", "bias", "mean", "var"}, {"n"}, "bn");
+  b.node("Relu", {"n"}, {"y"}, "relu");
+  return b.save(dir / "gemm_bn.onnx");
+}
+
+}  // namespace
+
+TEST(CliCheck, TheDefaultModelAgrees) {
+  Result r = run_grove({"check", GROVE_MODELS_DIR "/default.onnx", "--input", "image=" GROVE_MODELS_DIR "/default_input.npy"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("agree: every output within"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("logits: largest error"), std::string::npos) << r.out;
+}
+
+TEST(CliCheck, ABatchNormAfterGemmAgrees) {
+  TempDir dir;
+  for (const char* threads : {"1", "2", "3"}) {
+    Result r = run_grove({"check", gemm_batchnorm_model(dir).string(), "--threads", threads});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+}
+
+// Below float rounding every GEMM differs from the reference's double sums: the search must
+// pass the exact ops before the first conv and name that conv, and the plan's node for it.
+TEST(CliCheck, AMismatchNamesTheFirstDifferingNode) {
+  Result r = run_grove({"check", GROVE_MODELS_DIR "/default.onnx", "--tolerance", "1e-12", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first differing value"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("made by node '"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(Conv) with inputs [1, 3,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("computed in the plan by node '"), std::string::npos) << r.out;
+}
+
+TEST(CliCheck, BadArgumentsAreOneLineErrors) {
+  TempDir dir;
+  expect_clean_error(run_grove({"check", (dir / "missing.onnx").string()}));
+  write_bytes(dir / "junk.onnx", "not a model");
+  expect_clean_error(run_grove({"check", (dir / "junk.onnx").string()}));
+  Result r = run_grove({"check", GROVE_MODELS_DIR "/default.onnx", "--tolerance", "-1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
