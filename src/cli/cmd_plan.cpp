@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -18,6 +19,7 @@
 #include "plan/plan_io.h"
 #include "tune/tuned_plan.h"
 #include "runtime/engine.h"
+#include "runtime/machine_probes.h"
 #include "runtime/model.h"
 
 namespace grove::cli {
@@ -27,6 +29,47 @@ std::string grid_str(const Shape& grid) {
   std::string s;
   for (size_t d = 0; d < grid.size(); ++d) s += (d ? "x" : "") + std::to_string(grid[d]);
   return s.empty() ? "1" : s;
+}
+
+// The plan as one JSON object: its options, the machine measurements it priced with and where
+// they came from, and per node the op, primitive, precision, tiles and grid. No timing, so
+// the same model, options and machine print the same bytes in every process.
+std::string plan_json(const PlanCliOptions& o, const Plan& p) {
+  nlohmann::ordered_json j;
+  j["model"] = o.model;
+  j["threads"] = p.options.threads;
+  j["schedule"] = o.schedule;
+  j["precision"] = o.precision;
+  j["layout"] = p.options.conv_layout == ConvLayout::nchw ? "nchw" : "nhwc";
+  j["tile_counts"] = o.tiles_per_op > 0 ? "fixed " + std::to_string(o.tiles_per_op) : o.tile_counts;
+  j["machine_probes"] = {{"source", p.options.probes_source},
+                         {"move_flops", p.options.move_flops},
+                         {"transpose_flops", p.options.transpose_flops},
+                         {"winograd_nhwc_min_channels", p.options.winograd_nhwc_min_channels},
+                         {"winograd_nhwc_small_planes", p.options.winograd_nhwc_small_planes},
+                         {"bf16_dot_gain", p.options.bf16_dot_gain},
+                         {"amx_flop_cost", p.options.amx_flop_cost}};
+  j["tuning"] = p.options.choices_source;
+  std::set<std::string> tuned;
+  for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (size_t n = 0; n < p.graph.nodes.size(); ++n) {
+    const Node& node = p.graph.nodes[n];
+    const bool view = is_view_node(p, static_cast<int32_t>(n)), gathered = is_gathered_node(p, static_cast<int32_t>(n));
+    nodes.push_back({{"name", node.name},
+                     {"op", op_label(node)},
+                     {"domain", node.domain},
+                     {"primitive", conv_primitive_choice(node)},
+                     {"primitive_from", tuned.count(node.name) ? "tuning" : "rules"},
+                     {"precision", runs_on_amx(node) ? "bf16_amx" : runs_in_bf16(node) ? "bf16" : "fp32"},
+                     {"tiles", p.tiles.tile_count[n]},
+                     {"grid", grid_str(tile_grid(p, static_cast<int32_t>(n)))},
+                     {"how", view ? "view" : gathered ? "gathered" : p.rules[n] ? "tiles" : "reference"}});
+  }
+  j["nodes"] = std::move(nodes);
+  j["tiles"] = p.tiles.size();
+  j["edges"] = p.tiles.edge_count();
+  return j.dump(1);
 }
 
 Schedule parse_schedule(const std::string& text) {
@@ -51,18 +94,15 @@ int run_plan(const PlanCliOptions& o) {
   options.max_tiles = o.limits.max_tiles;
   options.precision = parse_precision(o.precision);
   options.conv_layout = parse_layout(o.layout);
-  if (options.conv_layout == ConvLayout::channels_last) {
-    options.transpose_flops = kernels::measure_transpose_flops();
-    const kernels::WinogradNhwcProbe probe = kernels::measure_winograd_nhwc();
-    options.winograd_nhwc_min_channels = probe.min_channels;
-    options.winograd_nhwc_small_planes = probe.small_planes;
-  }
-  if (o.tile_counts == "tail") {
-    options.tile_counts = TileCounts::tail_aware;
-    options.move_flops = kernels::measure_move_flops();
-    if (options.precision == Precision::bf16) options.amx_flop_cost = kernels::measure_amx_flop_cost();
-  }
-  if (options.precision == Precision::bf16) options.bf16_dot_gain = kernels::measure_bf16_dot_gain();
+  if (o.tile_counts == "tail") options.tile_counts = TileCounts::tail_aware;
+  // The machine's measurements as every session takes them: stored once per machine.
+  MachineProbes probes;
+  const bool tail = options.tile_counts == TileCounts::tail_aware, bf16 = options.precision == Precision::bf16;
+  const bool channels_last = options.conv_layout == ConvLayout::channels_last;
+  take_machine_probes(probes,
+                      {.move_flops = tail, .amx_flop_cost = tail && bf16, .bf16_dot_gain = bf16,
+                       .channels_last = channels_last, .winograd_nhwc = channels_last},
+                      options);
 
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Plan> plan;
@@ -75,6 +115,10 @@ int run_plan(const PlanCliOptions& o) {
 
   const Plan& p = *plan;
   const TileGraph& tg = p.tiles;
+  if (o.json) {
+    std::printf("%s\n", plan_json(o, p).c_str());
+    return 0;
+  }
   std::printf("model: %s\n", o.model.c_str());
   std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
               o.tiles_per_op > 0                                   ? std::to_string(o.tiles_per_op).c_str()
@@ -86,6 +130,7 @@ int run_plan(const PlanCliOptions& o) {
                                                                    : "about 2 per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());
+  if (!p.options.probes_source.empty()) std::printf("machine probes: %s\n", p.options.probes_source.c_str());
   if (p.options.conv_layout == ConvLayout::nchw) {
     std::printf("layout: NCHW (--layout nchw)\n");
   } else {

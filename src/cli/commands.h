@@ -65,6 +65,7 @@ struct PlanCliOptions {
   std::string tuning = "auto";      // auto | off | a record file (docs/tuning.md)
   std::string layout = "nhwc";      // PlanOptions::conv_layout: nhwc | nchw
   bool totals_only = false;
+  bool json = false;                // one JSON object: options, machine probes, per-node decisions
   std::string save_path;            // non-empty: write the TileGraph here
   std::string load_path;            // non-empty: load a TileGraph and check it against a fresh plan
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles

@@ -305,6 +305,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"aspen", "barrier"}));
   plan->add_flag("--totals", plan_options.totals_only, "Print the totals only, not every op");
+  plan->add_flag("--json", plan_options.json,
+                 "Print the plan as one JSON object: options, the machine probes it priced with and where they came "
+                 "from, and per node its op, primitive, precision, tiles and grid (no timings: the same in every process)");
   plan->add_option("--save", plan_options.save_path,
                    "Write the TileGraph to this file (with the model's hash, bound shapes, options and grove's version)")
       ->type_name("FILE");

@@ -62,6 +62,9 @@ struct PlanOptions {
   bool winograd_nhwc_small_planes = false;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
+  // For reports: where the machine measurements above came from (runtime/machine_probes.h:
+  // the machine's stored file, or measured by this process); "" when none were taken.
+  std::string probes_source;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)
   // false: no rule's `prepare` runs (no packed weights): a plan for its structure only (tile
   // grids, edges), as the plan-time selection reads it; it cannot be run.

@@ -113,34 +113,19 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   // for every session on it, so that they all price and choose alike (runtime/machine_probes.h).
   MachineProbes& probes = engine.probes();
   std::unique_lock<std::mutex> measuring(probes.mutex);
-  if (po.tile_counts == TileCounts::tail_aware && po.tiles_per_op == 0) {
-    if (probes.move_flops == 0) probes.move_flops = kernels::measure_move_flops();
-    po.move_flops = probes.move_flops;
-    if (options.precision == Precision::bf16) {
-      if (probes.amx_flop_cost == 0) probes.amx_flop_cost = kernels::measure_amx_flop_cost();
-      po.amx_flop_cost = probes.amx_flop_cost;
-    }
-  }
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
   po.precision = options.precision;
-  if (po.precision == Precision::bf16) {
-    if (probes.bf16_dot_gain < 0) probes.bf16_dot_gain = kernels::measure_bf16_dot_gain();
-    po.bf16_dot_gain = probes.bf16_dot_gain;
-  }
   po.conv_layout = options.conv_layout;
-  if (po.conv_layout == ConvLayout::channels_last) {
-    if (probes.transpose_flops == 0) probes.transpose_flops = kernels::measure_transpose_flops();
-    po.transpose_flops = probes.transpose_flops;
-    // A few milliseconds: only a model with convs asks.
-    const auto& nodes = model.graph().nodes;
-    const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == "Conv"; });
-    if (convs && !probes.winograd_nhwc) probes.winograd_nhwc = kernels::measure_winograd_nhwc();
-    if (probes.winograd_nhwc) {
-      po.winograd_nhwc_min_channels = probes.winograd_nhwc->min_channels;
-      po.winograd_nhwc_small_planes = probes.winograd_nhwc->small_planes;
-    }
-  }
+  const bool tail_aware = po.tile_counts == TileCounts::tail_aware && po.tiles_per_op == 0;
+  const bool bf16 = po.precision == Precision::bf16, channels_last = po.conv_layout == ConvLayout::channels_last;
+  // The Winograd probe takes a few milliseconds: only a model with convs asks.
+  const auto& nodes = model.graph().nodes;
+  const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == "Conv"; });
+  take_machine_probes(probes,
+                      {.move_flops = tail_aware, .amx_flop_cost = tail_aware && bf16, .bf16_dot_gain = bf16,
+                       .channels_last = channels_last, .winograd_nhwc = channels_last && convs},
+                      po);
   measuring.unlock();  // sessions plan side by side; only the measuring is one at a time
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;

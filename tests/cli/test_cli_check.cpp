@@ -1,6 +1,8 @@
 // grove check: the optimized plan against the reference executor on the imported graph.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 
 #include "cli_harness.h"
@@ -72,4 +74,32 @@ TEST(CliCheck, BadArgumentsAreOneLineErrors) {
   expect_clean_error(run_grove({"check", (dir / "junk.onnx").string()}));
   Result r = run_grove({"check", GROVE_MODELS_DIR "/default.onnx", "--tolerance", "-1"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// The machine probes are stored once per machine: the same model and options plan the same
+// way in every process, the first (which measures) included.
+TEST(CliPlan, JsonIsTheSameInTenProcesses) {
+  TempDir dir;
+  const char* before = std::getenv("GROVE_TUNE_DIR");
+  const std::string saved = before ? before : "";
+  setenv("GROVE_TUNE_DIR", (dir / "tune").c_str(), 1);
+  for (const char* threads : {"1", "2"}) {
+    std::string first;
+    for (int i = 0; i < 10; ++i) {
+      Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json", "--threads", threads});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      if (i == 0) first = r.out;
+      EXPECT_EQ(r.out, first) << "process " << i << " at " << threads << " threads";
+    }
+    EXPECT_NE(first.find("\"machine_probes\""), std::string::npos) << first;
+    EXPECT_NE(first.find("\"source\": \"stored in " + (dir / "tune").string()), std::string::npos) << first;
+    EXPECT_NE(first.find("\"primitive_from\": \"rules\""), std::string::npos) << first;
+  }
+  // A corrupt probes file is a cache, not an input: measured again and rewritten.
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
+    if (entry.path().filename() == "machine.probes") write_bytes(entry.path(), "grove machine probes 1\nmachine x\n");
+  Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json", "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
+  else unsetenv("GROVE_TUNE_DIR");
 }
