@@ -1,8 +1,14 @@
 #include "fuzz/fuzz_common.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "dynamic/slice_subnet.h"
 #include "dynamic/subnet_spec.h"
 #include "passes/flops.h"
+#include "runtime/reference_executor.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
 
@@ -81,6 +87,55 @@ void load_plan_run(std::string_view onnx_bytes) {
     model.run_reference(inputs);
   } catch (const Error&) {
   }
+}
+
+std::string compare_plan_with_reference(std::string_view onnx_bytes, int threads) {
+  static Engine one({.threads = 1, .pin = false}), two({.threads = 2, .pin = false}), three({.threads = 3, .pin = false});
+  Engine& engine = threads <= 1 ? one : threads == 2 ? two : three;
+  const Limits limits = fuzz_limits();
+  TensorMap want, got;
+  try {
+    Graph g = load_onnx_bytes(onnx_bytes, "fuzz.onnx", limits);
+    ShapeMap shapes;
+    if (!bind_shapes_of(g, shapes)) return "";
+    Model model(g, {}, limits);
+    model.bind(shapes);
+    if (model.graph().declared_bytes > kMaxDeclaredBytes || graph_flops(model.graph()) > kMaxFlops) return "";
+    // Uniform in [-1, 1) from a generator seeded by the model: zeros would hide most errors.
+    uint32_t seed = static_cast<uint32_t>(onnx_bytes.size());
+    for (char ch : onnx_bytes) seed = seed * 31 + static_cast<uint8_t>(ch);
+    TensorMap inputs;
+    for (const ValueDecl& in : g.inputs) {
+      Tensor t(in.dtype, shapes.at(in.name));
+      if (in.dtype == DType::f32)
+        for (float& v : t.span<float>()) seed = seed * 1664525u + 1013904223u, v = static_cast<float>(seed >> 8) / 8388608.0f - 1.0f;
+      inputs[in.name] = t;
+    }
+    want = run_reference(g, inputs, limits);
+    Session session(engine, model, SessionOptions{.tuning = "off"});
+    got = session.run(inputs);
+  } catch (const Error& e) {
+    if (std::getenv("GROVE_FUZZ_DEBUG")) std::fprintf(stderr, "skip: %s\n", e.what());
+    return "";
+  }
+  if (std::getenv("GROVE_FUZZ_DEBUG")) std::fprintf(stderr, "compared\n");
+  for (const auto& [name, w] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) return "output '" + name + "' is missing";
+    const Tensor& t = it->second;
+    if (t.shape() != w.shape()) return "output '" + name + "' has shape " + shape_str(t.shape()) + ", the reference " + shape_str(w.shape());
+    const std::vector<double> a = t.to_f64(), b = w.to_f64();
+    double largest = 0;
+    for (double v : b)
+      if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
+    for (size_t i = 0; i < b.size(); ++i) {
+      const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
+      if (both_nan || a[i] == b[i] || std::fabs(a[i] - b[i]) <= 1e-3 * std::max(largest, 1.0)) continue;
+      return "output '" + name + "' element " + std::to_string(i) + ": " + std::to_string(a[i]) + ", the reference " +
+             std::to_string(b[i]) + " (largest " + std::to_string(largest) + ", " + std::to_string(engine.threads()) + " threads)";
+    }
+  }
+  return "";
 }
 
 }  // namespace grove::fuzz

@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh TARGET SECONDS [extra libFuzzer flags]
 #   scripts/fuzz.sh all SECONDS          # every target, one per core at a time
 # Targets: model (ONNX bytes -> import -> bind -> plan -> run), npy (.npy parsing),
-# tilegraph (saved TileGraph load), graph (structure-aware: choice scripts -> valid ONNX graphs).
+# tilegraph (saved TileGraph load), graph (structure-aware: choice scripts -> valid ONNX graphs),
+# idioms (differential: exporter idioms, the optimized plan against the reference on the imported graph).
 # New inputs go to build-fuzz/corpus/TARGET (seeded from fuzz/corpus/TARGET); a crash is
 # written to build-fuzz/crashes/TARGET/: add it to fuzz/regressions/TARGET/ with its fix, and
 # ctest replays it from then on. docs/fuzzing.md has the details and the hours run so far.
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags]}
 seconds=${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags]}
 shift 2
-targets=(model npy tilegraph graph serve)
+targets=(model npy tilegraph graph idioms serve)
 [ "$target" = all ] || targets=("$target")
 
 if [ ! -f build-fuzz/CMakeCache.txt ]; then

@@ -65,7 +65,7 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DGROVE_TESTS=ON \
         -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON > /dev/null
   cmake --build build-fuzz -j"$jobs" --target grove_unit_tests grove_cli_tests grove_conformance \
-        fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_serve grove_serve_tests
+        fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_idioms fuzz_serve grove_serve_tests
   stage_done "AddressSanitizer build"
   export ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   # Training the performance model is arithmetic on buffers that a short training run
