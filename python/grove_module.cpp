@@ -249,6 +249,36 @@ int subnet_index(const PyDynamicSession& s, const py::object& subnet) {
   return i;
 }
 
+// Session.check: grove/check.h's report as a dict.
+py::dict check(PySession& s, py::object inputs, double tolerance) {
+  py::dict feeds = inputs.is_none() ? random_inputs(*s.session) : py::dict(inputs);
+  BorrowedInputs in = borrow_inputs(feeds);
+  grove::CheckReport r;
+  {
+    py::gil_scoped_release release;
+    r = grove::check_session(*s.session, in.tensors, tolerance);
+  }
+  py::list outputs;
+  for (const grove::OutputCheck& o : r.outputs) {
+    py::dict d;
+    d["name"] = o.name, d["error"] = o.error, d["largest"] = o.largest, d["agrees"] = o.agrees;
+    d["shape_differs"] = o.shape_differs;
+    outputs.append(d);
+  }
+  py::dict report;
+  report["agrees"] = r.agrees;
+  report["outputs"] = outputs;
+  if (!r.agrees) {
+    py::dict first;
+    first["value"] = r.value, first["error"] = r.value_error, first["largest"] = r.value_largest;
+    first["node"] = r.node, first["op"] = r.op, first["domain"] = r.domain;
+    first["input_shapes"] = r.input_shapes, first["planned_by"] = r.planned_by;
+    first["values_searched"] = r.values_searched, first["probes"] = r.probes;
+    report["first_difference"] = first;
+  }
+  return report;
+}
+
 py::dict bench(PySession& s, py::object inputs, int runs, int warmup) {
   if (runs < 1) throw grove::Error("bench: runs must be at least 1");
   py::dict feeds = inputs.is_none() ? random_inputs(*s.session) : py::dict(inputs);
@@ -398,6 +428,11 @@ PYBIND11_MODULE(grove, m) {
              return to_numpy(std::move(outputs), in);
            },
            py::arg("inputs"), "The naive single-threaded reference executor (the test oracle), for comparison.")
+      .def("check", &check, py::arg("inputs") = py::none(), py::arg("tolerance") = 1e-4,
+           "Runs the session's plan and the reference executor on the model as imported (seeded random inputs "
+           "when inputs is None) and returns {'agrees', 'outputs': [{'name', 'error', 'largest', 'agrees'}], "
+           "'first_difference': {'value', 'node', 'op', 'input_shapes', 'planned_by', ...} on a mismatch}; "
+           "error is a fraction of each output's largest magnitude (docs/correctness.md).")
       .def("bench", &bench, py::arg("inputs") = py::none(), py::arg("runs") = 20, py::arg("warmup") = 3,
            "Times `runs` warm runs (seeded random inputs of the declared shapes when inputs is None).")
       .def_property_readonly("inputs", [](const PySession& s) { return specs(s.session->inputs()); })

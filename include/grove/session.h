@@ -88,6 +88,8 @@ class Session {
   std::vector<ValueSpec> outputs() const { return model().outputs(); }
   Model& model();
   const Model& model() const;
+  Engine& engine() const;
+  const SessionOptions& options() const;
 
   // The plan for `shapes` (planning when they are new), or null when the shapes depend on
   // input values and only the reference executor can run them.

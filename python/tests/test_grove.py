@@ -39,6 +39,19 @@ def test_run_matches_pytorch(session):
     assert close_to_torch(y)
 
 
+def test_check_agrees_and_names_a_differing_node(session):
+    report = session.check({input_name(session): X})
+    assert report["agrees"] and report["outputs"][0]["error"] < 1e-4
+    assert "first_difference" not in report
+    # Below float rounding every GEMM differs from the reference's double sums: the search
+    # names the model's first Conv.
+    strict = session.check(tolerance=1e-12)
+    assert not strict["agrees"]
+    first = strict["first_difference"]
+    assert first["op"] == "Conv" and first["input_shapes"][0] == "[1, 3, 112, 112]", first
+    assert first["planned_by"].startswith("node '"), first
+
+
 def test_metadata(session):
     (inp,) = session.inputs
     assert inp["dtype"] == np.float32

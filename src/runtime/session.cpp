@@ -84,6 +84,8 @@ Session::~Session() = default;
 
 Model& Session::model() { return impl_->model; }
 const Model& Session::model() const { return impl_->model; }
+Engine& Session::engine() const { return impl_->engine; }
+const SessionOptions& Session::options() const { return impl_->options; }
 
 std::shared_ptr<const Plan> Session::plan_for(const ShapeMap& shapes) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
