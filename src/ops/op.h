@@ -28,6 +28,8 @@ struct OpDef {
 // The domain of grove's internal ops, which only graph passes create (e.g. Attention from
 // fuse_attention): a name no ONNX model uses for an operator set.
 inline constexpr const char* kGroveDomain = "grove.internal";
+// ONNX Runtime's contrib ops, which its own tools write into models (contrib_microsoft.cpp).
+inline constexpr const char* kMicrosoftDomain = "com.microsoft";
 // ONNX's optimizer ops (Adagrad, Adam, Momentum) live in their own domain.
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 
@@ -36,6 +38,7 @@ class OpRegistry {
   void add(const std::string& op_type, OpDef def) { ops_[op_type] = def; }
   void add_internal(const std::string& op_type, OpDef def) { internal_[op_type] = def; }
   void add_training(const std::string& op_type, OpDef def) { training_[op_type] = def; }
+  void add_microsoft(const std::string& op_type, OpDef def) { microsoft_[op_type] = def; }
   // Default-domain ops, the training-preview optimizers and grove's internal ops; nullptr when
   // grove does not support the op.
   const OpDef* find(const Node& node) const;
@@ -48,6 +51,7 @@ class OpRegistry {
   std::map<std::string, OpDef> ops_;
   std::map<std::string, OpDef> internal_;  // domain kGroveDomain
   std::map<std::string, OpDef> training_;  // domain kTrainingDomain
+  std::map<std::string, OpDef> microsoft_;  // domain kMicrosoftDomain
 };
 
 // Each family file in src/ops adds its operators through one of these.
@@ -74,6 +78,7 @@ void register_signal_ops(OpRegistry&);        // signal.cpp: DFT, STFT, the wind
 void register_vision_ops(OpRegistry&);        // vision.cpp: NonMaxSuppression, RoiAlign, GridSample
 void register_select_ops(OpRegistry&);        // select.cpp: Compress, Unique, ReverseSequence
 void register_text_ops(OpRegistry&);          // text.cpp: TfIdfVectorizer
+void register_microsoft_ops(OpRegistry&);     // contrib_microsoft.cpp: com.microsoft Gelu, SkipLayerNormalization, QLinearAdd, ...
 void register_training_ops(OpRegistry&);      // training.cpp: Adagrad, Adam, Momentum (ai.onnx.preview.training)
 void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
 void register_quant_add_ops(OpRegistry&);     // quant_add.cpp: grove.internal QLinearAdd

@@ -7,6 +7,10 @@ const OpDef* OpRegistry::find(const Node& node) const {
     auto it = internal_.find(node.op_type);
     return it == internal_.end() ? nullptr : &it->second;
   }
+  if (node.domain == kMicrosoftDomain) {
+    auto it = microsoft_.find(node.op_type);
+    return it == microsoft_.end() ? nullptr : &it->second;
+  }
   if (node.domain == kTrainingDomain) {
     auto it = training_.find(node.op_type);
     return it == training_.end() ? nullptr : &it->second;
@@ -43,6 +47,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_select_ops(r);
     register_text_ops(r);
     register_training_ops(r);
+    register_microsoft_ops(r);
     register_internal_ops(r);
     register_quant_add_ops(r);
     register_channels_last_ops(r);
