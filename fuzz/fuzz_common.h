@@ -11,6 +11,22 @@
 
 namespace grove::fuzz {
 
+// The structure-aware targets' input: a script of choices read a byte at a time (zeros once
+// it runs out, so every script builds something).
+class Choices {
+ public:
+  Choices(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
+  int pick(int n) { return byte() % n; }
+  int64_t small(int64_t lo, int64_t hi) { return lo + pick(static_cast<int>(hi - lo + 1)); }
+  bool chance() { return (byte() & 1) != 0; }
+  bool done() const { return p_ >= end_; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
 Limits fuzz_limits();
 
 // Loads ONNX bytes, binds every symbolic dimension to 1, plans and runs the model once on

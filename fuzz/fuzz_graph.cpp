@@ -12,18 +12,7 @@
 
 namespace {
 
-class Choices {
- public:
-  Choices(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
-  uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
-  int pick(int n) { return byte() % n; }
-  int64_t small(int lo, int hi) { return lo + pick(hi - lo + 1); }
-  bool done() const { return p_ >= end_; }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+using grove::fuzz::Choices;
 
 struct OpSpec {
   const char* type;

@@ -17,19 +17,7 @@
 
 namespace {
 
-class Choices {
- public:
-  Choices(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
-  uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
-  int pick(int n) { return byte() % n; }
-  int64_t small(int64_t lo, int64_t hi) { return lo + pick(static_cast<int>(hi - lo + 1)); }
-  bool chance() { return (byte() & 1) != 0; }
-  bool done() const { return p_ >= end_; }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+using grove::fuzz::Choices;
 
 using Dims = std::vector<int64_t>;
 

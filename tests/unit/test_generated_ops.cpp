@@ -162,6 +162,29 @@ int failures_so_far() { return ::testing::UnitTest::GetInstance()->current_test_
 
 class GeneratedOps : public ::testing::TestWithParam<gen::Family> {};
 
+// Case `index` of a family with its reference outputs; false when the reference refuses it
+// (a generator defect, reported by TilesMatchTheReference).
+struct Drawn {
+  uint32_t seed = 0;
+  gen::Case c;
+  std::vector<Tensor> want;
+  std::string error;  // the reference's refusal
+};
+Drawn draw_case(const gen::Family& family, int index) {
+  Drawn d;
+  d.seed = family_seed(family.name, index);
+  d.c = make_case(family, index, d.seed);
+  try {
+    d.want = reference_outputs(d.c);
+  } catch (const Error& e) {
+    d.error = e.what();
+  }
+  return d;
+}
+std::string trace_of(const gen::Family& family, int index, const Drawn& d) {
+  return family.name + " case " + std::to_string(index) + " seed " + std::to_string(d.seed) + ": " + describe(d.c);
+}
+
 std::string family_name(const ::testing::TestParamInfo<gen::Family>& info) { return info.param.name; }
 
 }  // namespace
@@ -186,16 +209,15 @@ TEST_P(GeneratedOps, TilesMatchTheReference) {
   const gen::Family& family = GetParam();
   std::map<std::string, int> tiled;
   for (int i = 0; i < cases_per_family(); ++i) {
-    const uint32_t seed = family_seed(family.name, i);
-    const gen::Case c = make_case(family, i, seed);
-    SCOPED_TRACE(family.name + " case " + std::to_string(i) + " seed " + std::to_string(seed) + ": " + describe(c));
-    std::vector<Tensor> want;
-    try {
-      want = reference_outputs(c);
-    } catch (const Error& e) {
-      ADD_FAILURE() << "the generator drew a case the reference refuses: " << e.what();
+    const Drawn d = draw_case(family, i);
+    const gen::Case& c = d.c;
+    const uint32_t seed = d.seed;
+    SCOPED_TRACE(trace_of(family, i, d));
+    if (!d.error.empty()) {
+      ADD_FAILURE() << "the generator drew a case the reference refuses: " << d.error;
       continue;
     }
+    const std::vector<Tensor>& want = d.want;
     if (!find_tile_rule(c.node)) continue;  // e.g. an op whose second output is used
     ++tiled[c.node.op_type];
     const int failed_before = failures_so_far();
@@ -216,15 +238,12 @@ TEST_P(GeneratedOps, SessionsMatchTheReference) {
   for (int threads : {1, 2, 3}) engines.push_back(std::make_unique<Engine>(EngineOptions{.threads = threads, .pin = false}));
   const int count = std::max<int>(static_cast<int>(family.ops.size()), cases_per_family() / 8);
   for (int i = 0; i < count; ++i) {
-    const uint32_t seed = family_seed(family.name, i);
-    const gen::Case c = make_case(family, i, seed);
-    SCOPED_TRACE(family.name + " case " + std::to_string(i) + " seed " + std::to_string(seed) + ": " + describe(c));
-    std::vector<Tensor> want;
-    try {
-      want = reference_outputs(c);
-    } catch (const Error&) {
-      continue;  // reported by TilesMatchTheReference
-    }
+    const Drawn d = draw_case(family, i);
+    const gen::Case& c = d.c;
+    const uint32_t seed = d.seed;
+    SCOPED_TRACE(trace_of(family, i, d));
+    if (!d.error.empty()) continue;  // reported by TilesMatchTheReference
+    const std::vector<Tensor>& want = d.want;
     const std::string bytes = case_model(c, want);
     const TensorMap inputs = runtime_inputs(c);
     const int failed_before = failures_so_far();
