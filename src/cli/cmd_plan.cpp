@@ -12,8 +12,6 @@
 #include "graph/epilogue_attrs.h"
 #include "graph/precision_attr.h"
 #include "kernels/gemm.h"
-#include "kernels/conv_probe.h"
-#include "kernels/move_cost.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"

@@ -6,8 +6,6 @@
 #include <optional>
 #include <new>
 
-#include "kernels/conv_probe.h"
-#include "kernels/move_cost.h"
 #include "runtime/machine_probes.h"
 #include "ops/control_flow.h"
 #include "runtime/planned_run.h"
