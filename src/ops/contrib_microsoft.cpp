@@ -4,10 +4,12 @@
 // with standard ONNX ops and run through their references (evaluate_node), so it is as
 // obviously right as those; the semantics follow ONNX Runtime's contrib op documentation.
 // They run as whole-op tiles; an attribute grove does not implement is an Unsupported error.
+// The attention family is in contrib_attention.cpp, DynamicQuantizeLSTM in contrib_lstm.cpp.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "ops/contrib_util.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
@@ -15,48 +17,7 @@
 namespace grove {
 namespace {
 
-// A standard node for a step of a composition, named like the contrib node so that an error
-// inside it names the node the user sees.
-Node step(const Node& outer, const std::string& op, size_t inputs, int opset) {
-  Node n;
-  n.name = outer.name;
-  n.op_type = op;
-  n.opset = opset;
-  for (size_t i = 0; i < inputs; ++i) n.inputs.push_back("in" + std::to_string(i));
-  n.outputs = {"out0"};
-  return n;
-}
-void set_i(Node& n, const std::string& k, int64_t v) {
-  Attribute& a = n.attrs[k];
-  a.kind = Attribute::Kind::i, a.i = v;
-}
-void set_f(Node& n, const std::string& k, float v) {
-  Attribute& a = n.attrs[k];
-  a.kind = Attribute::Kind::f, a.f = v;
-}
-void set_s(Node& n, const std::string& k, const std::string& v) {
-  Attribute& a = n.attrs[k];
-  a.kind = Attribute::Kind::s, a.s = v;
-}
-
-Tensor eval(const Node& n, std::vector<const Tensor*> in) { return evaluate_node(n, in).at(0); }
-ValueInfo infer1(const Node& n, std::vector<ValueInfo> in) { return infer_node(n, in).at(0); }
-ValueInfo shape_only(const Tensor& t) { return ValueInfo{t.dtype(), t.shape(), nullptr, true}; }
-
-// Writes a computed tensor into the output the executor allocated from infer's answer.
-void put(const Node& node, Tensor* out, const Tensor& value) {
-  if (!out) return;
-  if (out->dtype() != value.dtype() || out->shape() != value.shape())
-    throw Error(node.describe() + ": computed " + shape_str(value.shape()) + ", inferred " + shape_str(out->shape()));
-  std::memcpy(out->raw(), value.raw(), value.bytes());
-}
-
-// Outputs past the first that grove does not compute: named ones are an error.
-void only_outputs(const Node& node, std::initializer_list<size_t> computed) {
-  for (size_t i = 1; i < node.outputs.size(); ++i)
-    if (!node.outputs[i].empty() && std::find(computed.begin(), computed.end(), i) == computed.end())
-      throw Unsupported(node.describe() + ": output " + std::to_string(i) + " is not supported; leave it unnamed");
-}
+using namespace contrib;
 
 Tensor scalar_f32(float v) { return Tensor::scalar<float>(v); }
 
@@ -376,6 +337,83 @@ void reference_qlinear_concat(const Node& node, std::span<const Tensor* const> i
   put(node, out[0], quantize(node, eval(cat, args), in[0], in[1], in[2]->dtype()));
 }
 
+// ---- EmbedLayerNormalization -------------------------------------------------------------
+// (input_ids, segment_ids?, word_embedding, position_embedding, segment_embedding?, gamma,
+// beta, mask?, position_ids?) -> output, mask_index?, embedding_sum?: LayerNorm over the sum
+// of the three embeddings (positions 0..S-1 unless position_ids [B or 1, S] gives them);
+// mask_index counts each row's mask entries equal to 1 (zeros without a mask).
+
+constexpr float kEmbedLayerNormEpsilon = 1e-12f;
+
+void check_ids(const Node& node, const ValueInfo& ids, const Shape& expected, const char* what) {
+  if (ids.dtype != DType::i32) throw Unsupported(node.describe() + ": " + what + " must be int32");
+  if (ids.shape != expected) throw Error(node.describe() + ": " + what + " has shape " + shape_str(ids.shape) + ", expected " + shape_str(expected));
+}
+
+void infer_embed_layer_norm(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 7, 9);
+  only_outputs(node, {1, 2});
+  const Shape& ids = in[0].shape;
+  if (ids.size() != 2) throw Error(node.describe() + ": input_ids must be [batch, sequence], got " + shape_str(ids));
+  check_ids(node, in[0], ids, "input_ids");
+  if (has_input(in, 1)) check_ids(node, in[1], ids, "segment_ids");
+  if (has_input(in, 1) != has_input(in, 4)) throw Error(node.describe() + ": segment_ids and segment_embedding go together");
+  if (has_input(in, 7)) check_ids(node, in[7], ids, "mask");
+  if (has_input(in, 8) && !(in[8].shape == Shape{1, ids[1]}))
+    check_ids(node, in[8], ids, "position_ids");
+  if (has_input(in, 8) && in[8].dtype != DType::i32) throw Unsupported(node.describe() + ": position_ids must be int32");
+  const Shape& word = in[2].shape;
+  if (in[2].dtype != DType::f32 || word.size() != 2) throw Error(node.describe() + ": word_embedding must be float32 [vocabulary, hidden]");
+  const int64_t hidden = word[1];
+  for (size_t i : {size_t{3}, size_t{4}})
+    if (has_input(in, i) && (in[i].dtype != DType::f32 || in[i].shape.size() != 2 || in[i].shape[1] != hidden))
+      throw Error(node.describe() + ": input " + std::to_string(i) + " must be float32 [rows, " + std::to_string(hidden) + "]");
+  for (size_t i : {size_t{5}, size_t{6}})
+    if (!has_input(in, i) || in[i].dtype != DType::f32 || in[i].shape != Shape{hidden})
+      throw Error(node.describe() + ": gamma and beta must be float32 [" + std::to_string(hidden) + "]");
+  for (ValueInfo& o : out) o = ValueInfo{DType::undefined, {}, nullptr, false};
+  out[0] = ValueInfo{DType::f32, {ids[0], ids[1], hidden}, nullptr, true};
+  if (out.size() > 1 && !node.outputs[1].empty()) out[1] = ValueInfo{DType::i32, {ids[0]}, nullptr, true};
+  if (out.size() > 2 && !node.outputs[2].empty()) out[2] = out[0];
+}
+
+// Rows of `table` at `ids`, after checking each id (Gather would wrap a negative one).
+Tensor embedding_rows(const Node& node, const Tensor* table, const Tensor& ids, const char* what) {
+  const int64_t rows = table->dim(0);
+  for (const int32_t id : ids.span<int32_t>())
+    if (id < 0 || id >= rows)
+      throw Error(node.describe() + ": " + what + " " + std::to_string(id) + " is outside [0, " + std::to_string(rows) + ")");
+  return eval(step(node, "Gather", 2, 13), {table, &ids});
+}
+
+void reference_embed_layer_norm(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor& ids = *in[0];
+  const int64_t B = ids.dim(0), S = ids.dim(1);
+  Tensor positions(DType::i32, {B, S});
+  const Tensor* given = optional_input(in, 8);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      positions.data<int32_t>()[b * S + s] = given ? given->data<int32_t>()[(given->dim(0) == 1 ? 0 : b) * S + s] : static_cast<int32_t>(s);
+  Tensor sum = embedding_rows(node, in[2], ids, "input id");
+  const Tensor pos = embedding_rows(node, in[3], positions, "position");
+  sum = eval(step(node, "Add", 2, 14), {&sum, &pos});
+  if (const Tensor* segments = optional_input(in, 1)) {
+    const Tensor seg = embedding_rows(node, in[4], *segments, "segment id");
+    sum = eval(step(node, "Add", 2, 14), {&sum, &seg});
+  }
+  Node norm = step(node, "LayerNormalization", 3, 17);
+  set_f(norm, "epsilon", node.attr_float("epsilon", kEmbedLayerNormEpsilon));
+  put(node, out[0], eval(norm, {&sum, in[5], in[6]}));
+  if (out.size() > 1 && out[1]) {
+    Tensor counts(DType::i32, {B});
+    const Tensor* mask = optional_input(in, 7);
+    for (int64_t b = 0; b < B && mask; ++b)
+      counts.data<int32_t>()[b] = static_cast<int32_t>(std::count(mask->data<int32_t>() + b * S, mask->data<int32_t>() + (b + 1) * S, 1));
+    put(node, out[1], counts);
+  }
+  if (out.size() > 2) put(node, out[2], sum);
+}
+
 }  // namespace
 
 void register_microsoft_ops(OpRegistry& r) {
@@ -396,6 +434,9 @@ void register_microsoft_ops(OpRegistry& r) {
   r.add_microsoft("QLinearGlobalAveragePool", {infer_qlinear_global_average_pool, reference_qlinear_global_average_pool});
   r.add_microsoft("QLinearAveragePool", {infer_qlinear_average_pool, reference_qlinear_average_pool});
   r.add_microsoft("QLinearConcat", {infer_qlinear_concat, reference_qlinear_concat});
+  r.add_microsoft("EmbedLayerNormalization", {infer_embed_layer_norm, reference_embed_layer_norm});
+  register_microsoft_attention_ops(r);
+  register_microsoft_lstm_op(r);
   // ONNX Runtime registers this one in the ONNX domain (its transformer optimizer writes it for
   // T5 and LLaMA-style RMSNorm).
   r.add("SimplifiedLayerNormalization", {infer_simplified_norm, reference_simplified_norm});
