@@ -115,6 +115,7 @@ std::vector<Family> all_families() {
   add_row_and_movement_families(families);
   add_nn_families(families);
   add_quantized_families(families);
+  add_fused_families(families);
   return families;
 }
 

@@ -81,6 +81,7 @@ void add_elementwise_families(std::vector<Family>& families);
 void add_row_and_movement_families(std::vector<Family>& families);
 void add_nn_families(std::vector<Family>& families);
 void add_quantized_families(std::vector<Family>& families);
+void add_fused_families(std::vector<Family>& families);  // the grove.internal ops
 
 std::vector<Family> all_families();
 

@@ -1,0 +1,363 @@
+// Generators of the grove.internal ops the passes make (the importer never sees them): the
+// channels-last and channel-blocked convs with every fused epilogue the epilogue pass
+// writes, the convs joined with the depthwise, project or max-pool node after them, the
+// channels-last pools, fused attention in both of its layouts, the feature-pruning ops and
+// the 8-bit fused forms. Each draws the node as its pass writes it; the references are the
+// unfused ops' on rotated, blocked or masked tensors (ops/), so a tile that differs from the
+// reference differs from the ops the pass replaced.
+#include <algorithm>
+#include <cmath>
+
+#include "generated_cases.h"
+#include "graph/choice_attrs.h"
+#include "graph/epilogue_attrs.h"
+#include "ops/channels_blocked.h"
+#include "ops/channels_last.h"
+#include "ops/conv_max_pool.h"
+#include "ops/expand_depthwise.h"
+#include "ops/feature_pruning.h"
+#include "ops/op.h"
+#include "ops/tile_conv_winograd.h"
+
+namespace grove::gen {
+namespace {
+
+// "grove.internal:ConvNhwc" -> a ConvNhwc node of that domain.
+Node internal(const std::string& key, size_t inputs) {
+  return node(key.substr(key.find(':') + 1), 13, inputs, 1, kGroveDomain);
+}
+
+DType any_8bit(Draw& d) { return d.chance(0.5) ? DType::u8 : DType::i8; }
+Tensor bytes_of(Draw& d, DType t, const Shape& s) { return t == DType::u8 ? d.ints(t, s, 0, 255) : d.ints(t, s, -128, 127); }
+
+// A 2-D window: kernel, strides, dilations and explicit pads (the passes write pads, never
+// auto_pad), and the input and output planes it takes.
+struct Window2d {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: top, left, bottom, right
+  int64_t h = 0, w = 0, oh = 0, ow = 0;
+};
+
+Window2d window2d(Draw& d, const std::vector<int64_t>& kernels, bool strided, bool dilated, int64_t most = 14) {
+  Window2d g;
+  g.pads.assign(4, 0);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t k = d.pick(kernels), dil = dilated && d.chance(0.2) ? 2 : 1;
+    const int64_t s = strided && d.chance(0.35) ? d.between(2, 3) : 1, extent = (k - 1) * dil + 1;
+    const int64_t in = std::max(extent, d.between(1, most));
+    g.kernel.push_back(k), g.strides.push_back(s), g.dilations.push_back(dil);
+    if (d.chance(0.6)) g.pads[i] = d.between(0, extent - 1), g.pads[i + 2] = d.between(0, extent - 1);
+    (i == 0 ? g.h : g.w) = in;
+    (i == 0 ? g.oh : g.ow) = (in + g.pads[i] + g.pads[i + 2] - extent) / s + 1;
+  }
+  return g;
+}
+
+void set_window2d(Draw& d, Node& n, const Window2d& g, const std::string& prefix = "", bool kernel_shape = false) {
+  if (kernel_shape || d.chance(0.5)) set_attr(n, prefix + "kernel_shape", g.kernel);
+  if (g.strides != std::vector<int64_t>{1, 1} || d.chance(0.3)) set_attr(n, prefix + "strides", g.strides);
+  if (g.dilations != std::vector<int64_t>{1, 1} || d.chance(0.3)) set_attr(n, prefix + "dilations", g.dilations);
+  if (g.pads != std::vector<int64_t>(4, 0) || d.chance(0.3)) set_attr(n, prefix + "pads", g.pads);
+}
+
+// A fused epilogue as passes/fuse_epilogue.cpp writes it (graph/epilogue_attrs.h): one of
+// the activations with its parameters, after a residual where `residual`. `kinds` limits
+// the activations where a fused form takes fewer.
+void draw_epilogue(Draw& d, Node& n, bool residual, const std::string& prefix = "",
+                   const std::vector<std::string>& kinds = {"", "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid",
+                                                            "hard_swish", "gelu_erf", "gelu_tanh", "swish"}) {
+  const std::string kind = d.pick(kinds);
+  std::string fused = residual ? "Add" : "";
+  if (!kind.empty()) {
+    set_attr(n, prefix + kAttrActivation, kind);
+    fused += std::string(residual ? "+" : "") + kind;
+  }
+  if (kind == "clip") set_attr(n, prefix + kAttrAlpha, d.chance(0.7) ? 0.0f : -1.0f), set_attr(n, prefix + kAttrBeta, d.chance(0.7) ? 6.0f : 0.5f);
+  if (kind == "leaky_relu") set_attr(n, prefix + kAttrAlpha, d.chance(0.5) ? 0.1f : 0.01f);
+  if (kind == "hard_sigmoid") set_attr(n, prefix + kAttrAlpha, 0.2f), set_attr(n, prefix + kAttrBeta, 0.5f);
+  if (kind == "swish") set_attr(n, prefix + kAttrAlpha, d.chance(0.5) ? 1.0f : 1.702f);
+  if (!fused.empty()) set_attr(n, prefix + kAttrFused, fused);
+}
+
+Shape nhwc(int64_t n, int64_t h, int64_t w, int64_t c) { return {n, h, w, c}; }
+
+// ConvNhwc (one group; a stem may read x as NCHW; Winograd where it fits) and
+// DepthwiseConvNhwc, each with any epilogue and a channels-last residual.
+Case conv_nhwc(Draw& d, const std::string& op) {
+  const bool depthwise = op.ends_with("DepthwiseConvNhwc");
+  const int64_t images = d.between(1, 2);
+  const int64_t cin = depthwise ? d.pick(std::vector<int64_t>{1, 3, 8, 16, 17, 21, 40})
+                                : d.pick(std::vector<int64_t>{1, 3, 4, 8, 16, 17, 32});
+  const int64_t cout = depthwise ? cin : d.pick(std::vector<int64_t>{1, 4, 8, 16, 17, 33, 40});
+  const Window2d g = window2d(d, {1, 1, 3, 3, 5}, true, true);
+  const bool residual = d.chance(0.3), stem = !depthwise && d.chance(0.2);
+  Case c{internal(op, residual ? 4 : 3), {}, {}, 1e-4};
+  set_window2d(d, c.node, g);
+  if (depthwise) set_attr(c.node, "group", cin);
+  draw_epilogue(d, c.node, residual);
+  if (stem) set_attr(c.node, kAttrXNchw, int64_t{1});
+  const Shape w = {cout, depthwise ? 1 : cin, g.kernel[0], g.kernel[1]};
+  if (!depthwise && !stem && d.chance(0.4)) {
+    Node twin = nchw_twin(c.node);
+    if (tiling::conv_node_fits_winograd(twin, {images, cin, g.h, g.w}, w))
+      set_attr(c.node, kAttrConvPrimitive, std::string(d.chance(0.5) ? "winograd" : "winograd_f2x3_nhwc"));
+  }
+  c.inputs = {d.f32(stem ? Shape{images, cin, g.h, g.w} : nhwc(images, g.h, g.w, cin)), d.f32(w, -0.5, 0.5),
+              d.chance(0.7) ? d.f32({cout}) : Tensor()};
+  if (residual) c.inputs.push_back(d.f32(nhwc(images, g.oh, g.ow, cout)));
+  c.constant = {false, true, true, false};
+  return c;
+}
+
+// ConvNchwc on x blocked by 8 or 16 channels: one group or depthwise, no dilation, the
+// residual blocked like y.
+Case conv_nchwc(Draw& d, const std::string& op) {
+  const int64_t block = d.chance(0.5) ? 8 : 16;
+  const bool depthwise = d.chance(0.3);
+  const int64_t cin = block * d.between(1, 3), cout = depthwise ? cin : block * d.between(1, 3);
+  const Window2d g = window2d(d, {1, 1, 3, 3, 5, 7}, true, false);
+  const bool residual = d.chance(0.3);
+  const int64_t images = d.between(1, 2);
+  Case c{internal(op, residual ? 4 : 3), {}, {}, 1e-4};
+  set_window2d(d, c.node, g);
+  if (depthwise) set_attr(c.node, "group", cin);
+  draw_epilogue(d, c.node, residual);
+  c.inputs = {nchw_to_blocked(d.f32({images, cin, g.h, g.w}), block),
+              d.f32({cout, depthwise ? 1 : cin, g.kernel[0], g.kernel[1]}, -0.5, 0.5),
+              d.chance(0.7) ? d.f32({cout}) : Tensor()};
+  if (residual) c.inputs.push_back(nchw_to_blocked(d.f32({images, cout, g.oh, g.ow}), block));
+  c.constant = {false, true, true, false};
+  return c;
+}
+
+// ExpandDepthwiseNhwc: an expand conv (1x1, or a stem's 3x3 reading NCHW) and the depthwise
+// conv after it; InvertedResidualNhwc joins the 1x1 project conv and its residual too.
+Case expand_depthwise(Draw& d, const std::string& op) {
+  const bool project = op.ends_with("InvertedResidualNhwc");
+  const bool stem = d.chance(0.25);
+  const int64_t images = d.between(1, 2), cin = stem ? 3 : d.pick(std::vector<int64_t>{3, 4, 8, 16, 17});
+  const int64_t mid = d.pick(std::vector<int64_t>{8, 16, 24, 32, 40, 48});
+  Window2d e;  // the expand conv: 1x1, or the stem's 3x3 stride 2
+  e.kernel = {stem ? 3 : 1, stem ? 3 : 1}, e.strides = {stem ? 2 : 1, stem ? 2 : 1}, e.dilations = {1, 1};
+  e.pads = stem ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>(4, 0);
+  e.h = d.between(3, 20), e.w = d.between(3, 20);
+  e.oh = stem ? (e.h + 2 - 3) / 2 + 1 : e.h, e.ow = stem ? (e.w + 2 - 3) / 2 + 1 : e.w;
+  // The depthwise conv reads the expand conv's output plane.
+  Window2d g = window2d(d, {3, 3, 5}, true, true, 1);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = i == 0 ? e.oh : e.ow, extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    int64_t& pb = g.pads[i];
+    int64_t& pe = g.pads[i + 2];
+    while (in + pb + pe < extent) ++pe;
+    (i == 0 ? g.oh : g.ow) = (in + pb + pe - extent) / g.strides[i] + 1;
+  }
+  const bool residual = project && d.chance(0.5);
+  const int64_t out_channels = project ? (residual ? d.pick(std::vector<int64_t>{8, 16, 24}) : d.pick(std::vector<int64_t>{4, 8, 16, 24})) : mid;
+  Case c{internal(op, project ? (residual ? 8 : 7) : 5), {}, {}, 1e-4};
+  set_attr(c.node, "group", mid);
+  set_window2d(d, c.node, g, "", true);
+  draw_epilogue(d, c.node, false, "", {"", "relu", "clip"});
+  const std::string ep = kExpandPrefix;
+  if (stem) set_attr(c.node, ep + "strides", e.strides), set_attr(c.node, ep + "pads", e.pads), set_attr(c.node, ep + kAttrXNchw, int64_t{1});
+  draw_epilogue(d, c.node, false, ep, {"", "relu", "clip"});
+  c.inputs = {d.f32(stem ? Shape{images, cin, e.h, e.w} : nhwc(images, e.h, e.w, cin)),
+              d.f32({mid, cin, e.kernel[0], e.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({mid}) : Tensor(),
+              d.f32({mid, 1, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({mid}) : Tensor()};
+  c.constant = {false, true, true, true, true};
+  if (project) {
+    c.inputs.push_back(d.f32({out_channels, mid, 1, 1}, -0.5, 0.5));
+    c.inputs.push_back(d.chance(0.8) ? d.f32({out_channels}) : Tensor());
+    c.constant.push_back(true), c.constant.push_back(true);
+    if (residual) {
+      c.inputs.push_back(d.f32(nhwc(images, g.oh, g.ow, out_channels)));
+      c.constant.push_back(false);
+      set_attr(c.node, std::string(kProjectPrefix) + kAttrFused, std::string("Add"));
+    }
+  }
+  return c;
+}
+
+// ConvMaxPoolNhwc: a ConvNhwc (a stem reading NCHW, or channels-last) and the max pool
+// after it, ceil mode and pool pads included.
+Case conv_max_pool(Draw& d, const std::string& op) {
+  const bool stem = d.chance(0.4);
+  const int64_t images = d.between(1, 2), cin = stem ? 3 : d.pick(std::vector<int64_t>{3, 4, 8, 16});
+  const int64_t cout = d.pick(std::vector<int64_t>{8, 16, 17, 32, 40});
+  const Window2d g = window2d(d, {1, 3, 3, 5, 7}, true, false, 24);
+  Case c{internal(op, 3), {}, {}, 1e-4};
+  set_window2d(d, c.node, g);
+  if (stem) set_attr(c.node, kAttrXNchw, int64_t{1});
+  draw_epilogue(d, c.node, false, "", {"", "relu", "relu", "clip"});
+  const std::string pool = kPoolPrefix;
+  const int64_t pk = std::min<int64_t>(d.pick(std::vector<int64_t>{2, 3, 3}), std::min(g.oh, g.ow));
+  const int64_t ps = d.between(1, 2), pp = pk > 1 && d.chance(0.4) ? 1 : 0;
+  set_attr(c.node, pool + "kernel_shape", std::vector<int64_t>{pk, pk});
+  set_attr(c.node, pool + "strides", std::vector<int64_t>{ps, ps});
+  if (pp || d.chance(0.3)) set_attr(c.node, pool + "pads", std::vector<int64_t>{pp, pp, pp, pp});
+  if (d.chance(0.4)) set_attr(c.node, pool + "ceil_mode", int64_t{d.chance(0.6)});
+  c.inputs = {d.f32(stem ? Shape{images, cin, g.h, g.w} : nhwc(images, g.h, g.w, cin)),
+              d.f32({cout, cin, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.7) ? d.f32({cout}) : Tensor()};
+  c.constant = {false, true, true};
+  return c;
+}
+
+// MaxPoolNhwc on bytes or floats, and GlobalAveragePoolNhwc on floats.
+Case pool_nhwc(Draw& d, const std::string& op) {
+  const int64_t images = d.between(1, 2), channels = d.pick(std::vector<int64_t>{1, 3, 5, 16, 17, 37, 64, 70});
+  if (op.ends_with("GlobalAveragePoolNhwc")) {
+    Case c{internal(op, 1), {d.f32(nhwc(images, d.between(1, 13), d.between(1, 13), channels))}, {false}, 1e-5};
+    return c;
+  }
+  Window2d g = window2d(d, {1, 2, 3, 3, 5}, true, true);
+  for (int i = 0; i < 2; ++i)  // a pool's pad stays below its kernel
+    g.pads[i] = std::min(g.pads[i], g.kernel[i] - 1), g.pads[i + 2] = std::min(g.pads[i + 2], g.kernel[i] - 1);
+  Case c{internal(op, 1), {}, {}, 0};
+  set_window2d(d, c.node, g, "", true);
+  if (d.chance(0.4)) set_attr(c.node, "ceil_mode", int64_t{d.chance(0.6)});
+  const int t = static_cast<int>(d.between(0, 2));
+  const Shape x = nhwc(images, g.h, g.w, channels);
+  c.inputs = {t == 0 ? d.f32(x) : bytes_of(d, t == 1 ? DType::u8 : DType::i8, x)};
+  c.constant = {false};
+  return c;
+}
+
+// Fused attention: head-major Q [B, H, S, D], KT [B, H, D, T], V [B, H, T, Dv], or
+// sequence-major Q, K, V [B, *, C] holding the heads side by side at offsets; an added mask
+// and a boolean keep, each broadcast to the scores.
+Case attention(Draw& d, const std::string& op) {
+  const int64_t batch = d.between(1, 2), heads = d.between(1, 4), queries = d.dim(17), keys = d.dim(17);
+  const int64_t head_dim = d.pick(std::vector<int64_t>{1, 3, 8, 16, 17}), value_dim = d.chance(0.7) ? head_dim : d.between(1, 9);
+  const bool mask = d.chance(0.4), keep = d.chance(0.3);
+  Case c{internal(op, 3 + (mask || keep) + keep), {}, {}, 1e-5};
+  const bool divide = d.chance(0.3);
+  if (divide || d.chance(0.3)) set_attr(c.node, "scale_op", std::string(divide ? "Div" : "Mul"));
+  set_attr(c.node, "scale", static_cast<float>(divide ? std::sqrt(double(head_dim)) : 1.0 / std::sqrt(double(head_dim))));
+  if (keep) set_attr(c.node, "fill", d.chance(0.5) ? -10000.0f : -1e9f);
+  if (d.chance(0.5)) {
+    c.inputs = {d.f32({batch, heads, queries, head_dim}), d.f32({batch, heads, head_dim, keys}),
+                d.f32({batch, heads, keys, value_dim})};
+  } else {
+    set_attr(c.node, "heads", heads), set_attr(c.node, "head_dim", head_dim), set_attr(c.node, "value_dim", value_dim);
+    const auto width = [&](int64_t columns, const char* offset) {
+      const int64_t before = d.chance(0.4) ? d.between(1, 5) : 0;
+      if (before || d.chance(0.2)) set_attr(c.node, offset, before);
+      return before + columns + (d.chance(0.3) ? d.between(1, 4) : 0);
+    };
+    c.inputs = {d.f32({batch, queries, width(heads * head_dim, "q_offset")}),
+                d.f32({batch, keys, width(heads * head_dim, "k_offset")}),
+                d.f32({batch, keys, width(heads * value_dim, "v_offset")})};
+  }
+  const Shape scores = {batch, heads, queries, keys};
+  if (mask || keep) c.inputs.push_back(mask ? d.f32(broadcast_from(d, scores), -3, 0) : Tensor());
+  if (keep) c.inputs.push_back(d.booleans(broadcast_from(d, scores)));
+  c.constant.assign(c.inputs.size(), false);
+  if (mask) c.constant[3] = d.chance(0.5);
+  return c;
+}
+
+// The feature-pruning ops: AttentionKeep (each image's kept channels and positions),
+// ApplyKeep (x zeroed outside them) and PrunedConv (the conv of the zeroed map, with an
+// epilogue), keep drawn as AttentionKeep computes it.
+Case feature_pruning(Draw& d, const std::string& op) {
+  const int64_t images = d.between(1, 3), channels = d.pick(std::vector<int64_t>{1, 3, 6, 8, 17, 40});
+  const Window2d g = window2d(d, {1, 3, 3}, true, false, 9);
+  const int64_t plane = g.h * g.w;
+  const int64_t kept_channels = d.between(1, channels), kept_positions = d.between(1, plane);
+  const Tensor x = d.f32({images, channels, g.h, g.w}, -1, 1);
+  Tensor keep(DType::i64, {images, kept_channels + kept_positions});
+  AttentionKeepScratch scratch;
+  for (int64_t n = 0; n < images; ++n)
+    attention_keep(x.data<float>() + n * channels * plane, channels, plane, kept_channels, kept_positions,
+                   keep.data<int64_t>() + n * (kept_channels + kept_positions), scratch);
+  const bool is_keep = op.ends_with("AttentionKeep"), apply = op.ends_with("ApplyKeep");
+  Case c{internal(op, is_keep ? 1 : apply ? 2 : 5), {}, {}, is_keep || apply ? 0 : 1e-4};
+  set_attr(c.node, kAttrKeepChannels, kept_channels), set_attr(c.node, kAttrKeepPositions, kept_positions);
+  if (is_keep) return c.inputs = {x}, c.constant = {false}, c;
+  if (apply) return c.inputs = {x, keep}, c.constant = {false, false}, c;
+  const int64_t cout = d.pick(std::vector<int64_t>{1, 4, 5, 16, 33});
+  set_attr(c.node, "strides", g.strides);
+  set_attr(c.node, "pads", g.pads);
+  const bool residual = d.chance(0.4);
+  draw_epilogue(d, c.node, residual, "", {"", "relu", "relu", "clip"});
+  c.inputs = {x, d.f32({cout, channels, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({cout}) : Tensor(),
+              residual ? d.f32({images, cout, g.oh, g.ow}) : Tensor(), keep};
+  c.constant = {false, true, true, false, false};
+  return c;
+}
+
+// The 8-bit fused forms: ConvIntegerScaled (ConvInteger, Cast, Mul by a scale per tensor or
+// channel, a bias, a Relu), QLinearAdd (a QDQ residual add on bytes), QLinearConvNhwc with
+// and without the residual QLinearAdd fused after it.
+Case quantized_fused(Draw& d, const std::string& op) {
+  if (op.ends_with("QLinearAdd")) {
+    const DType t = any_8bit(d);
+    const Shape s = d.shape(static_cast<size_t>(d.between(1, 4)), 1500);
+    Case c{internal(op, 8), {}, {}, 0};
+    if (d.chance(0.5)) set_attr(c.node, kAttrActivation, std::string("relu"));
+    c.inputs = {bytes_of(d, t, s), scalar(DType::f32, d.real(0.01, 0.1)), bytes_of(d, t, {}),
+                bytes_of(d, t, s), scalar(DType::f32, d.real(0.01, 0.1)), bytes_of(d, t, {}),
+                scalar(DType::f32, d.real(0.02, 0.2)), bytes_of(d, t, {})};
+    c.constant = {false, true, true, false, true, true, true, true};
+    return c;
+  }
+  const int64_t images = d.between(1, 2), cin = d.pick(std::vector<int64_t>{1, 3, 4, 8, 16, 19});
+  const int64_t cout = d.pick(std::vector<int64_t>{1, 5, 8, 20, 33, 40});
+  const Window2d g = window2d(d, {1, 1, 3, 3, 5}, true, true);
+  if (op.ends_with("ConvIntegerScaled")) {
+    const int64_t group = cin > 1 && cout % cin == 0 && d.chance(0.2) ? cin : 1;
+    const DType tx = any_8bit(d), tw = any_8bit(d);
+    Case c{internal(op, 6), {}, {}, 1e-5};
+    set_window2d(d, c.node, g);
+    if (group > 1 || d.chance(0.2)) set_attr(c.node, "group", group);
+    if (d.chance(0.5)) set_attr(c.node, kAttrActivation, std::string("relu")), set_attr(c.node, kAttrFused, std::string("Relu"));
+    c.inputs = {bytes_of(d, tx, {images, cin, g.h, g.w}), bytes_of(d, tw, {cout, cin / group, g.kernel[0], g.kernel[1]}),
+                d.chance(0.8) ? bytes_of(d, tx, {}) : Tensor(),
+                d.chance(0.8) ? bytes_of(d, tw, d.chance(0.5) ? Shape{} : Shape{cout}) : Tensor(),
+                d.f32(d.chance(0.5) ? Shape{} : Shape{cout}, 0.0005, 0.01), d.chance(0.7) ? d.f32({cout}) : Tensor()};
+    c.constant = {false, true, true, true, true, true};
+    return c;
+  }
+  // QLinearConvNhwc: int8 weights; zero weight zero points take the 8-bit kernel, others the reference.
+  const DType tx = any_8bit(d), ty = any_8bit(d);
+  const bool residual = d.chance(0.4);
+  Case c{internal(op, residual ? 16 : 9), {}, {}, 0};
+  set_window2d(d, c.node, g);
+  if (d.chance(0.4)) set_attr(c.node, kAttrActivation, std::string("relu"));
+  Tensor w_zero = d.chance(0.85) ? d.ints(DType::i8, {cout}, 0, 0) : d.ints(DType::i8, {cout}, -3, 3);
+  const Tensor y_zero = bytes_of(d, ty, {});
+  c.inputs = {bytes_of(d, tx, nhwc(images, g.h, g.w, cin)), scalar(DType::f32, d.real(0.01, 0.1)), bytes_of(d, tx, {}),
+              d.ints(DType::i8, {cout, cin, g.kernel[0], g.kernel[1]}, -128, 127), d.f32({cout}, 0.0005, 0.005),
+              std::move(w_zero), scalar(DType::f32, d.real(0.1, 0.5)), y_zero,
+              d.chance(0.8) ? d.ints(DType::i32, {cout}, -1000, 1000) : Tensor()};
+  c.constant = {false, true, true, true, true, true, true, true, true};
+  if (residual) {
+    if (d.chance(0.5)) set_attr(c.node, kAttrResidualActivation, std::string("relu"));
+    // r, r_scale, r_zero, then the conv's y as the add reads it (c_scale, c_zero), z_scale, z_zero.
+    c.inputs.push_back(bytes_of(d, ty, nhwc(images, g.oh, g.ow, cout)));
+    c.inputs.push_back(scalar(DType::f32, d.real(0.02, 0.1)));
+    c.inputs.push_back(bytes_of(d, ty, {}));
+    const Tensor y_scale = c.inputs[6];
+    c.inputs.push_back(y_scale);
+    c.inputs.push_back(y_zero);
+    c.inputs.push_back(scalar(DType::f32, d.real(0.05, 0.5)));
+    c.inputs.push_back(bytes_of(d, ty, {}));
+    c.constant.insert(c.constant.end(), {false, true, true, true, true, true, true});
+  }
+  return c;
+}
+
+}  // namespace
+
+void add_fused_families(std::vector<Family>& families) {
+  const std::string g = std::string(kGroveDomain) + ":";
+  families.push_back({"ConvNhwc", {g + "ConvNhwc", g + "DepthwiseConvNhwc"}, &conv_nhwc});
+  families.push_back({"ConvNchwc", {g + "ConvNchwc"}, &conv_nchwc});
+  families.push_back({"ExpandDepthwise", {g + "ExpandDepthwiseNhwc", g + "InvertedResidualNhwc"}, &expand_depthwise});
+  families.push_back({"ConvMaxPool", {g + "ConvMaxPoolNhwc"}, &conv_max_pool});
+  families.push_back({"PoolNhwc", {g + "MaxPoolNhwc", g + "GlobalAveragePoolNhwc"}, &pool_nhwc});
+  families.push_back({"FusedAttention", {g + "Attention"}, &attention});
+  families.push_back({"FeaturePruning", {g + "AttentionKeep", g + "ApplyKeep", g + "PrunedConv"}, &feature_pruning});
+  families.push_back(
+      {"QuantizedFused", {g + "ConvIntegerScaled", g + "QLinearAdd", g + "QLinearConvNhwc"}, &quantized_fused});
+}
+
+}  // namespace grove::gen
