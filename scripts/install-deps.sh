@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(
-  build-essential cmake
+  build-essential cmake ninja-build
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev clang libfuzzer-14-dev
   python3-dev pybind11-dev python3-pytest

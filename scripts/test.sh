@@ -4,14 +4,41 @@
 #     schedules (random delays, random pop/steal order); skip with GROVE_SKIP_TSAN=1;
 #  2. the unit, CLI, server and ONNX node conformance tests under AddressSanitizer + UndefinedBehavior-
 #     Sanitizer (clang; the model tests are left out: exporting them costs minutes of torch),
-#     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 60) in the same build
+#     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 30) in the same build
 #     (docs/fuzzing.md); skip with GROVE_SKIP_ASAN=1, or only the fuzzing with GROVE_SKIP_FUZZ=1;
 #  3. everything under ctest in Release: unit, ONNX node conformance, kernels, runtime, CLI
 #     and bad input, PyTorch model comparisons.
+#
+# scripts/test.sh --quick is the loop while changing code: an incremental Release build of the
+# unit and kernel tests (build-test, shared with the full run) and those tests under ctest
+# (labels unit and kernels; GROVE_GENERATED_CASES defaults to 50 there), no sanitizers.
+# Other labels: cli, runtime, serve, conformance, models, fuzz, python, api, bench
+# (ctest --test-dir build-test -L LABEL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
+
+# Configures build dir $1 with the rest as options: Ninja where the dir is new (its no-op
+# rebuild takes a fraction of a second), whatever generator an existing dir has.
+configure() {
+  local dir=$1 generator=()
+  shift
+  [ -f "$dir/CMakeCache.txt" ] || generator=(-G Ninja)
+  cmake -S . -B "$dir" "${generator[@]}" "$@" > /dev/null
+}
+
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  start=$SECONDS
+  configure build-test -DCMAKE_BUILD_TYPE=Release -DGROVE_TESTS=ON
+  cmake --build build-test -j"$jobs" --target grove_unit_tests grove_kernel_tests
+  echo "== quick build took $((SECONDS - start)) s"
+  GROVE_GENERATED_CASES=${GROVE_GENERATED_CASES:-50} ctest --test-dir build-test -L '^(unit|kernels)$' -j"$jobs" \
+    --output-on-failure "$@"
+  echo "== quick loop took $((SECONDS - start)) s"
+  exit 0
+fi
 # Each stage's wall time, printed as it ends: CI's budget is the sum.
 stage_start=$SECONDS
 stage_done() { echo "== $1 took $((SECONDS - stage_start)) s"; stage_start=$SECONDS; }
@@ -50,8 +77,8 @@ sanitizer_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_F
 
 if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   echo "== ThreadSanitizer + adversarial schedules =="
-  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DGROVE_TESTS=ON \
-        -DGROVE_SANITIZE=thread -DGROVE_ADVERSARIAL=ON > /dev/null
+  configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DGROVE_TESTS=ON \
+        -DGROVE_SANITIZE=thread -DGROVE_ADVERSARIAL=ON
   cmake --build build-tsan -j"$jobs" --target grove_runtime_tests grove_concurrent_unit_tests grove_serve_tests
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   build-tsan/tests/runtime/grove_runtime_tests --gtest_brief=1
@@ -62,8 +89,8 @@ fi
 
 if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer, fuzz targets =="
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DGROVE_TESTS=ON \
-        -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON > /dev/null
+  CC=clang CXX=clang++ configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DGROVE_TESTS=ON \
+        -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON
   cmake --build build-fuzz -j"$jobs" --target grove_unit_tests grove_cli_tests grove_conformance \
         fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_idioms fuzz_serve grove_serve_tests
   stage_done "AddressSanitizer build"
@@ -79,14 +106,14 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   build-fuzz/tests/grove_conformance --jobs "$jobs"
   stage_done "AddressSanitizer tests"
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
-    bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-60}"
+    bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-30}"
     stage_done "fuzzing"
   fi
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
 echo "== Release build, all tests =="
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release -DGROVE_TESTS=ON > /dev/null
+configure build-test -DCMAKE_BUILD_TYPE=Release -DGROVE_TESTS=ON
 cmake --build build-test -j"$jobs"
 stage_done "Release build"
 cd build-test
