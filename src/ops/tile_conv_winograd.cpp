@@ -19,13 +19,13 @@ namespace {
 // of 48-127 columns (28 x 28) are cut by images or output channels and keep all their columns
 // (ResNet-50's 28 x 28 layers 2.9 -> 2.0 ms busy per run); smaller ones stay on im2col (14 x
 // 14 with a channel cut: 2.8 -> 3.0 ms).
-// Channels-last (stop 50): the NHWC Winograd's GEMMs take every tile of the plane as their
+// Channels-last: the NHWC Winograd's GEMMs take every tile of the plane as their
 // rows, and 13 x 13 and 14 x 14 planes (20 columns) win there (docs/layout.md has the
 // measurements); smaller ones do not reach a full row tile of the microkernel. On such a
 // plane a weight serves few blocks, and the transformed weights, four times the conv's, are
 // streamed for little work: beyond half the last-level cache they come from memory on every
 // run. Those layers stay on the row GEMM, which also bounds the memory the choice adds
-// (YOLOv3's 13 x 13 layers of 512 -> 1024 channels would have added 380 MiB; stop 51).
+// (YOLOv3's 13 x 13 layers of 512 -> 1024 channels would add 380 MiB).
 constexpr size_t kMinChannels = 8;
 constexpr size_t kMinGemmColumns = 48;
 constexpr size_t kMinChannelsLastGemmColumns = 16;

@@ -38,7 +38,7 @@ namespace {
 // Fewer input channels than this (an image's 3) stay NCHW, each window row copied in runs of a
 // few floats, unless the row conv adds the taps in registers (a stem: few_channel_stem). Few
 // output channels do not keep a conv NCHW: a 16-channel 1x1 conv leaves half the panel's lanes
-// empty channels-last, but its NCHW neighbours' Transposes cost more (docs/layout.md, stop 40).
+// empty channels-last, but its NCHW neighbours' Transposes cost more (docs/layout.md).
 constexpr int64_t kMinChannels = 16;
 // A group of convs keeps channels-last only if its FLOPs are at least this many times what its
 // Transposes move, in FLOPs: the layout is taken to gain about a tenth of the convs' time.

@@ -226,7 +226,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
         // tile count changes how layers overlap, which grove tune's whole-model check catches
         // and the model cannot (on ResNet-50 at 2 threads such choices measured 5% slower).
         // Past one thread, only the rule's layout too: a layout changed there measured slower
-        // as a whole model than its nodes' and Transposes' times said (docs/tuning.md, stop 52).
+        // as a whole model than its nodes' and Transposes' times said (docs/tuning.md).
         for (const ConvCandidate& k : conv_candidates(as_written, n)) {
           if (k.tiles != rule.tiles || !std::count(priced.begin(), priced.end(), k.primitive) ||
               (layout_of(k.primitive) != ConvLayoutKind::nchw && options.conv_layout != ConvLayout::channels_last) ||
