@@ -9,6 +9,9 @@
 
 #include "kernels/gemm_microkernel.h"
 
+#define GROVE_VMATH_WIDTH 8
+#include "kernels/vector_math.h"
+
 namespace grove::kernels {
 
 namespace {
@@ -16,55 +19,12 @@ namespace {
 constexpr int kMR = 6;
 constexpr int kNV = 2;  // 8-float vectors per row: NR = 16
 
-// e^x as in the AVX-512 kernel, but 2^n is built in the exponent bits, so x is clamped to
-// where n stays a normal exponent: e^-87.3 ~ 1.2e-38 and e^88 ~ 1.7e38.
-inline __m256 exp_ps(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33f)), _mm256_set1_ps(88.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-}
-
-inline __m256 sigmoid_ps(__m256 x) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
-
-// See gelu_erf_ps in f32_gemm_avx512.cpp for the method.
-inline __m256 gelu_erf_ps(__m256 x) {
-  const __m256 abs_x = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-  const __m256 z = _mm256_mul_ps(abs_x, _mm256_set1_ps(0.70710678118654752f));
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(z, _mm256_set1_ps(0.3275911f), one));
-  __m256 poly = _mm256_set1_ps(1.061405429f);
-  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
-  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
-  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-0.284496736f));
-  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(0.254829592f));
-  poly = _mm256_mul_ps(poly, t);
-  const __m256 erfc = _mm256_mul_ps(poly, exp_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)));
-  const __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
-  const __m256 one_plus_erf = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), erfc), erfc, negative);
-  return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), one_plus_erf);
-}
-
-inline __m256 gelu_tanh_ps(__m256 x) {
-  const __m256 x2 = _mm256_mul_ps(x, x);
-  const __m256 inner = _mm256_fmadd_ps(x2, _mm256_set1_ps(0.044715f), _mm256_set1_ps(1.0f));
-  const __m256 two_u = _mm256_mul_ps(_mm256_mul_ps(x, inner), _mm256_set1_ps(2.0f * 0.79788456080286536f));
-  return _mm256_mul_ps(x, sigmoid_ps(two_u));
-}
+// The exp-based activations are vector_math.h's, on 8-float vectors, as the Sigmoid, Gelu
+// and Erf ops run them (vmath_avx2.cpp): fusing one into a GEMM changes no bit.
+inline __m256 sigmoid_ps(__m256 x) { return (__m256)vsigmoid((vf)x); }
+inline __m256 gelu_erf_ps(__m256 x) { return (__m256)vgelu_erf((vf)x); }
+inline __m256 gelu_tanh_ps(__m256 x) { return (__m256)vgelu_tanh((vf)x); }
+inline __m256 swish_ps(__m256 x, float alpha) { return (__m256)vswish((vf)x, alpha); }
 
 template <int R>
 inline void activate(__m256 (&acc)[R][kNV], const ActivationParams& p) {
@@ -91,7 +51,7 @@ inline void activate(__m256 (&acc)[R][kNV], const ActivationParams& p) {
     }
     case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;
     case Activation::gelu_tanh: GROVE_EACH(gelu_tanh_ps(x)); break;
-    case Activation::swish: GROVE_EACH(_mm256_mul_ps(x, sigmoid_ps(_mm256_mul_ps(alpha, x)))); break;
+    case Activation::swish: GROVE_EACH(swish_ps(x, p.alpha)); break;
   }
 #undef GROVE_EACH
 }

@@ -14,69 +14,28 @@
 
 #include "kernels/gemm_microkernel.h"
 
+#ifndef GROVE_VMATH_WIDTH
+#define GROVE_VMATH_WIDTH 16
+#endif
+#include "kernels/vector_math.h"
+
 namespace grove::kernels {
 namespace {
 
 constexpr int kNV = 2;  // 16-float vectors per row: NR = 32
 
-// e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7 Taylor polynomial (error
-// ~5e-9 there, below float rounding), then scaled by 2^n with scalef, which also gives
-// 0 and inf cleanly at the ends of the range.
-inline __m512 exp_ps(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split: exact high part
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
-inline __m512 sigmoid_ps(__m512 x) {
-  const __m512 one = _mm512_set1_ps(1.0f);
-  return _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x))));
-}
-
-// 0.5 x (1 + erf(x / sqrt 2)). erfc(z), z = |x|/sqrt 2, by Abramowitz & Stegun 7.1.26
-// (absolute error <= 1.5e-7); for x < 0, 1 + erf = erfc(z) directly, so the negative tail
-// never suffers the cancellation of 1 - erf.
-inline __m512 gelu_erf_ps(__m512 x) {
-  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), one));
-  __m512 poly = _mm512_set1_ps(1.061405429f);
-  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(-1.453152027f));
-  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(1.421413741f));
-  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(-0.284496736f));
-  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(0.254829592f));
-  poly = _mm512_mul_ps(poly, t);
-  const __m512 erfc = _mm512_mul_ps(poly, exp_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z)));
-  const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-  const __m512 one_plus_erf = _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(2.0f), erfc), erfc);
-  return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), one_plus_erf);
-}
-
-// 0.5 x (1 + tanh u) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
-inline __m512 gelu_tanh_ps(__m512 x) {
-  const __m512 x2 = _mm512_mul_ps(x, x);
-  const __m512 inner = _mm512_fmadd_ps(x2, _mm512_set1_ps(0.044715f), _mm512_set1_ps(1.0f));
-  const __m512 two_u = _mm512_mul_ps(_mm512_mul_ps(x, inner), _mm512_set1_ps(2.0f * 0.79788456080286536f));
-  return _mm512_mul_ps(x, sigmoid_ps(two_u));
-}
+// The exp-based activations are vector_math.h's, on 16-float vectors: the Sigmoid, Gelu and
+// Erf ops run the same code (vmath_avx512.cpp), so fusing one into a GEMM changes no bit.
+inline __m512 sigmoid_ps(__m512 x) { return (__m512)vsigmoid((vf)x); }
+inline __m512 gelu_erf_ps(__m512 x) { return (__m512)vgelu_erf((vf)x); }
+inline __m512 gelu_tanh_ps(__m512 x) { return (__m512)vgelu_tanh((vf)x); }
+inline __m512 swish_ps(__m512 x, float alpha) { return (__m512)vswish((vf)x, alpha); }
 
 // The activations of many instructions per vector (the exp-based ones), out of line: inlined,
 // their unrolled bodies made store_tile too large to inline, and a store_tile call took the
 // accumulators' address, which kept them in memory around every k loop.
 template <int R, int NV>
 [[gnu::noinline]] void activate_rare(__m512 (&acc)[R][NV], const ActivationParams& p) {
-  const __m512 alpha = _mm512_set1_ps(p.alpha);
 #define GROVE_EACH(expr)                 \
   _Pragma("GCC unroll 32") for (int r = 0; r < R; ++r) \
     _Pragma("GCC unroll 4") for (int v = 0; v < NV; ++v) { __m512 x = acc[r][v]; acc[r][v] = (expr); }
@@ -84,7 +43,7 @@ template <int R, int NV>
     case Activation::sigmoid: GROVE_EACH(sigmoid_ps(x)); break;
     case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;
     case Activation::gelu_tanh: GROVE_EACH(gelu_tanh_ps(x)); break;
-    case Activation::swish: GROVE_EACH(_mm512_mul_ps(x, sigmoid_ps(_mm512_mul_ps(alpha, x)))); break;
+    case Activation::swish: GROVE_EACH(swish_ps(x, p.alpha)); break;
     default: break;
   }
 #undef GROVE_EACH
