@@ -11,7 +11,7 @@ namespace grove {
 
 struct NodeChoice {
   std::string node;             // the node's name in the planned (fused) graph
-  std::string primitive;        // Conv only: "gemm", "winograd", "direct" (NCHW), "nhwc", "winograd_nhwc" (channels-last); empty keeps the rule's
+  std::string primitive;        // Conv only: "gemm", "winograd", "direct" (NCHW), "nhwc", "winograd_nhwc", "winograd_f2x3_nhwc" (channels-last), "nchwc" (channel-blocked); empty keeps the rule's
   std::vector<int64_t> extent;  // tile extent per dim of output 0 (0: uncut); empty keeps the rule's
 };
 
