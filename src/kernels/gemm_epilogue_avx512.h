@@ -14,9 +14,10 @@
 
 #include "kernels/gemm_microkernel.h"
 
-#ifndef GROVE_VMATH_WIDTH
-#define GROVE_VMATH_WIDTH 16
+#if defined(GROVE_VMATH_WIDTH) && GROVE_VMATH_WIDTH != 16
+#error "gemm_epilogue_avx512.h needs vector_math.h on 16-float vectors"
 #endif
+#define GROVE_VMATH_WIDTH 16
 #include "kernels/vector_math.h"
 
 namespace grove::kernels {
