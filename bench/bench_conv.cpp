@@ -35,7 +35,7 @@
 
 #include "bench_nodes.h"
 #include "bench_table.h"
-#include "graph/choice_attrs.h"
+#include "graph/node_decisions.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "ops/evaluate.h"
@@ -82,7 +82,6 @@ const std::vector<ConvShape> kShapes = {
 
 using bench::ints_attr;
 using bench::random_tensor;
-using bench::string_attr;
 
 bool winograd_shape(const ConvShape& s) { return s.kernel == 3 && s.stride == 1; }
 bool direct_shape(const ConvShape& s) { return s.cin <= 4 && s.stride >= 2; }  // the rule's choice
@@ -120,7 +119,7 @@ struct GroveConv {
     node.attrs["strides"] = ints_attr({s.stride, s.stride});
     node.attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
     node.attrs["kernel_shape"] = ints_attr({s.kernel, s.kernel});
-    if (!primitive.empty()) node.attrs[kAttrConvPrimitive] = string_attr(primitive);
+    if (!primitive.empty()) node.decisions.conv = parse_conv_primitive(primitive).value();
     x = random_tensor({1, s.cin, s.size, s.size}, 1);
     w = random_tensor({s.cout, s.cin, s.kernel, s.kernel}, 2);
     b = random_tensor({s.cout}, 3);

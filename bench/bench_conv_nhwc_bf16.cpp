@@ -35,8 +35,7 @@
 #include <vector>
 
 #include "bench_nodes.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "graph/tensor.h"
 #include "kernels/bf16.h"
 #include "kernels/conv_rows.h"
@@ -87,10 +86,8 @@ Tensor as_bf16(const Tensor& t) {
   return out;
 }
 
-using bench::int_attr;
 using bench::ints_attr;
 using bench::random_tensor;
-using bench::string_attr;
 
 // One way of running a shape: a closure timed per call.
 struct Runner {
@@ -98,8 +95,8 @@ struct Runner {
   std::vector<double> ms;
 };
 
-// precision: the node's kAttrPrecision ("" for fp32).
-Runner grove_runner(const Shape2& s, bool bf16_storage, const char* precision = kPrecisionBf16Amx) {
+// precision: the unit the node's products run on.
+Runner grove_runner(const Shape2& s, bool bf16_storage, NodePrecision precision = NodePrecision::bf16_amx) {
   auto node = std::make_shared<Node>();
   node->name = "conv";
   node->op_type = "ConvNhwc";
@@ -110,10 +107,10 @@ Runner grove_runner(const Shape2& s, bool bf16_storage, const char* precision = 
   node->outputs = {"y"};
   node->attrs["strides"] = ints_attr({s.stride, s.stride});
   node->attrs["pads"] = ints_attr({s.pad, s.pad, s.pad, s.pad});
-  node->attrs[kAttrActivation] = string_attr("relu");
-  node->attrs[kAttrFused] = string_attr(s.residual ? "Add+Relu" : "Relu");
-  if (*precision) node->attrs[kAttrPrecision] = string_attr(precision);
-  if (bf16_storage) node->attrs[kAttrOutputBf16] = int_attr(1);
+  node->decisions.epilogue.activation = FusedActivation::relu;
+  node->decisions.epilogue.fused = s.residual ? "Add+Relu" : "Relu";
+  node->decisions.precision = precision;
+  node->decisions.output_bf16 = bf16_storage;
   auto x = std::make_shared<Tensor>(random_tensor({1, s.size, s.size, s.cin}, 1));
   auto r = std::make_shared<Tensor>(random_tensor({1, s.out(), s.out(), s.cout}, 4));
   if (bf16_storage) *x = as_bf16(*x), *r = as_bf16(*r);
@@ -209,7 +206,7 @@ int run_f32(int reps) {
   shapes.insert(shapes.end(), kFewChannelShapes.begin(), kFewChannelShapes.end());
   for (const Shape2& s : shapes) {
     const std::vector<double> g = gflops_interleaved(
-        s, {grove_runner(s, false, ""), dnnl_runner(s, eng, strm, dt::f32, tag::any),
+        s, {grove_runner(s, false, NodePrecision::f32), dnnl_runner(s, eng, strm, dt::f32, tag::any),
             dnnl_runner(s, eng, strm, dt::f32, tag::nhwc)},
         reps);
     std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
@@ -231,7 +228,7 @@ int run_dot(int reps) {
   shapes.push_back({3, 64, 224, 7, 2, 3, false});
   for (const Shape2& s : shapes) {
     const std::vector<double> g = gflops_interleaved(
-        s, {grove_runner(s, false, ""), grove_runner(s, false, kPrecisionBf16), dnnl_runner(s, eng, strm)}, reps);
+        s, {grove_runner(s, false, NodePrecision::f32), grove_runner(s, false, NodePrecision::bf16), dnnl_runner(s, eng, strm)}, reps);
     std::printf("| %ld->%ld %ldx%ld s%ld %ldx%ld%s | %.0f | %.0f | %.0f | %.2f |\n", long(s.cin), long(s.cout),
                 long(s.kernel), long(s.kernel), long(s.stride), long(s.size), long(s.size), s.residual ? " +r" : "", g[0],
                 g[1], g[2], g[1] / g[0]);

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "passes/flops.h"
 #include "runtime/model.h"
 

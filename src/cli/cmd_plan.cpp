@@ -2,16 +2,16 @@
 // tiles, grid and incoming edges; in total tiles, edges, depth and the critical path.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/format.h"
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/gemm.h"
+#include "ops/op.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"
@@ -48,18 +48,19 @@ std::string plan_json(const PlanCliOptions& o, const Plan& p) {
                          {"bf16_dot_gain", p.options.bf16_dot_gain},
                          {"amx_flop_cost", p.options.amx_flop_cost}};
   j["tuning"] = p.options.choices_source;
-  std::set<std::string> tuned;
-  for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
+  std::map<std::string, const NodeChoice*> tuned;
+  for (const NodeChoice& c : p.options.choices) tuned.emplace(c.node, &c);
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (size_t n = 0; n < p.graph.nodes.size(); ++n) {
     const Node& node = p.graph.nodes[n];
     const bool view = is_view_node(p, static_cast<int32_t>(n)), gathered = is_gathered_node(p, static_cast<int32_t>(n));
+    auto choice = tuned.find(node.name);
     nodes.push_back({{"name", node.name},
                      {"op", op_label(node)},
                      {"domain", node.domain},
-                     {"primitive", conv_primitive_choice(node)},
-                     {"primitive_from", tuned.count(node.name) ? "tuning" : "rules"},
-                     {"precision", runs_on_amx(node) ? "bf16_amx" : runs_in_bf16(node) ? "bf16" : "fp32"},
+                     {"primitive", conv_primitive_name(conv_primitive_choice(node))},
+                     {"primitive_from", choice != tuned.end() ? "tuning" : "rules"},
+                     {"precision", node_precision_name(node.decisions.precision)},
                      {"tiles", p.tiles.tile_count[n]},
                      {"grid", grid_str(tile_grid(p, static_cast<int32_t>(n)))},
                      {"how", view ? "view" : gathered ? "gathered" : p.rules[n] ? "tiles" : "reference"}});
@@ -157,8 +158,9 @@ int run_plan(const PlanCliOptions& o) {
       const bool view = is_view_node(p, static_cast<int32_t>(n)), gathered = is_gathered_node(p, static_cast<int32_t>(n));
       std::string op = op_label(node) + (runs_on_amx(node) ? " bf16 amx" : runs_in_bf16(node) ? " bf16" : "") +
                        (view ? " (view)" : gathered ? " (gathered)" : p.rules[n] ? "" : "*");
-      if (tuned.count(node.name)) op += conv_primitive_choice(node).empty() ? " (tuned)" : " " + conv_primitive_choice(node) + " (tuned)";
-      else if (!conv_primitive_choice(node).empty()) op += " " + conv_primitive_choice(node);  // the layout pass's Winograd
+      const std::string primitive = conv_primitive_name(conv_primitive_choice(node));
+      if (tuned.count(node.name)) op += primitive.empty() ? " (tuned)" : " " + primitive + " (tuned)";
+      else if (!primitive.empty()) op += " " + primitive;  // the layout pass's Winograd
       std::printf("  %-4zu %-32s %-22s %7d %-14s %9lld %10.4f\n", n, name.c_str(), op.c_str(), tg.tile_count[n],
                   grid_str(tile_grid(p, static_cast<int32_t>(n))).c_str(), static_cast<long long>(edges_in),
                   static_cast<double>(node_flops(p.graph, node)) * 1e-9);

@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "runtime/session.h"
 #include "runtime/trace.h"
 

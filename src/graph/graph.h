@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/node_decisions.h"
 #include "graph/tensor.h"
 #include "grove/value.h"
 
@@ -42,6 +43,8 @@ struct Node {
   // Values of the enclosing graph that this node's subgraphs read by name (outer scope): the
   // node depends on them as on its inputs. Empty for nodes without subgraphs.
   std::vector<std::string> captures;
+  // What the planner decided for this node (graph/node_decisions.h); empty as imported.
+  NodeDecisions decisions;
 
   // "node 'conv1' (Conv)": the prefix of every error about this node.
   std::string describe() const;

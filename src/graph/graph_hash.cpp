@@ -7,6 +7,8 @@ namespace {
 
 constexpr uint64_t kFnvOffset = 14695981039346656037ull;
 constexpr uint64_t kFnvPrime = 1099511628211ull;
+// Opens a node's decision record in the hashed stream.
+constexpr uint64_t kDecisionsMark = 0x6465636973696f6eull;  // "decision"
 
 uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
   const auto* b = static_cast<const unsigned char*>(data);
@@ -51,6 +53,26 @@ struct Hasher {
     for (const auto& s : a.strings) str(s);
     tensor(a.t);
   }
+  void decisions(const Decisions& d) {
+    u64(static_cast<uint64_t>(d.conv));
+    u64(static_cast<uint64_t>(d.conv_source));
+    u64(static_cast<uint64_t>(d.precision));
+    u64(d.output_bf16);
+    u64(d.x_nchw);
+    u64(d.y_channel_offset.has_value());
+    u64(static_cast<uint64_t>(d.y_channel_offset.value_or(0)));
+    const FusedEpilogue& e = d.epilogue;
+    u64(static_cast<uint64_t>(e.activation));
+    u64(std::bit_cast<uint32_t>(e.alpha));
+    u64(std::bit_cast<uint32_t>(e.beta));
+    str(e.fused);
+    u64(static_cast<uint64_t>(e.fused_flops));
+    u64(static_cast<uint64_t>(e.residual_activation));
+  }
+  void part(const std::optional<Decisions>& d) {
+    u64(d.has_value());
+    if (d) decisions(*d);
+  }
   void decls(const std::vector<ValueDecl>& v) {
     u64(v.size());
     for (const auto& d : v) {
@@ -91,6 +113,15 @@ uint64_t graph_hash(const Graph& g, bool weights) {
     for (const auto& [key, attr] : n.attrs) {
       h.str(key);
       h.attribute(attr);
+    }
+    // Decided nodes only, so that a model as imported (nothing decided) keeps the hash it had
+    // before decisions were typed: tuning records on disk are keyed by it (tune/record.h).
+    if (!n.decisions.empty()) {
+      h.u64(kDecisionsMark);
+      h.decisions(n.decisions);
+      h.part(n.decisions.expand);
+      h.part(n.decisions.project);
+      h.part(n.decisions.pool);
     }
   }
   h.u64(g.values.size());

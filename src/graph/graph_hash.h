@@ -10,7 +10,7 @@
 
 namespace grove {
 
-// Opsets, inputs and outputs, every node (op, name, edges, attributes), value dtypes and
+// Opsets, inputs and outputs, every node (op, name, edges, attributes, decisions), value dtypes and
 // shapes, initializers: by their bytes when `weights`, else by dtype and shape.
 uint64_t graph_hash(const Graph& g, bool weights);
 

@@ -329,7 +329,9 @@ Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level) {
     n.opset = op == g.opsets.end() ? 0 : op->second;
     try {
       for (auto& ap : *np.mutable_attribute()) {
-        // grove's own passes mark fused nodes with grove_* attributes (graph/epilogue_attrs.h).
+        // Names starting with grove_ are reserved for grove: a model carrying one is refused, so
+        // nothing in a model can pass for a plan decision (those live in Node::decisions,
+        // graph/node_decisions.h, which no attribute reaches).
         if (ap.name().rfind("grove_", 0) == 0)
           throw Error(n.describe() + ": attribute '" + ap.name() + "' is reserved for grove's passes");
         n.attrs[ap.name()] = convert_attribute(ap, ctx);

@@ -1,6 +1,6 @@
 // ConvNchwc(x, W [, B [, r]]) of grove.internal, made by passes/layout_nchwc.cpp (the importer
 // never sees it): the float32 Conv (one group or depthwise, 2-D, no dilation) with its fused epilogue
-// (graph/epilogue_attrs.h), x as [N, C / b, H, W, b] and y (and r) as [N, M / b, OH, OW, b];
+// (graph/node_decisions.h), x as [N, C / b, H, W, b] and y (and r) as [N, M / b, OH, OW, b];
 // W stays [M, C, kh, kw] (tile_conv_nchwc.cpp packs it). Both channel counts are multiples of
 // the block b, x's last dim. Every attribute means what it means on Conv, and the reference is
 // Conv's on unblocked tensors, so both layouts give the same values.
@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"

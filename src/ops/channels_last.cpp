@@ -8,8 +8,8 @@
 //  - MaxPoolNhwc(x) on uint8 or int8 (layout_int8.cpp) or float32 (layout_f32.cpp): one
 //    output (no Indices); a pixel's channels are one vector of maxima (tile_pool_nhwc.cpp);
 //  - ConvNhwc(x, W [, B [, r]]), made by passes/layout_f32.cpp: the float32 Conv (one group,
-//    2-D) with its fused epilogue (graph/epilogue_attrs.h), r channels-last like y; W stays
-//    [M, C, kh, kw] (tile_conv_nhwc.cpp); x is NCHW where the node says so (kAttrXNchw);
+//    2-D) with its fused epilogue (graph/node_decisions.h), r channels-last like y; W stays
+//    [M, C, kh, kw] (tile_conv_nhwc.cpp); x is NCHW where the node says so (Decisions::x_nchw);
 //  - DepthwiseConvNhwc(x, W [, B [, r]]): the same for a depthwise Conv (group = C = M, W
 //    [C, 1, kh, kw]; tile_dwconv_nhwc.cpp);
 //  - GlobalAveragePoolNhwc(x), float32: the exception to the rule above, y is the twin's
@@ -21,8 +21,7 @@
 
 #include <cstring>
 
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/bf16.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
@@ -42,7 +41,7 @@ Node nchw_twin(const Node& node) {
   twin.op_type = node.op_type == "MaxPoolNhwc" ? "MaxPool" : "QLinearConv";
   twin.domain.clear();
   if (twin.inputs.size() > kResidualInput) twin.inputs.resize(kResidualInput);
-  twin.attrs.erase(kAttrResidualActivation);
+  twin.decisions.epilogue.residual_activation = FusedActivation::none;
   twin.opset = std::max(node.opset, 12);  // QLinearConv from 10, 8-bit MaxPool from 12
   return twin;
 }
@@ -120,7 +119,7 @@ void reference_nhwc(const Node& node, std::span<const Tensor* const> in, std::sp
 
 // ConvNhwc: x, and a fused residual (input 3), rotated to NCHW for Conv's own checks and
 // reference. x and the residual may be bfloat16 (a bf16-stored y of another such conv: they
-// widen exactly to float32), and y is bfloat16 where the plan stores it so (kAttrOutputBf16).
+// widen exactly to float32), and y is bfloat16 where the plan stores it so (Decisions::output_bf16).
 void infer_conv_nhwc(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
   if (in.empty() || in[0].shape.size() != 4) throw Error(node.describe() + ": x must be 4-D [N, H, W, C]");
   const int64_t group = node.attr_int("group", 1);
@@ -184,7 +183,7 @@ kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor
   p.y_scale = in[r + 5]->data<float>()[0], p.y_zero = static_cast<float>(in[r + 6]->to_i64().at(0));
   p.is_signed = in[r]->dtype() == DType::i8;
   p.lo = p.is_signed ? -128.0f : 0.0f, p.hi = p.is_signed ? 127.0f : 255.0f;
-  p.relu = node.attr_string(kAttrResidualActivation, "") == "relu";
+  p.relu = fused_epilogue(node).residual_activation == FusedActivation::relu;
   return p;
 }
 

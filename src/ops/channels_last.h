@@ -16,15 +16,9 @@ namespace grove {
 // with the conv's byte as a and r as b (qadd.h):
 inline constexpr size_t kResidualInput = 9;
 
-// A ConvNhwc whose x is NCHW [N, C, H, W] (int attribute, 1): a stem on an image, whose row
-// copies gather the few channels themselves, so the image needs no Transpose before it
-// (passes/layout_f32.cpp). Its y stays channels-last.
-inline constexpr const char* kAttrXNchw = "grove_x_nchw";
-inline bool reads_x_nchw(const Node& node) { return node.attr_int(kAttrXNchw, 0) != 0; }
-// Where a ConvNhwc writes into a channels-last Concat's buffer (TileRule::writes_channel_slice):
-// the first channel of its y there (int attribute; absent: y is its own tensor). The plan sets it.
-inline constexpr const char* kAttrYChannelOffset = "grove_y_channel_offset";
-inline int64_t y_channel_offset(const Node& node) { return node.attr_int(kAttrYChannelOffset, 0); }
+// A ConvNhwc may read x as NCHW (a stem on an image) and write y into a channels-last Concat's
+// buffer: the node's decisions say so (Decisions::x_nchw, y_channel_offset; reads_x_nchw and
+// y_channel_offset read them). Its y stays channels-last either way.
 
 kernels::QAddParams residual_add_params(const Node& node, std::span<const Tensor* const> in);
 

@@ -9,7 +9,7 @@
 
 #include "ops/conv_geometry.h"
 #include "ops/fused_epilogue.h"
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
@@ -262,7 +262,7 @@ void reference_qlinear_conv(const Node& node, std::span<const Tensor* const> in,
   bool is_signed = out[0]->dtype() == DType::i8;
   double lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
   // A Relu fused by passes/fuse_qdq.cpp: quantized values below y's zero point are negative.
-  if (node.attr_string(kAttrActivation, "") == "relu") lo = std::max(lo, y_zp);
+  if (fused_epilogue(node).activation == FusedActivation::relu) lo = std::max(lo, y_zp);
   int64_t plane = numel(s.geometry.output);
   for (size_t i = 0; i < acc.size(); ++i) {
     size_t channel = static_cast<size_t>((static_cast<int64_t>(i) / plane) % s.out_channels);

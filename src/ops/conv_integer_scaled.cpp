@@ -7,7 +7,7 @@
 // float(sum) * scale, then + bias, then the Relu, so fused and unfused agree bit for bit.
 #include "ops/conv_integer_scaled.h"
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
@@ -20,8 +20,8 @@ Node as_conv_integer(const Node& node) {
   conv.op_type = "ConvInteger";
   conv.domain.clear();
   conv.inputs.resize(4);
-  conv.attrs.erase(kAttrActivation);
-  conv.attrs.erase(kAttrFused);
+  conv.decisions.epilogue.activation = FusedActivation::none;
+  conv.decisions.epilogue.fused.clear();
   return conv;
 }
 
@@ -61,7 +61,7 @@ void reference(const Node& node, std::span<const Tensor* const> in, std::span<Te
 
 ScaledEpilogue::ScaledEpilogue(const Node& node, const Tensor& scale, const Tensor* bias)
     : scale_(scale.data<float>()), per_channel_scale_(scale.numel() > 1),
-      bias_(bias ? bias->data<float>() : nullptr), relu_(node.attr_string(kAttrActivation, "") == "relu") {}
+      bias_(bias ? bias->data<float>() : nullptr), relu_(fused_epilogue(node).activation == FusedActivation::relu) {}
 
 void ScaledEpilogue::apply(int64_t channel, const int32_t* sums, float* y, int64_t count) const {
   const float s = scale_[per_channel_scale_ ? channel : 0];

@@ -22,6 +22,7 @@ Node conv_part(const Node& fused, const std::string& mid) {
   c.outputs = {mid};
   for (const auto& [key, value] : fused.attrs)
     if (!pooled(key)) c.attrs[key] = value;
+  static_cast<Decisions&>(c.decisions) = fused.decisions;
   return c;
 }
 
@@ -36,6 +37,7 @@ Node pool_part(const Node& fused, const std::string& mid) {
   const size_t prefix = std::strlen(kPoolPrefix);
   for (const auto& [key, value] : fused.attrs)
     if (pooled(key)) p.attrs[key.substr(prefix)] = value;
+  if (fused.decisions.pool) static_cast<Decisions&>(p.decisions) = *fused.decisions.pool;
   return p;
 }
 

@@ -6,7 +6,7 @@
 // cold and read back.
 //
 // Inputs: the conv's, x [N, H, W, C] (or NCHW where the conv reads the image itself,
-// kAttrXNchw), W [M, C, kh, kw], B [M] or none; y [N, OH, OW, M] as the max pool gives it.
+// Decisions::x_nchw), W [M, C, kh, kw], B [M] or none; y [N, OH, OW, M] as the max pool gives it.
 // Attributes: the conv's as they were (its fused epilogue too), and the max pool's under
 // kPoolPrefix.
 #include <string>

@@ -39,6 +39,7 @@ Node expand_part(const Node& fused, const std::string& mid) {
   e.inputs = {input(fused, 0), input(fused, 1), input(fused, 2)};
   e.outputs = {mid};
   copy_prefixed(fused, kExpandPrefix, e);
+  if (fused.decisions.expand) static_cast<Decisions&>(e.decisions) = *fused.decisions.expand;
   return e;
 }
 
@@ -48,6 +49,7 @@ Node depthwise_part(const Node& fused, const std::string& mid, const std::string
   d.outputs = has_project(fused) ? std::vector<std::string>{out.empty() ? "depthwise" : out} : fused.outputs;
   for (const auto& [key, value] : fused.attrs)
     if (!prefixed(key, kExpandPrefix) && !prefixed(key, kProjectPrefix)) d.attrs[key] = value;
+  static_cast<Decisions&>(d.decisions) = fused.decisions;
   return d;
 }
 
@@ -57,6 +59,7 @@ Node project_part(const Node& fused, const std::string& in) {
   if (!input(fused, kProjectResidualInput).empty()) p.inputs.push_back(input(fused, kProjectResidualInput));
   p.outputs = fused.outputs;
   copy_prefixed(fused, kProjectPrefix, p);
+  if (fused.decisions.project) static_cast<Decisions&>(p.decisions) = *fused.decisions.project;
   return p;
 }
 

@@ -5,7 +5,7 @@
 // times the block's channels, the largest tensors of MobileNetV2) live only in a tile's
 // cache-sized band and never go to memory.
 //
-// Inputs: x [N, H, W, C] (the expand conv's; NCHW where it reads the image, kAttrXNchw),
+// Inputs: x [N, H, W, C] (the expand conv's; NCHW where it reads the image, Decisions::x_nchw),
 // We [M, C, kh, kw], Be [M] or "", Wd [M, 1, kh, kw], Bd [M] or ""; y [N, OH, OW, M] as the
 // depthwise conv gives it. Attributes: the depthwise conv's as they were, and the expand conv's
 // under kExpandPrefix (its epilogue's activation).

@@ -19,7 +19,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "ops/op_util.h"

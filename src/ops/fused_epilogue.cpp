@@ -6,21 +6,22 @@ namespace grove {
 
 kernels::ActivationParams epilogue_activation(const Node& node) {
   using kernels::Activation;
+  const FusedEpilogue& e = fused_epilogue(node);
   kernels::ActivationParams p;
-  const std::string kind = node.attr_string(kAttrActivation, "");
-  p.alpha = node.attr_float(kAttrAlpha, 0.0f);
-  p.beta = node.attr_float(kAttrBeta, 0.0f);
-  if (kind.empty()) p.kind = Activation::identity;
-  else if (kind == "relu") p.kind = Activation::relu;
-  else if (kind == "clip") p.kind = Activation::clip;
-  else if (kind == "leaky_relu") p.kind = Activation::leaky_relu;
-  else if (kind == "sigmoid") p.kind = Activation::sigmoid;
-  else if (kind == "hard_sigmoid") p.kind = Activation::hard_sigmoid;
-  else if (kind == "hard_swish") p.kind = Activation::hard_swish;
-  else if (kind == "gelu_erf") p.kind = Activation::gelu_erf;
-  else if (kind == "gelu_tanh") p.kind = Activation::gelu_tanh;
-  else if (kind == "swish") p.kind = Activation::swish;
-  else throw Error(node.describe() + ": unknown fused activation '" + kind + "'");
+  p.alpha = e.alpha;
+  p.beta = e.beta;
+  switch (e.activation) {
+    case FusedActivation::none: p.kind = Activation::identity; break;
+    case FusedActivation::relu: p.kind = Activation::relu; break;
+    case FusedActivation::clip: p.kind = Activation::clip; break;
+    case FusedActivation::leaky_relu: p.kind = Activation::leaky_relu; break;
+    case FusedActivation::sigmoid: p.kind = Activation::sigmoid; break;
+    case FusedActivation::hard_sigmoid: p.kind = Activation::hard_sigmoid; break;
+    case FusedActivation::hard_swish: p.kind = Activation::hard_swish; break;
+    case FusedActivation::gelu_erf: p.kind = Activation::gelu_erf; break;
+    case FusedActivation::gelu_tanh: p.kind = Activation::gelu_tanh; break;
+    case FusedActivation::swish: p.kind = Activation::swish; break;
+  }
   return p;
 }
 
@@ -30,7 +31,6 @@ size_t epilogue_max_inputs(const Node& node, size_t plain) {
 
 void check_epilogue_inputs(const Node& node, std::span<const ValueInfo> in, const ValueInfo& out, bool column_bias) {
   if (!has_fused_epilogue(node)) return;
-  epilogue_activation(node);
   if (out.dtype != DType::f32) throw Error(node.describe() + ": a fused epilogue needs float32");
   if (column_bias && has_input(in, kEpilogueBiasInput)) {
     const ValueInfo& b = in[kEpilogueBiasInput];

@@ -1,17 +1,17 @@
 #pragma once
-// Reading a fused epilogue (graph/epilogue_attrs.h) off a Conv, MatMul or Gemm node: the
+// Reading a fused epilogue (graph/node_decisions.h) off a Conv, MatMul or Gemm node: the
 // kernels' activation parameters, the checks `infer` makes, and the reference's version of
 // y = act(y + bias + residual), applied after the op's own reference result so the reference
 // executor on a fused graph computes what the unfused ops did.
 #include <span>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/epilogue.h"
 #include "ops/op.h"
 
 namespace grove {
 
-// The activation the node asks for (identity without one); throws on an unknown name.
+// The activation the node asks for (identity without one).
 kernels::ActivationParams epilogue_activation(const Node& node);
 
 // The most inputs the op takes: `plain` for a plain node, 4 with a fused epilogue.

@@ -2,9 +2,9 @@
 // y_zero_point) -> y: the DequantizeLinear, DequantizeLinear -> Add [-> Relu] ->
 // QuantizeLinear chain of a QDQ model's residual add as one op on bytes (passes/fuse_qdq.cpp
 // makes it; the importer never sees it). a, b and y have one shape and one dtype, uint8 or
-// int8; scales and zero points are one per tensor. A fused Relu is grove_activation "relu".
+// int8; scales and zero points are one per tensor. A fused Relu is the epilogue activation relu (graph/node_decisions.h).
 // Its values are the chain's bit for bit: kernels/qadd.h does the chain's float32 steps.
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/qadd.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
@@ -21,7 +21,7 @@ kernels::QAddParams qadd_params(const Node& node, std::span<const Tensor* const>
   p.y_scale = in[6]->data<float>()[0], p.y_zero = static_cast<float>(in[7]->to_i64().at(0));
   p.is_signed = in[0]->dtype() == DType::i8;
   p.lo = p.is_signed ? -128.0f : 0.0f, p.hi = p.is_signed ? 127.0f : 255.0f;
-  p.relu = node.attr_string(kAttrActivation, "") == "relu";
+  p.relu = fused_epilogue(node).activation == FusedActivation::relu;
   return p;
 }
 

@@ -136,7 +136,6 @@ void infer_dequantize(const Node& node, std::span<const ValueInfo> in, std::span
   quant_layout(node, in[0].shape, in[1].shape, has_input(in, 2) ? &in[2].shape : nullptr);
   out[0] = ValueInfo{DType::f32, in[0].shape};
   if (!has_fused_epilogue(node)) return;
-  epilogue_activation(node);
   if (has_input(in, kDequantizeBiasInput)) {
     const ValueInfo& b = in[kDequantizeBiasInput];
     if (b.dtype != DType::f32 || out[0].shape.empty() || numel(b.shape) != out[0].shape.back())

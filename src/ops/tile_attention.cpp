@@ -5,7 +5,7 @@
 // ([rows x T], never the whole [S x T] of every head), then scale, keep/fill, mask and the
 // softmax row by row (kernels/vmath.h), and the product with V straight into the output.
 //
-// Marked bf16 by the plan (graph/precision_attr.h), both GEMMs round their operands to bf16
+// Marked bf16 by the plan (graph/node_decisions.h), both GEMMs round their operands to bf16
 // (the scores and the softmax stay float).
 //
 // A score element is the GEMM's sum over the same k blocks whatever the query block, and

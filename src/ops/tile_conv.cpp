@@ -11,14 +11,14 @@
 // channels and pixels take Winograd F(4x4, 3x3) (tile_conv_winograd.h), with row cuts at
 // multiples of 4. Either way each output element is computed by the same sequence of
 // operations whatever the tile, so results do not depend on the grid. 3-D convs and 1-D
-// depthwise walk the window taps. A fused epilogue (graph/epilogue_attrs.h:
+// depthwise walk the window taps. A fused epilogue (graph/node_decisions.h:
 // residual input 3, activation) runs in the GEMM's epilogue, or after each depthwise row or
 // tap sum, on every path.
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "graph/choice_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_direct.h"
 #include "kernels/dwconv.h"
 #include "kernels/gemm.h"
@@ -37,7 +37,7 @@ struct ConvDims {
   WindowGeometry g;
   int64_t in_channels = 0, out_channels = 0, group = 1;
   kernels::Precision precision = kernels::Precision::f32;  // of the im2col GEMM (bf16 skips Winograd)
-  std::string primitive;  // the plan's choice (graph/choice_attrs.h); empty: by rule
+  ConvPrimitive primitive = ConvPrimitive::unset;  // the plan's choice (graph/node_decisions.h); unset: by rule
   int64_t cin() const { return in_channels / group; }   // input channels per group
   int64_t cout() const { return out_channels / group; } // output channels per group
 };
@@ -190,7 +190,7 @@ bool uses_gemm(const ConvDims& c) {
 // Few input channels in one group and a strided window (a stem on colour planes): the direct
 // kernel, where im2col would gather each pixel once per tap, strided, for a GEMM of small k.
 // At stride 1 im2col copies contiguous runs and measured faster (docs/kernels.md). A plan may
-// choose the direct kernel for any conv it fits ("direct", graph/choice_attrs.h); another
+// choose the direct kernel for any conv it fits (ConvPrimitive::direct, graph/node_decisions.h); another
 // choice keeps its primitive; bf16 nodes keep the AMX im2col path.
 constexpr int64_t kDirectMaxInputChannels = 4;
 
@@ -201,8 +201,8 @@ bool fits_direct(const ConvDims& c) {
 }
 
 bool uses_direct(const ConvDims& c) {
-  if (c.primitive == "direct") return fits_direct(c);
-  return c.primitive.empty() && c.cin() <= kDirectMaxInputChannels && c.g.rank() == 2 && c.g.strides[1] >= 2 &&
+  if (c.primitive == ConvPrimitive::direct) return fits_direct(c);
+  return c.primitive == ConvPrimitive::unset && c.cin() <= kDirectMaxInputChannels && c.g.rank() == 2 && c.g.strides[1] >= 2 &&
          fits_direct(c);
 }
 
@@ -210,10 +210,11 @@ bool uses_direct(const ConvDims& c) {
 // per-node choice, where it has one, decides over the rule.
 bool uses_winograd(const ConvDims& c) {
   if (c.precision != kernels::Precision::f32 || c.g.rank() != 2) return false;
-  if (c.primitive == "gemm" || c.primitive == "nhwc" || c.primitive == "direct") return false;  // nhwc: the GEMM, had it stayed NCHW
+  if (c.primitive == ConvPrimitive::gemm || c.primitive == ConvPrimitive::nhwc || c.primitive == ConvPrimitive::direct) return false;  // nhwc: the GEMM, had it stayed NCHW
   // winograd_nhwc, winograd_f2x3_nhwc: the channels-last Winograd, Winograd too had the conv
   // stayed NCHW
-  if (c.primitive == "winograd" || c.primitive == "winograd_nhwc" || c.primitive == "winograd_f2x3_nhwc")
+  if (c.primitive == ConvPrimitive::winograd || c.primitive == ConvPrimitive::winograd_nhwc ||
+      c.primitive == ConvPrimitive::winograd_f2x3_nhwc)
     return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
   return winograd_by_rule(conv2d_shape(c), c.group, c.out_channels);
 }

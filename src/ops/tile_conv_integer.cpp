@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/igemm.h"
 #include "kernels/qgemm.h"
 #include "kernels/requantize.h"
@@ -490,7 +490,7 @@ std::vector<int64_t> qlinear_cuttable(const Node& node, std::span<const ValueInf
 template <class Q>
 void requantize(const Node& node, std::span<const Tensor* const> in, const std::vector<int32_t>& sums, const Region& r,
                 Tensor& y) {
-  const bool relu = node.attr_string(kAttrActivation, "") == "relu";  // fused by passes/fuse_qdq.cpp
+  const bool relu = fused_epilogue(node).activation == FusedActivation::relu;  // fused by passes/fuse_qdq.cpp
   const float x_scale = static_cast<float>(in[1]->to_f64().at(0)), y_scale = static_cast<float>(in[6]->to_f64().at(0));
   const std::vector<double> w_scale = in[4]->to_f64();
   const Tensor* y_zero = optional_input(in, 7);
@@ -562,7 +562,7 @@ bool qlinear_s8_fused(const Node& node, std::span<const Tensor* const> in, const
   rq.zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
   rq.is_signed = y.dtype() == DType::i8;
   rq.lo = rq.is_signed ? -128.0f : 0.0f, rq.hi = rq.is_signed ? 127.0f : 255.0f;
-  if (node.attr_string(kAttrActivation, "") == "relu") rq.lo = std::max(rq.lo, rq.zero_point);
+  if (fused_epilogue(node).activation == FusedActivation::relu) rq.lo = std::max(rq.lo, rq.zero_point);
   const int64_t plane = y.dim(2) * y.dim(3);
   rq.y_stride = static_cast<size_t>(plane);
   auto* y_bytes = reinterpret_cast<uint8_t*>(y.raw());

@@ -29,7 +29,7 @@ struct Scratch {
   std::vector<float> padded;    // the conv's padded input rows
 };
 
-// x's plane: [N, H, W, C], or [N, C, H, W] for a stem that reads the image (kAttrXNchw).
+// x's plane: [N, H, W, C], or [N, C, H, W] for a stem that reads the image (Decisions::x_nchw).
 WindowGeometry conv_geometry(const Node& conv, const Shape& x, const Shape& w) {
   return window_geometry(conv, std::span<const int64_t>(x.data() + (reads_x_nchw(conv) ? 2 : 1), 2), {w[2], w[3]},
                          false);

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
 #include "kernels/cpu_info.h"
 #include "ops/channels_blocked.h"

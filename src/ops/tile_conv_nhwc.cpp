@@ -12,9 +12,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/amx.h"
 #include "kernels/bf16.h"
 #include "kernels/conv_rows.h"
@@ -52,7 +50,7 @@ struct NhwcConvScratch {
 
 // The bf16 units that read and write bfloat16 activations: AMX, and AVX512-BF16 dot products
 // (x in whole pairs of channels, which the plan checks before it stores one bf16).
-bool writes_bf16(const Node& node) { return runs_on_amx(node) || node.attr_string(kAttrPrecision, "") == kPrecisionBf16; }
+bool writes_bf16(const Node& node) { return runs_in_bf16(node); }
 
 // Float32 operands; x (and on AMX the residual) may also be bfloat16 (values the plan stores
 // so), which the A packing, the row copy and the AMX epilogue read directly.
@@ -69,7 +67,7 @@ bool claimed(const Node& node, std::span<const ValueInfo> in) {
 }
 
 // x's channels and plane: [N, H, W, C], or [N, C, H, W] for a stem that reads the image as it
-// is (kAttrXNchw).
+// is (Decisions::x_nchw).
 int64_t channels_of(const Node& node, const Shape& x) { return reads_x_nchw(node) ? x[1] : x[3]; }
 
 WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
@@ -83,9 +81,9 @@ WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
 // Its block: output rows and columns per Winograd block, 4 for F(4x4, 3x3) and 2 for a tuning
 // record's "winograd_f2x3_nhwc" (F(2x2, 3x3)); 0 off Winograd.
 int64_t winograd_block(const Node& node) {
-  const std::string p = conv_primitive_choice(node);
-  if (p == "winograd" || p == "winograd_nhwc") return kWinogradRows;
-  return p == "winograd_f2x3_nhwc" ? 2 : 0;
+  const ConvPrimitive p = conv_primitive_choice(node);
+  if (p == ConvPrimitive::winograd || p == ConvPrimitive::winograd_nhwc) return kWinogradRows;
+  return p == ConvPrimitive::winograd_f2x3_nhwc ? 2 : 0;
 }
 
 bool on_winograd(const Node& node) { return winograd_block(node) > 0; }

@@ -16,7 +16,7 @@ namespace grove::tiling {
 // same way). Winograd can run a 3x3, stride-1, dilation-1 conv of one group with enough
 // channels (winograd_fits); the hand rule also wants a plane big enough to fill the GEMM
 // panels (winograd_by_rule; thresholds measured, docs/kernels.md). A plan's per-node choice
-// (graph/choice_attrs.h, from a tuning record) overrides the rule either way where it fits.
+// (graph/node_decisions.h, from a tuning record) overrides the rule either way where it fits.
 bool winograd_fits(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
 bool winograd_by_rule(const kernels::Conv2dShape& shape, int64_t group, int64_t out_channels);
 // The same rule for a conv the layout pass runs channels-last, which wins on smaller planes
@@ -57,7 +57,7 @@ void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, cons
                         const Region& r, const kernels::Epilogue& epilogue, const void* prepared, TileScratch& scratch);
 
 // The channels-last forms, for grove.internal ConvNhwc nodes the layout pass leaves on
-// Winograd (attribute grove_conv "winograd" or "winograd_nhwc": F(4x4, 3x3),
+// Winograd (primitive winograd or winograd_nhwc, graph/node_decisions.h: F(4x4, 3x3),
 // kernels/winograd_f4x3_nhwc.h) or a tuning record puts on F(2x2, 3x3) ("winograd_f2x3_nhwc",
 // kernels/winograd_f2x3_nhwc.h). `block` (4 or 2) names the form: U_t packed as B.
 std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w, int64_t block);

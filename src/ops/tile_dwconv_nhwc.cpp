@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/dwconv_nhwc.h"
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"

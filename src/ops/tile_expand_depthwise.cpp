@@ -18,7 +18,7 @@
 #include <numeric>
 #include <vector>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/dwconv_nhwc.h"
 #include "kernels/gemm.h"
@@ -47,7 +47,7 @@ struct Scratch {
 };
 
 // The expand conv's plane: x [N, H, W, C], or [N, C, H, W] for a stem that reads the image
-// (kAttrXNchw); its output is the depthwise conv's input.
+// (Decisions::x_nchw); its output is the depthwise conv's input.
 WindowGeometry expand_geometry(const Node& e, const Shape& x, const Shape& we) {
   return window_geometry(e, std::span<const int64_t>(x.data() + (reads_x_nchw(e) ? 2 : 1), 2), {we[2], we[3]}, false);
 }

@@ -4,7 +4,7 @@
 // plan time (`prepare`), an activation B (attention's K^T and V) per tile. Each output
 // element is the kernel's sum over the same k blocks in the same order whatever the tile, and
 // a prepared or per-tile packed B holds the same panels, so results do not depend on the grid.
-// A fused epilogue (graph/epilogue_attrs.h: MatMul bias input 2, residual input 3, activation)
+// A fused epilogue (graph/node_decisions.h: MatMul bias input 2, residual input 3, activation)
 // rides in the GEMM's epilogue; the residual is read over the tile's own output region.
 #include <algorithm>
 #include <memory>

@@ -10,7 +10,7 @@
 #include <limits>
 #include <memory>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/cpu_info.h"
 #include "kernels/qgemm.h"
 #include "ops/channels_last.h"
@@ -143,7 +143,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   rq.zero_point = y_zero ? static_cast<float>(y_zero->to_f64().at(0)) : 0.0f;
   rq.is_signed = y.dtype() == DType::i8;
   rq.lo = rq.is_signed ? -128.0f : 0.0f, rq.hi = rq.is_signed ? 127.0f : 255.0f;
-  if (node.attr_string(kAttrActivation, "") == "relu") rq.lo = std::max(rq.lo, rq.zero_point);
+  if (fused_epilogue(node).activation == FusedActivation::relu) rq.lo = std::max(rq.lo, rq.zero_point);
   rq.y_stride = static_cast<size_t>(m);
   rq.col_begin = static_cast<size_t>(out_region[3].begin);
   rq.col_end = static_cast<size_t>(out_region[3].end);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/gemm.h"
 #include "ops/conv_geometry.h"
 #include "ops/tiling.h"
@@ -50,7 +50,7 @@ inline std::vector<int64_t> none_cuttable(const Shape& s) { return std::vector<i
 
 bool is_full(const Region& r, const Shape& shape);
 
-// The GEMM precision the plan chose for this node (graph/precision_attr.h): prepared and
+// The GEMM precision the plan chose for this node (graph/node_decisions.h): prepared and
 // per-tile packing of one node use the same, so a tile gives the same bits either way.
 inline kernels::Precision gemm_precision(const Node& node) {
   if (runs_on_amx(node)) return kernels::Precision::bf16_amx;

@@ -80,7 +80,7 @@ struct TileRule {
 
   // Optional: true when run_tile can write output 0 [N, H, W, M] as channels [o, o + M) of a
   // wider [N, H, W, M'] tensor: a channels-last Concat's buffer, so the Concat copies nothing
-  // (plan/plan_views.cpp). The plan then sets the node's kAttrYChannelOffset to o and hands
+  // (plan/plan_views.cpp). The plan then sets the node's Decisions::y_channel_offset to o and hands
   // run_tile that tensor as out[0]; regions stay in the node's own coordinates.
   bool (*writes_channel_slice)(const Node& node, std::span<const ValueInfo> in) = nullptr;
 };

@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/attention.h"
 #include "ops/op.h"
 
@@ -85,16 +85,16 @@ int64_t node_flops(const Graph& g, const Node& n) {
     const Shape* y = shape_of(g, n.outputs[0]);  // layout_f32 and layout_nchwc: Conv's products
     const Shape* wc = shape_of(g, n.inputs[1]);
     if (!y || !wc || wc->empty()) return 0;
-    return add(mul(2, numel(*y), product(*wc, 1)), n.attr_int(kAttrFusedFlops, 0));
+    return add(mul(2, numel(*y), product(*wc, 1)), n.decisions.epilogue.fused_flops);
   }
   if (n.domain == kGroveDomain && n.op_type == "ExpandDepthwiseNhwc" && n.inputs.size() > 3 && !n.outputs.empty()) {
     const Shape* y = shape_of(g, n.outputs[0]);  // the depthwise taps; the expand conv's FLOPs are fused ones
     const Shape* wd = shape_of(g, n.inputs[3]);
     if (!y || !wd || wd->empty()) return 0;
-    return add(mul(2, numel(*y), product(*wd, 1)), n.attr_int(kAttrFusedFlops, 0));
+    return add(mul(2, numel(*y), product(*wd, 1)), n.decisions.epilogue.fused_flops);
   }
   // The expand, depthwise and project convs' FLOPs, all fused ones.
-  if (n.domain == kGroveDomain && n.op_type == "InvertedResidualNhwc") return n.attr_int(kAttrFusedFlops, 0);
+  if (n.domain == kGroveDomain && n.op_type == "InvertedResidualNhwc") return n.decisions.epilogue.fused_flops;
   if (n.domain == kGroveDomain && n.op_type == "MaxPoolNhwc" && !n.outputs.empty()) {  // one compare per tap
     const Shape* y = shape_of(g, n.outputs[0]);
     int64_t window = 1;
@@ -105,13 +105,13 @@ int64_t node_flops(const Graph& g, const Node& n) {
     const Shape* y = shape_of(g, n.outputs[0]);  // and the conv's FLOPs, a fused node's
     int64_t window = 1;
     for (int64_t k : n.attr_ints("pool.kernel_shape")) window = mul(window, k);
-    return add(y ? mul(numel(*y), window) : 0, n.attr_int(kAttrFusedFlops, 0));
+    return add(y ? mul(numel(*y), window) : 0, n.decisions.epilogue.fused_flops);
   }
   if (n.domain == kGroveDomain && n.op_type == "PrunedConv" && n.inputs.size() > 1 && !n.outputs.empty()) {
     const Shape* y = shape_of(g, n.outputs[0]);  // the products over the kept channels only
     const Shape* wp = shape_of(g, n.inputs[1]);
     if (!y || !wp || wp->size() != 4) return 0;
-    return add(mul(2, numel(*y), mul(n.attr_int("channels", 0), (*wp)[2] * (*wp)[3])), n.attr_int(kAttrFusedFlops, 0));
+    return add(mul(2, numel(*y), mul(n.attr_int("channels", 0), (*wp)[2] * (*wp)[3])), n.decisions.epilogue.fused_flops);
   }
   if (n.domain == kGroveDomain && n.op_type == "AttentionKeep" && !n.inputs.empty()) {  // both means
     const Shape* x = shape_of(g, n.inputs[0]);
@@ -125,7 +125,7 @@ int64_t node_flops(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
 
   // A fused epilogue counts what its fused nodes counted, so fusion never changes a model's FLOPs.
-  const int64_t epilogue = n.attr_int(kAttrFusedFlops, 0);
+  const int64_t epilogue = n.decisions.epilogue.fused_flops;
   if (op == "Conv" && w && !w->empty()) return add(mul(2, numel(*out), product(*w, 1)), epilogue);
   // The integer products count as FLOPs too (one multiply and one add each), so GFLOP/s of a
   // quantized model compares with its float original.

@@ -5,9 +5,7 @@
 // band in cache and writes only the pooled quarter. Only float32 channels-last convs with
 // constant weights on the row path (the fused rule's), without a residual or bf16, and a
 // max pool with one output.
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_rows.h"
 #include "kernels/isa.h"
 #include "ops/channels_last.h"
@@ -22,7 +20,7 @@ namespace {
 
 bool fusable_conv(const Graph& g, const Node& c) {
   if (c.op_type != "ConvNhwc" || c.domain != kGroveDomain || c.outputs.size() != 1 || c.inputs.size() < 2 ||
-      c.inputs.size() > 3 || runs_in_bf16(c) || stores_bf16(c) || !conv_primitive_choice(c).empty() ||
+      c.inputs.size() > 3 || runs_in_bf16(c) || stores_bf16(c) || conv_primitive_choice(c) != ConvPrimitive::unset ||
       !g.initializers.count(c.inputs[1]))
     return false;
   const Tensor& w = g.initializers.at(c.inputs[1]);
@@ -47,9 +45,8 @@ int fuse_conv_max_pool(Graph& g, const std::set<std::string>& keep) {
     f.op_type = "ConvMaxPoolNhwc";
     f.outputs = {p.outputs[0]};
     for (const auto& [key, value] : p.attrs) f.attrs[kPoolPrefix + key] = value;
-    Attribute& flops = f.attrs[kAttrFusedFlops];
-    flops.kind = Attribute::Kind::i;
-    flops.i = node_flops(g, c);
+    f.decisions.pool = as_part(p.decisions);
+    f.decisions.epilogue.fused_flops = node_flops(g, c);
     return f;
   });
 }

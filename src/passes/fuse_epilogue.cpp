@@ -10,7 +10,7 @@
 // Each intermediate value must have that one reader and not be a graph output. The fused node
 // takes the place of the chain's last node (its inputs all exist by then, and its output keeps
 // the last node's name and position), so topological order and every other name stay as they
-// were. The representation is graph/epilogue_attrs.h.
+// were. The representation is graph/node_decisions.h.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,7 +18,7 @@
 #include <optional>
 #include <set>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "passes/flops.h"
 #include "passes/passes.h"
 
@@ -162,15 +162,11 @@ class EpilogueFuser {
     return true;
   }
 
-  static void set_activation(Node& p, const char* kind, float alpha, float beta) {
-    Attribute& a = p.attrs[kAttrActivation];
-    a.kind = Attribute::Kind::s;
-    a.s = kind;
-    for (auto [key, value] : {std::pair{kAttrAlpha, alpha}, std::pair{kAttrBeta, beta}}) {
-      Attribute& x = p.attrs[key];
-      x.kind = Attribute::Kind::f;
-      x.f = value;
-    }
+  static void set_activation(Node& p, FusedActivation kind, float alpha, float beta) {
+    FusedEpilogue& e = p.decisions.epilogue;
+    e.activation = kind;
+    e.alpha = alpha;
+    e.beta = beta;
   }
 
   bool take_activation(Node& p, std::string& v, Fusion& f) {
@@ -181,16 +177,16 @@ class EpilogueFuser {
     const Node& n = g_.nodes[at];
     if (dropped_[at] || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != v) return false;
     const std::string& op = n.op_type;
-    if (op == "Relu") set_activation(p, "relu", 0, 0);
-    else if (op == "Sigmoid") set_activation(p, "sigmoid", 0, 0);
-    else if (op == "HardSwish") set_activation(p, "hard_swish", 0, 0);
-    else if (op == "LeakyRelu") set_activation(p, "leaky_relu", n.attr_float("alpha", 0.01f), 0);
+    if (op == "Relu") set_activation(p, FusedActivation::relu, 0, 0);
+    else if (op == "Sigmoid") set_activation(p, FusedActivation::sigmoid, 0, 0);
+    else if (op == "HardSwish") set_activation(p, FusedActivation::hard_swish, 0, 0);
+    else if (op == "LeakyRelu") set_activation(p, FusedActivation::leaky_relu, n.attr_float("alpha", 0.01f), 0);
     else if (op == "HardSigmoid")
-      set_activation(p, "hard_sigmoid", n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
+      set_activation(p, FusedActivation::hard_sigmoid, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
     else if (op == "Gelu") {  // opset 20
       const std::string approximate = n.attr_string("approximate", "none");
       if (approximate != "none" && approximate != "tanh") return false;
-      set_activation(p, approximate == "tanh" ? "gelu_tanh" : "gelu_erf", 0, 0);
+      set_activation(p, approximate == "tanh" ? FusedActivation::gelu_tanh : FusedActivation::gelu_erf, 0, 0);
     } else if (op == "Clip") {
       float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
       if (n.opset >= 11) {
@@ -204,7 +200,7 @@ class EpilogueFuser {
         lo = n.attr_float("min", lo);
         hi = n.attr_float("max", hi);
       }
-      set_activation(p, "clip", lo, hi);
+      set_activation(p, FusedActivation::clip, lo, hi);
     } else {
       return false;
     }
@@ -239,7 +235,7 @@ class EpilogueFuser {
       const Node* half = step(add->outputs[0], "Mul", "", 0.5, m2i);
       if (half && m1_other == half->outputs[0] && only_reader(half->outputs[0], "Mul", half_reader) &&
           half_reader == mi) {
-        set_activation(p, "gelu_erf", 0, 0);
+        set_activation(p, FusedActivation::gelu_erf, 0, 0);
         for (size_t n : {di, ei, ai, m2i}) f.nodes.push_back(n);
         f.add(mi, "Gelu");
         v = mul_v.outputs[0];
@@ -253,7 +249,7 @@ class EpilogueFuser {
       if (!half_last && !half_first) continue;
       size_t add_reader = 0;
       if (!only_reader(add->outputs[0], "Mul", add_reader) || add_reader != (half_last ? mi : m2i)) continue;
-      set_activation(p, "gelu_erf", 0, 0);
+      set_activation(p, FusedActivation::gelu_erf, 0, 0);
       for (size_t n : {di, mi, ei, ai}) f.nodes.push_back(n);
       f.add(m2i, "Gelu");
       v = m2->outputs[0];
@@ -312,7 +308,7 @@ class EpilogueFuser {
     want.insert(at[1]);
     want.insert(at[5]);
     if (want != uses) return false;  // v has a reader outside the pattern
-    set_activation(p, "gelu_tanh", 0, 0);
+    set_activation(p, FusedActivation::gelu_tanh, 0, 0);
     for (size_t k : chain) f.nodes.push_back(k);
     for (size_t k = 0; k < 6; ++k) f.nodes.push_back(at[k]);
     f.add(at[6], "GeluTanh");
@@ -348,7 +344,7 @@ class EpilogueFuser {
       size_t mul_at = 0;
       const Node* mul = step(sig_out, "Mul", v, 0, mul_at);
       if (!mul || mul_at != mi) continue;
-      set_activation(p, "swish", alpha, 0);
+      set_activation(p, FusedActivation::swish, alpha, 0);
       for (size_t n : nodes) f.nodes.push_back(n);
       f.add(mi, alpha == 1.0f ? "Swish" : "SigmoidGelu");
       v = mul->outputs[0];
@@ -370,19 +366,16 @@ class EpilogueFuser {
       Node with = fused;
       std::string w = v;
       Fusion g = f;
-      const std::string kind = take_activation(with, w, g) ? with.attr_string(kAttrActivation, "") : "";
-      if (kind == "gelu_erf" || kind == "relu") fused = std::move(with), v = w, f = std::move(g);
+      const FusedActivation kind = take_activation(with, w, g) ? with.decisions.epilogue.activation : FusedActivation::none;
+      if (kind == FusedActivation::gelu_erf || kind == FusedActivation::relu) fused = std::move(with), v = w, f = std::move(g);
     } else {
       take_residual(fused, v, f);
       take_activation(fused, v, f);
     }
     if (f.nodes.empty()) return;
-    Attribute& label = fused.attrs[kAttrFused];
-    label.kind = Attribute::Kind::s;
-    label.s = f.label;
-    Attribute& flops = fused.attrs[kAttrFusedFlops];
-    flops.kind = Attribute::Kind::i;
-    for (size_t n : f.nodes) flops.i += node_flops(g_, g_.nodes[n]);
+    FusedEpilogue& e = fused.decisions.epilogue;
+    e.fused = f.label;
+    for (size_t n : f.nodes) e.fused_flops += node_flops(g_, g_.nodes[n]);
     fused.outputs[0] = v;
     size_t last = i;
     for (size_t n : f.nodes) {

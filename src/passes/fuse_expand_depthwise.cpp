@@ -6,9 +6,7 @@
 // features.0 and .1) fuses the same way where the stem runs on the row path. Only
 // channels-last float convs with constant weights and nothing the fused rule does not do: the
 // expand conv 1x1 without stride or padding or on the row path, no residual on either, no bf16.
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_rows.h"
 #include "kernels/cpu_info.h"
 #include "kernels/isa.h"
@@ -24,7 +22,7 @@ namespace {
 
 bool plain(const Node& n) {
   return n.domain == kGroveDomain && n.outputs.size() == 1 && n.inputs.size() >= 2 && n.inputs.size() <= 3 &&
-         !runs_in_bf16(n) && !stores_bf16(n) && conv_primitive_choice(n).empty();
+         !runs_in_bf16(n) && !stores_bf16(n) && conv_primitive_choice(n) == ConvPrimitive::unset;
 }
 
 // A float ConvNhwc with constant weights, one group.
@@ -65,9 +63,8 @@ int fuse_expand_depthwise(Graph& g, const std::set<std::string>& keep) {
     f.inputs = {e.inputs[0], e.inputs[1], e.inputs.size() > 2 ? e.inputs[2] : "", d.inputs[1],
                 d.inputs.size() > 2 ? d.inputs[2] : ""};
     for (const auto& [key, value] : e.attrs) f.attrs[kExpandPrefix + key] = value;
-    Attribute& flops = f.attrs[kAttrFusedFlops];
-    flops.kind = Attribute::Kind::i;
-    flops.i = d.attr_int(kAttrFusedFlops, 0) + node_flops(g, e);
+    f.decisions.expand = as_part(e.decisions);
+    f.decisions.epilogue.fused_flops = d.decisions.epilogue.fused_flops + node_flops(g, e);
     return f;
   });
 }
@@ -106,7 +103,8 @@ int fuse_depthwise_project(Graph& g, const std::set<std::string>& keep) {
     f.inputs.push_back(r.inputs.size() > 2 ? r.inputs[2] : "");
     if (r.inputs.size() > 3 && !r.inputs[3].empty()) f.inputs.push_back(r.inputs[3]);
     for (const auto& [key, value] : r.attrs) f.attrs[kProjectPrefix + key] = value;
-    f.attrs[kAttrFusedFlops].i = node_flops(g, d) + node_flops(g, r);
+    f.decisions.project = as_part(r.decisions);
+    f.decisions.epilogue.fused_flops = node_flops(g, d) + node_flops(g, r);
     return f;
   });
 }

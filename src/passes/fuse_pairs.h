@@ -18,4 +18,13 @@ namespace grove {
 int fuse_pairs(Graph& g, const std::set<std::string>& keep,
                const std::function<std::optional<Node>(const Node& producer, const Node& reader)>& join);
 
+// What a node joining a fused one keeps as that part's decisions (NodeDecisions::expand,
+// project, pool): its own, none where nothing was decided for it. The nodes these fusions join
+// as parts (ConvNhwc, MaxPoolNhwc) never have parts of their own.
+inline std::optional<Decisions> as_part(const NodeDecisions& d) {
+  const Decisions& own = d;
+  if (own == Decisions{}) return std::nullopt;
+  return own;
+}
+
 }  // namespace grove

@@ -17,7 +17,7 @@
 #include <optional>
 #include <set>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "passes/flops.h"
@@ -174,11 +174,9 @@ void fuse_quantized_adds(Graph& g) {
                 db->inputs[0], db->inputs[1], zero_point_of(g, *db, dtype),
                 q->inputs[1], zero_point_of(g, *q, dtype)};
     n.outputs = {q->outputs[0]};
-    n.attrs[kAttrFused].kind = Attribute::Kind::s;
-    n.attrs[kAttrFused].s = relu ? "DequantizeLinear+Add+Relu+QuantizeLinear" : "DequantizeLinear+Add+QuantizeLinear";
+    n.decisions.epilogue.fused = relu ? "DequantizeLinear+Add+Relu+QuantizeLinear" : "DequantizeLinear+Add+QuantizeLinear";
     if (relu) {
-      n.attrs[kAttrActivation].kind = Attribute::Kind::s;
-      n.attrs[kAttrActivation].s = "relu";
+      n.decisions.epilogue.activation = FusedActivation::relu;
       dropped.insert(relu);
     }
     dropped.insert(q);
@@ -234,6 +232,7 @@ void fuse_conv_integer_epilogues(Graph& g) {
     n.domain = kGroveDomain;
     n.opset = conv.opset;
     n.attrs = conv.attrs;
+    n.decisions = conv.decisions;
     n.inputs = conv.inputs;
     n.inputs.resize(4);
     n.inputs.push_back(scale);
@@ -245,14 +244,9 @@ void fuse_conv_integer_epilogues(Graph& g) {
       label += (label.empty() ? "" : "+") + c->op_type;
       flops += node_flops(g, *c);
     }
-    n.attrs[kAttrFused].kind = Attribute::Kind::s;
-    n.attrs[kAttrFused].s = label;
-    n.attrs[kAttrFusedFlops].kind = Attribute::Kind::i;
-    n.attrs[kAttrFusedFlops].i = flops;
-    if (chain.back()->op_type == "Relu") {
-      n.attrs[kAttrActivation].kind = Attribute::Kind::s;
-      n.attrs[kAttrActivation].s = "relu";
-    }
+    n.decisions.epilogue.fused = label;
+    n.decisions.epilogue.fused_flops = flops;
+    if (chain.back()->op_type == "Relu") n.decisions.epilogue.activation = FusedActivation::relu;
     dropped.insert(&conv);
     for (size_t i = 0; i + 1 < chain.size(); ++i) dropped.insert(chain[i]);
     replace[chain.back()] = std::move(n);
@@ -418,17 +412,15 @@ void fuse_qdq(Graph& g) {
     n.name = op.name;
     n.op_type = conv ? "QLinearConv" : "QLinearMatMul";
     n.opset = op.opset;
-    if (conv) n.attrs = op.attrs;
+    if (conv) n.attrs = op.attrs, n.decisions = op.decisions;
     n.inputs = {dx->inputs[0], dx->inputs[1], zero_point_of(g, *dx, x_info->second.dtype),
                 dw->inputs[0], dw->inputs[1], zero_point_of(g, *dw, w.dtype()),
                 q->inputs[1], zero_point_of(g, *q, y_info->second.dtype)};
     if (!bias.empty()) n.inputs.push_back(bias);
     n.outputs = {q->outputs[0]};
     if (relu) {
-      n.attrs[kAttrActivation].kind = Attribute::Kind::s;
-      n.attrs[kAttrActivation].s = "relu";
-      n.attrs[kAttrFused].kind = Attribute::Kind::s;
-      n.attrs[kAttrFused].s = "Relu";
+      n.decisions.epilogue.activation = FusedActivation::relu;
+      n.decisions.epilogue.fused = "Relu";
       dropped.insert(relu);
     }
     dropped.insert(q);

@@ -19,9 +19,7 @@
 #include <map>
 #include <set>
 
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
@@ -122,9 +120,9 @@ bool few_channel_stem(const Node& n, const Tensor& w) {
 // or on the channels-last Winograd (keeps_winograd).
 bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::string>& keep) {
   if (!can_run_channels_last(g, n)) return false;
-  const std::string chosen = conv_primitive_choice(n);
+  const ConvPrimitive chosen = conv_primitive_choice(n);
   if (channels_last_choice(chosen)) return true;
-  if (keep.count(n.name) || !chosen.empty()) return false;
+  if (keep.count(n.name) || chosen != ConvPrimitive::unset) return false;
   const Shape& x = g.values.at(n.inputs[0]).shape;
   const Tensor& w = *constant(g, n.inputs[1]);
   return x[1] >= kMinChannels || few_channel_stem(n, w);
@@ -132,7 +130,7 @@ bool takes_channels_last(const Graph& g, const Node& n, const std::set<std::stri
 
 // A conv the rule runs on Winograd (never one the plan marked bf16), by its NCHW shapes.
 bool on_winograd_by_rule(const Graph& g, const Node& n) {
-  return conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
+  return conv_primitive_choice(n) == ConvPrimitive::unset && !runs_in_bf16(n) &&
          tiling::conv_node_uses_winograd(n, g.values.at(n.inputs[0]).shape, constant(g, n.inputs[1])->shape());
 }
 
@@ -140,7 +138,7 @@ bool on_winograd_by_rule(const Graph& g, const Node& n) {
 // rule's layers, and smaller planes, where the channels-last form may win (where the probe
 // said so, kernels/conv_probe.h) and the NCHW one loses.
 bool on_channels_last_winograd_by_rule(const Graph& g, const Node& n) {
-  return conv_primitive_choice(n).empty() && !runs_in_bf16(n) &&
+  return conv_primitive_choice(n) == ConvPrimitive::unset && !runs_in_bf16(n) &&
          tiling::conv_node_uses_winograd_channels_last(n, g.values.at(n.inputs[0]).shape,
                                                        constant(g, n.inputs[1])->shape());
 }
@@ -203,8 +201,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   std::set<size_t> chosen;  // groups holding a conv chosen channels-last: they stay so whole
   for (size_t c : convs) {
     const Node& n = g.nodes[c];
-    const std::string p = conv_primitive_choice(n);
-    if (channels_last_choice(p)) chosen.insert(root(c));
+    if (channels_last_choice(conv_primitive_choice(n))) chosen.insert(root(c));
     if (!riders.count(n.name)) flops[root(c)] += double(node_flops(g, n));
     auto y = nchw_of.find(n.outputs[0]);  // none for a global pool: its output is NCHW already
     if (y != nchw_of.end() && reads[y->second] > 0)
@@ -235,7 +232,8 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     } else {
       n.op_type = "Conv";
       n.domain.clear();
-      n.attrs.erase(kAttrConvPrimitive);  // a Winograd layer's mark (a chosen conv never went)
+      n.decisions.conv = ConvPrimitive::unset;  // a Winograd layer's mark (a chosen conv never went)
+      n.decisions.conv_source = DecisionSource::rule;
       n.inputs[0] = nchw_of.at(n.inputs[0]);
       if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty())
         n.inputs[kEpilogueResidualInput] = nchw_of.at(n.inputs[kEpilogueResidualInput]);
@@ -252,7 +250,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
 }
 
 // A channels-last stem whose x is the channels-last copy of an NCHW value reads that value
-// instead (kAttrXNchw): its row copies gather the few channels themselves, and the image's
+// instead (Decisions::x_nchw): its row copies gather the few channels themselves, and the image's
 // Transpose, one tile that every stem tile waits for, goes unless something else reads the
 // copy. Only on the row path (the stems few_channel_stem sends), float32, no residual.
 void stems_read_nchw(Graph& g, const std::map<std::string, std::string>& nchw_of) {
@@ -261,7 +259,7 @@ void stems_read_nchw(Graph& g, const std::map<std::string, std::string>& nchw_of
   for (const ValueDecl& in : g.inputs) present.insert(in.name);
   for (const Node& n : g.nodes) present.insert(n.outputs.begin(), n.outputs.end());
   for (Node& n : g.nodes) {
-    if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain || !conv_primitive_choice(n).empty()) continue;
+    if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain || conv_primitive_choice(n) != ConvPrimitive::unset) continue;
     auto x = nchw_of.find(n.inputs[0]);
     if (x == nchw_of.end() || !present.count(x->second) ||
         (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty()))
@@ -270,8 +268,7 @@ void stems_read_nchw(Graph& g, const std::map<std::string, std::string>& nchw_of
     const Tensor* w = constant(g, n.inputs[1]);
     if (!f32_4d(v) || !w || w->rank() != 4 || v->shape[1] >= kMinChannels || !few_channel_stem(n, *w)) continue;
     n.inputs[0] = x->second;
-    n.attrs[kAttrXNchw].kind = Attribute::Kind::i;
-    n.attrs[kAttrXNchw].i = 1;
+    n.decisions.x_nchw = true;
   }
 }
 
@@ -356,8 +353,8 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     c.domain = kGroveDomain;
     const bool small_plane = winograd_small_planes && on_channels_last_winograd_by_rule(g, n);
     if ((winograd || small_plane) && keeps_winograd(x, winograd_min_channels)) {
-      c.attrs[kAttrConvPrimitive].kind = Attribute::Kind::s;
-      c.attrs[kAttrConvPrimitive].s = "winograd";
+      c.decisions.conv = ConvPrimitive::winograd;
+      c.decisions.conv_source = DecisionSource::rule;
     }
     c.inputs[0] = channels_last(n.inputs[0]);
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())

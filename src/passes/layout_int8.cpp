@@ -12,7 +12,7 @@
 #include <map>
 #include <set>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/isa.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
@@ -177,8 +177,7 @@ int to_channels_last_int8(Graph& g) {
         m.domain = kGroveDomain;
         m.inputs = {twin.at(dq.inputs[0])};
         m.outputs = {q->outputs[0]};
-        m.attrs[kAttrFused].kind = Attribute::Kind::s;
-        m.attrs[kAttrFused].s = "DequantizeLinear+MaxPool+QuantizeLinear";
+        m.decisions.epilogue.fused = "DequantizeLinear+MaxPool+QuantizeLinear";
         dropped.insert(q);
         emit(std::move(m));
         continue;
@@ -210,14 +209,10 @@ int to_channels_last_int8(Graph& g) {
         for (size_t i : {other, other + 1, other + 2, side + 1, side + 2}) fused.inputs.push_back(i == other ? twin.at(n.inputs[i]) : n.inputs[i]);
         fused.inputs.push_back(n.inputs[6]);
         fused.inputs.push_back(n.inputs[7]);
-        const std::string before = fused.attr_string(kAttrFused, "");
-        const bool relu = n.attr_string(kAttrActivation, "") == "relu";
-        fused.attrs[kAttrFused].kind = Attribute::Kind::s;
-        fused.attrs[kAttrFused].s = (before.empty() ? "" : before + "+") + (relu ? "Add+Relu" : "Add");
-        if (relu) {
-          fused.attrs[kAttrResidualActivation].kind = Attribute::Kind::s;
-          fused.attrs[kAttrResidualActivation].s = "relu";
-        }
+        std::string& label = fused.decisions.epilogue.fused;
+        const bool relu = n.decisions.epilogue.activation == FusedActivation::relu;
+        label = (label.empty() ? "" : label + "+") + (relu ? "Add+Relu" : "Add");
+        if (relu) fused.decisions.epilogue.residual_activation = FusedActivation::relu;
         fused.outputs[0] = n.outputs[0];
         removed.resize(out.size(), false);
         removed[conv->second] = removed[conv->second + 1] = true;  // the conv and its Transpose back

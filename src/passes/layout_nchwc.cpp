@@ -1,5 +1,5 @@
 // Float convolutions to the channel-blocked layout: each Conv a choice runs "nchwc"
-// (graph/choice_attrs.h, from a tuning record or the performance model) becomes grove.internal
+// (graph/node_decisions.h, from a tuning record or the performance model) becomes grove.internal
 // ConvNchwc, reading a blocked copy of x (and of a fused residual) and writing a blocked y,
 // with a reorder back to NCHW for every other reader. A reorder is a Reshape, which the plan
 // makes a view, and one tiled Transpose, so a layout change is an edge of the tile graph, not
@@ -11,8 +11,7 @@
 // its first conv to its last; the reorders no one reads are removed as dead.
 #include <map>
 
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/channels_blocked.h"
 #include "ops/op.h"
 #include "passes/layout_nodes.h"
@@ -99,7 +98,7 @@ int to_blocked_f32(Graph& g, int64_t block) {
       out.push_back(reshape_node(g, split + "/Reshape", split, z, s));
       continue;
     }
-    if (conv_primitive_choice(n) != "nchwc" || n.op_type != "Conv" || !n.domain.empty()) {
+    if (conv_primitive_choice(n) != ConvPrimitive::nchwc || n.op_type != "Conv" || !n.domain.empty()) {
       out.push_back(n);
       continue;
     }

@@ -45,13 +45,13 @@ int to_channels_last_int8(Graph& graph);
 // where the layout changes; chains of convs stay channels-last (layout_f32.cpp).
 // `transpose_flops`: what one element a Transpose moves is worth in FLOPs (plan.h), to weigh a
 // group's Transposes. Run by make_plan, after the precision marks. Returns how many.
-// A Conv node chosen "nhwc" (graph/choice_attrs.h) runs channels-last whatever the rule says.
+// A Conv node chosen "nhwc" (graph/node_decisions.h) runs channels-last whatever the rule says.
 // A Winograd layer of at least `winograd_min_channels` input channels stays on Winograd
 // channels-last; one of fewer runs on the channels-last GEMM; with `winograd_small_planes`,
 // so do 3x3 convs on planes too small for the NCHW Winograd (PlanOptions).
 int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double transpose_flops,
                          int64_t winograd_min_channels, bool winograd_small_planes);
-// Each float32 Conv chosen "nchwc" (graph/choice_attrs.h) runs as grove.internal ConvNchwc on
+// Each float32 Conv chosen "nchwc" (graph/node_decisions.h) runs as grove.internal ConvNchwc on
 // blocks of `block` channels (kernels::conv_nchwc_block), with reorders where the layout changes;
 // chains of such convs stay blocked (layout_nchwc.cpp). Run by make_plan after the
 // channels-last pass, whose copies it reorders from and to directly. A chosen conv it cannot
@@ -88,7 +88,7 @@ int fuse_conv_max_pool(Graph& graph, const std::set<std::string>& keep);
 // Softmax, MatMul) by one grove.internal Attention node; returns how many it fused.
 int fuse_attention(Graph& graph);
 // Fuses a bias Add, a residual Add and an activation after a Conv, MatMul or Gemm into the
-// node's epilogue (graph/epilogue_attrs.h says how; fuse_epilogue.cpp which chains).
+// node's epilogue (graph/node_decisions.h says how; fuse_epilogue.cpp which chains).
 void fuse_epilogues(Graph& graph);
 
 // Run by the importer, before binding: float16 activations computed in float32

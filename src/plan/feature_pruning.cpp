@@ -4,8 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "ops/feature_pruning.h"
 #include "ops/op.h"
 #include "passes/flops.h"

@@ -2,14 +2,14 @@
 
 #include <map>
 
-#include "graph/choice_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
 #include "ops/tile_conv_winograd.h"
 #include "passes/passes.h"
 
 namespace grove {
 
-void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choices) {
+void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choices, DecisionSource source) {
   if (choices.empty()) return;
   std::map<std::string, size_t> index;
   for (size_t n = 0; n < graph.nodes.size(); ++n) index.emplace(graph.nodes[n].name, n);
@@ -22,41 +22,46 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
     Node& node = graph.nodes[it->second];
     if (node.op_type != "Conv" || !node.domain.empty() || node.inputs.size() < 2)
       throw Error(node.describe() + ": a primitive choice ('" + c.primitive + "') is for Conv nodes only");
-    if (c.primitive == "winograd") {
+    const ConvPrimitive primitive = primitive_named(node, c.primitive);
+    if (primitive == ConvPrimitive::winograd) {
       auto x = graph.values.find(node.inputs[0]), w = graph.values.find(node.inputs[1]);
       if (x == graph.values.end() || w == graph.values.end() ||
           !tiling::conv_node_fits_winograd(node, x->second.shape, w->second.shape))
         throw Error(node.describe() + ": Winograd cannot run this conv (3x3, stride 1, one group only)");
-    } else if (c.primitive == "direct") {
+    } else if (primitive == ConvPrimitive::direct) {
       auto x = graph.values.find(node.inputs[0]), w = graph.values.find(node.inputs[1]);
       if (x == graph.values.end() || w == graph.values.end() ||
           !tiling::conv_node_fits_direct(node, x->second.shape, w->second.shape))
         throw Error(node.describe() + ": the direct kernel cannot run this conv (2-D, one group, no dilation, kernel width up to 16)");
-    } else if (channels_last_choice(c.primitive)) {
+    } else if (channels_last_choice(primitive)) {
       if (!can_run_channels_last(graph, node))
         throw Error(node.describe() + ": channels-last runs float 2-D convs of one group, or depthwise, with constant weights only");
       auto x = graph.values.find(node.inputs[0]), w = graph.values.find(node.inputs[1]);
-      if (c.primitive != "nhwc" && (x == graph.values.end() || w == graph.values.end() ||
+      if (primitive != ConvPrimitive::nhwc && (x == graph.values.end() || w == graph.values.end() ||
                                              node.attr_int("group", 1) != 1 ||
                                              !tiling::conv_node_fits_winograd(node, x->second.shape, w->second.shape)))
         throw Error(node.describe() + ": Winograd cannot run this conv (3x3, stride 1, one group only)");
-    } else if (c.primitive == "nchwc") {
+    } else if (primitive == ConvPrimitive::nchwc) {
       const int64_t block = int64_t(kernels::conv_nchwc_block(kernels::active_isa()));
       if (!can_run_nchwc(graph, node, block))
         throw Error(node.describe() + ": the channel-blocked conv cannot run it (float32, 2-D, one group or depthwise, no dilation, "
                     "both channel counts multiples of " + std::to_string(block) + ", constant weights)");
-    } else if (c.primitive != "gemm") {
-      throw Error(node.describe() + ": unknown conv primitive '" + c.primitive +
-                  "' (gemm, winograd, direct, nhwc, nchwc, winograd_nhwc or winograd_f2x3_nhwc)");
     }
-    apply_primitive_choices_to_node(node, c.primitive);
+    apply_primitive_choices_to_node(node, primitive, source);
   }
 }
 
-void apply_primitive_choices_to_node(Node& node, const std::string& primitive) {
-  Attribute& a = node.attrs[kAttrConvPrimitive];
-  a.kind = Attribute::Kind::s;
-  a.s = primitive;
+void apply_primitive_choices_to_node(Node& node, ConvPrimitive primitive, DecisionSource source) {
+  node.decisions.conv = primitive;
+  node.decisions.conv_source = source;
+}
+
+ConvPrimitive primitive_named(const Node& node, const std::string& name) {
+  const std::optional<ConvPrimitive> p = parse_conv_primitive(name);
+  if (!p)
+    throw Error(node.describe() + ": unknown conv primitive '" + name +
+                "' (gemm, winograd, direct, nhwc, nchwc, winograd_nhwc or winograd_f2x3_nhwc)");
+  return *p;
 }
 
 Shape fit_choice_extent(const Node& node, const Shape& out_shape, const std::vector<int64_t>& blocks,

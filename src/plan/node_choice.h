@@ -11,11 +11,14 @@
 
 namespace grove {
 
-// Applies the primitives of `choices` to the nodes they name (graph/choice_attrs.h). Throws
-// Error for a name the graph lacks, a primitive the node cannot take, or a node named twice.
-void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choices);
+// Applies the primitives of `choices` to the nodes they name (Decisions::conv, with `source`
+// as where they came from). Throws Error for a name the graph lacks, a primitive the node
+// cannot take, or a node named twice.
+void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choices, DecisionSource source);
 // Marks one node, unchecked (for trying a primitive on a copy of a node).
-void apply_primitive_choices_to_node(Node& node, const std::string& primitive);
+void apply_primitive_choices_to_node(Node& node, ConvPrimitive primitive, DecisionSource source);
+// The primitive a NodeChoice names ("" is unset); throws Error naming `node` for an unknown one.
+ConvPrimitive primitive_named(const Node& node, const std::string& name);
 
 // Checks an extent against the block sizes the node's tile rule allows (TileRule::cuttable):
 // one entry per dim, each 0 or the whole dim (uncut) or a positive multiple of the block where

@@ -126,7 +126,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   plan->graph = bound;
   plan->options = options;
   plan->pruning = apply_feature_pruning(plan->graph, options.feature_pruning);
-  apply_primitive_choices(plan->graph, options.choices);  // before precision: bf16 skips Winograd layers
+  apply_primitive_choices(plan->graph, options.choices, options.choices_from);  // before precision: bf16 skips Winograd layers
   plan->precision = apply_precision(plan->graph, options.precision, options.bf16_dot_gain);
   if (options.conv_layout == ConvLayout::channels_last) {  // after precision: a bf16 conv leaves Winograd
     std::set<std::string> keep;  // a node a choice names keeps the layout it was measured in

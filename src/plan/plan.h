@@ -66,6 +66,10 @@ struct PlanOptions {
   // the machine's stored file, or measured by this process); "" when none were taken.
   std::string probes_source;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)
+  // Where `choices` came from, as the nodes' decisions record it (Decisions::conv_source): a
+  // tuning record unless the caller says otherwise (the performance model, or candidates it
+  // measured itself).
+  DecisionSource choices_from = DecisionSource::record;
   // false: no rule's `prepare` runs (no packed weights): a plan for its structure only (tile
   // grids, edges), as the plan-time selection reads it; it cannot be run.
   bool prepare_weights = true;

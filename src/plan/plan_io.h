@@ -24,7 +24,7 @@ namespace grove {
 inline constexpr const char* kGroveVersion = "0.1.0";
 
 // A stable 64-bit FNV-1a, as 16 hex digits, over everything that decides a plan: opsets,
-// inputs/outputs, nodes (op type, domain, name, inputs, outputs, attributes), the bound dtype
+// inputs/outputs, nodes (op type, domain, name, inputs, outputs, attributes, decisions), the bound dtype
 // and shape of every value, and the initializers (name, dtype, shape and every byte). The
 // bytes are hashed too, since a model with other weights is another model; one byte at a
 // time this costs about 1 ns per byte (~0.5 s for 500 MB), paid only when saving or loading.

@@ -236,7 +236,7 @@ Shape candidate_extent(const Plan& plan, int32_t n, const std::string& primitive
   const TileRule* rule = plan.rules.at(static_cast<size_t>(n));
   if (!rule) return {};
   Node node = plan.graph.nodes[static_cast<size_t>(n)];
-  if (!primitive.empty()) apply_primitive_choices_to_node(node, primitive);
+  if (!primitive.empty()) apply_primitive_choices_to_node(node, primitive_named(node, primitive), DecisionSource::probe);
   const plan_detail::NodeInfos infos = plan_detail::node_infos(plan.graph, node);
   if (infos.out.empty() || !infos.out[0].present) return {};
   return plan_detail::grid_extent_in_order(infos.out[0].shape, rule->cuttable(node, infos.in, infos.out),

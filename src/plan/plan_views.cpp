@@ -103,9 +103,7 @@ void mark_concat_slices(Plan& plan, TileRuleLookup lookup) {
       PlannedValue& slice = plan.values[v];
       slice.slice_of = out;
       slice.slice_offset = offset;
-      Attribute& a = g.nodes[static_cast<size_t>(slice.producer)].attrs[kAttrYChannelOffset];
-      a.kind = Attribute::Kind::i;
-      a.i = offset;
+      g.nodes[static_cast<size_t>(slice.producer)].decisions.y_channel_offset = offset;
       offset += slice.shape[3];
     }
   }

@@ -1,6 +1,6 @@
 // The plan's choice of arithmetic per node (grove/precision.h): with bf16 asked for and
 // available, every Conv, MatMul and Gemm whose products run on the GEMM kernels with constant
-// weights is marked (graph/precision_attr.h), "bf16_amx" where the CPU has AMX tiles and
+// weights is marked (graph/node_decisions.h), "bf16_amx" where the CPU has AMX tiles and
 // "bf16" (AVX512-BF16 dot products) otherwise, and so is the fused Attention; their tile rules
 // then pack weights to bf16 once and round activations to bf16 as they pack them. Everything
 // else (normalisation, softmax, elementwise, reductions) stays float32.
@@ -9,8 +9,7 @@
 #include <cstdio>
 #include <map>
 
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
@@ -81,9 +80,7 @@ PrecisionReport apply_precision(Graph& graph, Precision wanted, double bf16_dot_
   std::map<std::string, int> by_op;
   for (Node& node : graph.nodes) {
     if (!wants_bf16(graph, node, amx)) continue;
-    Attribute& a = node.attrs[kAttrPrecision];
-    a.kind = Attribute::Kind::s;
-    a.s = amx ? kPrecisionBf16Amx : kPrecisionBf16;
+    node.decisions.precision = amx ? NodePrecision::bf16_amx : NodePrecision::bf16;
     ++report.bf16_nodes;
     ++by_op[node.op_type];
   }
@@ -105,7 +102,7 @@ void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
   auto bf16_conv = [&](const Node& n) {
     if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain) return false;
     if (runs_on_amx(n)) return true;
-    if (n.attr_string(kAttrPrecision, "") != kPrecisionBf16 || reads_x_nchw(n)) return false;
+    if (n.decisions.precision != NodePrecision::bf16 || reads_x_nchw(n)) return false;
     const Shape& x = graph.values.at(n.inputs[0]).shape;
     const Tensor* w = initializer(graph, n, 1);
     return x.size() == 4 && x[3] % 2 == 0 && w && w->rank() == 4 &&
@@ -125,9 +122,7 @@ void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
     if (!bf16_conv(n) || n.outputs.size() != 1 || !is_f32(graph, n.outputs[0])) continue;
     auto read = only_convs_read.find(n.outputs[0]);
     if (read == only_convs_read.end() || !read->second) continue;
-    Attribute& a = n.attrs[kAttrOutputBf16];
-    a.kind = Attribute::Kind::i;
-    a.i = 1;
+    n.decisions.output_bf16 = true;
     graph.values[n.outputs[0]].dtype = DType::bf16;
     ++stored;
   }

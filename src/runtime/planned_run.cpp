@@ -4,7 +4,7 @@
 #include <new>
 #include <thread>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 

@@ -4,8 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
 #include "ops/channels_blocked.h"
 #include "ops/op.h"
@@ -77,8 +76,8 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
   if (node.op_type == "ConvNchwc" && node.domain == kGroveDomain) {
     rule.primitive = "nchwc";
   } else if (node.op_type == "ConvNhwc" && node.domain == kGroveDomain) {
-    const std::string p = conv_primitive_choice(node);
-    rule.primitive = p == "winograd" ? "winograd_nhwc" : p.empty() ? "nhwc" : p;
+    const ConvPrimitive p = conv_primitive_choice(node);
+    rule.primitive = p == ConvPrimitive::winograd ? "winograd_nhwc" : p == ConvPrimitive::unset ? "nhwc" : conv_primitive_name(p);
   } else if (node.op_type == "Conv" && node.domain.empty()) {
     const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
     const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
@@ -98,7 +97,7 @@ std::vector<int64_t> channels_last_blocks(const Plan& plan, size_t n, const std:
   Node twin = plan.graph.nodes[n];
   twin.op_type = twin.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
   twin.domain = kGroveDomain;
-  apply_primitive_choices_to_node(twin, primitive);
+  apply_primitive_choices_to_node(twin, primitive_named(twin, primitive), DecisionSource::probe);
   const TileRule* rule = find_tile_rule(twin);
   if (!rule) return {};
   auto rotated = [&](const std::string& name) {
@@ -193,7 +192,10 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
   return out;
 }
 
-bool channels_last_primitive(const std::string& primitive) { return channels_last_choice(primitive); }
+bool channels_last_primitive(const std::string& primitive) {
+  const std::optional<ConvPrimitive> p = parse_conv_primitive(primitive);
+  return p && channels_last_choice(*p);
+}
 
 Shape nchw_extent(const std::string& primitive, const Shape& extent) {
   if (primitive == "nchwc" && extent.size() == 5) return {extent[0], extent[1] * extent[4], extent[2], extent[3]};

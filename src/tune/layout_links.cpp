@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "passes/passes.h"
 
 namespace grove::tune {

@@ -297,6 +297,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
   for (int round = 0; round < 8 && !choices.empty(); ++round) {
     PlanOptions with = structure;
     with.choices = choices;
+    with.choices_from = DecisionSource::model;
     const std::shared_ptr<const Plan> plan = make_plan(graph, with);
     std::map<std::string, ConvLayoutKind> runs_in;
     for (const Node& n : plan->graph.nodes) runs_in[n.name] = layout_of(n);

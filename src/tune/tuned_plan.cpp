@@ -27,6 +27,7 @@ std::shared_ptr<const Plan> plan_with_model(const Graph& graph, PlanOptions po, 
     const std::vector<NodeChoice> choices = predicted_choices(graph, po, model);
     po.choices_source = "performance model " + path + " (" + std::to_string(choices.size()) + " choices)";
     po.choices = choices;
+    po.choices_from = DecisionSource::model;
     return make_plan(graph, po);
   } catch (const Error& e) {
     if (asked) throw Error(path + ": " + e.what());
@@ -45,6 +46,7 @@ std::shared_ptr<const Plan> plan_with_tuning(const Graph& graph, PlanOptions po,
   if (!choices.empty()) {
     po.choices = choices;
     po.choices_source = "explicit choices";
+    po.choices_from = DecisionSource::probe;  // grove tune's measured candidates
     return make_plan(graph, po);
   }
   // A tile count the caller fixed (--tiles-per-op) wins over a record's grids.

@@ -1,5 +1,5 @@
 // An activation fused into a GEMM's epilogue (MatMul, Gemm or Conv with a Sigmoid, Gelu or
-// SiLU after it, graph/epilogue_attrs.h) gives the same bits as the op it replaced, run by
+// SiLU after it, graph/node_decisions.h) gives the same bits as the op it replaced, run by
 // vmath on the GEMM's result: both call kernels/vector_math.h, built for the same ISA. With
 // k = 1 and B all ones the GEMM's sum is x itself, so its C is the activation of x alone.
 #include <gtest/gtest.h>

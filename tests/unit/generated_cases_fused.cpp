@@ -9,8 +9,7 @@
 #include <cmath>
 
 #include "generated_cases.h"
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/channels_blocked.h"
 #include "ops/channels_last.h"
 #include "ops/conv_max_pool.h"
@@ -59,23 +58,25 @@ void set_window2d(Draw& d, Node& n, const Window2d& g, const std::string& prefix
   if (g.pads != std::vector<int64_t>(4, 0) || d.chance(0.3)) set_attr(n, prefix + "pads", g.pads);
 }
 
-// A fused epilogue as passes/fuse_epilogue.cpp writes it (graph/epilogue_attrs.h): one of
-// the activations with its parameters, after a residual where `residual`. `kinds` limits
-// the activations where a fused form takes fewer.
-void draw_epilogue(Draw& d, Node& n, bool residual, const std::string& prefix = "",
+// A fused epilogue as passes/fuse_epilogue.cpp writes it (graph/node_decisions.h), into the
+// decisions of a node or of one part of a fused node: one of the activations with its
+// parameters, after a residual where `residual`. `kinds` limits the activations where a fused
+// form takes fewer.
+void draw_epilogue(Draw& d, Decisions& to, bool residual,
                    const std::vector<std::string>& kinds = {"", "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid",
                                                             "hard_swish", "gelu_erf", "gelu_tanh", "swish"}) {
   const std::string kind = d.pick(kinds);
+  FusedEpilogue& e = to.epilogue;
   std::string fused = residual ? "Add" : "";
   if (!kind.empty()) {
-    set_attr(n, prefix + kAttrActivation, kind);
+    e.activation = parse_fused_activation(kind).value();
     fused += std::string(residual ? "+" : "") + kind;
   }
-  if (kind == "clip") set_attr(n, prefix + kAttrAlpha, d.chance(0.7) ? 0.0f : -1.0f), set_attr(n, prefix + kAttrBeta, d.chance(0.7) ? 6.0f : 0.5f);
-  if (kind == "leaky_relu") set_attr(n, prefix + kAttrAlpha, d.chance(0.5) ? 0.1f : 0.01f);
-  if (kind == "hard_sigmoid") set_attr(n, prefix + kAttrAlpha, 0.2f), set_attr(n, prefix + kAttrBeta, 0.5f);
-  if (kind == "swish") set_attr(n, prefix + kAttrAlpha, d.chance(0.5) ? 1.0f : 1.702f);
-  if (!fused.empty()) set_attr(n, prefix + kAttrFused, fused);
+  if (kind == "clip") e.alpha = d.chance(0.7) ? 0.0f : -1.0f, e.beta = d.chance(0.7) ? 6.0f : 0.5f;
+  if (kind == "leaky_relu") e.alpha = d.chance(0.5) ? 0.1f : 0.01f;
+  if (kind == "hard_sigmoid") e.alpha = 0.2f, e.beta = 0.5f;
+  if (kind == "swish") e.alpha = d.chance(0.5) ? 1.0f : 1.702f;
+  e.fused = fused;
 }
 
 Shape nhwc(int64_t n, int64_t h, int64_t w, int64_t c) { return {n, h, w, c}; }
@@ -93,13 +94,13 @@ Case conv_nhwc(Draw& d, const std::string& op) {
   Case c{internal(op, residual ? 4 : 3), {}, {}, 1e-4};
   set_window2d(d, c.node, g);
   if (depthwise) set_attr(c.node, "group", cin);
-  draw_epilogue(d, c.node, residual);
-  if (stem) set_attr(c.node, kAttrXNchw, int64_t{1});
+  draw_epilogue(d, c.node.decisions, residual);
+  c.node.decisions.x_nchw = stem;
   const Shape w = {cout, depthwise ? 1 : cin, g.kernel[0], g.kernel[1]};
   if (!depthwise && !stem && d.chance(0.4)) {
     Node twin = nchw_twin(c.node);
     if (tiling::conv_node_fits_winograd(twin, {images, cin, g.h, g.w}, w))
-      set_attr(c.node, kAttrConvPrimitive, std::string(d.chance(0.5) ? "winograd" : "winograd_f2x3_nhwc"));
+      c.node.decisions.conv = d.chance(0.5) ? ConvPrimitive::winograd : ConvPrimitive::winograd_f2x3_nhwc;
   }
   c.inputs = {d.f32(stem ? Shape{images, cin, g.h, g.w} : nhwc(images, g.h, g.w, cin)), d.f32(w, -0.5, 0.5),
               d.chance(0.7) ? d.f32({cout}) : Tensor()};
@@ -120,7 +121,7 @@ Case conv_nchwc(Draw& d, const std::string& op) {
   Case c{internal(op, residual ? 4 : 3), {}, {}, 1e-4};
   set_window2d(d, c.node, g);
   if (depthwise) set_attr(c.node, "group", cin);
-  draw_epilogue(d, c.node, residual);
+  draw_epilogue(d, c.node.decisions, residual);
   c.inputs = {nchw_to_blocked(d.f32({images, cin, g.h, g.w}), block),
               d.f32({cout, depthwise ? 1 : cin, g.kernel[0], g.kernel[1]}, -0.5, 0.5),
               d.chance(0.7) ? d.f32({cout}) : Tensor()};
@@ -155,10 +156,13 @@ Case expand_depthwise(Draw& d, const std::string& op) {
   Case c{internal(op, project ? (residual ? 8 : 7) : 5), {}, {}, 1e-4};
   set_attr(c.node, "group", mid);
   set_window2d(d, c.node, g, "", true);
-  draw_epilogue(d, c.node, false, "", {"", "relu", "clip"});
+  draw_epilogue(d, c.node.decisions, false, {"", "relu", "clip"});
   const std::string ep = kExpandPrefix;
-  if (stem) set_attr(c.node, ep + "strides", e.strides), set_attr(c.node, ep + "pads", e.pads), set_attr(c.node, ep + kAttrXNchw, int64_t{1});
-  draw_epilogue(d, c.node, false, ep, {"", "relu", "clip"});
+  if (stem) set_attr(c.node, ep + "strides", e.strides), set_attr(c.node, ep + "pads", e.pads);
+  Decisions expand;
+  expand.x_nchw = stem;
+  draw_epilogue(d, expand, false, {"", "relu", "clip"});
+  if (expand != Decisions{}) c.node.decisions.expand = expand;
   c.inputs = {d.f32(stem ? Shape{images, cin, e.h, e.w} : nhwc(images, e.h, e.w, cin)),
               d.f32({mid, cin, e.kernel[0], e.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({mid}) : Tensor(),
               d.f32({mid, 1, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({mid}) : Tensor()};
@@ -170,7 +174,7 @@ Case expand_depthwise(Draw& d, const std::string& op) {
     if (residual) {
       c.inputs.push_back(d.f32(nhwc(images, g.oh, g.ow, out_channels)));
       c.constant.push_back(false);
-      set_attr(c.node, std::string(kProjectPrefix) + kAttrFused, std::string("Add"));
+      c.node.decisions.project = Decisions{.epilogue = {.fused = "Add"}};
     }
   }
   return c;
@@ -185,8 +189,8 @@ Case conv_max_pool(Draw& d, const std::string& op) {
   const Window2d g = window2d(d, {1, 3, 3, 5, 7}, true, false, 24);
   Case c{internal(op, 3), {}, {}, 1e-4};
   set_window2d(d, c.node, g);
-  if (stem) set_attr(c.node, kAttrXNchw, int64_t{1});
-  draw_epilogue(d, c.node, false, "", {"", "relu", "relu", "clip"});
+  c.node.decisions.x_nchw = stem;
+  draw_epilogue(d, c.node.decisions, false, {"", "relu", "relu", "clip"});
   const std::string pool = kPoolPrefix;
   const int64_t pk = std::min<int64_t>(d.pick(std::vector<int64_t>{2, 3, 3}), std::min(g.oh, g.ow));
   const int64_t ps = d.between(1, 2), pp = pk > 1 && d.chance(0.4) ? 1 : 0;
@@ -277,7 +281,7 @@ Case feature_pruning(Draw& d, const std::string& op) {
   set_attr(c.node, "strides", g.strides);
   set_attr(c.node, "pads", g.pads);
   const bool residual = d.chance(0.4);
-  draw_epilogue(d, c.node, residual, "", {"", "relu", "relu", "clip"});
+  draw_epilogue(d, c.node.decisions, residual, {"", "relu", "relu", "clip"});
   c.inputs = {x, d.f32({cout, channels, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({cout}) : Tensor(),
               residual ? d.f32({images, cout, g.oh, g.ow}) : Tensor(), keep};
   c.constant = {false, true, true, false, false};
@@ -292,7 +296,7 @@ Case quantized_fused(Draw& d, const std::string& op) {
     const DType t = any_8bit(d);
     const Shape s = d.shape(static_cast<size_t>(d.between(1, 4)), 1500);
     Case c{internal(op, 8), {}, {}, 0};
-    if (d.chance(0.5)) set_attr(c.node, kAttrActivation, std::string("relu"));
+    if (d.chance(0.5)) c.node.decisions.epilogue.activation = FusedActivation::relu;
     c.inputs = {bytes_of(d, t, s), scalar(DType::f32, d.real(0.01, 0.1)), bytes_of(d, t, {}),
                 bytes_of(d, t, s), scalar(DType::f32, d.real(0.01, 0.1)), bytes_of(d, t, {}),
                 scalar(DType::f32, d.real(0.02, 0.2)), bytes_of(d, t, {})};
@@ -308,7 +312,7 @@ Case quantized_fused(Draw& d, const std::string& op) {
     Case c{internal(op, 6), {}, {}, 1e-5};
     set_window2d(d, c.node, g);
     if (group > 1 || d.chance(0.2)) set_attr(c.node, "group", group);
-    if (d.chance(0.5)) set_attr(c.node, kAttrActivation, std::string("relu")), set_attr(c.node, kAttrFused, std::string("Relu"));
+    if (d.chance(0.5)) c.node.decisions.epilogue.activation = FusedActivation::relu, c.node.decisions.epilogue.fused = "Relu";
     c.inputs = {bytes_of(d, tx, {images, cin, g.h, g.w}), bytes_of(d, tw, {cout, cin / group, g.kernel[0], g.kernel[1]}),
                 d.chance(0.8) ? bytes_of(d, tx, {}) : Tensor(),
                 d.chance(0.8) ? bytes_of(d, tw, d.chance(0.5) ? Shape{} : Shape{cout}) : Tensor(),
@@ -321,7 +325,7 @@ Case quantized_fused(Draw& d, const std::string& op) {
   const bool residual = d.chance(0.4);
   Case c{internal(op, residual ? 16 : 9), {}, {}, 0};
   set_window2d(d, c.node, g);
-  if (d.chance(0.4)) set_attr(c.node, kAttrActivation, std::string("relu"));
+  if (d.chance(0.4)) c.node.decisions.epilogue.activation = FusedActivation::relu;
   Tensor w_zero = d.chance(0.85) ? d.ints(DType::i8, {cout}, 0, 0) : d.ints(DType::i8, {cout}, -3, 3);
   const Tensor y_zero = bytes_of(d, ty, {});
   c.inputs = {bytes_of(d, tx, nhwc(images, g.h, g.w, cin)), scalar(DType::f32, d.real(0.01, 0.1)), bytes_of(d, tx, {}),
@@ -330,7 +334,7 @@ Case quantized_fused(Draw& d, const std::string& op) {
               d.chance(0.8) ? d.ints(DType::i32, {cout}, -1000, 1000) : Tensor()};
   c.constant = {false, true, true, true, true, true, true, true, true};
   if (residual) {
-    if (d.chance(0.5)) set_attr(c.node, kAttrResidualActivation, std::string("relu"));
+    if (d.chance(0.5)) c.node.decisions.epilogue.residual_activation = FusedActivation::relu;
     // r, r_scale, r_zero, then the conv's y as the add reads it (c_scale, c_zero), z_scale, z_zero.
     c.inputs.push_back(bytes_of(d, ty, nhwc(images, g.oh, g.ow, cout)));
     c.inputs.push_back(scalar(DType::f32, d.real(0.02, 0.1)));

@@ -51,6 +51,25 @@ struct NodeBuilder {
   NodeBuilder& ints(const std::string& key, std::vector<int64_t> v) { return set(set_ints, key, std::move(v)); }
   NodeBuilder& floats(const std::string& key, std::vector<float> v) { return set(set_floats, key, std::move(v)); }
   NodeBuilder& tensor(const std::string& key, Tensor t) { return set(set_tensor, key, std::move(t)); }
+  // Decisions as the passes and the plan write them (graph/node_decisions.h). `fused` names
+  // what an epilogue joined ("Add+Relu"); "" with an activation leaves the node unlabelled.
+  NodeBuilder& epilogue(std::string fused, FusedActivation activation = FusedActivation::none, float alpha = 0,
+                        float beta = 0) {
+    FusedEpilogue& e = node.decisions.epilogue;
+    e.fused = std::move(fused);
+    e.activation = activation;
+    e.alpha = alpha;
+    e.beta = beta;
+    return *this;
+  }
+  NodeBuilder& primitive(ConvPrimitive p) {
+    node.decisions.conv = p;
+    return *this;
+  }
+  NodeBuilder& precision(NodePrecision p) {
+    node.decisions.precision = p;
+    return *this;
+  }
   operator const Node&() const { return node; }
 
  private:

@@ -4,9 +4,7 @@
 // computes the model's reference.
 #include <gtest/gtest.h>
 
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/bf16.h"
 #include "kernels/conv_rows.h"
 #include "kernels/cpu_info.h"
@@ -36,7 +34,8 @@ std::vector<Tensor> conv_inputs(const Node& node, const Shape& x, const Shape& w
     std::vector<const Tensor*> plain = {&in[0], &in[1], bias ? &in[2] : nullptr};
     Node conv = node;
     conv.inputs.resize(3);
-    for (const char* a : {kAttrFused, kAttrActivation, kAttrConvPrimitive}) conv.attrs.erase(a);
+    conv.decisions.epilogue = {};
+    conv.decisions.conv = ConvPrimitive::unset;
     in.push_back(tiletest::random_f32(evaluate_node(conv, plain).at(0).shape(), seed++));
   }
   return in;
@@ -69,14 +68,14 @@ TEST(ConvNhwc, TileRuleMatchesReference) {
     node.node.domain = kGroveDomain;
     node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
     node.ints("dilations", {c.dilation, c.dilation});
-    if (c.relu) node.s(kAttrActivation, "relu");
-    if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
+    if (c.residual || c.relu)
+      node.epilogue(c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu", c.relu ? FusedActivation::relu : FusedActivation::none);
     const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
     EXPECT_GT(stats.tiles, 2u) << shape_str(c.x);
   }
 }
 
-// The convs the layout pass leaves on Winograd (grove_conv "winograd") and those a tuning record
+// The convs the layout pass leaves on Winograd (primitive winograd) and those a tuning record
 // puts on F(2x2, 3x3) ("winograd_f2x3_nhwc"): every grid the rule allows (rows in whole blocks
 // on large planes, output channels in panels, images), inputs poisoned outside `needs`, against
 // the reference. The cases take uneven pads, planes that are not multiples of the block,
@@ -91,20 +90,20 @@ TEST(ConvNhwc, WinogradTileRuleMatchesReference) {
       {{1, 9, 9, 70}, {70, 70, 3, 3}, 1, 1, true, true, false},
   };
   uint32_t seed = 90;
-  for (const char* form : {"winograd", "winograd_f2x3_nhwc"})
+  for (const ConvPrimitive form : {ConvPrimitive::winograd, ConvPrimitive::winograd_f2x3_nhwc})
   for (const Case& c : cases) {
     NodeBuilder node("ConvNhwc", 13, c.residual ? 4 : 3);
     node.node.domain = kGroveDomain;
     node.ints("pads", {c.pad_top, c.pad_left, 1, 1});
-    node.s(kAttrConvPrimitive, form);
-    if (c.relu) node.s(kAttrActivation, "relu");
-    if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
+    node.primitive(form);
+    if (c.residual || c.relu)
+      node.epilogue(c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu", c.relu ? FusedActivation::relu : FusedActivation::none);
     const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
-    EXPECT_GT(stats.tiles, 1u) << form << " " << shape_str(c.x);
+    EXPECT_GT(stats.tiles, 1u) << conv_primitive_name(form) << " " << shape_str(c.x);
   }
 }
 
-// A stem that reads its image as NCHW (kAttrXNchw, made by the layout pass on the row path):
+// A stem that reads its image as NCHW (Decisions::x_nchw, made by the layout pass on the row path):
 // every grid against the reference, inputs poisoned outside `needs` (whole channel planes,
 // the rows the windows reach). Elsewhere than on the row path the rule runs the reference.
 TEST(ConvNhwc, StemReadingNchwMatchesReference) {
@@ -119,16 +118,15 @@ TEST(ConvNhwc, StemReadingNchwMatchesReference) {
     NodeBuilder node("ConvNhwc", 13, c.residual ? 4 : 3);
     node.node.domain = kGroveDomain;
     node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
-    node.node.attrs[kAttrXNchw].kind = Attribute::Kind::i;
-    node.node.attrs[kAttrXNchw].i = 1;
-    if (c.relu) node.s(kAttrActivation, "relu");
-    if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
+    node.node.decisions.x_nchw = true;
+    if (c.residual || c.relu)
+      node.epilogue(c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu", c.relu ? FusedActivation::relu : FusedActivation::none);
     const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
     EXPECT_GT(stats.tiles, 1u) << shape_str(c.x);
   }
 }
 
-// A conv whose y is a channel slice of a Concat's buffer (kAttrYChannelOffset, set by the
+// A conv whose y is a channel slice of a Concat's buffer (Decisions::y_channel_offset, set by the
 // planner where TileRule::writes_channel_slice says so): on every grid the rule allows, its
 // channels of the wide buffer hold the reference and every other channel is untouched. The
 // cases take each path: 1x1 in place, the row path (padded, strided), Winograd, a stem reading
@@ -150,9 +148,9 @@ TEST(ConvNhwc, WritesItsChannelsOfAConcatBuffer) {
       NodeBuilder node("ConvNhwc", 13, 3);
       node.node.domain = kGroveDomain;
       node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
-      node.s(kAttrActivation, "relu").s(kAttrFused, "Relu");
-      if (c.winograd) node.s(kAttrConvPrimitive, "winograd");
-      if (c.x_nchw) node.node.attrs[kAttrXNchw].kind = Attribute::Kind::i, node.node.attrs[kAttrXNchw].i = 1;
+      node.epilogue("Relu", FusedActivation::relu);
+      if (c.winograd) node.primitive(ConvPrimitive::winograd);
+      node.node.decisions.x_nchw = c.x_nchw;
       const std::vector<Tensor> inputs = conv_inputs(node, c.x, c.w, true, false, seed);
       const std::vector<const Tensor*> in = {&inputs[0], &inputs[1], &inputs[2]};
       std::vector<ValueInfo> infos;
@@ -160,8 +158,7 @@ TEST(ConvNhwc, WritesItsChannelsOfAConcatBuffer) {
       const Tensor want = evaluate_node(node, in).at(0);
       const TileRule* rule = find_tile_rule(node);
       ASSERT_TRUE(rule && rule->writes_channel_slice && rule->writes_channel_slice(node, infos));
-      node.node.attrs[kAttrYChannelOffset].kind = Attribute::Kind::i;
-      node.node.attrs[kAttrYChannelOffset].i = offset;
+      node.node.decisions.y_channel_offset = offset;
       const Shape& s = want.shape();
       const int64_t m = s[3], wide = offset + m + 5;
       std::vector<std::vector<int64_t>> grids = tiletest::grids_for(s, rule->cuttable(node, infos, infer_node(node, infos)));
@@ -189,7 +186,7 @@ TEST(ConvNhwc, WritesItsChannelsOfAConcatBuffer) {
   }  // A fused residual is read at y's offsets: such a conv keeps its own y.
   NodeBuilder fused("ConvNhwc", 13, 4);
   fused.node.domain = kGroveDomain;
-  fused.s(kAttrFused, "Add");
+  fused.epilogue("Add");
   const std::vector<Tensor> inputs = conv_inputs(fused, {1, 5, 5, 8}, {16, 8, 1, 1}, true, true, seed);
   std::vector<ValueInfo> infos;
   for (const Tensor& t : inputs) infos.push_back(ValueInfo{t.dtype(), t.shape(), &t, true});
@@ -214,17 +211,17 @@ TEST(ConvNhwc, Bf16OnEachUnitMatchesReferenceOnRoundedInputs) {
     return t;
   };
   int units = 0;
-  for (const auto& [unit, precision] : {std::pair{kPrecisionBf16, kernels::Precision::bf16},
-                                        std::pair{kPrecisionBf16Amx, kernels::Precision::bf16_amx}}) {
+  for (const auto& [unit, precision] : {std::pair{NodePrecision::bf16, kernels::Precision::bf16},
+                                        std::pair{NodePrecision::bf16_amx, kernels::Precision::bf16_amx}}) {
     if (!kernels::precision_supported(precision, kernels::active_isa())) continue;
     ++units;
     uint32_t seed = 140;
     for (const Case& c : cases) {
-      SCOPED_TRACE(std::string(unit) + " " + shape_str(c.x) + " * " + shape_str(c.w));
+      SCOPED_TRACE(std::string(node_precision_name(unit)) + " " + shape_str(c.x) + " * " + shape_str(c.w));
       NodeBuilder node("ConvNhwc", 13, 3);
       node.node.domain = kGroveDomain;
       node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
-      node.s(kAttrActivation, "relu").s(kAttrFused, "Relu").s(kAttrPrecision, unit);
+      node.epilogue("Relu", FusedActivation::relu).precision(unit);
       const std::vector<Tensor> in = {rounded(tiletest::random_f32(c.x, seed++)), rounded(tiletest::random_f32(c.w, seed++)),
                                       tiletest::random_f32({c.w[0]}, seed++)};
       EXPECT_GT(tiletest::check_tiling(node, in, 1e-4).tiles, 2u);
@@ -255,7 +252,7 @@ Tensor to_bf16(const Tensor& t) {
 // how A is read and how the epilogue reads and writes, not the conv path: the first and last
 // case take every mix, the others x alone and all in bf16 (the whole set took minutes under
 // ASan in CI).
-void check_bf16_activations(const char* unit, bool residual_bf16) {
+void check_bf16_activations(NodePrecision unit, bool residual_bf16) {
   struct Case { Shape x, w; int64_t stride, pad; };
   const std::vector<Case> cases = {
       {{1, 6, 5, 64}, {40, 64, 1, 1}, 1, 0},
@@ -273,12 +270,12 @@ void check_bf16_activations(const char* unit, bool residual_bf16) {
       const bool every_mix = &c == &cases.front() || &c == &cases.back();
       if (!every_mix && mix != 1 && mix != 7) continue;
       const bool x_bf16 = mix & 1, r_bf16 = (mix & 2) && residual_bf16, y_bf16 = mix & 4;
-      SCOPED_TRACE(std::string(unit) + " " + shape_str(c.x) + " * " + shape_str(c.w) + " mix " + std::to_string(mix));
+      SCOPED_TRACE(std::string(node_precision_name(unit)) + " " + shape_str(c.x) + " * " + shape_str(c.w) + " mix " + std::to_string(mix));
       NodeBuilder node("ConvNhwc", 13, 4);
       node.node.domain = kGroveDomain;
       node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
-      node.s(kAttrActivation, "relu").s(kAttrFused, "Add+Relu").s(kAttrPrecision, unit);
-      if (y_bf16) node.i(kAttrOutputBf16, 1);
+      node.epilogue("Add+Relu", FusedActivation::relu).precision(unit);
+      node.node.decisions.output_bf16 = y_bf16;
       Tensor x = rounded(tiletest::random_f32(c.x, seed++));
       std::vector<Tensor> in = {x_bf16 ? to_bf16(x) : x, rounded(tiletest::random_f32(c.w, seed++)),
                                 tiletest::random_f32({c.w[0]}, seed++)};
@@ -294,14 +291,14 @@ void check_bf16_activations(const char* unit, bool residual_bf16) {
 
 TEST(ConvNhwc, Bf16ActivationsOnAmxMatchReference) {
   if (!kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())) GTEST_SKIP() << "no AMX";
-  check_bf16_activations(kPrecisionBf16Amx, true);
+  check_bf16_activations(NodePrecision::bf16_amx, true);
 }
 
 // On AVX512-BF16 dot products the kernel reads x's channel pairs in place (1x1) or from the
 // row copy (3x3, strided), and writes y in bf16; the residual stays float.
 TEST(ConvNhwc, Bf16ActivationsOnDotProductsMatchReference) {
   if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) GTEST_SKIP() << "no AVX512-BF16";
-  check_bf16_activations(kPrecisionBf16, false);
+  check_bf16_activations(NodePrecision::bf16, false);
 }
 
 // The depthwise rule (one group per channel) against the reference: padded and strided
@@ -321,9 +318,8 @@ TEST(DepthwiseConvNhwc, TileRuleMatchesReference) {
     node.node.domain = kGroveDomain;
     node.i("group", channels).ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
     node.ints("dilations", {c.dilation, c.dilation});
-    if (c.clip) node.s(kAttrActivation, "clip").f(kAttrAlpha, 0.0f).f(kAttrBeta, 6.0f);
-    else node.s(kAttrActivation, "relu");
-    node.s(kAttrFused, std::string(c.residual ? "Add+" : "") + (c.clip ? "Clip" : "Relu"));
+    node.epilogue(std::string(c.residual ? "Add+" : "") + (c.clip ? "Clip" : "Relu"), c.clip ? FusedActivation::clip : FusedActivation::relu,
+                  0.0f, c.clip ? 6.0f : 0.0f);
     std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32({channels, 1, c.kernel, c.kernel}, seed++),
                               tiletest::random_f32({channels}, seed++)};
     const int64_t span = (c.kernel - 1) * c.dilation + 1;
@@ -356,9 +352,8 @@ TEST(ExpandDepthwiseNhwc, TileRuleMatchesReference) {
     node.node.domain = kGroveDomain;
     node.i("group", c.m).ints("kernel_shape", {c.k, c.k}).ints("strides", {c.stride, c.stride});
     node.ints("pads", {c.pad_top, c.pad_top, c.pad_bottom, c.pad_bottom}).ints("dilations", {c.dilation, c.dilation});
-    node.s(kAttrActivation, "clip").s(kAttrFused, "Clip");
-    node.f(kAttrAlpha, 0.0f).f(kAttrBeta, 6.0f);
-    node.s(std::string(kExpandPrefix) + kAttrActivation, "relu").s(std::string(kExpandPrefix) + kAttrFused, "Relu");
+    node.epilogue("Clip", FusedActivation::clip, 0.0f, 6.0f);
+    node.node.decisions.expand = Decisions{.epilogue = {.activation = FusedActivation::relu, .fused = "Relu"}};
     const std::vector<Tensor> in = {tiletest::random_f32(c.x, seed++), tiletest::random_f32({c.m, c.x[3], 1, 1}, seed++),
                                     c.biases ? tiletest::random_f32({c.m}, seed++) : Tensor(),
                                     tiletest::random_f32({c.m, 1, c.k, c.k}, seed++),
@@ -389,14 +384,10 @@ TEST(ExpandDepthwiseNhwc, RowPathExpandAndProjectMatchReference) {
     NodeBuilder node(c.project ? "InvertedResidualNhwc" : "ExpandDepthwiseNhwc", 13, c.project ? (c.residual ? 8 : 7) : 5);
     node.node.domain = kGroveDomain;
     node.i("group", c.m).ints("kernel_shape", {c.dk, c.dk}).ints("strides", {c.ds, c.ds}).ints("pads", {1, 1, 1, 1});
-    node.s(kAttrActivation, "clip").s(kAttrFused, "Clip").f(kAttrAlpha, 0.0f).f(kAttrBeta, 6.0f);
+    node.epilogue("Clip", FusedActivation::clip, 0.0f, 6.0f);
     const std::string e = kExpandPrefix;
     node.ints(e + "strides", {c.es, c.es}).ints(e + "pads", {c.ep, c.ep, c.ep, c.ep});
-    node.s(e + kAttrActivation, "relu").s(e + kAttrFused, "Relu");
-    if (c.nchw) {
-      node.node.attrs[e + kAttrXNchw].kind = Attribute::Kind::i;
-      node.node.attrs[e + kAttrXNchw].i = 1;
-    }
+    node.node.decisions.expand = Decisions{.x_nchw = c.nchw, .epilogue = {.activation = FusedActivation::relu, .fused = "Relu"}};
     const int64_t channels = c.x[c.nchw ? 1 : 3], h = c.x[c.nchw ? 2 : 1], w = c.x[c.nchw ? 3 : 2];
     const int64_t mh = (h + 2 * c.ep - c.ek) / c.es + 1, mw = (w + 2 * c.ep - c.ek) / c.es + 1;
     const int64_t oh = (mh + 2 - c.dk) / c.ds + 1, ow = (mw + 2 - c.dk) / c.ds + 1;
@@ -407,7 +398,7 @@ TEST(ExpandDepthwiseNhwc, RowPathExpandAndProjectMatchReference) {
       in.push_back(tiletest::random_f32({c.project, c.m, 1, 1}, seed++));
       in.push_back(c.residual ? tiletest::random_f32({c.project}, seed++) : Tensor());
       if (c.residual) in.push_back(tiletest::random_f32({c.x[0], oh, ow, c.project}, seed++));
-      if (c.residual) node.s(std::string(kProjectPrefix) + kAttrFused, "Add");
+      if (c.residual) node.node.decisions.project = Decisions{.epilogue = {.fused = "Add"}};
     }
     const std::vector<int64_t> tall = {1, 16, 0, c.project ? 0 : c.m};  // as above
     SCOPED_TRACE(shape_str(c.x) + (c.project ? " project" : ""));
@@ -438,11 +429,8 @@ TEST(ConvMaxPoolNhwc, TileRuleMatchesReference) {
     NodeBuilder node("ConvMaxPoolNhwc", 13, 3);
     node.node.domain = kGroveDomain;
     node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
-    if (c.nchw) {
-      node.node.attrs[kAttrXNchw].kind = Attribute::Kind::i;
-      node.node.attrs[kAttrXNchw].i = 1;
-    }
-    node.s(kAttrActivation, "relu").s(kAttrFused, "Relu");
+    node.node.decisions.x_nchw = c.nchw;
+    node.epilogue("Relu", FusedActivation::relu);
     const std::string pool = kPoolPrefix;
     node.ints(pool + "kernel_shape", {c.pool_k, c.pool_k}).ints(pool + "strides", {c.pool_s, c.pool_s});
     node.ints(pool + "pads", {c.pool_pad, c.pool_pad, c.pool_pad, c.pool_pad}).i(pool + "ceil_mode", c.ceil);
@@ -813,7 +801,7 @@ void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, in
     // A stem channels-last reads the NCHW image itself: no Transpose before it.
     for (const Node& n : plan->graph.nodes)
       if (n.name == "first") {
-        EXPECT_EQ(conv_primitive_choice(n), n.op_type == "ConvNhwc" && winograd_mark ? "winograd" : "") << label;
+        EXPECT_EQ(conv_primitive_choice(n), n.op_type == "ConvNhwc" && winograd_mark ? ConvPrimitive::winograd : ConvPrimitive::unset) << label;
         const bool stem = n.op_type == "ConvNhwc" && cin < 16;
         EXPECT_EQ(reads_x_nchw(n), stem) << label;
         if (stem) EXPECT_EQ(n.inputs[0], "x") << label;
@@ -886,7 +874,7 @@ TEST(LayoutF32, SmallPlanesRunOnWinogradOnlyChannelsLast) {
       auto plan = make_plan(model.graph(), cheap_moves);
       ASSERT_EQ(count_op(*plan, "ConvNhwc"), 3) << label;
       for (const Node& n : plan->graph.nodes)
-        if (n.name == "mid") EXPECT_EQ(conv_primitive_choice(n), size == 14 && small_planes ? "winograd" : "") << label;
+        if (n.name == "mid") EXPECT_EQ(conv_primitive_choice(n), size == 14 && small_planes ? ConvPrimitive::winograd : ConvPrimitive::unset) << label;
       expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, label, 1e-3);
     }
   }

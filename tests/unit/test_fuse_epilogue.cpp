@@ -4,7 +4,7 @@
 // tile counts, both schedules).
 #include <gtest/gtest.h>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "passes/passes.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"

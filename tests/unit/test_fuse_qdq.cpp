@@ -11,7 +11,7 @@
 #include <cstring>
 #include <random>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/isa.h"
 #include "passes/passes.h"
 #include "plan_test_util.h"

@@ -5,7 +5,7 @@
 // fusion fired and that the fused graph computes what the unfused one does.
 #include <gtest/gtest.h>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "passes/passes.h"
 #include "graph_test_util.h"
 #include "runtime/session.h"

@@ -4,8 +4,7 @@
 // model's reference, and a conv the layout cannot hold is refused naming it.
 #include <gtest/gtest.h>
 
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
 #include "ops/channels_blocked.h"
 #include "ops/op.h"
@@ -45,8 +44,8 @@ TEST(ConvNchwc, TileRuleMatchesReference) {
       node.node.domain = kGroveDomain;
       node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
       if (c.group != 1) node.i("group", c.group);
-      if (c.relu) node.s(kAttrActivation, "relu");
-      if (c.residual || c.relu) node.s(kAttrFused, c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu");
+      if (c.residual || c.relu)
+        node.epilogue(c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu", c.relu ? FusedActivation::relu : FusedActivation::none);
       const Tensor x = tiletest::random_f32(c.x, seed++), w = tiletest::random_f32(c.w, seed++);
       std::vector<Tensor> in = {nchw_to_blocked(x, block), w, c.bias ? tiletest::random_f32({c.w[0]}, seed++) : Tensor()};
       if (c.residual) {
@@ -54,7 +53,7 @@ TEST(ConvNchwc, TileRuleMatchesReference) {
         conv.op_type = "Conv";
         conv.domain.clear();
         conv.inputs.resize(3);
-        for (const char* a : {kAttrFused, kAttrActivation}) conv.attrs.erase(a);
+        conv.decisions.epilogue = {};
         std::vector<const Tensor*> plain = {&x, &w, c.bias ? &in[2] : nullptr};
         in.push_back(nchw_to_blocked(tiletest::random_f32(evaluate_node(conv, plain).at(0).shape(), seed++), block));
       }

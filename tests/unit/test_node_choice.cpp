@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "graph/choice_attrs.h"
+#include "graph/node_decisions.h"
 #include "ops/tile_conv_winograd.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
@@ -71,8 +71,9 @@ TEST(NodeChoice, PrimitivesOverrideTheRuleBothWays) {
   auto chosen = make_plan(g, options);
   EXPECT_FALSE(uses_winograd(*chosen, "big_plane"));
   EXPECT_TRUE(uses_winograd(*chosen, "small_plane"));
-  EXPECT_EQ(conv_primitive_choice(node_named(*chosen, "big_plane")), "gemm");
-  EXPECT_TRUE(conv_primitive_choice(node_named(*by_rule, "big_plane")).empty());
+  EXPECT_EQ(conv_primitive_choice(node_named(*chosen, "big_plane")), ConvPrimitive::gemm);
+  EXPECT_EQ(node_named(*chosen, "big_plane").decisions.conv_source, DecisionSource::record);
+  EXPECT_EQ(conv_primitive_choice(node_named(*by_rule, "big_plane")), ConvPrimitive::unset);
 
   // Both plans give the reference's answer; they differ from each other only by rounding
   // (Winograd sums in another order), which shows the choice reached the kernels.
@@ -94,7 +95,7 @@ TEST(NodeChoice, DirectKernelRunsAChosenConv) {
   options.choices = {{"stride2", "direct", {}}};
   auto chosen = make_plan(g, options);
   const Node& n = node_named(*chosen, "stride2");
-  EXPECT_EQ(conv_primitive_choice(n), "direct");
+  EXPECT_EQ(conv_primitive_choice(n), ConvPrimitive::direct);
   EXPECT_TRUE(tiling::conv_node_uses_direct(n, chosen->graph.values.at(n.inputs[0]).shape,
                                             chosen->graph.values.at(n.inputs[1]).shape));
   EXPECT_FALSE(tiling::conv_node_uses_direct(node_named(*make_plan(g, PlanOptions{}), "stride2"),

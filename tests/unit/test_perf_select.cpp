@@ -12,7 +12,7 @@
 #include <map>
 #include <tuple>
 
-#include "graph/choice_attrs.h"
+#include "graph/node_decisions.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
 #include "passes/passes.h"
@@ -177,7 +177,7 @@ TEST(PerfSelect, ChoicesFollowTheModelAndFitThePlan) {
     ASSERT_LT(node, plan->graph.nodes.size());
     const Node& conv = plan->graph.nodes[node];
     const bool nhwc = conv.op_type == "ConvNhwc";
-    const bool winograd = nhwc ? conv_primitive_choice(conv) == "winograd" || conv_primitive_choice(conv) == "winograd_nhwc"
+    const bool winograd = nhwc ? conv_primitive_choice(conv) == ConvPrimitive::winograd || conv_primitive_choice(conv) == ConvPrimitive::winograd_nhwc
                                : tune::rule_choice(*plan, node).primitive == "winograd";
     const std::string runs = nhwc ? (winograd ? "winograd_nhwc" : "nhwc") : (winograd ? "winograd" : "gemm");
     EXPECT_EQ(runs, kPrimitives[fast]) << (choices.empty() ? "the rule" : choices[0].primitive);
@@ -362,12 +362,12 @@ TEST(PerfSelect, EveryCandidatePlansAndComputesTheReference) {
     size_t node = 0;
     while (node < plan->graph.nodes.size() && plan->graph.nodes[node].name != choice.node) ++node;
     ASSERT_LT(node, plan->graph.nodes.size()) << choice.node;
-    if (channels_last_choice(choice.primitive)) EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNhwc");
+    const ConvPrimitive chosen = parse_conv_primitive(choice.primitive).value();
+    if (channels_last_choice(chosen)) EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNhwc");
     if (choice.primitive == "nchwc") EXPECT_EQ(plan->graph.nodes[node].op_type, "ConvNchwc");
     // The channels-last Winograd forms run as the choice says, the channels-last GEMM never on
     // either.
-    if (channels_last_choice(choice.primitive))
-      EXPECT_EQ(conv_primitive_choice(plan->graph.nodes[node]), choice.primitive);
+    if (channels_last_choice(chosen)) EXPECT_EQ(conv_primitive_choice(plan->graph.nodes[node]), chosen);
     EXPECT_EQ(plan->tiles.tile_count[node], tiles) << choice.node << " " << shape_str(choice.extent);
     PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
     run_serial(run, seed++);

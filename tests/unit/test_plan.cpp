@@ -2,7 +2,7 @@
 // critical path, the barrier schedule and the buffer plan.
 #include <tuple>
 
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/tiling.h"
@@ -376,8 +376,7 @@ TEST(Plan, AmxConvTilesPriceProductsApartAndTheWeightsTheyStream) {
   OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
   Model model(load_onnx_bytes(b.bytes(), "conv.onnx"));
   Graph marked = model.graph();
-  marked.nodes[0].attrs[kAttrPrecision].kind = Attribute::Kind::s;
-  marked.nodes[0].attrs[kAttrPrecision].s = kPrecisionBf16Amx;
+  marked.nodes[0].decisions.precision = NodePrecision::bf16_amx;
   for (const ConvLayout layout : {ConvLayout::nchw, ConvLayout::channels_last}) {
     SCOPED_TRACE(layout == ConvLayout::nchw ? "nchw" : "channels-last");
     PlanOptions o;

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/gemm.h"
 #include "plan/precision.h"
 #include "plan_test_util.h"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "graph/epilogue_attrs.h"
+#include "graph/node_decisions.h"
 #include "kernels/isa.h"
 #include "ops/op.h"
 #include "ops/channels_last.h"
@@ -328,7 +328,7 @@ TEST(QLinearConvNhwc, TileRuleMatchesReferenceExactly) {
     node.node.domain = kGroveDomain;
     node.ints("strides", {c.stride, c.stride}).ints("pads", {c.pad, c.pad, c.pad, c.pad});
     node.ints("dilations", {c.dilation, c.dilation});
-    if (c.relu) node.s(kAttrActivation, "relu");
+    if (c.relu) node.node.decisions.epilogue.activation = FusedActivation::relu;
     const int64_t m = c.w[0];
     const Tensor bias = random_bias(m, seed);
     Tensor w_zero = c.w_zero ? random_bytes(DType::i8, {m}, seed++) : Tensor(DType::i8, {m});
@@ -345,7 +345,7 @@ TEST(QLinearConvNhwc, TileRuleMatchesReferenceExactly) {
     const Shape y = evaluate_node(node, whole).at(0).shape();
     Node fused = node;
     for (const char* name : {"r", "r_scale", "r_zero", "c_scale", "c_zero", "z_scale", "z_zero"}) fused.inputs.push_back(name);
-    if (seed % 2) optest::set_string(fused, kAttrResidualActivation, "relu");
+    if (seed % 2) fused.decisions.epilogue.residual_activation = FusedActivation::relu;
     in.push_back(random_bytes(c.yt, y, seed++));
     in.push_back(Tensor::scalar<float>(0.04f));
     in.push_back(random_bytes(c.yt, {}, seed++));

@@ -10,9 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "graph/choice_attrs.h"
-#include "graph/epilogue_attrs.h"
-#include "graph/precision_attr.h"
+#include "graph/node_decisions.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
@@ -77,7 +75,7 @@ TEST(TilingKernels, ConvKPastOneKBlockAndPixelsPastOneChunk) {
   // K = 60 * 3 * 3 = 540 > kc (512); 17 x 19 = 323 pixels > one packed chunk; 20 output
   // channels = a 14-row register tile and a 6-row remainder.
   // The plan's choice keeps this 3x3 stride-1 conv on the im2col GEMM (Winograd by rule).
-  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}).s(kAttrConvPrimitive, "gemm"),
+  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}).primitive(ConvPrimitive::gemm),
         {random_f32({1, 60, 17, 19}, 1), random_f32({20, 60, 3, 3}, 2), random_f32({20}, 3)});
 }
 
@@ -154,7 +152,7 @@ TEST(TilingKernels, ConvFewInputChannelsRunDirect) {
   check(NodeBuilder("Conv", 11, 2).ints("strides", {1, 3}).ints("pads", {0, 2, 1, 0}),
         {random_f32({1, 1, 21, 35}, 73), random_f32({6, 1, 3, 5}, 74)});
   // Chosen by the plan for a conv the rule gives the GEMM: 20 input channels, stride 1.
-  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}).s(kAttrConvPrimitive, "direct"),
+  check(NodeBuilder("Conv", 11, 3).ints("pads", {1, 1, 1, 1}).primitive(ConvPrimitive::direct),
         {random_f32({1, 20, 9, 18}, 75), random_f32({7, 20, 3, 3}, 76), random_f32({7}, 77)}, {{0, 4, 3, 0}});
 }
 
@@ -197,7 +195,7 @@ TEST(TilingKernels, GemmConstantBAndBias) {
         {random_f32({530, 19}, 43), random_f32({530, 33}, 44), random_f32({19, 1}, 45)}, {{4, 32}});
 }
 
-// ---- bf16 (graph/precision_attr.h): every GEMM path of Conv, MatMul and Gemm with the node
+// ---- bf16 (graph/node_decisions.h): every GEMM path of Conv, MatMul and Gemm with the node
 // marked. On inputs that are already bf16 values the packing's rounding changes nothing, so
 // the float reference must hold to float accumulation error; on other inputs the bound is
 // bf16's, and the result must differ from fp32's (or the mark did nothing). Across grids and
@@ -210,14 +208,13 @@ std::vector<Tensor> rounded_to_bf16(std::vector<Tensor> inputs) {
   return inputs;
 }
 
-// With `unit` "bf16" (AVX512-BF16) or "bf16_amx" (AMX tiles).
+// With `unit` bf16 (AVX512-BF16) or bf16_amx (AMX tiles).
 void check_bf16(const std::string& what, Node node, const std::vector<Tensor>& inputs,
-                std::vector<std::vector<int64_t>> extra, const char* unit) {
+                std::vector<std::vector<int64_t>> extra, NodePrecision unit) {
   const std::vector<int64_t> whole_grid(cuttable_of(node, inputs).size(), 0);
   const Tensor fp32 = run_grid(node, inputs, whole_grid, true);
-  node.attrs[kAttrPrecision].kind = Attribute::Kind::s;
-  node.attrs[kAttrPrecision].s = unit;
-  SCOPED_TRACE(what + " " + unit);
+  node.decisions.precision = unit;
+  SCOPED_TRACE(what + " " + node_precision_name(unit));
   check(node, rounded_to_bf16(inputs), std::move(extra), 1e-4);
   check_tiling(node, inputs, 0.1);
   EXPECT_NE(std::memcmp(run_grid(node, inputs, whole_grid, true).raw(), fp32.raw(), fp32.bytes()), 0)
@@ -225,19 +222,19 @@ void check_bf16(const std::string& what, Node node, const std::vector<Tensor>& i
 }
 
 // Each bf16 unit; the AMX one is skipped where the CPU has no AMX.
-class Bf16Unit : public ::testing::TestWithParam<const char*> {
+class Bf16Unit : public ::testing::TestWithParam<NodePrecision> {
  protected:
   void SetUp() override {
-    const auto p = std::string(GetParam()) == kPrecisionBf16Amx ? kernels::Precision::bf16_amx : kernels::Precision::bf16;
+    const auto p = GetParam() == NodePrecision::bf16_amx ? kernels::Precision::bf16_amx : kernels::Precision::bf16;
     if (!kernels::precision_supported(p, kernels::active_isa()))
-      GTEST_SKIP() << "no " << GetParam() << " kernels here (or GROVE_ISA lowers the ISA)";
+      GTEST_SKIP() << "no " << node_precision_name(GetParam()) << " kernels here (or GROVE_ISA lowers the ISA)";
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(TilingKernels, Bf16Unit, ::testing::Values(kPrecisionBf16, kPrecisionBf16Amx));
+INSTANTIATE_TEST_SUITE_P(TilingKernels, Bf16Unit, ::testing::Values(NodePrecision::bf16, NodePrecision::bf16_amx));
 
 TEST_P(Bf16Unit, OnEveryGemmPath) {
-  const char* unit = GetParam();
+  const NodePrecision unit = GetParam();
   auto check_bf16 = [unit](const std::string& what, const Node& node, const std::vector<Tensor>& inputs,
                            std::vector<std::vector<int64_t>> extra = {}) {
     ::grove::check_bf16(what, node, inputs, std::move(extra), unit);
@@ -451,16 +448,14 @@ TEST(TilingKernels, Bf16RoundingMatchesTheInstruction) {
 }  // namespace
 }  // namespace grove
 
-// ---- Fused epilogues (graph/epilogue_attrs.h): residual input 3 read over the tile's own
+// ---- Fused epilogues (graph/node_decisions.h): residual input 3 read over the tile's own
 // region (poisoned elsewhere), bias and activation; on every conv path and both GEMM rules.
 
 namespace grove {
 namespace {
 
 NodeBuilder fused(NodeBuilder b, const char* label, const char* activation, float alpha = 0, float beta = 0) {
-  b.s(kAttrFused, label);
-  if (*activation) b.s(kAttrActivation, activation).f(kAttrAlpha, alpha).f(kAttrBeta, beta);
-  return b;
+  return b.epilogue(label, parse_fused_activation(activation).value(), alpha, beta);
 }
 
 TEST(TilingKernels, FusedEpilogueOnEveryConvPath) {
