@@ -29,6 +29,48 @@ std::string grid_str(const Shape& grid) {
   return s.empty() ? "1" : s;
 }
 
+// One computation's decisions (graph/node_decisions.h): the primitive and where it came from
+// and the precision always, the rest where it differs from a plain node.
+nlohmann::ordered_json decisions_json(const Decisions& d) {
+  nlohmann::ordered_json j;
+  j["primitive"] = conv_primitive_name(d.conv);
+  j["primitive_source"] = decision_source_name(d.conv_source);
+  j["precision"] = node_precision_name(d.precision);
+  if (d.output_bf16) j["output_bf16"] = true;
+  if (d.x_nchw) j["x_nchw"] = true;
+  if (d.y_channel_offset) j["y_channel_offset"] = *d.y_channel_offset;
+  const FusedEpilogue& e = d.epilogue;
+  if (e != FusedEpilogue{}) {
+    nlohmann::ordered_json ej;
+    ej["fused"] = e.fused;
+    ej["activation"] = fused_activation_name(e.activation);
+    if (e.activation != FusedActivation::none) {
+      ej["alpha"] = e.alpha;
+      ej["beta"] = e.beta;
+    }
+    if (e.residual_activation != FusedActivation::none) ej["residual_activation"] = fused_activation_name(e.residual_activation);
+    ej["fused_flops"] = e.fused_flops;
+    j["epilogue"] = std::move(ej);
+  }
+  return j;
+}
+
+// A node's decision record for --json: its own decisions, the layout its op type runs in (a
+// grove.internal op's suffix), the tile grid and where that came from, and the records of the
+// parts a fused node joined.
+nlohmann::ordered_json node_decisions_json(const Node& node, const std::string& grid, const NodeChoice* choice,
+                                           DecisionSource choices_from) {
+  nlohmann::ordered_json j = decisions_json(node.decisions);
+  if (node.domain == kGroveDomain && node.op_type.ends_with("Nhwc")) j["layout"] = "nhwc";
+  else if (node.domain == kGroveDomain && node.op_type.ends_with("Nchwc")) j["layout"] = "nchwc";
+  j["grid"] = grid;
+  j["grid_source"] = decision_source_name(choice && !choice->extent.empty() ? choices_from : DecisionSource::rule);
+  if (node.decisions.expand) j["expand"] = decisions_json(*node.decisions.expand);
+  if (node.decisions.project) j["project"] = decisions_json(*node.decisions.project);
+  if (node.decisions.pool) j["pool"] = decisions_json(*node.decisions.pool);
+  return j;
+}
+
 // The plan as one JSON object: its options, the machine measurements it priced with and where
 // they came from, and per node the op, primitive, precision, tiles and grid. No timing, so
 // the same model, options and machine print the same bytes in every process.
@@ -55,6 +97,7 @@ std::string plan_json(const PlanCliOptions& o, const Plan& p) {
     const Node& node = p.graph.nodes[n];
     const bool view = is_view_node(p, static_cast<int32_t>(n)), gathered = is_gathered_node(p, static_cast<int32_t>(n));
     auto choice = tuned.find(node.name);
+    const std::string grid = grid_str(tile_grid(p, static_cast<int32_t>(n)));
     nodes.push_back({{"name", node.name},
                      {"op", op_label(node)},
                      {"domain", node.domain},
@@ -62,8 +105,10 @@ std::string plan_json(const PlanCliOptions& o, const Plan& p) {
                      {"primitive_from", choice != tuned.end() ? "tuning" : "rules"},
                      {"precision", node_precision_name(node.decisions.precision)},
                      {"tiles", p.tiles.tile_count[n]},
-                     {"grid", grid_str(tile_grid(p, static_cast<int32_t>(n)))},
-                     {"how", view ? "view" : gathered ? "gathered" : p.rules[n] ? "tiles" : "reference"}});
+                     {"grid", grid},
+                     {"how", view ? "view" : gathered ? "gathered" : p.rules[n] ? "tiles" : "reference"},
+                     {"decisions", node_decisions_json(node, grid, choice != tuned.end() ? choice->second : nullptr,
+                                                       p.options.choices_from)}});
   }
   j["nodes"] = std::move(nodes);
   j["tiles"] = p.tiles.size();

@@ -94,6 +94,10 @@ TEST(CliPlan, JsonIsTheSameInTenProcesses) {
     EXPECT_NE(first.find("\"machine_probes\""), std::string::npos) << first;
     EXPECT_NE(first.find("\"source\": \"stored in " + (dir / "tune").string()), std::string::npos) << first;
     EXPECT_NE(first.find("\"primitive_from\": \"rules\""), std::string::npos) << first;
+    // Each node's decision record, with where its primitive and grid came from.
+    EXPECT_NE(first.find("\"decisions\": {"), std::string::npos) << first;
+    EXPECT_NE(first.find("\"primitive_source\": \"rule\""), std::string::npos) << first;
+    EXPECT_NE(first.find("\"grid_source\": \"rule\""), std::string::npos) << first;
   }
   // A corrupt probes file is a cache, not an input: measured again and rewritten.
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
