@@ -55,7 +55,7 @@ TEST(AttentionKeep, TilesOfImagesEqualTheReference) {
 Node pruned_conv(int64_t channels, int64_t positions, int64_t stride, bool residual) {
   NodeBuilder b("PrunedConv", 13, 5);
   b.ints("pads", {1, 1, 1, 1}).ints("strides", {stride, stride}).i(kAttrKeepChannels, channels).i(kAttrKeepPositions, positions);
-  b.s("grove_activation", "relu").s("grove_fused", residual ? "Add+Relu" : "Relu");
+  b.epilogue(residual ? "Add+Relu" : "Relu", FusedActivation::relu);
   b.node.domain = kGroveDomain;
   if (!residual) b.node.inputs[3] = "";
   return b.node;

@@ -442,7 +442,7 @@ TEST(QLinearConv, SymmetricWeightsMatchReferenceExactly) {
     NodeBuilder node("QLinearConv", 10, 9);
     node.i("group", c.group).ints("strides", {c.stride, c.stride});
     node.ints("pads", {c.pad, c.pad, c.pad_bottom >= 0 ? c.pad_bottom : c.pad, c.pad});
-    if (c.relu) node.s("grove_activation", "relu").s("grove_fused", "Relu");
+    if (c.relu) node.epilogue("Relu", FusedActivation::relu);
     const int64_t m = c.w[0];
     const Tensor bias = random_bias(m, seed);
     Tensor w_zero(DType::i8, {m});
