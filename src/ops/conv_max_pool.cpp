@@ -22,7 +22,7 @@ Node conv_part(const Node& fused, const std::string& mid) {
   c.outputs = {mid};
   for (const auto& [key, value] : fused.attrs)
     if (!pooled(key)) c.attrs[key] = value;
-  static_cast<Decisions&>(c.decisions) = fused.decisions;
+  static_cast<Decisions&>(c.decisions) = fused.decisions;  // the node's own are the conv's
   return c;
 }
 

@@ -7,8 +7,8 @@
 //
 // Inputs: the conv's, x [N, H, W, C] (or NCHW where the conv reads the image itself,
 // Decisions::x_nchw), W [M, C, kh, kw], B [M] or none; y [N, OH, OW, M] as the max pool gives it.
-// Attributes: the conv's as they were (its fused epilogue too), and the max pool's under
-// kPoolPrefix.
+// Attributes: the conv's as they were, and the max pool's under kPoolPrefix. Decisions: the
+// conv's as the node's own (its fused epilogue too), the max pool's in NodeDecisions::pool.
 #include <string>
 
 #include "graph/graph.h"

@@ -39,6 +39,7 @@ Node expand_part(const Node& fused, const std::string& mid) {
   e.inputs = {input(fused, 0), input(fused, 1), input(fused, 2)};
   e.outputs = {mid};
   copy_prefixed(fused, kExpandPrefix, e);
+  // Each part runs with what was decided for it; the depthwise conv's are the node's own.
   if (fused.decisions.expand) static_cast<Decisions&>(e.decisions) = *fused.decisions.expand;
   return e;
 }

@@ -8,13 +8,15 @@
 // Inputs: x [N, H, W, C] (the expand conv's; NCHW where it reads the image, Decisions::x_nchw),
 // We [M, C, kh, kw], Be [M] or "", Wd [M, 1, kh, kw], Bd [M] or ""; y [N, OH, OW, M] as the
 // depthwise conv gives it. Attributes: the depthwise conv's as they were, and the expand conv's
-// under kExpandPrefix (its epilogue's activation).
+// under kExpandPrefix. Decisions: the depthwise conv's as the node's own, the expand conv's
+// (its epilogue, a stem's NCHW x) in NodeDecisions::expand.
 //
 // grove.internal InvertedResidualNhwc is the same node with the block's 1x1 project ConvNhwc,
 // which alone reads the depthwise output, joined too, so that output (as large as the expanded
 // one after a stride-1 depthwise conv) stays in the band as well. Three inputs follow: Wp
 // [P, M, 1, 1], Bp [P] or "", and the residual the project conv adds, shaped like y, or "";
-// y is [N, OH, OW, P]. The project conv's attributes go under kProjectPrefix.
+// y is [N, OH, OW, P]. The project conv's attributes go under kProjectPrefix, its decisions
+// (its residual's epilogue) in NodeDecisions::project.
 #include <string>
 
 #include "graph/graph.h"
