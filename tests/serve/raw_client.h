@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -78,7 +79,8 @@ class RawClient {
       }
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
       pollfd p{fd_, POLLIN, 0};
-      if (ms <= 0 || ::poll(&p, 1, static_cast<int>(ms)) <= 0) return got;
+      // Past the time, still take what has arrived.
+      if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, ms))) <= 0) return got;
       char buf[65536];
       ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) return got;
