@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -22,6 +23,13 @@ using clock = std::chrono::steady_clock;
 
 clock::duration seconds(double s) {
   return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
+}
+
+// "5", "0.3": for messages (std::to_string would say 5.000000).
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
 }
 
 std::string lower_trimmed(std::string s) {
@@ -208,7 +216,7 @@ void HttpListener::Impl::read_and_answer(const httplib::Request& req, httplib::R
       if (too_large)
         set_error(res, 413, "request body over the limit of " + std::to_string(max_body_bytes) + " bytes (--max-body-bytes)");
       else if (c && c->stream.failure() == DeadlineStream::Failure::timed_out)
-        set_error(res, 408, "request body not received within " + std::to_string(options.io_timeout_s) + " s");
+        set_error(res, 408, "request body not received within " + seconds_text(options.io_timeout_s) + " s");
       else
         set_error(res, 400, "the request body could not be read (cut short, or malformed chunked encoding)");
       return;
@@ -254,7 +262,7 @@ bool HttpListener::Impl::process_and_close_socket(socket_t sock) {
       // httplib gave up on the request line without answering.
       bool slow = failure == DeadlineStream::Failure::timed_out;
       send_raw(sock, slow ? 408 : 431,
-               slow ? "request headers not received within " + std::to_string(options.header_timeout_s) + " s"
+               slow ? "request headers not received within " + seconds_text(options.header_timeout_s) + " s"
                     : "request headers over " + std::to_string(options.max_header_bytes) + " bytes",
                std::chrono::seconds(1));
       linger = true;
@@ -339,7 +347,7 @@ HttpListener::HttpListener(InferenceServer& server, ListenOptions options, int64
     Connection* c = m.current();
     DeadlineStream::Failure failure = c ? c->stream.failure() : DeadlineStream::Failure::none;
     if (failure == DeadlineStream::Failure::timed_out)
-      set_error(res, 408, "request headers not received within " + std::to_string(m.options.header_timeout_s) + " s");
+      set_error(res, 408, "request headers not received within " + seconds_text(m.options.header_timeout_s) + " s");
     else if (failure == DeadlineStream::Failure::over_budget)
       set_error(res, 431, "request headers over " + std::to_string(m.options.max_header_bytes) + " bytes");
     else
