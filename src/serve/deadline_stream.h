@@ -17,15 +17,17 @@ class DeadlineStream : public httplib::Stream {
   explicit DeadlineStream(int fd) : fd_(fd) {}
 
   // Waits up to `timeout` for the first byte of a request, returning early (false) when
-  // `stopping()` turns true or the client closes. Buffered bytes count as arrived.
+  // `stopping()` turns true or the client closes. Bytes already arrived count even when
+  // stopping: a connection accepted before the server stopped gets its request answered.
   template <class Stopping>
   bool wait_for_request(clock::duration timeout, Stopping stopping) {
     const auto until = clock::now() + timeout;
-    while (!has_buffered()) {
-      if (stopping() || clock::now() >= until) return false;
-      int ready = poll_in(std::min<clock::duration>(until - clock::now(), std::chrono::milliseconds(100)));
+    for (clock::duration wait = clock::duration::zero(); !has_buffered();) {
+      int ready = poll_in(wait);
       if (ready < 0) return false;
       if (ready > 0) return fill() > 0;
+      if (stopping() || clock::now() >= until) return false;
+      wait = std::min<clock::duration>(until - clock::now(), std::chrono::milliseconds(100));
     }
     return true;
   }

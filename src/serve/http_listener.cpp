@@ -250,11 +250,11 @@ bool HttpListener::Impl::process_and_close_socket(socket_t sock) {
   // Headers parsed: the body gets its own deadline, and no header budget.
   auto headers_done = [&](httplib::Request&) { conn.stream.start_phase(clock::now() + seconds(options.io_timeout_s), SIZE_MAX); };
   bool linger = false;
-  for (int served = 0; served < std::max(1, options.keep_alive_max) && !stopping();) {
+  for (int served = 0; served < std::max(1, options.keep_alive_max);) {
     if (!conn.stream.wait_for_request(seconds(options.idle_timeout_s), stopping)) break;
     conn.stream.start_request();
     conn.stream.start_phase(clock::now() + seconds(options.header_timeout_s), options.max_header_bytes);
-    const bool last = ++served == options.keep_alive_max;
+    const bool last = ++served >= options.keep_alive_max || stopping();
     bool client_closes = false;
     bool ok = process_request(conn.stream, last, client_closes, headers_done);
     const DeadlineStream::Failure failure = conn.stream.failure();

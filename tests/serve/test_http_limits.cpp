@@ -238,6 +238,22 @@ TEST_F(HttpLimits, ConnectionsPastTheLimitAreShed) {
   EXPECT_NE(body_of(r).find("server busy"), std::string::npos) << r;
 }
 
+// A connection accepted before stop() and still waiting for a thread has its request answered
+// (Connection: close), not dropped.
+TEST_F(HttpLimits, RequestWaitingAtStopIsAnswered) {
+  start({.http_threads = 1, .max_held = 2, .idle_timeout_s = 3});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // start()'s own client is gone
+  RawClient holder(port);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RawClient waiting(port);
+  ASSERT_TRUE(waiting.send(kLive));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  listener->stop();
+  std::string r = waiting.read_response(2);
+  EXPECT_EQ(status_of(r), 200) << r;
+  EXPECT_NE(r.find("Connection: close"), std::string::npos) << r;
+}
+
 // 500 clients connect at once, far past httplib's backlog of 5: each one is answered within
 // seconds (an overflowing accept queue drops handshakes, which clients retry after 1 s, 3 s...,
 // or resets them).
