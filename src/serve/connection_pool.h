@@ -26,10 +26,10 @@ class ConnectionPool : public httplib::TaskQueue {
   bool shedding() const { return std::this_thread::get_id() == shed_id_; }
 
  private:
-  void run(std::deque<std::function<void()>>& queue, bool counts);
+  void run(std::deque<std::function<void()>>& queue, std::condition_variable& wake, bool counts);
 
   std::mutex mutex_;
-  std::condition_variable wake_;
+  std::condition_variable work_, shed_;  // one per queue, so a connection wakes one thread
   std::deque<std::function<void()>> jobs_, shed_jobs_;
   size_t active_ = 0;  // connections being served
   size_t max_held_;
