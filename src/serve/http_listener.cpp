@@ -15,6 +15,8 @@
 
 #include "serve/connection_pool.h"
 #include "serve/deadline_stream.h"
+#include "serve/http_framing.h"
+#include "serve/raw_socket.h"
 
 namespace grove::serve {
 namespace {
@@ -32,12 +34,6 @@ std::string seconds_text(double s) {
   return text;
 }
 
-std::string lower_trimmed(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
 // The kernel caps a listen backlog at net.core.somaxconn; httplib 0.11 asks for 5, so a burst
 // of connections overflows the accept queue and clients see resets or SYN retries.
 int system_backlog() {
@@ -52,64 +48,13 @@ void set_error(httplib::Response& res, int status, const std::string& reason) {
   res.set_content(e.body, e.content_type.c_str());
 }
 
-// An answer written straight to the socket, for a connection httplib is not serving (shed) or
-// has given up on (a request line that never finished).
-void send_raw(int fd, int status, const std::string& reason, clock::duration timeout) {
-  const char* text = status == 408 ? "Request Timeout" : status == 431 ? "Request Header Fields Too Large" : "Service Unavailable";
-  std::string body = error_response(status, reason).body;
-  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + text +
-                    "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
-                    (status == 503 ? "\r\nRetry-After: 1" : "") + "\r\n\r\n" + body;
-  const auto until = clock::now() + timeout;
-  for (size_t sent = 0; sent < out.size();) {
-    pollfd p{fd, POLLOUT, 0};
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock::now()).count();
-    if (ms <= 0 || ::poll(&p, 1, static_cast<int>(ms)) <= 0) return;
-    ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return;
-    if (n > 0) sent += static_cast<size_t>(n);
-  }
-}
-
-// Reads and drops what the client sends until it closes, sends nothing for `quiet`, or
-// `limit` passes.
-void drain(int fd, clock::duration limit, clock::duration quiet) {
-  const auto until = clock::now() + limit;
-  char scratch[16384];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::min(until - clock::now(), quiet)).count();
-    if (ms <= 0 || ::poll(&p, 1, static_cast<int>(ms)) <= 0) return;
-    ssize_t n = ::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;
-  }
-}
-
-// Closing a socket with unread bytes sends a reset, which can destroy the answer before the
-// client reads it. So when the server stops reading mid-request (a refusal, a timeout), it
-// finishes writing, then drops what still arrives while the client keeps sending (a pause of
-// 0.1 s ends it, so a client that stalls does not hold the thread), before closing.
-void lingering_close(int fd, clock::duration limit) {
-  ::shutdown(fd, SHUT_WR);
-  drain(fd, limit, std::chrono::milliseconds(100));
-  ::close(fd);
-}
-
 // One connection being served, as the handlers on its thread find it.
 struct Connection {
   explicit Connection(int fd) : stream(fd) {}
   DeadlineStream stream;
-  bool close_after = false;  // the request's body was left unread: the stream is out of step
+  bool close_after = false;     // the request's body was left unread: the stream is out of step
+  bool headers_parsed = false;  // this request's; until then a failure was in line or headers
 };
-
-struct Refusal {
-  int status;
-  std::string reason;
-};
-
-bool has_body(const httplib::Request& req) {
-  return req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
-}
 
 }  // namespace
 
@@ -136,7 +81,6 @@ struct HttpListener::Impl : httplib::Server {
     if (Connection* c = current()) c->close_after = true;
   }
 
-  std::optional<Refusal> refuse_before_body(const httplib::Request& req) const;
   void read_and_answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read);
   bool process_and_close_socket(socket_t sock) override;
   void shed(int fd);
@@ -163,35 +107,6 @@ void answer(InferenceServer& server, const httplib::Request& req, std::string bo
 }
 
 }  // namespace
-
-// What can be refused from the request line and headers alone, before a body byte is read:
-// httplib would otherwise decompress (gzip, deflate, br) or read to end of stream on its own.
-std::optional<Refusal> HttpListener::Impl::refuse_before_body(const httplib::Request& req) const {
-  const std::string& m = req.method;
-  if (m != "GET" && m != "HEAD" && m != "POST" && m != "PUT" && m != "DELETE" && m != "PATCH")
-    return Refusal{405, "method " + m + " is not supported"};
-  if (req.has_header("Transfer-Encoding")) {
-    std::string te = lower_trimmed(req.get_header_value("Transfer-Encoding"));
-    if (te != "chunked") return Refusal{501, "Transfer-Encoding '" + te + "' is not supported: send Content-Length or chunked"};
-    if (req.has_header("Content-Length")) return Refusal{400, "both Content-Length and Transfer-Encoding given"};
-  }
-  if (req.has_header("Content-Encoding")) {
-    std::string ce = lower_trimmed(req.get_header_value("Content-Encoding"));
-    if (ce != "identity") return Refusal{415, "Content-Encoding '" + ce + "' is not supported: send the body uncompressed"};
-  }
-  if (req.has_header("Content-Length")) {
-    if (req.get_header_value_count("Content-Length") > 1) return Refusal{400, "more than one Content-Length"};
-    const std::string cl = req.get_header_value("Content-Length");
-    bool digits = !cl.empty() && cl.size() <= 18;
-    for (char c : cl) digits = digits && c >= '0' && c <= '9';
-    if (!digits) return Refusal{400, "Content-Length '" + cl + "' is not a byte count"};
-    if (std::stoll(cl) > max_body_bytes)
-      return Refusal{413, "request body of " + cl + " bytes is over the limit of " + std::to_string(max_body_bytes) + " (--max-body-bytes)"};
-  }
-  if (req.is_multipart_form_data())
-    return Refusal{415, "multipart bodies are not supported: send JSON, or JSON then binary tensor data"};
-  return std::nullopt;
-}
 
 void HttpListener::Impl::read_and_answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
   std::string body;
@@ -248,17 +163,21 @@ bool HttpListener::Impl::process_and_close_socket(socket_t sock) {
   }
   auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
   // Headers parsed: the body gets its own deadline, and no header budget.
-  auto headers_done = [&](httplib::Request&) { conn.stream.start_phase(clock::now() + seconds(options.io_timeout_s), SIZE_MAX); };
+  auto headers_done = [&](httplib::Request&) {
+    conn.headers_parsed = true;
+    conn.stream.start_phase(clock::now() + seconds(options.io_timeout_s), SIZE_MAX);
+  };
   bool linger = false;
   for (int served = 0; served < std::max(1, options.keep_alive_max);) {
     if (!conn.stream.wait_for_request(seconds(options.idle_timeout_s), stopping)) break;
     conn.stream.start_request();
+    conn.headers_parsed = false;
     conn.stream.start_phase(clock::now() + seconds(options.header_timeout_s), options.max_header_bytes);
     const bool last = ++served >= options.keep_alive_max || stopping();
     bool client_closes = false;
     bool ok = process_request(conn.stream, last, client_closes, headers_done);
     const DeadlineStream::Failure failure = conn.stream.failure();
-    if (failure != DeadlineStream::Failure::none && conn.stream.written() == 0) {
+    if (failure != DeadlineStream::Failure::none && !conn.headers_parsed && conn.stream.written() == 0) {
       // httplib gave up on the request line without answering.
       bool slow = failure == DeadlineStream::Failure::timed_out;
       send_raw(sock, slow ? 408 : 431,
@@ -309,7 +228,7 @@ HttpListener::HttpListener(InferenceServer& server, ListenOptions options, int64
   m.set_keep_alive_timeout(static_cast<time_t>(options.idle_timeout_s));
 
   m.set_pre_routing_handler([&m](const httplib::Request& req, httplib::Response& res) {
-    if (std::optional<Refusal> r = m.refuse_before_body(req)) {
+    if (std::optional<Refusal> r = refuse_before_body(req, m.max_body_bytes)) {
       m.close_after_response();
       set_error(res, r->status, r->reason);
       return httplib::Server::HandlerResponse::Handled;
@@ -321,7 +240,7 @@ HttpListener::HttpListener(InferenceServer& server, ListenOptions options, int64
   // curl and others wait for "100 Continue" before a large body: a refusal goes out instead,
   // and the body is never sent.
   m.set_expect_100_continue_handler([&m](const httplib::Request& req, httplib::Response& res) {
-    std::optional<Refusal> r = m.refuse_before_body(req);
+    std::optional<Refusal> r = refuse_before_body(req, m.max_body_bytes);
     if (!r) return 100;
     m.close_after_response();
     set_error(res, r->status, r->reason);
