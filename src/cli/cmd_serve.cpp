@@ -59,7 +59,10 @@ int run_serve(const ServeOptions& o) {
   serve::InferenceServer server(engine, models,
                                 {.max_body_bytes = o.max_body_bytes, .max_concurrent = o.max_concurrent,
                                  .request_timeout_s = o.request_timeout_s});
-  serve::HttpListener listener(server, {.host = o.host, .port = o.port, .http_threads = o.http_threads}, o.max_body_bytes);
+  // --max-concurrent also bounds the connections held waiting for an HTTP thread: past it a
+  // client is answered 503 at once rather than queued without limit.
+  serve::HttpListener listener(server, {.host = o.host, .port = o.port, .http_threads = o.http_threads, .max_held = o.max_concurrent},
+                               o.max_body_bytes);
   int port = listener.bind();
 
   std::atomic<bool> exiting{false};

@@ -147,8 +147,10 @@ Endpoints (the Open Inference Protocol v2, as KServe and Triton define it):
                                               per model; engine tiles, busy time, jobs in flight
 Every model runs on the one engine: each request is a job in the same ready pool, so requests
 of all models share the cores tile by tile. Errors are JSON {"error": "..."}: 404 unknown model,
-400 bad request (name, shape, datatype, JSON), 413 body too large, 503 busy or shutting down,
-504 timeout, 500 a failing inference (naming the node and op). SIGTERM or SIGINT: stop
+400 bad request (name, shape, datatype, JSON, JSON nested over 64 levels), 408 request not
+received in time (headers 5 s, body 30 s), 413 body too large, 415 compressed or multipart
+body, 431 headers over 64 KiB, 503 busy or shutting down, 504 timeout, 500 a failing
+inference (naming the node and op). SIGTERM or SIGINT: stop
 accepting, finish the requests in flight, exit 0.
 
 Examples:
@@ -466,7 +468,9 @@ Examples:
                     "Connections served at once (each keep-alive client holds one while connected)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  serve->add_option("--max-concurrent", serve_options.max_concurrent, "Inferences in flight at once; more get 503")
+  serve->add_option("--max-concurrent", serve_options.max_concurrent,
+                    "Inferences in flight at once, and connections held (served or waiting for an HTTP thread); "
+                    "more get 503")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   serve->add_option("--max-body-bytes", serve_options.max_body_bytes, "Largest request body; larger get 413")

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serve/json_depth.h"
 #include "serve/kserve_tensor.h"
 
 namespace grove::serve {
@@ -62,10 +63,17 @@ const ValueSpec* find_spec(const std::vector<ValueSpec>& values, const std::stri
   return nullptr;
 }
 
-bool truthy(const json& object, const char* key) {
-  if (!object.is_object()) return false;
+// The member `key` of an object, or nullptr: a reference, never a copy, since copying a value
+// recurses once per level of its nesting.
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
   auto it = object.find(key);
-  return it != object.end() && it->is_boolean() && it->get<bool>();
+  return it == object.end() ? nullptr : &*it;
+}
+
+bool truthy(const json* object, const char* key) {
+  const json* v = object ? member(*object, key) : nullptr;
+  return v && v->is_boolean() && v->get<bool>();
 }
 
 // The request's JSON and, with the binary extension, the bytes after it.
@@ -132,13 +140,15 @@ struct ParsedRequest {
 };
 
 // The request's top-level `subnet` / `latency_target_ms` parameters, checked against the model.
-void parse_subnet_parameters(const ServedModel& model, const json& params, ParsedRequest& r) {
+void parse_subnet_parameters(const ServedModel& model, const json* parameters, ParsedRequest& r) {
+  if (!parameters) return;
+  const json& params = *parameters;
   if (!params.is_object() || (!params.contains("subnet") && !params.contains("latency_target_ms"))) return;
   if (!model.dynamic)
     throw HttpError(400, "model '" + model.name + "' has no sub-nets (no grove.subnets metadata); drop the subnet "
                          "and latency_target_ms parameters");
   if (params.contains("subnet")) {
-    const json& s = params["subnet"];
+    const json& s = params.at("subnet");
     if (!s.is_string()) throw HttpError(400, "parameter 'subnet' must be a sub-net's name");
     r.subnet = model.dynamic->find(s.get<std::string>());
     if (r.subnet < 0) {
@@ -148,7 +158,7 @@ void parse_subnet_parameters(const ServedModel& model, const json& params, Parse
     }
   }
   if (params.contains("latency_target_ms")) {
-    const json& t = params["latency_target_ms"];
+    const json& t = params.at("latency_target_ms");
     if (!t.is_number() || !(t.get<double>() > 0))
       throw HttpError(400, "parameter 'latency_target_ms' must be a positive number of milliseconds");
     if (r.subnet >= 0) throw HttpError(400, "give 'subnet' or 'latency_target_ms', not both");
@@ -156,8 +166,11 @@ void parse_subnet_parameters(const ServedModel& model, const json& params, Parse
   }
 }
 
-ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request) {
+ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request, int max_json_depth) {
   SplitBody body = split_body(request);
+  if (body.header.empty())
+    throw HttpError(400, "empty request body: an inference needs a JSON object (sent with Content-Length or chunked)");
+  check_json_depth(body.header, max_json_depth);
   json j;
   try {
     j = json::parse(body.header);
@@ -170,8 +183,9 @@ ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request) 
     if (!j["id"].is_string()) throw HttpError(400, "'id' must be a string");
     r.id = j["id"].get<std::string>();
   }
-  const bool all_binary = truthy(j.value("parameters", json::object()), "binary_data_output");
-  parse_subnet_parameters(model, j.value("parameters", json::object()), r);
+  const json* request_params = member(j, "parameters");
+  const bool all_binary = truthy(request_params, "binary_data_output");
+  parse_subnet_parameters(model, request_params, r);
   if (!j.contains("inputs") || !j["inputs"].is_array()) throw HttpError(400, "the request needs an 'inputs' array");
   size_t offset = 0;
   for (const json& in : j["inputs"]) {
@@ -188,9 +202,9 @@ ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request) 
     if (!in.contains("shape")) throw HttpError(400, "input '" + name + "' needs a 'shape'");
     Shape shape = parse_shape(name, in["shape"]);
     check_against_spec(model.name, *spec, dtype, shape);
-    const json params = in.value("parameters", json::object());
-    if (params.is_object() && params.contains("binary_data_size")) {
-      const json& size = params["binary_data_size"];
+    const json* params = member(in, "parameters");
+    if (const json* size_member = params ? member(*params, "binary_data_size") : nullptr) {
+      const json& size = *size_member;
       if (!size.is_number_unsigned()) throw HttpError(400, "input '" + name + "': binary_data_size must be a byte count");
       uint64_t n = size.get<uint64_t>();
       if (n > body.binary.size() - offset)
@@ -216,7 +230,7 @@ ParsedRequest parse_infer(const ServedModel& model, const HttpRequest& request) 
       if (!find_spec(model.outputs, name))
         throw HttpError(400, "model '" + model.name + "' has no output named '" + name + "' (outputs: " + names_of(model.outputs) + ")");
       r.outputs.push_back(name);
-      if (all_binary || truthy(out.value("parameters", json::object()), "binary_data")) r.binary_outputs.insert(name);
+      if (all_binary || truthy(member(out, "parameters"), "binary_data")) r.binary_outputs.insert(name);
     }
   } else {
     for (const ValueSpec& spec : model.outputs) {
@@ -364,7 +378,7 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
     }
   } done{*this, model, start, ok};
 
-  ParsedRequest parsed = parse_infer(model, request);
+  ParsedRequest parsed = parse_infer(model, request, options_.max_json_depth);
   TensorMap outputs;
   int subnet = -1;
   if (parsed.subnet >= 0 || parsed.latency_target_ms > 0) {

@@ -16,6 +16,9 @@ struct ServerOptions {
   int64_t max_body_bytes = int64_t{64} << 20;  // larger requests get 413
   int max_concurrent = 256;                    // inferences in flight; more get 503
   double request_timeout_s = 60;               // an inference not done by then gets 504
+  // Deepest nesting of arrays and objects in a request's JSON; deeper gets 400 before parsing.
+  // A tensor's nested `data` needs its rank plus 3 (the body, `inputs`, the input).
+  int max_json_depth = 64;
 };
 
 class InferenceServer {

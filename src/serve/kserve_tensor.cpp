@@ -18,15 +18,27 @@ constexpr NamedType kTypes[] = {
     {DType::i64, "INT64"},    {DType::f16, "FP16"},  {DType::f32, "FP32"},   {DType::f64, "FP64"},
 };
 
-// Appends the leaves of a (possibly nested) JSON array, refusing more than `limit` so a
-// hostile body cannot make the server copy more values than the tensor holds.
+// Appends the leaves of a (possibly nested) JSON array in order, refusing more than `limit` so
+// a hostile body cannot make the server copy more values than the tensor holds. Iterative (an
+// explicit stack of array positions): the depth of `data` is the client's to choose.
 void flatten(const nlohmann::json& j, std::vector<const nlohmann::json*>& out, size_t limit, const std::string& name) {
-  if (!j.is_array()) {
+  auto leaf = [&](const nlohmann::json& v) {
     if (out.size() >= limit) throw HttpError(400, "input '" + name + "': more data values than its shape holds");
-    out.push_back(&j);
-    return;
+    out.push_back(&v);
+  };
+  if (!j.is_array()) return leaf(j);
+  using It = nlohmann::json::const_iterator;
+  std::vector<std::pair<It, It>> stack{{j.begin(), j.end()}};
+  while (!stack.empty()) {
+    auto& [it, end] = stack.back();
+    if (it == end) {
+      stack.pop_back();
+      continue;
+    }
+    const nlohmann::json& e = *it++;
+    if (e.is_array()) stack.emplace_back(e.begin(), e.end());  // invalidates `it`, `end`: not used again
+    else leaf(e);
   }
-  for (const nlohmann::json& e : j) flatten(e, out, limit, name);
 }
 
 template <class T>
