@@ -1,10 +1,10 @@
 #pragma once
-// Statistics shared by the `grove bench` modes (single model, co-execution).
+// Statistics shared by the `grove bench` modes and `grove load`.
 #include <vector>
 
 namespace grove::cli {
 
-double percentile(std::vector<double> v, double p);  // nearest rank, p in [0, 100]
+double percentile(std::vector<double> v, double p);  // nearest rank, p in [0, 100]; 0 when empty
 double mean(const std::vector<double>& v);
 double peak_rss_mb();                                 // this process's peak resident set, MB
 

@@ -63,6 +63,7 @@ double pool_bytes(const Series& x) {
 }  // namespace
 
 double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];

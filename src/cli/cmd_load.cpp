@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_stats.h"
 #include "cli/commands.h"
 #include "graph/error.h"
 #include "graph/tensor.h"
@@ -84,12 +85,6 @@ Request build_request(const json& metadata, bool binary, uint64_t seed) {
   return r;
 }
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
 }  // namespace
 
 int run_load(const LoadOptions& o) {
@@ -148,16 +143,16 @@ int run_load(const LoadOptions& o) {
   if (o.json) {
     json out = {{"model", o.model}, {"requests", o.requests}, {"concurrency", o.concurrency}, {"binary", o.binary},
                 {"ok", latencies_ms.size()}, {"errors", failed}, {"mismatches", mismatches}, {"seconds", seconds},
-                {"throughput_rps", throughput}, {"p50_ms", percentile(latencies_ms, 0.5)},
-                {"p90_ms", percentile(latencies_ms, 0.9)}, {"p99_ms", percentile(latencies_ms, 0.99)}};
+                {"throughput_rps", throughput}, {"p50_ms", percentile(latencies_ms, 50)},
+                {"p90_ms", percentile(latencies_ms, 90)}, {"p99_ms", percentile(latencies_ms, 99)}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("grove load: %d requests to '%s' at %s, %d clients, %s tensors\n", o.requests, o.model.c_str(), o.url.c_str(),
                 o.concurrency, o.binary ? "binary" : "JSON");
     std::printf("  ok %zu, errors %d, answers differing from the first %d\n", latencies_ms.size(), failed, mismatches);
     std::printf("  throughput %.1f requests/s over %.2f s\n", throughput, seconds);
-    std::printf("  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", percentile(latencies_ms, 0.5),
-                percentile(latencies_ms, 0.9), percentile(latencies_ms, 0.99));
+    std::printf("  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", percentile(latencies_ms, 50),
+                percentile(latencies_ms, 90), percentile(latencies_ms, 99));
     for (const auto& [what, n] : errors) std::printf("  %d x %s\n", n, what.c_str());
   }
   return failed == 0 && mismatches == 0 ? 0 : 1;

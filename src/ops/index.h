@@ -18,7 +18,5 @@ void require_arithmetic(DType dtype);
 // An element index that may count from the end (-1 is the last); Error when outside [-dim, dim).
 int64_t wrap_index(int64_t index, int64_t dim);
 
-// Product of shape[from, to).
-int64_t dims_product(const Shape& shape, size_t from, size_t to);
 
 }  // namespace grove

@@ -11,12 +11,6 @@
 namespace grove {
 namespace {
 
-int64_t product(const Shape& s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= s[i];
-  return p;
-}
-
 // ---- Transpose ----
 
 std::vector<int64_t> transpose_perm(const Node& node, size_t rank) {
@@ -75,8 +69,8 @@ void concat_reference(const Node& node, std::span<const Tensor* const> in, std::
   Tensor& y = *out[0];
   size_t axis = static_cast<size_t>(normalize_axis(node, node.attr_int("axis", 0), y.rank()));
   size_t elem = dtype_size(y.dtype());
-  int64_t outer = product(y.shape(), 0, axis);
-  size_t inner = static_cast<size_t>(product(y.shape(), axis + 1, y.shape().size())) * elem;
+  int64_t outer = dims_product(y.shape(), 0, axis);
+  size_t inner = static_cast<size_t>(dims_product(y.shape(), axis + 1, y.shape().size())) * elem;
   std::byte* dst = y.raw();
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor* x : in) {
@@ -138,8 +132,8 @@ void split_reference(const Node& node, std::span<const Tensor* const> in, std::s
   const Tensor& x = *in[0];
   size_t axis = split_axis(node, x.shape());
   size_t elem = dtype_size(x.dtype());
-  int64_t outer = product(x.shape(), 0, axis);
-  size_t inner = static_cast<size_t>(product(x.shape(), axis + 1, x.shape().size())) * elem;
+  int64_t outer = dims_product(x.shape(), 0, axis);
+  size_t inner = static_cast<size_t>(dims_product(x.shape(), axis + 1, x.shape().size())) * elem;
   const std::byte* src = x.raw();
   for (int64_t o = 0; o < outer; ++o)
     for (size_t k = 0; k < out.size(); ++k) {

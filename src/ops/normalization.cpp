@@ -13,12 +13,6 @@
 namespace grove {
 namespace {
 
-int64_t product(const Shape& shape, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= shape[i];
-  return p;
-}
-
 void require_float(DType dtype) {
   if (dtype != DType::f32 && dtype != DType::f64)
     throw Unsupported("dtype " + std::string(dtype_name(dtype)) + " is not supported (float32 and float64 only)");
@@ -62,7 +56,7 @@ void infer_batchnorm(const Node& node, std::span<const ValueInfo> in, std::span<
   if (x.size() < 2) throw Error("BatchNormalization input must have rank >= 2, got " + shape_str(x));
   // spatial=0 (opset 7/8) gives per-element statistics of shape x[1:]; otherwise one per channel.
   // Training mode exists only from opset 14, which has per-channel statistics only.
-  const int64_t per_channel = x[1], per_element = product(x, 1, x.size());
+  const int64_t per_channel = x[1], per_element = dims_product(x, 1, x.size());
   for (size_t i = 1; i < 5; ++i) {
     if (in[i].dtype != in[0].dtype && node.opset > 0 && node.opset < 15)
       throw Error("input " + std::to_string(i) + " dtype differs from X");
@@ -89,7 +83,7 @@ void write_f64(Tensor& t, int64_t i, double v) {
 
 // Per channel: the batch mean and population variance over N and the spatial dims.
 void batch_statistics(const Tensor& x, std::vector<double>& mean, std::vector<double>& var) {
-  const int64_t n = x.dim(0), channels = x.dim(1), inner = product(x.shape(), 2, x.shape().size());
+  const int64_t n = x.dim(0), channels = x.dim(1), inner = dims_product(x.shape(), 2, x.shape().size());
   mean.assign(static_cast<size_t>(channels), 0.0);
   var.assign(static_cast<size_t>(channels), 0.0);
   // An empty batch has no statistics: NaN, as the mean of nothing is.
@@ -111,7 +105,7 @@ void batch_statistics(const Tensor& x, std::vector<double>& mean, std::vector<do
 void reference_batchnorm(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor& x = *in[0];
   const double epsilon = node.attr_float("epsilon", 1e-5f);
-  const int64_t n = x.dim(0), channels = x.dim(1), inner = product(x.shape(), 2, x.shape().size());
+  const int64_t n = x.dim(0), channels = x.dim(1), inner = dims_product(x.shape(), 2, x.shape().size());
   const bool training = training_mode(node);
   std::vector<double> batch_mean, batch_var;
   if (training) {
@@ -162,7 +156,7 @@ void infer_instancenorm(const Node& node, std::span<const ValueInfo> in, std::sp
 void reference_instancenorm(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor& x = *in[0];
   const double epsilon = node.attr_float("epsilon", 1e-5f);
-  const int64_t channels = x.dim(1), planes = x.dim(0) * channels, inner = product(x.shape(), 2, x.shape().size());
+  const int64_t channels = x.dim(1), planes = x.dim(0) * channels, inner = dims_product(x.shape(), 2, x.shape().size());
   visit_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *src = x.data<T>(), *scale = in[1]->data<T>(), *bias = in[2]->data<T>();
@@ -192,8 +186,8 @@ struct LayerNormPlan {
 LayerNormPlan plan_layernorm(const Node& node, const Shape& x) {
   LayerNormPlan plan;
   plan.axis = normalize_axis(node, node.attr_int("axis", -1), static_cast<int64_t>(x.size()));
-  plan.rows = product(x, 0, static_cast<size_t>(plan.axis));
-  plan.cols = product(x, static_cast<size_t>(plan.axis), x.size());
+  plan.rows = dims_product(x, 0, static_cast<size_t>(plan.axis));
+  plan.cols = dims_product(x, static_cast<size_t>(plan.axis), x.size());
   return plan;
 }
 
@@ -290,7 +284,7 @@ void reference_lrn(const Node& node, std::span<const Tensor* const> in, std::spa
   const int64_t size = node.attr_int("size", 1);
   const double alpha = node.attr_float("alpha", 1e-4f), beta = node.attr_float("beta", 0.75f),
                bias = node.attr_float("bias", 1.0f);
-  const int64_t channels = x.dim(1), inner = product(x.shape(), 2, x.shape().size());
+  const int64_t channels = x.dim(1), inner = dims_product(x.shape(), 2, x.shape().size());
   // The window over channels is [c - floor((size-1)/2), c + ceil((size-1)/2)], clipped.
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
   visit_float(x.dtype(), [&](auto tag) {
@@ -328,13 +322,13 @@ SoftmaxPlan plan_softmax(const Node& node, const Shape& x) {
   // Coercion accepts axis == rank (everything in the outer dim).
   const auto axis = static_cast<size_t>(coerce_2d && axis_attr == rank ? rank : normalize_axis(node, axis_attr, rank));
   SoftmaxPlan plan;
-  plan.outer = product(x, 0, axis);
+  plan.outer = dims_product(x, 0, axis);
   if (coerce_2d) {
-    plan.len = product(x, axis, x.size());
+    plan.len = dims_product(x, axis, x.size());
     plan.inner = 1;
   } else {
     plan.len = x[axis];
-    plan.inner = product(x, axis + 1, x.size());
+    plan.inner = dims_product(x, axis + 1, x.size());
   }
   return plan;
 }

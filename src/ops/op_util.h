@@ -17,6 +17,12 @@ int64_t normalize_axis(const Node& node, int64_t axis, int64_t rank);
 // numpy-style broadcast of two shapes; throws when they are incompatible.
 Shape broadcast_shapes(const Node& node, const Shape& a, const Shape& b);
 
+// Product of shape[from, to) (1 where the range is empty).
+int64_t dims_product(const Shape& shape, size_t from, size_t to);
+
+// float32 or float64: the dtypes the float-only families compute in.
+inline bool is_f32_or_f64(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+
 // Row-major element strides of a shape.
 std::vector<int64_t> strides_of(const Shape& shape);
 

@@ -14,13 +14,13 @@ namespace grove {
 namespace {
 
 // A tensor seen as [outer, axis, inner] around one axis (axis absent: the flattened tensor).
-struct AxisView {
+struct ReduceAxisView {
   int64_t outer = 1, len = 1, inner = 1;
   int64_t axis = -1;  // -1: flattened
 };
 
-AxisView view_around(const Node& node, const Shape& shape, bool has_axis, int64_t axis_attr) {
-  AxisView v;
+ReduceAxisView view_around(const Node& node, const Shape& shape, bool has_axis, int64_t axis_attr) {
+  ReduceAxisView v;
   if (!has_axis) {
     v.len = checked_numel(node, shape);
     return v;
@@ -40,7 +40,7 @@ AxisView view_around(const Node& node, const Shape& shape, bool has_axis, int64_
 // ---- Compress ----
 
 struct CompressPlan {
-  AxisView view;
+  ReduceAxisView view;
   std::vector<int64_t> kept;  // indices along the axis whose condition is true
   Shape out_shape;
 };
@@ -109,7 +109,7 @@ struct UniqueResult {
 };
 
 template <class T>
-UniqueResult unique_slices(const T* xs, const AxisView& v, bool sorted) {
+UniqueResult unique_slices(const T* xs, const ReduceAxisView& v, bool sorted) {
   // Slice i holds, in order, the elements xs[(o * len + i) * inner + j] for every o, j.
   auto compare = [&](int64_t a, int64_t b) {  // -1, 0, 1 lexicographically
     for (int64_t o = 0; o < v.outer; ++o)
@@ -157,12 +157,12 @@ UniqueResult unique_slices(const T* xs, const AxisView& v, bool sorted) {
   return r;
 }
 
-AxisView unique_view(const Node& node, const Shape& shape) {
+ReduceAxisView unique_view(const Node& node, const Shape& shape) {
   return view_around(node, shape, node.has_attr("axis"), node.attr_int("axis", 0));
 }
 
 UniqueResult unique_of(const Node& node, const Tensor& x) {
-  AxisView v = unique_view(node, x.shape());
+  ReduceAxisView v = unique_view(node, x.shape());
   bool sorted = node.attr_int("sorted", 1) != 0;
   return visit_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -175,7 +175,7 @@ void unique_infer(const Node& node, std::span<const ValueInfo> in, std::span<Val
   visit_dtype(in[0].dtype, [](auto) {});
   if (!in[0].data)
     throw DataDependentShape("Unique's output size depends on the input's values, known only at run time");
-  AxisView v = unique_view(node, in[0].shape);
+  ReduceAxisView v = unique_view(node, in[0].shape);
   // Slices of no elements are all equal: one unique slice, found without a table per slice
   // (an empty tensor's slice count may be huge).
   int64_t count = checked_mul(v.outer, v.inner) == 0 ? std::min<int64_t>(v.len, 1)
@@ -193,7 +193,7 @@ void unique_infer(const Node& node, std::span<const ValueInfo> in, std::span<Val
 
 void unique_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor& x = *in[0];
-  AxisView v = unique_view(node, x.shape());
+  ReduceAxisView v = unique_view(node, x.shape());
   if (checked_mul(v.outer, v.inner) == 0) {  // every slice is empty, so all are equal (see unique_infer)
     if (v.len == 0) return;
     if (out.size() > 1 && out[1]) out[1]->data<int64_t>()[0] = 0;

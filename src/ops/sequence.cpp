@@ -47,11 +47,11 @@ int64_t position(const Tensor& t, int64_t n, bool allow_end) {
 }
 
 // Elements before, along and after `axis`: a tensor seen as [outer, shape[axis], inner].
-struct AxisView {
+struct ByteAxisView {
   int64_t outer = 1, n = 0, inner = 1;  // inner counts bytes
 };
-AxisView view_along(const Tensor& t, int64_t axis) {
-  AxisView v;
+ByteAxisView view_along(const Tensor& t, int64_t axis) {
+  ByteAxisView v;
   v.inner = static_cast<int64_t>(dtype_size(t.dtype()));
   for (int64_t d = 0; d < t.rank(); ++d) {
     if (d < axis) v.outer *= t.dim(d);
@@ -65,7 +65,7 @@ std::vector<Value> split_to_sequence(const Node& node, std::span<const Value* co
   const Tensor& x = tensor_input(in, 0, "the input");
   if (x.rank() == 0) throw Error("cannot split a scalar");
   const int64_t axis = normalize_axis(node, node.attr_int("axis", 0), x.rank());
-  const AxisView v = view_along(x, axis);
+  const ByteAxisView v = view_along(x, axis);
   std::vector<int64_t> sizes;
   const bool has_split = in.size() > 1 && in[1];
   bool keep = true;
@@ -135,10 +135,10 @@ std::vector<Value> concat_from_sequence(const Node& node, std::span<const Value*
   }
   out_shape[static_cast<size_t>(axis)] = total;
   Tensor out(first.dtype(), out_shape);
-  const AxisView ov = view_along(out, axis);
+  const ByteAxisView ov = view_along(out, axis);
   int64_t at = 0;
   for (const Tensor& t : items) {
-    const AxisView v = view_along(as_part(t), axis);
+    const ByteAxisView v = view_along(as_part(t), axis);
     for (int64_t o = 0; o < v.outer; ++o)
       std::memcpy(out.raw() + (o * ov.n + at) * ov.inner, t.raw() + o * v.n * v.inner, static_cast<size_t>(v.n * v.inner));
     at += v.n;

@@ -22,7 +22,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace attention_rule {
 
 // Cut batch, heads and query rows: dims 0-2 of the output in either form (ops/attention.h).
 std::vector<int64_t> attention_cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) {
@@ -156,9 +156,10 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
     }
 }
 
-}  // namespace
+}  // namespace attention_rule
 
 std::string internal_rule_key(const std::string& op_type) {
+  using namespace attention_rule;
   std::string key = kGroveDomain;
   key += ':';
   key += op_type;
@@ -166,6 +167,7 @@ std::string internal_rule_key(const std::string& op_type) {
 }
 
 void add_attention_rules(RuleTable& t) {
+  using namespace attention_rule;
   t[internal_rule_key("Attention")] = {attention_cuttable, attention_needs, attention_run};
 }
 

@@ -31,7 +31,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace conv_rule {
 
 struct ConvDims {
   WindowGeometry g;
@@ -108,10 +108,11 @@ std::vector<int64_t> conv_cuttable(const Node& node, std::span<const ValueInfo> 
   return blocks;
 }
 
-}  // namespace
+}  // namespace conv_rule
 
 // The input range along spatial dim d that output range `o` reads (shared with the pools).
 Range window_input_range(const WindowGeometry& g, size_t d, const Range& o) {
+  using namespace conv_rule;
   if (o.size() <= 0) return {0, 0};
   int64_t begin = o.begin * g.strides[d] - g.pads_begin[d];
   int64_t end = (o.end - 1) * g.strides[d] - g.pads_begin[d] + g.effective_kernel(d);
@@ -120,7 +121,7 @@ Range window_input_range(const WindowGeometry& g, size_t d, const Range& o) {
   return {begin, end};
 }
 
-namespace {
+namespace conv_rule {
 
 void conv_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
                 std::span<Region> in_regions) {
@@ -219,9 +220,10 @@ bool uses_winograd(const ConvDims& c) {
   return winograd_by_rule(conv2d_shape(c), c.group, c.out_channels);
 }
 
-}  // namespace
+}  // namespace conv_rule
 
 bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w) {
+  using namespace conv_rule;
   if (x.size() != 4 || w.size() != 4) return false;
   ConvDims c = conv_dims(node, x, w);
   c.precision = kernels::Precision::f32;
@@ -229,18 +231,21 @@ bool conv_node_uses_winograd(const Node& node, const Shape& x, const Shape& w) {
 }
 
 bool conv_node_uses_winograd_channels_last(const Node& node, const Shape& x, const Shape& w) {
+  using namespace conv_rule;
   if (x.size() != 4 || w.size() != 4) return false;
   const ConvDims c = conv_dims(node, x, w);
   return winograd_channels_last_by_rule(conv2d_shape(c), c.group, c.out_channels);
 }
 
 bool conv_node_fits_winograd(const Node& node, const Shape& x, const Shape& w) {
+  using namespace conv_rule;
   if (x.size() != 4 || w.size() != 4) return false;
   const ConvDims c = conv_dims(node, x, w);
   return winograd_fits(conv2d_shape(c), c.group, c.out_channels);
 }
 
 bool conv_node_uses_direct(const Node& node, const Shape& x, const Shape& w) {
+  using namespace conv_rule;
   if (x.size() != 4 || w.size() != 4) return false;
   ConvDims c = conv_dims(node, x, w);
   c.precision = kernels::Precision::f32;
@@ -248,13 +253,14 @@ bool conv_node_uses_direct(const Node& node, const Shape& x, const Shape& w) {
 }
 
 bool conv_node_fits_direct(const Node& node, const Shape& x, const Shape& w) {
+  using namespace conv_rule;
   if (x.size() != 4 || w.size() != 4) return false;
   ConvDims c = conv_dims(node, x, w);
   c.precision = kernels::Precision::f32;
   return fits_direct(c);
 }
 
-namespace {
+namespace conv_rule {
 
 std::shared_ptr<const void> conv_prepare(const Node& node, std::span<const ValueInfo> in,
                                          std::span<const Tensor* const> constants) {
@@ -564,17 +570,19 @@ TileWork conv_tile_work(const Node& node, std::span<const ValueInfo> in, std::sp
                         packs_input ? images * groups * k * pixels : 0, groups * k * m);
 }
 
-}  // namespace
+}  // namespace conv_rule
 
 // A grouped conv's groups (not a depthwise conv's channels: those layers sit between 1x1
 // convs that mix every channel, so there is no path to follow).
 int64_t conv_paths(const Node& node, std::span<const ValueInfo> in) {
+  using namespace conv_rule;
   if (!claimed(in)) return 0;
   const ConvDims c = conv_dims(node, in[0].shape, in[1].shape);
   return c.group > 1 && c.cin() > 1 ? c.group : 0;
 }
 
 void add_conv_rules(RuleTable& t) {
+  using namespace conv_rule;
   TileRule rule{conv_cuttable, conv_needs, conv_run, conv_prepare, conv_prepared_bytes};
   rule.tile_work = conv_tile_work;
   rule.paths = conv_paths;

@@ -18,7 +18,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace conv_integer_rule {
 
 bool is_2d(std::span<const ValueInfo> in) { return in[0].shape.size() == 4 && in[1].shape.size() == 4; }
 
@@ -626,9 +626,10 @@ void scaled_run_tile(const Node& node, std::span<const Tensor* const> in, std::s
       epilogue.apply(m, from, y.data<float>() + (n * y.dim(1) + m) * plane + out_region[2].begin * y.dim(3), per_channel);
 }
 
-}  // namespace
+}  // namespace conv_integer_rule
 
 void add_conv_integer_rules(RuleTable& t) {
+  using namespace conv_integer_rule;
   t["ConvInteger"] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
   t[internal_rule_key("ConvIntegerScaled")] = TileRule{cuttable, scaled_needs, scaled_run_tile, prepare, prepared_bytes};
   t["QLinearConv"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, prepared_bytes};

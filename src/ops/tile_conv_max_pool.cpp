@@ -22,7 +22,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace conv_max_pool_rule {
 
 struct Scratch {
   kernels::AlignedFloats band;  // conv rows, the tile's channels a pixel; grown only
@@ -165,9 +165,10 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   return work;
 }
 
-}  // namespace
+}  // namespace conv_max_pool_rule
 
 void add_conv_max_pool_rules(RuleTable& t) {
+  using namespace conv_max_pool_rule;
   TileRule rule{cuttable, needs, run_tile, prepare, prepared_bytes};
   rule.tile_work = tile_work;
   t[internal_rule_key("ConvMaxPoolNhwc")] = rule;

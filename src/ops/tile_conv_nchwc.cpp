@@ -20,7 +20,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace conv_nchwc_rule {
 
 struct NchwcWeights {
   std::vector<float> w;  // pack_conv_nchwc_weights
@@ -194,9 +194,10 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   return w;
 }
 
-}  // namespace
+}  // namespace conv_nchwc_rule
 
 void add_conv_nchwc_rules(RuleTable& t) {
+  using namespace conv_nchwc_rule;
   TileRule rule{cuttable, needs, run_tile, prepare, prepared_bytes};
   rule.tile_work = tile_work;
   t[internal_rule_key("ConvNchwc")] = rule;

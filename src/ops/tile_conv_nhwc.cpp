@@ -28,7 +28,7 @@
 #include "ops/window_rows.h"
 
 namespace grove::tiling {
-namespace {
+namespace conv_nhwc_rule {
 
 // Pixels laid out per GEMM call where x is copied: about kWindowFloats floats of windows, so
 // they stay in L2 beside W's k block, and at least kMinChunkPixels, so that streaming W^T
@@ -633,9 +633,10 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
                         size(0) * 2 * k * up(pixels, double(b.mr)) * up(size(3), double(b.nr)), windows, k * size(3));
 }
 
-}  // namespace
+}  // namespace conv_nhwc_rule
 
 bool conv_nhwc_on_rows(const Node& conv, std::span<const ValueInfo> in) {
+  using namespace conv_nhwc_rule;
   if (!claimed(conv, in) || on_winograd(conv) || has_input(in, kEpilogueResidualInput)) return false;
   for (const ValueInfo& v : in)
     if (v.present && v.dtype != DType::f32) return false;
@@ -644,15 +645,19 @@ bool conv_nhwc_on_rows(const Node& conv, std::span<const ValueInfo> in) {
          runs_on_rows(geometry_of(conv, in[0].shape, in[1].shape), channels_of(conv, in[0].shape), precision);
 }
 
-std::shared_ptr<const void> conv_nhwc_pack(const Node& conv, const Tensor& w) { return pack_weights(conv, w); }
+std::shared_ptr<const void> conv_nhwc_pack(const Node& conv, const Tensor& w) {
+  return conv_nhwc_rule::pack_weights(conv, w);
+}
 
 int64_t conv_nhwc_packed_bytes(const void* packed) {
+  using namespace conv_nhwc_rule;
   return static_cast<int64_t>(static_cast<const NhwcConvWeights*>(packed)->w.bytes());
 }
 
 void conv_nhwc_rows_f32(const Node& conv, const Tensor& x, const Tensor& w, const Tensor* bias, const void* packed,
                         int64_t n, int64_t oy0, int64_t oy1, int64_t c0, int64_t c1, float* y, int64_t y_stride,
                         std::vector<float>& padded) {
+  using namespace conv_nhwc_rule;
   const auto* p = static_cast<const NhwcConvWeights*>(packed);
   const WindowGeometry g = geometry_of(conv, x.shape(), w.shape());
   kernels::ConvRowCall call;
@@ -671,10 +676,12 @@ void conv_nhwc_rows_f32(const Node& conv, const Tensor& x, const Tensor& w, cons
 // Every path above steps y's pixels by y.dim(3) and offsets y by the slice's first channel; a
 // fused residual would share y's offsets, so a node with one keeps its own y.
 bool writes_channel_slice(const Node& node, std::span<const ValueInfo> in) {
+  using namespace conv_nhwc_rule;
   return node.outputs.size() == 1 && !has_input(in, kEpilogueResidualInput);
 }
 
 void add_conv_nhwc_rules(RuleTable& t) {
+  using namespace conv_nhwc_rule;
   TileRule rule{cuttable, needs, run_tile, prepare, prepared_bytes};
   rule.tile_work = tile_work;
   rule.writes_channel_slice = writes_channel_slice;

@@ -8,7 +8,7 @@
 
 namespace grove::tiling {
 
-namespace {
+namespace conv_winograd_rule {
 
 // Measured (docs/kernels.md, "Winograd"): alone, 8 -> 8 channels at 56 x 56 is still 1.6x
 // faster than im2col, and a plane down to 14 x 14 wins. Inside a model it depends on the cut:
@@ -67,41 +67,51 @@ struct WinogradNhwcTileScratch {
   WinogradNhwcPrepared unprepared;
 };
 
-}  // namespace
+}  // namespace conv_winograd_rule
 
 bool winograd_fits(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
+  using namespace conv_winograd_rule;
   return group == 1 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dilation_h == 1 &&
          s.dilation_w == 1 && s.channels >= kMinChannels && size_t(out_channels) >= kMinChannels;
 }
 
 bool winograd_by_rule(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
+  using namespace conv_winograd_rule;
   return winograd_fits(s, group, out_channels) && gemm_columns(s) >= kMinGemmColumns;
 }
 
 int64_t winograd_transformed_weight_bytes(const kernels::Conv2dShape& s, int64_t out_channels) {
+  using namespace conv_winograd_rule;
   return 36 * static_cast<int64_t>(s.channels) * out_channels * static_cast<int64_t>(sizeof(float));
 }
 
 bool winograd_channels_last_by_rule(const kernels::Conv2dShape& s, int64_t group, int64_t out_channels) {
+  using namespace conv_winograd_rule;
   if (!winograd_fits(s, group, out_channels) || gemm_columns(s) < kMinChannelsLastGemmColumns) return false;
   return gemm_columns(s) >= kMinGemmColumns ||
          winograd_transformed_weight_bytes(s, out_channels) <= small_plane_weight_budget();
 }
 
-bool winograd_cut_rows(const kernels::Conv2dShape& s) { return gemm_columns(s) >= kRowCutGemmColumns; }
+bool winograd_cut_rows(const kernels::Conv2dShape& s) {
+  using namespace conv_winograd_rule;
+  return gemm_columns(s) >= kRowCutGemmColumns;
+}
 
 std::shared_ptr<const void> winograd_prepare(const Tensor& w) {
+  using namespace conv_winograd_rule;
   auto packed = std::make_shared<kernels::WinogradF4x3Weights>();
   kernels::winograd_f4x3_pack_weights(*packed, w.data<float>(), size_t(w.shape()[0]), size_t(w.shape()[1]));
   return packed;
 }
 
 int64_t winograd_prepared_bytes(const void* prepared) {
+  using namespace conv_winograd_rule;
   return int64_t(static_cast<const kernels::WinogradF4x3Weights*>(prepared)->bytes());
 }
 
 void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w, Tensor& y,
                         const Region& r, const kernels::Epilogue& epilogue, const void* prepared, TileScratch& tile_scratch) {
+  using namespace conv_winograd_rule;
   WinogradTileScratch& ws = tile_scratch.get<WinogradTileScratch>();
   kernels::WinogradF4x3Scratch& scratch = ws.transforms;
   kernels::WinogradF4x3Weights& unprepared = ws.unprepared;
@@ -128,18 +138,21 @@ void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, cons
 }
 
 std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w, int64_t block) {
+  using namespace conv_winograd_rule;
   auto packed = std::make_shared<WinogradNhwcPrepared>();
   packed->pack(w, block);
   return packed;
 }
 
 int64_t winograd_nhwc_prepared_bytes(const void* prepared) {
+  using namespace conv_winograd_rule;
   return int64_t(static_cast<const WinogradNhwcPrepared*>(prepared)->bytes());
 }
 
 void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w,
                              Tensor& y, int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue,
                              const void* prepared, TileScratch& tile_scratch) {
+  using namespace conv_winograd_rule;
   WinogradNhwcTileScratch& ws = tile_scratch.get<WinogradNhwcTileScratch>();
   const auto* weights = static_cast<const WinogradNhwcPrepared*>(prepared);
   if (!weights) {

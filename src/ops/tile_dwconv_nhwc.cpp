@@ -14,7 +14,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace dwconv_nhwc_rule {
 
 struct PackedTaps {
   std::vector<float> w;  // [kh * kw][C]
@@ -125,9 +125,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
 }
 
-}  // namespace
+}  // namespace dwconv_nhwc_rule
 
 void add_dwconv_nhwc_rules(RuleTable& t) {
+  using namespace dwconv_nhwc_rule;
   t[internal_rule_key("DepthwiseConvNhwc")] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
 }
 

@@ -15,7 +15,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace elementwise_rule {
 
 std::vector<int64_t> cut_anywhere(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
   return all_cuttable(out[0].shape);
@@ -174,9 +174,10 @@ constexpr const char* kBroadcastOps[] = {
     "Mod", "Pow", "BitShift", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater", "LessOrEqual",
     "GreaterOrEqual", "And", "Or", "Xor", "Where", "PRelu", "Clip"};
 
-}  // namespace
+}  // namespace elementwise_rule
 
 void add_elementwise_rules(RuleTable& t) {
+  using namespace elementwise_rule;
   for (const char* op : kUnaryOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};
   t["Cast"] = {cut_anywhere, broadcast_needs, run_cast};
   for (const char* op : kBroadcastOps) t[op] = {cut_anywhere, broadcast_needs, run_generic};

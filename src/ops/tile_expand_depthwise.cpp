@@ -30,7 +30,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace expand_depthwise_rule {
 
 struct Packed {
   kernels::PackedB expand;           // a 1x1 expand conv's We^T: C x M
@@ -289,9 +289,10 @@ TileWork tile_work(const Node& node, std::span<const ValueInfo> in, std::span<co
   return work;
 }
 
-}  // namespace
+}  // namespace expand_depthwise_rule
 
 void add_expand_depthwise_rules(RuleTable& t) {
+  using namespace expand_depthwise_rule;
   TileRule rule{cuttable, needs, run_tile, prepare, prepared_bytes};
   rule.tile_work = tile_work;
   t[internal_rule_key("ExpandDepthwiseNhwc")] = rule;

@@ -15,7 +15,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace matmul_rule {
 
 bool all_f32(std::span<const ValueInfo> in) {
   for (const auto& v : in)
@@ -300,9 +300,10 @@ std::vector<int64_t> gemm_cuttable(const Node&, std::span<const ValueInfo> in, s
   return weight_aware_cuttable(in[0], in[1], out[0].shape);
 }
 
-}  // namespace
+}  // namespace matmul_rule
 
 void add_matmul_rules(RuleTable& t) {
+  using namespace matmul_rule;
   t["MatMul"] = {matmul_cuttable, matmul_needs, matmul_run, matmul_prepare, matmul_prepared_bytes};
   t["Gemm"] = {gemm_cuttable, gemm_needs, gemm_run, gemm_prepare, gemm_prepared_bytes};
 }

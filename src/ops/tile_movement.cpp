@@ -12,7 +12,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace movement_rule {
 
 std::vector<int64_t> cut_anywhere(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
   return all_cuttable(out[0].shape);
@@ -316,9 +316,10 @@ void slice_run(const Node& node, std::span<const Tensor* const> in, std::span<Te
   gather_region(node, *in[0], *out[0], r, base, strides);
 }
 
-}  // namespace
+}  // namespace movement_rule
 
 void add_movement_rules(RuleTable& t) {
+  using namespace movement_rule;
   t["Transpose"] = {cut_anywhere, transpose_needs, transpose_run};
   t["Concat"] = {cut_anywhere, concat_needs, concat_run};
   t["Slice"] = {slice_cuttable, slice_needs, slice_run};

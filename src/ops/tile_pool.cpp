@@ -10,7 +10,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace pool_rule {
 
 WindowGeometry pool_geometry(const Node& node, const Shape& x) {
   std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
@@ -210,9 +210,10 @@ void global_run(const Node& node, std::span<const Tensor* const> in, std::span<T
     }
 }
 
-}  // namespace
+}  // namespace pool_rule
 
 void add_pool_rules(RuleTable& t) {
+  using namespace pool_rule;
   t["MaxPool"] = {pool_cuttable, pool_needs, pool_run<true>};
   t["AveragePool"] = {pool_cuttable, pool_needs, pool_run<false>};
   t["GlobalMaxPool"] = {global_cuttable, global_needs, global_run<true>};

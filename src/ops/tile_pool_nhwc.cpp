@@ -15,7 +15,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace pool_nhwc_rule {
 
 WindowGeometry geometry_of(const Node& node, const Shape& x) {
   std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
@@ -153,13 +153,14 @@ void global_run(const Node& node, std::span<const Tensor* const> in, std::span<T
   }
 }
 
-}  // namespace
+}  // namespace pool_nhwc_rule
 
 // Float32 rows by the per-ISA kernel (kernels/maxpool.h): each output row's pixels whose
 // windows lie inside the row are one run over the same tap offsets; the rest are runs of one
 // with the taps inside the plane. Taps in (kernel row, kernel column) order, as pool() takes them.
 void max_pool_nhwc_rows_f32(const float* x, int64_t x_stride, int64_t channels, const WindowGeometry& g, int64_t oy0,
                             int64_t oy1, float* y, int64_t y_stride) {
+  using namespace pool_nhwc_rule;
   const int64_t ih = g.input[0], iw = g.input[1], ow = g.output[1], c = x_stride;  // floats from one pixel to the next
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sy = g.strides[0], sx = g.strides[1];
   const int64_t py = g.pads_begin[0], px = g.pads_begin[1], dy = g.dilations[0], dx = g.dilations[1];
@@ -206,6 +207,7 @@ void max_pool_nhwc_rows_f32(const float* x, int64_t x_stride, int64_t channels, 
 }
 
 void add_pool_nhwc_rules(RuleTable& t) {
+  using namespace pool_nhwc_rule;
   t[internal_rule_key("MaxPoolNhwc")] = TileRule{cuttable, needs, run_tile};
   t[internal_rule_key("GlobalAveragePoolNhwc")] = TileRule{global_cuttable, global_needs, global_run};
 }

@@ -25,7 +25,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace pruned_conv_rule {
 
 bool claimed(const Node& node, std::span<const ValueInfo> in) {
   return in.size() == kPrunedConvKeepInput + 1 && in[0].shape.size() == 4 && in[1].shape.size() == 4 &&
@@ -337,9 +337,10 @@ void mask_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
 }
 
-}  // namespace
+}  // namespace pruned_conv_rule
 
 void add_pruned_conv_rules(RuleTable& t) {
+  using namespace pruned_conv_rule;
   t[internal_rule_key("ApplyKeep")] = TileRule{mask_cuttable, mask_needs, mask_run};
   t[internal_rule_key("PrunedConv")] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
   t[internal_rule_key("AttentionKeep")] = TileRule{keep_cuttable, keep_needs, keep_run};

@@ -20,7 +20,7 @@
 #include "ops/window_rows.h"
 
 namespace grove::tiling {
-namespace {
+namespace quant_conv_nhwc_rule {
 
 constexpr int64_t kChannelBlock = 2 * static_cast<int64_t>(kernels::U8Panels::kWidth);
 // Pixels laid out per kernel call where x is copied: enough rows to amortise each pass over
@@ -198,9 +198,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
 }
 
-}  // namespace
+}  // namespace quant_conv_nhwc_rule
 
 void add_quant_conv_nhwc_rules(RuleTable& t) {
+  using namespace quant_conv_nhwc_rule;
   t[internal_rule_key("QLinearConvNhwc")] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
 }
 

@@ -15,7 +15,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace quant_elementwise_rule {
 
 // One scale and zero point for the whole tensor, as constants or not: the fast loops apply.
 bool per_tensor(std::span<const ValueInfo> in) {
@@ -123,9 +123,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   });
 }
 
-}  // namespace
+}  // namespace quant_elementwise_rule
 
 void add_quant_elementwise_rules(RuleTable& t) {
+  using namespace quant_elementwise_rule;
   t[internal_rule_key("QLinearAdd")] = TileRule{cuttable, needs, run_tile};
   t["QuantizeLinear"] = TileRule{elementwise_cuttable<quantize_fast>, same_region_needs, run_quantize};
   t["DequantizeLinear"] = TileRule{elementwise_cuttable<dequantize_fast3>, same_region_needs, run_dequantize};

@@ -14,7 +14,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace quant_matmul_rule {
 
 // A worker's buffers for the integer MatMul rules: the GEMM's packing, int32 sums, rows of a
 // flipped to unsigned, the per-column requantization terms.
@@ -409,9 +409,10 @@ void integer_run_tile(const Node& node, std::span<const Tensor* const> in, std::
                  });
 }
 
-}  // namespace
+}  // namespace quant_matmul_rule
 
 void add_quant_matmul_rules(RuleTable& t) {
+  using namespace quant_matmul_rule;
   t["MatMulInteger"] = TileRule{integer_cuttable, needs, integer_run_tile, integer_prepare, qlinear_prepared_bytes};
   t["QLinearMatMul"] = TileRule{qlinear_cuttable, qlinear_needs, qlinear_run_tile, qlinear_prepare, qlinear_prepared_bytes};
 }

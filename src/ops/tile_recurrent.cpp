@@ -19,7 +19,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace recurrent_rule {
 
 bool has_default_activations(const Node& node, Cell cell, int64_t dirs) {
   if (!node.has_attr("activations")) return true;
@@ -292,9 +292,10 @@ void recurrent_run(const Node& node, std::span<const Tensor* const> in, std::spa
   }
 }
 
-}  // namespace
+}  // namespace recurrent_rule
 
 void add_recurrent_rules(RuleTable& t) {
+  using namespace recurrent_rule;
   const TileRule rule{recurrent_cuttable, recurrent_needs, recurrent_run, recurrent_prepare, recurrent_prepared_bytes,
                       /*every_output=*/true};
   t["LSTM"] = rule;

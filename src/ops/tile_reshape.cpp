@@ -8,10 +8,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/op_util.h"
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace reshape_rule {
 
 struct DimGroup {
   size_t out_begin = 0, out_end = 0, in_begin = 0, in_end = 0;
@@ -47,12 +48,6 @@ std::vector<DimGroup> dim_groups(const Shape& in, const Shape& out) {
   return groups;
 }
 
-int64_t product(const Shape& s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= s[i];
-  return p;
-}
-
 std::vector<int64_t> reshape_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   const Shape &x = in[0].shape, &y = out[0].shape;
   std::vector<int64_t> blocks = none_cuttable(y);
@@ -82,7 +77,7 @@ void reshape_needs(const Node&, std::span<const ValueInfo> in, std::span<const V
   for (const DimGroup& g : dim_groups(x, y)) {
     if (g.out_begin == g.out_end || g.in_begin == g.in_end) continue;
     // The group's first output dim picks a flat range of the group; later dims are read whole.
-    const int64_t per_out = product(y, g.out_begin + 1, g.out_end), per_in = product(x, g.in_begin + 1, g.in_end);
+    const int64_t per_out = dims_product(y, g.out_begin + 1, g.out_end), per_in = dims_product(x, g.in_begin + 1, g.in_end);
     const Range& o = out_region[g.out_begin];
     r[g.in_begin] = {o.begin * per_out / per_in, std::min((o.end * per_out + per_in - 1) / per_in, x[g.in_begin])};
   }
@@ -102,9 +97,10 @@ void reshape_run(const Node& node, std::span<const Tensor* const> in, std::span<
   });
 }
 
-}  // namespace
+}  // namespace reshape_rule
 
 void add_reshape_rules(RuleTable& t) {
+  using namespace reshape_rule;
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) t[op] = {reshape_cuttable, reshape_needs, reshape_run};
 }
 

@@ -8,7 +8,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace resize_rule {
 
 enum class PlaneResize { none, bilinear, nearest };
 
@@ -57,9 +57,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
 }
 
-}  // namespace
+}  // namespace resize_rule
 
 void add_resize_rules(RuleTable& t) {
+  using namespace resize_rule;
   for (const char* op : {"Resize", "Upsample"}) t[op] = TileRule{cuttable, needs, run_tile};
 }
 

@@ -11,7 +11,7 @@
 #include "ops/tile_util.h"
 
 namespace grove::tiling {
-namespace {
+namespace rows_rule {
 
 bool all_f32(std::span<const ValueInfo> in) {
   for (const auto& v : in)
@@ -282,9 +282,10 @@ void rmsnorm_run(const Node& node, std::span<const Tensor* const> in, std::span<
   });
 }
 
-}  // namespace
+}  // namespace rows_rule
 
 void add_row_rules(RuleTable& t) {
+  using namespace rows_rule;
   constexpr auto sm_cut = row_cuttable<softmax_dims>;
   constexpr auto sm_needs = row_needs<softmax_dims>;
   t["Softmax"] = {sm_cut, sm_needs, softmax_run<SoftmaxKind::softmax>};

@@ -23,7 +23,7 @@ void check_region(const Node& node, const Region& r, const Shape& shape) {
     throw Error(node.describe() + ": tile region " + region_str(r) + " does not fit the output " + shape_str(shape));
 }
 
-namespace {
+namespace util_rule {
 
 Shape region_shape(const Region& r) {
   Shape s;
@@ -43,9 +43,10 @@ void region_rows(const Shape& shape, size_t elem, const Region& r, Copy&& copy) 
   });
 }
 
-}  // namespace
+}  // namespace util_rule
 
 Tensor extract_region(const Tensor& t, const Region& r) {
+  using namespace util_rule;
   Tensor small(t.dtype(), region_shape(r));
   if (small.numel() > 0)
     region_rows(t.shape(), dtype_size(t.dtype()), r,
@@ -54,12 +55,14 @@ Tensor extract_region(const Tensor& t, const Region& r) {
 }
 
 void insert_region(Tensor& dst, const Region& r, const Tensor& src) {
+  using namespace util_rule;
   if (src.numel() > 0)
     region_rows(dst.shape(), dtype_size(dst.dtype()), r,
                 [&](size_t big, size_t dense, size_t n) { std::memcpy(dst.raw() + big, src.raw() + dense, n); });
 }
 
 Region broadcast_region(const Shape& in, const Region& out_region) {
+  using namespace util_rule;
   Region r(in.size());
   const size_t lead = out_region.size() - in.size();
   for (size_t d = 0; d < in.size(); ++d) {
@@ -71,6 +74,7 @@ Region broadcast_region(const Shape& in, const Region& out_region) {
 
 void reference_on_subtensors(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
                              const Region& out_region, std::span<const Region> in_regions) {
+  using namespace util_rule;
   const OpDef* def = OpRegistry::builtin().find(node);
   if (!def) throw Unsupported(node.describe() + ": unsupported op");
   std::vector<Tensor> parts(in.size());
@@ -89,6 +93,7 @@ void reference_on_subtensors(const Node& node, std::span<const Tensor* const> in
 
 void reference_whole(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
                      const Region& out_region) {
+  using namespace util_rule;
   std::vector<Tensor> whole = evaluate_node(node, in);
   if (whole.empty() || whole[0].shape() != out[0]->shape())
     throw Error(node.describe() + ": reference output does not match the planned output " + shape_str(out[0]->shape()));
@@ -100,6 +105,7 @@ void reference_whole(const Node& node, std::span<const Tensor* const> in, std::s
 }
 
 std::vector<ValueInfo> infos_of_tensors(std::span<const Tensor* const> in) {
+  using namespace util_rule;
   std::vector<ValueInfo> infos(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i]) infos[i] = ValueInfo{in[i]->dtype(), in[i]->shape(), in[i], true};
@@ -109,6 +115,7 @@ std::vector<ValueInfo> infos_of_tensors(std::span<const Tensor* const> in) {
 }
 
 int64_t band_rows(int64_t width, int64_t channels) {
+  using namespace util_rule;
   const int64_t l2 = kernels::cpu_info().l2_bytes > 0 ? kernels::cpu_info().l2_bytes : int64_t{1} << 20;
   return std::max<int64_t>(1, l2 / 4 / std::max<int64_t>(1, width * channels * int64_t(sizeof(float))));
 }

@@ -27,7 +27,6 @@ size_t tensor_count(const Node& node, size_t inputs) {
   return (inputs - 2) / groups;
 }
 
-bool is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 // The attribute ONNX gives no default for (Momentum's): missing is an error, not a guess.
 float required_float(const Node& node, const char* name) {
@@ -62,13 +61,13 @@ void infer_optimizer(const Node& node, std::span<const ValueInfo> in, std::span<
   const size_t n = tensor_count(node, in.size());
   for (size_t i = 0; i < in.size(); ++i)
     if (!in[i].present) throw Error("input " + std::to_string(i) + " is missing (every input is required)");
-  if (!is_float(in[0].dtype) || numel(in[0].shape) != 1)
+  if (!is_f32_or_f64(in[0].dtype) || numel(in[0].shape) != 1)
     throw Error("R must be a float32 or float64 scalar, got " + std::string(dtype_name(in[0].dtype)) + " " +
                 shape_str(in[0].shape));
   if (in[1].dtype != DType::i64 || numel(in[1].shape) != 1)
     throw Error("T must be an int64 scalar, got " + std::string(dtype_name(in[1].dtype)) + " " + shape_str(in[1].shape));
   const DType dtype = in[2].dtype;
-  if (!is_float(dtype)) throw Error("the optimized tensors must be float32 or float64, got " + std::string(dtype_name(dtype)));
+  if (!is_f32_or_f64(dtype)) throw Error("the optimized tensors must be float32 or float64, got " + std::string(dtype_name(dtype)));
   // Input 2 + g * n + i is tensor i of group g (X, G, then the state groups).
   const size_t groups = 2 + state_groups(node);
   for (size_t g = 0; g < groups; ++g)

@@ -19,10 +19,9 @@
 namespace grove {
 namespace {
 
-bool is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 void require_float(DType dtype, const char* what) {
-  if (!is_float(dtype))
+  if (!is_f32_or_f64(dtype))
     throw Unsupported(std::string(what) + " has dtype " + std::string(dtype_name(dtype)) +
                       "; float32 and float64 are supported");
 }
@@ -48,7 +47,7 @@ struct NmsInputs {
 // counts as omitted, as in the ONNX reference.
 void check_nms_scalar(const ValueInfo& info, const char* what, bool integer) {
   if (!info.present) return;
-  if (integer ? (info.dtype != DType::i64 && info.dtype != DType::i32) : !is_float(info.dtype))
+  if (integer ? (info.dtype != DType::i64 && info.dtype != DType::i32) : !is_f32_or_f64(info.dtype))
     throw Error(std::string(what) + " must be " + (integer ? "int64" : "float") + ", got " +
                 std::string(dtype_name(info.dtype)));
   if (numel(info.shape) > 1)

@@ -21,6 +21,7 @@
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "passes/flops.h"
+#include "passes/graph_lookup.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -57,11 +58,6 @@ struct Index {
     return nullptr;
   }
 };
-
-const Tensor* constant(const Graph& g, const std::string& name) {
-  auto it = g.initializers.find(name);
-  return it == g.initializers.end() ? nullptr : &it->second;
-}
 
 bool is_8bit(DType t) { return t == DType::u8 || t == DType::i8; }
 

@@ -27,6 +27,7 @@
 #include "ops/tile_conv_winograd.h"
 #include "ops/tile_util.h"
 #include "passes/flops.h"
+#include "passes/graph_lookup.h"
 #include "passes/layout_nodes.h"
 #include "passes/passes.h"
 
@@ -55,18 +56,6 @@ void set_axis(Node& n, int64_t axis) {
   n.attrs["axis"].kind = Attribute::Kind::i;
   n.attrs["axis"].i = axis;
 }
-
-const Tensor* constant(const Graph& g, const std::string& name) {
-  auto it = g.initializers.find(name);
-  return it == g.initializers.end() ? nullptr : &it->second;
-}
-
-const ValueInfo* info(const Graph& g, const std::string& name) {
-  auto it = g.values.find(name);
-  return it == g.values.end() ? nullptr : &it->second;
-}
-
-bool f32_4d(const ValueInfo* v) { return v && v->dtype == DType::f32 && v->shape.size() == 4; }
 
 // A MaxPool (2-D, no Indices output) of a float value that has a channels-last copy already.
 bool pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {

@@ -16,16 +16,12 @@
 #include "kernels/isa.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
+#include "passes/graph_lookup.h"
 #include "passes/layout_nodes.h"
 #include "passes/passes.h"
 
 namespace grove {
 namespace {
-
-const Tensor* constant(const Graph& g, const std::string& name) {
-  auto it = g.initializers.find(name);
-  return it == g.initializers.end() ? nullptr : &it->second;
-}
 
 bool one_byte(DType t) { return t == DType::u8 || t == DType::i8; }
 

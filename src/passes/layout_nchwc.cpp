@@ -14,6 +14,7 @@
 #include "graph/node_decisions.h"
 #include "ops/channels_blocked.h"
 #include "ops/op.h"
+#include "passes/graph_lookup.h"
 #include "passes/layout_nodes.h"
 #include "passes/passes.h"
 
@@ -33,13 +34,6 @@ Node reshape_node(Graph& g, const std::string& name, const std::string& from, co
   r.outputs = {to};
   return r;
 }
-
-const ValueInfo* info(const Graph& g, const std::string& name) {
-  auto it = g.values.find(name);
-  return it == g.values.end() ? nullptr : &it->second;
-}
-
-bool f32_4d(const ValueInfo* v) { return v && v->dtype == DType::f32 && v->shape.size() == 4; }
 
 bool is_transpose(const Node& n, const std::vector<int64_t>& perm) {
   return n.op_type == "Transpose" && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&

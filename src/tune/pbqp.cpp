@@ -40,7 +40,7 @@ struct Edge {
 
 // How to recover a reduced node's choice once the neighbours it was folded into have theirs.
 struct Step {
-  int node = 0;            // ids are the problem's, not a Graph's
+  int node = 0;            // ids are the problem's, not a CostGraph's
   int y = -1, z = -1;      // the neighbours, or -1
   int z_size = 0;
   std::vector<int> pick{};  // the node's choice per choice of y (times z); one entry when fixed
@@ -48,7 +48,7 @@ struct Step {
 
 // The working graph. Local node indices; `ids` maps them to the problem's. Parallel edges are
 // merged on insertion, so a node's degree is its number of neighbours.
-class Graph {
+class CostGraph {
  public:
   std::vector<int> ids;
   std::vector<std::vector<double>> cost;  // emptied when the node is reduced
@@ -80,7 +80,7 @@ class Graph {
   int rn_node() const;
   double lower_bound() const;
   std::vector<std::vector<int>> components() const;
-  Graph extract(const std::vector<int>& nodes) const;
+  CostGraph extract(const std::vector<int>& nodes) const;
 
  private:
   void remove_node(int x);
@@ -88,7 +88,7 @@ class Graph {
   double reduce_node(int x, std::vector<Step>& steps);
 };
 
-void Graph::add_edge(int a, int b, std::vector<double> m) {
+void CostGraph::add_edge(int a, int b, std::vector<double> m) {
   for (int id : degree(a) <= degree(b) ? adj[a] : adj[b]) {
     Edge& e = edges[id];
     if (e.a == a && e.b == b) {
@@ -108,7 +108,7 @@ void Graph::add_edge(int a, int b, std::vector<double> m) {
   adj[b].push_back(id);
 }
 
-void Graph::remove_node(int x) {
+void CostGraph::remove_node(int x) {
   for (int id : adj[x]) {
     Edge& e = edges[id];
     std::vector<int>& at_other = adj[other(e, x)];
@@ -120,7 +120,7 @@ void Graph::remove_node(int x) {
 }
 
 // Edge e as [size(x) x size(other end)], so the loops below run along contiguous rows.
-std::vector<double> Graph::rows(const Edge& e, int x) const {
+std::vector<double> CostGraph::rows(const Edge& e, int x) const {
   if (e.a == x) return e.m;
   const int n = size(x), m = size(e.a);
   std::vector<double> t(e.m.size());
@@ -131,7 +131,7 @@ std::vector<double> Graph::rows(const Edge& e, int x) const {
 
 // R0, RI or RII on x (degree <= 2); returns the cost it leaves outside the graph. The loops
 // keep the first least choice, as least() does, so ties resolve the same way everywhere.
-double Graph::reduce_node(int x, std::vector<Step>& steps) {
+double CostGraph::reduce_node(int x, std::vector<Step>& steps) {
   const std::vector<double>& c = cost[x];
   const int n = size(x);
   Step s{ids[x]};
@@ -180,7 +180,7 @@ double Graph::reduce_node(int x, std::vector<Step>& steps) {
 }
 
 // Applies R0, RI and RII until every node left has degree 3 or more.
-double Graph::reduce(std::vector<Step>& steps) {
+double CostGraph::reduce(std::vector<Step>& steps) {
   double constant = 0;
   std::vector<int> work;
   for (int x = 0; x < static_cast<int>(cost.size()); ++x)
@@ -200,7 +200,7 @@ double Graph::reduce(std::vector<Step>& steps) {
 }
 
 // RN with x at choice i: x's edges become costs of its neighbours' choices.
-double Graph::fix(int x, int i, std::vector<Step>& steps) {
+double CostGraph::fix(int x, int i, std::vector<Step>& steps) {
   double constant = cost[x][i];
   for (int id : adj[x]) {
     const Edge& e = edges[id];
@@ -214,7 +214,7 @@ double Graph::fix(int x, int i, std::vector<Step>& steps) {
 
 // Per choice of x: its cost plus, per edge, the neighbour's best reply. The RN heuristic's
 // measure, and the order in which exact RN tries the choices.
-std::vector<double> Graph::scores(int x) const {
+std::vector<double> CostGraph::scores(int x) const {
   std::vector<double> s = cost[x];
   for (int id : adj[x]) {
     const Edge& e = edges[id];
@@ -226,7 +226,7 @@ std::vector<double> Graph::scores(int x) const {
 
 // Highest degree first: fixing it removes the most edges. Fewer choices break ties, since
 // they cost less to try.
-int Graph::rn_node() const {
+int CostGraph::rn_node() const {
   int best = -1;
   for (int x = 0; x < static_cast<int>(cost.size()); ++x) {
     if (!live(x)) continue;
@@ -240,8 +240,8 @@ int Graph::rn_node() const {
 // relaxed instead of fixed: each neighbour gets min over its choices of (cost / d + edge),
 // which sums to at most what the node adds to any assignment (a min of a sum is at least the
 // sum of the mins).
-double Graph::lower_bound() const {
-  Graph g = *this;
+double CostGraph::lower_bound() const {
+  CostGraph g = *this;
   std::vector<Step> unused;
   double total = 0;
   for (;;) {
@@ -261,7 +261,7 @@ double Graph::lower_bound() const {
   }
 }
 
-std::vector<std::vector<int>> Graph::components() const {
+std::vector<std::vector<int>> CostGraph::components() const {
   std::vector<std::vector<int>> comps;
   std::vector<char> seen(cost.size(), 0);
   for (int start = 0; start < static_cast<int>(cost.size()); ++start) {
@@ -283,8 +283,8 @@ std::vector<std::vector<int>> Graph::components() const {
 
 // A compact copy of a component: branching copies the graph per choice, so it should hold
 // only what is left.
-Graph Graph::extract(const std::vector<int>& nodes) const {
-  Graph g;
+CostGraph CostGraph::extract(const std::vector<int>& nodes) const {
+  CostGraph g;
   std::vector<int> local(cost.size(), -1);
   for (int x : nodes) local[x] = g.add_node(ids[x], cost[x]);
   for (int x : nodes)
@@ -325,11 +325,11 @@ void add(Result& r, Result&& part) {
   std::move(part.steps.begin(), part.steps.end(), std::back_inserter(r.steps));
 }
 
-Result solve(Graph g, double product, double bound, double exact_limit);
+Result solve(CostGraph g, double product, double bound, double exact_limit);
 
 // Independent parts are solved apart, each to its own best, so exact branching in one does
 // not multiply the work of the others.
-Result solve_parts(const Graph& g, const std::vector<std::vector<int>>& comps, double product, double exact_limit) {
+Result solve_parts(const CostGraph& g, const std::vector<std::vector<int>>& comps, double product, double exact_limit) {
   Result r;
   for (const auto& comp : comps) {
     Result part = solve(g.extract(comp), product, kInf, exact_limit);
@@ -342,14 +342,14 @@ Result solve_parts(const Graph& g, const std::vector<std::vector<int>>& comps, d
 // Exact RN: every choice of x, the most promising first, each solved on its own copy. `best`
 // is an assignment already known (the heuristic's); the result is proven optimal when every
 // choice was either solved exactly or bounded away.
-Result branch(const Graph& g, int x, double product, double bound, double exact_limit, Result best) {
+Result branch(const CostGraph& g, int x, double product, double bound, double exact_limit, Result best) {
   std::vector<double> scores = g.scores(x);
   std::vector<int> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return scores[i] < scores[j]; });
   bool proven = true;
   for (int i : order) {
-    Graph child = g;
+    CostGraph child = g;
     Result r;
     r.cost = child.fix(x, i, r.steps);
     r.rn = 1;
@@ -367,7 +367,7 @@ Result branch(const Graph& g, int x, double product, double bound, double exact_
 // Solves g, bound is the cost to beat (+inf: none). Reduces, and where the reductions get
 // stuck first runs the RN heuristic on a copy: if it needed few enough RN choices, its cost
 // bounds an exact search, else its assignment is the answer.
-Result solve(Graph g, double product, double bound, double exact_limit) {
+Result solve(CostGraph g, double product, double bound, double exact_limit) {
   Result r;
   std::vector<std::vector<int>> comps;
   for (;;) {
@@ -443,7 +443,7 @@ double cost_of(const PbqpProblem& p, std::span<const int> choice) {
 
 PbqpSolution solve_pbqp(const PbqpProblem& p, const PbqpOptions& o) {
   validate(p);
-  Graph g;
+  CostGraph g;
   for (size_t x = 0; x < p.node_costs.size(); ++x) g.add_node(static_cast<int>(x), p.node_costs[x]);
   for (const PbqpEdge& e : p.edges) g.add_edge(e.a, e.b, e.costs);
 

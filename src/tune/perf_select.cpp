@@ -18,7 +18,7 @@
 namespace grove::tune {
 namespace {
 
-constexpr const char* kHeader =
+constexpr const char* kDatasetHeader =
     "machine,threads,node,batch,cin,cout,in_h,in_w,out_h,out_w,kernel_h,kernel_w,stride_h,stride_w,group,primitive,"
     "extent,tiles,us";
 
@@ -41,7 +41,7 @@ std::vector<ProfileRow> read_profile_csv(const std::string& path) {
   if (!f) throw Error(path + ": cannot open the profile dataset");
   std::string line;
   int line_no = 1;
-  if (!std::getline(f, line) || line != kHeader) throw Error(path + ": line 1 is not the header grove tune --dataset writes");
+  if (!std::getline(f, line) || line != kDatasetHeader) throw Error(path + ": line 1 is not the header grove tune --dataset writes");
   std::vector<ProfileRow> rows;
   while (std::getline(f, line)) {
     ++line_no;

@@ -15,7 +15,7 @@
 namespace grove::tune {
 namespace {
 
-constexpr const char* kHeader = "grove-tune-record 1";
+constexpr const char* kRecordHeader = "grove-tune-record 1";
 constexpr size_t kMaxChoices = 1 << 20;
 
 std::string hex(uint64_t v) {
@@ -56,7 +56,7 @@ std::string record_file_name(const std::string& model, int threads, const std::s
 std::string save_record(const TuningRecord& r) {
   std::ostringstream out;
   out.precision(6);
-  out << kHeader << "\n"
+  out << kRecordHeader << "\n"
       << "machine " << r.machine << "\n"
       << "model " << r.model << "\n"
       << "threads " << r.threads << "\n"
@@ -97,7 +97,7 @@ TuningRecord parse_record(std::string_view text, const std::string& source) {
     if (v != std::floor(v) || v > most) throw fail("'" + s + "' is not a count");
     return static_cast<size_t>(v);
   };
-  if (!std::getline(in, line) || (++line_no, line != kHeader)) throw fail("the first line is not '" + std::string(kHeader) + "'");
+  if (!std::getline(in, line) || (++line_no, line != kRecordHeader)) throw fail("the first line is not '" + std::string(kRecordHeader) + "'");
   TuningRecord r;
   r.machine = next("machine");
   r.model = next("model");
