@@ -10,9 +10,12 @@
 namespace grove::kernels {
 namespace {
 
+// The running maximum with NaN propagating: a NaN candidate is taken, and a NaN best stays
+// (every comparison with it is false). One vmaxps cannot do both (it returns its second
+// operand when either is NaN), hence the second compare.
 template <class T>
 inline T larger(T candidate, T best) {
-  return candidate > best ? candidate : best;
+  return candidate > best || candidate != candidate ? candidate : best;
 }
 
 // body.template operator()<W>(i) for i covering [begin, end) in steps of W lanes; a span that
