@@ -61,9 +61,10 @@ inline void store_outputs(const DwConv2dCall& c, int64_t offset, __mmask16 mask,
   float* out = c.y + offset;
   switch (c.activation.kind) {
     case Activation::identity: break;
-    case Activation::relu: acc = _mm512_max_ps(acc, _mm512_setzero_ps()); break;
+    // acc goes second: vmaxps/vminps return the second operand when either is NaN.
+    case Activation::relu: acc = _mm512_max_ps(_mm512_setzero_ps(), acc); break;
     case Activation::clip:
-      acc = _mm512_min_ps(_mm512_max_ps(acc, _mm512_set1_ps(c.activation.alpha)), _mm512_set1_ps(c.activation.beta));
+      acc = _mm512_min_ps(_mm512_set1_ps(c.activation.beta), _mm512_max_ps(_mm512_set1_ps(c.activation.alpha), acc));
       break;
     default: {  // rare after a depthwise conv: the scalar definition, lane by lane
       alignas(64) float lanes[kLanes];

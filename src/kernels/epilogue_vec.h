@@ -17,10 +17,12 @@ template <class V>
 inline V activate_floats(V sum, const ActivationParams& a) {
   switch (a.kind) {
     case Activation::identity: return sum;
-    case Activation::relu: return sum > splat_floats<V>(0.0f) ? sum : splat_floats<V>(0.0f);
+    // Each test is false for NaN and so keeps `sum`: NaN propagates as in ONNX Runtime, and the
+    // select is still one vmaxps/vminps (with sum as the operand returned when unordered).
+    case Activation::relu: return sum < splat_floats<V>(0.0f) ? splat_floats<V>(0.0f) : sum;
     case Activation::clip:
-      sum = sum > splat_floats<V>(a.alpha) ? sum : splat_floats<V>(a.alpha);
-      return sum < splat_floats<V>(a.beta) ? sum : splat_floats<V>(a.beta);
+      sum = sum < splat_floats<V>(a.alpha) ? splat_floats<V>(a.alpha) : sum;
+      return sum > splat_floats<V>(a.beta) ? splat_floats<V>(a.beta) : sum;
     case Activation::leaky_relu: return sum >= splat_floats<V>(0.0f) ? sum : sum * splat_floats<V>(a.alpha);
     default: {
       float lanes[sizeof(V) / sizeof(float)];

@@ -35,18 +35,20 @@ inline void activate(__m256 (&acc)[R][kNV], const ActivationParams& p) {
     _Pragma("GCC unroll 4") for (int v = 0; v < kNV; ++v) { __m256 x = acc[r][v]; acc[r][v] = (expr); }
   switch (p.kind) {
     case Activation::identity: break;
-    case Activation::relu: GROVE_EACH(_mm256_max_ps(x, zero)); break;
-    case Activation::clip: GROVE_EACH(_mm256_min_ps(_mm256_max_ps(x, alpha), beta)); break;
+    // x goes second: vmaxps/vminps return the second operand when either is NaN, so NaN
+    // propagates as in ONNX Runtime (docs/correctness.md) at no cost.
+    case Activation::relu: GROVE_EACH(_mm256_max_ps(zero, x)); break;
+    case Activation::clip: GROVE_EACH(_mm256_min_ps(beta, _mm256_max_ps(alpha, x))); break;
     case Activation::leaky_relu:
       GROVE_EACH(_mm256_blendv_ps(x, _mm256_mul_ps(x, alpha), _mm256_cmp_ps(x, zero, _CMP_LT_OQ)));
       break;
     case Activation::sigmoid: GROVE_EACH(sigmoid_ps(x)); break;
     case Activation::hard_sigmoid:
-      GROVE_EACH(_mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(x, alpha, beta), zero), one));
+      GROVE_EACH(_mm256_min_ps(one, _mm256_max_ps(zero, _mm256_fmadd_ps(x, alpha, beta))));
       break;
     case Activation::hard_swish: {
       const __m256 sixth = _mm256_set1_ps(1.0f / 6.0f), half = _mm256_set1_ps(0.5f);
-      GROVE_EACH(_mm256_mul_ps(x, _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(x, sixth, half), zero), one)));
+      GROVE_EACH(_mm256_mul_ps(x, _mm256_min_ps(one, _mm256_max_ps(zero, _mm256_fmadd_ps(x, sixth, half)))));
       break;
     }
     case Activation::gelu_erf: GROVE_EACH(gelu_erf_ps(x)); break;

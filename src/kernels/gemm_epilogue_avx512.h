@@ -61,17 +61,19 @@ template <int R, int NV>
     _Pragma("GCC unroll 4") for (int v = 0; v < NV; ++v) { __m512 x = acc[r][v]; acc[r][v] = (expr); }
   switch (p.kind) {
     case Activation::identity: break;
-    case Activation::relu: GROVE_EACH(_mm512_max_ps(x, zero)); break;
-    case Activation::clip: GROVE_EACH(_mm512_min_ps(_mm512_max_ps(x, alpha), beta)); break;
+    // x goes second: vmaxps/vminps return the second operand when either is NaN, so NaN
+    // propagates as in ONNX Runtime (docs/correctness.md) at no cost.
+    case Activation::relu: GROVE_EACH(_mm512_max_ps(zero, x)); break;
+    case Activation::clip: GROVE_EACH(_mm512_min_ps(beta, _mm512_max_ps(alpha, x))); break;
     case Activation::leaky_relu:
       GROVE_EACH(_mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, alpha));
       break;
     case Activation::hard_sigmoid:
-      GROVE_EACH(_mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(x, alpha, beta), zero), one));
+      GROVE_EACH(_mm512_min_ps(one, _mm512_max_ps(zero, _mm512_fmadd_ps(x, alpha, beta))));
       break;
     case Activation::hard_swish: {
       const __m512 sixth = _mm512_set1_ps(1.0f / 6.0f), half = _mm512_set1_ps(0.5f);
-      GROVE_EACH(_mm512_mul_ps(x, _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(x, sixth, half), zero), one)));
+      GROVE_EACH(_mm512_mul_ps(x, _mm512_min_ps(one, _mm512_max_ps(zero, _mm512_fmadd_ps(x, sixth, half)))));
       break;
     }
     case Activation::sigmoid:

@@ -61,6 +61,17 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// The values one graph defines, each with how ("as an initializer", "by node 'n' (Relu)"), so
+// a second definition is refused naming both. The rule is ONNX's checker's: graph inputs are
+// unique in their graph but may shadow an outer name; an initializer may share its name with an
+// input of its graph (an overridable default) but not with another initializer; a node output
+// may not repeat any name of its graph or of an enclosing graph. Without it the later
+// definition silently wins in one executor and the earlier in another.
+struct Scope {
+  std::string label;  // "the main graph", "subgraph 'body' of node 'loop' (Loop)"
+  std::map<std::string, std::string> defined;
+};
+
 // What converting initializers needs besides the proto: where external data may be read
 // from, and the memory budget the initializers are charged to.
 struct ImportContext {
@@ -69,9 +80,14 @@ struct ImportContext {
   int64_t declared_bytes = 0;
   std::string path;                   // the model file, for messages
   std::map<std::string, int> opsets;  // the model's, shared by every subgraph
+  // The graphs being converted, outermost first, each with the values defined in it so far:
+  // ONNX's SSA rule forbids a subgraph's nodes to redefine any of them (see Scope).
+  std::vector<const Scope*> scopes;
+  // The node whose attributes are being converted: names the subgraphs in messages.
+  std::string owner;
 };
 
-Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level);
+Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, const std::string& label);
 
 // Values stored in the typed field (float_data, int32_data, ...) that holds `dtype`.
 int64_t typed_count(const onnx::TensorProto& tp, DType dtype) {
@@ -226,7 +242,8 @@ Attribute convert_attribute(onnx::AttributeProto& ap, ImportContext& ctx) {
     case AP::TENSOR: a.kind = Attribute::Kind::tensor; a.t = convert_tensor(ap.t(), ctx); break;
     case AP::GRAPH:
       a.kind = Attribute::Kind::graph;
-      a.g = std::make_shared<const Graph>(convert_graph(*ap.mutable_g(), ctx, false));
+      a.g = std::make_shared<const Graph>(
+          convert_graph(*ap.mutable_g(), ctx, "subgraph '" + ap.name() + "' of " + ctx.owner));
       break;
     case AP::GRAPHS: a.kind = Attribute::Kind::graph; break;  // no op grove runs takes a list of graphs
     default: a.kind = Attribute::Kind::none; break;
@@ -293,8 +310,57 @@ std::vector<std::string> outer_names_read(const Node& n) {
   return {names.begin(), names.end()};
 }
 
-// A GraphProto as a Graph: the model's main graph (`top_level`) or a subgraph of one node.
-Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level) {
+// Records `name` as defined `how` in `scope`; throws naming both definitions when the name is
+// already defined there or, with `outer_too`, in an enclosing graph. Empty names (omitted
+// optional outputs) define nothing.
+void define_value(Scope& scope, const ImportContext& ctx, const std::string& name, const std::string& how,
+            bool outer_too) {
+  if (name.empty()) return;
+  auto twice = [&](const Scope& other, const std::string& first) {
+    const bool same = &other == &scope;
+    return Error(ctx.path + ": value '" + name + "' is defined twice: " + how + (same ? "" : " in " + scope.label) +
+                 " and " + first + (same ? "" : " in " + other.label));
+  };
+  if (auto it = scope.defined.find(name); it != scope.defined.end()) throw twice(scope, it->second);
+  if (outer_too)
+    for (auto s = ctx.scopes.rbegin(); s != ctx.scopes.rend(); ++s)
+      if (*s != &scope)
+        if (auto it = (*s)->defined.find(name); it != (*s)->defined.end()) throw twice(**s, it->second);
+  scope.defined.emplace(name, how);
+}
+
+// Makes `scope` the innermost while a graph converts, and restores the enclosing graph's
+// owner afterwards, also when conversion throws.
+class ScopeEntry {
+ public:
+  ScopeEntry(ImportContext& ctx, const Scope& scope) : ctx_(ctx), owner_(ctx.owner) { ctx.scopes.push_back(&scope); }
+  ~ScopeEntry() {
+    ctx_.scopes.pop_back();
+    ctx_.owner = owner_;
+  }
+  ScopeEntry(const ScopeEntry&) = delete;
+  ScopeEntry& operator=(const ScopeEntry&) = delete;
+
+ private:
+  ImportContext& ctx_;
+  std::string owner_;
+};
+
+// A GraphProto as a Graph: the model's main graph (`label` empty) or a subgraph of one node.
+Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, const std::string& label) {
+  const bool top_level = label.empty();
+  Scope scope{top_level ? "the main graph" : label, {}};
+  ScopeEntry entry(ctx, scope);
+  for (const auto& vi : gp.input()) define_value(scope, ctx, vi.name(), "as a graph input", false);
+  std::set<std::string> initializers;
+  for (const auto& tp : gp.initializer()) {
+    if (!initializers.insert(tp.name()).second)
+      throw Error(ctx.path + ": value '" + tp.name() + "' is defined twice: as an initializer and as an initializer");
+    // An initializer named like an input of its graph is that input's default, not a second value.
+    const auto it = scope.defined.find(tp.name());
+    if (it == scope.defined.end() || it->second != "as a graph input")
+      define_value(scope, ctx, tp.name(), "as an initializer", false);
+  }
   Graph g;
   g.path = ctx.path;
   g.name = gp.name();
@@ -328,6 +394,7 @@ Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level) {
     auto op = g.opsets.find(n.domain);
     n.opset = op == g.opsets.end() ? 0 : op->second;
     try {
+      ctx.owner = n.describe();
       for (auto& ap : *np.mutable_attribute()) {
         // Names starting with grove_ are reserved for grove: a model carrying one is refused, so
         // nothing in a model can pass for a plan decision (those live in Node::decisions,
@@ -337,6 +404,9 @@ Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, bool top_level) {
         n.attrs[ap.name()] = convert_attribute(ap, ctx);
       }
       if (is_control_flow(n)) check_control_flow(n);
+      // After the attributes: a node's own subgraphs see the names defined before it, not its
+      // outputs (as ONNX's checker has it).
+      for (const auto& out : n.outputs) define_value(scope, ctx, out, "by " + n.describe(), true);
       if (n.op_type == "Constant" && n.domain.empty()) {
         if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant must have one output");
         g.initializers[n.outputs[0]] = constant_value(n);
@@ -389,7 +459,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
 
   ctx.path = path;
   ctx.opsets = g.opsets;
-  Graph converted = convert_graph(*model.mutable_graph(), ctx, true);
+  Graph converted = convert_graph(*model.mutable_graph(), ctx, "");
   converted.path = path;
   converted.name = g.name;
   converted.opsets = g.opsets;

@@ -13,9 +13,11 @@ T softplus(T x) {
   return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
 }
 
+// x first: std::max and std::min return their first argument when the comparison is false, as
+// it is for NaN, which so propagates (ONNX Runtime's HardSigmoid(NaN) is NaN).
 template <class T>
 T clamp01(T x) {
-  return std::min(T(1), std::max(T(0), x));
+  return std::min(std::max(x, T(0)), T(1));
 }
 
 // ---- PRelu: the slope broadcasts to X's shape ("unidirectional"), never the other way.

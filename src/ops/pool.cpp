@@ -119,8 +119,12 @@ void pool_direct(const Node& node, const PoolShapes& s, const T* x, T* y, int64_
         // A window entirely in padding has no maximum; lowest() is what the runtimes give.
         T best = std::numeric_limits<T>::lowest();
         int64_t best_offset = taps.empty() ? 0 : taps[0].offset;
-        for (const Tap& t : taps)
-          if (xp[t.offset] > best) best = xp[t.offset], best_offset = t.offset;
+        // NaN propagates (the first NaN of the window wins, and nothing replaces it), as the
+        // tile kernels do (docs/correctness.md).
+        for (const Tap& t : taps) {
+          const T v = xp[t.offset];
+          if ((v > best || v != v) && best == best) best = v, best_offset = t.offset;
+        }
         *out = best;
         if (indices) indices[plane * out_plane + q] = plane * in_plane + spatial_index(g, best_offset, column_major);
       } else if constexpr (Kind == PoolKind::average) {
@@ -179,7 +183,7 @@ void reference_global_pool(const Node& node, std::span<const Tensor* const> in, 
         const T* xp = xs + plane * plane_size;
         if constexpr (Kind == PoolKind::max) {
           T best = std::numeric_limits<T>::lowest();
-          for (int64_t i = 0; i < plane_size; ++i) best = std::max(best, xp[i]);
+          for (int64_t i = 0; i < plane_size; ++i) best = xp[i] > best || xp[i] != xp[i] ? xp[i] : best;  // NaN propagates
           ys[plane] = best;
         } else if constexpr (Kind == PoolKind::average) {
           double sum = 0;

@@ -128,12 +128,13 @@ T fold(ReduceKind kind, const T* base, const std::vector<int64_t>& offsets) {
   switch (kind) {
     case ReduceKind::max: {
       T best = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-      for (int64_t o : offsets) best = std::max(best, base[o]);
+      // NaN propagates, as numpy's maximum.reduce (ONNX's reference) does.
+      for (int64_t o : offsets) best = base[o] > best || base[o] != base[o] ? base[o] : best;
       return best;
     }
     case ReduceKind::min: {
       T best = std::is_floating_point_v<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
-      for (int64_t o : offsets) best = std::min(best, base[o]);
+      for (int64_t o : offsets) best = base[o] < best || base[o] != base[o] ? base[o] : best;
       return best;
     }
     case ReduceKind::prod: {
@@ -236,8 +237,12 @@ void reference_arg(const Node& node, std::span<const Tensor* const> in, std::spa
       int64_t best = 0;
       for (int64_t k = 1; k < static_cast<int64_t>(members.size()); ++k) {
         T candidate = base[members[static_cast<size_t>(k)]], current = base[members[static_cast<size_t>(best)]];
-        bool better = want_max ? candidate > current : candidate < current;
-        if (better || (last && candidate == current)) best = k;
+        // NaN wins both ways, as in numpy's argmax/argmin: the first NaN (the last with
+        // select_last_index), matching ReduceMax/ReduceMin returning NaN.
+        const bool candidate_nan = candidate != candidate, current_nan = current != current;
+        const bool better = !current_nan && (candidate_nan || (want_max ? candidate > current : candidate < current));
+        const bool tie = current_nan ? candidate_nan : candidate == current;
+        if (better || (last && tie)) best = k;
       }
       dst[i] = best;
     }

@@ -106,7 +106,7 @@ void pool2d_planes(const WindowGeometry& g, bool include_pad, const float* xs, f
             for (int64_t kx = 0; kx < g.kernel[1]; ++kx) {
               const int64_t ix = ix0 + kx * g.dilations[1];
               if (ix < 0 || ix >= iw) continue;
-              if constexpr (Max) best = row[ix] > best ? row[ix] : best;
+              if constexpr (Max) best = row[ix] > best || row[ix] != row[ix] ? row[ix] : best;  // NaN propagates
               else sum += row[ix];
               ++count;
             }
@@ -155,7 +155,10 @@ void pool_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
         float value;
         if constexpr (Max) {
           value = std::numeric_limits<float>::lowest();
-          for (const Tap& t : taps) value = xp[t.offset] > value ? xp[t.offset] : value;
+          for (const Tap& t : taps) {
+            const float v = xp[t.offset];
+            value = v > value || v != v ? v : value;  // NaN propagates
+          }
         } else {
           float sum = 0;
           for (const Tap& t : taps) sum += xp[t.offset];
@@ -200,7 +203,7 @@ void global_run(const Node& node, std::span<const Tensor* const> in, std::span<T
       float value;
       if constexpr (Max) {
         value = std::numeric_limits<float>::lowest();
-        for (int64_t i = 0; i < plane_size; ++i) value = xp[i] > value ? xp[i] : value;
+        for (int64_t i = 0; i < plane_size; ++i) value = xp[i] > value || xp[i] != xp[i] ? xp[i] : value;  // NaN propagates
       } else {
         float sum = 0;
         for (int64_t i = 0; i < plane_size; ++i) sum += xp[i];

@@ -4,6 +4,7 @@
 // k = 1 and B all ones the GEMM's sum is x itself, so its C is the activation of x alone.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -80,6 +81,56 @@ TEST_P(FusedActivation, SiluEqualsSigmoidTimesX) {
   std::vector<float> want = unfused(GetParam(), UnaryOp::sigmoid, x);
   for (size_t i = 0; i < x.size(); ++i) want[i] *= x[i];
   expect_same_bits(fused(GetParam(), x, {Activation::swish, 1.0f, 0.0f}), want, x);
+}
+
+// NaN and +-Inf through the GEMM epilogue's clamping activations, at 1 column (the tail
+// lanes) and 48 (whole vectors): NaN stays NaN, as ONNX Runtime's Relu, Clip, HardSigmoid and
+// HardSwish give it; an epilogue with vmaxps/vminps operands the wrong way round gives the
+// bound instead.
+TEST_P(FusedActivation, NanAndInfPropagateThroughClampingActivations) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {nan, inf, -inf, -2.0f, 0.5f, 7.0f, nan, 1.0f, -inf, nan, 3.0f, inf, -1.0f, nan, 0.0f, 2.0f, nan};
+  struct Case {
+    ActivationParams act;
+    float (*want)(float);
+  };
+  const Case cases[] = {
+      {{Activation::relu}, [](float v) { return v < 0 ? 0.0f : v; }},
+      {{Activation::clip, -1.0f, 6.0f}, [](float v) { return v < -1 ? -1.0f : v > 6 ? 6.0f : v; }},
+      {{Activation::hard_sigmoid, 0.2f, 0.5f}, [](float v) {
+         const float t = 0.2f * v + 0.5f;
+         return t < 0 ? 0.0f : t > 1 ? 1.0f : t;
+       }},
+      {{Activation::hard_swish}, [](float v) {
+         const float t = v / 6.0f + 0.5f;
+         return v * (t < 0 ? 0.0f : t > 1 ? 1.0f : t);
+       }},
+      {{Activation::leaky_relu, 0.5f}, [](float v) { return v >= 0 ? v : 0.5f * v; }},
+  };
+  for (size_t n : {1, 48}) {
+    const std::vector<float> ones(n, 1.0f);
+    const PackedB packed = pack_b(ones.data(), 1, n, n, BLayout::k_by_n, GetParam(), Precision::f32);
+    for (const Case& c : cases) {
+      std::vector<float> y(x.size() * n);
+      GemmCall call;
+      call.m = x.size(), call.a = x.data(), call.a_stride = 1, call.n = n, call.c = y.data(), call.c_stride = n;
+      call.epilogue.activation = c.act;
+      GemmScratch scratch;
+      gemm(call, packed, scratch);
+      for (size_t i = 0; i < x.size(); ++i)
+        for (size_t j = 0; j < n; ++j) {
+          const float got = y[i * n + j];
+          if (std::isnan(x[i])) {
+            ASSERT_TRUE(std::isnan(got)) << "activation " << int(c.act.kind) << " n " << n << ": NaN gave " << got;
+          } else if (!std::isinf(x[i]) || c.act.kind != Activation::hard_swish) {  // -Inf * 0 is NaN there
+            // Within an ulp or two: the kernels fold alpha * x + beta into one FMA.
+            const float want = c.want(x[i]);
+            if (std::isinf(want)) ASSERT_EQ(got, want) << "activation " << int(c.act.kind) << " n " << n;
+            else ASSERT_NEAR(got, want, 1e-6f) << "activation " << int(c.act.kind) << " n " << n << " x " << x[i];
+          }
+        }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, FusedActivation, ::testing::ValuesIn(supported_isas()),
