@@ -119,24 +119,33 @@ py::list specs(const std::vector<grove::ValueSpec>& values) {
 }
 
 // A Session and the Engine it runs on: the engine is shared with other sessions when the
-// caller passed one, else owned by this session alone.
+// caller passed one, else owned by this session alone. Both are shared with the session's
+// Futures, which may outlive the Python Session object.
 struct PySession {
   std::shared_ptr<grove::Engine> engine;
-  std::unique_ptr<grove::Session> session;
+  std::shared_ptr<grove::Session> session;
 };
 
-// A run in flight. It holds the input arrays until the run is over; dropping it unfinished
-// waits for the run (the engine may still be reading them).
+// A run in flight. It holds the input arrays until the run is over, and its session and
+// engine: a Python Session dropped with runs pending stays alive, unseen, until their
+// Futures go (else ~Session would wait for them holding the GIL, and the engine of a
+// session that made its own could stop between a segmented run's segments). Dropping a
+// Future unfinished waits for its run (the engine may still be reading the arrays).
 struct PyFuture {
+  std::shared_ptr<grove::Engine> engine;  // declared first: let go last
+  std::shared_ptr<grove::Session> session;
   std::future<grove::TensorMap> future;
   BorrowedInputs inputs;
   std::optional<py::dict> result;
 
   ~PyFuture() {
-    if (future.valid()) {
-      py::gil_scoped_release release;
-      future.wait();
-    }
+    // Without the GIL: the run may need more time, and the last owner of a session or an
+    // engine waits for its threads. The arrays (in `inputs`) go after, with the GIL again.
+    py::gil_scoped_release release;
+    if (future.valid()) future.wait();
+    future = {};
+    session.reset();
+    engine.reset();
   }
   bool done() const {
     return result.has_value() || future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -194,7 +203,7 @@ PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> e
   grove::ShapeMap shape_map(shapes.begin(), shapes.end());
   py::gil_scoped_release release;
   if (!engine) engine = std::make_shared<grove::Engine>(grove::EngineOptions{.threads = threads});
-  auto session = std::make_unique<grove::Session>(*engine, grove::Model::load(path, shape_map, limits), options);
+  auto session = std::make_shared<grove::Session>(*engine, grove::Model::load(path, shape_map, limits), options);
   return PySession{std::move(engine), std::move(session)};
 }
 
@@ -410,6 +419,8 @@ PYBIND11_MODULE(grove, m) {
       .def("submit",
            [](PySession& s, const py::dict& feeds) {
              auto f = std::make_unique<PyFuture>();
+             f->engine = s.engine;
+             f->session = s.session;
              f->inputs = borrow_inputs(feeds);
              py::gil_scoped_release release;
              f->future = s.session->submit(f->inputs.tensors);

@@ -1,10 +1,12 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <new>
+#include <utility>
 
 #include "runtime/machine_probes.h"
 #include "ops/control_flow.h"
@@ -56,6 +58,42 @@ struct Session::Impl {
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
   // The job for one inference, or null when the shapes cannot be planned ahead.
   std::shared_ptr<PlannedRun> make_job(TensorMap inputs);
+
+  // A submitted run that works on a thread of its own (a chain of segments, or the reference
+  // executor) reads this Impl until it returns: ~Session and move assignment wait until no
+  // Pending is left, so that such a run never outlives the state it reads. (Planned jobs
+  // hold their plan, buffers and scratch themselves and need none.) A run keeps its Pending
+  // as a local of its body, never only in the closure: std::async's shared state, and with
+  // it the closure, lives as long as the caller's future, which ~Session must not wait for.
+  class Pending {
+   public:
+    explicit Pending(Impl& s) : impl_(&s) {
+      std::lock_guard<std::mutex> lock(s.pending_mutex);
+      ++s.pending_runs;
+    }
+    Pending(Pending&& other) noexcept : impl_(std::exchange(other.impl_, nullptr)) {}
+    Pending(const Pending&) = delete;
+    Pending& operator=(const Pending&) = delete;
+    Pending& operator=(Pending&&) = delete;
+    ~Pending() {
+      if (!impl_) return;
+      // Notified under the lock: the waiter cannot see the count reach zero, and destroy
+      // the condition variable, before notify_all is done with it.
+      std::lock_guard<std::mutex> lock(impl_->pending_mutex);
+      if (--impl_->pending_runs == 0) impl_->pending_done.notify_all();
+    }
+    Impl& impl() const { return *impl_; }
+
+   private:
+    Impl* impl_;
+  };
+  std::mutex pending_mutex;
+  std::condition_variable pending_done;
+  int pending_runs = 0;  // guarded by pending_mutex
+  void wait_for_pending_runs() {
+    std::unique_lock<std::mutex> lock(pending_mutex);
+    pending_done.wait(lock, [&] { return pending_runs == 0; });
+  }
 };
 
 Session::Session(Engine& engine, Model model, SessionOptions options)
@@ -77,8 +115,19 @@ Session::Session(Engine& engine, Model model, SessionOptions options)
 }
 
 Session::Session(Session&&) noexcept = default;
-Session& Session::operator=(Session&&) noexcept = default;
-Session::~Session() = default;
+
+// The state being replaced may still be read by runs submitted to it.
+Session& Session::operator=(Session&& other) noexcept {
+  if (this != &other) {
+    if (impl_) impl_->wait_for_pending_runs();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+Session::~Session() {
+  if (impl_) impl_->wait_for_pending_runs();
+}
 
 Model& Session::model() { return impl_->model; }
 const Model& Session::model() const { return impl_->model; }
@@ -222,15 +271,21 @@ std::future<TensorMap> Session::submit(TensorMap inputs) {
           ? nullptr
           : out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.make_job(inputs); });
   if (!job && s.segmented && !feeds_defaults(s.model.imported(), inputs)) {
-    // Each segment's job waits for the one before: a thread of its own runs the chain.
-    return std::async(std::launch::async, [&s, inputs = std::move(inputs)] {
+    // Each segment's job waits for the one before: a thread of its own runs the chain. It
+    // reads the session's segments and model, so it holds a Pending (see Impl::Pending); if
+    // std::async cannot start the thread, the closure and its Pending go at once.
+    return std::async(std::launch::async, [pending = Impl::Pending(s), inputs = std::move(inputs)]() mutable {
+      const Impl::Pending running = std::move(pending);  // let go when the body returns
+      Impl& s = running.impl();
       return out_of_memory_is_an_error(s.model.path(), "running", [&] {
         return to_tensors(s.segmented->run(to_values(inputs)), s.model.path() + ": output ");
       });
     });
   }
   if (!job) {
-    return std::async(std::launch::async, [&s, inputs = std::move(inputs)] {
+    return std::async(std::launch::async, [pending = Impl::Pending(s), inputs = std::move(inputs)]() mutable {
+      const Impl::Pending running = std::move(pending);
+      Impl& s = running.impl();
       std::lock_guard<std::mutex> lock(s.mutex);
       return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.model.run_reference(inputs); });
     });
