@@ -63,7 +63,9 @@ struct SessionOptions {
 
 class Session {
  public:
-  // The engine must outlive the session.
+  // The engine must outlive the session. Destroying (or assigning over) a session waits for
+  // its submitted runs that still read it (control flow, the reference path); their futures
+  // stay valid.
   Session(Engine& engine, Model model, SessionOptions options = {});
   static Session load(Engine& engine, const std::string& path, SessionOptions options = {}) {
     return Session(engine, Model::load(path), options);
