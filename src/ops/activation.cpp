@@ -134,8 +134,8 @@ void register_activation_ops(OpRegistry& r) {
   r.add("Softplus", unary_op<kFloat>([](auto x) { return softplus(x); }));
   r.add("Softsign", unary_op<kFloat>([](auto x) { return x / (decltype(x)(1) + std::abs(x)); }));
   r.add("Mish", unary_op<kFloat>([](auto x) { return x * std::tanh(softplus(x)); }));
-  r.add("PRelu", OpDef{&prelu_infer, &prelu_reference});
-  r.add("Clip", OpDef{&clip_infer, &clip_reference});
+  r.add("PRelu", OpSpec{&prelu_infer, &prelu_reference});
+  r.add("Clip", OpSpec{&clip_infer, &clip_reference});
 }
 
 }  // namespace grove

@@ -175,6 +175,27 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
   return l;
 }
 
-void register_internal_ops(OpRegistry& r) { r.add_internal("Attention", OpDef{&attention_infer, &attention_reference}); }
+// What the ops fuse_attention replaced counted: the two MatMuls and one operation per score
+// for the scale, the Where, the mask Add and the Softmax.
+static int64_t attention_flops(const Node& n, std::span<const ValueInfo> in, std::span<const ValueInfo>) {
+  const Shape* q = known_shape(in, 0);
+  const Shape* k = known_shape(in, 1);
+  const Shape* v = known_shape(in, 2);
+  if (!q || !k || !v) return 0;
+  AttentionLayout l;
+  try {
+    l = attention_layout(n, *q, *k, *v);
+  } catch (const Error&) {
+    return 0;
+  }
+  const int64_t scores = numel(l.scores());
+  const int64_t per_score = 2 + has_input(in, 3) + has_input(in, 4);
+  return checked_add(checked_add(checked_mul(checked_mul(2, scores), l.head_dim), checked_mul(checked_mul(2, scores), l.value_dim)),
+                     checked_mul(per_score, scores));
+}
+
+void register_internal_ops(OpRegistry& r) {
+  r.add_internal("Attention", {.infer = &attention_infer, .reference = &attention_reference, .flops = &attention_flops});
+}
 
 }  // namespace grove

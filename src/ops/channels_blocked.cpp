@@ -105,6 +105,10 @@ void reference_conv_nchwc(const Node& node, std::span<const Tensor* const> in, s
 
 }  // namespace
 
-void register_channels_blocked_ops(OpRegistry& r) { r.add_internal("ConvNchwc", OpDef{&infer_conv_nchwc, &reference_conv_nchwc}); }
+void register_channels_blocked_ops(OpRegistry& r) { 
+  r.add_internal("ConvNchwc", {.infer = &infer_conv_nchwc,
+                               .reference = &reference_conv_nchwc,
+                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); }});
+ }
 
 }  // namespace grove

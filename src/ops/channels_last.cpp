@@ -210,11 +210,26 @@ static void reference_global_average_pool_nhwc(const Node& node, std::span<const
 }
 
 void register_channels_last_ops(OpRegistry& r) {
-  r.add_internal("QLinearConvNhwc", OpDef{&infer_nhwc, &reference_nhwc});
-  r.add_internal("MaxPoolNhwc", OpDef{&infer_nhwc, &reference_nhwc});
-  r.add_internal("ConvNhwc", OpDef{&infer_conv_nhwc, &reference_conv_nhwc});
-  r.add_internal("DepthwiseConvNhwc", OpDef{&infer_conv_nhwc, &reference_conv_nhwc});
-  r.add_internal("GlobalAveragePoolNhwc", OpDef{&infer_global_average_pool_nhwc, &reference_global_average_pool_nhwc});
+  // QLinearConv's products, channels-last, and one addition per element for a fused QLinearAdd.
+  r.add_internal("QLinearConvNhwc", {.infer = &infer_nhwc,
+                                     .reference = &reference_nhwc,
+                                     .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+                                       const Shape* y = known_shape(out, 0);
+                                       const int64_t residual = in.size() > 9 && y ? numel(*y) : 0;
+                                       return checked_add(conv_products(in, out, 3), residual);
+                                     }});
+  r.add_internal("MaxPoolNhwc", {.infer = &infer_nhwc,
+                                 .reference = &reference_nhwc,
+                                 .flops = [](const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {  // one compare per tap
+                                   const Shape* y = known_shape(out, 0);
+                                   return y ? checked_mul(numel(*y), window_size(node, "kernel_shape")) : int64_t{0};
+                                 }});
+  constexpr FlopsFn conv_flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); };
+  r.add_internal("ConvNhwc", {.infer = &infer_conv_nhwc, .reference = &reference_conv_nhwc, .flops = conv_flops});
+  r.add_internal("DepthwiseConvNhwc", {.infer = &infer_conv_nhwc, .reference = &reference_conv_nhwc, .flops = conv_flops});
+  r.add_internal("GlobalAveragePoolNhwc", {.infer = &infer_global_average_pool_nhwc,
+                                           .reference = &reference_global_average_pool_nhwc,
+                                           .cost = OpCost::per_input_element});
 }
 
 }  // namespace grove

@@ -276,10 +276,26 @@ void reference_qlinear_conv(const Node& node, std::span<const Tensor* const> in,
 }  // namespace
 
 void register_conv_ops(OpRegistry& registry) {
-  registry.add("Conv", {infer_conv<false>, reference_conv<false>});
-  registry.add("ConvTranspose", {infer_conv<true>, reference_conv<true>});
-  registry.add("ConvInteger", {infer_conv_integer, reference_conv_integer});
-  registry.add("QLinearConv", {infer_qlinear_conv, reference_qlinear_conv});
+  registry.add("Conv", {.infer = infer_conv<false>,
+                        .reference = reference_conv<false>,
+                        .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); }});
+  // Each input element is scattered through the whole kernel.
+  registry.add("ConvTranspose", {.infer = infer_conv<true>,
+                                 .reference = reference_conv<true>,
+                                 .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>) {
+                                   const Shape* x = known_shape(in, 0);
+                                   const Shape* w = known_shape(in, 1);
+                                   if (!x || !w || w->empty()) return int64_t{0};
+                                   return checked_mul(checked_mul(2, numel(*x)), checked_product(*w, 1));
+                                 }});
+  // The integer products count as FLOPs too (one multiply and one add each), so the GFLOP/s
+  // of a quantized model compares with its float original's.
+  registry.add("ConvInteger", {.infer = infer_conv_integer,
+                               .reference = reference_conv_integer,
+                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); }});
+  registry.add("QLinearConv", {.infer = infer_qlinear_conv,
+                               .reference = reference_qlinear_conv,
+                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 3); }});
 }
 
 }  // namespace grove

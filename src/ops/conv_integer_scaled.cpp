@@ -73,6 +73,10 @@ void ScaledEpilogue::apply(int64_t channel, const int32_t* sums, float* y, int64
   }
 }
 
-void register_conv_integer_scaled_ops(OpRegistry& r) { r.add_internal("ConvIntegerScaled", OpDef{&infer, &reference}); }
+void register_conv_integer_scaled_ops(OpRegistry& r) { 
+  r.add_internal("ConvIntegerScaled", {.infer = &infer,
+                                       .reference = &reference,
+                                       .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); }});
+ }
 
 }  // namespace grove

@@ -68,6 +68,14 @@ void reference(const Node& node, std::span<const Tensor* const> in, std::span<Te
 
 }  // namespace
 
-void register_conv_max_pool_op(OpRegistry& r) { r.add_internal("ConvMaxPoolNhwc", OpDef{&infer, &reference}); }
+void register_conv_max_pool_op(OpRegistry& r) { 
+  // The pool's compares; the conv's FLOPs are the fused epilogue's.
+  r.add_internal("ConvMaxPoolNhwc", {.infer = &infer,
+                                     .reference = &reference,
+                                     .flops = [](const Node& node, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
+                                       const Shape* y = known_shape(out, 0);
+                                       return y ? checked_mul(numel(*y), window_size(node, "pool.kernel_shape")) : int64_t{0};
+                                     }});
+ }
 
 }  // namespace grove

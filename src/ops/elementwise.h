@@ -1,9 +1,9 @@
 #pragma once
 // Shared machinery of the elementwise family (elementwise_*.cpp, activation.cpp): dtype
-// sets, dtype dispatch restricted to a set, one broadcasting walk, and OpDef builders for
+// sets, dtype dispatch restricted to a set, one broadcasting walk, and OpSpec builders for
 // "same shape in, same shape out" unary ops and broadcasting binary ops.
 //
-// An op is described by a stateless lambda, so the OpDef can still hold plain function
+// An op is described by a stateless lambda, so the OpSpec can still hold plain function
 // pointers: a captureless lambda type is default-constructible in C++20, and the template
 // instantiated for it rebuilds the lambda inside the reference function.
 #include <array>
@@ -148,14 +148,14 @@ void unary_reference(const Node& node, std::span<const Tensor* const> in, std::s
 
 // An op with attributes: `make` is a captureless lambda (const Node&) -> element function.
 template <unsigned Set, class MakeFn>
-OpDef unary_op_with_attrs(MakeFn) {
+OpSpec unary_op_with_attrs(MakeFn) {
   static_assert(std::is_empty_v<MakeFn>, "the maker must not capture");
   return {&unary_infer<Set, MakeFn>, &unary_reference<Set, MakeFn>};
 }
 
 // An op without attributes: `fn` is a captureless generic lambda over one element.
 template <unsigned Set, class Fn>
-OpDef unary_op(Fn) {
+OpSpec unary_op(Fn) {
   static_assert(std::is_empty_v<Fn>, "the element function must not capture");
   return unary_op_with_attrs<Set>([](const Node&) { return Fn{}; });
 }
@@ -185,20 +185,20 @@ void binary_reference(const Node& node, std::span<const Tensor* const> in, std::
 }
 
 template <unsigned Set, class MakeFn, bool BoolOut = false>
-OpDef binary_op_with_attrs(MakeFn) {
+OpSpec binary_op_with_attrs(MakeFn) {
   static_assert(std::is_empty_v<MakeFn>, "the maker must not capture");
   return {&binary_infer<Set, BoolOut, MakeFn>, &binary_reference<Set, BoolOut, MakeFn>};
 }
 
 template <unsigned Set, class Fn>
-OpDef binary_op(Fn) {
+OpSpec binary_op(Fn) {
   static_assert(std::is_empty_v<Fn>, "the element function must not capture");
   return binary_op_with_attrs<Set>([](const Node&) { return Fn{}; });
 }
 
 // A comparison or logic op: bool output.
 template <unsigned Set, class Fn>
-OpDef predicate_op(Fn) {
+OpSpec predicate_op(Fn) {
   static_assert(std::is_empty_v<Fn>, "the element function must not capture");
   auto make = [](const Node&) { return Fn{}; };
   return binary_op_with_attrs<Set, decltype(make), true>(make);

@@ -170,11 +170,11 @@ void register_arithmetic_ops(OpRegistry& r) {
       return static_cast<T>(left ? x << amount : x >> amount);
     };
   }));
-  r.add("Pow", OpDef{&pow_infer, &pow_reference});
-  r.add("Max", OpDef{&variadic_infer<kNumeric>, &max_reference});
-  r.add("Min", OpDef{&variadic_infer<kNumeric>, &min_reference});
-  r.add("Sum", OpDef{&variadic_infer<kNumeric>, &sum_reference});
-  r.add("Mean", OpDef{&variadic_infer<kFloat>, &mean_reference});
+  r.add("Pow", OpSpec{&pow_infer, &pow_reference});
+  r.add("Max", OpSpec{&variadic_infer<kNumeric>, &max_reference});
+  r.add("Min", OpSpec{&variadic_infer<kNumeric>, &min_reference});
+  r.add("Sum", OpSpec{&variadic_infer<kNumeric>, &sum_reference});
+  r.add("Mean", OpSpec{&variadic_infer<kFloat>, &mean_reference});
 }
 
 }  // namespace grove::elementwise

@@ -82,8 +82,8 @@ void cast_reference(const Node&, std::span<const Tensor* const> in, std::span<Te
 }  // namespace
 
 void register_cast_ops(OpRegistry& r) {
-  r.add("Cast", OpDef{&cast_infer, &cast_reference});
-  r.add("CastLike", OpDef{&cast_like_infer, &cast_reference});
+  r.add("Cast", OpSpec{&cast_infer, &cast_reference});
+  r.add("CastLike", OpSpec{&cast_like_infer, &cast_reference});
 }
 
 }  // namespace grove::elementwise

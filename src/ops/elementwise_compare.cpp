@@ -38,7 +38,7 @@ void register_compare_logic_ops(OpRegistry& r) {
   r.add("And", predicate_op<kBool>([](bool a, bool b) { return a && b; }));
   r.add("Or", predicate_op<kBool>([](bool a, bool b) { return a || b; }));
   r.add("Xor", predicate_op<kBool>([](bool a, bool b) { return a != b; }));
-  r.add("Where", OpDef{&where_infer, &where_reference});
+  r.add("Where", OpSpec{&where_infer, &where_reference});
 }
 
 }  // namespace grove::elementwise

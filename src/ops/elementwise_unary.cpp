@@ -80,8 +80,8 @@ void register_unary_math_ops(OpRegistry& r) {
   }));
 
   r.add("Not", unary_op<kBool>([](bool x) { return !x; }));
-  r.add("IsNaN", OpDef{&float_test_infer, &isnan_reference});
-  r.add("IsInf", OpDef{&float_test_infer, &isinf_reference});
+  r.add("IsNaN", OpSpec{&float_test_infer, &isnan_reference});
+  r.add("IsInf", OpSpec{&float_test_infer, &isinf_reference});
 }
 
 }  // namespace grove::elementwise

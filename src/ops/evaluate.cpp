@@ -7,8 +7,8 @@
 namespace grove {
 namespace {
 
-const OpDef& lookup(const Node& node) {
-  const OpDef* def = OpRegistry::builtin().find(node);
+const OpSpec& lookup(const Node& node) {
+  const OpSpec* def = OpRegistry::builtin().find(node);
   if (!def || !def->infer || !def->reference) throw Unsupported(node.describe() + ": unsupported op");
   return *def;
 }
@@ -29,7 +29,7 @@ const OpDef& lookup(const Node& node) {
 }  // namespace
 
 std::vector<ValueInfo> infer_node(const Node& node, std::span<const ValueInfo> in) {
-  const OpDef& def = lookup(node);
+  const OpSpec& def = lookup(node);
   std::vector<ValueInfo> out(node.outputs.size());
   try {
     def.infer(node, in, out);
@@ -58,7 +58,7 @@ std::vector<Tensor> evaluate_node(const Node& node, std::span<const Tensor* cons
                     " bytes left under the memory limit (raise it with --max-memory)");
       out_bytes += bytes;
     }
-  const OpDef& def = lookup(node);
+  const OpSpec& def = lookup(node);
   std::vector<Tensor> out;
   std::vector<Tensor*> out_ptrs;
   out.reserve(out_infos.size());

@@ -112,8 +112,13 @@ void reference(const Node& node, std::span<const Tensor* const> in, std::span<Te
 }  // namespace
 
 void register_expand_depthwise_op(OpRegistry& r) {
-  r.add_internal("ExpandDepthwiseNhwc", OpDef{&infer, &reference});
-  r.add_internal("InvertedResidualNhwc", OpDef{&infer, &reference});
+  // The depthwise taps; the expand conv's FLOPs are the fused epilogue's.
+  r.add_internal("ExpandDepthwiseNhwc", {.infer = &infer,
+                                         .reference = &reference,
+                                         .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 3); }});
+  // The expand, depthwise and project convs' FLOPs are all the fused epilogue's.
+  r.add_internal("InvertedResidualNhwc",
+                 {.infer = &infer, .reference = &reference, .flops = [](const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) { return int64_t{0}; }});
 }
 
 }  // namespace grove

@@ -163,9 +163,23 @@ void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, 
 }  // namespace
 
 void register_feature_pruning_ops(OpRegistry& r) {
-  r.add_internal("AttentionKeep", OpDef{&infer_keep, &reference_keep});
-  r.add_internal("PrunedConv", OpDef{&infer_pruned_conv, &reference_pruned_conv});
-  r.add_internal("ApplyKeep", OpDef{&infer_apply_keep, &reference_apply_keep});
+  r.add_internal("AttentionKeep", {.infer = &infer_keep,
+                                   .reference = &reference_keep,
+                                   .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>) {
+                                     const Shape* x = known_shape(in, 0);  // both means
+                                     return x ? checked_mul(2, numel(*x)) : int64_t{0};
+                                   }});
+  // The products over the kept channels only.
+  r.add_internal("PrunedConv", {.infer = &infer_pruned_conv,
+                                .reference = &reference_pruned_conv,
+                                .flops = [](const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+                                  const Shape* y = known_shape(out, 0);
+                                  const Shape* w = known_shape(in, 1);
+                                  if (!y || !w || w->size() != 4) return int64_t{0};
+                                  return checked_mul(checked_mul(2, numel(*y)),
+                                                     checked_mul(node.attr_int("channels", 0), checked_mul((*w)[2], (*w)[3])));
+                                }});
+  r.add_internal("ApplyKeep", OpSpec{&infer_apply_keep, &reference_apply_keep});
 }
 
 }  // namespace grove

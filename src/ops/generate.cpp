@@ -151,8 +151,8 @@ void eye_like_reference(const Node& node, std::span<const Tensor* const>, std::s
 }  // namespace
 
 void register_generator_ops(OpRegistry& r) {
-  r.add("Expand", {expand_infer, expand_reference});
-  r.add("ConstantOfShape", {constant_of_shape_infer, constant_of_shape_reference});
+  r.add("Expand", {.infer = expand_infer, .reference = expand_reference, .cost = OpCost::moves_data});
+  r.add("ConstantOfShape", {.infer = constant_of_shape_infer, .reference = constant_of_shape_reference, .cost = OpCost::moves_data});
   r.add("Range", {range_infer, range_reference});
   r.add("EyeLike", {eye_like_infer, eye_like_reference});
 }

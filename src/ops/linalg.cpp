@@ -276,8 +276,18 @@ MatMulPlan plan_matmul(const Node& node, const Shape& a_shape, const Shape& b_sh
 }
 
 void register_linalg_ops(OpRegistry& registry) {
-  registry.add("MatMul", {infer_matmul, reference_matmul});
-  registry.add("Gemm", {infer_gemm, reference_gemm});
+  registry.add("MatMul", {.infer = infer_matmul,
+                          .reference = reference_matmul,
+                          .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return matmul_products(in, out); }});
+  registry.add("Gemm", {.infer = infer_gemm,
+                        .reference = reference_gemm,
+                        .flops = [](const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+                          const Shape* a = known_shape(in, 0);
+                          const Shape* y = known_shape(out, 0);
+                          if (!a || !y || a->size() != 2) return int64_t{0};
+                          const int64_t k = node.attr_int("transA", 0) ? (*a)[0] : (*a)[1];
+                          return checked_mul(checked_mul(2, numel(*y)), k);
+                        }});
   registry.add("Det", {infer_det, reference_det});
 }
 

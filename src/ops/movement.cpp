@@ -277,12 +277,12 @@ void trilu_reference(const Node& node, std::span<const Tensor* const> in, std::s
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
-  r.add("Transpose", {transpose_infer, transpose_reference});
-  r.add("Concat", {concat_infer, concat_reference});
-  r.add("Split", {split_infer, split_reference});
-  r.add("Tile", {tile_infer, tile_reference});
-  r.add("DepthToSpace", {depth_to_space_infer, depth_to_space_reference});
-  r.add("SpaceToDepth", {space_to_depth_infer, space_to_depth_reference});
+  r.add("Transpose", {.infer = transpose_infer, .reference = transpose_reference, .cost = OpCost::moves_data});
+  r.add("Concat", {.infer = concat_infer, .reference = concat_reference, .cost = OpCost::moves_data});
+  r.add("Split", {.infer = split_infer, .reference = split_reference, .cost = OpCost::moves_data});
+  r.add("Tile", {.infer = tile_infer, .reference = tile_reference, .cost = OpCost::moves_data});
+  r.add("DepthToSpace", {.infer = depth_to_space_infer, .reference = depth_to_space_reference, .cost = OpCost::moves_data});
+  r.add("SpaceToDepth", {.infer = space_to_depth_infer, .reference = space_to_depth_reference, .cost = OpCost::moves_data});
   r.add("Trilu", {trilu_infer, trilu_reference});
   register_slice_ops(r);
   register_pad_ops(r);

@@ -14,15 +14,35 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "ops/tiling.h"
 
 namespace grove {
 
 using InferFn = void (*)(const Node&, std::span<const ValueInfo> in, std::span<ValueInfo> out);
 using ReferenceFn = void (*)(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out);
+// The op's arithmetic at bound shapes (`in`/`out` as infer saw them; present=false where a
+// shape is unknown), not counting a fused epilogue: graph_flops adds what that counted.
+using FlopsFn = int64_t (*)(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out);
 
-struct OpDef {
+// How graph_flops counts an op that has no `flops` formula.
+enum class OpCost : uint8_t {
+  per_output_element,  // one operation per element of output 0: elementwise maths, the default
+  moves_data,          // none: the op only moves, copies or reinterprets data
+  per_input_element,   // one per element of input 0: reductions and global pools
+};
+
+// Everything grove knows of one operator, registered once by the op's family file. Lookups
+// by the importer, the planner, the passes and the runtime all go through it, so a new op
+// is one registration; OpRegistryTest checks that the tables agree.
+struct OpSpec {
   InferFn infer = nullptr;
   ReferenceFn reference = nullptr;
+  FlopsFn flops = nullptr;  // nullptr: counted by `cost`
+  OpCost cost = OpCost::per_output_element;
+  // How the op's output is cut into tiles (ops/tiling.h); nullptr: one whole-op tile computed
+  // by `reference`. Points at a rule that lives as long as the program. The older families
+  // add their rules to a table (tile_util.h) which the registry attaches here.
+  const TileRule* tile_rule = nullptr;
 };
 
 // The domain of grove's internal ops, which only graph passes create (e.g. Attention from
@@ -35,23 +55,31 @@ inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 
 class OpRegistry {
  public:
-  void add(const std::string& op_type, OpDef def) { ops_[op_type] = def; }
-  void add_internal(const std::string& op_type, OpDef def) { internal_[op_type] = def; }
-  void add_training(const std::string& op_type, OpDef def) { training_[op_type] = def; }
-  void add_microsoft(const std::string& op_type, OpDef def) { microsoft_[op_type] = def; }
+  void add(const std::string& op_type, OpSpec spec) { ops_[op_type] = spec; }
+  void add_internal(const std::string& op_type, OpSpec spec) { internal_[op_type] = spec; }
+  void add_training(const std::string& op_type, OpSpec spec) { training_[op_type] = spec; }
+  void add_microsoft(const std::string& op_type, OpSpec spec) { microsoft_[op_type] = spec; }
   // Default-domain ops, the training-preview optimizers and grove's internal ops; nullptr when
   // grove does not support the op.
-  const OpDef* find(const Node& node) const;
-  const std::map<std::string, OpDef>& all() const { return ops_; }
+  const OpSpec* find(const Node& node) const;
+  const OpSpec* find(const std::string& domain, const std::string& op_type) const;
+  const std::map<std::string, OpSpec>& all() const { return ops_; }
+  // Every op of one domain ("" for ONNX's), for the consistency tests.
+  const std::map<std::string, OpSpec>& domain_ops(const std::string& domain) const;
 
   // Every operator grove ships, built once on first use and never changed after.
   static const OpRegistry& builtin();
 
  private:
-  std::map<std::string, OpDef> ops_;
-  std::map<std::string, OpDef> internal_;  // domain kGroveDomain
-  std::map<std::string, OpDef> training_;  // domain kTrainingDomain
-  std::map<std::string, OpDef> microsoft_;  // domain kMicrosoftDomain
+  // Attaches the rules of the tile_util.h tables to their specs; throws when a rule names an
+  // op no family registered.
+  void attach_tile_rules();
+
+  std::map<std::string, OpSpec> ops_;
+  std::map<std::string, TileRule> rule_tables_;  // what attach_tile_rules read, by its keys
+  std::map<std::string, OpSpec> internal_;  // domain kGroveDomain
+  std::map<std::string, OpSpec> training_;  // domain kTrainingDomain
+  std::map<std::string, OpSpec> microsoft_;  // domain kMicrosoftDomain
 };
 
 // Each family file in src/ops adds its operators through one of these.

@@ -57,4 +57,36 @@ const Tensor& constant_input(const Node& node, std::span<const ValueInfo> in, si
   return *in[i].data;
 }
 
+int64_t checked_product(const Shape& shape, size_t from) {
+  int64_t n = 1;
+  for (size_t i = from; i < shape.size(); ++i) n = checked_mul(n, shape[i]);
+  return n;
+}
+
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw Error("FLOP count overflows int64");
+  return r;
+}
+
+int64_t window_size(const Node& node, const char* attribute) {
+  int64_t window = 1;
+  for (int64_t k : node.attr_ints(attribute)) window = checked_mul(window, k);
+  return window;
+}
+
+int64_t conv_products(std::span<const ValueInfo> in, std::span<const ValueInfo> out, size_t weight_input) {
+  const Shape* y = known_shape(out, 0);
+  const Shape* w = known_shape(in, weight_input);
+  if (!y || !w || w->empty()) return 0;
+  return checked_mul(checked_mul(2, numel(*y)), checked_product(*w, 1));
+}
+
+int64_t matmul_products(std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+  const Shape* y = known_shape(out, 0);
+  const Shape* x = known_shape(in, 0);
+  if (!y || !x || x->empty()) return 0;
+  return checked_mul(checked_mul(2, numel(*y)), x->back());
+}
+
 }  // namespace grove

@@ -39,4 +39,20 @@ inline bool has_input(std::span<const ValueInfo> in, size_t i) { return i < in.s
 // Slice's starts, ...). Throws a message telling the user to bind input shapes.
 const Tensor& constant_input(const Node& node, std::span<const ValueInfo> in, size_t i, const char* what);
 
+// FLOP formulas (OpSpec::flops). Shapes are bound but untrusted, so every product is checked:
+// an Error rather than a signed overflow.
+// The shape of v[i], or nullptr when the node omits it or it is not known.
+inline const Shape* known_shape(std::span<const ValueInfo> v, size_t i) {
+  return i < v.size() && v[i].present ? &v[i].shape : nullptr;
+}
+int64_t checked_product(const Shape& shape, size_t from);  // of shape[from, rank)
+int64_t checked_add(int64_t a, int64_t b);
+// The product of a kernel-shape attribute's values (a pool's window).
+int64_t window_size(const Node& node, const char* attribute);
+// A convolution's multiply-adds as two FLOPs each: 2 * |output| * (the weight's elements per
+// output channel), the weight being input `weight_input`. 0 when a shape is unknown.
+int64_t conv_products(std::span<const ValueInfo> in, std::span<const ValueInfo> out, size_t weight_input);
+// A matrix product's: 2 * |output| * K, K being input 0's last dim. 0 when a shape is unknown.
+int64_t matmul_products(std::span<const ValueInfo> in, std::span<const ValueInfo> out);
+
 }  // namespace grove

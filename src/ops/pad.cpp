@@ -107,6 +107,6 @@ void pad_reference(const Node& node, std::span<const Tensor* const> in, std::spa
 
 }  // namespace
 
-void register_pad_ops(OpRegistry& r) { r.add("Pad", {pad_infer, pad_reference}); }
+void register_pad_ops(OpRegistry& r) { r.add("Pad", {.infer = pad_infer, .reference = pad_reference, .cost = OpCost::moves_data}); }
 
 }  // namespace grove

@@ -245,13 +245,25 @@ void reference_max_unpool(const Node& node, std::span<const Tensor* const> in, s
 }  // namespace
 
 void register_pool_ops(OpRegistry& registry) {
-  registry.add("MaxPool", {infer_pool<PoolKind::max>, reference_pool<PoolKind::max>});
-  registry.add("AveragePool", {infer_pool<PoolKind::average>, reference_pool<PoolKind::average>});
-  registry.add("LpPool", {infer_pool<PoolKind::lp>, reference_pool<PoolKind::lp>});
-  registry.add("GlobalMaxPool", {infer_global_pool<PoolKind::max>, reference_global_pool<PoolKind::max>});
-  registry.add("GlobalAveragePool", {infer_global_pool<PoolKind::average>, reference_global_pool<PoolKind::average>});
+  // One operation per output element and window tap.
+  constexpr FlopsFn per_tap = [](const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+    const Shape* y = known_shape(out, 0);
+    return y ? checked_mul(numel(*y), window_size(node, "kernel_shape")) : int64_t{0};
+  };
+  registry.add("MaxPool", {.infer = infer_pool<PoolKind::max>, .reference = reference_pool<PoolKind::max>, .flops = per_tap});
+  registry.add("AveragePool",
+               {.infer = infer_pool<PoolKind::average>, .reference = reference_pool<PoolKind::average>, .flops = per_tap});
+  registry.add("LpPool", {.infer = infer_pool<PoolKind::lp>, .reference = reference_pool<PoolKind::lp>, .flops = per_tap});
+  registry.add("GlobalMaxPool", {.infer = infer_global_pool<PoolKind::max>,
+                                 .reference = reference_global_pool<PoolKind::max>,
+                                 .cost = OpCost::per_input_element});
+  registry.add("GlobalAveragePool", {.infer = infer_global_pool<PoolKind::average>,
+                                     .reference = reference_global_pool<PoolKind::average>,
+                                     .cost = OpCost::per_input_element});
   registry.add("MaxUnpool", {infer_max_unpool, reference_max_unpool});
-  registry.add("GlobalLpPool", {infer_global_pool<PoolKind::lp>, reference_global_pool<PoolKind::lp>});
+  registry.add("GlobalLpPool", {.infer = infer_global_pool<PoolKind::lp>,
+                                .reference = reference_global_pool<PoolKind::lp>,
+                                .cost = OpCost::per_input_element});
 }
 
 }  // namespace grove

@@ -47,6 +47,6 @@ void reference_qlinear_add(const Node& node, std::span<const Tensor* const> in, 
 
 }  // namespace
 
-void register_quant_add_ops(OpRegistry& r) { r.add_internal("QLinearAdd", OpDef{&infer_qlinear_add, &reference_qlinear_add}); }
+void register_quant_add_ops(OpRegistry& r) { r.add_internal("QLinearAdd", OpSpec{&infer_qlinear_add, &reference_qlinear_add}); }
 
 }  // namespace grove

@@ -128,8 +128,13 @@ void reference_qlinear_matmul(const Node& node, std::span<const Tensor* const> i
 }  // namespace
 
 void register_quant_matmul_ops(OpRegistry& registry) {
-  registry.add("MatMulInteger", {infer_matmul_integer, reference_matmul_integer});
-  registry.add("QLinearMatMul", {infer_qlinear_matmul, reference_qlinear_matmul});
+  // The integer products count as FLOPs, as ConvInteger's do.
+  registry.add("MatMulInteger", {.infer = infer_matmul_integer,
+                                 .reference = reference_matmul_integer,
+                                 .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return matmul_products(in, out); }});
+  registry.add("QLinearMatMul", {.infer = infer_qlinear_matmul,
+                                 .reference = reference_qlinear_matmul,
+                                 .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return matmul_products(in, out); }});
 }
 
 }  // namespace grove

@@ -251,9 +251,19 @@ void recurrent_reference(const Node& node, std::span<const Tensor* const> in, st
 }  // namespace
 
 void register_recurrent_ops(OpRegistry& registry) {
-  registry.add("LSTM", {recurrent_infer, recurrent_reference});
-  registry.add("GRU", {recurrent_infer, recurrent_reference});
-  registry.add("RNN", {recurrent_infer, recurrent_reference});
+  // Every step of every sequence multiplies X's row by W and the state by R: two FLOPs per
+  // weight. The gates' elementwise maths is small beside that and left out.
+  constexpr FlopsFn products = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>) {
+    const Shape* x = known_shape(in, 0);
+    const Shape* w = known_shape(in, 1);
+    const Shape* r = known_shape(in, 2);
+    if (!x || !w || !r || x->size() < 2) return int64_t{0};
+    const int64_t steps = checked_mul((*x)[0], (*x)[1]);  // sequence x batch, in either layout
+    return checked_mul(checked_mul(2, steps), checked_add(numel(*w), numel(*r)));
+  };
+  registry.add("LSTM", {.infer = recurrent_infer, .reference = recurrent_reference, .flops = products});
+  registry.add("GRU", {.infer = recurrent_infer, .reference = recurrent_reference, .flops = products});
+  registry.add("RNN", {.infer = recurrent_infer, .reference = recurrent_reference, .flops = products});
 }
 
 }  // namespace grove

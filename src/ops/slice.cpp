@@ -234,10 +234,10 @@ void gather_nd_reference(const Node& node, std::span<const Tensor* const> in, st
 }  // namespace
 
 void register_slice_ops(OpRegistry& r) {
-  r.add("Slice", {slice_infer, slice_reference});
-  r.add("Gather", {gather_infer, gather_reference});
-  r.add("GatherElements", {gather_elements_infer, gather_elements_reference});
-  r.add("GatherND", {gather_nd_infer, gather_nd_reference});
+  r.add("Slice", {.infer = slice_infer, .reference = slice_reference, .cost = OpCost::moves_data});
+  r.add("Gather", {.infer = gather_infer, .reference = gather_reference, .cost = OpCost::moves_data});
+  r.add("GatherElements", {.infer = gather_elements_infer, .reference = gather_elements_reference, .cost = OpCost::moves_data});
+  r.add("GatherND", {.infer = gather_nd_infer, .reference = gather_nd_reference, .cost = OpCost::moves_data});
 }
 
 }  // namespace grove

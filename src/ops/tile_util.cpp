@@ -75,7 +75,7 @@ Region broadcast_region(const Shape& in, const Region& out_region) {
 void reference_on_subtensors(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out,
                              const Region& out_region, std::span<const Region> in_regions) {
   using namespace util_rule;
-  const OpDef* def = OpRegistry::builtin().find(node);
+  const OpSpec* def = OpRegistry::builtin().find(node);
   if (!def) throw Unsupported(node.describe() + ": unsupported op");
   std::vector<Tensor> parts(in.size());
   std::vector<const Tensor*> part_ptrs(in.size(), nullptr);

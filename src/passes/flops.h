@@ -1,10 +1,13 @@
 #pragma once
-// Floating-point operation counts of a bound graph, for `grove info`. An estimate to compare
-// models and sizes, not a cycle count:
-//  - Conv, ConvTranspose, MatMul, Gemm: 2 x multiply-accumulates (bias adds are ignored);
+// Floating-point operation counts of a bound graph, for `grove info` and the planner's work
+// estimates. An estimate to compare models and sizes, not a cycle count. Each op's spec
+// (ops/op.h) says how it counts:
+//  - Conv, ConvTranspose, MatMul, Gemm and their integer forms: 2 x multiply-accumulates
+//    (bias adds are ignored);
 //  - pooling: one operation per window element read; global pools and reductions: one per input;
 //  - reshapes and pure data movement (Reshape, Transpose, Concat, Gather, ...): zero;
 //  - everything else (elementwise, activations, normalisations): one per output element.
+// A node with a fused epilogue adds what the fused nodes counted, so fusion keeps the count.
 #include <cstdint>
 
 #include "graph/graph.h"

@@ -160,7 +160,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     const bool view = is_view_node(*plan, static_cast<int32_t>(n));
     const TileRule* rule = view ? nullptr : lookup(node);
     if (!rule && !view) {
-      const OpDef* def = OpRegistry::builtin().find(node);
+      const OpSpec* def = OpRegistry::builtin().find(node);
       if (!def || !def->infer || !def->reference) throw Unsupported(node.describe() + ": unsupported op");
     }
     if (rule && (node.outputs.empty() || node.outputs[0].empty()))

@@ -190,7 +190,7 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
     rule->run_tile(node, in, out, p.tiles.region[tile], n < static_cast<int32_t>(p.prepared.size()) ? p.prepared[n].get() : nullptr,
                    scratch);
   } else {
-    const OpDef* def = OpRegistry::builtin().find(node);
+    const OpSpec* def = OpRegistry::builtin().find(node);
     if (!def || !def->reference) throw Unsupported("unsupported op");
     // Optional outputs the node leaves unnamed still get scratch buffers when infer defines them.
     std::vector<Tensor> scratch(outs.size());

@@ -1,7 +1,10 @@
-// FLOP counts per node: 2 x MACs for Conv/ConvTranspose/MatMul/Gemm, window reads for
-// pooling, nothing for data movement, one per output element otherwise.
+// FLOP counts per node: 2 x MACs for Conv/ConvTranspose/MatMul/Gemm and the recurrent ops,
+// window reads for pooling, nothing for data movement, one per output element otherwise;
+// each op's spec (ops/op.h) gives its count.
 #include <gtest/gtest.h>
 
+#include "graph/node_decisions.h"
+#include "ops/op.h"
 #include "passes/flops.h"
 
 namespace grove {
@@ -103,6 +106,27 @@ TEST(Flops, DataMovementIsFreeAndTotalsAdd) {
   EXPECT_EQ(node_flops(f.g, f.node("Transpose", {"x"}, "y")), 0);
   f.node("Relu", {"y"}, "y");
   EXPECT_EQ(graph_flops(f.g), 12);
+}
+
+TEST(Flops, RecurrentOpsCountTheirWeights) {
+  FlopsGraph f;
+  f.value("x", {5, 2, 3});   // sequence 5, batch 2, input 3
+  f.value("w", {1, 16, 3});  // LSTM: 4 gates x hidden 4
+  f.value("r", {1, 16, 4});
+  f.value("y", {5, 1, 2, 4});
+  EXPECT_EQ(node_flops(f.g, f.node("LSTM", {"x", "w", "r"}, "y")), 2 * 10 * (48 + 64));
+}
+
+TEST(Flops, InternalOpsCountAndEpiloguesAdd) {
+  FlopsGraph f;
+  f.value("x", {1, 3, 8, 8});
+  f.value("w", {4, 3, 3, 3});
+  f.value("y", {1, 4, 6, 6});
+  Node conv = f.node("ConvIntegerScaled", {"x", "w"}, "y");
+  conv.domain = kGroveDomain;
+  EXPECT_EQ(node_flops(f.g, conv), 2 * 144 * 27);
+  conv.decisions.epilogue.fused_flops = 144;  // a fused Relu's
+  EXPECT_EQ(node_flops(f.g, conv), 2 * 144 * 27 + 144);
 }
 
 TEST(Flops, UnknownValuesAndOtherDomainsCountNothing) {
