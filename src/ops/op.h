@@ -89,6 +89,7 @@ void register_conv_ops(OpRegistry&);          // conv.cpp: Conv, ConvTranspose
 void register_pool_ops(OpRegistry&);          // pool.cpp: MaxPool, AveragePool, Global*Pool
 void register_normalization_ops(OpRegistry&); // normalization.cpp: BatchNormalization, LayerNormalization, Softmax
 void register_rms_norm_op(OpRegistry&);       // rms_norm.cpp: RMSNormalization
+void register_group_norm_op(OpRegistry&);     // group_norm/: GroupNormalization
 void register_linalg_ops(OpRegistry&);        // linalg.cpp: MatMul, Gemm, Det
 void register_reduce_ops(OpRegistry&);        // reduce.cpp: ReduceMean/Sum/Max/...
 void register_shape_ops(OpRegistry&);         // shape.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Shape, Expand, ...

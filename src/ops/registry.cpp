@@ -66,6 +66,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_pool_ops(r);
     register_normalization_ops(r);
     register_rms_norm_op(r);
+    register_group_norm_op(r);
     register_linalg_ops(r);
     register_reduce_ops(r);
     register_shape_ops(r);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The com.microsoft contrib ops that ONNX Runtime's tools write into models (and its
-ONNX-domain SimplifiedLayerNormalization), each in a one- or two-node model built with
+ONNX-domain SimplifiedLayerNormalization, and ONNX ops newer than Debian's node tests), each in a one- or two-node model built with
 onnx.helper, run by grove (2 threads, and the reference executor) and by ONNX Runtime
 (onnxruntime-node) on the same seeded inputs.
 
@@ -41,15 +41,15 @@ def i8(*shape):
     return rng.integers(-128, 128, size=shape, dtype=np.int8)
 
 
-def model(nodes, inputs, outputs, initializers=()):
+def model(nodes, inputs, outputs, initializers=(), opset=17):
     """inputs: {name: array} (graph inputs); initializers: {name: array}; outputs: [(name, elem_type)]."""
     g = helper.make_graph(
         nodes, "contrib",
         [helper.make_tensor_value_info(n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape) for n, a in inputs.items()],
         [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
         [numpy_helper.from_array(a, n) for n, a in dict(initializers).items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
-    m.ir_version = 8
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 10 if opset >= 21 else 8
     return m
 
 
@@ -89,6 +89,14 @@ def cases():
     yield "SimplifiedLayerNormalization", model(
         [helper.make_node("SimplifiedLayerNormalization", ["h", "gamma"], ["y"], axis=-1, epsilon=1e-6)],
         {"h": h}, [("y", F)], {"gamma": weights["gamma"]}), {"h": h}
+    # GroupNormalization, newer than Debian's ONNX node tests: scale and bias per group at
+    # opset 18, per channel from 21.
+    for opset, shape, groups in ((18, (2, 6, 5, 7), 3), (21, (2, 6, 5, 7), 2), (21, (3, 8, 11), 4), (18, (1, 4, 3, 2, 2), 1)):
+        x = f32(*shape)
+        params = shape[1] if opset >= 21 else groups
+        yield f"GroupNormalization{opset}_g{groups}_r{len(shape)}", model(
+            [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=groups, epsilon=1e-3)],
+            {"x": x}, [("y", F)], {"scale": f32(params, lo=0.5, hi=1.5), "bias": f32(params)}, opset=opset), {"x": x}
     img = f32(1, 3, 9, 9)
     for act, params in (("Relu", []), ("Sigmoid", []), ("LeakyRelu", [0.2]), ("Clip", [-0.5, 0.5]),
                         ("HardSigmoid", [0.3, 0.4]), ("Tanh", [])):

@@ -1,5 +1,5 @@
 // Generators of the ops that normalise along some dims (Softmax and its kin, LayerNorm,
-// RMSNorm, BatchNorm of rank 2 to 6, InstanceNorm) and of the data-movement ops (Transpose,
+// RMSNorm, BatchNorm of rank 2 to 6, InstanceNorm, GroupNorm) and of the data-movement ops (Transpose,
 // Concat, Slice of both opsets, the reshapes, Resize and Upsample).
 #include <algorithm>
 #include <numeric>
@@ -63,6 +63,21 @@ Case batchnorm(Draw& d, const std::string& op) {
 Case instancenorm(Draw& d, const std::string& op) {
   const Shape s = d.shape(static_cast<size_t>(d.between(3, 5)), 1500);
   Case c{node(op, 6, 3), {d.f32(s), d.f32({s[1]}, 0.5, 1.5), d.f32({s[1]})}, {false, true, true}, 1e-5};
+  if (d.chance(0.5)) set_attr(c.node, "epsilon", static_cast<float>(d.pick(std::vector<double>{1e-5, 1e-3, 0.1})));
+  return c;
+}
+
+// GroupNormalization at opset 18 (scale and bias per group) and 21 (per channel), ranks 2-5.
+Case groupnorm(Draw& d, const std::string& op) {
+  Shape s = d.shape(static_cast<size_t>(d.between(2, 5)), 1500);
+  const int64_t groups = d.pick(std::vector<int64_t>{1, 2, 3, 4});
+  s[1] = groups * d.between(1, 6);
+  const int opset = d.chance(0.5) ? 18 : 21;
+  const Shape params = {opset >= 21 ? s[1] : groups};
+  Case c{node(op, opset, 3), {d.f32(s, -3, 3), d.f32(params, 0.5, 1.5), d.f32(params)}, {}, 2e-5};
+  const bool constants = d.chance(0.7);
+  c.constant = {false, constants, constants};
+  set_attr(c.node, "num_groups", groups);
   if (d.chance(0.5)) set_attr(c.node, "epsilon", static_cast<float>(d.pick(std::vector<double>{1e-5, 1e-3, 0.1})));
   return c;
 }
@@ -217,6 +232,7 @@ void add_row_and_movement_families(std::vector<Family>& families) {
   families.push_back({"layernorm", {"LayerNormalization", "RMSNormalization"}, layernorm});
   families.push_back({"batchnorm", {"BatchNormalization"}, batchnorm});
   families.push_back({"instancenorm", {"InstanceNormalization"}, instancenorm});
+  families.push_back({"groupnorm", {"GroupNormalization"}, groupnorm});
   families.push_back({"transpose", {"Transpose"}, transpose});
   families.push_back({"concat", {"Concat"}, concat});
   families.push_back({"slice", {"Slice"}, slice});
