@@ -11,6 +11,7 @@
 
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "cli/int8_model.h"
@@ -320,6 +321,134 @@ int run_bench(const BenchOptions& o) {
     std::printf("\n");
   }
   return 0;
+}
+
+CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
+  CLI::App* cmd = app.add_subcommand("bench", "Time a model: latency percentiles, throughput, memory");
+  cmd->footer(R"(
+Runs the model on seeded random inputs (as grove run does) after --warmup untimed runs.
+--schedule both interleaves the barrier-free and the op-by-op schedule run by run (A B A B),
+on the same engine, tiles and kernels, so their ratio is measured side by side.
+--precision both does the same for an fp32 and a bf16 session and prints the bf16 speedup;
+--precision fp32,int8 quantizes the model in memory (calibrated on --calibrate DIR, else on
+the bench inputs) and times it next to fp32. --check N then runs fp32 and each reduced
+precision on N input sets and reports the largest output difference relative to the
+output's largest magnitude, and top-1/top-5 agreement (docs/precision.md).
+Several model files: co-execution. Each round runs every model once submitted together into
+one engine and once one after the other (alternating which goes first); reports both medians,
+inferences/s and the speedup. --input NAME=FILE.npy goes to the models with that input.
+
+Examples:
+  grove bench resnet50.onnx --threads 2 --runs 20
+  grove bench bert.onnx --shape input_ids=1x128 --schedule both --json
+  grove bench resnet50.onnx --precision both --check 20
+  grove bench resnet50.onnx --precision fp32,int8 --calibrate samples/ --check 20
+  grove bench resnet50.onnx bert.onnx --threads 2 --runs 10
+  grove bench dynamic.onnx --subnet all
+  grove bench dynamic.onnx --latency-target-ms 15 --co-run other.onnx --co-run-schedule 0:4s,1:4s,0:4s)");
+  cmd->add_option("model", o.models, "The .onnx file; several: co-execution vs one after the other")
+      ->required();
+  add_input_option(cmd, o.inputs,
+                   "Input from a .npy file: NAME=FILE.npy (e.g. valid token ids); others get seeded random data");
+  add_shape_option(cmd, o.shapes);
+  add_threads_option(cmd, o.threads);
+  cmd->add_option("--runs,-r", o.runs, "Timed runs (per schedule; rounds with several models)")->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd->add_option("--seconds,-s", o.seconds, "Keep running until this many seconds (0: just --runs)")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--warmup,-w", o.warmup, "Untimed runs first (per schedule)")->capture_default_str()->check(CLI::Range(0, 1000));
+  cmd->add_option("--warmup-seconds", o.warmup_seconds,
+                    "Keep doing untimed runs until this many seconds have passed (at least --warmup runs): "
+                    "a fresh process runs slower for its first few hundred milliseconds on some machines (docs/benchmarks.md)")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--schedule", o.schedule, "aspen, barrier, or both (interleaved)")
+      ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
+  cmd->add_option("--tiles-per-op", o.tiles_per_op, "Target tiles per op (0: by rule)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--tile-counts", o.tile_counts,
+                    "Tiles per op when --tiles-per-op is 0: fixed (about 2 per thread), tail (TA-DNN's staircase: "
+                    "the count whose waves on the threads cost least, docs/scaling.md), or both (interleaved)")
+      ->capture_default_str()->check(CLI::IsMember({"fixed", "tail", "both"}));
+  cmd->add_option("--precision", o.precision,
+                    std::string(kPrecisionHelp) +
+                        " int8 quantizes the float model in memory as grove quantize does (calibrated on --calibrate's "
+                        "samples, else on the benchmark's inputs) and runs it on the integer kernels. 'both' times fp32 "
+                        "and bf16 interleaved and prints the speedup; a comma list (fp32,int8 or fp32,bf16,int8) times "
+                        "each of them so.")
+      ->capture_default_str()
+      ->type_name("fp32|bf16|int8|both|LIST");
+  cmd->add_option("--calibrate", o.calibrate_dir,
+                    "--precision int8: calibrate on these samples (.npy files, or one subdirectory of NAME.npy per "
+                    "sample for several inputs), as grove quantize --calibrate")
+      ->type_name("DIR");
+  cmd->add_option("--tuning", o.tuning,
+                    std::string(kTuningHelp) + " 'both' times the model untuned and tuned, interleaved; 'compare' "
+                    "times it untuned, with the performance model's choices and with the record's.")
+      ->capture_default_str()->type_name("auto|off|model|record|both|compare|FILE");
+  cmd->add_option("--layout", o.layout,
+                    std::string(kLayoutHelp) + " 'both' times the two interleaved and prints the speedup.")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"nchw", "nhwc", "both"}));
+  cmd->add_option("--check", o.check,
+                    "Also run fp32 and each reduced precision of --precision (bf16 if none) on N input sets (the bench "
+                    "inputs, then seeded random ones) and report "
+                    "the largest output difference relative to the output's largest magnitude, and top-1/top-5 "
+                    "agreement of the rows of float outputs")
+      ->type_name("N")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--prune", o.prune,
+                    std::string(kPruneHelp) + ". 'both' times the model unpruned and as its metadata prunes it, "
+                    "interleaved, and prints the speedup next to the share of FLOPs kept.")
+      ->type_name("off|both|STATEMENTS");
+  cmd->add_flag("--json", o.json, "Print one JSON object instead of the table");
+  cmd->add_flag("--mt-graph", o.mt_graph,
+                  "With several models: search MT-Graph stage pointers by coordinate descent on measured latency, "
+                  "then compare the best schedule with plain co-execution, one after the other and split cores");
+  cmd->add_option("--mt-pointers", o.mt_pointers, "MT-Graph: stage boundaries per model")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  cmd->add_option("--mt-rounds", o.mt_rounds, "MT-Graph: coordinate descent rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--mt-candidates", o.mt_candidates, "MT-Graph: pointer rows sampled per model per round")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--mt-profile-runs", o.mt_profile_runs, "MT-Graph: runs per profiled schedule (median)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--slow-worker", o.slow_worker,
+                    "Uneven cores test mode: worker thread 0 takes this many times as long over each tile "
+                    "(docs/scaling.md; 1: off)")
+      ->capture_default_str()->check(CLI::Range(1.0, 100.0));
+  cmd->add_option("--workers-schedule", o.workers_schedule,
+                    "Elastic workers: phases WORKERS:SECONDS, e.g. 1:2s,2:2s,1:2s; the worker count changes while "
+                    "runs are in flight, and each phase's throughput is printed")
+      ->type_name("N:S,...");
+  cmd->add_option("--subnet", o.subnet,
+                    std::string(kSubnetHelp) + " `all`: every sub-net, interleaved, with its first and warm latency")
+      ->type_name("NAME|RATIOS|all");
+  cmd->add_option("--latency-target-ms", o.latency_target_ms,
+                    "Dynamic model: each run takes the widest sub-net predicted to meet this P99 target under "
+                    "the current load; prints P99 and the sub-nets run per 1-second window, then the same "
+                    "with the full model on every run (docs/dynamic.md)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--co-run", o.co_run,
+                    "With --latency-target-ms: a model run on the same engine as load, in the number of streams "
+                    "--co-run-schedule gives")
+      ->type_name("MODEL");
+  cmd->add_flag("--urgent", o.urgent,
+                  "With --subnet or --latency-target-ms: the timed model's tiles go ahead of the --co-run load's "
+                  "in the ready pool (SessionOptions::urgent)");
+  cmd->add_option("--co-run-schedule", o.co_run_schedule,
+                    "Load phases STREAMS:SECONDS, e.g. 0:3s,1:3s,0:3s (0 streams: no load)")
+      ->capture_default_str()
+      ->type_name("N:S,...");
+  add_seed_option(cmd, o.seed);
+  cmd->add_option("--trace", o.trace_path,
+                    "After the timed runs, one more warm run per schedule traced to this .json file (Chrome/Perfetto)")
+      ->type_name("FILE");
+
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

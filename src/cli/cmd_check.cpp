@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "grove/check.h"
@@ -61,6 +62,48 @@ int run_check(const CheckOptions& o) {
   std::printf("mismatch: grove's tile runtime and its reference disagree beyond %.3g (attach this output to a bug report)\n",
               o.tolerance);
   return 3;
+}
+
+constexpr const char* kCheckCommandFooter = R"(
+grove check runs the model twice on the same inputs: the optimized plan on the tile runtime
+(the passes, fusions, layouts, precision and tuning grove would use), and the reference
+executor on the graph exactly as imported. It prints each output's largest error as a
+fraction of that output's largest value. When one is over --tolerance it searches for the
+first value, in the model's node order, whose tile-runtime result differs (each probe plans
+and runs the model again with that value exposed as an output) and names the node that makes
+it, its input shapes, and the node of the plan that computes it (a grove.internal node was
+made by a fusion or layout pass).
+
+Exit status: 0 the outputs agree, 3 a mismatch (the report names the node), 1 an error.
+
+Examples:
+  grove check model.onnx
+  grove check model.onnx --input image=cat.npy --threads 2
+  grove check model.onnx --layout nchw --tuning off     narrow a mismatch to a pass
+)";
+
+
+CLI::App* add_check_command(CLI::App& app, CheckOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "check", "Run the optimized plan and the reference executor on the same inputs; name the first differing node");
+  cmd->footer(kCheckCommandFooter);
+  cmd->add_option("model", o.model, "The .onnx file")->required();
+  add_input_option(cmd, o.inputs,
+                   "Input from a .npy file: NAME=FILE.npy (or FILE.npy for a one-input model); the rest get seeded "
+                    "random data");
+  add_shape_option(cmd, o.shapes);
+  add_threads_option(cmd, o.threads);
+  add_schedule_option(cmd, o.schedule, "aspen or barrier");
+  add_precision_option(cmd, o.precision, {"fp32", "bf16"});
+  add_tuning_option(cmd, o.tuning);
+  add_layout_option(cmd, o.layout);
+  cmd->add_option("--tolerance", o.tolerance,
+                    "Largest error allowed, as a fraction of each output's largest magnitude (bf16: try 2e-2)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  add_seed_option(cmd, o.seed);
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

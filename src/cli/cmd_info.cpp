@@ -4,6 +4,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "graph/node_decisions.h"
 #include "passes/flops.h"
@@ -97,6 +98,30 @@ int run_info(const InfoOptions& o) {
     print_histogram(imported, false);
   }
   return 0;
+}
+
+constexpr const char* kInfoCommandFooter = R"(
+Shows each input and output with its dtype and declared shape (symbolic dims by name), the
+parameter count, and a histogram of op types. When every input shape is known (declared
+statically or given with --shape), the graph is bound and optimised first: the histogram
+is of that graph, with the GFLOPs of each op type (2 x multiply-adds for Conv, ConvTranspose,
+MatMul and Gemm; about one per output element for other arithmetic; none for reshapes
+and data movement).
+
+Examples:
+  grove info resnet50.onnx
+  grove info bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128
+)";
+
+
+CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
+  CLI::App* cmd = app.add_subcommand("info", "Describe a model: inputs, outputs, ops, parameters, GFLOPs");
+  cmd->footer(kInfoCommandFooter);
+  cmd->add_option("model", o.model, "The .onnx file")->required();
+  add_shape_option(cmd, o.shapes);
+
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

@@ -16,6 +16,7 @@
 
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "graph/error.h"
 #include "graph/tensor.h"
 #include "serve/kserve_tensor.h"
@@ -156,6 +157,34 @@ int run_load(const LoadOptions& o) {
     for (const auto& [what, n] : errors) std::printf("  %d x %s\n", n, what.c_str());
   }
   return failed == 0 && mismatches == 0 ? 0 : 1;
+}
+
+constexpr const char* kLoadCommandFooter = R"(
+Reads the model's metadata from the server, builds one request of seeded random inputs
+(floats in [-1, 1), integers in [0, 100), bools; dynamic dims as 1) and sends it --requests
+times from --concurrency clients with keep-alive connections. Prints throughput, latency
+p50/p90/p99, errors by status, and how many answers differed from the first (a deterministic
+server: 0). Exit status 1 when any request failed or differed.
+
+Examples:
+  grove load http://127.0.0.1:8000 --model resnet -c 16 -n 1000
+  grove load http://127.0.0.1:8000 --model bert --binary --json
+)";
+
+
+CLI::App* add_load_command(CLI::App& app, LoadOptions& o) {
+  CLI::App* cmd = app.add_subcommand("load", "Load-test a KServe v2 server: throughput and latency percentiles");
+  cmd->footer(kLoadCommandFooter);
+  cmd->add_option("url", o.url, "The server")->capture_default_str();
+  cmd->add_option("--model", o.model, "Model name on the server")->required();
+  cmd->add_option("--concurrency,-c", o.concurrency, "Clients sending at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--requests,-n", o.requests, "Requests in all")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--binary", o.binary, "Send and ask for tensors as binary data, not JSON");
+  add_seed_option(cmd, o.seed);
+  cmd->add_flag("--json", o.json, "Print the results as JSON");
+  return cmd;
 }
 
 }  // namespace grove::cli

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "graph/node_decisions.h"
 #include "kernels/gemm.h"
@@ -247,6 +248,41 @@ int run_plan(const PlanCliOptions& o) {
                 with_commas(loaded.edge_count()).c_str());
   }
   return 0;
+}
+
+CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o) {
+  CLI::App* cmd = app.add_subcommand("plan", "Cut a model into tiles: tiles, grid and edges per op, depth, critical path");
+  cmd->add_option("model", o.model, "The .onnx file")->required();
+  add_shape_option(cmd, o.shapes);
+  add_threads_option(cmd, o.threads, "Cores to cut tiles for (0: the cores this process may use)");
+  cmd->add_option("--tiles-per-op", o.tiles_per_op,
+                   "Target tiles per op (0: about 2 per thread, none under 1 MFLOP)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
+  add_tuning_option(cmd, o.tuning);
+  add_layout_option(cmd, o.layout);
+  cmd->add_option("--min-tile-flops", o.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tile-counts", o.tile_counts,
+                   "Tiles per op when --tiles-per-op is 0: fixed (about 2 per thread) or tail (TA-DNN's staircase, "
+                   "with what finer tiles repeat priced at this machine's measured cost per moved element)")
+      ->capture_default_str()->check(CLI::IsMember({"fixed", "tail"}));
+  add_schedule_option(cmd, o.schedule, "aspen (tile dataflow) or barrier (op by op)");
+  cmd->add_flag("--totals", o.totals_only, "Print the totals only, not every op");
+  cmd->add_flag("--json", o.json,
+                 "Print the plan as one JSON object: options, the machine probes it priced with and where they came "
+                 "from, and per node its op, primitive, precision, tiles and grid (no timings: the same in every process)");
+  cmd->add_option("--save", o.save_path,
+                   "Write the TileGraph to this file (with the model's hash, bound shapes, options and grove's version)")
+      ->type_name("FILE");
+  cmd->add_option("--load", o.load_path,
+                   "Load a saved TileGraph and check it against a fresh plan of the model with the same options")
+      ->type_name("FILE");
+
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "cli/subnets.h"
@@ -303,6 +304,70 @@ int run_run(const RunOptions& o) {
     return run_together(o, std::move(models));
   }
   return run_single(o, std::move(models[0]));
+}
+
+constexpr const char* kRunCommandFooter = R"(
+Inputs: each model input comes from --input NAME=FILE.npy when given (dtype and shape must
+match the model; .npy files are C-order, little-endian: float32, int64, int32, bool, ...).
+Other inputs get seeded random data of the bound shape: floats uniform in [-1, 1), integers
+in [0, 100) (so token ids and indices stay valid), bools 0/1. The same --seed gives the same
+data every time.
+
+Outputs: a summary per output (dtype, shape, min/max/mean; the top-5 indices for a
+classifier-shaped float output [N] or [1, N]). With --output DIR each output is also saved
+as DIR/<output name>.npy, with characters other than letters, digits, '.', '_' and '-'
+replaced by '_'.
+
+Execution: by default the tile runtime: every op's output is cut into tiles, and one worker
+per core walks the whole model's tile graph with no barrier between ops (--schedule barrier
+runs the same tiles op by op, for comparison). --executor reference runs the naive,
+single-threaded oracle instead. Models whose shapes depend on input values run on the
+reference executor. The latency printed is of the run alone, without loading and planning.
+Several model files co-execute in one engine (random inputs), each reported separately.
+
+Examples:
+  grove run resnet50.onnx
+  grove run resnet50.onnx --input data=image.npy --output results/
+  grove run bert.onnx --shape input_ids=1x128 --shape attention_mask=1x128 --seed 7
+  grove run resnet50.onnx --threads 2 --schedule barrier --trace trace.json
+  grove run resnet50.onnx bert.onnx --shape input_ids=1x128
+)";
+
+
+CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
+  CLI::App* cmd = app.add_subcommand("run", "Run a model on .npy or random inputs and summarise its outputs");
+  cmd->footer(kRunCommandFooter);
+  cmd->add_option("model", o.models, "The .onnx file; several files co-execute in one engine")
+      ->required();
+  add_input_option(cmd, o.inputs,
+                   "Input from a .npy file: NAME=FILE.npy (or FILE.npy when the model has one input). Repeat "
+                  "for each input; inputs not given get seeded random data");
+  add_shape_option(cmd, o.shapes);
+  cmd->add_option("--output,-o", o.output_dir,
+                  "Directory to save each output as <output name>.npy (created if missing). Default: save nothing")
+      ->type_name("DIR");
+  add_threads_option(cmd, o.threads);
+  cmd->add_option("--executor", o.executor,
+                  "tiles: the tile dataflow runtime; reference: the naive op-by-op oracle (single-threaded)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tiles", "reference"}));
+  add_schedule_option(cmd, o.schedule,
+                      "aspen: no barriers between ops; barrier: op by op, the baseline (same tiles and kernels)");
+  cmd->add_option("--tiles-per-op", o.tiles_per_op, "Target tiles per op (0: by rule)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
+  add_tuning_option(cmd, o.tuning);
+  add_layout_option(cmd, o.layout);
+  cmd->add_option("--trace", o.trace_path,
+                  "Write a Chrome/Perfetto trace (one track per worker, one slice per tile) to this .json file")
+      ->type_name("FILE");
+  cmd->add_option("--subnet", o.subnet, kSubnetHelp)->type_name("NAME|RATIO");
+  cmd->add_option("--prune", o.prune, kPruneHelp)->type_name("off|STATEMENTS");
+  add_seed_option(cmd, o.seed);
+
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "graph/error.h"
 #include "kernels/gemm.h"
 #include "serve/http_listener.h"
@@ -98,6 +99,82 @@ int run_serve(const ServeOptions& o) {
   watcher.join();
   std::printf("grove serve: stopped\n");
   return 0;
+}
+
+constexpr const char* kServeCommandFooter = R"(
+Endpoints (the Open Inference Protocol v2, as KServe and Triton define it):
+  GET  /v2/health/live, /v2/health/ready      200 when live / ready (503 while shutting down)
+  GET  /v2                                    server metadata and extensions
+  GET  /v2/models/NAME[/versions/1]           model metadata: inputs, outputs, datatypes, shapes
+  GET  /v2/models/NAME/ready
+  POST /v2/models/NAME[/versions/1]/infer     JSON tensors, or the binary tensor data extension
+                                              (header Inference-Header-Content-Length)
+  POST /v2/repository/index                   models and their state
+  POST /v2/repository/models/NAME/load|unload
+  GET  /metrics                               Prometheus: requests, failures, latency histograms
+                                              per model; engine tiles, busy time, jobs in flight
+Every model runs on the one engine: each request is a job in the same ready pool, so requests
+of all models share the cores tile by tile. Errors are JSON {"error": "..."}: 404 unknown model,
+400 bad request (name, shape, datatype, JSON, JSON nested over 64 levels), 408 request not
+received in time (headers 5 s, body 30 s), 413 body too large, 415 compressed or multipart
+body, 431 headers over 64 KiB, 503 busy or shutting down, 504 timeout, 500 a failing
+inference (naming the node and op). SIGTERM or SIGINT: stop
+accepting, finish the requests in flight, exit 0.
+
+Examples:
+  grove serve --model resnet=resnet50.onnx --model bert=bert.onnx --port 8000
+  curl localhost:8000/v2/models/resnet
+  curl -d '{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}'        localhost:8000/v2/models/tiny/infer
+  grove load http://127.0.0.1:8000 --model resnet -c 8 -n 500
+)";
+
+
+CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
+  CLI::App* cmd = app.add_subcommand("serve", "Serve models over HTTP: the KServe v2 inference protocol and /metrics");
+  cmd->footer(kServeCommandFooter);
+  cmd->add_option("--model", o.models, "A model to serve, as NAME=PATH.onnx; repeat for more")
+      ->type_name("NAME=PATH");
+  cmd->add_option("--model-repository", o.model_repository,
+                    "A directory of models (NAME.onnx, NAME/model.onnx or NAME/1/model.onnx): all are loaded at start, "
+                    "and the repository API loads and unloads them by name")
+      ->type_name("DIR");
+  cmd->add_option("--host", o.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", o.port, "Port to listen on (0: any free port, printed at start)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--threads", o.threads, "Engine workers shared by every model (0: one per available core)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--http-threads", o.http_threads,
+                    "Connections served at once (each keep-alive client holds one while connected)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-concurrent", o.max_concurrent,
+                    "Inferences in flight at once, and connections held (served or waiting for an HTTP thread); "
+                    "more get 503")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-body-bytes", o.max_body_bytes, "Largest request body; larger get 413")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--request-timeout", o.request_timeout_s,
+                    "Seconds an inference may take before the client gets 504")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch", o.max_batch,
+                    "Dynamic batching: join requests that arrive together into runs of up to this many rows "
+                    "(dimension 0), for models whose inputs and outputs all have a free first dimension (0: off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch-delay-ms", o.batch_delay_ms,
+                    "Dynamic batching: how long a request may wait for others to join its batch")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tuning", o.tuning, kTuningHelp)->capture_default_str()->check(CLI::IsMember({"auto", "off"}));
+  add_layout_option(cmd, o.layout);
+  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

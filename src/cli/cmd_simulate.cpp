@@ -12,6 +12,7 @@
 
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "onnx/import.h"
@@ -195,6 +196,57 @@ int run_simulate(const SimulateOptions& o) {
   ratio_line("predicted tail-aware gain (fixed / tail, aspen)", "aspen/fixed", "aspen");
   ratio_line("predicted tail-aware gain (fixed / tail, barrier)", "barrier/fixed", "barrier");
   return 0;
+}
+
+CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
+  CLI::App* cmd = app.add_subcommand("simulate", "Predict the model's latency on N cores (a simulation over timed tiles)");
+  cmd->footer(R"(
+For each core count N the model is planned as for N cores, and that plan runs on one thread
+with a trace, so each tile is timed alone (--runs times; the median per tile). A discrete-
+event simulation then runs the engine's own schedule over those times on N virtual cores:
+depth-first following, the ready pool's rows and priority columns, stealing, and for
+--schedule barrier the barrier tiles between ops. Memory bandwidth shared by all cores and the
+pool's push/pop costs (measured on this machine first) are part of the model; docs/scaling.md
+states the assumptions and the measured error.
+--validate R also runs the model for real at each simulated core count this machine has (at
+1..its cores when --cores names none of them), R runs per schedule interleaved, and prints the
+prediction's error next to each measurement.
+
+Examples:
+  grove simulate resnet50.onnx
+  grove simulate resnet50.onnx --cores 1,2 --validate 20
+  grove simulate bert.onnx --shape input_ids=1x128 --cores 1,4,16,64 --bandwidth 0 --json)");
+  cmd->add_option("model", o.model, "The .onnx file")->required();
+  cmd->add_option("--input,-i", o.inputs, "NAME=FILE.npy (other inputs: seeded random data)")
+      ->type_name("NAME=FILE");
+  add_shape_option(cmd, o.shapes);
+  cmd->add_option("--cores,-c", o.cores, "Core counts to simulate, comma-separated")
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--schedule", o.schedule, "aspen, barrier, or both")
+      ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
+  cmd->add_option("--tile-counts", o.tile_counts,
+                       "Tiles per op when not forced: fixed (about 2 per thread), tail (TA-DNN's staircase), or both")
+      ->capture_default_str()->check(CLI::IsMember({"fixed", "tail", "both"}));
+  cmd->add_option("--runs,-r", o.runs, "Traced one-thread runs per plan (median per tile)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--validate", o.validate_runs,
+                       "Also measure the simulated core counts this machine has, this many runs per schedule, and print the error")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--bandwidth", o.bandwidth_gbs,
+                       "GB/s all simulated cores share (default: measured here with every core; 0: unlimited)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--cross-core", o.cross_ns_per_kb,
+                       "ns per KB a tile pays to read output another core wrote (default: measured here; 0: free)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--slow-fraction", o.slow_fraction,
+                       "Uneven cores: this fraction of the simulated cores (at least one) is slow (0: none)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--slow-factor", o.slow_factor, "How many times as long a slow core takes per tile")
+      ->capture_default_str()->check(CLI::Range(1.0, 100.0));
+  cmd->add_flag("--json", o.json, "Print one JSON object instead of the table");
+  add_seed_option(cmd, o.seed);
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

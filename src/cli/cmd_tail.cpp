@@ -12,6 +12,7 @@
 
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "graph/node_decisions.h"
@@ -250,6 +251,37 @@ int run_tail(const TailOptions& o) {
   std::printf("layers alone: %.3f ms; the prune suggestions save %.3f ms of it (%.1f%%), predicted\n", total, saved,
               total > 0 ? 100 * saved / total : 0.0);
   return 0;
+}
+
+CLI::App* add_tail_command(CLI::App& app, TailOptions& o) {
+  CLI::App* cmd = app.add_subcommand("tail", "Each Conv/MatMul layer's latency over its output-channel count: prune/grow hints");
+  cmd->footer(R"(
+Latency does not fall smoothly with a layer's output channels: it steps with the GEMM's
+register tile, the vector width and the tile grid (TA-DNN's staircase). Each Conv (one group),
+MatMul and Gemm with constant weights is timed alone, as a one-node model with random weights,
+at widths from --span below to --span above its own in steps of --step, on --threads threads
+(two sweeps, the better median of --runs runs per width). A layer just past a step is listed
+with the width to prune to (latency saved beyond the share of channels removed, at least
+--threshold); a layer below a step with the widest width that costs at most a quarter of
+--threshold more (free channels). docs/scaling.md has measured staircases.
+
+Examples:
+  grove tail resnet50.onnx --threads 2
+  grove tail model.onnx --only /layer4/layer4.0/conv2/Conv --span 64 --step 2 --json)");
+  cmd->add_option("model", o.model, "The .onnx file")->required();
+  add_shape_option(cmd, o.shapes);
+  add_threads_option(cmd, o.threads);
+  cmd->add_option("--span", o.span, "Widths this many channels below and above each layer's")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--step", o.step, "In steps of this many channels")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--runs,-r", o.runs, "Timed runs per width and sweep")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--threshold", o.threshold, "Smallest latency saving beyond the channel share to suggest a prune")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--only", o.only, "Only the layer with this node name");
+  cmd->add_flag("--json", o.json, "Print one JSON object (every width's latency) instead of the table");
+  add_seed_option(cmd, o.seed, "Seed for the random weights and inputs");
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

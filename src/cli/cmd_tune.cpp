@@ -8,6 +8,7 @@
 
 #include "cli/bench_stats.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "cli/tune_profile.h"
@@ -157,6 +158,79 @@ int run_tune(const TuneOptions& o) {
               record.default_ms, record.tuned_ms, record.default_ms / std::max(record.tuned_ms, 1e-9));
   std::printf("record: %s (%zu choices)\n", path.c_str(), record.choices.size());
   return 0;
+}
+
+CLI::App* add_tune_command(CLI::App& app, TuneOptions& o) {
+  CLI::App* cmd = app.add_subcommand("tune", "Measure each Conv's primitive and tile grid on this machine; write a tuning record");
+  cmd->footer(R"(
+Each Conv (2-D, fp32 or bf16) of the model has candidates: its primitive (im2col GEMM; the
+direct kernel for a stem; the channels-last GEMM, nhwc, for one group; and where Winograd fits,
+F(4x4,3x3) in either layout and F(2x2,3x3) channels-last) times a few tile grids (one, two and
+four tiles per thread, cut by rows or by output channels). Rounds of the whole model put one candidate of
+every Conv in place and time each node's tiles from a trace (--runs runs per round), after
+a round planned by the hand rules; every round is repeated --passes times, in turn. A
+candidate replaces the rule where its tiles cost 3% less (their time over the threads plus
+the slowest tile). Two sets of choices (every node's best; the best with the rule's tile
+count) are then timed against the rules as whole models, interleaved (--verify-runs each),
+and the fastest is kept, or none if the rules are fastest. The record goes to the
+per-machine cache (~/.cache/grove/tune, or $GROVE_TUNE_DIR), keyed by the model's structure,
+this CPU, the thread count and the precision; grove run, bench, plan and serve, and sessions
+of the C++ and Python APIs, then plan with it (--tuning off to compare). docs/tuning.md.
+
+Examples:
+  grove tune resnet50.onnx --threads 2
+  grove tune model.onnx --shape input=1x3x224x224 --dataset profile.csv
+  grove tune --sample 300 --threads 1 --dataset profile.csv   (sampled conv layers)
+  grove tune --calibrate                                       (the shipped performance model, fitted to this machine)
+  grove bench resnet50.onnx --threads 2 --tuning both)");
+  cmd->add_option("model", o.model, "The .onnx file (not with --fit or --sample)");
+  cmd->add_option("--fit", o.fit,
+                   "Train this machine's performance model on a --dataset CSV instead of tuning a model: MdRAE on a "
+                   "held-out tenth against linear regression, then saved where plans without a record use it")
+      ->type_name("FILE.csv");
+  cmd->add_option("--model-out", o.model_out, "--fit: write the model here instead of the per-machine cache")
+      ->type_name("FILE");
+  cmd->add_option("--transfer-from", o.transfer_from,
+                   "--fit: fine-tune this (another machine's) model on --sample-share of the samples, against training "
+                   "from scratch on them")->type_name("FILE");
+  cmd->add_option("--fit-machine", o.fit_machine,
+                   "--fit: the rows of this machine key (another CPU's profile, for a study) instead of this "
+                   "machine's; needs --model-out")->type_name("KEY");
+  cmd->add_option("--fit-report", o.fit_report, "--fit: write the test split's measured and predicted times here")
+      ->type_name("FILE.csv");
+  cmd->add_option("--sample-share", o.sample_share, "--fit --transfer-from: share of the training samples used")
+      ->capture_default_str()->check(CLI::Range(0.001, 1.0));
+  add_input_option(cmd, o.inputs,
+                   "Input from a .npy file: NAME=FILE.npy; others get seeded random data");
+  add_shape_option(cmd, o.shapes);
+  add_threads_option(cmd, o.threads, "Worker threads to tune for (0: the cores this process may use)");
+  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
+  cmd->add_option("--runs,-r", o.runs, "Traced runs per round (each conv's median)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--passes", o.passes, "Times every round is repeated, in turn (medians over all their runs)")
+      ->capture_default_str()->check(CLI::Range(1, 100));
+  cmd->add_option("--verify-runs", o.verify_runs, "Whole-model runs of the rules and of the choices, interleaved")
+      ->capture_default_str()->check(CLI::Range(1, 10000));
+  cmd->add_option("--output,-o", o.output, "Write the record here instead of the per-machine cache")->type_name("FILE");
+  cmd->add_option("--dataset", o.dataset,
+                   "Append every measured candidate (layer configuration, primitive, grid, time) to this CSV")
+      ->type_name("FILE.csv");
+  cmd->add_option("--sample", o.sample,
+                   "Instead of a model, profile N conv layers sampled from the sizes CNNs use (channels 8-768, planes "
+                   "7-112, kernels 1/3/5/7, strides 1/2; every eighth a stem: 1-4 channels on a 56-416 plane), "
+                   "each as a one-conv model, into --dataset")
+      ->type_name("N")->check(CLI::Range(1, 100000));
+  cmd->add_flag("--sample-stems", o.sample_stems,
+                 "--sample: stems only (a network's first conv, where the direct kernel competes)");
+  cmd->add_flag("--calibrate", o.calibrate,
+                 "Move the performance model shipped for this ISA (or --transfer-from's) to this machine: profile "
+                 "--sample sampled conv layers (default 25) at 1 thread and at --threads, fine-tune the model on them, "
+                 "report its MdRAE against the shipped model as is and against one trained from scratch, and install "
+                 "it where plans without a tuning record use it (a few minutes)");
+  cmd->add_flag("--quiet,-q", o.quiet, "No progress lines on stderr");
+  add_seed_option(cmd, o.seed);
+  add_limit_options(cmd, o.limits);
+  return cmd;
 }
 
 }  // namespace grove::cli

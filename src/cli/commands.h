@@ -12,6 +12,10 @@
 #include "grove/precision.h"
 #include "runtime/engine.h"
 
+namespace CLI {
+class App;
+}
+
 namespace grove::cli {
 
 struct InfoOptions {
@@ -237,6 +241,19 @@ int run_tune_calibrate(const TuneOptions& options);  // --calibrate
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);
+
+// Each subcommand's options, declared on `app` into `o` (in its cmd_*.cpp, from cli/options.h).
+CLI::App* add_info_command(CLI::App& app, InfoOptions& o);
+CLI::App* add_run_command(CLI::App& app, RunOptions& o);
+CLI::App* add_check_command(CLI::App& app, CheckOptions& o);
+CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o);
+CLI::App* add_bench_command(CLI::App& app, BenchOptions& o);
+CLI::App* add_serve_command(CLI::App& app, ServeOptions& o);
+CLI::App* add_load_command(CLI::App& app, LoadOptions& o);
+CLI::App* add_quantize_command(CLI::App& app, QuantizeCliOptions& o);
+CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o);
+CLI::App* add_tail_command(CLI::App& app, TailOptions& o);
+CLI::App* add_tune_command(CLI::App& app, TuneOptions& o);
 
 // "fp32" or "bf16" (the CLI checks the spelling) as the API's Precision.
 Precision parse_precision(const std::string& text);
