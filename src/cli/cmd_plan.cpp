@@ -83,14 +83,15 @@ std::string plan_json(const PlanCliOptions& o, const Plan& p) {
   j["precision"] = o.precision;
   j["layout"] = p.options.conv_layout == ConvLayout::nchw ? "nchw" : "nhwc";
   j["tile_counts"] = o.tiles_per_op > 0 ? "fixed " + std::to_string(o.tiles_per_op) : o.tile_counts;
-  j["machine_probes"] = {{"source", p.options.probes_source},
-                         {"move_flops", p.options.move_flops},
-                         {"transpose_flops", p.options.transpose_flops},
-                         {"winograd_nhwc_min_channels", p.options.winograd_nhwc_min_channels},
-                         {"winograd_nhwc_small_planes", p.options.winograd_nhwc_small_planes},
-                         {"bf16_dot_gain", p.options.bf16_dot_gain},
-                         {"amx_flop_cost", p.options.amx_flop_cost}};
+  j["machine_probes"] = {{"source", p.options.machine.source},
+                         {"move_flops", p.options.machine.move_flops},
+                         {"transpose_flops", p.options.machine.transpose_flops},
+                         {"winograd_nhwc_min_channels", p.options.machine.winograd_nhwc_min_channels},
+                         {"winograd_nhwc_small_planes", p.options.machine.winograd_nhwc_small_planes},
+                         {"bf16_dot_gain", p.options.machine.bf16_dot_gain},
+                         {"amx_flop_cost", p.options.machine.amx_flop_cost}};
   j["tuning"] = p.options.choices_source;
+  j["pipeline"] = compile_pipeline_steps();
   std::map<std::string, const NodeChoice*> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.emplace(c.node, &c);
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
@@ -167,15 +168,15 @@ int run_plan(const PlanCliOptions& o) {
   std::printf("model: %s\n", o.model.c_str());
   std::printf("plan: %s schedule, %d threads, tiles per op: %s\n", o.schedule.c_str(), options.threads,
               o.tiles_per_op > 0                                   ? std::to_string(o.tiles_per_op).c_str()
-              : options.tile_counts == TileCounts::tail_aware ? strf("tail-aware, %g FLOPs per moved element%s", options.move_flops,
+              : options.tile_counts == TileCounts::tail_aware ? strf("tail-aware, %g FLOPs per moved element%s", options.machine.move_flops,
                                                                           options.precision == Precision::bf16 &&
                                                                                   kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())
-                                                                              ? strf(", %g per AMX FLOP", options.amx_flop_cost).c_str()
+                                                                              ? strf(", %g per AMX FLOP", options.machine.amx_flop_cost).c_str()
                                                                               : "").c_str()
                                                                    : "about 2 per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());
-  if (!p.options.probes_source.empty()) std::printf("machine probes: %s\n", p.options.probes_source.c_str());
+  if (!p.options.machine.source.empty()) std::printf("machine probes: %s\n", p.options.machine.source.c_str());
   if (p.options.conv_layout == ConvLayout::nchw) {
     std::printf("layout: NCHW (--layout nchw)\n");
   } else {
@@ -189,8 +190,8 @@ int run_plan(const PlanCliOptions& o) {
     std::printf("layout: %d Conv%s channels-last (ConvNhwc, DepthwiseConvNhwc), the rest NCHW; %d Transpose%s "
                 "between (%.2f M elements; %g FLOPs per moved element); Winograd layers from %lld input channels%s\n",
                 p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s", transposes, transposes == 1 ? "" : "s",
-                double(moved) / 1e6, p.options.transpose_flops, static_cast<long long>(p.options.winograd_nhwc_min_channels),
-                p.options.winograd_nhwc_small_planes ? ", also on 13x13 and 14x14 planes" : "");
+                double(moved) / 1e6, p.options.machine.transpose_flops, static_cast<long long>(p.options.machine.winograd_nhwc_min_channels),
+                p.options.machine.winograd_nhwc_small_planes ? ", also on 13x13 and 14x14 planes" : "");
   }
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);

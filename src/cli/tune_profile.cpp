@@ -81,7 +81,7 @@ std::vector<TunedNode> profile_nodes(
   // rules do with each, channels-last or not, is measured in round 0.
   PlanOptions as_written = plan->options;
   as_written.conv_layout = ConvLayout::nchw;
-  as_written.prepare_weights = false;
+  as_written.debug.prepare_weights = false;
   as_written.choices.clear();
   const std::shared_ptr<const Plan> nchw = make_plan(base->model().graph(), as_written);
   std::map<std::string, size_t> in_rules;

@@ -118,41 +118,69 @@ std::vector<int64_t> path_chains(const Plan& plan, TileRuleLookup lookup) {
   return chained;
 }
 
-std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& options) {
-  if (options.threads < 1) throw Error("plan: threads must be at least 1");
-  if (options.tiles_per_op < 0) throw Error("plan: tiles per op must not be negative");
-  if (options.min_tile_flops < 0) throw Error("plan: the minimum tile FLOPs must not be negative");
-  auto plan = std::make_shared<Plan>();
-  plan->graph = bound;
-  plan->options = options;
-  plan->pruning = apply_feature_pruning(plan->graph, options.feature_pruning);
-  apply_primitive_choices(plan->graph, options.choices, options.choices_from);  // before precision: bf16 skips Winograd layers
-  plan->precision = apply_precision(plan->graph, options.precision, options.bf16_dot_gain);
-  if (options.conv_layout == ConvLayout::channels_last) {  // after precision: a bf16 conv leaves Winograd
-    std::set<std::string> keep;  // a node a choice names keeps the layout it was measured in
-    for (const NodeChoice& c : options.choices) keep.insert(c.node);
-    plan->channels_last_convs = to_channels_last_f32(plan->graph, keep, options.transpose_flops,
-                                                       options.winograd_nhwc_min_channels,
-                                                       options.winograd_nhwc_small_planes);
-    store_bf16_between_convs(plan->graph, plan->precision);
-    if (options.fuse_expand_depthwise) fuse_expand_depthwise(plan->graph, keep);
-    if (options.fuse_expand_depthwise && options.fuse_depthwise_project) fuse_depthwise_project(plan->graph, keep);
-    if (options.fuse_conv_max_pool) fuse_conv_max_pool(plan->graph, keep);
-  }
-  // After the channels-last pass, whose copies a blocked conv then reads and writes directly.
-  to_blocked_f32(plan->graph, int64_t(kernels::conv_nchwc_block(kernels::active_isa())));
-  plan_values(*plan);
-  plan_detail::mark_views(*plan);
-  TileRuleLookup lookup = options.rule_lookup ? options.rule_lookup : find_tile_rule;
-  if (options.concat_slices) plan_detail::mark_concat_slices(*plan, lookup);
+// The pipeline's steps (a namespace of their own: the plan layer compiles as a unity build).
+namespace plan_pipeline {
 
+// What the pipeline's steps share while a plan is made.
+struct PlanBuild {
+  Plan& plan;
+  const PlanOptions& options;
+  TileRuleLookup lookup;
+  std::set<std::string> keep;   // nodes a choice names keep the layout they were measured in
+  std::vector<NodeInfos> infos;  // per node, once the graph is final
+};
+
+void prune_feature_maps(PlanBuild& b) { b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning); }
+
+// Before precision: bf16 skips Winograd layers.
+void apply_tuned_primitives(PlanBuild& b) {
+  apply_primitive_choices(b.plan.graph, b.options.choices, b.options.choices_from);
+}
+
+void choose_precisions(PlanBuild& b) {
+  b.plan.precision = apply_precision(b.plan.graph, b.options.precision, b.options.machine.bf16_dot_gain);
+}
+
+// After precision: a bf16 conv leaves Winograd.
+void choose_channels_last(PlanBuild& b) {
+  if (b.options.conv_layout != ConvLayout::channels_last) return;
+  const MachineProfile& m = b.options.machine;
+  b.plan.channels_last_convs = to_channels_last_f32(b.plan.graph, b.keep, m.transpose_flops,
+                                                    m.winograd_nhwc_min_channels, m.winograd_nhwc_small_planes);
+  store_bf16_between_convs(b.plan.graph, b.plan.precision);
+}
+
+void fuse_channels_last(PlanBuild& b) {
+  if (b.options.conv_layout != ConvLayout::channels_last) return;
+  const PlanDebug& d = b.options.debug;
+  if (d.fuse_expand_depthwise) fuse_expand_depthwise(b.plan.graph, b.keep);
+  if (d.fuse_expand_depthwise && d.fuse_depthwise_project) fuse_depthwise_project(b.plan.graph, b.keep);
+  if (d.fuse_conv_max_pool) fuse_conv_max_pool(b.plan.graph, b.keep);
+}
+
+// After the channels-last pass, whose copies a blocked conv then reads and writes directly.
+void choose_blocked(PlanBuild& b) {
+  to_blocked_f32(b.plan.graph, int64_t(kernels::conv_nchwc_block(kernels::active_isa())));
+}
+
+void plan_values_and_views(PlanBuild& b) {
+  plan_values(b.plan);
+  plan_detail::mark_views(b.plan);
+  if (b.options.debug.concat_slices) plan_detail::mark_concat_slices(b.plan, b.lookup);
+}
+
+// Each node's tile grid (a tuning record's, or by rule), its prepared weights, its tiles.
+void lower_to_tiles(PlanBuild& b) {
+  Plan* plan = &b.plan;
+  const PlanOptions& options = b.options;
+  const TileRuleLookup lookup = b.lookup;
   const Graph& g = plan->graph;
   TileGraph& tg = plan->tiles;
   const std::vector<int64_t> chain_paths = path_chains(*plan, lookup);
   std::map<std::string, const Shape*> chosen_extent;
   for (const NodeChoice& c : options.choices)
     if (!c.extent.empty()) chosen_extent[c.node] = &c.extent;
-  std::vector<NodeInfos> infos;
+  std::vector<NodeInfos>& infos = b.infos;
   infos.reserve(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
@@ -186,7 +214,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);
-    plan->prepared.push_back(rule && rule->prepare && options.prepare_weights ? prepare_node(g, node, *rule, infos.back()) : nullptr);
+    plan->prepared.push_back(rule && rule->prepare && options.debug.prepare_weights ? prepare_node(g, node, *rule, infos.back()) : nullptr);
     if (plan->prepared.back() && rule->prepared_bytes)
       plan->prepared_bytes += rule->prepared_bytes(node, infos.back().in, plan->prepared.back().get());
     tg.first_tile.push_back(tg.size());
@@ -211,10 +239,57 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
     for (int32_t v : plan->node_inputs[n])
       if (v >= 0) plan->values[v].consumer_tiles += tg.tile_count[n];
 
-  plan->critical_path_flops = plan_detail::link_tiles(*plan, infos);
-  plan_detail::fill_places(*plan, tg);
+}
+
+// The tile->tile edges from each tile's `needs`, and where each tile's output lives.
+void link_tiles(PlanBuild& b) {
+  b.plan.critical_path_flops = plan_detail::link_tiles(b.plan, b.infos);
+  plan_detail::fill_places(b.plan, b.plan.tiles);
+}
+
+struct CompileStep {
+  const char* name;
+  void (*run)(PlanBuild&);
+};
+
+// The compile pipeline, in order: every step that turns a bound, optimised graph (optimize()
+// in passes/passes.h ran once at load) into a plan. Choices first (primitives, precision),
+// then layouts and the fusions they allow, then the lowering to tiles.
+constexpr CompileStep kCompilePipeline[] = {
+    {"prune feature maps", prune_feature_maps},
+    {"apply tuned primitives", apply_tuned_primitives},
+    {"choose precisions", choose_precisions},
+    {"choose channels-last layout", choose_channels_last},
+    {"fuse channels-last chains", fuse_channels_last},
+    {"choose channel-blocked layout", choose_blocked},
+    {"plan values and views", plan_values_and_views},
+    {"lower to tiles", lower_to_tiles},
+    {"link tiles", link_tiles},
+};
+
+}  // namespace plan_pipeline
+
+using plan_pipeline::kCompilePipeline;
+
+std::vector<std::string> compile_pipeline_steps() {
+  std::vector<std::string> names;
+  for (const auto& step : kCompilePipeline) names.push_back(step.name);
+  return names;
+}
+
+std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& options) {
+  if (options.threads < 1) throw Error("plan: threads must be at least 1");
+  if (options.tiles_per_op < 0) throw Error("plan: tiles per op must not be negative");
+  if (options.min_tile_flops < 0) throw Error("plan: the minimum tile FLOPs must not be negative");
+  auto plan = std::make_shared<Plan>();
+  plan->graph = bound;
+  plan->options = options;
+  plan_pipeline::PlanBuild build{*plan, options, options.debug.rule_lookup ? options.debug.rule_lookup : find_tile_rule, {}, {}};
+  for (const NodeChoice& c : options.choices) build.keep.insert(c.node);
+  for (const auto& step : kCompilePipeline) step.run(build);
   return plan;
 }
+
 
 Shape tile_grid(const Plan& plan, int32_t node) {
   const Shape& extent = plan.tile_extent.at(node);

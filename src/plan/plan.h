@@ -26,13 +26,61 @@ inline constexpr double kDefaultMoveFlops = 32;
 inline constexpr double kDefaultAmxFlopCost = 0.25;
 inline constexpr double kDefaultTransposeFlops = 32;
 
+// What this machine measured, for pricing plans (runtime/machine_probes.h measures the values
+// and stores them per machine, so a model plans the same in every process). The defaults are
+// for plans made without a measurement.
+struct MachineProfile {
+  // TileCounts::tail_aware: FLOPs one moved element is worth (kernels::measure_move_flops).
+  double move_flops = kDefaultMoveFlops;
+  // The same for the AMX tile unit: f32 FLOPs one of its FLOPs costs (kernels::measure_amx_flop_cost).
+  double amx_flop_cost = kDefaultAmxFlopCost;
+  // bf16 without AMX: how many times faster the AVX512-BF16 dot-product GEMM runs than the
+  // f32 one (kernels::measure_bf16_dot_gain); 0, not measured: bf16 runs wherever it is asked
+  // for. Too small a gain runs fp32 instead (plan/precision.h).
+  double bf16_dot_gain = 0;
+  // ConvLayout::channels_last: FLOPs one element a layout-change Transpose moves is worth
+  // (kernels::measure_transpose_flops), for keeping a group of convs channels-last only where
+  // its Transposes cost little next to its products.
+  double transpose_flops = kDefaultTransposeFlops;
+  // ConvLayout::channels_last: a Winograd layer of at least this many input channels stays on
+  // Winograd channels-last, one of fewer runs on the channels-last GEMM; and whether 3x3 convs
+  // on planes too small for the NCHW Winograd (13x13, 14x14) run on the channels-last one
+  // (kernels::measure_winograd_nhwc).
+  int64_t winograd_nhwc_min_channels = kernels::kWinogradNhwcDefaultMinChannels;
+  bool winograd_nhwc_small_planes = false;
+  // For reports: where the values came from (the machine's stored file, or measured by this
+  // process); "" when none were taken.
+  std::string source;
+};
+
+// Switches for tests and for comparing one mechanism with its absence. The defaults are what
+// every user gets; nothing outside tests, benchmarks and tools sets them.
+struct PlanDebug {
+  TileRuleLookup rule_lookup = nullptr;  // nullptr: find_tile_rule; tests inject their own
+  // false: no rule's `prepare` runs (no packed weights): a plan for its structure only (tile
+  // grids, edges), as the plan-time selection reads it; it cannot be run.
+  bool prepare_weights = true;
+  // Producers write a channels-last Concat's inputs straight into its buffer where their rules
+  // can (PlannedValue::slice_of); false: every Concat copies.
+  bool concat_slices = true;
+  // A 1x1 expand conv and the depthwise conv that alone reads it run as one node, band by band
+  // in cache (passes/fuse_expand_depthwise.cpp); false: apart.
+  bool fuse_expand_depthwise = true;
+  // The 1x1 project conv that alone reads such a node's output joins it too where that output
+  // outgrows half of L2 (InvertedResidualNhwc); false: the project conv runs apart.
+  bool fuse_depthwise_project = true;
+  // A conv and the max pool that alone reads it run as one node, band by band in cache
+  // (passes/fuse_conv_max_pool.cpp); false: apart.
+  bool fuse_conv_max_pool = true;
+};
+
+// What a plan is made from: what the user chose, what the machine measured, and debug switches.
 struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
   int tiles_per_op = 0;         // target tiles per op; 0 chooses by rule (enough for every core, each big enough)
   int64_t min_tile_flops = 0;   // 0 chooses by rule (kDefaultMinTileFlops when tiles_per_op is 0, else no minimum)
   Schedule schedule = Schedule::aspen;
   TileCounts tile_counts = TileCounts::fixed;  // when tiles_per_op is 0
-  TileRuleLookup rule_lookup = nullptr;  // nullptr: find_tile_rule
   // Bound on the TileGraph, from Limits::max_tiles (a hostile model with many big ops must not
   // make the planner allocate without bound): more tiles, or more than kMaxEdgesPerTile times
   // as many edges, is an Error naming the node.
@@ -40,51 +88,16 @@ struct PlanOptions {
   Precision precision = Precision::fp32;  // the GEMM ops' arithmetic (plan/precision.h)
   ConvLayout conv_layout = ConvLayout::channels_last;  // float convs' activation layout (passes/layout_f32.cpp)
   std::vector<FeatureMapPruning> feature_pruning;  // dynamic feature-map pruning (plan/feature_pruning.h)
-  // TileCounts::tail_aware: FLOPs one moved element is worth (kernels::measure_move_flops;
-  // sessions measure it; kDefaultMoveFlops for plans made without a measurement).
-  double move_flops = kDefaultMoveFlops;
-  // The same for the AMX tile unit: f32 FLOPs one of its FLOPs costs
-  // (kernels::measure_amx_flop_cost; kDefaultAmxFlopCost without a measurement).
-  double amx_flop_cost = kDefaultAmxFlopCost;
-  // bf16 without AMX: how many times faster the AVX512-BF16 dot-product GEMM runs than the
-  // f32 one (kernels::measure_bf16_dot_gain; sessions measure it); 0, not measured: bf16 runs
-  // wherever it is asked for. Too small a gain runs fp32 instead (plan/precision.h).
-  double bf16_dot_gain = 0;
-  // ConvLayout::channels_last: FLOPs one element a layout-change Transpose moves is worth
-  // (kernels::measure_transpose_flops; sessions measure it), for keeping a group of convs
-  // channels-last only where its Transposes cost little next to its products.
-  double transpose_flops = kDefaultTransposeFlops;
-  // ConvLayout::channels_last: a Winograd layer of at least this many input channels stays on
-  // Winograd channels-last, one of fewer runs on the channels-last GEMM; and whether 3x3 convs
-  // on planes too small for the NCHW Winograd (13x13, 14x14) run on the channels-last one
-  // (kernels::measure_winograd_nhwc; sessions measure both).
-  int64_t winograd_nhwc_min_channels = kernels::kWinogradNhwcDefaultMinChannels;
-  bool winograd_nhwc_small_planes = false;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
-  // For reports: where the machine measurements above came from (runtime/machine_probes.h:
-  // the machine's stored file, or measured by this process); "" when none were taken.
-  std::string probes_source;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)
   // Where `choices` came from, as the nodes' decisions record it (Decisions::conv_source): a
   // tuning record unless the caller says otherwise (the performance model, or candidates it
   // measured itself).
   DecisionSource choices_from = DecisionSource::record;
-  // false: no rule's `prepare` runs (no packed weights): a plan for its structure only (tile
-  // grids, edges), as the plan-time selection reads it; it cannot be run.
-  bool prepare_weights = true;
-  // Producers write a channels-last Concat's inputs straight into its buffer where their rules
-  // can (PlannedValue::slice_of); false: every Concat copies (for comparing the two).
-  bool concat_slices = true;
-  // A 1x1 expand conv and the depthwise conv that alone reads it run as one node, band by band
-  // in cache (passes/fuse_expand_depthwise.cpp); false: apart (for comparing the two).
-  bool fuse_expand_depthwise = true;
-  // The 1x1 project conv that alone reads such a node's output joins it too where that output
-  // outgrows half of L2 (InvertedResidualNhwc); false: the project conv runs apart.
-  bool fuse_depthwise_project = true;
-  // A conv and the max pool that alone reads it run as one node, band by band in cache
-  // (passes/fuse_conv_max_pool.cpp); false: apart (for comparing the two).
-  bool fuse_conv_max_pool = true;
+
+  MachineProfile machine;
+  PlanDebug debug;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op
@@ -158,8 +171,12 @@ inline bool is_gathered_node(const Plan& plan, int32_t n) {
   return true;
 }
 
-// Throws Error (naming node and op) when the graph cannot be planned.
+// Throws Error (naming node and op) when the graph cannot be planned. Runs the compile
+// pipeline (plan.cpp kCompilePipeline) on a copy of `bound`.
 std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& options);
+
+// The names of the compile pipeline's steps, in the order make_plan runs them.
+std::vector<std::string> compile_pipeline_steps();
 
 // Tiles of node n along each dim of its grid (ceil(extent / tile extent); 1 for an empty dim).
 Shape tile_grid(const Plan& plan, int32_t node);

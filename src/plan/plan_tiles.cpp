@@ -132,7 +132,7 @@ Shape choose_tile_extent(const Node& node, const NodeInfos& infos, const TileRul
   auto tile_time = [&](const Shape& size) {  // one tile of this size along every dim
     TileWork w = rule->tile_work(node, infos.in, infos.out, size);
     if (w.flops + w.amx_flops <= 0) w = {static_cast<double>(numel(size)) * flops_per_element, 0};
-    return w.flops + options.amx_flop_cost * w.amx_flops + options.move_flops * w.moves;
+    return w.flops + options.machine.amx_flop_cost * w.amx_flops + options.machine.move_flops * w.moves;
   };
   const double whole = tile_time(shape);
   struct Priced {

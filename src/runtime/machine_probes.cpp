@@ -103,15 +103,15 @@ void take_machine_probes(MachineProbes& probes, const ProbeNeeds& needs, PlanOpt
     // then the same in every process.
     probes.source = path.empty() ? "measured by this process (no cache folder to store them in)" : "stored in " + path;
   }
-  if (needs.move_flops) po.move_flops = probes.move_flops;
-  if (needs.amx_flop_cost) po.amx_flop_cost = probes.amx_flop_cost;
-  if (needs.bf16_dot_gain) po.bf16_dot_gain = probes.bf16_dot_gain;
-  if (needs.channels_last) po.transpose_flops = probes.transpose_flops;
+  if (needs.move_flops) po.machine.move_flops = probes.move_flops;
+  if (needs.amx_flop_cost) po.machine.amx_flop_cost = probes.amx_flop_cost;
+  if (needs.bf16_dot_gain) po.machine.bf16_dot_gain = probes.bf16_dot_gain;
+  if (needs.channels_last) po.machine.transpose_flops = probes.transpose_flops;
   if (probes.winograd_nhwc && needs.channels_last) {
-    po.winograd_nhwc_min_channels = probes.winograd_nhwc->min_channels;
-    po.winograd_nhwc_small_planes = probes.winograd_nhwc->small_planes;
+    po.machine.winograd_nhwc_min_channels = probes.winograd_nhwc->min_channels;
+    po.machine.winograd_nhwc_small_planes = probes.winograd_nhwc->small_planes;
   }
-  po.probes_source = probes.source;
+  po.machine.source = probes.source;
 }
 
 }  // namespace grove

@@ -169,7 +169,7 @@ struct Vertex {
 std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions& options, const PerfModel& model,
                                           double keep_share) {
   PlanOptions structure = options;
-  structure.prepare_weights = false;
+  structure.debug.prepare_weights = false;
   structure.choices.clear();
   const std::shared_ptr<const Plan> rules_plan = make_plan(graph, structure);
   PlanOptions nchw = structure;
@@ -253,7 +253,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
 
   // A Transpose's time from the plan's measure of what moving an element is worth in FLOPs,
   // at the rate the model predicts for this model's convs; cut across the threads like a layer.
-  const double us_per_element = rules.options.transpose_flops * rule_us / flops;
+  const double us_per_element = rules.options.machine.transpose_flops * rule_us / flops;
   auto transpose_cost = [&](int64_t elements) {
     return predicted_cost(double(elements) * us_per_element, threads, threads);
   };

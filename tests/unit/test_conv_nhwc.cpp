@@ -503,7 +503,7 @@ void expect_plan_computes(const auto& plan, const TestModel& m, const TensorMap&
 // The plan with Transposes priced so high that every channels-last group goes back to NCHW.
 auto plan_with_costly_transposes(const Graph& g) {
   PlanOptions costly;
-  costly.transpose_flops = 1e6;
+  costly.machine.transpose_flops = 1e6;
   return make_plan(g, costly);
 }
 
@@ -778,8 +778,8 @@ void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, in
   const bool rows = winograd_layer || on_rows;
   const bool winograd_mark = winograd_layer && (cin >= winograd_min_channels || !on_rows);
   PlanOptions cheap_moves;
-  cheap_moves.transpose_flops = 0.01;
-  cheap_moves.winograd_nhwc_min_channels = winograd_min_channels;
+  cheap_moves.machine.transpose_flops = 0.01;
+  cheap_moves.machine.winograd_nhwc_min_channels = winograd_min_channels;
   const int64_t pad = kernel / 2, out = (size + 2 * pad - kernel) / stride + 1;
   for (bool neighbour : {false, true}) {
     OnnxBuilder b(13);
@@ -869,8 +869,8 @@ TEST(LayoutF32, SmallPlanesRunOnWinogradOnlyChannelsLast) {
     // Only where the machine's probe found Winograd faster on such planes (kernels/conv_probe.h).
     for (bool small_planes : {true, false}) {
       PlanOptions cheap_moves;
-      cheap_moves.transpose_flops = 0.01;
-      cheap_moves.winograd_nhwc_small_planes = small_planes;
+      cheap_moves.machine.transpose_flops = 0.01;
+      cheap_moves.machine.winograd_nhwc_small_planes = small_planes;
       auto plan = make_plan(model.graph(), cheap_moves);
       ASSERT_EQ(count_op(*plan, "ConvNhwc"), 3) << label;
       for (const Node& n : plan->graph.nodes)
@@ -899,7 +899,7 @@ TEST(LayoutF32, AStemReadsNchwOnlyWhereTheValueIsStillNchw) {
   const TestModel m{"squeeze_expand", b.bytes(), {{"x", seeded_tensor({1, 32, 20, 20}, 4)}}};
   Model model = load_test_model(m);
   PlanOptions cheap_moves;  // so the pair stays channels-last
-  cheap_moves.transpose_flops = 0.01;
+  cheap_moves.machine.transpose_flops = 0.01;
   auto plan = make_plan(model.graph(), cheap_moves);
   const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), rows ? 2 : 1);
@@ -935,7 +935,7 @@ TEST(LayoutF32, DepthwiseConvsRunChannelsLastBetweenTheirNeighbours) {
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
   PlanOptions apart;
-  apart.fuse_expand_depthwise = false;
+  apart.debug.fuse_expand_depthwise = false;
   auto plan = make_plan(model.graph(), apart);
   EXPECT_EQ(plan->channels_last_convs, 3);
   EXPECT_EQ(count_op(*plan, "DepthwiseConvNhwc"), 1);
@@ -974,10 +974,10 @@ TEST(LayoutF32, AnExpandConvAndTheDepthwiseConvAfterItRunAsOne) {
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
   PlanOptions apart;
-  apart.fuse_expand_depthwise = false;
+  apart.debug.fuse_expand_depthwise = false;
   for (int threads : {1, 3}) {
     PlanOptions options;
-    options.fuse_depthwise_project = false;  // on a CPU with a small L2 the project conv would join
+    options.debug.fuse_depthwise_project = false;  // on a CPU with a small L2 the project conv would join
     options.threads = apart.threads = threads;
     auto fused = make_plan(model.graph(), options);
     auto separate = make_plan(model.graph(), apart);
@@ -1050,8 +1050,8 @@ TEST(LayoutF32, AMobileNetsStemAndProjectConvsJoinTheirDepthwiseConvs) {
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
   PlanOptions options, apart;
-  options.transpose_flops = apart.transpose_flops = 0.01;  // so the stem goes channels-last
-  apart.fuse_expand_depthwise = false;
+  options.machine.transpose_flops = apart.machine.transpose_flops = 0.01;  // so the stem goes channels-last
+  apart.debug.fuse_expand_depthwise = false;
   for (int threads : {1, 3}) {
     options.threads = apart.threads = threads;
     auto fused = make_plan(model.graph(), options);
@@ -1062,7 +1062,7 @@ TEST(LayoutF32, AMobileNetsStemAndProjectConvsJoinTheirDepthwiseConvs) {
     EXPECT_EQ(count_op(*fused, "ExpandDepthwiseNhwc") + count_op(*fused, "InvertedResidualNhwc"), rows ? 2 : 1);
     expect_fused_as_apart(fused, separate, m, want, "fused blocks");
   }
-  options.fuse_depthwise_project = false;
+  options.debug.fuse_depthwise_project = false;
   EXPECT_EQ(count_op(*make_plan(model.graph(), options), "InvertedResidualNhwc"), 0);
 }
 
@@ -1100,8 +1100,8 @@ TEST(LayoutF32, AConvAndTheMaxPoolAfterItRunAsOne) {
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
   PlanOptions options, apart;
-  options.transpose_flops = apart.transpose_flops = 0.01;  // so the stem goes channels-last
-  apart.fuse_conv_max_pool = false;
+  options.machine.transpose_flops = apart.machine.transpose_flops = 0.01;  // so the stem goes channels-last
+  apart.debug.fuse_conv_max_pool = false;
   for (int threads : {1, 3}) {
     options.threads = apart.threads = threads;
     auto fused = make_plan(model.graph(), options);

@@ -15,7 +15,7 @@ namespace {
 std::shared_ptr<const Plan> plan_with(const Graph& g, TileRuleLookup rules) {
   PlanOptions o;
   o.tiles_per_op = 3;
-  o.rule_lookup = std::move(rules);
+  o.debug.rule_lookup = std::move(rules);
   return make_plan(g, o);
 }
 

@@ -119,7 +119,7 @@ TEST(LayoutNchwc, OneBlockedConvAmongChannelsLastOnesComputesTheReference) {
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
   PlanOptions options;
-  options.transpose_flops = 0;
+  options.machine.transpose_flops = 0;
   options.choices = {{"conv_b", "nchwc", {}}};
   auto plan = make_plan(model.graph(), options);
   EXPECT_EQ(count_op(*plan, "ConvNchwc"), 1);

@@ -139,9 +139,9 @@ tune::PerfModel taught(const std::vector<double>& factor) {
 PlanOptions options(ConvLayout layout, double transpose_flops = kDefaultTransposeFlops, int threads = 1) {
   PlanOptions po;
   po.threads = threads;
-  po.prepare_weights = false;
+  po.debug.prepare_weights = false;
   po.conv_layout = layout;
-  po.transpose_flops = transpose_flops;
+  po.machine.transpose_flops = transpose_flops;
   return po;
 }
 

@@ -118,7 +118,7 @@ void expect_consistent(const TileGraph& tg) {
 PlanOptions with_test_rules(int tiles_per_op, Schedule schedule = Schedule::aspen) {
   PlanOptions o;
   o.tiles_per_op = tiles_per_op;
-  o.rule_lookup = test_rule;
+  o.debug.rule_lookup = test_rule;
   o.schedule = schedule;
   return o;
 }
@@ -131,7 +131,7 @@ TEST(Plan, DependenciesMatchBruteForceOracle) {
     for (TileRuleLookup rules : {test_rule, static_cast<TileRuleLookup>(nullptr)})
     for (int k : {1, 2, 3, 5, 8, 17, 64, 10000}) {
       PlanOptions o = with_test_rules(k);
-      o.rule_lookup = rules;  // the rules written here, then src/ops' own
+      o.debug.rule_lookup = rules;  // the rules written here, then src/ops' own
       auto plan = make_plan(model.graph(), o);
       SCOPED_TRACE(m.name + " tiles_per_op=" + std::to_string(k) + (rules ? " test rules" : " builtin rules"));
       if (k == 17) EXPECT_GT(plan->tiles.tile_count[0], 1) << "the first op was not cut";
@@ -243,7 +243,7 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   b.node("Relu", {"y"}, {"r"}, "cheap_after_big");
   Model model(load_onnx_bytes(b.bytes(), "auto.onnx"));
   PlanOptions o;
-  o.rule_lookup = test_rule;
+  o.debug.rule_lookup = test_rule;
   o.threads = 2;
   auto plan = make_plan(model.graph(), o);
   EXPECT_EQ(plan->tiles.tile_count[0], 2 * kAutoTilesPerThread);
@@ -293,7 +293,7 @@ TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
     b.node("MatMul", {"x", "w"}, {"y"}, "mm");  // 7.3 MFLOP: enough for 4 tiles
     Model model(load_onnx_bytes(b.bytes(), "tail.onnx"));
     PlanOptions o;
-    o.rule_lookup = test_rule;
+    o.debug.rule_lookup = test_rule;
     o.threads = 4;
     o.tile_counts = counts;
     o.schedule = schedule;
@@ -329,7 +329,7 @@ std::shared_ptr<const Plan> conv_plan(int64_t c, int64_t plane, int64_t k, int t
   PlanOptions o;
   o.threads = threads;
   o.tile_counts = counts;
-  o.move_flops = move_flops;
+  o.machine.move_flops = move_flops;
   o.schedule = schedule;
   o.conv_layout = ConvLayout::nchw;  // the NCHW Conv rule's grids (test_conv_nhwc.cpp has the other)
   return make_plan(model.graph(), o);
@@ -383,7 +383,7 @@ TEST(Plan, AmxConvTilesPriceProductsApartAndTheWeightsTheyStream) {
     o.threads = 2;
     o.tile_counts = TileCounts::tail_aware;
     o.conv_layout = layout;
-    o.prepare_weights = false;
+    o.debug.prepare_weights = false;
     auto work = [&](const Graph& source) {
       auto plan = make_plan(source, o);
       for (const Node& n : plan->graph.nodes) {
@@ -408,7 +408,7 @@ TEST(Plan, AmxConvTilesPriceProductsApartAndTheWeightsTheyStream) {
         layout == ConvLayout::channels_last && !f32_rows ? 49.0 * 512 * 9 - 512.0 * 9 * 9 : 0;
     EXPECT_DOUBLE_EQ(amx.moves - f32.moves, 512.0 * 512 * 9 - windows_saved);
     auto conv_tiles = [&](double cost) {
-      o.amx_flop_cost = cost;
+      o.machine.amx_flop_cost = cost;
       auto plan = make_plan(marked, o);
       for (size_t n = 0; n < plan->graph.nodes.size(); ++n)
         if (plan->graph.nodes[n].op_type.rfind("Conv", 0) == 0) return plan->tiles.tile_count[n];
@@ -529,7 +529,7 @@ TEST(Plan, RejectsBadOptionsAndBadRules) {
   o = with_test_rules(-1);
   EXPECT_THROW(make_plan(model.graph(), o), Error);
   o = with_test_rules(4);
-  o.rule_lookup = [](const Node& n) -> const TileRule* {
+  o.debug.rule_lookup = [](const Node& n) -> const TileRule* {
     static const TileRule wrong_rank{[](const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) {
                                        return std::vector<int64_t>{1};
                                      },

@@ -18,7 +18,7 @@ PlanOptions options(int tiles_per_op, Schedule schedule, TileRuleLookup rules) {
   PlanOptions o;
   o.tiles_per_op = tiles_per_op;
   o.schedule = schedule;
-  o.rule_lookup = rules;
+  o.debug.rule_lookup = rules;
   return o;
 }
 

@@ -150,7 +150,7 @@ TEST(PrecisionPlan, Bf16RunsOnlyWhereItsProductsAreFaster) {
   for (double gain : {0.5, 1.9}) {
     PlanOptions options;
     options.precision = Precision::bf16;
-    options.bf16_dot_gain = gain;
+    options.machine.bf16_dot_gain = gain;
     auto plan = make_plan(unfused_graph(mixed_model()), options);
     if (amx || gain > 1) {
       EXPECT_EQ(plan->precision.precision, Precision::bf16) << gain;

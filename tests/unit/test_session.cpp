@@ -106,10 +106,10 @@ TEST(Session, SessionsOfOneEngineShareTheMachineProbes) {
   Session second(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
   const auto plan = second.plan_for({{"x", Shape{1, 8, 16, 16}}});
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->options.transpose_flops, 12345);
+  EXPECT_EQ(plan->options.machine.transpose_flops, 12345);
   Engine other({.threads = 2, .pin = false});
   Session apart(other, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
-  EXPECT_NE(apart.plan_for({{"x", Shape{1, 8, 16, 16}}})->options.transpose_flops, 12345) << "another engine takes its own: the stored file's values, not this engine's";
+  EXPECT_NE(apart.plan_for({{"x", Shape{1, 8, 16, 16}}})->options.machine.transpose_flops, 12345) << "another engine takes its own: the stored file's values, not this engine's";
 }
 
 // Activation buffers come from the session's pool: warm runs take almost no new blocks, the

@@ -171,7 +171,7 @@ TEST(PlannedRun, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
   Model model = load_test_model(m);
   const TensorMap want = run_reference(model.graph(), m.inputs);
   PlanOptions copies;
-  copies.concat_slices = false;
+  copies.debug.concat_slices = false;
   for (int threads : {1, 3}) {
     PlanOptions options;
     options.threads = copies.threads = threads;
