@@ -12,13 +12,24 @@ namespace grove::tune {
 
 const char* precision_name(Precision p);
 
-// The plan with the per-node choices asked for: `choices` when there are any; else by the
-// rules when `tuning` is "off"; the record file `tuning` names, which must fit (an Error saying
-// why not); for "auto", the record grove tune left for this model, machine, thread count and
-// precision, skipped with a note in the plan's choices_source when it is unreadable or does
-// not fit, and without one the choices this machine's performance model prices lowest (the
-// rules without a model); for "record", the record or the rules; for "model", the model's
-// choices, whatever records there are.
+// Per-node choices that override the rules, where they came from (for reports), and whose
+// they are (the nodes' decisions record it).
+struct TuningDecisions {
+  std::vector<NodeChoice> choices;  // empty: plan by the rules
+  std::string source;               // "" when none were looked for
+  DecisionSource from = DecisionSource::record;
+};
+
+// The per-node choices asked for: `choices` when there are any; none when `tuning` is "off";
+// the record file `tuning` names, which must fit (an Error saying why not); for "auto", the
+// record grove tune left for this model, machine, thread count and precision, skipped with a
+// note in `source` when it is unreadable or does not fit, and without one the choices this
+// machine's performance model prices lowest (none without a model); for "record", the record
+// or none; for "model", the model's choices, whatever records there are.
+TuningDecisions tuning_decisions(const Graph& graph, const PlanOptions& po, const std::string& tuning,
+                                 const std::vector<NodeChoice>& choices);
+
+// make_plan with tuning_decisions' choices.
 std::shared_ptr<const Plan> plan_with_tuning(const Graph& graph, PlanOptions po, const std::string& tuning,
                                              const std::vector<NodeChoice>& choices);
 
