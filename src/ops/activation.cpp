@@ -77,14 +77,58 @@ void clip_reference(const Node& node, std::span<const Tensor* const> in, std::sp
   });
 }
 
+// The activations a GEMM or conv applies in its epilogue, as OpSpec::as_epilogue.
+OpSpec fusable(OpSpec spec, AsEpilogueFn as_epilogue) {
+  spec.as_epilogue = as_epilogue;
+  return spec;
+}
+
+std::optional<EpilogueActivation> relu_epilogue(const Node&, std::span<const ValueInfo>) {
+  return EpilogueActivation{FusedActivation::relu};
+}
+std::optional<EpilogueActivation> leaky_relu_epilogue(const Node& n, std::span<const ValueInfo>) {
+  return EpilogueActivation{FusedActivation::leaky_relu, n.attr_float("alpha", 0.01f)};
+}
+std::optional<EpilogueActivation> sigmoid_epilogue(const Node&, std::span<const ValueInfo>) {
+  return EpilogueActivation{FusedActivation::sigmoid};
+}
+std::optional<EpilogueActivation> hard_sigmoid_epilogue(const Node& n, std::span<const ValueInfo>) {
+  return EpilogueActivation{FusedActivation::hard_sigmoid, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
+}
+std::optional<EpilogueActivation> hard_swish_epilogue(const Node&, std::span<const ValueInfo>) {
+  return EpilogueActivation{FusedActivation::hard_swish};
+}
+std::optional<EpilogueActivation> gelu_epilogue(const Node& n, std::span<const ValueInfo>) {
+  const std::string approximate = n.attr_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") return std::nullopt;
+  return EpilogueActivation{approximate == "tanh" ? FusedActivation::gelu_tanh : FusedActivation::gelu_erf};
+}
+// Bounds from attributes before opset 11, from constant scalar inputs from 11 on.
+std::optional<EpilogueActivation> clip_epilogue(const Node& n, std::span<const ValueInfo> in) {
+  float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
+  if (n.opset >= 11) {
+    for (size_t k = 1; k < in.size() && k < 3; ++k) {
+      if (!in[k].present) continue;
+      if (!in[k].data || in[k].data->numel() != 1 || in[k].data->dtype() != DType::f32) return std::nullopt;
+      (k == 1 ? lo : hi) = in[k].data->data<float>()[0];
+    }
+  } else {
+    lo = n.attr_float("min", lo);
+    hi = n.attr_float("max", hi);
+  }
+  return EpilogueActivation{FusedActivation::clip, lo, hi};
+}
+
 }  // namespace
 
 void register_activation_ops(OpRegistry& r) {
-  r.add("Relu", unary_op<kSignedNumeric>([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }));
-  r.add("LeakyRelu", unary_op_with_attrs<kFloat>([](const Node& node) {
-    float alpha = node.attr_float("alpha", 0.01f);
-    return [alpha](auto x) { return x < 0 ? x * alpha : x; };
-  }));
+  r.add("Relu", fusable(unary_op<kSignedNumeric>([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }),
+                        relu_epilogue));
+  r.add("LeakyRelu", fusable(unary_op_with_attrs<kFloat>([](const Node& node) {
+                               float alpha = node.attr_float("alpha", 0.01f);
+                               return [alpha](auto x) { return x < 0 ? x * alpha : x; };
+                             }),
+                             leaky_relu_epilogue));
   r.add("ThresholdedRelu", unary_op_with_attrs<kFloat>([](const Node& node) {
     float alpha = node.attr_float("alpha", 1.0f);
     return [alpha](auto x) { return x > alpha ? x : decltype(x)(0); };
@@ -103,23 +147,26 @@ void register_activation_ops(OpRegistry& r) {
     if (alpha == 0.0f) throw Error(node.describe() + ": alpha must not be 0");
     return [alpha](auto x) { return x > 0 ? x : alpha * std::expm1(x / alpha); };
   }));
-  r.add("Sigmoid", unary_op<kFloat>([](auto x) {
-    using T = decltype(x);
-    // Only ever exp of a non-positive number, so nothing overflows.
-    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-    T e = std::exp(x);
-    return e / (T(1) + e);
-  }));
-  r.add("HardSigmoid", unary_op_with_attrs<kFloat>([](const Node& node) {
-    float alpha = node.attr_float("alpha", 0.2f);
-    float beta = node.attr_float("beta", 0.5f);
-    return [alpha, beta](auto x) { return clamp01<decltype(x)>(alpha * x + beta); };
-  }));
-  r.add("HardSwish", unary_op<kFloat>([](auto x) {
-    using T = decltype(x);
-    return x * clamp01<T>(x / T(6) + T(0.5));
-  }));
-  r.add("Gelu", unary_op_with_attrs<kFloat>([](const Node& node) {  // opset 20
+  r.add("Sigmoid", fusable(unary_op<kFloat>([](auto x) {
+                             using T = decltype(x);
+                             // Only ever exp of a non-positive number, so nothing overflows.
+                             if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+                             T e = std::exp(x);
+                             return e / (T(1) + e);
+                           }),
+                           sigmoid_epilogue));
+  r.add("HardSigmoid", fusable(unary_op_with_attrs<kFloat>([](const Node& node) {
+                                 float alpha = node.attr_float("alpha", 0.2f);
+                                 float beta = node.attr_float("beta", 0.5f);
+                                 return [alpha, beta](auto x) { return clamp01<decltype(x)>(alpha * x + beta); };
+                               }),
+                               hard_sigmoid_epilogue));
+  r.add("HardSwish", fusable(unary_op<kFloat>([](auto x) {
+                               using T = decltype(x);
+                               return x * clamp01<T>(x / T(6) + T(0.5));
+                             }),
+                             hard_swish_epilogue));
+  r.add("Gelu", fusable(unary_op_with_attrs<kFloat>([](const Node& node) {  // opset 20
     const std::string approximate = node.attr_string("approximate", "none");
     if (approximate != "none" && approximate != "tanh")
       throw Error(node.describe() + ": approximate must be 'none' or 'tanh', not '" + approximate + "'");
@@ -129,13 +176,13 @@ void register_activation_ops(OpRegistry& r) {
       if (tanh_form) return T(0.5) * x * (T(1) + std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x)));
       return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
     };
-  }));
+  }), gelu_epilogue));
   r.add("Tanh", unary_op<kFloat>([](auto x) { return std::tanh(x); }));
   r.add("Softplus", unary_op<kFloat>([](auto x) { return softplus(x); }));
   r.add("Softsign", unary_op<kFloat>([](auto x) { return x / (decltype(x)(1) + std::abs(x)); }));
   r.add("Mish", unary_op<kFloat>([](auto x) { return x * std::tanh(softplus(x)); }));
   r.add("PRelu", OpSpec{&prelu_infer, &prelu_reference});
-  r.add("Clip", OpSpec{&clip_infer, &clip_reference});
+  r.add("Clip", {.infer = &clip_infer, .reference = &clip_reference, .as_epilogue = &clip_epilogue});
 }
 
 }  // namespace grove

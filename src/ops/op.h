@@ -10,10 +10,12 @@
 // unnamed and infer left undefined). Both throw grove::Error on bad input; the caller
 // prefixes the message with the node and op.
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "graph/graph.h"
+#include "graph/node_decisions.h"
 #include "ops/tiling.h"
 
 namespace grove {
@@ -34,6 +36,16 @@ enum class OpCost : uint8_t {
 // Everything grove knows of one operator, registered once by the op's family file. Lookups
 // by the importer, the planner, the passes and the runtime all go through it, so a new op
 // is one registration; OpRegistryTest checks that the tables agree.
+// An activation's form as the fused epilogue of the Conv, MatMul or Gemm before it
+// (passes/fuse_epilogue.cpp).
+struct EpilogueActivation {
+  FusedActivation kind = FusedActivation::none;
+  float alpha = 0, beta = 0;
+};
+// nullopt when this node cannot be fused (a Gelu of another approximation, a Clip whose bounds
+// are computed at run time). `in` as infer sees it: a constant input carries its data.
+using AsEpilogueFn = std::optional<EpilogueActivation> (*)(const Node&, std::span<const ValueInfo> in);
+
 struct OpSpec {
   InferFn infer = nullptr;
   ReferenceFn reference = nullptr;
@@ -43,6 +55,8 @@ struct OpSpec {
   // by `reference`. Points at a rule that lives as long as the program. The older families
   // add their rules to a table (tile_util.h) which the registry attaches here.
   const TileRule* tile_rule = nullptr;
+  // An activation a GEMM or conv can apply to its output in registers; nullptr: not one.
+  AsEpilogueFn as_epilogue = nullptr;
 };
 
 // The domain of grove's internal ops, which only graph passes create (e.g. Attention from

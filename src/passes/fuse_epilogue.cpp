@@ -20,6 +20,7 @@
 
 #include "graph/node_decisions.h"
 #include "passes/flops.h"
+#include "ops/op.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -176,36 +177,18 @@ class EpilogueFuser {
     const size_t at = it->second[0];
     const Node& n = g_.nodes[at];
     if (dropped_[at] || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != v) return false;
-    const std::string& op = n.op_type;
-    if (op == "Relu") set_activation(p, FusedActivation::relu, 0, 0);
-    else if (op == "Sigmoid") set_activation(p, FusedActivation::sigmoid, 0, 0);
-    else if (op == "HardSwish") set_activation(p, FusedActivation::hard_swish, 0, 0);
-    else if (op == "LeakyRelu") set_activation(p, FusedActivation::leaky_relu, n.attr_float("alpha", 0.01f), 0);
-    else if (op == "HardSigmoid")
-      set_activation(p, FusedActivation::hard_sigmoid, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
-    else if (op == "Gelu") {  // opset 20
-      const std::string approximate = n.attr_string("approximate", "none");
-      if (approximate != "none" && approximate != "tanh") return false;
-      set_activation(p, approximate == "tanh" ? FusedActivation::gelu_tanh : FusedActivation::gelu_erf, 0, 0);
-    } else if (op == "Clip") {
-      float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
-      if (n.opset >= 11) {
-        for (size_t k = 1; k < n.inputs.size(); ++k) {
-          if (n.inputs[k].empty()) continue;
-          std::optional<float> bound = scalar(n.inputs[k]);
-          if (!bound) return false;  // bounds computed at run time
-          (k == 1 ? lo : hi) = *bound;
-        }
-      } else {
-        lo = n.attr_float("min", lo);
-        hi = n.attr_float("max", hi);
-      }
-      set_activation(p, FusedActivation::clip, lo, hi);
-    } else {
-      return false;
+    const OpSpec* spec = OpRegistry::builtin().find(n);
+    if (!spec || !spec->as_epilogue) return false;
+    std::vector<ValueInfo> in(n.inputs.size());
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      in[k].present = !n.inputs[k].empty();
+      in[k].data = in[k].present ? constant(n.inputs[k]) : nullptr;
     }
+    const std::optional<EpilogueActivation> activation = spec->as_epilogue(n, in);
+    if (!activation) return false;
+    set_activation(p, activation->kind, activation->alpha, activation->beta);
     v = n.outputs[0];
-    f.add(at, op.c_str());
+    f.add(at, n.op_type.c_str());
     return true;
   }
 
