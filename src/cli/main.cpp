@@ -477,7 +477,7 @@ Examples:
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   serve->add_option("--request-timeout", serve_options.request_timeout_s,
-                    "Seconds an inference may take before the client gets 504")
+                    "Seconds an inference may take: past it, its run is stopped and the client gets 504")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   serve->add_option("--max-batch", serve_options.max_batch,
