@@ -80,7 +80,7 @@ if [ "${GROVE_SKIP_TSAN:-0}" != "1" ]; then
   configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DGROVE_TESTS=ON \
         -DGROVE_SANITIZE=thread -DGROVE_ADVERSARIAL=ON
   cmake --build build-tsan -j"$jobs" --target grove_runtime_tests grove_concurrent_unit_tests grove_serve_tests
-  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan_suppressions.txt"
   build-tsan/tests/runtime/grove_runtime_tests --gtest_brief=1
   build-tsan/tests/grove_concurrent_unit_tests --gtest_brief=1
   build-tsan/tests/serve/grove_serve_tests --gtest_brief=1

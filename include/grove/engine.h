@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "grove/cancel.h"
 #include "grove/priority_policy.h"
 
 namespace grove {
@@ -33,7 +34,8 @@ struct DagView {
 
 // One unit of submitted work, e.g. one inference. The engine calls run_tile once per tile,
 // never before all its parents finished (and it sees everything they wrote); a tile that
-// throws cancels the tiles not yet started and the job's future carries the first exception.
+// throws cancels the tiles not yet started and the job's future carries the first exception;
+// so does the job's CancelToken once it is stopped (cancel_token below).
 // `worker` is in [0, Engine::worker_slots()): no two tiles run at once with the same value,
 // so it can index per-worker scratch space. dag() is read once, at submit.
 class Job {
@@ -52,6 +54,10 @@ class Job {
   // column of every row first): a run under a latency target beside batch work. A worker
   // still finishes the tile in hand and follows its child first.
   virtual bool urgent() const { return false; }
+  // Read once, at submit. Once the token is stopped, a worker taking one of the job's tiles
+  // skips it (as after a failing tile) and the job ends with an Error of kind `cancelled`
+  // naming why; tiles already running finish.
+  virtual CancelToken cancel_token() const { return {}; }
 };
 
 // One traced tile, for tools that analyse a trace (grove simulate) rather than show it.

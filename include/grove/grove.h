@@ -9,6 +9,7 @@
 //
 // Errors are grove::Error (a std::runtime_error) with one line naming the file, node and op.
 #include "grove/buffer_stats.h"
+#include "grove/cancel.h"
 #include "grove/check.h"
 #include "grove/dynamic.h"
 #include "grove/engine.h"

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "grove/cancel.h"
 #include "grove/limits.h"
 #include "grove/tensor.h"
 #include "grove/value.h"
@@ -57,10 +58,12 @@ class Model {
   // Runs with the reference executor (naive, one thread: the oracle), re-binding first when
   // the input shapes changed. A graph whose shapes depend on input values (Reshape to a shape
   // given as an input, ...) cannot be bound statically; the reference executor then runs the
-  // imported graph as it is, inferring every node's shapes from the actual tensors.
-  TensorMap run_reference(const TensorMap& inputs);
+  // imported graph as it is, inferring every node's shapes from the actual tensors. Once
+  // `cancel` stops, no further node (or Loop iteration) starts and the run throws an Error of
+  // kind `cancelled` (grove/cancel.h).
+  TensorMap run_reference(const TensorMap& inputs, const CancelToken& cancel = {});
   // The same for models whose inputs or outputs are sequences or optionals (grove/value.h).
-  ValueMap run_reference_values(const ValueMap& inputs);
+  ValueMap run_reference_values(const ValueMap& inputs, const CancelToken& cancel = {});
 
   // The library's view: the graph as imported, and the bound, optimised graph (throws when
   // no shapes have been bound yet).

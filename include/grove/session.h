@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "grove/buffer_stats.h"
+#include "grove/cancel.h"
 #include "grove/engine.h"
 #include "grove/model.h"
 #include "grove/layout.h"
@@ -64,8 +65,9 @@ struct SessionOptions {
 class Session {
  public:
   // The engine must outlive the session. Destroying (or assigning over) a session waits for
-  // its submitted runs that still read it (control flow, the reference path); their futures
-  // stay valid.
+  // its submitted runs that still read it (control flow, the reference path: each runs on a
+  // thread the session owns and joins); their futures stay valid. Such a run given a
+  // CancelToken with a deadline stops at it, so the wait is bounded by the runs' deadlines.
   Session(Engine& engine, Model model, SessionOptions options = {});
   static Session load(Engine& engine, const std::string& path, SessionOptions options = {}) {
     return Session(engine, Model::load(path), options);
@@ -77,14 +79,19 @@ class Session {
   // Runs one inference on the engine and waits for it; the calling thread works on the
   // tiles meanwhile. Thread-safe. Throws Error for wrong inputs, a failing tile (naming the
   // node and op) or running out of memory; other runs on the engine are not affected.
-  TensorMap run(const TensorMap& inputs, RunStats* stats = nullptr);
+  // Once `cancel` stops (its deadline passes, or cancel() is called from another thread), the
+  // run's tiles not yet started are skipped, its segments and Loop iterations not yet started
+  // do not start, and it throws an Error of kind `cancelled` (grove/cancel.h).
+  TensorMap run(const TensorMap& inputs, RunStats* stats = nullptr, const CancelToken& cancel = {});
   // The same for models whose inputs or outputs are sequences or optionals (grove/value.h).
   // Sequence ops run between planned segments, as If and Loop do (docs/control-flow.md).
-  ValueMap run_values(const ValueMap& inputs, RunStats* stats = nullptr);
+  ValueMap run_values(const ValueMap& inputs, RunStats* stats = nullptr, const CancelToken& cancel = {});
 
   // Starts one inference; get() on the future waits and returns the outputs (or throws).
-  // The worker that finishes the run fulfils the future: no thread per request.
-  std::future<TensorMap> submit(TensorMap inputs);
+  // The worker that finishes the run fulfils the future: no thread per request (but for
+  // control flow and the reference path). `cancel` as for run(): the future is ready once
+  // the run has really stopped (no tile of it runs any more), holding the cancelled Error.
+  std::future<TensorMap> submit(TensorMap inputs, CancelToken cancel = {});
 
   std::vector<ValueSpec> inputs() const { return model().inputs(); }
   std::vector<ValueSpec> outputs() const { return model().outputs(); }

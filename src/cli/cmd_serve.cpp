@@ -158,7 +158,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--request-timeout", o.request_timeout_s,
-                    "Seconds an inference may take before the client gets 504")
+                    "Seconds an inference may take: past it, its run is stopped and the client gets 504")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-batch", o.max_batch,

@@ -66,6 +66,7 @@ int32_t validate_dag(const DagView& dag) {
 }
 
 void JobTracker::add() {
+  unfinished_.fetch_add(1, std::memory_order_acq_rel);
   std::lock_guard lock(mutex_);
   ++in_flight_;
   busy_.fetch_add(1, std::memory_order_relaxed);
@@ -76,11 +77,6 @@ void JobTracker::remove() {
   busy_.fetch_sub(1, std::memory_order_relaxed);
   // Notified under the lock: the waiter may destroy the tracker as soon as it sees zero.
   if (--in_flight_ == 0) idle_.notify_all();
-}
-
-int64_t JobTracker::in_flight() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return in_flight_;
 }
 
 void JobTracker::wait_until_idle() {
@@ -94,6 +90,7 @@ JobState::JobState(std::shared_ptr<Job> job_, DagView dag_, int32_t max_depth_, 
       max_depth(max_depth_),
       id(id_),
       urgent(job->urgent()),
+      cancel_(job->cancel_token()),
       done_parents_(std::make_unique<std::atomic<int32_t>[]>(dag_.n_parents.size())),
       remaining_(static_cast<int64_t>(dag_.n_parents.size())) {}
 
@@ -101,9 +98,15 @@ void JobState::fail(std::exception_ptr error) {
   if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::move(error);
 }
 
+void JobState::cancel_now() {
+  // Cold: once per worker that sees the token stopped, until failed_ is set.
+  fail(std::make_exception_ptr(Error(cancel_.reason(), Error::Kind::cancelled)));
+}
+
 void JobState::complete(JobState* state) {
   std::promise<void> promise = std::move(state->promise);
   std::exception_ptr error = state->error_;
+  state->tracker->finishing();  // before anyone can see the job's result
   state->job->finished(error);
   std::atomic<bool>* done_flag = state->done_flag;
   Parker* parker = state->parker;
@@ -111,9 +114,14 @@ void JobState::complete(JobState* state) {
   // The engine drops its reference to the Job before the future becomes ready.
   delete state;
   if (error)
-    promise.set_exception(error);
+    promise.set_exception(std::move(error));
   else
     promise.set_value();
+  // This thread lets go of the promise (and with it the error) before telling a run()
+  // caller, so the caller, which takes the error from the future after that, holds its last
+  // reference and frees it on its own thread: the exception's reference count lives in
+  // libstdc++, where ThreadSanitizer cannot see it order a free here after the caller's reads.
+  { const std::promise<void> released = std::move(promise); }
   if (done_flag) {
     done_flag->store(true, std::memory_order_release);
     parker->notify_all();

@@ -28,14 +28,19 @@ int32_t validate_dag(const DagView& dag);
 class JobTracker {
  public:
   void add();
-  void remove();
+  // The job is done and about to hand out its result (Job::finished, the future): it leaves
+  // in_flight() here, so whoever sees its result sees the count without it (a server that
+  // answers a cancelled run's 504 finds the engine's jobs in flight back where they were).
+  void finishing() { unfinished_.fetch_sub(1, std::memory_order_acq_rel); }
+  void remove();  // last: the job's thread touches nothing of the engine after this
   void wait_until_idle();
-  int64_t in_flight() const;
+  int64_t in_flight() const { return unfinished_.load(std::memory_order_acquire); }
   // Lock-free, for idle workers deciding whether to keep spinning: may be stale.
   bool busy() const { return busy_.load(std::memory_order_relaxed) > 0; }
 
  private:
   std::atomic<int64_t> busy_{0};  // in_flight_, readable without the lock
+  std::atomic<int64_t> unfinished_{0};  // added and not yet finishing()
   mutable std::mutex mutex_;
   std::condition_variable idle_;
   int64_t in_flight_ = 0;
@@ -44,9 +49,16 @@ class JobTracker {
 struct JobState {
   JobState(std::shared_ptr<Job> job, DagView dag, int32_t max_depth, uint64_t id);
 
-  // A tile that throws cancels the tiles not yet started: they are skipped but still counted
-  // as done, so the children bookkeeping (and completion) goes on as usual.
-  bool cancelled() const { return failed_.load(std::memory_order_relaxed); }
+  // A tile that throws, or the job's CancelToken once stopped, cancels the tiles not yet
+  // started: they are skipped but still counted as done, so the children bookkeeping (and
+  // completion) goes on as usual. Called once per tile a worker takes: a relaxed load, and
+  // for a job with a token one more (with a deadline, a clock read) until it stops.
+  bool cancelled() {
+    if (failed_.load(std::memory_order_relaxed)) return true;
+    if (!cancel_.stopped()) return false;  // an empty token: one null test
+    cancel_now();
+    return true;
+  }
   void fail(std::exception_ptr error);
 
   // One more parent of `child` finished; true for the call that makes it ready. acq_rel: the
@@ -73,6 +85,9 @@ struct JobState {
   JobTracker* tracker = nullptr;
 
  private:
+  void cancel_now();  // fails the job with its token's reason
+
+  CancelToken cancel_;  // job->cancel_token(), read once
   std::unique_ptr<std::atomic<int32_t>[]> done_parents_;
   std::atomic<int64_t> remaining_;
   std::atomic<bool> failed_{false};

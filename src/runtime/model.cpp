@@ -104,13 +104,13 @@ const Graph& Model::graph() const {
   return *m.bound;
 }
 
-TensorMap Model::run_reference(const TensorMap& inputs) {
+TensorMap Model::run_reference(const TensorMap& inputs, const CancelToken& cancel) {
   Impl& m = *impl_;
   if (feeds_defaults(m.imported, inputs)) {
     check_inputs(m.imported, inputs);
     // A fed default is no constant: bind a copy of the graph where it is an input.
     Model overridden(with_fed_defaults(m.imported, inputs));
-    return overridden.run_reference(inputs);
+    return overridden.run_reference(inputs, cancel);
   }
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
@@ -119,16 +119,16 @@ TensorMap Model::run_reference(const TensorMap& inputs) {
     check_inputs(m.imported, inputs);
     try_bind(shapes);
   }
-  if (!m.bound) return grove::run_reference(m.imported, inputs, m.limits);
-  return grove::run_reference(*m.bound, inputs, m.limits);
+  if (!m.bound) return grove::run_reference(m.imported, inputs, m.limits, cancel);
+  return grove::run_reference(*m.bound, inputs, m.limits, cancel);
 }
 
-ValueMap Model::run_reference_values(const ValueMap& inputs) {
+ValueMap Model::run_reference_values(const ValueMap& inputs, const CancelToken& cancel) {
   Impl& m = *impl_;
   check_inputs(m.imported, inputs);
-  if (has_only_tensor_io(m.imported)) return to_values(run_reference(to_tensors(inputs, m.imported.path + ": input ")));
+  if (has_only_tensor_io(m.imported)) return to_values(run_reference(to_tensors(inputs, m.imported.path + ": input "), cancel));
   // Sequences and optionals never bind: the imported graph runs as it is.
-  return grove::run_reference_values(m.imported, inputs, m.limits);
+  return grove::run_reference_values(m.imported, inputs, m.limits, nullptr, cancel);
 }
 
 }  // namespace grove

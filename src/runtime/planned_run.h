@@ -31,6 +31,7 @@ struct PlannedRunOptions {
   // with kOwnScratchSlots slots.
   std::shared_ptr<WorkerScratch> scratch;
   bool urgent = false;  // Job::urgent(): SessionOptions::urgent
+  CancelToken cancel;   // Job::cancel_token(): the run's, from Session::run or submit
 };
 
 class PlannedRun : public Job {
@@ -53,6 +54,7 @@ class PlannedRun : public Job {
   std::future<TensorMap> result();
   void finished(std::exception_ptr error) noexcept override;
   bool urgent() const override { return options_.urgent; }
+  CancelToken cancel_token() const override { return options_.cancel; }
 
   int64_t activation_bytes() const { return current_bytes_.load(std::memory_order_relaxed); }
   int64_t peak_activation_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }

@@ -126,7 +126,8 @@ std::optional<Value> Scope::find(const std::string& name) const {
   return std::nullopt;
 }
 
-ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limits& limits, const Scope* outer) {
+ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limits& limits, const Scope* outer,
+                              const CancelToken& cancel) {
   // A subgraph's formal inputs are checked by the control-flow node that runs it.
   if (!outer) check_inputs(g, inputs);
   const int64_t limit = limits.memory_limit();
@@ -155,6 +156,7 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
 
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
+    cancel.throw_if_stopped();
     const HeldInputs held = hold_inputs(node, lookup);
     const std::vector<const Value*>& in = held.pointers;
     std::vector<Value> out;
@@ -162,9 +164,11 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
       if (is_control_flow(node)) {
         const Scope here{&live, &g.initializers, outer};
         out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal) {
+          // Every iteration: a body without nodes would not reach the check above.
+          cancel.throw_if_stopped();
           ValueMap body_inputs;
           for (size_t k = 0; k < formal.size(); ++k) body_inputs[body.inputs[k].name] = std::move(formal[k]);
-          ValueMap body_outputs = run_reference_values(body, body_inputs, limits, &here);
+          ValueMap body_outputs = run_reference_values(body, body_inputs, limits, &here, cancel);
           std::vector<Value> result;
           for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
           return result;
@@ -206,9 +210,9 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
   return result;
 }
 
-TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits) {
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits, const CancelToken& cancel) {
   check_inputs(g, inputs);
-  return to_tensors(run_reference_values(g, to_values(inputs), limits), g.path + ": output ");
+  return to_tensors(run_reference_values(g, to_values(inputs), limits, nullptr, cancel), g.path + ": output ");
 }
 
 }  // namespace grove

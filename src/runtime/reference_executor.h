@@ -8,6 +8,7 @@
 
 #include "graph/graph.h"
 #include "graph/limits.h"
+#include "grove/cancel.h"
 
 namespace grove {
 
@@ -63,8 +64,11 @@ HeldInputs hold_inputs(const Node& node, Lookup&& lookup) {
 // If, Loop, Scan and SequenceMap run their subgraphs the same way, naively, with `outer`
 // (null for a model's main graph) giving the values of enclosing graphs. Sequence ops
 // (ops/sequence.h) run on values. The tensor form is an Error if an output is not a tensor.
+// `cancel` is checked before every node and every subgraph run (each Loop iteration): once
+// it is stopped, the run throws its Error (kind `cancelled`).
 ValueMap run_reference_values(const Graph& bound, const ValueMap& inputs, const Limits& limits = {},
-                              const Scope* outer = nullptr);
-TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {});
+                              const Scope* outer = nullptr, const CancelToken& cancel = {});
+TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {},
+                        const CancelToken& cancel = {});
 
 }  // namespace grove

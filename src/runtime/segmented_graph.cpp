@@ -22,7 +22,7 @@ struct SegmentedGraph::Part {
 
   // `inputs` holds every name of `formal` and `reads`.
   ValueMap run(Engine& engine, const SessionOptions& options, const Limits& limits, const ValueMap& inputs,
-               int64_t* segment_runs) {
+               int64_t* segment_runs, const CancelToken& cancel) {
     if (is_segment) refuse_values(inputs);
     Session* s = nullptr;
     {
@@ -50,7 +50,7 @@ struct SegmentedGraph::Part {
       s = session.get();
     }
     RunStats stats;
-    ValueMap out = s->run_values(inputs, &stats);
+    ValueMap out = s->run_values(inputs, &stats, cancel);
     if (segment_runs) *segment_runs += std::max<int64_t>(1, stats.segment_runs);
     return out;
   }
@@ -217,7 +217,7 @@ size_t SegmentedGraph::segment_count() const {
 
 size_t SegmentedGraph::control_count() const { return steps_.size() - segment_count(); }
 
-ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs) {
+ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs, const CancelToken& cancel) {
   ValueMap values = inputs;
   auto find = [&](const std::string& name) -> Value {
     auto it = values.find(name);
@@ -227,12 +227,14 @@ ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs) {
     throw Error(graph_.path + ": value '" + name + "' is used before it is computed");
   };
   for (const auto& step : steps_) {
+    cancel.throw_if_stopped();
     if (step->control) {
-      run_control(*step, values, segment_runs);
+      run_control(*step, values, segment_runs, cancel);
     } else {
       ValueMap in;
       for (const auto& name : step->segment->reads) in[name] = find(name);
-      for (auto& [name, v] : step->segment->run(engine_, options_, limits_, in, segment_runs)) values[name] = std::move(v);
+      for (auto& [name, v] : step->segment->run(engine_, options_, limits_, in, segment_runs, cancel))
+        values[name] = std::move(v);
     }
     for (const auto& name : step->last_reads) values.erase(name);
   }
@@ -241,7 +243,7 @@ ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs) {
   return result;
 }
 
-void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_runs) {
+void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_runs, const CancelToken& cancel) {
   const Node& node = *step.control;
   auto find = [&](const std::string& name) -> Value {
     auto it = values.find(name);
@@ -258,11 +260,14 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_
       out = run_sequence_op(node, in);
     } else {
       out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal) {
+        // Before every subgraph run: an endless Loop ends at the token's deadline, not only at
+        // max_loop_iterations.
+        cancel.throw_if_stopped();
         Part& part = *step.bodies.at(&body);
         ValueMap body_inputs;
         for (size_t k = 0; k < formal.size(); ++k) body_inputs[part.formal[k].name] = std::move(formal[k]);
         for (const auto& name : part.reads) body_inputs[name] = find(name);
-        ValueMap body_outputs = part.run(engine_, options_, limits_, body_inputs, segment_runs);
+        ValueMap body_outputs = part.run(engine_, options_, limits_, body_inputs, segment_runs, cancel);
         std::vector<Value> result;
         for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
         return result;

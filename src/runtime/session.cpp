@@ -1,7 +1,6 @@
 #include "runtime/session.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -11,6 +10,7 @@
 #include "runtime/machine_probes.h"
 #include "ops/control_flow.h"
 #include "runtime/planned_run.h"
+#include "runtime/run_threads.h"
 #include "runtime/segmented_graph.h"
 #include "tune/tuned_plan.h"
 
@@ -55,45 +55,14 @@ struct Session::Impl {
   std::vector<ShapeMap> unplannable;
 
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
-  TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats);  // run, without the bad_alloc net
+  TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel);  // run, without the bad_alloc net
   // The job for one inference, or null when the shapes cannot be planned ahead.
-  std::shared_ptr<PlannedRun> make_job(TensorMap inputs);
+  std::shared_ptr<PlannedRun> make_job(TensorMap inputs, const CancelToken& cancel);
 
-  // A submitted run that works on a thread of its own (a chain of segments, or the reference
-  // executor) reads this Impl until it returns: ~Session and move assignment wait until no
-  // Pending is left, so that such a run never outlives the state it reads. (Planned jobs
-  // hold their plan, buffers and scratch themselves and need none.) A run keeps its Pending
-  // as a local of its body, never only in the closure: std::async's shared state, and with
-  // it the closure, lives as long as the caller's future, which ~Session must not wait for.
-  class Pending {
-   public:
-    explicit Pending(Impl& s) : impl_(&s) {
-      std::lock_guard<std::mutex> lock(s.pending_mutex);
-      ++s.pending_runs;
-    }
-    Pending(Pending&& other) noexcept : impl_(std::exchange(other.impl_, nullptr)) {}
-    Pending(const Pending&) = delete;
-    Pending& operator=(const Pending&) = delete;
-    Pending& operator=(Pending&&) = delete;
-    ~Pending() {
-      if (!impl_) return;
-      // Notified under the lock: the waiter cannot see the count reach zero, and destroy
-      // the condition variable, before notify_all is done with it.
-      std::lock_guard<std::mutex> lock(impl_->pending_mutex);
-      if (--impl_->pending_runs == 0) impl_->pending_done.notify_all();
-    }
-    Impl& impl() const { return *impl_; }
-
-   private:
-    Impl* impl_;
-  };
-  std::mutex pending_mutex;
-  std::condition_variable pending_done;
-  int pending_runs = 0;  // guarded by pending_mutex
-  void wait_for_pending_runs() {
-    std::unique_lock<std::mutex> lock(pending_mutex);
-    pending_done.wait(lock, [&] { return pending_runs == 0; });
-  }
+  // Submitted runs that work on a thread of their own (a chain of segments, the reference
+  // executor) read this Impl until they return: ~Session and move assignment join them first.
+  // Declared last, so that it also goes first if the Impl is destroyed another way.
+  RunThreads threads;
 };
 
 Session::Session(Engine& engine, Model model, SessionOptions options)
@@ -119,14 +88,14 @@ Session::Session(Session&&) noexcept = default;
 // The state being replaced may still be read by runs submitted to it.
 Session& Session::operator=(Session&& other) noexcept {
   if (this != &other) {
-    if (impl_) impl_->wait_for_pending_runs();
+    if (impl_) impl_->threads.join_all();
     impl_ = std::move(other.impl_);
   }
   return *this;
 }
 
 Session::~Session() {
-  if (impl_) impl_->wait_for_pending_runs();
+  if (impl_) impl_->threads.join_all();
 }
 
 Model& Session::model() { return impl_->model; }
@@ -200,34 +169,35 @@ void Session::release_free_buffers() {
   for (Impl::Cached& c : impl_->plans) c.buffers->trim();
 }
 
-std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs) {
+std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs, const CancelToken& cancel) {
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<const Plan> p = plan_locked(shapes);
   if (!p) return nullptr;
   PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = plans.front().buffers,
-                                .scratch = scratch, .urgent = options.urgent};
+                                .scratch = scratch, .urgent = options.urgent, .cancel = cancel};
   return std::make_shared<PlannedRun>(std::move(p), std::move(inputs), run_options);
 }
 
-TensorMap Session::run(const TensorMap& inputs, RunStats* stats) {
-  return out_of_memory_is_an_error(impl_->model.path(), "running", [&] { return impl_->run_unchecked(inputs, stats); });
+TensorMap Session::run(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
+  return out_of_memory_is_an_error(impl_->model.path(), "running",
+                                   [&] { return impl_->run_unchecked(inputs, stats, cancel); });
 }
 
-TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats) {
+TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
   check_inputs(model.imported(), inputs);
   if (feeds_defaults(model.imported(), inputs)) {
     // Overriding an initializer re-binds a copy of the graph per run, on the reference executor.
     if (stats) *stats = RunStats{0, true};
     std::lock_guard<std::mutex> lock(mutex);
-    return model.run_reference(inputs);
+    return model.run_reference(inputs, cancel);
   }
   // First as one TileGraph: binding inlines each If whose condition folds to a constant.
-  std::shared_ptr<PlannedRun> job = make_job(inputs);
+  std::shared_ptr<PlannedRun> job = make_job(inputs, cancel);
   if (!job && segmented) {
     RunStats counted;
-    ValueMap outputs = segmented->run(to_values(inputs), &counted.segment_runs);
+    ValueMap outputs = segmented->run(to_values(inputs), &counted.segment_runs, cancel);
     if (stats) *stats = counted;
     return to_tensors(outputs, model.path() + ": output ");
   }
@@ -236,58 +206,52 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats)
     // infers them node by node.
     if (stats) *stats = RunStats{0, true};
     std::lock_guard<std::mutex> lock(mutex);
-    return model.run_reference(inputs);
+    return model.run_reference(inputs, cancel);
   }
   engine.run(job);
   if (stats) *stats = RunStats{job->peak_activation_bytes(), false};
   return job->outputs();
 }
 
-ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats) {
+ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel) {
   Impl& s = *impl_;
   const Graph& g = s.model.imported();
   check_inputs(g, inputs);
-  if (has_only_tensor_io(g)) return to_values(run(to_tensors(inputs, g.path + ": input "), stats));
+  if (has_only_tensor_io(g)) return to_values(run(to_tensors(inputs, g.path + ": input "), stats, cancel));
   return out_of_memory_is_an_error(g.path, "running", [&] {
     bool fed_default = false;
     for (const auto& d : g.defaults) fed_default = fed_default || inputs.count(d.name) != 0;
     if (!s.segmented || fed_default) {
       if (stats) *stats = RunStats{0, true};
       std::lock_guard<std::mutex> lock(s.mutex);
-      return s.model.run_reference_values(inputs);
+      return s.model.run_reference_values(inputs, cancel);
     }
     RunStats counted;
-    ValueMap outputs = s.segmented->run(inputs, &counted.segment_runs);
+    ValueMap outputs = s.segmented->run(inputs, &counted.segment_runs, cancel);
     if (stats) *stats = counted;
     return outputs;
   });
 }
 
-std::future<TensorMap> Session::submit(TensorMap inputs) {
+std::future<TensorMap> Session::submit(TensorMap inputs, CancelToken cancel) {
   Impl& s = *impl_;
   check_inputs(s.model.imported(), inputs);
   std::shared_ptr<PlannedRun> job =
       feeds_defaults(s.model.imported(), inputs)
           ? nullptr
-          : out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.make_job(inputs); });
+          : out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.make_job(inputs, cancel); });
   if (!job && s.segmented && !feeds_defaults(s.model.imported(), inputs)) {
-    // Each segment's job waits for the one before: a thread of its own runs the chain. It
-    // reads the session's segments and model, so it holds a Pending (see Impl::Pending); if
-    // std::async cannot start the thread, the closure and its Pending go at once.
-    return std::async(std::launch::async, [pending = Impl::Pending(s), inputs = std::move(inputs)]() mutable {
-      const Impl::Pending running = std::move(pending);  // let go when the body returns
-      Impl& s = running.impl();
+    // Each segment's job waits for the one before: a thread of the session's runs the chain.
+    return s.threads.start([&s, inputs = std::move(inputs), cancel = std::move(cancel)] {
       return out_of_memory_is_an_error(s.model.path(), "running", [&] {
-        return to_tensors(s.segmented->run(to_values(inputs)), s.model.path() + ": output ");
+        return to_tensors(s.segmented->run(to_values(inputs), nullptr, cancel), s.model.path() + ": output ");
       });
     });
   }
   if (!job) {
-    return std::async(std::launch::async, [pending = Impl::Pending(s), inputs = std::move(inputs)]() mutable {
-      const Impl::Pending running = std::move(pending);
-      Impl& s = running.impl();
+    return s.threads.start([&s, inputs = std::move(inputs), cancel = std::move(cancel)] {
       std::lock_guard<std::mutex> lock(s.mutex);
-      return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.model.run_reference(inputs); });
+      return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.model.run_reference(inputs, cancel); });
     });
   }
   // The worker that finishes the last tile fulfils the future: no thread waits per request.

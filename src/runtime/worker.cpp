@@ -29,7 +29,7 @@ void run_one(WorkerContext& w, JobState& job, int32_t tile) {
   if constexpr (kAdversarial) w.adversary.delay();
 }
 
-// Algorithm 1, lines 11-20: runs `ready` (unless its job was cancelled), releases its
+// Algorithm 1, lines 11-20: runs `ready` (unless its job failed or was cancelled), releases its
 // children, and returns true with `next` set to a child this worker should run now.
 bool run_and_release(WorkerContext& w, const ReadyTile& ready, ReadyTile& next) {
   JobState& job = *ready.job;

@@ -1,5 +1,6 @@
 #include "serve/dynamic_batcher.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace grove::serve {
@@ -43,8 +44,9 @@ DynamicBatcher::~DynamicBatcher() {
   splitter_.join();
 }
 
-std::future<TensorMap> DynamicBatcher::submit(TensorMap inputs) {
+std::future<TensorMap> DynamicBatcher::submit(TensorMap inputs, CancelToken cancel) {
   Pending p;
+  p.cancel = std::move(cancel);
   p.rows = -1;
   for (const auto& [name, t] : inputs) {
     if (t.rank() == 0) throw Error("input '" + name + "' is a scalar: dynamic batching joins inputs along their first dimension");
@@ -84,6 +86,11 @@ void DynamicBatcher::form_batches() {
     wake_.wait_until(lock, deadline, [&] { return stopping_ || rows_like_first() >= max_batch_; });
     Batch batch;
     for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->cancel.stopped()) {  // cancelled while it waited: answered, and no rows spent on it
+        it->result.set_exception(std::make_exception_ptr(Error(it->cancel.reason(), Error::Kind::cancelled)));
+        it = queue_.erase(it);
+        continue;
+      }
       bool fits = batch.requests.empty() ||
                   (same_signature(it->inputs, batch.requests.front().inputs) && batch.rows + it->rows <= max_batch_);
       if (fits) {
@@ -94,6 +101,7 @@ void DynamicBatcher::form_batches() {
         ++it;
       }
     }
+    if (batch.requests.empty()) continue;  // every request waiting was cancelled
     lock.unlock();
     submit_batch(batch);
     lock.lock();
@@ -124,9 +132,19 @@ void DynamicBatcher::submit_batch(Batch& batch) {
   std::vector<Pending>& requests = batch.requests;
   try {
     if (requests.size() == 1) {
-      batch.outputs = session_.submit(requests[0].inputs);
+      batch.outputs = session_.submit(requests[0].inputs, requests[0].cancel);
       return;
     }
+    // The batch stops at the latest of its requests' deadlines, or never if one has none.
+    CancelToken cancel;
+    auto latest = CancelToken::Clock::time_point::min();
+    bool every_one_has_a_deadline = true;
+    for (const Pending& p : requests) {
+      every_one_has_a_deadline = every_one_has_a_deadline && p.cancel.has_deadline();
+      latest = std::max(latest, p.cancel.deadline());
+    }
+    if (every_one_has_a_deadline)
+      cancel = CancelToken::until(latest, std::chrono::duration<double>(latest - CancelToken::Clock::now()).count());
     TensorMap joined;
     for (const auto& [name, first] : requests[0].inputs) {
       Shape shape = first.shape();
@@ -140,7 +158,7 @@ void DynamicBatcher::submit_batch(Batch& batch) {
       }
       joined[name] = std::move(t);
     }
-    batch.outputs = session_.submit(std::move(joined));
+    batch.outputs = session_.submit(std::move(joined), std::move(cancel));
   } catch (...) {
     std::promise<TensorMap> failed;
     failed.set_exception(std::current_exception());

@@ -32,8 +32,11 @@ class DynamicBatcher {
   // "" when the model can be batched; else why not (for the server's start-up message).
   static std::string why_not_batchable(const std::vector<ValueSpec>& inputs, const std::vector<ValueSpec>& outputs);
 
-  // Every input must have at least one dimension; its rows join the next batch.
-  std::future<TensorMap> submit(TensorMap inputs);
+  // Every input must have at least one dimension; its rows join the next batch. A request
+  // whose `cancel` stops while it waits joins no batch (its future holds the cancelled
+  // Error); a batch runs with a deadline only when each of its requests has one (the
+  // latest), so that one request's cancel never cuts the others short.
+  std::future<TensorMap> submit(TensorMap inputs, CancelToken cancel = {});
   BatchStats stats() const;
 
  private:
@@ -41,6 +44,7 @@ class DynamicBatcher {
     TensorMap inputs;
     int64_t rows = 0;
     std::promise<TensorMap> result;
+    CancelToken cancel;
   };
   struct Batch {
     std::vector<Pending> requests;

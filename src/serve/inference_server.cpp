@@ -384,18 +384,32 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   if (parsed.subnet >= 0 || parsed.latency_target_ms > 0) {
     outputs = run_subnet(model, parsed.inputs, parsed.subnet, parsed.latency_target_ms, subnet);
   } else {
+    // The run's deadline is the request's: past it, its tiles, segments and Loop iterations
+    // not yet started are dropped.
+    const CancelToken cancel = CancelToken::after(options_.request_timeout_s);
     std::future<TensorMap> pending;
     try {
-      pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs)) : model.session->submit(std::move(parsed.inputs));
+      pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs), cancel)
+                              : model.session->submit(std::move(parsed.inputs), cancel);
     } catch (const Error& e) {
       throw HttpError(400, e.what());  // inputs the model cannot bind or plan
     }
-    if (pending.wait_for(std::chrono::duration<double>(options_.request_timeout_s)) != std::future_status::ready)
-      throw HttpError(504, "inference of model '" + model.name + "' took over " + std::to_string(options_.request_timeout_s) +
-                               " s (--request-timeout)");
+    if (pending.wait_until(cancel.deadline()) != std::future_status::ready) {
+      // Stopped now rather than at the run's next look at the clock; and this request's slot
+      // (in_flight_, --max-concurrent) is kept until the run has really stopped, which is
+      // when its future is ready: a 504 never leaves work running behind it.
+      cancel.cancel("--request-timeout passed");
+      pending.wait();
+    }
     try {
       outputs = pending.get();
     } catch (const Error& e) {
+      if (e.cancelled()) {
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%g", options_.request_timeout_s);
+        throw HttpError(504, "inference of model '" + model.name + "' took over " + limit +
+                                 " s (--request-timeout); it was stopped");
+      }
       throw HttpError(500, e.what());  // a failing tile names its node and op
     }
   }

@@ -1,0 +1,118 @@
+// --request-timeout stops the run, not only the wait: a request past it gets 504 once its run
+// has really stopped, its --max-concurrent slot is free only then, and the engine's jobs in
+// flight (grove_engine_jobs_in_flight) is back where it was within about one tile's time.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "serve_test_util.h"
+#include "slow_models.h"
+
+namespace grove::serve {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using TimeoutClock = std::chrono::steady_clock;
+
+constexpr int kChainSize = 512;
+
+std::string matmul_chain_request() {
+  std::vector<float> x(static_cast<size_t>(kChainSize) * kChainSize, 0.5f);
+  return json{{"inputs", {{{"name", "x"}, {"shape", {kChainSize, kChainSize}}, {"datatype", "FP32"}, {"data", x}}}}}.dump();
+}
+
+std::string endless_loop_request() {
+  return json{{"inputs",
+               {{{"name", "x"}, {"shape", {2}}, {"datatype", "FP32"}, {"data", {1, 2}}},
+                {{"name", "s0"}, {"shape", {2}}, {"datatype", "FP32"}, {"data", {0, 0}}}}}}
+      .dump();
+}
+
+double timeout_test_seconds_since(TimeoutClock::time_point t) {
+  return std::chrono::duration<double>(TimeoutClock::now() - t).count();
+}
+
+class RequestTimeout : public ::testing::Test {
+ protected:
+  RequestTimeout()
+      : models(engine, {}, repo.dir()), server(engine, models, {.max_concurrent = 4, .request_timeout_s = 0.2}) {
+    // Several seconds of MatMul tiles on two cores, a few milliseconds each.
+    models.load("chain", repo.write("chain.onnx", test::slow_matmul_chain_model(kSanitizedBuild ? 10 : 200, kChainSize)));
+    models.load("endless", repo.write("endless.onnx", test::endless_loop_model()));
+    // Planned ahead, so that the requests' time goes to running.
+    models.find("chain")->session->plan_for({{"x", {kChainSize, kChainSize}}});
+  }
+  HttpResponse infer(const std::string& model, const std::string& body) {
+    return server.handle({"POST", "/v2/models/" + model + "/infer", {}, body});
+  }
+
+  test::TempRepository repo;
+  Engine engine{{.threads = 2, .pin = false}};
+  ModelRepository models;
+  InferenceServer server;
+};
+
+TEST_F(RequestTimeout, A504StopsThePlannedRunAndFreesItsSlotOnlyThen) {
+  const int64_t before = engine.stats().jobs_in_flight;
+  const auto start = TimeoutClock::now();
+  const HttpResponse r = infer("chain", matmul_chain_request());
+  const double took = timeout_test_seconds_since(start);
+  ASSERT_EQ(r.status, 504) << r.body.substr(0, 300);
+  EXPECT_NE(r.body.find("took over 0.2 s (--request-timeout)"), std::string::npos) << r.body;
+  EXPECT_GE(took, 0.19);
+  EXPECT_LT(took, 1.5 * test::kSanitizerSlack) << "the answer waited for far more than the run's tiles in hand";
+  EXPECT_EQ(server.in_flight(), 0);
+  // Back at once: the run's job leaves the count before its future is ready, and the 504
+  // waits for the future.
+  EXPECT_EQ(engine.stats().jobs_in_flight, before) << "the run went on after its 504";
+  const std::string metrics = server.handle({"GET", "/metrics", {}, ""}).body;
+  EXPECT_NE(metrics.find("grove_engine_jobs_in_flight " + std::to_string(before) + "\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("grove_inferences_in_flight 0\n"), std::string::npos) << metrics;
+}
+
+// More timed-out requests than --max-concurrent, several rounds: none of their runs pile up
+// behind the slots (the server once had 165 runs in flight under --max-concurrent 4).
+TEST_F(RequestTimeout, TimedOutRunsNeverPileUpPastMaxConcurrent) {
+  std::atomic<int64_t> most_in_flight{0};
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      const int64_t now = engine.stats().jobs_in_flight;
+      int64_t seen = most_in_flight.load();
+      while (now > seen && !most_in_flight.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(200us);
+    }
+  });
+  std::atomic<int> answered_504{0}, busy_503{0}, other{0};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 6; ++c)
+      clients.emplace_back([&] {
+        const int status = infer("chain", matmul_chain_request()).status;
+        (status == 504 ? answered_504 : status == 503 ? busy_503 : other).fetch_add(1);
+      });
+    for (std::thread& t : clients) t.join();
+  }
+  done.store(true);
+  watcher.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_GE(answered_504.load(), 3);
+  EXPECT_LE(most_in_flight.load(), 4) << "runs went on behind their 504s";
+  EXPECT_EQ(engine.stats().jobs_in_flight, 0);
+}
+
+TEST_F(RequestTimeout, AnEndlessLoopGetsA504AndStops) {
+  const auto start = TimeoutClock::now();
+  const HttpResponse r = infer("endless", endless_loop_request());
+  EXPECT_EQ(r.status, 504) << r.body.substr(0, 300);
+  EXPECT_LT(timeout_test_seconds_since(start), 1.5 * test::kSanitizerSlack);
+  EXPECT_EQ(server.in_flight(), 0);
+  EXPECT_EQ(engine.stats().jobs_in_flight, 0);
+}
+
+}  // namespace
+}  // namespace grove::serve
