@@ -465,9 +465,10 @@ Examples:
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   serve->add_option("--http-threads", serve_options.http_threads,
-                    "Connections served at once (each keep-alive client holds one while connected)")
+                    "Connections served at once (each keep-alive client holds one while connected; "
+                    "0: as many as --max-concurrent)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::NonNegativeNumber);
   serve->add_option("--max-concurrent", serve_options.max_concurrent,
                     "Inferences in flight at once, and connections held (served or waiting for an HTTP thread); "
                     "more get 503")
