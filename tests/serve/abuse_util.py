@@ -16,8 +16,8 @@ import numpy as np
 def write_models(folder):
     """relu: y = relu(x), x [1, 4], the normal clients' model. sum: y = sum(x), x [N, 4], the
     large requests' model (a small answer, so the clients measure the request, not the reply).
-    chain: h = h @ x, 80 times, x [1024, 1024]: seconds of tiles from a 4 MB request, for the
-    504 scenario. No constant weights: planning a new shape packs none, so the run starts at
+    chain: h = h @ x, 60 times, x [2048, 2048]: 1 TFLOP, seconds of tiles from a 16 MB
+    request, for the 504 scenario. No constant weights: planning a new shape packs none, so the run starts at
     once (the client sends a permutation matrix)."""
     from onnx import TensorProto, helper, save
 
@@ -30,10 +30,10 @@ def write_models(folder):
     f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     model("relu", [helper.make_node("Relu", ["x"], ["y"])], [f("x", [1, 4])], [f("y", [1, 4])])
     model("sum", [helper.make_node("ReduceSum", ["x"], ["y"], keepdims=1)], [f("x", ["N", 4])], [f("y", [1, 1])])
-    links = 80
+    links = 60
     nodes = [helper.make_node("MatMul", ["x" if i == 0 else "h%d" % i, "x"], ["h%d" % (i + 1) if i + 1 < links else "y"])
              for i in range(links)]
-    model("chain", nodes, [f("x", [1024, 1024])], [f("y", [1024, 1024])])
+    model("chain", nodes, [f("x", [2048, 2048])], [f("y", [2048, 2048])])
 
 
 def permutation_matrix(n):
