@@ -1,15 +1,74 @@
 #!/usr/bin/python3
 """Writes the committed seed corpora (small on purpose): tiny ONNX models covering common op
 families, .npy files of every dtype grove reads, and choice scripts for the graph target.
-The TileGraph seed is written by `fuzz_tilegraph_replay --write-seed` (scripts/fuzz.sh)."""
+The TileGraph seed is written by `fuzz_tilegraph_replay --write-seed` (scripts/fuzz.sh).
+`make_seeds.py serve` writes only the raw HTTP seeds of fuzz_serve (no onnx needed)."""
+import gzip
 import os
 import random
-
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+import sys
+import zlib
 
 here = os.path.dirname(os.path.abspath(__file__))
+
+
+def write_http_seeds():
+    """fuzz_serve seeds that start with 'H': the bytes of one connection, through the
+    listener's parser and framing checks (fuzz_serve.cpp). Each reaches one refusal or path of
+    the load and abuse stage (tests/serve/abuse_test.py), small enough for -max_len=65536."""
+    add = b'{"inputs":[{"name":"x","shape":[2,3],"datatype":"FP32","data":[1,2,3,4,5,6]}]}'
+
+    def post(body, *headers, path=b"/v2/models/add/infer", length=True):
+        lines = [b"POST " + path + b" HTTP/1.1", b"Host: f"] + list(headers)
+        if length:
+            lines.append(b"Content-Length: %d" % len(body))
+        return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+    def chunked(body, size):
+        pieces = [body[i:i + size] for i in range(0, len(body), size)]
+        return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+    deep = 15000  # levels: 30 KB of brackets, under the listener's 32 KiB body limit in fuzz_serve
+    seeds = {
+        "http_add": post(add),
+        "http_deep_data": post(b'{"inputs":[{"name":"x","shape":[2,3],"datatype":"FP32","data":' + b"[" * deep + b"]" * deep + b"}]}"),
+        "http_deep_parameters": post(add[:-1] + b',"parameters":{"p":' + b"[" * deep + b"]" * deep + b"}}"),
+        "http_gzip": post(gzip.compress(bytes(1 << 16), mtime=0), b"Content-Encoding: gzip"),
+        "http_deflate_chunked": post(chunked(zlib.compress(bytes(1 << 16)), 40), b"Transfer-Encoding: chunked",
+                                     b"Content-Encoding: deflate", length=False),
+        "http_chunked": post(chunked(add, 7), b"Transfer-Encoding: chunked", length=False),
+        "http_chunked_over": post(b"ffffff\r\n" + b"7" * 40000, b"Transfer-Encoding: chunked", length=False),
+        "http_chunked_bad_size": post(b"zz\r\nab\r\n0\r\n\r\n", b"Transfer-Encoding: chunked", length=False),
+        "http_chunked_and_length": post(chunked(add, 16), b"Transfer-Encoding: chunked", b"Content-Length: 5", length=False),
+        "http_transfer_gzip": post(add, b"Transfer-Encoding: gzip", length=False),
+        "http_length_bad": post(add, b"Content-Length: 12abc", length=False),
+        "http_length_twice": post(add, b"Content-Length: %d" % len(add), b"Content-Length: 3", length=False),
+        "http_length_over": post(b"", b"Content-Length: 99999999", length=False),
+        "http_length_short": post(add, b"Content-Length: %d" % (len(add) + 100), length=False),
+        "http_expect_over": post(b"", b"Expect: 100-continue", b"Content-Length: 99999999", length=False),
+        "http_no_length": post(add, length=False),
+        "http_partial_headers": b"POST /v2/models/add/infer HTTP/1.1\r\nHost: f\r\nContent-Le",
+        "http_partial_line": b"POST /v2/models/a",
+        "http_pipelined": b"GET /v2/health/ready HTTP/1.1\r\nHost: f\r\n\r\n" + post(add) +
+                          b"GET /v2/models/pair HTTP/1.1\r\nHost: f\r\nConnection: close\r\n\r\n",
+        "http_get_with_body": b"GET /metrics HTTP/1.1\r\nHost: f\r\nContent-Length: 5\r\n\r\nGET /" + post(add),
+        "http_binary": post(b'{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","parameters":{"binary_data_size":16}}]}' +
+                            bytes(16), b"Inference-Header-Content-Length: 94", path=b"/v2/models/pair/infer"),
+        "http_method": b"BREW /v2 HTTP/1.1\r\nHost: f\r\n\r\n",
+        "http_multipart": post(b"--b\r\n\r\nx\r\n--b--\r\n", b"Content-Type: multipart/form-data; boundary=b"),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(here, "corpus", "serve", name), "wb") as out:
+            out.write(b"H" + data)
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "serve":
+    write_http_seeds()
+    sys.exit(0)
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
 def save_model(name, nodes, inputs, outputs, inits=(), opset=17, metadata=None):
@@ -91,3 +150,5 @@ r = random.Random(0)
 for i in range(8):
     with open(os.path.join(here, "corpus", "graph", "script%d" % i), "wb") as out:
         out.write(bytes(r.randrange(256) for _ in range(64)))
+
+write_http_seeds()

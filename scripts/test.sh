@@ -7,7 +7,8 @@
 #     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 30) in the same build
 #     (docs/fuzzing.md); skip with GROVE_SKIP_ASAN=1, or only the fuzzing with GROVE_SKIP_FUZZ=1;
 #  3. everything under ctest in Release: unit, ONNX node conformance, kernels, runtime, CLI
-#     and bad input, PyTorch model comparisons.
+#     and bad input, PyTorch model comparisons, the server over HTTP and its load and abuse
+#     stage (ctest serve_abuse, about 70 s alone: tests/serve/abuse_test.py, docs/serving.md).
 #
 # scripts/test.sh --quick is the loop while changing code: an incremental Release build of the
 # unit and kernel tests (build-test, shared with the full run) and those tests under ctest

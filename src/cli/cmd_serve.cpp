@@ -61,8 +61,12 @@ int run_serve(const ServeOptions& o) {
                                 {.max_body_bytes = o.max_body_bytes, .max_concurrent = o.max_concurrent,
                                  .request_timeout_s = o.request_timeout_s});
   // --max-concurrent also bounds the connections held waiting for an HTTP thread: past it a
-  // client is answered 503 at once rather than queued without limit.
-  serve::HttpListener listener(server, {.host = o.host, .port = o.port, .http_threads = o.http_threads, .max_held = o.max_concurrent},
+  // client is answered 503 at once rather than queued without limit. By default every held
+  // connection has a thread: a thread waiting on a slow or idle client costs a stack, while
+  // with 64 threads, 64 clients sending a byte a second stall every other
+  // client for the 5 s header timeout (tests/serve/abuse_test.py, scenario d).
+  const int http_threads = o.http_threads > 0 ? o.http_threads : o.max_concurrent;
+  serve::HttpListener listener(server, {.host = o.host, .port = o.port, .http_threads = http_threads, .max_held = o.max_concurrent},
                                o.max_body_bytes);
   int port = listener.bind();
 
@@ -146,9 +150,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--http-threads", o.http_threads,
-                    "Connections served at once (each keep-alive client holds one while connected)")
+                    "Connections served at once (each keep-alive client holds one while connected; "
+                    "0: as many as --max-concurrent)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-concurrent", o.max_concurrent,
                     "Inferences in flight at once, and connections held (served or waiting for an HTTP thread); "
                     "more get 503")

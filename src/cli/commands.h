@@ -161,7 +161,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                  // 0: any free port (printed)
   int threads = 0;                  // engine workers; 0: the cores this process may use
-  int http_threads = 64;
+  int http_threads = 0;             // 0: as many as max_concurrent, so a slow client never waits for a thread
   int max_concurrent = 256;
   int64_t max_body_bytes = int64_t{64} << 20;
   double request_timeout_s = 60;

@@ -1,6 +1,8 @@
 #include "serve/http_listener.h"
 
 #include <httplib.h>
+#include <linux/filter.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +24,8 @@ namespace grove::serve {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+constexpr auto kFirstRequestGrace = std::chrono::seconds(1);
 
 clock::duration seconds(double s) {
   return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
@@ -83,9 +87,11 @@ struct HttpListener::Impl : httplib::Server {
 
   void read_and_answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read);
   bool process_and_close_socket(socket_t sock) override;
+  std::string answer_bytes(const std::string& input);
   void shed(int fd);
   // httplib listened with a backlog of 5; listening again on the bound socket raises it.
   bool raise_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+  void drain_accept_queue();
 };
 
 namespace {
@@ -161,14 +167,21 @@ bool HttpListener::Impl::process_and_close_socket(socket_t sock) {
     std::lock_guard<std::mutex> lock(connections_mutex);
     connections[std::this_thread::get_id()] = &conn;
   }
-  auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
+  const auto accepted = clock::now();
+  int served = 0;
+  // A connection accepted just before the stop may not have sent its request yet (a client
+  // connects, then writes): it gets up to kFirstRequestGrace for it, instead of a close
+  // without an answer. Kept-alive connections between requests stop at once.
+  auto stopping = [&] {
+    return svr_sock_ == INVALID_SOCKET && (served > 0 || clock::now() - accepted > kFirstRequestGrace);
+  };
   // Headers parsed: the body gets its own deadline, and no header budget.
   auto headers_done = [&](httplib::Request&) {
     conn.headers_parsed = true;
     conn.stream.start_phase(clock::now() + seconds(options.io_timeout_s), SIZE_MAX);
   };
   bool linger = false;
-  for (int served = 0; served < std::max(1, options.keep_alive_max);) {
+  while (served < std::max(1, options.keep_alive_max)) {
     if (!conn.stream.wait_for_request(seconds(options.idle_timeout_s), stopping)) break;
     conn.stream.start_request();
     conn.headers_parsed = false;
@@ -204,6 +217,58 @@ bool HttpListener::Impl::process_and_close_socket(socket_t sock) {
     ::close(sock);
   }
   return true;
+}
+
+namespace {
+
+// A connection's bytes from a string, its answers into another: httplib's parser over
+// memory, with no socket and no deadline.
+class StringStream : public httplib::Stream {
+ public:
+  explicit StringStream(const std::string& in) : in_(in) {}
+  bool is_readable() const override { return pos_ < in_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    size_t n = std::min(size, in_.size() - pos_);
+    std::memcpy(ptr, in_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 0; }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 0; }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  bool consumed() const { return pos_ >= in_.size(); }
+  std::string out;
+
+ private:
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string HttpListener::Impl::answer_bytes(const std::string& input) {
+  StringStream stream(input);
+  Connection conn(-1);  // the handlers' state (close_after); its socket is never used
+  {
+    std::lock_guard<std::mutex> lock(connections_mutex);
+    connections[std::this_thread::get_id()] = &conn;
+  }
+  for (int served = 0; served < std::max(1, options.keep_alive_max) && !stream.consumed();) {
+    const bool last = ++served >= options.keep_alive_max;
+    bool client_closes = false;
+    bool ok = process_request(stream, last, client_closes, nullptr);
+    if (!ok || client_closes || conn.close_after) break;
+  }
+  {
+    std::lock_guard<std::mutex> lock(connections_mutex);
+    connections.erase(std::this_thread::get_id());
+  }
+  return std::move(stream.out);
 }
 
 HttpListener::HttpListener(InferenceServer& server, ListenOptions options, int64_t max_body_bytes)
@@ -302,8 +367,31 @@ int HttpListener::bind() {
 
 void HttpListener::listen() { impl_->listen_after_bind(); }
 
+std::string HttpListener::answer_bytes(const std::string& input) { return impl_->answer_bytes(input); }
+
+// Closing a listening socket resets the connections the kernel has completed but httplib has
+// not accepted yet: their clients sent a request and see a reset instead of an answer. So
+// first a filter that drops every packet to the listening socket stops the kernel completing
+// new ones (an unanswered SYN is retried, and the retry finds the port closed: refused), then
+// httplib's accept loop takes what is queued (tcpi_unacked: a listener's accept queue length).
+void HttpListener::Impl::drain_accept_queue() {
+  const socket_t fd = svr_sock_;
+  sock_filter drop_all{BPF_RET | BPF_K, 0, 0, 0};
+  sock_fprog program{1, &drop_all};
+  if (fd == INVALID_SOCKET || ::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) != 0) return;
+  const auto until = clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_unacked == 0 || clock::now() > until) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void HttpListener::stop() {
-  if (impl_->is_running()) impl_->stop();
+  if (!impl_->is_running()) return;
+  impl_->drain_accept_queue();
+  impl_->stop();
 }
 
 }  // namespace grove::serve

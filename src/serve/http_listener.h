@@ -34,6 +34,9 @@ class HttpListener {
   void listen();
   // From any thread (a signal watcher): stop accepting, finish what was accepted.
   void stop();
+  // The bytes one connection sends, through the same parser, refusals and handlers as a
+  // socket's but without one (no deadlines): what the server writes back. For fuzz_serve.
+  std::string answer_bytes(const std::string& input);
 
  private:
   struct Impl;
