@@ -20,11 +20,6 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from abuse_util import RssWatch, Server, connect, exchange, head, percentile, permutation_matrix, request, write_models  # noqa: E402
 
-# Real cancellation (a run stopped at its deadline, its slot released only once it stopped) is
-# not in this branch: until it is, scenario g is expected to fail and its failure is reported,
-# not counted. Set to True (or GROVE_EXPECT_CANCELLATION=1) once cancellation is merged.
-CANCELLATION_MERGED = os.environ.get("GROVE_EXPECT_CANCELLATION", "1") == "1"
-
 MAX_BODY = 8 << 20  # --max-body-bytes of the main server: above the 3 MB requests, a quick flood
 OK_UNDER_LOAD = (200, 503, 504)
 
@@ -383,11 +378,8 @@ def main():
                     line = fn(server, args.quick) if letter in SCENARIOS else fn(grove, folder, args.quick)
                     print("PASS %s) %s [%.1f s]" % (letter, line, time.monotonic() - start), flush=True)
                 except AssertionError as e:
-                    if letter == "g" and not CANCELLATION_MERGED:
-                        print("XFAIL %s) %s [%.1f s] (expected until cancellation is merged)" % (letter, e, time.monotonic() - start))
-                    else:
-                        print("FAIL %s) %s [%.1f s]" % (letter, e, time.monotonic() - start), flush=True)
-                        failures += 1
+                    print("FAIL %s) %s [%.1f s]" % (letter, e, time.monotonic() - start), flush=True)
+                    failures += 1
                 if letter in SCENARIOS and not server.alive():
                     print("FAIL the main server died: %s" % server.proc.returncode)
                     return 1
