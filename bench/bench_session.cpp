@@ -102,8 +102,8 @@ int main(int argc, char** argv) {
       shapes[in.name] = s;
     }
 
-    Model reference(imported, shapes);
-    const double gflop = static_cast<double>(graph_flops(reference.graph())) * 1e-9;
+    Model reference = model_from_graph(imported, shapes);
+    const double gflop = static_cast<double>(graph_flops(bound_graph(reference))) * 1e-9;
     std::printf("%s: %.3f GFLOP per run\n", path.c_str(), gflop);
     auto t0 = std::chrono::steady_clock::now();
     TensorMap want = reference.run_reference(inputs);
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     for (int threads : {1, 2}) {
       // The caller only waits, so `threads` is the number of cores running tiles.
       Engine engine({.threads = threads, .caller_works = false});
-      Session session(engine, Model(imported, shapes));
+      Session session(engine, model_from_graph(imported, shapes));
       TensorMap got;
       Timing t = median_ms(2, runs, [&] { got = session.run(inputs); });
       double worst = 0, scale = 1e-30;

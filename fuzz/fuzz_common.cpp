@@ -52,11 +52,11 @@ void slice_and_run_subnets(const Graph& g, const ShapeMap& shapes, const Limits&
   try {
     const DynamicSpec spec = parse_dynamic_spec(it->second);
     for (size_t i = 0; i < spec.subnets.size() && i < 8; ++i) {
-      Model sub(slice_subnet(g, spec, spec.subnets[i]).graph, {}, limits);
+      Model sub = model_from_graph(slice_subnet(g, spec, spec.subnets[i]).graph, {}, limits);
       sub.bind(shapes);
-      if (sub.graph().declared_bytes > kMaxDeclaredBytes || graph_flops(sub.graph()) > kMaxFlops) continue;
+      if (bound_graph(sub).declared_bytes > kMaxDeclaredBytes || graph_flops(bound_graph(sub)) > kMaxFlops) continue;
       TensorMap inputs;
-      for (const ValueDecl& in : sub.graph().inputs) inputs[in.name] = Tensor(in.dtype, sub.graph().bound_inputs.at(in.name));
+      for (const ValueDecl& in : bound_graph(sub).inputs) inputs[in.name] = Tensor(in.dtype, bound_graph(sub).bound_inputs.at(in.name));
       sub.run_reference(inputs);
     }
   } catch (const Error&) {
@@ -73,12 +73,12 @@ void load_plan_run(std::string_view onnx_bytes) {
     ShapeMap shapes;
     if (!bind_shapes_of(g, shapes)) return;
     slice_and_run_subnets(g, shapes, limits);
-    Model model(std::move(g), {}, limits);
+    Model model = model_from_graph(std::move(g), {}, limits);
     model.bind(shapes);
-    if (model.graph().declared_bytes > kMaxDeclaredBytes || graph_flops(model.graph()) > kMaxFlops) return;
+    if (bound_graph(model).declared_bytes > kMaxDeclaredBytes || graph_flops(bound_graph(model)) > kMaxFlops) return;
     TensorMap inputs;
-    for (const ValueDecl& in : model.graph().inputs)
-      inputs[in.name] = Tensor(in.dtype, model.graph().bound_inputs.at(in.name));
+    for (const ValueDecl& in : bound_graph(model).inputs)
+      inputs[in.name] = Tensor(in.dtype, bound_graph(model).bound_inputs.at(in.name));
     // Half the inputs (by length) plan with bf16, so its packing and kernels meet the same
     // hostile shapes (on a CPU without AVX512-BF16 that plan is fp32 again).
     const Precision precision = onnx_bytes.size() % 2 ? Precision::bf16 : Precision::fp32;
@@ -98,9 +98,9 @@ std::string compare_plan_with_reference(std::string_view onnx_bytes, int threads
     Graph g = load_onnx_bytes(onnx_bytes, "fuzz.onnx", limits);
     ShapeMap shapes;
     if (!bind_shapes_of(g, shapes)) return "";
-    Model model(g, {}, limits);
+    Model model = model_from_graph(g, {}, limits);
     model.bind(shapes);
-    if (model.graph().declared_bytes > kMaxDeclaredBytes || graph_flops(model.graph()) > kMaxFlops) return "";
+    if (bound_graph(model).declared_bytes > kMaxDeclaredBytes || graph_flops(bound_graph(model)) > kMaxFlops) return "";
     // Uniform in [-1, 1) from a generator seeded by the model: zeros would hide most errors.
     uint32_t seed = static_cast<uint32_t>(onnx_bytes.size());
     for (char ch : onnx_bytes) seed = seed * 31 + static_cast<uint8_t>(ch);

@@ -59,9 +59,9 @@ struct Fixture {
   std::shared_ptr<const grove::Plan> plan;
   std::string path = "/tmp/grove_fuzz_tilegraph_" + std::to_string(::getpid()) + ".bin";
   Fixture() {
-    grove::Model model(grove::load_onnx_bytes(tiny_model_bytes(), "tiny.onnx"));
+    grove::Model model = grove::model_from_graph(grove::load_onnx_bytes(tiny_model_bytes(), "tiny.onnx"));
     session = std::make_unique<grove::Session>(engine, std::move(model));
-    plan = session->plan_for({{"x", {1, 2, 8, 8}}});
+    plan = plan_for(*session, {{"x", {1, 2, 8, 8}}});
   }
   ~Fixture() { ::unlink(path.c_str()); }
 };

@@ -32,7 +32,7 @@ struct CheckReport {
 };
 
 // Runs `inputs` through the session's plan (its engine and options) and through the reference
-// executor on session.model().imported(); `tolerance` is the largest error allowed as a
+// executor on the session's model as imported; `tolerance` is the largest error allowed as a
 // fraction of an output's largest magnitude. Each search probe plans and runs the model again.
 CheckReport check_session(Session& session, const TensorMap& inputs, double tolerance = 1e-4);
 

@@ -14,8 +14,6 @@
 
 namespace grove {
 
-struct Graph;  // the IR (src/graph/graph.h); only the library and its tools look inside
-
 // A model input or output as declared: a dim of -1 is dynamic (named by dim_params[i], or
 // unnamed when that is empty). `shape_known` is false when the model declares no shape.
 struct ValueSpec {
@@ -34,8 +32,6 @@ class Model {
   // (the user asked for these shapes); otherwise binding waits for the first inputs.
   // `limits` bound what the model may make grove allocate: checked at load and every binding.
   static Model load(const std::string& path, const ShapeMap& shapes = {}, const Limits& limits = {});
-  // Over a graph the caller imported (onnx/import.h).
-  explicit Model(Graph imported, const ShapeMap& shapes = {}, const Limits& limits = {});
   Model(const Model& other);
   Model(Model&&) noexcept;
   Model& operator=(const Model& other);
@@ -65,13 +61,12 @@ class Model {
   // The same for models whose inputs or outputs are sequences or optionals (grove/value.h).
   ValueMap run_reference_values(const ValueMap& inputs, const CancelToken& cancel = {});
 
-  // The library's view: the graph as imported, and the bound, optimised graph (throws when
-  // no shapes have been bound yet).
-  const Graph& imported() const;
-  const Graph& graph() const;
-
  private:
+  // The library's own access (src/runtime/model.h): a model over a graph it imported itself,
+  // and the graphs inside (as imported, and bound). Not part of the API.
+  friend struct ModelInternals;
   struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // A Session runs one model on an Engine. It plans the model once per set of input shapes (the
-// TileGraph is immutable and shared by every run) and runs each inference as a Job on the
-// Engine, so runs of one model or of several co-execute in the one ready pool.
+// plan's tile graph is immutable and shared by every run) and runs each inference as a job on
+// the Engine, so runs of one model or of several co-execute in the one ready pool.
 #include <future>
 #include <memory>
 
@@ -16,8 +16,6 @@
 #include "grove/tuning.h"
 
 namespace grove {
-
-struct Plan;  // the planner's output (src/plan/plan.h)
 
 struct RunStats {
   int64_t peak_activation_bytes = 0;
@@ -36,18 +34,14 @@ struct SessionOptions {
   int plan_threads = 0;
   TileCounts tile_counts = TileCounts::tail_aware;  // when tiles_per_op is 0 (grove/schedule.h)
   int cached_plans = 8;  // plans kept for the input shapes seen last (each with its buffer pool)
-  // For tests: fill every tiled op's output buffer with NaN/junk before its tiles run, so a
-  // tile that leaves elements unwritten (and would pass on a pooled buffer holding the last
-  // run's correct bytes) gives wrong results. Also on when GROVE_POISON_BUFFERS is set.
-  bool poison_buffers = false;
   // bf16: Conv/MatMul/Gemm products in bfloat16 where the CPU has AVX512-BF16 (fp32 otherwise;
   // the plan's precision report says which). See grove/precision.h.
   Precision precision = Precision::fp32;
   // channels_last: float convs on NHWC activations where the rule takes them; nchw: as written
   // (grove/layout.h).
   ConvLayout conv_layout = ConvLayout::channels_last;
-  // The runs' tiles go ahead of other jobs' in the engine's ready pool (Job::urgent): for a
-  // model under a latency target beside batch work (docs/dynamic.md).
+  // The runs' tiles go ahead of other runs' in the engine's ready pool: for a model under a
+  // latency target beside batch work (docs/dynamic.md).
   bool urgent = false;
   // Dynamic feature-map pruning (docs/dynamic.md, Antidote): "" follows the model's
   // `grove.antidote` metadata (none without it), "off" prunes nothing, anything else is
@@ -100,17 +94,17 @@ class Session {
   Engine& engine() const;
   const SessionOptions& options() const;
 
-  // The plan for `shapes` (planning when they are new), or null when the shapes depend on
-  // input values and only the reference executor can run them.
-  std::shared_ptr<const Plan> plan_for(const ShapeMap& shapes);
-
   // The activation buffers kept for the runs of the plan used last, and a way to give the
   // free ones (of every cached plan) back to the OS while the model is idle.
   BufferStats buffer_stats();
   void release_free_buffers();
 
  private:
+  // The library's own access (src/runtime/session.h): the plan for given shapes, and sessions
+  // with test switches. Not part of the API.
+  friend struct SessionInternals;
   struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

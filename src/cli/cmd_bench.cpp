@@ -99,7 +99,7 @@ int run_bench(const BenchOptions& o) {
       drawn.push_back(decl.name);
     }
 
-  Engine engine({.threads = o.threads, .slow_worker = o.slow_worker});
+  Engine engine = make_engine({.threads = o.threads}, {.slow_worker = o.slow_worker});
   std::vector<Series> series;
   const std::vector<std::string> precisions = precision_list(o.precision);
   const bool several_precisions = precisions.size() > 1;
@@ -148,7 +148,7 @@ int run_bench(const BenchOptions& o) {
           x.tuning = tuning;
           x.layout = layout_both ? layout : "";
           x.session = std::make_unique<Session>(
-              engine, Model(p == "int8" ? int8->graph : imported, resolved, o.limits),
+              engine, model_from_graph(p == "int8" ? int8->graph : imported, resolved, o.limits),
               SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
                              .tiles_per_op = o.tiles_per_op,
                              .tile_counts = c == "tail" ? TileCounts::tail_aware : TileCounts::fixed,
@@ -159,7 +159,7 @@ int run_bench(const BenchOptions& o) {
                                                                       : feature_pruning_option(o.prune),
                              .tuning = tuning_option});
           // A model with control flow plans each segment on its first run: that run counts as loading.
-          if (auto planned = x.session->plan_for(resolved)) {
+          if (auto planned = plan_for(*x.session, resolved)) {
             x.gflop = double(planned->total_flops) / 1e9;
             x.choices_source = planned->options.choices_source;
             if ((tuning == "tuned" || tuning == "record") && planned->options.choices_source.empty())
@@ -170,7 +170,7 @@ int run_bench(const BenchOptions& o) {
           series.push_back(std::move(x));
         }
   double load_plan_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  auto plan = series[0].session->plan_for(resolved);
+  auto plan = plan_for(*series[0].session, resolved);
   const bool whole = plan != nullptr;  // one TileGraph for the whole model
   if (!whole && series[0].last.used_reference && !o.json)
     std::printf("note: shapes depend on input values, so every run is on the reference executor\n");
@@ -208,17 +208,17 @@ int run_bench(const BenchOptions& o) {
   std::string precision_note;
   for (auto& x : series)
     if (x.precision == "bf16")
-      if (auto p = x.session->plan_for(resolved)) precision_note = p->precision.note;
+      if (auto p = plan_for(*x.session, resolved)) precision_note = p->precision.note;
   // --check: each reduced precision asked for against fp32 (bf16 when none is asked for).
   std::vector<std::pair<std::string, PrecisionCheck>> checks;
   if (o.check > 0) {
-    Session fp32(engine, Model(imported, resolved, o.limits), SessionOptions{.tiles_per_op = o.tiles_per_op});
+    Session fp32(engine, model_from_graph(imported, resolved, o.limits), SessionOptions{.tiles_per_op = o.tiles_per_op});
     std::vector<std::string> reduced;
     for (const std::string& p : precisions)
       if (p != "fp32") reduced.push_back(p);
     if (reduced.empty()) reduced.push_back("bf16");
     for (const std::string& p : reduced) {
-      Session other(engine, Model(p == "int8" ? int8->graph : imported, resolved, o.limits),
+      Session other(engine, model_from_graph(p == "int8" ? int8->graph : imported, resolved, o.limits),
                     SessionOptions{.tiles_per_op = o.tiles_per_op, .precision = p == "bf16" ? Precision::bf16 : Precision::fp32});
       std::mt19937_64 check_rng(o.seed + 1);
       checks.emplace_back(p, check_precision(fp32, other, imported, resolved, inputs, drawn, o.check, check_rng));

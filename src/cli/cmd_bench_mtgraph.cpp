@@ -38,7 +38,7 @@ double run_staged(Engine& engine, Compound& c, const std::shared_ptr<const Stage
   for (size_t i = 0; i < c.models.size(); ++i)
     runs.push_back(std::make_shared<PlannedRun>(c.plans[i], c.models[i].inputs,
                                                 PlannedRunOptions{.buffers = c.buffers[i], .scratch = c.scratch}));
-  engine.run(std::make_shared<StagedJob>(dag, std::move(runs)));
+  run_job(engine, std::make_shared<StagedJob>(dag, std::move(runs)));
   return ms_since(t);
 }
 
@@ -83,13 +83,13 @@ int run_bench_mtgraph(const BenchOptions& o) {
   ShapeMap shapes = parse_shape_options(o.shapes);
   Engine engine({.threads = o.threads});
   Compound c;
-  c.scratch = std::make_shared<WorkerScratch>(static_cast<size_t>(engine.worker_slots()));
+  c.scratch = std::make_shared<WorkerScratch>(static_cast<size_t>(worker_slots(engine)));
   std::vector<int32_t> ops;
   for (const auto& path : o.models) {
     c.models.push_back(load_for_coexec(engine, o, path, shapes));
     ShapeMap bound;
     for (const auto& [name, t] : c.models.back().inputs) bound[name] = t.shape();
-    c.plans.push_back(c.models.back().session->plan_for(bound));
+    c.plans.push_back(plan_for(*c.models.back().session, bound));
     c.buffers.push_back(std::make_shared<BufferPool>());
     ops.push_back(static_cast<int32_t>(c.plans.back()->graph.nodes.size()));
   }

@@ -24,7 +24,7 @@ int run_check(const CheckOptions& o) {
     if (!inputs.count(decl.name)) inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
 
   Engine engine({.threads = o.threads});
-  Session session(engine, Model(std::move(imported), resolved, o.limits),
+  Session session(engine, model_from_graph(std::move(imported), resolved, o.limits),
                   {.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                    .precision = parse_precision(o.precision),
                    .conv_layout = parse_layout(o.layout),

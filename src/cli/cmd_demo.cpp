@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "cli/embedded_model.h"
@@ -19,12 +20,12 @@ namespace grove::cli {
 int run_demo() {
   using clock = std::chrono::steady_clock;
   const std::string name = "default.onnx (embedded)";
-  Model model(load_onnx_bytes(std::string_view(reinterpret_cast<const char*>(embedded_default_model().data()),
-                                               embedded_default_model().size()),
-                              name));
+  const std::string_view bytes(reinterpret_cast<const char*>(embedded_default_model().data()),
+                               embedded_default_model().size());
+  Model model = model_from_graph(load_onnx_bytes(bytes, name));
   Tensor input = parse_npy(embedded_default_input(), "default_input.npy (embedded)");
   Tensor expected = parse_npy(embedded_default_expected(), "default_expected.npy (embedded)");
-  const Graph& imported = model.imported();
+  const Graph& imported = imported_graph(model);
   if (imported.inputs.size() != 1 || imported.outputs.size() != 1)
     throw Error(name + ": expected one input and one output");
   const std::string& input_name = imported.inputs[0].name;

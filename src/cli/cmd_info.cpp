@@ -59,8 +59,8 @@ void print_histogram(const Graph& g, bool with_flops) {
 int run_info(const InfoOptions& o) {
   ShapeMap shapes = parse_shape_options(o.shapes);
   Model model = Model::load(o.model, shapes, o.limits);
-  const Graph& imported = model.imported();
-  const Graph* bound = model.is_bound() ? &model.graph() : nullptr;
+  const Graph& imported = imported_graph(model);
+  const Graph* bound = model.is_bound() ? &bound_graph(model) : nullptr;
 
   std::printf("model: %s\n", o.model.c_str());
   if (!imported.name.empty()) std::printf("graph: %s\n", imported.name.c_str());

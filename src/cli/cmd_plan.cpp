@@ -153,7 +153,7 @@ int run_plan(const PlanCliOptions& o) {
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Plan> plan;
   try {
-    plan = tune::plan_with_tuning(model.graph(), options, o.tuning, {});
+    plan = tune::plan_with_tuning(bound_graph(model), options, o.tuning, {});
   } catch (const Error& e) {
     throw e.prefixed(o.model + ": ");
   }

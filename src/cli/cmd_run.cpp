@@ -151,7 +151,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
   std::string how;
   if (o.executor == "reference") {
     if (!o.subnet.empty()) throw Error("--subnet runs on the tile runtime; drop --executor reference");
-    Model model(m.imported, m.shapes, o.limits);
+    Model model = model_from_graph(m.imported, m.shapes, o.limits);
     double load_s = seconds_since(t0);
     auto t1 = Clock::now();
     outputs = model.run_reference(m.inputs);
@@ -170,7 +170,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
     SubnetPick pick;
     Session* session = nullptr;
     if (o.subnet.empty()) {
-      whole = std::make_unique<Session>(engine, Model(m.imported, m.shapes, o.limits), options);
+      whole = std::make_unique<Session>(engine, model_from_graph(m.imported, m.shapes, o.limits), options);
       session = whole.get();
     } else {
       pick = open_subnets(engine, m.imported, m.path, options, o.subnet);
@@ -178,7 +178,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
       session = &pick.session->session(pick.indices[0]);
       std::printf("sub-net: %s\n", describe_subnet(pick.session->subnets()[pick.indices[0]]).c_str());
     }
-    auto plan = session->plan_for(m.shapes);
+    auto plan = plan_for(*session, m.shapes);
     double plan_s = seconds_since(t0);
     if (plan && o.precision != "fp32") std::printf("precision: %s\n", plan->precision.note.c_str());
     if (plan && !plan->options.choices_source.empty()) std::printf("tuning: %s\n", plan->options.choices_source.c_str());
@@ -222,13 +222,13 @@ int run_together(const RunOptions& o, std::vector<LoadedModel> models) {
   std::vector<std::unique_ptr<Session>> sessions;
   for (auto& m : models) {
     sessions.push_back(std::make_unique<Session>(
-        engine, Model(m.imported, m.shapes, o.limits),
+        engine, model_from_graph(m.imported, m.shapes, o.limits),
         SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                        .tiles_per_op = o.tiles_per_op,
                        .precision = parse_precision(o.precision),
                        .conv_layout = parse_layout(o.layout),
                        .tuning = o.tuning}));
-    if (!sessions.back()->plan_for(m.shapes))
+    if (!plan_for(*sessions.back(), m.shapes))
       throw Error(m.path + ": shapes depend on input values; such models run alone (one model per grove run)");
   }
   if (!o.trace_path.empty()) engine.start_trace();

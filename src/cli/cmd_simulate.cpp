@@ -95,13 +95,13 @@ int run_simulate(const SimulateOptions& o) {
   for (const std::string& s : schedules)
     for (int n : cores) {
       auto t0 = Clock::now();
-      Session session(alone, Model(imported, resolved, o.limits),
+      Session session(alone, model_from_graph(imported, resolved, o.limits),
                       SessionOptions{.schedule = schedule_of(s), .plan_threads = n, .tile_counts = counts_of(s)});
       // Warm: buffers, packed weights, caches; the first plan also warms the process (its first
       // runs are slower for a while).
       for (int w = 0; w < 3 || (rows.empty() && Clock::now() - t0 < std::chrono::seconds(1)); ++w) session.run(inputs);
       std::vector<double> tile_ns = time_tiles_alone(alone, session, inputs, o.runs);
-      auto plan = session.plan_for(resolved);
+      auto plan = plan_for(session, resolved);
       if (!plan) throw Error("simulate: " + o.model + " has no single tile graph (control flow or value-dependent shapes)");
       if (tile_ns.size() < static_cast<size_t>(plan->tiles.size())) tile_ns.resize(static_cast<size_t>(plan->tiles.size()), 0.0);
       Row row{s, n, plan->tiles.size(), {}, -1};
@@ -120,14 +120,14 @@ int run_simulate(const SimulateOptions& o) {
     std::fprintf(stderr, "measuring %zu core counts up to %d, %d runs per schedule, interleaved...\n", measured.size(),
                  measured.back(), o.validate_runs);
     for (int n : measured) {
-      if (o.slow_fraction > 0 && n == 1) continue;  // one thread is run()'s caller, which is never slowed
+      if (o.slow_fraction > 0 && n == 1) continue;  // one thread is run_job's caller, which is never slowed
       // Worker 0 is slowed only when the simulation slows one core of this many.
       const bool slow_here = slow_cores(o, n) == 1;
-      Engine engine({.threads = n, .slow_worker = slow_here && n > 1 ? o.slow_factor : 1.0});
+      Engine engine = make_engine({.threads = n}, {.slow_worker = slow_here && n > 1 ? o.slow_factor : 1.0});
       std::vector<std::unique_ptr<Session>> sessions;
       std::vector<std::vector<double>> ms(schedules.size());
       for (const std::string& s : schedules) {
-        sessions.push_back(std::make_unique<Session>(engine, Model(imported, resolved, o.limits),
+        sessions.push_back(std::make_unique<Session>(engine, model_from_graph(imported, resolved, o.limits),
                                                      SessionOptions{.schedule = schedule_of(s), .tile_counts = counts_of(s)}));
         for (int w = 0; w < 2; ++w) sessions.back()->run(inputs);
       }

@@ -113,7 +113,7 @@ Graph layer_alone(const Graph& g, const Node& node, const Layer& l, int64_t chan
 
 // Median ms of `runs` runs of the layer alone, after warm-up.
 double time_layer(Engine& engine, const Graph& one, const Limits& limits, int runs, std::mt19937_64& rng) {
-  Session session(engine, Model(one, {}, limits));
+  Session session(engine, model_from_graph(one, {}, limits));
   TensorMap inputs;
   for (const ValueDecl& d : one.inputs) {
     Shape shape;
@@ -166,7 +166,7 @@ int run_tail(const TailOptions& o) {
   Model model = Model::load(o.model, parse_shape_options(o.shapes), o.limits);
   if (!model.is_bound())
     throw Error(o.model + ": the input shapes are not known; pass --shape NAME=DIMS");
-  const Graph& g = model.graph();
+  const Graph& g = bound_graph(model);
   Engine engine({.threads = o.threads});
   std::mt19937_64 rng(o.seed);
   std::vector<Staircase> layers;

@@ -66,7 +66,7 @@ int run_tune(const TuneOptions& o) {
   Engine engine({.threads = o.threads});
   const Precision precision = parse_precision(o.precision);
   auto make_session = [&](const std::vector<NodeChoice>& choices) {
-    return std::make_unique<Session>(engine, Model(imported, resolved, o.limits),
+    return std::make_unique<Session>(engine, model_from_graph(imported, resolved, o.limits),
                                      SessionOptions{.precision = precision, .tuning = "off", .choices = choices});
   };
   ProfileSettings settings;
@@ -74,9 +74,9 @@ int run_tune(const TuneOptions& o) {
   settings.passes = o.passes;
   settings.progress = !o.quiet;
   std::unique_ptr<Session> rules = make_session({});
-  const std::shared_ptr<const Plan> plan = rules->plan_for(resolved);
+  const std::shared_ptr<const Plan> plan = plan_for(*rules, resolved);
   if (!plan) throw Error(o.model + ": the model's shapes depend on input values, so it has no plan to tune");
-  const std::string model_key = tune::model_key(rules->model().graph());
+  const std::string model_key = tune::model_key(bound_graph(rules->model()));
   const int threads = plan->options.threads;
 
   std::vector<TunedNode> nodes = profile_nodes(engine, make_session, inputs, resolved, settings);

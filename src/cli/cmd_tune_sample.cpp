@@ -127,7 +127,7 @@ int run_tune_sample(const TuneOptions& o) {
     const ShapeMap shapes = {{"x", Shape{c.batch, c.cin, c.in_h, c.in_w}}};
     const TensorMap inputs = {{"x", random_tensor(DType::f32, shapes.at("x"), rng)}};
     auto make_session = [&](const std::vector<NodeChoice>& choices) {
-      return std::make_unique<Session>(engine, Model(g, shapes, o.limits),
+      return std::make_unique<Session>(engine, model_from_graph(g, shapes, o.limits),
                                        SessionOptions{.tuning = "off", .choices = choices});
     };
     const auto ts = Clock::now();

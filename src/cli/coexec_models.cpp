@@ -27,11 +27,11 @@ Loaded load_for_coexec(Engine& engine, const BenchOptions& o, const std::string&
   for (const auto& decl : g.inputs)
     if (!m.inputs.count(decl.name)) m.inputs[decl.name] = random_tensor(decl.dtype, resolved.at(decl.name), rng);
   m.session = std::make_unique<Session>(
-      engine, Model(g, resolved, o.limits),
+      engine, model_from_graph(g, resolved, o.limits),
       SessionOptions{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                      .tiles_per_op = o.tiles_per_op,
                      .precision = parse_precision(o.precision)});
-  if (!m.session->plan_for(resolved))
+  if (!plan_for(*m.session, resolved))
     throw Error(path + ": shapes depend on input values; co-execution needs plannable models");
   return m;
 }

@@ -98,7 +98,7 @@ struct BenchOptions {
   bool json = false;
   uint64_t seed = 0;
   std::string trace_path;           // empty: no trace; else one more run, traced, after the timed ones
-  double slow_worker = 1;           // EngineOptions::slow_worker: worker 0 this many times slower (uneven cores)
+  double slow_worker = 1;           // EngineDebugOptions::slow_worker: worker 0 this many times slower (uneven cores)
   std::string workers_schedule;     // "1:2s,2:2s,1:2s": elastic workers, throughput per phase
   // Dynamic models (docs/dynamic.md): time these sub-nets (cli/subnets.h), or run under a
   // latency target with the controller, against a co-running load of other models.

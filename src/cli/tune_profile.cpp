@@ -75,7 +75,7 @@ std::vector<TunedNode> profile_nodes(
     Engine& engine, const std::function<std::unique_ptr<Session>(const std::vector<NodeChoice>&)>& make_session,
     const TensorMap& inputs, const ShapeMap& shapes, const ProfileSettings& settings) {
   std::unique_ptr<Session> base = make_session({});
-  const std::shared_ptr<const Plan> plan = base->plan_for(shapes);
+  const std::shared_ptr<const Plan> plan = plan_for(*base, shapes);
   if (!plan) throw Error("tune: the model's shapes depend on input values, so it has no plan to tune");
   // Candidates come from the model's convs as written (a structure-only NCHW plan); what the
   // rules do with each, channels-last or not, is measured in round 0.
@@ -83,7 +83,7 @@ std::vector<TunedNode> profile_nodes(
   as_written.conv_layout = ConvLayout::nchw;
   as_written.debug.prepare_weights = false;
   as_written.choices.clear();
-  const std::shared_ptr<const Plan> nchw = make_plan(base->model().graph(), as_written);
+  const std::shared_ptr<const Plan> nchw = make_plan(bound_graph(base->model()), as_written);
   std::map<std::string, size_t> in_rules;
   for (size_t n = 0; n < plan->graph.nodes.size(); ++n) in_rules[plan->graph.nodes[n].name] = n;
 
@@ -132,7 +132,7 @@ std::vector<TunedNode> profile_nodes(
           choices.push_back({t.name, c.primitive, c.extent});
         }
       std::unique_ptr<Session> session = make_session(choices);
-      const std::shared_ptr<const Plan> p = session->plan_for(shapes);
+      const std::shared_ptr<const Plan> p = plan_for(*session, shapes);
       const NodeTimes times = node_times(engine, *session, *p, inputs, settings);
       // By name: a round's choices can change which nodes its plan has (a conv a choice names
       // stays NCHW, so the channels-last pass adds or drops Transposes around it).

@@ -11,6 +11,7 @@
 #include "graph/error.h"
 #include "onnx/import.h"
 #include "passes/flops.h"
+#include "runtime/session.h"
 
 namespace grove {
 namespace {
@@ -70,10 +71,10 @@ DynamicSession::DynamicSession(Engine& engine, const std::string& path, SessionO
     }();
     sliced.graph.path = path + " [sub-net " + s.name + "]";
     SubnetInfo info{s.name, width_of(s, sliced.layers), s.accuracy, 0, sliced.graph.parameter_count()};
-    Session session(engine, Model(std::move(sliced.graph)), options);
+    Session session(engine, model_from_graph(std::move(sliced.graph)), options);
     if (session.model().is_bound()) {
-      info.flops = graph_flops(session.model().graph());
-      session.plan_for(session.model().graph().bound_inputs);  // planned now, not on the first run
+      info.flops = graph_flops(bound_graph(session.model()));
+      plan_for(session, bound_graph(session.model()).bound_inputs);  // planned now, not on the first run
     }
     built.push_back(Built{std::move(info), std::move(session)});
   }

@@ -32,7 +32,7 @@ class TileScratch {
   std::unordered_map<std::type_index, std::shared_ptr<void>> slots_;
 };
 
-// One TileScratch per worker slot (Engine::worker_slots()). A worker runs one tile at a time,
+// One TileScratch per worker slot (worker_slots(engine), runtime/engine.h). A worker runs one tile at a time,
 // so its slot is never used by two tiles at once.
 class WorkerScratch {
  public:

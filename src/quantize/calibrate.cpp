@@ -77,7 +77,7 @@ std::map<std::string, TensorRange> calibrate(Graph graph, const std::vector<std:
   EngineOptions engine_options;
   engine_options.threads = options.threads;
   Engine engine(engine_options);
-  Session session(engine, Model(std::move(graph)));
+  Session session(engine, model_from_graph(std::move(graph)));
 
   std::map<std::string, Observer> observers;
   for (size_t s = 0; s < samples.size(); ++s) {

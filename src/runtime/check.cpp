@@ -77,10 +77,11 @@ struct Prober {
     if (!is_output(g, value)) g.outputs.push_back(output_decl(bound, value));
     const Limits& limits = session.model().limits();
     const TensorMap want = run_reference(g, inputs, limits);
-    Session exposed(session.engine(), Model(g, shapes, limits), session.options());
+    Session exposed = make_session(session.engine(), model_from_graph(g, shapes, limits), session.options(),
+                                   session_debug(session));
     const TensorMap got = exposed.run(inputs);
     Probe p{distance(value, got.at(value), want.at(value), tolerance), ""};
-    if (auto plan = exposed.plan_for(shapes))
+    if (auto plan = plan_for(exposed, shapes))
       for (const Node& n : plan->graph.nodes)
         if (std::find(n.outputs.begin(), n.outputs.end(), value) != n.outputs.end())
           p.planned_by = n.describe() + (n.domain.empty() ? "" : " in domain " + n.domain);
@@ -91,7 +92,7 @@ struct Prober {
 }  // namespace
 
 CheckReport check_session(Session& session, const TensorMap& inputs, double tolerance) {
-  const Graph& imported = session.model().imported();
+  const Graph& imported = imported_graph(session.model());
   const Limits& limits = session.model().limits();
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();

@@ -17,10 +17,11 @@
 namespace grove {
 
 // Rows and trace tracks 0..threads-1 belong to the worker threads; the last one to the thread
-// inside run() (one at a time, guarded by caller_busy).
+// inside run_job (one at a time, guarded by caller_busy).
 struct Engine::Impl {
-  explicit Impl(const EngineOptions& options)
+  Impl(const EngineOptions& options, const EngineDebugOptions& debug)
       : options(options),
+        debug(debug),
         n_threads(std::max(options.max_threads, options.threads > 0 ? options.threads : available_cores())),
         pool(n_threads + 1, options.priority),
         tracer(n_threads + 1) {
@@ -36,13 +37,14 @@ struct Engine::Impl {
   void stop_workers();
 
   EngineOptions options;
+  EngineDebugOptions debug;
   int n_threads;
   ReadyPool pool;
   Tracer tracer;
   JobTracker tracker;
   int64_t busy_spin_ns = 0;  // WorkerContext::busy_spin_ns
   std::atomic<bool> stopping{false};
-  Roster roster;  // active workers and the run() caller's place
+  Roster roster;  // active workers and the run_job caller's place
   std::atomic<uint64_t> next_job_id{1};
   std::atomic<uint32_t> next_source_row{0};
   std::vector<std::thread> threads;
@@ -65,8 +67,8 @@ void Engine::Impl::start_workers() {
       worker.jobs = &tracker;
       worker.busy_spin_ns = busy_spin_ns;
       // Clamped: an infinite or absurd factor would spin a worker for good.
-      if (i == 0 && std::isfinite(options.slow_worker)) worker.slowdown = std::clamp(options.slow_worker, 1.0, 1000.0);
-      // The last worker makes room for run()'s caller (see Engine::run).
+      if (i == 0 && std::isfinite(debug.slow_worker)) worker.slowdown = std::clamp(debug.slow_worker, 1.0, 1000.0);
+      // The last worker makes room for run_job's caller (see EngineInternals::run).
       worker.roster = &roster;
       work_until(worker, stopping);
     });
@@ -122,7 +124,13 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
   return future;
 }
 
-Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(options)) { impl_->start_workers(); }
+Engine::Engine(EngineOptions options) : Engine(std::make_unique<Impl>(options, EngineDebugOptions{})) {}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->start_workers(); }
+
+Engine EngineInternals::make(const EngineOptions& options, const EngineDebugOptions& debug) {
+  return Engine(std::make_unique<Engine::Impl>(options, debug));
+}
 
 Engine::~Engine() {
   impl_->tracker.wait_until_idle();
@@ -141,12 +149,14 @@ int Engine::set_workers(int n) {
   return n;
 }
 
-int Engine::worker_slots() const { return impl_->n_threads + 1; }
+int EngineInternals::worker_slots(const Engine& engine) { return engine.impl_->n_threads + 1; }
 
-std::future<void> Engine::submit(std::shared_ptr<Job> job) { return impl_->submit(std::move(job), nullptr); }
+std::future<void> EngineInternals::submit(Engine& engine, std::shared_ptr<Job> job) {
+  return engine.impl_->submit(std::move(job), nullptr);
+}
 
-void Engine::run(std::shared_ptr<Job> job) {
-  Impl& impl = *impl_;
+void EngineInternals::run(Engine& engine, std::shared_ptr<Job> job) {
+  Engine::Impl& impl = *engine.impl_;
   if (!impl.options.caller_works || impl.roster.caller_busy.exchange(true, std::memory_order_acquire)) {
     impl.submit(std::move(job), nullptr).get();
     return;
@@ -200,6 +210,6 @@ std::string Engine::stop_trace_json() {
   return impl_->tracer.stop_json(names);
 }
 
-MachineProbes& Engine::probes() { return impl_->probes; }
+MachineProbes& EngineInternals::probes(Engine& engine) { return engine.impl_->probes; }
 
 }  // namespace grove

@@ -78,7 +78,7 @@ struct JobState {
   uint64_t id;
   bool urgent;  // job->urgent(), read once
   std::promise<void> promise;
-  // Set by Engine::run: raised (then `parker` notified) when the job is complete, for the
+  // Set by run_job (runtime/engine.h): raised (then `parker` notified) when the job is complete, for the
   // calling thread that works while it waits.
   std::atomic<bool>* done_flag = nullptr;
   Parker* parker = nullptr;

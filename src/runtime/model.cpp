@@ -14,19 +14,22 @@ struct Model::Impl {
   std::string unbound_reason;
 };
 
-Model::Model(Graph imported, const ShapeMap& shapes, const Limits& limits)
-    : impl_(std::make_unique<Impl>(Impl{std::move(imported), limits, std::nullopt, {}})) {
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Model ModelInternals::from_graph(Graph imported, const ShapeMap& shapes, const Limits& limits) {
+  Model model(std::make_unique<Model::Impl>(Model::Impl{std::move(imported), limits, std::nullopt, {}}));
   if (!shapes.empty()) {
-    try_bind(shapes);
-    return;
+    model.try_bind(shapes);
+    return model;
   }
   // Bind now when every input shape is declared statically; else wait for the first inputs.
   try {
-    resolve_input_shapes(impl_->imported, {});
+    resolve_input_shapes(model.impl_->imported, {});
   } catch (const Error&) {
-    return;
+    return model;
   }
-  try_bind({});
+  model.try_bind({});
+  return model;
 }
 
 Model::Model(const Model& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
@@ -42,7 +45,7 @@ const std::string& Model::path() const { return impl_->imported.path; }
 bool Model::is_bound() const { return impl_->bound.has_value(); }
 const std::string& Model::unbound_reason() const { return impl_->unbound_reason; }
 const Limits& Model::limits() const { return impl_->limits; }
-const Graph& Model::imported() const { return impl_->imported; }
+const Graph& ModelInternals::imported(const Model& model) { return model.impl_->imported; }
 
 namespace {
 
@@ -83,7 +86,7 @@ bool Model::try_bind(const ShapeMap& shapes) {
 }
 
 Model Model::load(const std::string& path, const ShapeMap& shapes, const Limits& limits) {
-  return Model(load_onnx(path, limits), shapes, limits);
+  return ModelInternals::from_graph(load_onnx(path, limits), shapes, limits);
 }
 
 void Model::bind(const ShapeMap& shapes) {
@@ -93,8 +96,8 @@ void Model::bind(const ShapeMap& shapes) {
   impl_->bound = std::move(g);
 }
 
-const Graph& Model::graph() const {
-  const Impl& m = *impl_;
+const Graph& ModelInternals::bound(const Model& model) {
+  const Model::Impl& m = *model.impl_;
   if (!m.bound && !m.unbound_reason.empty()) throw Error(m.unbound_reason);
   if (!m.bound) {
     std::string dyn;
@@ -109,7 +112,7 @@ TensorMap Model::run_reference(const TensorMap& inputs, const CancelToken& cance
   if (feeds_defaults(m.imported, inputs)) {
     check_inputs(m.imported, inputs);
     // A fed default is no constant: bind a copy of the graph where it is an input.
-    Model overridden(with_fed_defaults(m.imported, inputs));
+    Model overridden = model_from_graph(with_fed_defaults(m.imported, inputs));
     return overridden.run_reference(inputs, cancel);
   }
   ShapeMap shapes;

@@ -1,5 +1,28 @@
 #pragma once
-// Model is public (include/grove/model.h); the library also needs the Graph inside it.
+// Model is public (include/grove/model.h) and names nothing of the library's insides. The
+// library, its tools and tests also build models over graphs they imported themselves and
+// look at the graphs inside; that access lives here, where users cannot include it.
 #include "passes/bind.h"
 #include "grove/model.h"
 #include "runtime/reference_executor.h"
+
+namespace grove {
+
+// Model's friend: the only way past its public surface. The free functions below are the
+// spelling the library uses.
+struct ModelInternals {
+  static Model from_graph(Graph imported, const ShapeMap& shapes, const Limits& limits);
+  static const Graph& imported(const Model& model);
+  static const Graph& bound(const Model& model);
+};
+
+// A model over a graph the caller imported (onnx/import.h); binds as Model::load does.
+inline Model model_from_graph(Graph imported, const ShapeMap& shapes = {}, const Limits& limits = {}) {
+  return ModelInternals::from_graph(std::move(imported), shapes, limits);
+}
+// The graph as imported.
+inline const Graph& imported_graph(const Model& model) { return ModelInternals::imported(model); }
+// The bound, optimised graph; throws when no shapes have been bound yet.
+inline const Graph& bound_graph(const Model& model) { return ModelInternals::bound(model); }
+
+}  // namespace grove

@@ -21,8 +21,8 @@ struct SegmentedGraph::Part {
   std::unique_ptr<Session> session;
 
   // `inputs` holds every name of `formal` and `reads`.
-  ValueMap run(Engine& engine, const SessionOptions& options, const Limits& limits, const ValueMap& inputs,
-               int64_t* segment_runs, const CancelToken& cancel) {
+  ValueMap run(Engine& engine, const SessionOptions& options, const SessionDebugOptions& debug, const Limits& limits,
+               const ValueMap& inputs, int64_t* segment_runs, const CancelToken& cancel) {
     if (is_segment) refuse_values(inputs);
     Session* s = nullptr;
     {
@@ -45,7 +45,8 @@ struct SegmentedGraph::Part {
         };
         for (const ValueDecl& f : formal) declare(f.name, f.kind);
         for (const auto& name : reads) declare(name, ValueKind::tensor);
-        session = std::make_unique<Session>(engine, Model(std::move(g), {}, limits), options);
+        session =
+            std::make_unique<Session>(make_session(engine, model_from_graph(std::move(g), {}, limits), options, debug));
       }
       s = session.get();
     }
@@ -124,8 +125,9 @@ std::set<std::string> names_maybe_values(const Graph& g) {
 
 }  // namespace
 
-SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const SessionOptions& options, const Limits& limits)
-    : graph_(graph), engine_(engine), options_(options), limits_(limits) {
+SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const SessionOptions& options,
+                               const SessionDebugOptions& debug, const Limits& limits)
+    : graph_(graph), engine_(engine), options_(options), debug_(debug), limits_(limits) {
   // A part reads constants of this graph as its own initializers (so its binding can fold
   // them) and everything else from outside as inputs.
   auto split_reads = [&](Part& part, const std::set<std::string>& outside) {
@@ -233,7 +235,7 @@ ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs, cons
     } else {
       ValueMap in;
       for (const auto& name : step->segment->reads) in[name] = find(name);
-      for (auto& [name, v] : step->segment->run(engine_, options_, limits_, in, segment_runs, cancel))
+      for (auto& [name, v] : step->segment->run(engine_, options_, debug_, limits_, in, segment_runs, cancel))
         values[name] = std::move(v);
     }
     for (const auto& name : step->last_reads) values.erase(name);
@@ -267,7 +269,7 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_
         ValueMap body_inputs;
         for (size_t k = 0; k < formal.size(); ++k) body_inputs[part.formal[k].name] = std::move(formal[k]);
         for (const auto& name : part.reads) body_inputs[name] = find(name);
-        ValueMap body_outputs = part.run(engine_, options_, limits_, body_inputs, segment_runs, cancel);
+        ValueMap body_outputs = part.run(engine_, options_, debug_, limits_, body_inputs, segment_runs, cancel);
         std::vector<Value> result;
         for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
         return result;

@@ -19,13 +19,16 @@
 #include "graph/graph.h"
 #include "grove/engine.h"
 #include "grove/session.h"
+#include "runtime/session.h"
 
 namespace grove {
 
 class SegmentedGraph {
  public:
-  // `graph` and its subgraphs must outlive this.
-  SegmentedGraph(const Graph& graph, Engine& engine, const SessionOptions& options, const Limits& limits);
+  // `graph` and its subgraphs must outlive this. The parts' sessions run with `options` and
+  // `debug`, as the session that owns this graph does.
+  SegmentedGraph(const Graph& graph, Engine& engine, const SessionOptions& options, const SessionDebugOptions& debug,
+                 const Limits& limits);
   ~SegmentedGraph();
   SegmentedGraph(const SegmentedGraph&) = delete;
   SegmentedGraph& operator=(const SegmentedGraph&) = delete;
@@ -48,6 +51,7 @@ class SegmentedGraph {
   const Graph& graph_;
   Engine& engine_;
   SessionOptions options_;
+  SessionDebugOptions debug_;
   Limits limits_;
   std::vector<std::unique_ptr<Step>> steps_;
 };

@@ -31,12 +31,13 @@ auto out_of_memory_is_an_error(const std::string& model, const char* doing, F&& 
 }  // namespace
 
 struct Session::Impl {
-  Impl(Engine& e, Model m, SessionOptions o)
-      : engine(e), model(std::move(m)), options(o),
-        scratch(std::make_shared<WorkerScratch>(static_cast<size_t>(e.worker_slots()))) {}
+  Impl(Engine& e, Model m, SessionOptions o, SessionDebugOptions d)
+      : engine(e), model(std::move(m)), options(std::move(o)), debug(d),
+        scratch(std::make_shared<WorkerScratch>(static_cast<size_t>(worker_slots(e)))) {}
   Engine& engine;
   Model model;
   SessionOptions options;
+  SessionDebugOptions debug;
   std::vector<FeatureMapPruning> pruning;  // options.feature_pruning or the model's metadata, parsed
   std::mutex mutex;  // guards model binding and the cached plans
   // Plans of the shapes seen last, most recent first, each with the buffer pool of its runs:
@@ -54,7 +55,8 @@ struct Session::Impl {
   // every run. The most recent few.
   std::vector<ShapeMap> unplannable;
 
-  std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);  // plan_for, mutex held; moves it to the front
+  // plan_for (runtime/session.h), with the mutex held; moves the plan to the front.
+  std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel);  // run, without the bad_alloc net
   // The job for one inference, or null when the shapes cannot be planned ahead.
   std::shared_ptr<PlannedRun> make_job(TensorMap inputs, const CancelToken& cancel);
@@ -66,21 +68,30 @@ struct Session::Impl {
 };
 
 Session::Session(Engine& engine, Model model, SessionOptions options)
-    : impl_(std::make_unique<Impl>(engine, std::move(model), options)) {
-  if (std::getenv("GROVE_POISON_BUFFERS")) impl_->options.poison_buffers = true;
+    : Session(std::make_unique<Impl>(engine, std::move(model), std::move(options), SessionDebugOptions{})) {}
+
+Session SessionInternals::make(Engine& engine, Model model, const SessionOptions& options,
+                               const SessionDebugOptions& debug) {
+  return Session(std::make_unique<Session::Impl>(engine, std::move(model), options, debug));
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  if (std::getenv("GROVE_POISON_BUFFERS")) impl_->debug.poison_buffers = true;
   const Model& m = impl_->model;
+  const Graph& imported = imported_graph(m);
   const std::string& asked = impl_->options.feature_pruning;
-  auto meta = m.imported().metadata.find(kFeaturePruningKey);
+  auto meta = imported.metadata.find(kFeaturePruningKey);
   const std::string text = asked == "off"  ? ""
                            : !asked.empty() ? asked
-                           : meta != m.imported().metadata.end() ? meta->second : "";
+                           : meta != imported.metadata.end() ? meta->second : "";
   try {
     impl_->pruning = parse_feature_pruning(text);
   } catch (const Error& e) {
     throw m.path().empty() ? e : e.prefixed(m.path() + ": ");
   }
-  if (needs_segments(m.imported()))
-    impl_->segmented = std::make_unique<SegmentedGraph>(m.imported(), engine, impl_->options, m.limits());
+  if (needs_segments(imported))
+    impl_->segmented =
+        std::make_unique<SegmentedGraph>(imported, impl_->engine, impl_->options, impl_->debug, m.limits());
 }
 
 Session::Session(Session&&) noexcept = default;
@@ -103,10 +114,13 @@ const Model& Session::model() const { return impl_->model; }
 Engine& Session::engine() const { return impl_->engine; }
 const SessionOptions& Session::options() const { return impl_->options; }
 
-std::shared_ptr<const Plan> Session::plan_for(const ShapeMap& shapes) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return out_of_memory_is_an_error(impl_->model.path(), "planning", [&] { return impl_->plan_locked(shapes); });
+std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const ShapeMap& shapes) {
+  Session::Impl& s = *session.impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.plan_locked(shapes); });
 }
+
+const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
 
 std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   for (size_t i = 0; i < plans.size(); ++i)
@@ -115,7 +129,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
       return plans.front().plan;
     }
   if (std::find(unplannable.begin(), unplannable.end(), shapes) != unplannable.end()) return nullptr;
-  if (!model.is_bound() || model.graph().bound_inputs != shapes) {
+  if (!model.is_bound() || bound_graph(model).bound_inputs != shapes) {
     if (!model.try_bind(shapes)) {
       unplannable.insert(unplannable.begin(), shapes);
       if (unplannable.size() > static_cast<size_t>(std::max(1, options.cached_plans))) unplannable.pop_back();
@@ -129,7 +143,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.tile_counts = options.tile_counts;
   // The machine's measurements: taken at the first plan that asks, on this engine, and kept
   // for every session on it, so that they all price and choose alike (runtime/machine_probes.h).
-  MachineProbes& probes = engine.probes();
+  MachineProbes& probes = machine_probes(engine);
   std::unique_lock<std::mutex> measuring(probes.mutex);
   po.schedule = options.schedule;
   po.max_tiles = model.limits().max_tiles;
@@ -138,7 +152,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   const bool tail_aware = po.tile_counts == TileCounts::tail_aware && po.tiles_per_op == 0;
   const bool bf16 = po.precision == Precision::bf16, channels_last = po.conv_layout == ConvLayout::channels_last;
   // The Winograd probe takes a few milliseconds: only a model with convs asks.
-  const auto& nodes = model.graph().nodes;
+  const auto& nodes = bound_graph(model).nodes;
   const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == "Conv"; });
   take_machine_probes(probes,
                       {.move_flops = tail_aware, .amx_flop_cost = tail_aware && bf16, .bf16_dot_gain = bf16,
@@ -148,7 +162,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;
   try {
-    plan = tune::plan_with_tuning(model.graph(), po, options.tuning, options.choices);
+    plan = tune::plan_with_tuning(bound_graph(model), po, options.tuning, options.choices);
   } catch (const Error& e) {
     const std::string& path = model.path();
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
@@ -175,7 +189,7 @@ std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs, const Canc
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<const Plan> p = plan_locked(shapes);
   if (!p) return nullptr;
-  PlannedRunOptions run_options{.poison_buffers = options.poison_buffers, .buffers = plans.front().buffers,
+  PlannedRunOptions run_options{.poison_buffers = debug.poison_buffers, .buffers = plans.front().buffers,
                                 .scratch = scratch, .urgent = options.urgent, .cancel = cancel};
   return std::make_shared<PlannedRun>(std::move(p), std::move(inputs), run_options);
 }
@@ -186,8 +200,8 @@ TensorMap Session::run(const TensorMap& inputs, RunStats* stats, const CancelTok
 }
 
 TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
-  check_inputs(model.imported(), inputs);
-  if (feeds_defaults(model.imported(), inputs)) {
+  check_inputs(imported_graph(model), inputs);
+  if (feeds_defaults(imported_graph(model), inputs)) {
     // Overriding an initializer re-binds a copy of the graph per run, on the reference executor.
     if (stats) *stats = RunStats{0, true};
     std::lock_guard<std::mutex> lock(mutex);
@@ -208,14 +222,14 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats,
     std::lock_guard<std::mutex> lock(mutex);
     return model.run_reference(inputs, cancel);
   }
-  engine.run(job);
+  run_job(engine, job);
   if (stats) *stats = RunStats{job->peak_activation_bytes(), false};
   return job->outputs();
 }
 
 ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel) {
   Impl& s = *impl_;
-  const Graph& g = s.model.imported();
+  const Graph& g = imported_graph(s.model);
   check_inputs(g, inputs);
   if (has_only_tensor_io(g)) return to_values(run(to_tensors(inputs, g.path + ": input "), stats, cancel));
   return out_of_memory_is_an_error(g.path, "running", [&] {
@@ -235,12 +249,12 @@ ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const Canc
 
 std::future<TensorMap> Session::submit(TensorMap inputs, CancelToken cancel) {
   Impl& s = *impl_;
-  check_inputs(s.model.imported(), inputs);
+  check_inputs(imported_graph(s.model), inputs);
   std::shared_ptr<PlannedRun> job =
-      feeds_defaults(s.model.imported(), inputs)
+      feeds_defaults(imported_graph(s.model), inputs)
           ? nullptr
           : out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.make_job(inputs, cancel); });
-  if (!job && s.segmented && !feeds_defaults(s.model.imported(), inputs)) {
+  if (!job && s.segmented && !feeds_defaults(imported_graph(s.model), inputs)) {
     // Each segment's job waits for the one before: a thread of the session's runs the chain.
     return s.threads.start([&s, inputs = std::move(inputs), cancel = std::move(cancel)] {
       return out_of_memory_is_an_error(s.model.path(), "running", [&] {
@@ -256,7 +270,7 @@ std::future<TensorMap> Session::submit(TensorMap inputs, CancelToken cancel) {
   }
   // The worker that finishes the last tile fulfils the future: no thread waits per request.
   std::future<TensorMap> result = job->result();
-  s.engine.submit(job);
+  submit_job(s.engine, job);
   return result;
 }
 

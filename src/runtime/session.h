@@ -1,7 +1,45 @@
 #pragma once
-// Session is public (include/grove/session.h); the library's tools (CLI, tests, benchmarks)
-// also look at its plan and the graph, so this brings in their types.
+// Session is public (include/grove/session.h) and names nothing of the library's insides. The
+// library's tools (CLI, tests, benchmarks) also look at its plan and the graph, and tests run
+// it with switches no user should set; that access lives here, where users cannot include it.
+#include <memory>
+
 #include "grove/grove.h"
 #include "plan/plan.h"
 #include "runtime/buffer_pool.h"
+#include "runtime/engine.h"
 #include "runtime/model.h"
+
+namespace grove {
+
+// Switches for tests, not for production: set only through make_session. Sessions the library
+// makes from a session (its control-flow segments, grove check's probes) inherit them.
+struct SessionDebugOptions {
+  // Fill every tiled op's output buffer with NaN/junk before its tiles run, so a tile that
+  // leaves elements unwritten (and would pass on a pooled buffer holding the last run's
+  // correct bytes) gives wrong results. Also on when GROVE_POISON_BUFFERS is set.
+  bool poison_buffers = false;
+};
+
+// Session's friend: the only way past its public surface. The free functions below are the
+// spelling the library uses.
+struct SessionInternals {
+  static Session make(Engine& engine, Model model, const SessionOptions& options, const SessionDebugOptions& debug);
+  static std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes);
+  static const SessionDebugOptions& debug(const Session& session);
+};
+
+// A session with test switches (the engine must outlive it, as for the constructor).
+inline Session make_session(Engine& engine, Model model, const SessionOptions& options,
+                            const SessionDebugOptions& debug) {
+  return SessionInternals::make(engine, std::move(model), options, debug);
+}
+// The plan for `shapes` (planning when they are new), or null when the shapes depend on input
+// values and only the reference executor can run them.
+inline std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes) {
+  return SessionInternals::plan_for(session, shapes);
+}
+// The test switches the session runs with (GROVE_POISON_BUFFERS included).
+inline const SessionDebugOptions& session_debug(const Session& session) { return SessionInternals::debug(session); }
+
+}  // namespace grove

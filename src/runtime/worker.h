@@ -2,7 +2,7 @@
 // One scheduler (the paper's DSE, Algorithm 1): run a ready tile, bump each child's
 // done-parents count, follow the first child that became ready and push the others to the
 // pool; with nothing to follow, pop from the pool, spinning briefly and then parking.
-// Worker threads and the thread inside Engine::run() both run this loop.
+// Worker threads and the thread inside run_job (runtime/engine.h) both run this loop.
 #include <atomic>
 #include <vector>
 
@@ -43,7 +43,7 @@ struct WorkerContext {
   // it parks (EngineOptions::busy_spin_ms). Null or 0: it parks after kSpinScans.
   const JobTracker* jobs = nullptr;
   int64_t busy_spin_ns = 0;
-  double slowdown = 1.0;         // > 1: stretch each tile to this many times its time (EngineOptions::slow_worker)
+  double slowdown = 1.0;         // > 1: stretch each tile to this many times its time (EngineDebugOptions::slow_worker)
   Adversary adversary;           // used only in the adversarial build
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
 };

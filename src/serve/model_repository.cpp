@@ -53,7 +53,7 @@ void ModelRepository::load(const std::string& name, const std::string& path) {
   model->path = file;
   try {
     model->session = std::make_unique<Session>(engine_, Model::load(file, {}, limits_), session_options_);
-    if (model->session->model().imported().metadata.count(kSubnetsMetadataKey))
+    if (imported_graph(model->session->model()).metadata.count(kSubnetsMetadataKey))
       model->dynamic = std::make_unique<DynamicSession>(engine_, file, session_options_);
   } catch (const Error& e) {
     std::lock_guard<std::mutex> lock(mutex_);

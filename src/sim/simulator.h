@@ -33,7 +33,7 @@ struct SimMachine {
   double cross_ns_per_byte = 0;
   PriorityPolicy priority;
   // Uneven cores: cores [0, slow_cores) take slow_factor times as long over each tile (and
-  // ask for proportionally less bandwidth), as EngineOptions::slow_worker does to worker 0.
+  // ask for proportionally less bandwidth), as EngineDebugOptions::slow_worker (runtime/engine.h) does to worker 0.
   int slow_cores = 0;
   double slow_factor = 1.0;
 };

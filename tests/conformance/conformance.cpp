@@ -142,7 +142,7 @@ CaseResult run_case(const fs::path& dir, bool tiles) {
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
     std::sort(sets.begin(), sets.end());
-    Model model(imported);
+    Model model = model_from_graph(imported);
     for (const auto& set : sets) {
       ValueMap inputs;
       auto in_files = numbered(set, "input_");
@@ -155,7 +155,7 @@ CaseResult run_case(const fs::path& dir, bool tiles) {
       if (tiles)
         for (const RunConfig& c : tile_configs()) {
           Engine engine({.threads = c.threads, .pin = false});
-          Session session(engine, Model(imported), {.schedule = c.schedule, .tiles_per_op = c.tiles_per_op});
+          Session session(engine, model_from_graph(imported), {.schedule = c.schedule, .tiles_per_op = c.tiles_per_op});
           results.emplace_back(describe(c), session.run_values(inputs));
         }
       auto out_files = numbered(set, "output_");

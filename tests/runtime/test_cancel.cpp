@@ -115,7 +115,7 @@ TEST(Cancel, ACancelledJobStopsWithinATilesTimeAndLeavesNothingInFlight) {
   Engine engine({.threads = 2, .pin = false});
   CancelToken token = CancelToken::manual();
   auto job = std::make_shared<SlowTileJob>(dag, 1ms, token);
-  std::future<void> done = engine.submit(job);
+  std::future<void> done = submit_job(engine, job);
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(engine.stats().jobs_in_flight, 1);
   const auto cancelled_at = CancelClock::now();
@@ -143,8 +143,8 @@ TEST(Cancel, ADeadlineStopsAJobWithoutAnyoneCallingCancel) {
     auto job = std::make_shared<SlowTileJob>(dag, 1ms, CancelToken::after(0.1));
     const auto start = CancelClock::now();
     try {
-      if (through_run) engine.run(job);
-      else engine.submit(job).get();
+      if (through_run) run_job(engine, job);
+      else submit_job(engine, job).get();
       ADD_FAILURE() << "a job past its deadline completed normally";
     } catch (const Error& e) {
       EXPECT_TRUE(e.cancelled());
@@ -166,8 +166,8 @@ TEST(Cancel, JobsWithLiveTokensAndOtherJobsRunEveryTile) {
   CancelToken stop = CancelToken::manual();
   const TestDag long_dag = cancel_test_lanes(8, 500);
   auto doomed = std::make_shared<SlowTileJob>(long_dag, 1ms, stop);
-  std::future<void> d = engine.submit(doomed);
-  std::future<void> a = engine.submit(live), b = engine.submit(plain);
+  std::future<void> d = submit_job(engine, doomed);
+  std::future<void> a = submit_job(engine, live), b = submit_job(engine, plain);
   stop.cancel();
   EXPECT_NO_THROW(a.get());
   EXPECT_NO_THROW(b.get());
@@ -182,7 +182,7 @@ TEST(Cancel, AJobSubmittedWithAStoppedTokenRunsNoTile) {
   const TestDag dag = cancel_test_lanes(2, 20);
   Engine engine({.threads = 2, .pin = false});
   auto job = std::make_shared<SlowTileJob>(dag, 1ms, CancelToken::after(0));
-  EXPECT_THROW(engine.submit(job).get(), Error);
+  EXPECT_THROW(submit_job(engine, job).get(), Error);
   EXPECT_EQ(job->ran(), 0);
 }
 

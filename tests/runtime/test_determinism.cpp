@@ -41,9 +41,9 @@ TEST(Determinism, ThousandRunsGiveIdenticalValues) {
     for (int run = 0; run < 1000; ++run) {
       auto job = std::make_shared<ValueJob>(dag);
       if (run % 2)
-        engine.run(job);
+        run_job(engine, job);
       else
-        engine.submit(job).get();
+        submit_job(engine, job).get();
       ASSERT_EQ(job->values(), expected) << "run " << run << " at " << threads << " threads";
     }
   }

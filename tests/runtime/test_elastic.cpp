@@ -17,7 +17,7 @@ TEST(Elastic, SetWorkersClampsToTheStartedThreads) {
   Engine engine(EngineOptions{.threads = 2, .max_threads = 4});
   EXPECT_EQ(engine.threads(), 2);
   EXPECT_EQ(engine.max_threads(), 4);
-  EXPECT_EQ(engine.worker_slots(), 5);
+  EXPECT_EQ(worker_slots(engine), 5);
   EXPECT_EQ(engine.set_workers(0), 1);
   EXPECT_EQ(engine.threads(), 1);
   EXPECT_EQ(engine.set_workers(99), 4);
@@ -33,10 +33,10 @@ TEST(Elastic, AResizedEngineRunsAtMostItsWorkersAtOnce) {
   for (int n : {1, 2, 3, 1}) {
     engine.set_workers(n);
     auto job = std::make_shared<ConcurrencyJob>(wide);
-    engine.submit(job).get();
+    submit_job(engine, job).get();
     EXPECT_LE(job->most(), n) << "submit with " << n << " workers";
     auto by_caller = std::make_shared<ConcurrencyJob>(wide);
-    engine.run(by_caller);  // the caller takes the last active worker's place
+    run_job(engine, by_caller);  // the caller takes the last active worker's place
     EXPECT_LE(by_caller->most(), n) << "run() with " << n << " workers";
   }
 }
@@ -59,11 +59,11 @@ TEST(Elastic, ThousandJobsUnderRandomResizesRunEveryTileOnce) {
     std::vector<std::shared_ptr<CheckingJob>> jobs;
     std::vector<std::future<void>> pending;
     for (int k = 0; k < 3; ++k) {
-      jobs.push_back(std::make_shared<CheckingJob>(dags[static_cast<size_t>(round + k) % dags.size()], engine.worker_slots()));
-      pending.push_back(engine.submit(jobs.back()));
+      jobs.push_back(std::make_shared<CheckingJob>(dags[static_cast<size_t>(round + k) % dags.size()], worker_slots(engine)));
+      pending.push_back(submit_job(engine, jobs.back()));
     }
-    auto mine = std::make_shared<CheckingJob>(dags[static_cast<size_t>(round) % dags.size()], engine.worker_slots());
-    engine.run(mine);
+    auto mine = std::make_shared<CheckingJob>(dags[static_cast<size_t>(round) % dags.size()], worker_slots(engine));
+    run_job(engine, mine);
     jobs.push_back(mine);
     for (auto& f : pending) f.get();
     for (auto& j : jobs) wrong += j->tiles_not_run_once() + j->early() + j->bad_arguments();

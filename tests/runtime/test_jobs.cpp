@@ -20,21 +20,21 @@ TEST(Jobs, ConcurrentJobsOfDifferentDagsAllComplete) {
     std::vector<std::future<void>> futures;
     for (int round = 0; round < 4; ++round)
       for (const TestDag& dag : dags) {
-        jobs.push_back(std::make_shared<CheckingJob>(dag, engine.worker_slots()));
-        futures.push_back(engine.submit(jobs.back()));
+        jobs.push_back(std::make_shared<CheckingJob>(dag, worker_slots(engine)));
+        futures.push_back(submit_job(engine, jobs.back()));
       }
     // Submitters on other threads at the same time, one of them working through run().
     std::thread helper([&] {
       for (const TestDag& dag : dags) {
-        auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
-        engine.run(job);
+        auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
+        run_job(engine, job);
         EXPECT_EQ(job->tiles_not_run_once(), 0) << dag.name;
         EXPECT_EQ(job->early(), 0) << dag.name;
       }
     });
     for (const TestDag& dag : dags) {
-      auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
-      engine.run(job);
+      auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
+      run_job(engine, job);
       EXPECT_EQ(job->tiles_not_run_once(), 0) << dag.name;
     }
     helper.join();
@@ -68,7 +68,7 @@ TEST(Jobs, ThrowingTileFailsTheFutureAndSkipsTheRest) {
   for (int threads : {1, 2, 3}) {
     Engine engine(EngineOptions{.threads = threads});
     auto job = std::make_shared<ThrowingJob>(dag, 10);
-    std::future<void> f = engine.submit(job);
+    std::future<void> f = submit_job(engine, job);
     try {
       f.get();
       FAIL() << "no exception";
@@ -78,12 +78,12 @@ TEST(Jobs, ThrowingTileFailsTheFutureAndSkipsTheRest) {
     EXPECT_EQ(job->ran(), 11);  // a chain: nothing after the failing tile may start
     // Through run() the exception is rethrown to the caller.
     auto again = std::make_shared<ThrowingJob>(dag, 0);
-    EXPECT_THROW(engine.run(again), std::runtime_error);
+    EXPECT_THROW(run_job(engine, again), std::runtime_error);
     EXPECT_EQ(again->ran(), 1);
     // The engine stays usable.
     TestDag wide = random_layered(5, 6, 10, 3);
-    auto good = std::make_shared<CheckingJob>(wide, engine.worker_slots());
-    engine.submit(good).get();
+    auto good = std::make_shared<CheckingJob>(wide, worker_slots(engine));
+    submit_job(engine, good).get();
     EXPECT_EQ(good->tiles_not_run_once(), 0);
   }
 }
@@ -116,7 +116,7 @@ TEST(Jobs, FinishedRunsOnceAfterTheLastTileBeforeTheFuture) {
     std::vector<std::future<void>> futures;
     for (int i = 0; i < 8; ++i) {
       jobs.push_back(std::make_shared<Recording>(wide, -1));
-      futures.push_back(engine.submit(jobs.back()));
+      futures.push_back(submit_job(engine, jobs.back()));
     }
     for (size_t i = 0; i < jobs.size(); ++i) {
       futures[i].get();
@@ -125,11 +125,11 @@ TEST(Jobs, FinishedRunsOnceAfterTheLastTileBeforeTheFuture) {
       EXPECT_FALSE(jobs[i]->had_error.load());
     }
     auto failing = std::make_shared<Recording>(wide, 5);
-    EXPECT_THROW(engine.submit(failing).get(), std::runtime_error);
+    EXPECT_THROW(submit_job(engine, failing).get(), std::runtime_error);
     EXPECT_EQ(failing->calls.load(), 1);
     EXPECT_TRUE(failing->had_error.load());
     auto nothing = std::make_shared<Recording>(empty, -1);
-    engine.submit(nothing).get();
+    submit_job(engine, nothing).get();
     EXPECT_EQ(nothing->calls.load(), 1);
   }
 }
@@ -145,15 +145,15 @@ TEST(Jobs, SeveralThrowingTilesReportOneOfTheirExceptions) {
       if (tile != 0) throw std::out_of_range("middle tile");
     }
   };
-  EXPECT_THROW(engine.submit(std::make_shared<AllThrow>(dag)).get(), std::out_of_range);
+  EXPECT_THROW(submit_job(engine, std::make_shared<AllThrow>(dag)).get(), std::out_of_range);
 }
 
 TEST(Jobs, MalformedDagsAreErrorsAtSubmit) {
   Engine engine(EngineOptions{.threads = 2});
   auto expect_error = [&](TestDag dag, const std::string& fragment) {
-    auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+    auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
     try {
-      engine.submit(job);
+      submit_job(engine, job);
       ADD_FAILURE() << "accepted: " << fragment;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
@@ -193,11 +193,11 @@ TEST(Jobs, MalformedDagsAreErrorsAtSubmit) {
   cyc.sources = {0};
   cyc.parents = {{}, {0, 2}, {1}};
   expect_error(cyc, "depth does not grow");
-  EXPECT_THROW(engine.submit(nullptr), Error);
+  EXPECT_THROW(submit_job(engine, nullptr), Error);
   // Still usable afterwards.
   TestDag ok = diamond();
-  auto job = std::make_shared<CheckingJob>(ok, engine.worker_slots());
-  engine.submit(job).get();
+  auto job = std::make_shared<CheckingJob>(ok, worker_slots(engine));
+  submit_job(engine, job).get();
   EXPECT_EQ(job->tiles_not_run_once(), 0);
 }
 
@@ -227,7 +227,7 @@ TEST(Jobs, DestroyingTheEngineWaitsForJobsInFlight) {
     Engine engine(EngineOptions{.threads = 2});
     for (int i = 0; i < 5; ++i) {
       jobs.push_back(std::make_shared<SlowJob>(dag));
-      futures.push_back(engine.submit(jobs.back()));
+      futures.push_back(submit_job(engine, jobs.back()));
     }
   }  // ~Engine with about 80 ms of work queued
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -243,9 +243,9 @@ TEST(Jobs, RunReturnsWhenItsJobIsDoneEvenWhileOthersRun) {
   // 2 threads: while run() works, the caller and worker 0 run tiles (worker 1 stands aside).
   Engine engine(EngineOptions{.threads = 2});
   auto slow = std::make_shared<SlowJob>(wide, std::chrono::milliseconds(1));
-  std::future<void> slow_done = engine.submit(slow);
-  auto quick = std::make_shared<CheckingJob>(small, engine.worker_slots());
-  engine.run(quick);  // the caller helps with the slow job's tiles, but must stop after its own
+  std::future<void> slow_done = submit_job(engine, slow);
+  auto quick = std::make_shared<CheckingJob>(small, worker_slots(engine));
+  run_job(engine, quick);  // the caller helps with the slow job's tiles, but must stop after its own
   EXPECT_EQ(quick->tiles_not_run_once(), 0);
   EXPECT_EQ(slow_done.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   slow_done.get();
@@ -257,10 +257,10 @@ TEST(Jobs, CallerOfRunTakesAWorkersPlaceInsteadOfOversubscribing) {
   for (int threads : {1, 2, 3}) {
     Engine engine(EngineOptions{.threads = threads});
     auto job = std::make_shared<ConcurrencyJob>(wide);
-    engine.run(job);
+    run_job(engine, job);
     EXPECT_LE(job->most(), threads) << "threads = " << threads;
     auto again = std::make_shared<ConcurrencyJob>(wide);  // and the worker comes back after run()
-    engine.submit(again).get();
+    submit_job(engine, again).get();
     EXPECT_LE(again->most(), threads);
   }
 }
@@ -268,9 +268,9 @@ TEST(Jobs, CallerOfRunTakesAWorkersPlaceInsteadOfOversubscribing) {
 TEST(Jobs, EngineDropsItsJobReferenceBeforeTheFutureIsReady) {
   TestDag dag = diamond();
   Engine engine(EngineOptions{.threads = 2});
-  auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+  auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
   std::weak_ptr<CheckingJob> weak = job;
-  std::future<void> f = engine.submit(std::move(job));
+  std::future<void> f = submit_job(engine, std::move(job));
   f.get();
   EXPECT_TRUE(weak.expired());
 }
@@ -280,8 +280,8 @@ TEST(Jobs, CreateAndDestroyEnginesRepeatedly) {
   for (int i = 0; i < 50; ++i) {
     Engine engine(EngineOptions{.threads = 1 + i % 4});
     if (i % 3 == 0) continue;  // never used
-    auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
-    engine.submit(job);  // future dropped: the destructor still waits
+    auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
+    submit_job(engine, job);  // future dropped: the destructor still waits
   }
 }
 

@@ -14,11 +14,11 @@ TEST_P(SchedulingTest, EveryTileOnceAfterItsParents) {
   ASSERT_EQ(engine.threads(), threads);
   for (const TestDag& dag : all_shapes()) {
     for (int repeat = 0; repeat < 20; ++repeat) {
-      auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+      auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
       if (repeat % 2 == 0)
-        engine.submit(job).get();
+        submit_job(engine, job).get();
       else
-        engine.run(job);  // the calling thread works too
+        run_job(engine, job);  // the calling thread works too
       ASSERT_EQ(job->tiles_not_run_once(), 0) << dag.name << " repeat " << repeat;
       ASSERT_EQ(job->early(), 0) << dag.name << " repeat " << repeat;
       ASSERT_EQ(job->bad_arguments(), 0) << dag.name;
@@ -35,11 +35,11 @@ TEST_P(SchedulingTest, EveryTileOnceAfterItsParentsWithPlaces) {
   for (TestDag dag : all_shapes()) {
     for (int32_t t = 0; t < dag.size(); ++t) dag.place.push_back(static_cast<uint16_t>((uint32_t(t) * 40503u) & 0xffffu));
     for (int repeat = 0; repeat < 10; ++repeat) {
-      auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
+      auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
       if (repeat % 2 == 0)
-        engine.submit(job).get();
+        submit_job(engine, job).get();
       else
-        engine.run(job);
+        run_job(engine, job);
       ASSERT_EQ(job->tiles_not_run_once(), 0) << dag.name << " repeat " << repeat;
       ASSERT_EQ(job->early(), 0) << dag.name << " repeat " << repeat;
     }
@@ -51,8 +51,8 @@ TEST_P(SchedulingTest, PriorityPoliciesAllComplete) {
                                 PriorityPolicy{3, [](int32_t, int32_t, int) { return 1000; }}}) {
     Engine engine(EngineOptions{.threads = GetParam(), .priority = policy});
     TestDag dag = random_layered(7, 10, 12, 3);
-    auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
-    engine.submit(job).get();
+    auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
+    submit_job(engine, job).get();
     EXPECT_EQ(job->tiles_not_run_once(), 0);
     EXPECT_EQ(job->early(), 0);
   }
@@ -67,11 +67,11 @@ TEST_P(SchedulingTest, UrgentAndOrdinaryJobsTogether) {
     std::vector<std::shared_ptr<CheckingJob>> jobs;
     std::vector<std::future<void>> done;
     for (int k = 0; k < 4; ++k) {
-      jobs.push_back(std::make_shared<CheckingJob>(k % 2 ? small : big, engine.worker_slots(), k % 2 == 1));
-      done.push_back(engine.submit(jobs.back()));
+      jobs.push_back(std::make_shared<CheckingJob>(k % 2 ? small : big, worker_slots(engine), k % 2 == 1));
+      done.push_back(submit_job(engine, jobs.back()));
     }
-    auto urgent_run = std::make_shared<CheckingJob>(small, engine.worker_slots(), true);
-    engine.run(urgent_run);
+    auto urgent_run = std::make_shared<CheckingJob>(small, worker_slots(engine), true);
+    run_job(engine, urgent_run);
     for (auto& f : done) f.get();
     jobs.push_back(urgent_run);
     for (const auto& job : jobs) {
@@ -86,14 +86,14 @@ INSTANTIATE_TEST_SUITE_P(Workers, SchedulingTest, ::testing::Values(1, 2, 3, 8))
 TEST(EngineOptions, DefaultThreadsAreTheAvailableCores) {
   Engine engine;
   EXPECT_EQ(engine.threads(), available_cores());
-  EXPECT_EQ(engine.worker_slots(), engine.threads() + 1);
+  EXPECT_EQ(worker_slots(engine), engine.threads() + 1);
 }
 
 TEST(EngineOptions, WithoutPinningOrCallerWorkStillCorrect) {
   Engine engine(EngineOptions{.threads = 2, .pin = false, .caller_works = false});
   TestDag dag = random_layered(9, 8, 8, 2);
-  auto job = std::make_shared<CheckingJob>(dag, engine.worker_slots());
-  engine.run(job);
+  auto job = std::make_shared<CheckingJob>(dag, worker_slots(engine));
+  run_job(engine, job);
   EXPECT_EQ(job->tiles_not_run_once(), 0);
   EXPECT_EQ(job->early(), 0);
 }

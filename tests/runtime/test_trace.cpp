@@ -22,10 +22,10 @@ class LabelledJob : public CheckingJob {
 TEST(Trace, ChromeJsonWithOneSlicePerTile) {
   TestDag dag = random_layered(4, 6, 7, 2);
   Engine engine(EngineOptions{.threads = 2});
-  engine.submit(std::make_shared<LabelledJob>(dag, engine.worker_slots())).get();  // not traced
+  submit_job(engine, std::make_shared<LabelledJob>(dag, worker_slots(engine))).get();  // not traced
   engine.start_trace();
-  engine.submit(std::make_shared<LabelledJob>(dag, engine.worker_slots())).get();
-  engine.run(std::make_shared<LabelledJob>(dag, engine.worker_slots()));
+  submit_job(engine, std::make_shared<LabelledJob>(dag, worker_slots(engine))).get();
+  run_job(engine, std::make_shared<LabelledJob>(dag, worker_slots(engine)));
   std::string text = engine.stop_trace_json();
 
   nlohmann::json trace = nlohmann::json::parse(text);  // throws on invalid JSON
@@ -48,14 +48,14 @@ TEST(Trace, ChromeJsonWithOneSlicePerTile) {
     EXPECT_GE(e["ts"].get<double>(), 0.0);
     int tid = e["tid"];
     EXPECT_GE(tid, 0);
-    EXPECT_LT(tid, engine.worker_slots());
+    EXPECT_LT(tid, worker_slots(engine));
     EXPECT_TRUE(seen.insert({e["args"]["job"].get<int64_t>(), tile}).second);
   }
-  EXPECT_EQ(names, engine.worker_slots());
+  EXPECT_EQ(names, worker_slots(engine));
   EXPECT_EQ(slices, 2 * dag.size());
 
   // Off again: nothing more is recorded.
-  engine.submit(std::make_shared<LabelledJob>(dag, engine.worker_slots())).get();
+  submit_job(engine, std::make_shared<LabelledJob>(dag, worker_slots(engine))).get();
   engine.start_trace();
   nlohmann::json empty = nlohmann::json::parse(engine.stop_trace_json());
   for (const auto& e : empty["traceEvents"]) EXPECT_EQ(e["ph"], "M");

@@ -46,7 +46,7 @@ class RequestTimeout : public ::testing::Test {
     models.load("chain", repo.write("chain.onnx", test::slow_matmul_chain_model(kSanitizedBuild ? 100 : 1500, kChainSize)));
     models.load("endless", repo.write("endless.onnx", test::endless_loop_model()));
     // Planned ahead, so that the requests' time goes to running.
-    models.find("chain")->session->plan_for({{"x", {kChainSize, kChainSize}}});
+    plan_for(*models.find("chain")->session, {{"x", {kChainSize, kChainSize}}});
   }
   HttpResponse infer(const std::string& model, const std::string& body) {
     return server.handle({"POST", "/v2/models/" + model + "/infer", {}, body});

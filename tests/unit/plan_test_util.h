@@ -254,7 +254,7 @@ inline TestModel concat_reshape() {
 
 inline std::vector<TestModel> all_test_models() { return {conv_chain(), residual(), matmul_chain(), concat_reshape()}; }
 
-inline Model load_test_model(const TestModel& m) { return Model(load_onnx_bytes(m.bytes, m.name + ".onnx")); }
+inline Model load_test_model(const TestModel& m) { return model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")); }
 
 // The model bound but not optimised: every op stays a node of its own (no epilogue fusion),
 // for tests about the tiles of one particular op.

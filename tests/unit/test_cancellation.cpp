@@ -12,6 +12,7 @@
 
 #include "grove/grove.h"
 #include "onnx/import.h"
+#include "runtime/session.h"
 #include "slow_models.h"
 
 using namespace grove;
@@ -59,7 +60,7 @@ double seconds_until_engine_idle(const Engine& engine) {
 
 TEST(Cancellation, AnEndlessLoopEndsAtTheDeadlineOnTheTileRuntime) {
   Engine engine({.threads = 2, .pin = false});
-  Session session(engine, Model(load_onnx_bytes(test::endless_loop_model(), "endless.onnx")));
+  Session session(engine, model_from_graph(load_onnx_bytes(test::endless_loop_model(), "endless.onnx")));
   const auto start = CancelTestClock::now();
   expect_cancelled([&] { session.run(endless_loop_inputs(), nullptr, CancelToken::after(0.3)); },
                    {"endless.onnx", "node 'forever' (Loop)", "run cancelled: deadline of 0.3 s passed"});
@@ -70,7 +71,7 @@ TEST(Cancellation, AnEndlessLoopEndsAtTheDeadlineOnTheTileRuntime) {
 }
 
 TEST(Cancellation, AnEndlessLoopEndsAtTheDeadlineOnTheReferenceExecutor) {
-  Model model(load_onnx_bytes(test::endless_loop_model(), "endless.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(test::endless_loop_model(), "endless.onnx"));
   const auto start = CancelTestClock::now();
   expect_cancelled([&] { model.run_reference(endless_loop_inputs(), CancelToken::after(0.2)); },
                    {"node 'forever' (Loop)", "deadline of 0.2 s passed"});
@@ -85,7 +86,7 @@ TEST(Cancellation, ADroppedSessionWaitsForItsEndlessRunOnlyUntilTheDeadline) {
   CancelToken manual = CancelToken::manual();
   const auto start = CancelTestClock::now();
   {
-    Session session(engine, Model(load_onnx_bytes(test::endless_loop_model(), "endless.onnx")));
+    Session session(engine, model_from_graph(load_onnx_bytes(test::endless_loop_model(), "endless.onnx")));
     a = session.submit(endless_loop_inputs(), CancelToken::after(0.3));
     b = session.submit(endless_loop_inputs(), manual);
     std::this_thread::sleep_for(50ms);
@@ -105,9 +106,9 @@ TEST(Cancellation, APlannedRunCancelledFromAnotherThreadStopsAndLeavesNothingInF
   constexpr int kSize = 512;
   Engine engine({.threads = 2, .pin = false});
   const int layers = kSanitizedBuild ? 20 : 1000;  // over a second even at a 2-core AVX-512 peak
-  Session session(engine, Model(load_onnx_bytes(test::slow_matmul_chain_model(layers, kSize), "chain.onnx")));
+  Session session(engine, model_from_graph(load_onnx_bytes(test::slow_matmul_chain_model(layers, kSize), "chain.onnx")));
   const TensorMap in = matmul_chain_inputs(kSize);
-  session.plan_for({{"x", {kSize, kSize}}});  // planning is not what this test times
+  plan_for(session, {{"x", {kSize, kSize}}});  // planning is not what this test times
   CancelToken token = CancelToken::manual();
   CancelTestClock::time_point cancelled_at;
   std::thread canceller([&] {
@@ -129,7 +130,7 @@ TEST(Cancellation, APlannedRunCancelledFromAnotherThreadStopsAndLeavesNothingInF
 TEST(Cancellation, RunsWithLiveTokensGiveTheSameOutputs) {
   constexpr int kSize = 32;
   Engine engine({.threads = 2, .pin = false});
-  Session chain(engine, Model(load_onnx_bytes(test::slow_matmul_chain_model(4, kSize), "chain.onnx")));
+  Session chain(engine, model_from_graph(load_onnx_bytes(test::slow_matmul_chain_model(4, kSize), "chain.onnx")));
   const TensorMap in = matmul_chain_inputs(kSize);
   const Tensor want = chain.run(in).at("y");
   for (const CancelToken& token : {CancelToken(), CancelToken::manual(), CancelToken::after(3600)}) {
@@ -142,7 +143,7 @@ TEST(Cancellation, RunsWithLiveTokensGiveTheSameOutputs) {
     }
   }
   // A Loop with a live token runs to its iteration limit as before.
-  Session loop(engine, Model(load_onnx_bytes(test::endless_loop_model(), "endless.onnx"), {}, Limits{.max_loop_iterations = 20}));
+  Session loop(engine, model_from_graph(load_onnx_bytes(test::endless_loop_model(), "endless.onnx"), {}, Limits{.max_loop_iterations = 20}));
   try {
     loop.run(endless_loop_inputs(), nullptr, CancelToken::after(3600));
     ADD_FAILURE() << "the Loop ran past max_loop_iterations";

@@ -9,7 +9,7 @@
 #include "grove/grove.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"
-#include "runtime/model.h"
+#include "runtime/session.h"
 
 using namespace grove;
 using grove::test::OnnxBuilder;
@@ -28,10 +28,10 @@ void attach(onnx::NodeProto& node, const std::string& name, OnnxBuilder& body) {
 
 // Outputs of the reference executor, and of the tile runtime at 1 and 2 workers.
 std::vector<TensorMap> run_everywhere(const Graph& g, const TensorMap& inputs, std::vector<RunStats>* stats = nullptr) {
-  std::vector<TensorMap> results{Model(g).run_reference(inputs)};
+  std::vector<TensorMap> results{model_from_graph(g).run_reference(inputs)};
   for (int threads : {1, 2}) {
     Engine engine({.threads = threads, .pin = false});
-    Session session(engine, Model(g));
+    Session session(engine, model_from_graph(g));
     RunStats s;
     for (int again = 0; again < 2; ++again) results.push_back(session.run(inputs, &s));  // the second run uses cached plans
     if (stats) stats->push_back(s);
@@ -47,7 +47,7 @@ void expect_values(const Tensor& t, std::vector<float> want) {
 std::string run_error(const Graph& g, const TensorMap& inputs) {
   try {
     Engine engine({.threads = 2, .pin = false});
-    Session session(engine, Model(g));
+    Session session(engine, model_from_graph(g));
     session.run(inputs);
   } catch (const Error& e) {
     return e.what();
@@ -103,8 +103,8 @@ TEST(ControlFlow, IfWithAConstantConditionIsInlinedIntoOneTileGraph) {
   for (const TensorMap& out : run_everywhere(g, in, &stats)) expect_values(out.at("y"), {1, 0});
   for (const RunStats& s : stats) EXPECT_EQ(s.segment_runs, 0) << "the whole model should be one TileGraph";
   Engine engine({.threads = 1, .pin = false});
-  Session session(engine, Model(g));
-  EXPECT_NE(session.plan_for({{"x", {2}}}), nullptr);
+  Session session(engine, model_from_graph(g));
+  EXPECT_NE(plan_for(session, {{"x", {2}}}), nullptr);
 }
 
 // s' = s + x per iteration (x from the outer scope), every s' stacked as a scan output.
@@ -201,7 +201,7 @@ TEST(ControlFlow, BadControlFlowIsAnErrorNamingTheNode) {
   EXPECT_NE(msg.find("node 'repeat' (Loop)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("trip count M is -1"), std::string::npos) << msg;
   try {
-    Model(lg).run_reference(in);
+    model_from_graph(lg).run_reference(in);
     ADD_FAILURE() << "the reference executor ran a Loop with a negative trip count";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("node 'repeat' (Loop)"), std::string::npos) << e.what();
@@ -212,7 +212,7 @@ TEST(ControlFlow, BadControlFlowIsAnErrorNamingTheNode) {
     TensorMap many = in;
     many["m"] = Tensor::scalar<int64_t>(INT64_MAX);
     Engine engine({.threads = 1, .pin = false});
-    Session session(engine, Model(lg, {}, Limits{.max_loop_iterations = 50}));
+    Session session(engine, model_from_graph(lg, {}, Limits{.max_loop_iterations = 50}));
     try {
       session.run(many);
       ADD_FAILURE() << "a Loop ran past max_loop_iterations";
@@ -236,7 +236,7 @@ TEST(ControlFlow, BadControlFlowIsAnErrorNamingTheNode) {
 TEST(ControlFlow, ConcurrentRunsOfASegmentedModelShareItsSessions) {
   const Graph g = if_model();
   Engine engine({.threads = 2, .pin = false});
-  Session session(engine, Model(g));
+  Session session(engine, model_from_graph(g));
   std::vector<std::future<TensorMap>> futures;
   for (int i = 0; i < 24; ++i)
     futures.push_back(session.submit({{"x", Tensor::from<float>({2}, std::vector<float>{1, static_cast<float>(i)})},

@@ -510,8 +510,8 @@ auto plan_with_costly_transposes(const Graph& g) {
 TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
   const TestModel m = conv_block();
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
-  auto plan = make_plan(model.graph(), PlanOptions{});
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
+  auto plan = make_plan(bound_graph(model), PlanOptions{});
   EXPECT_EQ(plan->channels_last_convs, 3);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 3);
   EXPECT_EQ(count_op(*plan, "Conv"), 0);
@@ -523,7 +523,7 @@ TEST(LayoutF32, ChainOfConvsRunsChannelsLastAndComputesTheReference) {
 
   PlanOptions nchw;
   nchw.conv_layout = ConvLayout::nchw;
-  auto as_written = make_plan(model.graph(), nchw);
+  auto as_written = make_plan(bound_graph(model), nchw);
   EXPECT_EQ(as_written->channels_last_convs, 0);
   EXPECT_EQ(count_op(*as_written, "ConvNhwc"), 0);
   EXPECT_EQ(count_op(*as_written, "Transpose"), 0);
@@ -539,7 +539,7 @@ TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenBf16ConvsAsBf16) {
   Model model = load_test_model(m);
   PlanOptions options;
   options.precision = Precision::bf16;
-  auto plan = make_plan(model.graph(), options);
+  auto plan = make_plan(bound_graph(model), options);
   ASSERT_EQ(count_op(*plan, "ConvNhwc"), 3);
   std::map<std::string, DType> y_dtype;
   for (const Node& n : plan->graph.nodes)
@@ -565,11 +565,11 @@ TEST(LayoutF32, Bf16PlanStoresTheValuesBetweenBf16ConvsAsBf16) {
     return worst;
   };
   EXPECT_LT(relative_error(run_reference(plan->graph, m.inputs)), 2e-2) << "against the plan graph's reference";
-  const double error = relative_error(run_reference(model.graph(), m.inputs));
+  const double error = relative_error(run_reference(bound_graph(model), m.inputs));
   EXPECT_LT(error, 2e-2) << "against fp32";
   EXPECT_GT(error, 0.0);
 
-  const auto fp32 = make_plan(model.graph(), PlanOptions{});
+  const auto fp32 = make_plan(bound_graph(model), PlanOptions{});
   for (const Node& n : fp32->graph.nodes) EXPECT_FALSE(stores_bf16(n)) << n.name << ": fp32 stores nothing as bf16";
 }
 
@@ -599,15 +599,15 @@ TEST(LayoutF32, ConcatAndMaxPoolJoinTheChannelsLastConvs) {
   b.node("Conv", {"p", "wn"}, {"y"}, "next_squeeze");
   const TestModel m{"fire", b.bytes(), {{"x", seeded_tensor({1, 32, 12, 12}, 6)}}};
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
-  auto plan = make_plan(model.graph(), PlanOptions{});
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
+  auto plan = make_plan(bound_graph(model), PlanOptions{});
   EXPECT_EQ(plan->channels_last_convs, 4);
   EXPECT_EQ(count_op(*plan, "MaxPoolNhwc"), 1);
   EXPECT_EQ(count_op(*plan, "Transpose"), 2);
   for (const Node& n : plan->graph.nodes)
     if (n.op_type == "Concat") EXPECT_EQ(n.attr_int("axis", 0), 3);
   expect_plan_computes(plan, m, want, {1, 3}, "channels-last fire module");
-  auto back = plan_with_costly_transposes(model.graph());
+  auto back = plan_with_costly_transposes(bound_graph(model));
   EXPECT_EQ(back->channels_last_convs, 0);
   EXPECT_EQ(count_op(*back, "MaxPoolNhwc"), 0);
   EXPECT_EQ(count_op(*back, "MaxPool"), 1);
@@ -646,8 +646,8 @@ TEST(LayoutF32, AnAddOfChannelsLastValuesJoinsTheConvs) {
   b.node("Add", {"e2a", "s"}, {"y"}, "");
   const TestModel m{"darknet", b.bytes(), {{"x", seeded_tensor({1, 32, 10, 10}, 7)}}};
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
-  auto plan = make_plan(model.graph(), PlanOptions{});
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
+  auto plan = make_plan(bound_graph(model), PlanOptions{});
   EXPECT_EQ(plan->channels_last_convs, 5);
   EXPECT_EQ(count_op(*plan, "Add"), 2);
   EXPECT_EQ(count_op(*plan, "Transpose"), 2);  // x in, y back
@@ -658,7 +658,7 @@ TEST(LayoutF32, AnAddOfChannelsLastValuesJoinsTheConvs) {
     }
   // Five convs deep the sums cancel: float32 rounding in another order moves y by ~1e-4.
   expect_plan_computes(plan, m, want, {1, 3}, "channels-last darknet blocks", 2e-3);
-  auto back = plan_with_costly_transposes(model.graph());
+  auto back = plan_with_costly_transposes(bound_graph(model));
   EXPECT_EQ(back->channels_last_convs, 0);
   EXPECT_EQ(count_op(*back, "Transpose"), 0);
   for (const Node& n : back->graph.nodes)
@@ -673,7 +673,7 @@ TEST(LayoutF32, ChosenNodesStayNchw) {
   Model model = load_test_model(m);
   PlanOptions options;
   options.choices = {NodeChoice{"conv_a", "gemm", {}}};
-  auto plan = make_plan(model.graph(), options);
+  auto plan = make_plan(bound_graph(model), options);
   int seen = 0;
   for (const Node& n : plan->graph.nodes)
     if (n.name == "conv_a") {
@@ -684,7 +684,7 @@ TEST(LayoutF32, ChosenNodesStayNchw) {
   EXPECT_EQ(plan->channels_last_convs, 0);
   PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
   run_serial(run, 7);
-  expect_close(run.outputs(), run_reference(model.graph(), m.inputs), 1e-4, "plan with a choice");
+  expect_close(run.outputs(), run_reference(bound_graph(model), m.inputs), 1e-4, "plan with a choice");
 }
 
 // A conv too cheap for the Transposes it would need, and one with 3 input channels, stay NCHW.
@@ -697,8 +697,8 @@ TEST(LayoutF32, CheapConvsStayNchw) {
   b.node("Conv", {"x", "w"}, {"c"}, "small");
   b.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
   OnnxBuilder::attr_ints(b.node("Conv", {"img", "wi"}, {"z"}, "first_layer"), "pads", {1, 1, 1, 1});
-  Model model(load_onnx_bytes(b.bytes(), "cheap.onnx"));
-  auto plan = make_plan(model.graph(), PlanOptions{});
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "cheap.onnx"));
+  auto plan = make_plan(bound_graph(model), PlanOptions{});
   EXPECT_EQ(plan->channels_last_convs, 0);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 0);
   EXPECT_EQ(count_op(*plan, "Transpose"), 0);
@@ -752,13 +752,13 @@ TEST(LayoutF32, GlobalAveragePoolReadsTheChannelsLastCopy) {
   b.node("GlobalAveragePool", {"r"}, {"g"}, "gap");
   const TestModel m{"conv_gap", b.bytes(), {{"x", seeded_tensor({1, 32, 9, 9}, 6)}}};
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
-  auto plan = make_plan(model.graph(), PlanOptions{});
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
+  auto plan = make_plan(bound_graph(model), PlanOptions{});
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 1);
   EXPECT_EQ(count_op(*plan, "GlobalAveragePoolNhwc"), 1);
   EXPECT_EQ(count_op(*plan, "Transpose"), 1);  // x in; nothing back
   expect_plan_computes(plan, m, want, {1, 2}, "channels-last conv and pool");
-  auto back = plan_with_costly_transposes(model.graph());
+  auto back = plan_with_costly_transposes(bound_graph(model));
   EXPECT_EQ(count_op(*back, "ConvNhwc"), 0);
   EXPECT_EQ(count_op(*back, "GlobalAveragePool"), 1);
   EXPECT_EQ(count_op(*back, "Transpose"), 0);
@@ -792,7 +792,7 @@ void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, in
     if (neighbour) b.node("Conv", {"c", "w1"}, {"y"}, "one");
     const TestModel m{label, b.bytes(), {{"x", seeded_tensor({1, cin, size, size}, 3)}}};
     Model model = load_test_model(m);
-    auto plan = make_plan(model.graph(), cheap_moves);
+    auto plan = make_plan(bound_graph(model), cheap_moves);
     const int expect = neighbour ? (rows ? 2 : 1) : 0;
     EXPECT_EQ(count_op(*plan, "ConvNhwc"), expect) << label << (neighbour ? " beside a 1x1 conv" : " alone");
     EXPECT_EQ(count_op(*plan, "Conv"), (neighbour ? 2 : 1) - expect) << label;
@@ -807,7 +807,7 @@ void expect_rides_only_beside_others(int64_t cin, int64_t cout, int64_t size, in
         if (stem) EXPECT_EQ(n.inputs[0], "x") << label;
       }
     if (neighbour && expect == 2) EXPECT_EQ(count_op(*plan, "Transpose"), cin < 16 ? 1 : 2) << label;
-    expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, label, tol);
+    expect_plan_computes(plan, m, run_reference(bound_graph(model), m.inputs), {1, 2}, label, tol);
   }
 }
 
@@ -852,7 +852,7 @@ TEST(LayoutF32, SmallPlanesRunOnWinogradOnlyChannelsLast) {
     Model model = load_test_model(m);
     const Shape x = {1, 64, size, size}, w = {64, 64, 3, 3};
     const Node* conv = nullptr;
-    for (const Node& n : model.graph().nodes)
+    for (const Node& n : bound_graph(model).nodes)
       if (n.name == "mid") conv = &n;
     ASSERT_NE(conv, nullptr);
     EXPECT_FALSE(tiling::conv_node_uses_winograd(*conv, x, w)) << label;
@@ -871,11 +871,11 @@ TEST(LayoutF32, SmallPlanesRunOnWinogradOnlyChannelsLast) {
       PlanOptions cheap_moves;
       cheap_moves.machine.transpose_flops = 0.01;
       cheap_moves.machine.winograd_nhwc_small_planes = small_planes;
-      auto plan = make_plan(model.graph(), cheap_moves);
+      auto plan = make_plan(bound_graph(model), cheap_moves);
       ASSERT_EQ(count_op(*plan, "ConvNhwc"), 3) << label;
       for (const Node& n : plan->graph.nodes)
         if (n.name == "mid") EXPECT_EQ(conv_primitive_choice(n), size == 14 && small_planes ? ConvPrimitive::winograd : ConvPrimitive::unset) << label;
-      expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, label, 1e-3);
+      expect_plan_computes(plan, m, run_reference(bound_graph(model), m.inputs), {1, 2}, label, 1e-3);
     }
   }
 }
@@ -900,11 +900,11 @@ TEST(LayoutF32, AStemReadsNchwOnlyWhereTheValueIsStillNchw) {
   Model model = load_test_model(m);
   PlanOptions cheap_moves;  // so the pair stays channels-last
   cheap_moves.machine.transpose_flops = 0.01;
-  auto plan = make_plan(model.graph(), cheap_moves);
+  auto plan = make_plan(bound_graph(model), cheap_moves);
   const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), rows ? 2 : 1);
   for (const Node& n : plan->graph.nodes) EXPECT_FALSE(reads_x_nchw(n)) << n.name;
-  expect_plan_computes(plan, m, run_reference(model.graph(), m.inputs), {1, 2}, "squeeze then expand");
+  expect_plan_computes(plan, m, run_reference(bound_graph(model), m.inputs), {1, 2}, "squeeze then expand");
 }
 
 // x [1, 64, 12, 12] -> 1x1 expand (384) + ReLU -> depthwise 3x3 (384) + ReLU -> 1x1 project
@@ -933,16 +933,16 @@ TestModel inverted_residual() {
 TEST(LayoutF32, DepthwiseConvsRunChannelsLastBetweenTheirNeighbours) {
   const TestModel m = inverted_residual();
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   PlanOptions apart;
   apart.debug.fuse_expand_depthwise = false;
-  auto plan = make_plan(model.graph(), apart);
+  auto plan = make_plan(bound_graph(model), apart);
   EXPECT_EQ(plan->channels_last_convs, 3);
   EXPECT_EQ(count_op(*plan, "DepthwiseConvNhwc"), 1);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
   EXPECT_EQ(count_op(*plan, "Transpose"), 2);  // x in, y out
   expect_plan_computes(plan, m, want, {1, 3}, "channels-last block");
-  auto back = plan_with_costly_transposes(model.graph());
+  auto back = plan_with_costly_transposes(bound_graph(model));
   EXPECT_EQ(back->channels_last_convs, 0);
   EXPECT_EQ(count_op(*back, "DepthwiseConvNhwc"), 0);
   EXPECT_EQ(count_op(*back, "Conv"), 3);
@@ -972,15 +972,15 @@ void expect_fused_as_apart(const PlanPtr& fused, const PlanPtr& separate, const 
 TEST(LayoutF32, AnExpandConvAndTheDepthwiseConvAfterItRunAsOne) {
   const TestModel m = inverted_residual();
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   PlanOptions apart;
   apart.debug.fuse_expand_depthwise = false;
   for (int threads : {1, 3}) {
     PlanOptions options;
     options.debug.fuse_depthwise_project = false;  // on a CPU with a small L2 the project conv would join
     options.threads = apart.threads = threads;
-    auto fused = make_plan(model.graph(), options);
-    auto separate = make_plan(model.graph(), apart);
+    auto fused = make_plan(bound_graph(model), options);
+    auto separate = make_plan(bound_graph(model), apart);
     EXPECT_EQ(count_op(*fused, "ExpandDepthwiseNhwc"), 1);
     EXPECT_EQ(count_op(*fused, "DepthwiseConvNhwc"), 0);
     EXPECT_EQ(count_op(*fused, "ConvNhwc"), 1);  // the project conv
@@ -998,7 +998,7 @@ TEST(LayoutF32, AnExpandConvAndTheDepthwiseConvAfterItRunAsOne) {
   b.node("Sigmoid", {"e"}, {"z"}, "another_reader");
   const TestModel shared{"shared_expand", b.bytes(), {{"x", seeded_tensor({1, 64, 12, 12}, 7)}}};
   Model two(load_test_model(shared));
-  EXPECT_EQ(count_op(*make_plan(two.graph(), PlanOptions{}), "ExpandDepthwiseNhwc"), 0);
+  EXPECT_EQ(count_op(*make_plan(bound_graph(two), PlanOptions{}), "ExpandDepthwiseNhwc"), 0);
 }
 
 // x [1, 3, 114, 114] -> stem Conv 3x3 stride 2 (32) + Clip -> depthwise 3x3 + Clip -> Conv 1x1
@@ -1048,14 +1048,14 @@ TEST(LayoutF32, AMobileNetsStemAndProjectConvsJoinTheirDepthwiseConvs) {
   const bool project1 = rows && 57 * 57 * 32 * 4 > half_l2, project2 = 57 * 57 * 96 * 4 > half_l2;
   const TestModel m = mobilenet_head();
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   PlanOptions options, apart;
   options.machine.transpose_flops = apart.machine.transpose_flops = 0.01;  // so the stem goes channels-last
   apart.debug.fuse_expand_depthwise = false;
   for (int threads : {1, 3}) {
     options.threads = apart.threads = threads;
-    auto fused = make_plan(model.graph(), options);
-    auto separate = make_plan(model.graph(), apart);
+    auto fused = make_plan(bound_graph(model), options);
+    auto separate = make_plan(bound_graph(model), apart);
     EXPECT_EQ(count_op(*separate, "DepthwiseConvNhwc"), 2);
     EXPECT_EQ(count_op(*fused, "DepthwiseConvNhwc"), rows ? 0 : 1);
     EXPECT_EQ(count_op(*fused, "InvertedResidualNhwc"), int(project1) + int(project2));
@@ -1063,7 +1063,7 @@ TEST(LayoutF32, AMobileNetsStemAndProjectConvsJoinTheirDepthwiseConvs) {
     expect_fused_as_apart(fused, separate, m, want, "fused blocks");
   }
   options.debug.fuse_depthwise_project = false;
-  EXPECT_EQ(count_op(*make_plan(model.graph(), options), "InvertedResidualNhwc"), 0);
+  EXPECT_EQ(count_op(*make_plan(bound_graph(model), options), "InvertedResidualNhwc"), 0);
 }
 
 // x [1, 3, 45, 45] -> stem Conv 7x7 stride 2 (32) + Relu -> MaxPool 3x3 stride 2 -> Conv 1x1
@@ -1098,14 +1098,14 @@ TEST(LayoutF32, AConvAndTheMaxPoolAfterItRunAsOne) {
   const bool rows = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   const TestModel m = stem_and_pool(false);
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   PlanOptions options, apart;
   options.machine.transpose_flops = apart.machine.transpose_flops = 0.01;  // so the stem goes channels-last
   apart.debug.fuse_conv_max_pool = false;
   for (int threads : {1, 3}) {
     options.threads = apart.threads = threads;
-    auto fused = make_plan(model.graph(), options);
-    auto separate = make_plan(model.graph(), apart);
+    auto fused = make_plan(bound_graph(model), options);
+    auto separate = make_plan(bound_graph(model), apart);
     EXPECT_EQ(count_op(*separate, "MaxPoolNhwc"), rows ? 1 : 0);
     EXPECT_EQ(count_op(*fused, "ConvMaxPoolNhwc"), rows ? 1 : 0);
     EXPECT_EQ(count_op(*fused, "MaxPoolNhwc"), 0);
@@ -1113,9 +1113,9 @@ TEST(LayoutF32, AConvAndTheMaxPoolAfterItRunAsOne) {
   }
   const TestModel shared = stem_and_pool(true);
   Model two(load_test_model(shared));
-  auto plan = make_plan(two.graph(), options);
+  auto plan = make_plan(bound_graph(two), options);
   EXPECT_EQ(count_op(*plan, "ConvMaxPoolNhwc"), 0);
-  expect_plan_computes(plan, shared, run_reference(two.graph(), shared.inputs), {2}, "stem read twice");
+  expect_plan_computes(plan, shared, run_reference(bound_graph(two), shared.inputs), {2}, "stem read twice");
 }
 
 // A tuning choice "nhwc" (grove tune) puts a conv channels-last whatever the rule says, even a
@@ -1132,18 +1132,18 @@ TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
   OnnxBuilder::attr_ints(b.node("Conv", {"img", "wi"}, {"z"}, "first_layer"), "pads", {1, 1, 1, 1});
   OnnxBuilder::attr_int(b.node("Conv", {"x", "wg"}, {"g"}, "grouped"), "group", 2);
   const TensorMap inputs{{"x", seeded_tensor({1, 16, 8, 8}, 4)}, {"img", seeded_tensor({1, 3, 8, 8}, 5)}};
-  Model model(load_onnx_bytes(b.bytes(), "forced.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "forced.onnx"));
   PlanOptions options;
   options.choices = {NodeChoice{"small", "nhwc", {}}, NodeChoice{"first_layer", "nhwc", {1, 8, 8, 32}}};
-  auto plan = make_plan(model.graph(), options);
+  auto plan = make_plan(bound_graph(model), options);
   EXPECT_EQ(plan->channels_last_convs, 2);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
   PlannedRun run(plan, inputs, PlannedRunOptions{true});
   run_serial(run, 8);
-  expect_close(run.outputs(), run_reference(model.graph(), inputs), 1e-4, "forced channels-last");
+  expect_close(run.outputs(), run_reference(bound_graph(model), inputs), 1e-4, "forced channels-last");
   options.choices = {NodeChoice{"grouped", "nhwc", {}}};
   try {
-    make_plan(model.graph(), options);
+    make_plan(bound_graph(model), options);
     ADD_FAILURE() << "a grouped conv took an nhwc choice";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("grouped"), std::string::npos) << e.what();
@@ -1154,7 +1154,7 @@ TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
   for (const char* form : {"winograd_nhwc", "winograd_f2x3_nhwc"}) {
     options.choices = {NodeChoice{node, form, {}}};
     try {
-      make_plan(model.graph(), options);
+      make_plan(bound_graph(model), options);
       ADD_FAILURE() << node << " took a " << form << " choice";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(node), std::string::npos) << e.what();
@@ -1175,15 +1175,15 @@ TEST(LayoutF32, AChosenConvKeepsItsGroupChannelsLast) {
   b.node("Conv", {"a", "wb"}, {"c"}, "second");
   b.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
   const TensorMap inputs{{"x", seeded_tensor({1, 16, 8, 8}, 6)}};
-  Model model(load_onnx_bytes(b.bytes(), "group.onnx"));
-  EXPECT_EQ(make_plan(model.graph(), PlanOptions{})->channels_last_convs, 0);  // too cheap by the rule
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "group.onnx"));
+  EXPECT_EQ(make_plan(bound_graph(model), PlanOptions{})->channels_last_convs, 0);  // too cheap by the rule
   PlanOptions options;
   options.choices = {NodeChoice{"second", "nhwc", {}}};
-  auto plan = make_plan(model.graph(), options);
+  auto plan = make_plan(bound_graph(model), options);
   EXPECT_EQ(plan->channels_last_convs, 2);
   PlannedRun run(plan, inputs, PlannedRunOptions{true});
   run_serial(run, 9);
-  expect_close(run.outputs(), run_reference(model.graph(), inputs), 1e-4, "chosen group");
+  expect_close(run.outputs(), run_reference(bound_graph(model), inputs), 1e-4, "chosen group");
 }
 
 }  // namespace

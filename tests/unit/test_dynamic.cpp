@@ -20,7 +20,7 @@
 #include "grove/dynamic.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"
-#include "runtime/model.h"
+#include "runtime/session.h"
 
 namespace grove {
 namespace {
@@ -88,7 +88,7 @@ Weights zeroed(Weights w, int k1, int k2) {
 
 Tensor input_x() { return Tensor::from<float>({1, 2, 6, 6}, random_values(72, 42)); }
 
-Tensor run(Graph g) { return Model(std::move(g)).run_reference({{"x", input_x()}}).at("y"); }
+Tensor run(Graph g) { return model_from_graph(std::move(g)).run_reference({{"x", input_x()}}).at("y"); }
 
 Graph import(const OnnxBuilder& b) { return load_onnx_bytes(b.bytes(), "test.onnx"); }
 
@@ -215,7 +215,7 @@ TEST(SliceSubnet, ConcatAndDepthwiseFollowTheKeptChannels) {
   for (int o = 0; o < 2; ++o)
     for (int i = 5; i < 8; ++i) zero[static_cast<size_t>(o * 8 + i)] = 0;
   const TensorMap in{{"x", Tensor::from<float>({1, 2, 5, 5}, random_values(50, 16))}};
-  expect_close(Model(s.graph).run_reference(in).at("y"), Model(import(concat_model(zero))).run_reference(in).at("y"));
+  expect_close(model_from_graph(s.graph).run_reference(in).at("y"), model_from_graph(import(concat_model(zero))).run_reference(in).at("y"));
 }
 
 TEST(SliceSubnet, AResidualOfDifferentlySlicedBranchesIsAnError) {
@@ -313,7 +313,7 @@ TEST(SliceSubnet, ByDefaultOnlyTheLastLayerIsExemptSoIdentityShortcutsStayAligne
   for (int o = 0; o < 2; ++o)
     for (int i = 2; i < 4; ++i) z2[static_cast<size_t>(o * 4 + i)] = 0;
   const TensorMap in{{"x", Tensor::from<float>({1, 3, 4, 4}, random_values(48, 24))}};
-  expect_close(Model(s.graph).run_reference(in).at("y"), Model(import(residual_model(z1, z2))).run_reference(in).at("y"));
+  expect_close(model_from_graph(s.graph).run_reference(in).at("y"), model_from_graph(import(residual_model(z1, z2))).run_reference(in).at("y"));
 }
 
 std::string write_model(const OnnxBuilder& b, const std::string& name) {
@@ -340,7 +340,7 @@ TEST(DynamicSession, PlansEverySubnetAtLoadAndSwitchesWithoutReplanning) {
   EXPECT_EQ(d.find("nope"), -1);
   const ShapeMap shapes{{"x", {1, 2, 6, 6}}};
   std::vector<std::shared_ptr<const Plan>> plans;
-  for (int i = 0; i < 3; ++i) plans.push_back(d.session(i).plan_for(shapes));
+  for (int i = 0; i < 3; ++i) plans.push_back(plan_for(d.session(i), shapes));
   const TensorMap in{{"x", input_x()}};
   for (int round = 0; round < 3; ++round)
     for (int i : {2, 0, 1}) {
@@ -348,7 +348,7 @@ TEST(DynamicSession, PlansEverySubnetAtLoadAndSwitchesWithoutReplanning) {
       const int k1 = std::vector<int>{2, 4, 8}[static_cast<size_t>(i)], k2 = std::vector<int>{2, 3, 6}[static_cast<size_t>(i)];
       expect_close(y, run(import(chain_model(zeroed(w, k1, k2), ""))));
     }
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(d.session(i).plan_for(shapes), plans[static_cast<size_t>(i)]);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(plan_for(d.session(i), shapes), plans[static_cast<size_t>(i)]);
   EXPECT_THROW(d.run(in, 3), Error);
   EXPECT_THROW(d.run_within(in, 0), Error);
   std::filesystem::remove(path);

@@ -35,15 +35,15 @@ TEST(PlannedRun, FailingTileFailsOnlyItsRunUnderLoad) {
   Model model = load_test_model(m);
   const TensorMap want = model.run_reference(m.inputs);
   // The built-in rules (the test rules compute whole nodes, which races under real workers).
-  auto good = plan_with(model.graph(), find_tile_rule);
-  auto bad = plan_with(model.graph(), [](const Node& n) { return n.op_type == "Add" ? &explode : find_tile_rule(n); });
-  auto no_memory = plan_with(model.graph(), [](const Node& n) { return n.op_type == "Add" ? &oom : find_tile_rule(n); });
+  auto good = plan_with(bound_graph(model), find_tile_rule);
+  auto bad = plan_with(bound_graph(model), [](const Node& n) { return n.op_type == "Add" ? &explode : find_tile_rule(n); });
+  auto no_memory = plan_with(bound_graph(model), [](const Node& n) { return n.op_type == "Add" ? &oom : find_tile_rule(n); });
 
   for (int threads : {1, 3}) {
     Engine engine({.threads = threads, .pin = false});
     // One good run alone first: every good run under load must match it bit for bit.
     auto alone = std::make_shared<PlannedRun>(good, m.inputs);
-    engine.run(alone);
+    run_job(engine, alone);
     const TensorMap first = alone->outputs();
     expect_close(first, want, 1e-5, "alone");
     // Every run is in flight at once: failing ones share the pool with good ones.
@@ -54,7 +54,7 @@ TEST(PlannedRun, FailingTileFailsOnlyItsRunUnderLoad) {
       auto plan = i % 6 == 1 ? bad : i % 6 == 4 ? no_memory : good;
       runs.push_back(std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{.poison_buffers = true}));
       results.push_back(runs.back()->result());
-      engine.submit(runs.back());
+      submit_job(engine, runs.back());
     }
     for (int i = 0; i < kRuns; ++i) {
       const std::string what = "run " + std::to_string(i) + " at " + std::to_string(threads) + " threads";
@@ -73,7 +73,7 @@ TEST(PlannedRun, FailingTileFailsOnlyItsRunUnderLoad) {
     }
     // The engine carries on after the failures.
     auto after = std::make_shared<PlannedRun>(good, m.inputs);
-    engine.run(after);
+    run_job(engine, after);
     expect_close(after->outputs(), first, 0.0, "after the failures");
   }
 }

@@ -156,17 +156,17 @@ TEST(FeaturePruning, MetadataPrunesTheRunAndThePlanSaysWhat) {
   Engine engine({.threads = 2, .pin = false});
   const Tensor x = random_f32({2, 2, 6, 6}, 9);
   const auto bytes = chain("prune a2 channels=0.5 positions=0.5  # half of each").bytes();
-  Session pruned(engine, Model(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.tiles_per_op = 3});
-  Session whole(engine, Model(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.feature_pruning = "off"});
-  const auto plan = pruned.plan_for({{"x", x.shape()}});
+  Session pruned(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.tiles_per_op = 3});
+  Session whole(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.feature_pruning = "off"});
+  const auto plan = plan_for(pruned, {{"x", x.shape()}});
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->pruning.gates, 1);
   EXPECT_EQ(plan->pruning.pruned_convs, 1);
   const int64_t relu = 2 * 6 * 6 * 6;  // the fused Relu counts whole either way; the products halve (4 of 8 channels)
   EXPECT_EQ((plan->pruning.kept_flops - relu) * 2, plan->pruning.dense_flops - relu);
-  EXPECT_EQ(whole.plan_for({{"x", x.shape()}})->pruning.gates, 0);
+  EXPECT_EQ(plan_for(whole, {{"x", x.shape()}})->pruning.gates, 0);
   // The oracle: the plan's own rewritten graph on the reference executor (the ops' references).
-  const Tensor want = Model(plan->graph).run_reference({{"x", x}}).at("y");
+  const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");
   const Tensor got = pruned.run({{"x", x}}).at("y");
   const Tensor unpruned = whole.run({{"x", x}}).at("y");
   bool changed = false;
@@ -217,15 +217,15 @@ TEST(FeaturePruning, OtherReadersOfAPrunedMapReadItMasked) {
   Engine engine({.threads = 2, .pin = false});
   const Tensor x = random_f32({2, 2, 6, 6}, 22);
   const auto bytes = residual_block("prune a2 channels=0.5 positions=0.75").bytes();
-  Session pruned(engine, Model(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.tiles_per_op = 2});
-  Session whole(engine, Model(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.feature_pruning = "off"});
-  const auto plan = pruned.plan_for({{"x", x.shape()}});
+  Session pruned(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.tiles_per_op = 2});
+  Session whole(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.feature_pruning = "off"});
+  const auto plan = plan_for(pruned, {{"x", x.shape()}});
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->pruning.pruned_convs, 1);
   const auto masks = std::count_if(plan->graph.nodes.begin(), plan->graph.nodes.end(),
                                    [](const Node& n) { return n.op_type == "ApplyKeep"; });
   EXPECT_EQ(masks, 1);  // the residual reads the masked map
-  const Tensor want = Model(plan->graph).run_reference({{"x", x}}).at("y");
+  const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");
   const Tensor got = pruned.run({{"x", x}}).at("y");
   const Tensor unpruned = whole.run({{"x", x}}).at("y");
   bool changed = false;
@@ -241,8 +241,8 @@ TEST(FeaturePruning, BadStatementsAreOneLineErrors) {
   const Shape x{2, 2, 6, 6};
   auto plan_error = [&](const std::string& metadata) {
     return error_of([&] {
-      Session s(engine, Model(load_onnx_bytes(chain(metadata).bytes(), "m.onnx")));
-      s.plan_for({{"x", x}});
+      Session s(engine, model_from_graph(load_onnx_bytes(chain(metadata).bytes(), "m.onnx")));
+      plan_for(s, {{"x", x}});
     });
   };
   EXPECT_NE(plan_error("prune a2 channels=2").find("m.onnx: grove.antidote line 1: channels=2 is not a ratio in (0, 1]"),
@@ -254,12 +254,12 @@ TEST(FeaturePruning, BadStatementsAreOneLineErrors) {
   EXPECT_NE(plan_error("prune a4 channels=0.5").find("'a4': no 2-D Conv of one group reads it as x"), std::string::npos);
   EXPECT_NE(plan_error("prune y channels=0.5").find("must be a float32 [N, C, H, W] feature map"), std::string::npos);
   // Given in the options, statements replace the metadata; "off" drops it.
-  Session off(engine, Model(load_onnx_bytes(chain("prune a4 channels=0.5").bytes(), "m.onnx")),
+  Session off(engine, model_from_graph(load_onnx_bytes(chain("prune a4 channels=0.5").bytes(), "m.onnx")),
               SessionOptions{.feature_pruning = "off"});
-  EXPECT_EQ(off.plan_for({{"x", x}})->pruning.gates, 0);
-  Session given(engine, Model(load_onnx_bytes(chain("prune a4 channels=0.5").bytes(), "m.onnx")),
+  EXPECT_EQ(plan_for(off, {{"x", x}})->pruning.gates, 0);
+  Session given(engine, model_from_graph(load_onnx_bytes(chain("prune a4 channels=0.5").bytes(), "m.onnx")),
                 SessionOptions{.feature_pruning = "prune a2 channels=0.25"});
-  EXPECT_EQ(given.plan_for({{"x", x}})->pruning.gates, 1);
+  EXPECT_EQ(plan_for(given, {{"x", x}})->pruning.gates, 1);
 }
 
 }  // namespace

@@ -43,12 +43,12 @@ TensorMap unfused_reference(const std::string& bytes, const TensorMap& inputs) {
 // float rounding, not bits.
 void expect_tiles_match_unfused(const std::string& bytes, const TensorMap& inputs, const std::string& what) {
   TensorMap want = unfused_reference(bytes, inputs);
-  Model fused_model(load_onnx_bytes(bytes, what + ".onnx"));
+  Model fused_model = model_from_graph(load_onnx_bytes(bytes, what + ".onnx"));
   EXPECT_LT(relative_error(fused_model.run_reference(inputs).at("out"), want.at("out")), 1e-6) << what << " reference";
   for (int threads : {1, 3})
     for (int tiles_per_op : {0, 5}) {
       Engine engine({.threads = threads, .pin = false});
-      Session session(engine, Model(load_onnx_bytes(bytes, what + ".onnx")), {.tiles_per_op = tiles_per_op});
+      Session session(engine, model_from_graph(load_onnx_bytes(bytes, what + ".onnx")), {.tiles_per_op = tiles_per_op});
       RunStats stats;
       TensorMap got = session.run(inputs, &stats);
       EXPECT_FALSE(stats.used_reference);
@@ -67,8 +67,8 @@ TensorMap transformer_inputs() {
 
 TEST(FuseAttention, BertStyleLayersFuseAndTilesMatchUnfusedReference) {
   const std::string bytes = test::transformer_bytes();
-  Model model(load_onnx_bytes(bytes, "bert.onnx"));
-  auto h = histogram(model.graph());
+  Model model = model_from_graph(load_onnx_bytes(bytes, "bert.onnx"));
+  auto h = histogram(bound_graph(model));
   EXPECT_EQ(h["grove.internal:Attention"], 2);
   EXPECT_EQ(h["Softmax"], 0);
   expect_tiles_match_unfused(bytes, transformer_inputs(), "bert");
@@ -76,8 +76,8 @@ TEST(FuseAttention, BertStyleLayersFuseAndTilesMatchUnfusedReference) {
 
 TEST(FuseAttention, CausalGpt2StyleLayersFuseAndTilesMatchUnfusedReference) {
   const std::string bytes = test::transformer_bytes(/*causal=*/true);
-  Model model(load_onnx_bytes(bytes, "gpt2.onnx"));
-  auto h = histogram(model.graph());
+  Model model = model_from_graph(load_onnx_bytes(bytes, "gpt2.onnx"));
+  auto h = histogram(bound_graph(model));
   EXPECT_EQ(h["grove.internal:Attention"], 2);
   EXPECT_EQ(h["Where"], 0);
   expect_tiles_match_unfused(bytes, transformer_inputs(), "gpt2");
@@ -88,13 +88,13 @@ TEST(FuseAttention, CausalGpt2StyleLayersFuseAndTilesMatchUnfusedReference) {
 TEST(FuseAttention, SplitReshapeAndTransposesAroundTheChainAreAbsorbed) {
   for (bool fused_qkv : {false, true}) {
     const std::string bytes = test::transformer_bytes(/*causal=*/true, fused_qkv);
-    Model model(load_onnx_bytes(bytes, "gpt2.onnx"));
-    auto h = histogram(model.graph());
+    Model model = model_from_graph(load_onnx_bytes(bytes, "gpt2.onnx"));
+    auto h = histogram(bound_graph(model));
     EXPECT_EQ(h["grove.internal:Attention"], 2) << fused_qkv;
     EXPECT_EQ(h["Transpose"], 0) << fused_qkv;
     EXPECT_EQ(h["Split"], 0) << fused_qkv;
     EXPECT_EQ(h["Reshape"], 2) << fused_qkv;  // the merge of the heads after each layer: a view
-    for (const Node& n : model.graph().nodes) {
+    for (const Node& n : bound_graph(model).nodes) {
       if (n.op_type != "Attention") continue;
       EXPECT_EQ(n.attr_int("heads", 0), 4);
       EXPECT_EQ(n.attr_int("head_dim", 0), 8);
@@ -115,8 +115,8 @@ TEST(FuseAttention, ASplitWithAnotherReaderIsKept) {
   out->set_name("l0_v");
   out->mutable_type()->mutable_tensor_type()->set_elem_type(kFloat);
   ASSERT_TRUE(m.SerializeToString(&bytes));
-  Model model(load_onnx_bytes(bytes, "kept.onnx"));
-  auto h = histogram(model.graph());
+  Model model = model_from_graph(load_onnx_bytes(bytes, "kept.onnx"));
+  auto h = histogram(bound_graph(model));
   EXPECT_EQ(h["grove.internal:Attention"], 2);
   EXPECT_EQ(h["Split"], 1);
   expect_tiles_match_unfused(bytes, transformer_inputs(), "kept");
@@ -159,8 +159,8 @@ TensorMap attention_inputs(Variant v) {
 TEST(FuseAttention, SmallChainFusesWithMulOrDivScale) {
   for (Variant v : {Variant::plain, Variant::div_scale}) {
     const std::string bytes = attention_bytes(v);
-    Model model(load_onnx_bytes(bytes, "attn.onnx"));
-    EXPECT_EQ(histogram(model.graph()), (std::map<std::string, int>{{"grove.internal:Attention", 1}}));
+    Model model = model_from_graph(load_onnx_bytes(bytes, "attn.onnx"));
+    EXPECT_EQ(histogram(bound_graph(model)), (std::map<std::string, int>{{"grove.internal:Attention", 1}}));
     expect_tiles_match_unfused(bytes, attention_inputs(v), "attn");
   }
 }
@@ -182,9 +182,9 @@ TEST(FuseAttention, FlopsOfTheFusedGraphEqualTheUnfused) {
     const std::string bytes = test::transformer_bytes(causal, /*fused_qkv=*/causal);
     Graph plain = load_onnx_bytes(bytes, "plain.onnx");
     bind_shapes(plain, {});
-    Model model(load_onnx_bytes(bytes, "fused.onnx"));
-    ASSERT_EQ(histogram(model.graph())["grove.internal:Attention"], 2);
-    EXPECT_EQ(graph_flops(model.graph()), graph_flops(plain)) << "causal " << causal;
+    Model model = model_from_graph(load_onnx_bytes(bytes, "fused.onnx"));
+    ASSERT_EQ(histogram(bound_graph(model))["grove.internal:Attention"], 2);
+    EXPECT_EQ(graph_flops(bound_graph(model)), graph_flops(plain)) << "causal " << causal;
   }
 }
 

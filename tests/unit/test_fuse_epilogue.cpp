@@ -135,17 +135,17 @@ TEST(FuseEpilogue, FusesEveryPatternIntoItsProducer) {
                                      {"Conv+HardSwish", 1},   {"MatMul+Bias+Gelu", 1},   {"MatMul+Bias+Add", 1},
                                      {"Gemm+Relu", 1},        {"Gemm+Bias+Sigmoid", 1},  {"Gemm", 1},
                                      {"Add", 1},              {"Reshape", 2},            {"MatMul+Bias+GeluTanh", 2}};
-  EXPECT_EQ(labels(model.graph()), want);
+  EXPECT_EQ(labels(bound_graph(model)), want);
 }
 
 TEST(FuseEpilogue, FusedTilesAndFusedReferenceMatchTheUnfusedGraph) {
   TestModel m = every_pattern();
   TensorMap unfused = run_reference(unfused_graph(m), m.inputs);
   Model model = load_test_model(m);
-  expect_close(run_reference(model.graph(), m.inputs), unfused, 1e-5, "reference on the fused graph");
+  expect_close(run_reference(bound_graph(model), m.inputs), unfused, 1e-5, "reference on the fused graph");
   for (Schedule s : {Schedule::aspen, Schedule::barrier})
     for (int k : {0, 1, 3, 7}) {
-      auto plan = make_plan(model.graph(), options(k, s));
+      auto plan = make_plan(bound_graph(model), options(k, s));
       expect_close(planned_outputs(plan, m.inputs, 3), unfused, 1e-5, "tiles k=" + std::to_string(k));
     }
 }
@@ -163,7 +163,7 @@ TEST(FuseEpilogue, LeavesSharedAndOutputValuesAlone) {
   b.node("Add", {"c2", "s"}, {"z"}, "add");
   TestModel m{"shared", b.bytes(), {{"x", seeded_tensor({1, 4, 6, 6}, 3)}}};
   Model model = load_test_model(m);
-  EXPECT_EQ(labels(model.graph()), (std::map<std::string, int>{{"Conv", 2}, {"Relu", 1}, {"Sigmoid", 1}, {"Add", 1}}));
+  EXPECT_EQ(labels(bound_graph(model)), (std::map<std::string, int>{{"Conv", 2}, {"Relu", 1}, {"Sigmoid", 1}, {"Add", 1}}));
 }
 
 TEST(FuseEpilogue, ImporterRefusesReservedAttributes) {
@@ -191,9 +191,9 @@ TEST(FuseEpilogue, ScalarBiasOfAOneColumnMatMul) {
   TestModel m{"scalar_bias", b.bytes(), {{"x", seeded_tensor({6, 10}, 52)}}};
   TensorMap unfused = run_reference(unfused_graph(m), m.inputs);
   Model model = load_test_model(m);
-  EXPECT_EQ(labels(model.graph()), (std::map<std::string, int>{{"MatMul+Bias", 1}}));
+  EXPECT_EQ(labels(bound_graph(model)), (std::map<std::string, int>{{"MatMul+Bias", 1}}));
   for (int k : {0, 1, 3}) {
-    auto plan = make_plan(model.graph(), options(k, Schedule::aspen));
+    auto plan = make_plan(bound_graph(model), options(k, Schedule::aspen));
     expect_close(planned_outputs(plan, m.inputs, 3), unfused, 1e-5, "tiles k=" + std::to_string(k));
   }
 }

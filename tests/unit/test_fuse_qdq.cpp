@@ -101,7 +101,7 @@ TEST(FuseQdq, FusesConvsAndTheResidualAdd) {
   if (kernels::isa_supports_avx512_vnni()) {
     // passes/layout_int8.cpp: both convs channels-last, one Transpose in, one out, and the
     // residual add in the second conv's epilogue.
-    EXPECT_EQ(labels(model.graph()),
+    EXPECT_EQ(labels(bound_graph(model)),
               (std::map<std::string, int>{{"QuantizeLinear", 1},
                                           {"Transpose", 2},
                                           {"QLinearConvNhwc+Relu", 1},
@@ -110,7 +110,7 @@ TEST(FuseQdq, FusesConvsAndTheResidualAdd) {
                                           {"Identity", 1}}));
     return;
   }
-  EXPECT_EQ(labels(model.graph()),
+  EXPECT_EQ(labels(bound_graph(model)),
             (std::map<std::string, int>{{"QuantizeLinear", 1},
                                         {"QLinearConv+Relu", 1},
                                         {"QLinearConv", 1},
@@ -124,11 +124,11 @@ TEST(FuseQdq, ChannelsLastTilesEqualTheNchwReference) {
   // the reference computes on NCHW tensors.
   TestModel m = residual_block(true);
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   for (int k : {1, 3, 8}) {
     PlanOptions o;
     o.tiles_per_op = k;
-    PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+    PlannedRun run(make_plan(bound_graph(model), o), m.inputs, PlannedRunOptions{true});
     run_serial(run, 5);
     EXPECT_EQ(run.outputs().at("y").to_f64(), want.at("y").to_f64()) << "tiles k=" << k;
   }
@@ -138,7 +138,7 @@ TEST(FuseQdq, FloatBiasKeepsTheFloatConv) {
   // A float bias has no exact integer form: the Convs stay float (their weights folded to
   // float constants), the Add still fuses.
   Model model = load_test_model(residual_block(false));
-  const auto l = labels(model.graph());
+  const auto l = labels(bound_graph(model));
   EXPECT_EQ(l.count("QLinearConv"), 0u);
   EXPECT_EQ(l.count("QLinearConv+Relu"), 0u);
   EXPECT_EQ(l.at("QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear"), 1);
@@ -163,11 +163,11 @@ TEST(FuseQdq, FusedGraphMatchesTheFloatChain) {
       }
       EXPECT_LE(differ, w.numel() / 20) << what;
     };
-    check(run_reference(model.graph(), m.inputs), "reference, fused");
+    check(run_reference(bound_graph(model), m.inputs), "reference, fused");
     for (int k : {0, 1, 3, 7}) {
       PlanOptions o;
       o.tiles_per_op = k;
-      PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+      PlannedRun run(make_plan(bound_graph(model), o), m.inputs, PlannedRunOptions{true});
       run_serial(run, 3);
       check(run.outputs(), "tiles k=" + std::to_string(k));
     }
@@ -197,18 +197,18 @@ TestModel conv_pool_conv() {
 TEST(FuseQdq, MaxPoolBetweenQuantizedConvsPoolsBytes) {
   TestModel m = conv_pool_conv();
   Model model = load_test_model(m);
-  const auto l = labels(model.graph());
+  const auto l = labels(bound_graph(model));
   if (kernels::isa_supports_avx512_vnni()) {
     EXPECT_EQ(l.count("MaxPoolNhwc+DequantizeLinear+MaxPool+QuantizeLinear"), 1u);
     EXPECT_EQ(l.count("MaxPool"), 0u);
     EXPECT_EQ(l.at("Transpose"), 2);  // x in, the last conv's output back
   }
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   const TensorMap chain = run_reference(unfused_graph(m), m.inputs);
   for (int k : {1, 4}) {
     PlanOptions o;
     o.tiles_per_op = k;
-    PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+    PlannedRun run(make_plan(bound_graph(model), o), m.inputs, PlannedRunOptions{true});
     run_serial(run, 6);
     EXPECT_EQ(run.outputs().at("y").to_f64(), want.at("y").to_f64()) << "tiles k=" << k;
   }
@@ -232,7 +232,7 @@ TEST(FuseQdq, LoneConvStaysNchw) {
   b.node("Identity", {"h_dq"}, {"y"}, "out");
   TestModel m{"qdq_lone_conv", b.bytes(), {{"x", seeded_tensor(x, 9)}}};
   Model model = load_test_model(m);
-  EXPECT_EQ(labels(model.graph()), (std::map<std::string, int>{{"QuantizeLinear", 1},
+  EXPECT_EQ(labels(bound_graph(model)), (std::map<std::string, int>{{"QuantizeLinear", 1},
                                                                {"QLinearConv+Relu", 1},
                                                                {"DequantizeLinear", 1},
                                                                {"Identity", 1}}));
@@ -275,20 +275,20 @@ TestModel qdq_linear_gelu() {
 TEST(FuseQdq, DequantizeTakesTheBiasAndGelu) {
   TestModel m = qdq_linear_gelu();
   Model model = load_test_model(m);
-  const auto l = labels(model.graph());
+  const auto l = labels(bound_graph(model));
   EXPECT_EQ(l.count("Erf"), 0u);
   EXPECT_EQ(l.count("Add"), 0u);
   EXPECT_EQ(l.at("DequantizeLinear+Bias+Gelu"), 1);
   EXPECT_EQ(l.at("DequantizeLinear+Bias"), 1);
   const TensorMap chain = run_reference(unfused_graph(m), m.inputs);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   for (const char* out : {"y", "z"})
     for (int64_t i = 0; i < chain.at(out).numel(); ++i)
       ASSERT_NEAR(want.at(out).data<float>()[i], chain.at(out).data<float>()[i], 1e-5) << out << " at " << i;
   for (int k : {1, 3, 16}) {  // 16 also cuts the columns (the bias offset)
     PlanOptions o;
     o.tiles_per_op = k;
-    PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+    PlannedRun run(make_plan(bound_graph(model), o), m.inputs, PlannedRunOptions{true});
     run_serial(run, 7);
     for (const char* out : {"y", "z"})
       for (int64_t i = 0; i < want.at(out).numel(); ++i)
@@ -317,12 +317,12 @@ TEST(FuseQdq, QuantizedAddIsBitExactWithTheChain) {
   TestModel m{"qadd", b.bytes(), {{"a", a}, {"c", c}}};
   TensorMap chain = run_reference(unfused_graph(m), m.inputs);
   Model model = load_test_model(m);
-  EXPECT_EQ(labels(model.graph()), (std::map<std::string, int>{{"QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear", 1}}));
-  EXPECT_EQ(run_reference(model.graph(), m.inputs).at("y").to_i64(), chain.at("y").to_i64());
+  EXPECT_EQ(labels(bound_graph(model)), (std::map<std::string, int>{{"QLinearAdd+DequantizeLinear+Add+Relu+QuantizeLinear", 1}}));
+  EXPECT_EQ(run_reference(bound_graph(model), m.inputs).at("y").to_i64(), chain.at("y").to_i64());
   for (int k : {1, 5}) {
     PlanOptions o;
     o.tiles_per_op = k;
-    PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+    PlannedRun run(make_plan(bound_graph(model), o), m.inputs, PlannedRunOptions{true});
     run_serial(run, 4);
     EXPECT_EQ(run.outputs().at("y").to_i64(), chain.at("y").to_i64()) << "tiles k=" << k;
   }
@@ -359,17 +359,17 @@ TEST(FuseQdq, DynamicQuantizationChainIsOneConvBitExact) {
     const TensorMap chain = run_reference(unfused_graph(m), m.inputs);
     Model model = load_test_model(m);
     const std::string label = with_bias ? "ConvIntegerScaled+Cast+Mul+Add+Relu" : "ConvIntegerScaled+Cast+Mul+Relu";
-    EXPECT_EQ(labels(model.graph()).count(label), 1u) << with_bias;
+    EXPECT_EQ(labels(bound_graph(model)).count(label), 1u) << with_bias;
     auto bits = [](const Tensor& t) {
       std::vector<uint32_t> v(static_cast<size_t>(t.numel()));
       std::memcpy(v.data(), t.raw(), t.bytes());
       return v;
     };
-    EXPECT_EQ(bits(run_reference(model.graph(), m.inputs).at("y")), bits(chain.at("y")));
+    EXPECT_EQ(bits(run_reference(bound_graph(model), m.inputs).at("y")), bits(chain.at("y")));
     for (int k : {1, 4}) {
       PlanOptions o;
       o.tiles_per_op = k;
-      PlannedRun run(make_plan(model.graph(), o), m.inputs, PlannedRunOptions{true});
+      PlannedRun run(make_plan(bound_graph(model), o), m.inputs, PlannedRunOptions{true});
       run_serial(run, 4);
       EXPECT_EQ(bits(run.outputs().at("y")), bits(chain.at("y"))) << "tiles k=" << k << " bias " << with_bias;
     }
@@ -411,10 +411,10 @@ TEST(FuseQdq, ClassifierGemmRunsOnIntegerSums) {
       TestModel t{"qdq_gemm", b.bytes(), {{"x", seeded_tensor({m, k}, 4)}}};
       const TensorMap chain = run_reference(unfused_graph(t), t.inputs);
       Model model = load_test_model(t);
-      const auto l = labels(model.graph());
+      const auto l = labels(bound_graph(model));
       EXPECT_EQ(l.count("Gemm"), 0u);
       EXPECT_EQ(l.count("MatMulInteger"), 1u);
-      const Tensor want = chain.at("y"), fused = run_reference(model.graph(), t.inputs).at("y");
+      const Tensor want = chain.at("y"), fused = run_reference(bound_graph(model), t.inputs).at("y");
       ASSERT_EQ(fused.shape(), want.shape());
       for (int64_t i = 0; i < want.numel(); ++i)
         ASSERT_NEAR(fused.data<float>()[i], want.data<float>()[i], 1e-4f * (1 + std::fabs(want.data<float>()[i])))
@@ -422,7 +422,7 @@ TEST(FuseQdq, ClassifierGemmRunsOnIntegerSums) {
       for (int tiles : {1, 4}) {
         PlanOptions o;
         o.tiles_per_op = tiles;
-        PlannedRun run(make_plan(model.graph(), o), t.inputs, PlannedRunOptions{true});
+        PlannedRun run(make_plan(bound_graph(model), o), t.inputs, PlannedRunOptions{true});
         run_serial(run, 2);
         const TensorMap outputs = run.outputs();  // by value: hold it while reading
         ASSERT_EQ(std::memcmp(outputs.at("y").raw(), fused.raw(), fused.bytes()), 0) << "tiles " << tiles << " transB " << trans_b;

@@ -75,14 +75,14 @@ TEST(FuseSwishGelu, FusesIntoTheProducer) {
   Model model = load_test_model(activations_model());
   std::map<std::string, int> want = {{"MatMul+Bias+Swish", 1}, {"MatMul+Bias+SigmoidGelu", 1}, {"MatMul+Bias+Gelu", 3},
                                      {"Gelu", 1},              {"Reshape", 1},                  {"Conv+Swish", 1}};
-  EXPECT_EQ(labels(model.graph()), want);
+  EXPECT_EQ(labels(bound_graph(model)), want);
 }
 
 TEST(FuseSwishGelu, FusedMatchesUnfused) {
   TestModel m = activations_model();
   TensorMap unfused = run_reference(unfused_graph(m), m.inputs);
   Model model = load_test_model(m);
-  expect_close(run_reference(model.graph(), m.inputs), unfused, 1e-5, "reference on the fused graph");
+  expect_close(run_reference(bound_graph(model), m.inputs), unfused, 1e-5, "reference on the fused graph");
   for (int threads : {1, 2}) {
     Engine engine(EngineOptions{.threads = threads});
     Session session(engine, load_test_model(m));
@@ -97,7 +97,7 @@ TEST(FuseSwishGelu, GeluOpRejectsAnUnknownApproximation) {
   a->set_name("approximate");
   a->set_type(onnx::AttributeProto::STRING);
   a->set_s("fast");
-  EXPECT_THROW(Model(load_onnx_bytes(b.bytes(), "gelu.onnx")), Error);
+  EXPECT_THROW(model_from_graph(load_onnx_bytes(b.bytes(), "gelu.onnx")), Error);
 }
 
 }  // namespace

@@ -243,8 +243,9 @@ TEST_P(GeneratedOps, SessionsMatchTheReference) {
       for (Schedule schedule : {Schedule::aspen, Schedule::barrier})
         for (ConvLayout layout : {ConvLayout::channels_last, ConvLayout::nchw}) {
           if (schedule == Schedule::barrier && layout == ConvLayout::nchw) continue;
-          Session session(*engines[e], Model(load_onnx_bytes(bytes, "generated.onnx")),
-                          {.schedule = schedule, .poison_buffers = true, .conv_layout = layout, .tuning = "off"});
+          Session session = make_session(*engines[e], model_from_graph(load_onnx_bytes(bytes, "generated.onnx")),
+                                         {.schedule = schedule, .conv_layout = layout, .tuning = "off"},
+                                         {.poison_buffers = true});
           const TensorMap got = session.run(inputs);
           for (size_t k = 0, o = 0; k < c.node.outputs.size(); ++k) {
             if (c.node.outputs[k].empty()) continue;

@@ -41,11 +41,11 @@ TEST(ImportGraph, NodesOutOfOrderAreSortedAndComputeTheSame) {
   const std::vector<std::string> want = {"mul", "add", "relu", "sub"};
   EXPECT_EQ(node_names(ordered), want);
   TensorMap in = {{"x", seeded_tensor({2, 3}, 7)}};
-  TensorMap expected = Model(ordered).run_reference(in);
+  TensorMap expected = model_from_graph(ordered).run_reference(in);
   for (std::vector<int> order : {std::vector<int>{3, 2, 1, 0}, {2, 0, 3, 1}, {1, 3, 0, 2}}) {
     Graph shuffled = load_onnx_bytes(chain_model(order), "shuffled.onnx");
     EXPECT_EQ(node_names(shuffled), want);
-    expect_close(Model(shuffled).run_reference(in), expected, 0, "shuffled");
+    expect_close(model_from_graph(shuffled).run_reference(in), expected, 0, "shuffled");
   }
 }
 
@@ -108,9 +108,9 @@ TEST(ImportGraph, Float16ConvertedModelRunsInFloat32WithTheCastsRounding) {
   // 0.1 is not a half: it rounds to 0.0999755859375 at the input Cast; -70000 overflows to -inf.
   Tensor x = f32({2, 3}, {0.1f, -1, 65519, 2, 3, -70000});
   Tensor want = f32({2, 3}, {0.0999755859375f * 1.5f, 2, 65504, 3, 0, 0});
-  expect_close(Model(g).run_reference({{"x", x}}), {{"y", want}}, 0, "reference");
+  expect_close(model_from_graph(g).run_reference({{"x", x}}), {{"y", want}}, 0, "reference");
   Engine engine(EngineOptions{.threads = 2});
-  Session session(engine, Model(g));
+  Session session(engine, model_from_graph(g));
   expect_close(session.run({{"x", x}}), {{"y", want}}, 0, "session");
 }
 
@@ -135,13 +135,13 @@ TEST(ImportGraph, InitializerThatIsAnInputIsADefaultUnlessFed) {
   Tensor want_default = f32({2, 3}, {2, 4, 6, 3, 5, 7});
   Tensor want_fed = f32({2, 3}, {20, 40, 60, 21, 41, 61});
 
-  Model model(g);
+  Model model = model_from_graph(g);
   expect_close(model.run_reference({{"x", x}}), {{"y", want_default}}, 0, "reference, default");
   expect_close(model.run_reference({{"x", x}, {"w", w}}), {{"y", want_fed}}, 0, "reference, fed");
   expect_close(model.run_reference({{"x", x}}), {{"y", want_default}}, 0, "reference, default again");
 
   Engine engine(EngineOptions{.threads = 1});
-  Session session(engine, Model(g));
+  Session session(engine, model_from_graph(g));
   expect_close(session.run({{"x", x}}), {{"y", want_default}}, 0, "session, default");
   expect_close(session.run({{"x", x}, {"w", w}}), {{"y", want_fed}}, 0, "session, fed");
   expect_close(session.submit({{"x", x}, {"w", w}}).get(), {{"y", want_fed}}, 0, "session submit, fed");
@@ -158,7 +158,7 @@ TEST(ImportGraph, MissingOrWrongValueInfoDoesNotMatter) {
   vi->set_name("r");
   vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
   vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(7);
-  Model model(load_onnx_bytes(b.bytes(), "vi.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "vi.onnx"));
   Tensor x = f32({2, 3}, {-1, 2, -3, 4, -5, 6});
   expect_close(model.run_reference({{"x", x}}), {{"y", f32({2, 3}, {0, -2, 0, -4, 0, -6})}}, 0, "run");
 }

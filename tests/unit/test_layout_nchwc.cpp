@@ -91,12 +91,12 @@ int count_op(const Plan& plan, const std::string& op) {
 TEST(LayoutNchwc, ChosenChainRunsBlockedAndComputesTheReference) {
   const TestModel m = blocked_block();
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   for (int threads : {1, 2}) {
     PlanOptions options;
     options.threads = threads;
     for (const char* conv : {"conv_a", "conv_b", "conv_skip"}) options.choices.push_back({conv, "nchwc", {}});
-    auto plan = make_plan(model.graph(), options);
+    auto plan = make_plan(bound_graph(model), options);
     EXPECT_EQ(count_op(*plan, "ConvNchwc"), 3);
     EXPECT_EQ(count_op(*plan, "Conv"), 0);
     EXPECT_EQ(count_op(*plan, "ConvNhwc"), 0);
@@ -117,11 +117,11 @@ TEST(LayoutNchwc, ChosenChainRunsBlockedAndComputesTheReference) {
 TEST(LayoutNchwc, OneBlockedConvAmongChannelsLastOnesComputesTheReference) {
   const TestModel m = blocked_block();
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   PlanOptions options;
   options.machine.transpose_flops = 0;
   options.choices = {{"conv_b", "nchwc", {}}};
-  auto plan = make_plan(model.graph(), options);
+  auto plan = make_plan(bound_graph(model), options);
   EXPECT_EQ(count_op(*plan, "ConvNchwc"), 1);
   EXPECT_EQ(count_op(*plan, "ConvNhwc"), 2);
   // x to channels-last; a's and s's copies to blocked; y back to NCHW for the output and pool.
@@ -151,12 +151,12 @@ TEST(LayoutNchwc, InvertedResidualBlockRunsBlockedAndComputesTheReference) {
   b.node("Add", {"p", "x"}, {"y"}, "add");
   const TestModel m{"inverted_residual", b.bytes(), {{"x", seeded_tensor({1, 32, 10, 10}, 6)}}};
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   for (int threads : {1, 2}) {
     PlanOptions options;
     options.threads = threads;
     for (const char* conv : {"expand", "depthwise", "project"}) options.choices.push_back({conv, "nchwc", {}});
-    auto plan = make_plan(model.graph(), options);
+    auto plan = make_plan(bound_graph(model), options);
     EXPECT_EQ(count_op(*plan, "ConvNchwc"), 3);
     EXPECT_EQ(count_op(*plan, "DepthwiseConvNhwc"), 0);
     EXPECT_EQ(count_op(*plan, "Transpose"), 2);
@@ -176,7 +176,7 @@ TEST(LayoutNchwc, AConvTheLayoutCannotHoldIsRefusedNamingIt) {
   PlanOptions options;
   options.choices = {{"odd_channels", "nchwc", {}}};
   try {
-    make_plan(model.graph(), options);
+    make_plan(bound_graph(model), options);
     FAIL() << "a conv of 12 input channels was planned channel-blocked";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("odd_channels"), std::string::npos) << e.what();

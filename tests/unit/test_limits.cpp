@@ -60,7 +60,7 @@ TEST(Limits, ShapeArithmeticIsChecked) {
 TEST(Limits, FoldingAHugeConstantIsAnErrorBeforeItAllocates) {
   // 2^40 floats (4 TiB), from a 100-byte model: bind would fold it into an initializer.
   std::string bytes = constant_of_shape_model(false, {int64_t{1} << 20, int64_t{1} << 20});
-  expect_error(error_of([&] { Model(load_onnx_bytes(bytes, "fill.onnx"), {{"x", {1}}}); }),
+  expect_error(error_of([&] { model_from_graph(load_onnx_bytes(bytes, "fill.onnx"), {{"x", {1}}}); }),
                {"fill.onnx", "node 'fill' (ConstantOfShape)", "memory limit", "--max-memory"});
 }
 
@@ -68,19 +68,19 @@ TEST(Limits, DeclaredActivationsAreChargedAtBind) {
   std::string bytes = constant_of_shape_model(false, {16, 16});  // c and y: 1 KiB each
   Graph g = load_onnx_bytes(bytes, "small.onnx");
   const int64_t need = 16 + 4 + 1024 + 1024;  // shape initializer, x, c, y
-  Model fits(g, {{"x", {1}}}, {.max_memory = need});
-  EXPECT_EQ(fits.graph().declared_bytes, need);
-  expect_error(error_of([&] { Model(g, {{"x", {1}}}, {.max_memory = need - 1}); }),
+  Model fits = model_from_graph(g, {{"x", {1}}}, {.max_memory = need});
+  EXPECT_EQ(bound_graph(fits).declared_bytes, need);
+  expect_error(error_of([&] { model_from_graph(g, {{"x", {1}}}, {.max_memory = need - 1}); }),
                {"small.onnx", "node 'add' (Add)", "memory limit"});
   // An input shape from the caller counts too.
-  expect_error(error_of([&] { Model(load_onnx_bytes(bytes, "in.onnx"), {{"x", {1 << 20}}}, {.max_memory = 1 << 20}); }),
+  expect_error(error_of([&] { model_from_graph(load_onnx_bytes(bytes, "in.onnx"), {{"x", {1 << 20}}}, {.max_memory = 1 << 20}); }),
                {"in.onnx", "input 'x'", "memory limit"});
 }
 
 TEST(Limits, ReferenceExecutorChecksShapesThatDependOnInputValues) {
   std::string bytes = constant_of_shape_model(true, {});
   Engine engine({.threads = 1, .pin = false});
-  Session session(engine, Model(load_onnx_bytes(bytes, "dyn.onnx"), {}, {.max_memory = 1 << 20}));
+  Session session(engine, model_from_graph(load_onnx_bytes(bytes, "dyn.onnx"), {}, {.max_memory = 1 << 20}));
   auto inputs = [](int64_t rows, int64_t cols) {
     return TensorMap{{"shape", Tensor::from<int64_t>({2}, std::vector<int64_t>{rows, cols})},
                      {"x", Tensor::from<float>({1}, std::vector<float>{1.f})}};
@@ -92,7 +92,7 @@ TEST(Limits, ReferenceExecutorChecksShapesThatDependOnInputValues) {
   expect_error(error_of([&] { session.run(inputs(1024, 1024)); }),
                {"dyn.onnx", "node 'fill' (ConstantOfShape)", "memory limit"});
   // 2^40 elements under the default limit: still an error, not an allocation.
-  Session roomy(engine, Model(load_onnx_bytes(bytes, "dyn.onnx")));
+  Session roomy(engine, model_from_graph(load_onnx_bytes(bytes, "dyn.onnx")));
   expect_error(error_of([&] { roomy.run(inputs(int64_t{1} << 20, int64_t{1} << 20)); }), {"memory limit"});
   // Failed runs leave the session usable.
   EXPECT_EQ(session.run(inputs(2, 3)).at("y").shape(), (Shape{2, 3}));
@@ -113,20 +113,20 @@ std::string relu_matmul_model() {
 }  // namespace
 
 TEST(Limits, PlanTilesAndEdgesAreBounded) {
-  Model model(load_onnx_bytes(relu_matmul_model(), "mm.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(relu_matmul_model(), "mm.onnx"));
   PlanOptions o;
   o.tiles_per_op = 64;
-  auto plan = make_plan(model.graph(), o);
+  auto plan = make_plan(bound_graph(model), o);
   const int64_t tiles = plan->tiles.size(), edges = static_cast<int64_t>(plan->tiles.children.size());
   ASSERT_GT(edges, kMaxEdgesPerTile * tiles) << "the model no longer makes many edges per tile";
   o.max_tiles = tiles - 1;
-  expect_error(error_of([&] { make_plan(model.graph(), o); }), {"(MatMul)", "tiles, over the limit", "--max-tiles"});
+  expect_error(error_of([&] { make_plan(bound_graph(model), o); }), {"(MatMul)", "tiles, over the limit", "--max-tiles"});
   o.max_tiles = tiles;  // the tiles fit, their edges do not
-  expect_error(error_of([&] { make_plan(model.graph(), o); }), {"(MatMul)", "tile dependencies", "--max-tiles"});
+  expect_error(error_of([&] { make_plan(bound_graph(model), o); }), {"(MatMul)", "tile dependencies", "--max-tiles"});
   o.max_tiles = edges / kMaxEdgesPerTile + 1;
-  EXPECT_NO_THROW(make_plan(model.graph(), o));
+  EXPECT_NO_THROW(make_plan(bound_graph(model), o));
   // Through a Session: Limits::max_tiles reaches the planner.
   Engine engine({.threads = 2, .pin = false});
-  Session session(engine, Model(load_onnx_bytes(relu_matmul_model(), "mm.onnx"), {}, {.max_tiles = 1}));
+  Session session(engine, model_from_graph(load_onnx_bytes(relu_matmul_model(), "mm.onnx"), {}, {.max_tiles = 1}));
   expect_error(error_of([&] { session.run({{"x", Tensor(DType::f32, {8, 512})}}); }), {"mm.onnx", "--max-tiles"});
 }

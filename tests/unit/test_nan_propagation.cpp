@@ -36,10 +36,10 @@ void expect_values(const Tensor& got, const std::vector<float>& want, const std:
 void expect_everywhere(const std::string& bytes, const TensorMap& inputs, const std::vector<float>& want,
                        const std::string& what) {
   const Graph g = load_onnx_bytes(bytes, what + ".onnx");
-  expect_values(Model(g).run_reference(inputs).at("y"), want, what + " (reference)");
+  expect_values(model_from_graph(g).run_reference(inputs).at("y"), want, what + " (reference)");
   for (int threads : {1, 2}) {
     Engine engine(EngineOptions{.threads = threads, .pin = false});
-    Session session(engine, Model(g));
+    Session session(engine, model_from_graph(g));
     expect_values(session.run(inputs).at("y"), want, what + " (tile runtime, " + std::to_string(threads) + " workers)");
   }
 }
@@ -225,7 +225,7 @@ TEST(NanPropagation, ConvWithFusedActivationKeepsNan) {
       }
       const std::string what = std::string("conv_") + f.name + "_" + act;
       const TensorMap in{{"x", Tensor::from<float>({1, c, h, w}, x)}};
-      const Tensor want = Model(load_onnx_bytes(b.bytes(), what + ".onnx")).run_reference(in).at("y");
+      const Tensor want = model_from_graph(load_onnx_bytes(b.bytes(), what + ".onnx")).run_reference(in).at("y");
       const float* wp = want.data<float>();
       // Channel 3's output where the NaN sits (at stride 2, output (1, 2) covers input (2, 4)).
       EXPECT_TRUE(std::isnan(wp[(3 * oh + 2 / f.stride) * ow + 4 / f.stride])) << what << ": reference";

@@ -132,7 +132,7 @@ TEST(Plan, DependenciesMatchBruteForceOracle) {
     for (int k : {1, 2, 3, 5, 8, 17, 64, 10000}) {
       PlanOptions o = with_test_rules(k);
       o.debug.rule_lookup = rules;  // the rules written here, then src/ops' own
-      auto plan = make_plan(model.graph(), o);
+      auto plan = make_plan(bound_graph(model), o);
       SCOPED_TRACE(m.name + " tiles_per_op=" + std::to_string(k) + (rules ? " test rules" : " builtin rules"));
       if (k == 17) EXPECT_GT(plan->tiles.tile_count[0], 1) << "the first op was not cut";
       expect_partition(*plan);
@@ -145,7 +145,7 @@ TEST(Plan, DependenciesMatchBruteForceOracle) {
 
 TEST(Plan, ConvTileReadsOnlyNearbyRowsOfItsProducer) {
   Model model = load_test_model(residual());
-  auto plan = make_plan(model.graph(), with_test_rules(12));
+  auto plan = make_plan(bound_graph(model), with_test_rules(12));
   const TileGraph& tg = plan->tiles;
   // conv1's 12x12 output is cut into 12 one-row tiles; a 3x3 conv2 tile reads rows r-1..r+1
   // of relu1, whose one-row tiles are aligned: at most 3 parents.
@@ -163,7 +163,7 @@ TEST(Plan, ConvTileReadsOnlyNearbyRowsOfItsProducer) {
 // (one tile) is at 0.
 TEST(Plan, TilePlacesFollowTheirRows) {
   Model model = load_test_model(residual());
-  auto plan = make_plan(model.graph(), with_test_rules(12));
+  auto plan = make_plan(bound_graph(model), with_test_rules(12));
   const TileGraph& tg = plan->tiles;
   ASSERT_EQ(tg.place.size(), static_cast<size_t>(tg.size()));
   ASSERT_EQ(tg.tile_count[0], 12);
@@ -172,28 +172,28 @@ TEST(Plan, TilePlacesFollowTheirRows) {
     EXPECT_EQ(tg.place[tg.first_tile[0] + i], static_cast<uint16_t>((2 * i + 1) * 65536 / 24)) << i;
     EXPECT_EQ(tg.place[tg.first_tile[2] + i], tg.place[tg.first_tile[0] + i]) << i;
   }
-  auto whole = make_plan(model.graph(), with_test_rules(1));
+  auto whole = make_plan(bound_graph(model), with_test_rules(1));
   for (uint16_t p : whole->tiles.place) EXPECT_EQ(p, 0);
 }
 
 TEST(Plan, GridPrefersRowsThenChannelsAndHonoursBlocks) {
   Model model = load_test_model(conv_chain());
   // conv1 output [1,4,10,8]: 6 tiles asked: rows in 5 pieces of 2, then channels in 2.
-  auto plan = make_plan(model.graph(), with_test_rules(6));
+  auto plan = make_plan(bound_graph(model), with_test_rules(6));
   EXPECT_EQ(plan->tile_extent[0], (Shape{1, 2, 2, 8}));
   EXPECT_EQ(tile_grid(*plan, 0), (Shape{1, 2, 5, 1}));
   EXPECT_EQ(plan->tiles.tile_count[0], 10);
 
   // Tanh's rule only cuts dim 1 in multiples of 3 and dim 2 in multiples of 4: [2,9,24].
   Model mm = load_test_model(matmul_chain());
-  auto p2 = make_plan(mm.graph(), with_test_rules(1000));
+  auto p2 = make_plan(bound_graph(mm), with_test_rules(1000));
   int32_t tanh = -1;
   for (size_t n = 0; n < p2->graph.nodes.size(); ++n)
     if (p2->graph.nodes[n].op_type == "Tanh") tanh = static_cast<int32_t>(n);
   ASSERT_GE(tanh, 0);
   EXPECT_EQ(p2->tile_extent[tanh], (Shape{1, 3, 4}));
   EXPECT_EQ(p2->tiles.tile_count[tanh], 2 * 3 * 6);
-  auto p3 = make_plan(mm.graph(), with_test_rules(5));  // 9 rows in blocks of 3: at most 3 pieces
+  auto p3 = make_plan(bound_graph(mm), with_test_rules(5));  // 9 rows in blocks of 3: at most 3 pieces
   EXPECT_EQ(p3->tile_extent[tanh], (Shape{1, 3, 24}));
   // Softmax never cuts its last dim.
   for (size_t n = 0; n < p2->graph.nodes.size(); ++n)
@@ -202,24 +202,24 @@ TEST(Plan, GridPrefersRowsThenChannelsAndHonoursBlocks) {
 
 TEST(Plan, OneTilePerOpAndOpsWithoutRules) {
   Model model = load_test_model(concat_reshape());
-  auto plan = make_plan(model.graph(), with_test_rules(1));
+  auto plan = make_plan(bound_graph(model), with_test_rules(1));
   for (int32_t c : plan->tiles.tile_count) EXPECT_EQ(c, 1);
   // A chain of whole ops: the critical path is all the work, as in the graph.
-  auto big = make_plan(model.graph(), with_test_rules(50));
+  auto big = make_plan(bound_graph(model), with_test_rules(50));
   for (size_t n = 0; n < big->graph.nodes.size(); ++n)
     if (big->graph.nodes[n].op_type == "Reshape" || big->graph.nodes[n].op_type == "Split")
       EXPECT_EQ(big->tiles.tile_count[n], 1) << big->graph.nodes[n].describe();
 }
 
 TEST(Plan, ReportsTheBytesOfPackedWeights) {
-  Model with_weights(load_onnx_bytes([&] {
+  Model with_weights = model_from_graph(load_onnx_bytes([&] {
     OnnxBuilder m;
     m.input("x", kF32, {1, 64, 256}).output("y", kF32, {1, 64, 200});
     weight(m, "w", {256, 200}, 1);
     m.node("MatMul", {"x", "w"}, {"y"}, "weights");
     return m.bytes();
   }(), "weights.onnx"));
-  Model without_weights(load_onnx_bytes([&] {
+  Model without_weights = model_from_graph(load_onnx_bytes([&] {
     OnnxBuilder m;
     m.input("x", kF32, {1, 64, 256}).input("v", kF32, {1, 256, 200}).output("y", kF32, {1, 64, 200});
     m.node("MatMul", {"x", "v"}, {"y"}, "activations");
@@ -228,8 +228,8 @@ TEST(Plan, ReportsTheBytesOfPackedWeights) {
   PlanOptions o;
   o.threads = 2;
   // The packed panels hold every weight (columns rounded up to whole panels).
-  EXPECT_GE(make_plan(with_weights.graph(), o)->prepared_bytes, int64_t{256 * 200 * 4});
-  EXPECT_EQ(make_plan(without_weights.graph(), o)->prepared_bytes, 0);
+  EXPECT_GE(make_plan(bound_graph(with_weights), o)->prepared_bytes, int64_t{256 * 200 * 4});
+  EXPECT_EQ(make_plan(bound_graph(without_weights), o)->prepared_bytes, 0);
 }
 
 TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
@@ -241,11 +241,11 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   b.node("Relu", {"s"}, {"z"}, "tiny");
   b.output("r", kF32, {1, 256, 256});
   b.node("Relu", {"y"}, {"r"}, "cheap_after_big");
-  Model model(load_onnx_bytes(b.bytes(), "auto.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "auto.onnx"));
   PlanOptions o;
   o.debug.rule_lookup = test_rule;
   o.threads = 2;
-  auto plan = make_plan(model.graph(), o);
+  auto plan = make_plan(bound_graph(model), o);
   EXPECT_EQ(plan->tiles.tile_count[0], 2 * kAutoTilesPerThread);
   EXPECT_EQ(plan->tile_extent[0], (Shape{1, 256 / (2 * kAutoTilesPerThread), 256}));
   EXPECT_EQ(plan->tiles.tile_count[1], 1);
@@ -254,9 +254,9 @@ TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {
   for (int32_t t = plan->tiles.first_tile[2]; t < plan->tiles.first_tile[2] + 2 * kAutoTilesPerThread; ++t)
     EXPECT_EQ(plan->tiles.n_parents[t], 1);
   o.threads = 64;  // 128 wanted, but no tile under 1 MFLOP: 32
-  EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 32);
+  EXPECT_EQ(make_plan(bound_graph(model), o)->tiles.tile_count[0], 32);
   o.min_tile_flops = 16 << 20;
-  EXPECT_EQ(make_plan(model.graph(), o)->tiles.tile_count[0], 2);
+  EXPECT_EQ(make_plan(bound_graph(model), o)->tiles.tile_count[0], 2);
 }
 
 TEST(Plan, CheapOpsOnSmallPlanesAreCutAlongChannelsNotRows) {
@@ -267,12 +267,12 @@ TEST(Plan, CheapOpsOnSmallPlanesAreCutAlongChannelsNotRows) {
     OnnxBuilder b;
     b.input("x", kF32, shape).output("y", kF32, shape);
     b.node("Relu", {"x"}, {"y"}, "relu");
-    Model model(load_onnx_bytes(b.bytes(), "relu.onnx"));
+    Model model = model_from_graph(load_onnx_bytes(b.bytes(), "relu.onnx"));
     PlanOptions o;
     o.threads = 2;
     o.min_tile_flops = 1;
     o.tiles_per_op = tiles_per_op;
-    return make_plan(model.graph(), o)->tile_extent[0];
+    return make_plan(bound_graph(model), o)->tile_extent[0];
   };
   EXPECT_EQ(extent_of({1, 2048, 7, 7}, 0), (Shape{1, 1024, 7, 7}));
   EXPECT_EQ(extent_of({1, 8, 64, 64}, 0), (Shape{1, 8, 32, 64}));
@@ -291,13 +291,13 @@ TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
     b.input("x", kF32, {1, rows, 1024}).output("y", kF32, {1, rows, 512});
     weight(b, "w", {1024, 512}, 1);
     b.node("MatMul", {"x", "w"}, {"y"}, "mm");  // 7.3 MFLOP: enough for 4 tiles
-    Model model(load_onnx_bytes(b.bytes(), "tail.onnx"));
+    Model model = model_from_graph(load_onnx_bytes(b.bytes(), "tail.onnx"));
     PlanOptions o;
     o.debug.rule_lookup = test_rule;
     o.threads = 4;
     o.tile_counts = counts;
     o.schedule = schedule;
-    return make_plan(model.graph(), o)->tiles.tile_count[0];
+    return make_plan(bound_graph(model), o)->tiles.tile_count[0];
   };
   EXPECT_EQ(tiles_of(7, TileCounts::fixed, Schedule::aspen), 4);
   EXPECT_EQ(tiles_of(7, TileCounts::tail_aware, Schedule::aspen), 4);
@@ -310,11 +310,11 @@ TEST(Plan, TailAwareCountsLeaveEmptyOutputsAlone) {
   b.input("x", kF32, {1, 0, 1024}).output("y", kF32, {1, 0, 512});
   weight(b, "w", {1024, 512}, 1);
   b.node("MatMul", {"x", "w"}, {"y"}, "mm");
-  Model model(load_onnx_bytes(b.bytes(), "empty.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "empty.onnx"));
   PlanOptions o;
   o.threads = 2;
   o.tile_counts = TileCounts::tail_aware;
-  EXPECT_NO_THROW(make_plan(model.graph(), o));
+  EXPECT_NO_THROW(make_plan(bound_graph(model), o));
 }
 
 // One Conv with its real tile rule: x [1, c, plane, plane], k x k, c output channels.
@@ -325,14 +325,14 @@ std::shared_ptr<const Plan> conv_plan(int64_t c, int64_t plane, int64_t k, int t
   weight(b, "w", {c, c, k, k}, 1);
   auto& conv = b.node("Conv", {"x", "w"}, {"y"}, "conv");
   OnnxBuilder::attr_ints(conv, "pads", std::vector<int64_t>(4, k / 2));
-  Model model(load_onnx_bytes(b.bytes(), "conv.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "conv.onnx"));
   PlanOptions o;
   o.threads = threads;
   o.tile_counts = counts;
   o.machine.move_flops = move_flops;
   o.schedule = schedule;
   o.conv_layout = ConvLayout::nchw;  // the NCHW Conv rule's grids (test_conv_nhwc.cpp has the other)
-  return make_plan(model.graph(), o);
+  return make_plan(bound_graph(model), o);
 }
 
 TEST(Plan, GemmConvChannelTilesStartOnRegisterTileColumns) {
@@ -374,8 +374,8 @@ TEST(Plan, AmxConvTilesPriceProductsApartAndTheWeightsTheyStream) {
   b.input("x", kF32, {1, 512, 7, 7}).output("y", kF32, {1, 512, 7, 7});
   weight(b, "w", {512, 512, 3, 3}, 1);
   OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
-  Model model(load_onnx_bytes(b.bytes(), "conv.onnx"));
-  Graph marked = model.graph();
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "conv.onnx"));
+  Graph marked = bound_graph(model);
   marked.nodes[0].decisions.precision = NodePrecision::bf16_amx;
   for (const ConvLayout layout : {ConvLayout::nchw, ConvLayout::channels_last}) {
     SCOPED_TRACE(layout == ConvLayout::nchw ? "nchw" : "channels-last");
@@ -395,7 +395,7 @@ TEST(Plan, AmxConvTilesPriceProductsApartAndTheWeightsTheyStream) {
       ADD_FAILURE() << "no conv in the plan";
       return TileWork{};
     };
-    const TileWork f32 = work(model.graph()), amx = work(marked);
+    const TileWork f32 = work(bound_graph(model)), amx = work(marked);
     EXPECT_GT(f32.flops, 0);
     EXPECT_EQ(f32.amx_flops, 0);
     EXPECT_EQ(amx.flops, 0);
@@ -434,7 +434,7 @@ Model stem_grouped_and(int64_t last_groups, int64_t last_kernel) {
     OnnxBuilder::attr_ints(conv, "pads", {pad, pad, pad, pad});
     OnnxBuilder::attr_int(conv, "group", groups);
   }
-  return Model(load_onnx_bytes(b.bytes(), "paths.onnx"));
+  return model_from_graph(load_onnx_bytes(b.bytes(), "paths.onnx"));
 }
 
 TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
@@ -446,7 +446,7 @@ TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
   PlanOptions o;
   o.threads = 4;
   o.tiles_per_op = 4;
-  auto plan = make_plan(model.graph(), o);
+  auto plan = make_plan(bound_graph(model), o);
   const TileGraph& tg = plan->tiles;
   EXPECT_EQ(tile_grid(*plan, 0), (Shape{1, 1, 4, 1}));  // the stem: rows
   EXPECT_EQ(tile_grid(*plan, 1), (Shape{1, 4, 1, 1}));  // the paths: one group each
@@ -455,14 +455,14 @@ TEST(Plan, ChainedGroupedConvsAreCutAlongTheirPaths) {
   EXPECT_EQ(planned_edges(tg), oracle_edges(*plan));
   PlanOptions two = o;
   two.threads = 2;
-  EXPECT_EQ(tile_grid(*make_plan(model.graph(), two), 1), (Shape{1, 1, 4, 1}));
+  EXPECT_EQ(tile_grid(*make_plan(bound_graph(model), two), 1), (Shape{1, 1, 4, 1}));
   Model alone = stem_grouped_and(1, 1);
-  EXPECT_EQ(tile_grid(*make_plan(alone.graph(), o), 1), (Shape{1, 1, 4, 1}));
+  EXPECT_EQ(tile_grid(*make_plan(bound_graph(alone), o), 1), (Shape{1, 1, 4, 1}));
 }
 
 TEST(Plan, CriticalPathAndDepth) {
   Model model = load_test_model(matmul_chain());
-  auto whole = make_plan(model.graph(), with_test_rules(1));
+  auto whole = make_plan(bound_graph(model), with_test_rules(1));
   // mm1+bias -> sigmoid -> mm2 -> softmax is the longest chain; tanh hangs off bias1.
   int64_t chain = 0;
   for (const Node& n : whole->graph.nodes)
@@ -470,18 +470,18 @@ TEST(Plan, CriticalPathAndDepth) {
   EXPECT_EQ(whole->critical_path_flops, chain);
   // bias1 is fused into mm1 (its Add has one reader); a1 has two, so the Sigmoid stays.
   EXPECT_EQ(*std::max_element(whole->tiles.depth.begin(), whole->tiles.depth.end()), 3);
-  auto cut = make_plan(model.graph(), with_test_rules(18));
+  auto cut = make_plan(bound_graph(model), with_test_rules(18));
   EXPECT_LT(cut->critical_path_flops, chain / 4);  // rows are independent all the way down
   EXPECT_EQ(cut->total_flops, whole->total_flops);
 }
 
 TEST(Plan, BarrierScheduleKeepsTilesAndChainsOps) {
   Model model = load_test_model(residual());
-  auto aspen = make_plan(model.graph(), with_test_rules(7));
-  auto barrier = make_plan(model.graph(), with_test_rules(7, Schedule::barrier));
+  auto aspen = make_plan(bound_graph(model), with_test_rules(7));
+  auto barrier = make_plan(bound_graph(model), with_test_rules(7, Schedule::barrier));
   const TileGraph& a = aspen->tiles;
   const TileGraph& b = barrier->tiles;
-  size_t nodes = model.graph().nodes.size();
+  size_t nodes = bound_graph(model).nodes.size();
   ASSERT_EQ(b.size(), a.size() + static_cast<int32_t>(nodes) - 1);
   expect_consistent(b);
   for (size_t n = 0; n < nodes; ++n) {
@@ -506,7 +506,7 @@ TEST(Plan, BarrierScheduleKeepsTilesAndChainsOps) {
 
 TEST(Plan, BufferPlan) {
   Model model = load_test_model(residual());
-  auto plan = make_plan(model.graph(), with_test_rules(4));
+  auto plan = make_plan(bound_graph(model), with_test_rules(4));
   std::map<std::string, PlannedValue> v;
   for (const auto& pv : plan->values) v[pv.name] = pv;
   ASSERT_EQ(v.size(), 7u);  // x, c1, r1, c2, s, y, z
@@ -525,9 +525,9 @@ TEST(Plan, RejectsBadOptionsAndBadRules) {
   Model model = load_test_model(conv_chain());
   PlanOptions o = with_test_rules(4);
   o.threads = 0;
-  EXPECT_THROW(make_plan(model.graph(), o), Error);
+  EXPECT_THROW(make_plan(bound_graph(model), o), Error);
   o = with_test_rules(-1);
-  EXPECT_THROW(make_plan(model.graph(), o), Error);
+  EXPECT_THROW(make_plan(bound_graph(model), o), Error);
   o = with_test_rules(4);
   o.debug.rule_lookup = [](const Node& n) -> const TileRule* {
     static const TileRule wrong_rank{[](const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) {
@@ -537,7 +537,7 @@ TEST(Plan, RejectsBadOptionsAndBadRules) {
     return n.op_type == "Conv" ? &wrong_rank : nullptr;
   };
   try {
-    make_plan(model.graph(), o);
+    make_plan(bound_graph(model), o);
     FAIL() << "a rule with block sizes of the wrong rank was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("node 'conv1' (Conv)"), std::string::npos) << e.what();

@@ -30,7 +30,7 @@ std::string small_cnn(uint32_t seed) {
 }
 
 Model bound_model(uint32_t seed, int64_t batch) {
-  return Model(load_onnx_bytes(small_cnn(seed), "small_cnn.onnx"), {{"x", {batch, 4, 10, 10}}});
+  return model_from_graph(load_onnx_bytes(small_cnn(seed), "small_cnn.onnx"), {{"x", {batch, 4, 10, 10}}});
 }
 
 PlanOptions options(int tiles_per_op, Schedule schedule = Schedule::aspen) {
@@ -96,7 +96,7 @@ TEST(PlanIo, RoundTripGivesIdenticalArrays) {
   Model model = bound_model(1, 1);
   for (Schedule s : {Schedule::aspen, Schedule::barrier})
     for (int k : {1, 3, 8}) {
-      auto plan = make_plan(model.graph(), options(k, s));
+      auto plan = make_plan(bound_graph(model), options(k, s));
       ASSERT_GT(plan->tiles.edge_count(), 0);
       TempFile file("roundtrip.tg");
       save_tile_graph(file.path, *plan);
@@ -115,45 +115,45 @@ TEST(PlanIo, RoundTripGivesIdenticalArrays) {
 }
 
 TEST(PlanIo, ModelHashIsStableAndSeesWeightsAndShapes) {
-  std::string a = model_hash(bound_model(1, 1).graph());
+  std::string a = model_hash(bound_graph(bound_model(1, 1)));
   EXPECT_EQ(a.size(), 16u);
-  EXPECT_EQ(a, model_hash(bound_model(1, 1).graph()));
-  EXPECT_NE(a, model_hash(bound_model(2, 1).graph()));  // other weights
-  EXPECT_NE(a, model_hash(bound_model(1, 2).graph()));  // other batch
-  Graph g = bound_model(1, 1).graph();
+  EXPECT_EQ(a, model_hash(bound_graph(bound_model(1, 1))));
+  EXPECT_NE(a, model_hash(bound_graph(bound_model(2, 1))));  // other weights
+  EXPECT_NE(a, model_hash(bound_graph(bound_model(1, 2))));  // other batch
+  Graph g = bound_graph(bound_model(1, 1));
   g.nodes[0].attrs["pads"].ints[0] = 0;  // one attribute value
   EXPECT_NE(a, model_hash(g));
 }
 
 TEST(PlanIo, RefusesAnotherModelShapesOrOptions) {
-  auto plan = make_plan(bound_model(1, 1).graph(), options(4));
+  auto plan = make_plan(bound_graph(bound_model(1, 1)), options(4));
   TempFile file("mismatch.tg");
   save_tile_graph(file.path, *plan);
 
-  std::string other_weights = load_error(file.path, *make_plan(bound_model(2, 1).graph(), options(4)));
+  std::string other_weights = load_error(file.path, *make_plan(bound_graph(bound_model(2, 1)), options(4)));
   EXPECT_NE(other_weights.find(file.path + ": planned for model hash"), std::string::npos) << other_weights;
-  EXPECT_NE(other_weights.find(model_hash(bound_model(2, 1).graph())), std::string::npos) << other_weights;
+  EXPECT_NE(other_weights.find(model_hash(bound_graph(bound_model(2, 1)))), std::string::npos) << other_weights;
 
-  std::string other_shapes = load_error(file.path, *make_plan(bound_model(1, 2).graph(), options(4)));
+  std::string other_shapes = load_error(file.path, *make_plan(bound_graph(bound_model(1, 2)), options(4)));
   EXPECT_NE(other_shapes.find("planned for input shapes x=1x4x10x10, but this plan binds x=2x4x10x10"), std::string::npos)
       << other_shapes;
 
-  std::string other_tiles = load_error(file.path, *make_plan(bound_model(1, 1).graph(), options(5)));
+  std::string other_tiles = load_error(file.path, *make_plan(bound_graph(bound_model(1, 1)), options(5)));
   EXPECT_NE(other_tiles.find("--tiles-per-op 4, but this plan uses 5"), std::string::npos) << other_tiles;
 
-  std::string other_schedule = load_error(file.path, *make_plan(bound_model(1, 1).graph(), options(4, Schedule::barrier)));
+  std::string other_schedule = load_error(file.path, *make_plan(bound_graph(bound_model(1, 1)), options(4, Schedule::barrier)));
   EXPECT_NE(other_schedule.find("--schedule aspen, but this plan uses barrier"), std::string::npos) << other_schedule;
 
   PlanOptions three = options(4);
   three.threads = 3;
-  std::string other_threads = load_error(file.path, *make_plan(bound_model(1, 1).graph(), three));
+  std::string other_threads = load_error(file.path, *make_plan(bound_graph(bound_model(1, 1)), three));
   EXPECT_NE(other_threads.find("--threads 2, but this plan uses 3"), std::string::npos) << other_threads;
 
   EXPECT_EQ(load_error(file.path, *plan), "");
 }
 
 TEST(PlanIo, RefusesAnotherVersionAndForeignFiles) {
-  auto plan = make_plan(bound_model(1, 1).graph(), options(4));
+  auto plan = make_plan(bound_graph(bound_model(1, 1)), options(4));
   TempFile file("version.tg");
   save_tile_graph(file.path, *plan);
   std::string bytes = file.read();
@@ -173,7 +173,7 @@ TEST(PlanIo, RefusesAnotherVersionAndForeignFiles) {
 }
 
 TEST(PlanIo, RefusesEveryTruncation) {
-  auto plan = make_plan(bound_model(1, 1).graph(), options(4));
+  auto plan = make_plan(bound_graph(bound_model(1, 1)), options(4));
   TempFile file("truncated.tg");
   save_tile_graph(file.path, *plan);
   const std::string bytes = file.read();
@@ -188,7 +188,7 @@ TEST(PlanIo, RefusesEveryTruncation) {
 }
 
 TEST(PlanIo, RefusesEveryFlippedByte) {
-  auto plan = make_plan(bound_model(1, 1).graph(), options(4));
+  auto plan = make_plan(bound_graph(bound_model(1, 1)), options(4));
   TempFile file("flipped.tg");
   save_tile_graph(file.path, *plan);
   const std::string bytes = file.read();
@@ -204,7 +204,7 @@ TEST(PlanIo, RefusesEveryFlippedByte) {
 }
 
 TEST(PlanIo, DifferenceNamesTheFirstMismatch) {
-  auto plan = make_plan(bound_model(1, 1).graph(), options(4));
+  auto plan = make_plan(bound_graph(bound_model(1, 1)), options(4));
   TileGraph other = plan->tiles;
   EXPECT_EQ(tile_graph_difference(plan->tiles, other), "");
   other.children[1] += 1;
@@ -213,7 +213,7 @@ TEST(PlanIo, DifferenceNamesTheFirstMismatch) {
 }
 
 TEST(PlanIo, RefusesInconsistentArraysEvenWithAValidChecksum) {
-  auto plan = make_plan(bound_model(1, 1).graph(), options(4));
+  auto plan = make_plan(bound_graph(bound_model(1, 1)), options(4));
   const TileGraph& tg = plan->tiles;
   TempFile file("structure.tg");
   save_tile_graph(file.path, *plan);

@@ -30,7 +30,7 @@ TEST(PlannedRun, TestRulesGiveReferenceOutputsExactlyInAnyOrder) {
     TensorMap want = model.run_reference(m.inputs);
     for (Schedule s : {Schedule::aspen, Schedule::barrier})
       for (int k : {1, 2, 3, 7, 16, 10000}) {
-        auto plan = make_plan(model.graph(), options(k, s, test_rule));
+        auto plan = make_plan(bound_graph(model), options(k, s, test_rule));
         for (uint32_t seed : {1u, 2u, 3u})
           expect_close(planned_outputs(plan, m.inputs, seed), want, 0.0,
                        m.name + " k=" + std::to_string(k) + (s == Schedule::barrier ? " barrier" : " aspen") +
@@ -46,7 +46,7 @@ TEST(PlannedRun, BuiltinRulesGiveReferenceOutputs) {
     TensorMap want = model.run_reference(m.inputs);
     for (Schedule s : {Schedule::aspen, Schedule::barrier})
       for (int k : {0, 1, 3, 7, 10000}) {
-        auto plan = make_plan(model.graph(), options(k, s, nullptr));
+        auto plan = make_plan(bound_graph(model), options(k, s, nullptr));
         expect_close(planned_outputs(plan, m.inputs, 5), want, 1e-5, m.name + " builtin k=" + std::to_string(k));
       }
   }
@@ -84,18 +84,18 @@ TEST(PlannedRun, ReleasesBuffersAfterLastReaderAndTracksPeak) {
     b.node(i % 2 ? "Sigmoid" : "Relu", {prev}, {out}, "op" + std::to_string(i));
     prev = out;
   }
-  Model model(load_onnx_bytes(b.bytes(), "chain.onnx"));
+  Model model = model_from_graph(load_onnx_bytes(b.bytes(), "chain.onnx"));
   TensorMap in{{"x", seeded_tensor({1, 16, 32, 32}, 3)}};
   const int64_t bytes = 16 * 32 * 32 * 4;
   for (int k : {1, 8}) {
-    PlannedRun run(make_plan(model.graph(), options(k, Schedule::barrier, test_rule)), in);
+    PlannedRun run(make_plan(bound_graph(model), options(k, Schedule::barrier, test_rule)), in);
     run_serial(run, 1);
     EXPECT_EQ(run.peak_activation_bytes(), 2 * bytes) << k;
     EXPECT_EQ(run.activation_bytes(), bytes) << "only the output stays";
     expect_close(run.outputs(), model.run_reference(in), 0.0, "chain");
   }
   // Without barriers, a one-row tile can run ahead: still never more than all six.
-  PlannedRun run(make_plan(model.graph(), options(32, Schedule::aspen, test_rule)), in);
+  PlannedRun run(make_plan(bound_graph(model), options(32, Schedule::aspen, test_rule)), in);
   run_serial(run, 9);
   EXPECT_LE(run.peak_activation_bytes(), 6 * bytes);
   EXPECT_EQ(run.activation_bytes(), bytes);
@@ -104,7 +104,7 @@ TEST(PlannedRun, ReleasesBuffersAfterLastReaderAndTracksPeak) {
 TEST(PlannedRun, RejectsBadInputsAndEarlyOutputs) {
   TestModel m = residual();
   Model model = load_test_model(m);
-  auto plan = make_plan(model.graph(), options(2, Schedule::aspen, test_rule));
+  auto plan = make_plan(bound_graph(model), options(2, Schedule::aspen, test_rule));
   EXPECT_THROW(PlannedRun(plan, {}), Error);
   EXPECT_THROW(PlannedRun(plan, {{"x", seeded_tensor({1, 4, 12, 11}, 1)}}), Error);
   EXPECT_THROW(PlannedRun(plan, {{"x", Tensor(DType::i64, {1, 4, 12, 12})}}), Error);
@@ -123,7 +123,7 @@ TEST(PlannedRun, TileErrorsNameNodeAndOp) {
   TileRuleLookup lookup = [](const Node& n) { return n.op_type == "Add" ? &failing : test_rule(n); };
   TestModel m = residual();
   Model model = load_test_model(m);
-  PlannedRun run(make_plan(model.graph(), options(2, Schedule::aspen, lookup)), m.inputs);
+  PlannedRun run(make_plan(bound_graph(model), options(2, Schedule::aspen, lookup)), m.inputs);
   try {
     run_serial(run, 1);
     FAIL() << "no error";

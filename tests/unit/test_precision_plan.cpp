@@ -122,15 +122,15 @@ TEST(PrecisionPlan, FusedAttentionRunsItsGemmsInBf16) {
   const TensorMap inputs{{"q", seeded_tensor({1, 2, 17, 24}, 1)},
                          {"kt", seeded_tensor({1, 2, 24, 40}, 2)},
                          {"v", seeded_tensor({1, 2, 40, 16}, 3)}};
-  Model fused(load_onnx_bytes(b.bytes(), "attn.onnx"));
+  Model fused = model_from_graph(load_onnx_bytes(b.bytes(), "attn.onnx"));
   PlanOptions options;
   options.precision = Precision::bf16;
-  auto plan = make_plan(fused.graph(), options);
+  auto plan = make_plan(bound_graph(fused), options);
   ASSERT_EQ(plan->precision.bf16_nodes, 1) << plan->precision.note;
   EXPECT_EQ(plan->graph.nodes.at(0).op_type, "Attention");
   PlannedRun run(plan, inputs, PlannedRunOptions{true});
   run_serial(run, 4);
-  const double error = relative_error(run_reference(fused.graph(), inputs), run.outputs(), "out");
+  const double error = relative_error(run_reference(bound_graph(fused), inputs), run.outputs(), "out");
   EXPECT_LT(error, 2e-2);
   EXPECT_GT(error, 0.0) << "bf16 gave exactly the fp32 result";
 }

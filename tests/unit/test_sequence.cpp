@@ -35,11 +35,11 @@ Tensor iota(Shape shape) {
 
 // Outputs of the reference executor and of the tile runtime at 1 and 2 workers, both schedules.
 std::vector<ValueMap> run_everywhere(const Graph& g, const ValueMap& inputs) {
-  std::vector<ValueMap> results{Model(g).run_reference_values(inputs)};
+  std::vector<ValueMap> results{model_from_graph(g).run_reference_values(inputs)};
   for (int threads : {1, 2})
     for (Schedule schedule : {Schedule::aspen, Schedule::barrier}) {
       Engine engine({.threads = threads, .pin = false});
-      Session session(engine, Model(g), {.schedule = schedule});
+      Session session(engine, model_from_graph(g), {.schedule = schedule});
       for (int again = 0; again < 2; ++again) results.push_back(session.run_values(inputs));
     }
   return results;
@@ -71,10 +71,10 @@ std::vector<float> range(float from, float to) {
 std::string error_of(const Graph& g, const ValueMap& inputs, bool tiles) {
   try {
     if (!tiles) {
-      Model(g).run_reference_values(inputs);
+      model_from_graph(g).run_reference_values(inputs);
     } else {
       Engine engine({.threads = 2, .pin = false});
-      Session(engine, Model(g)).run_values(inputs);
+      Session(engine, model_from_graph(g)).run_values(inputs);
     }
   } catch (const Error& e) {
     return e.what();
@@ -121,7 +121,7 @@ TEST(Sequence, OpsRearrangeRowsAlikeOnEveryExecutor) {
   }
   // All outputs are tensors: the plain tensor API runs it too, sequence ops between segments.
   Engine engine({.threads = 2, .pin = false});
-  Session session(engine, Model(g));
+  Session session(engine, model_from_graph(g));
   RunStats stats;
   TensorMap out = session.run({{"x", iota({4, 3})}}, &stats);
   expect_values(Value(out.at("cat")), {12}, cat);
@@ -167,7 +167,7 @@ TEST(Sequence, SequenceInputsAndOutputsPassThroughRunValues) {
   }
   // The tensor API says where sequences go instead of failing somewhere inside.
   Engine engine({.threads = 1, .pin = false});
-  Session session(engine, Model(g));
+  Session session(engine, model_from_graph(g));
   try {
     session.run({{"t", t}});
     FAIL() << "a sequence input given through the tensor API must be an error";

@@ -55,14 +55,14 @@ bool bit_identical(const TensorMap& a, const TensorMap& b) {
 
 TEST(Session, TiledEqualsReferenceAtEveryWorkerCountAndSchedule) {
   for (const Case& c : cases()) {
-    Model reference_model(load_onnx_bytes(c.bytes, c.name + ".onnx"));
+    Model reference_model = model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx"));
     TensorMap want = reference_model.run_reference(c.inputs);
     for (int threads : {1, 2, 3, 8})
       for (Schedule schedule : {Schedule::aspen, Schedule::barrier})
         for (int tiles_per_op : {0, 5}) {
           Engine engine({.threads = threads, .pin = false});
-          Session session(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")),
-                          {.schedule = schedule, .tiles_per_op = tiles_per_op, .poison_buffers = true});
+          Session session = make_session(engine, model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx")),
+                                         {.schedule = schedule, .tiles_per_op = tiles_per_op}, {.poison_buffers = true});
           RunStats stats;
           TensorMap got = session.run(c.inputs, &stats);
           EXPECT_FALSE(stats.used_reference);
@@ -80,7 +80,7 @@ TEST(Session, TiledEqualsReferenceAtEveryWorkerCountAndSchedule) {
 TEST(Session, ThousandRunsAreBitIdentical) {
   for (const Case& c : cases()) {
     Engine engine({.threads = 3, .pin = false});
-    Session session(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")), {.tiles_per_op = 6});
+    Session session(engine, model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx")), {.tiles_per_op = 6});
     TensorMap first = session.run(c.inputs);
     int differing = 0;
     for (int i = 0; i < 1000; ++i) differing += !bit_identical(session.run(c.inputs), first);
@@ -94,22 +94,22 @@ TEST(Session, ThousandRunsAreBitIdentical) {
 TEST(Session, SessionsOfOneEngineShareTheMachineProbes) {
   const Case c = cases()[0];
   Engine engine({.threads = 2, .pin = false});
-  Session first(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+  Session first(engine, model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx")));
   const TensorMap want = first.run(c.inputs);
-  MachineProbes& probes = engine.probes();
+  MachineProbes& probes = machine_probes(engine);
   {
     std::lock_guard<std::mutex> lock(probes.mutex);
     ASSERT_GT(probes.transpose_flops, 0) << "the first plan measured it";
     ASSERT_TRUE(probes.winograd_nhwc.has_value());
     probes.transpose_flops = 12345;  // a value no measurement gives: the second plan must take it
   }
-  Session second(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
-  const auto plan = second.plan_for({{"x", Shape{1, 8, 16, 16}}});
+  Session second(engine, model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+  const auto plan = plan_for(second, {{"x", Shape{1, 8, 16, 16}}});
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->options.machine.transpose_flops, 12345);
   Engine other({.threads = 2, .pin = false});
-  Session apart(other, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
-  EXPECT_NE(apart.plan_for({{"x", Shape{1, 8, 16, 16}}})->options.machine.transpose_flops, 12345) << "another engine takes its own: the stored file's values, not this engine's";
+  Session apart(other, model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+  EXPECT_NE(plan_for(apart, {{"x", Shape{1, 8, 16, 16}}})->options.machine.transpose_flops, 12345) << "another engine takes its own: the stored file's values, not this engine's";
 }
 
 // Activation buffers come from the session's pool: warm runs take almost no new blocks, the
@@ -119,7 +119,7 @@ TEST(Session, WarmRunsReuseActivationBuffers) {
   for (const Case& c : cases())
     for (int threads : {1, 2}) {
       Engine engine({.threads = threads, .pin = false});
-      Session session(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx")));
+      Session session(engine, model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx")));
       TensorMap first = session.run(c.inputs);
       TensorMap first_copy;
       for (const auto& [name, t] : first) first_copy[name] = t.clone();
@@ -152,7 +152,7 @@ TEST(Session, TwoModelsCoExecuteWithTheSameOutputsAsAlone) {
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<TensorMap> alone;
   for (const Case& c : cs) {
-    sessions.push_back(std::make_unique<Session>(engine, Model(load_onnx_bytes(c.bytes, c.name + ".onnx"))));
+    sessions.push_back(std::make_unique<Session>(engine, model_from_graph(load_onnx_bytes(c.bytes, c.name + ".onnx"))));
     alone.push_back(sessions.back()->run(c.inputs));
   }
   std::vector<std::pair<size_t, std::future<TensorMap>>> pending;
@@ -163,7 +163,7 @@ TEST(Session, TwoModelsCoExecuteWithTheSameOutputsAsAlone) {
 
 TEST(Session, WrongInputsAreErrorsNotHangs) {
   Engine engine({.threads = 2, .pin = false});
-  Session session(engine, Model(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")));
+  Session session(engine, model_from_graph(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")));
   EXPECT_THROW(session.run({{"x", Tensor(DType::f32, {1, 8, 16, 15})}}), Error);  // declared 16
   EXPECT_THROW(session.run({{"x", Tensor(DType::f32, {1, 8, 16})}}), Error);      // wrong rank
   EXPECT_THROW(session.run({{"x", Tensor(DType::i64, {1, 8, 16, 16})}}), Error);  // wrong dtype
@@ -174,13 +174,13 @@ TEST(Session, WrongInputsAreErrorsNotHangs) {
 }
 
 TEST(Session, ASlowWorkerChangesTimingNotResults) {
-  // EngineOptions::slow_worker (uneven cores): worker 0 stretches its tiles; outputs stay
+  // EngineDebugOptions::slow_worker (uneven cores): worker 0 stretches its tiles; outputs stay
   // bit-identical to a normal engine's, and the fast workers take the larger share of tiles.
   Case c = cases()[0];
   Engine normal({.threads = 2, .pin = false});
-  TensorMap want = Session(normal, Model(load_onnx_bytes(c.bytes, "t.onnx"))).run(c.inputs);
-  Engine uneven({.threads = 3, .pin = false, .slow_worker = 4.0});
-  Session session(uneven, Model(load_onnx_bytes(c.bytes, "t.onnx")), SessionOptions{.tiles_per_op = 6});
+  TensorMap want = Session(normal, model_from_graph(load_onnx_bytes(c.bytes, "t.onnx"))).run(c.inputs);
+  Engine uneven = make_engine({.threads = 3, .pin = false}, {.slow_worker = 4.0});
+  Session session(uneven, model_from_graph(load_onnx_bytes(c.bytes, "t.onnx")), SessionOptions{.tiles_per_op = 6});
   std::vector<std::future<TensorMap>> pending;
   for (int i = 0; i < 8; ++i) pending.push_back(session.submit(c.inputs));
   for (auto& f : pending) EXPECT_TRUE(bit_identical(f.get(), want));
@@ -190,7 +190,7 @@ TEST(Session, ThousandRunsUnderRandomResizesGiveIdenticalOutputs) {
   // Elastic workers (Engine::set_workers) while runs are in flight: no run lost, none wrong.
   Case c = cases()[0];
   Engine engine({.threads = 2, .max_threads = 3, .pin = false});
-  Session session(engine, Model(load_onnx_bytes(c.bytes, "t.onnx")), SessionOptions{.tiles_per_op = 3});
+  Session session(engine, model_from_graph(load_onnx_bytes(c.bytes, "t.onnx")), SessionOptions{.tiles_per_op = 3});
   TensorMap want = session.run(c.inputs);
   std::atomic<bool> stop{false};
   std::thread resizer([&] {
@@ -218,7 +218,7 @@ TEST(Session, DestroyingTheEngineWaitsForRunsInFlight) {
   TensorMap want;
   {
     Engine engine({.threads = 2, .pin = false});
-    Session session(engine, Model(load_onnx_bytes(c.bytes, "t.onnx")));
+    Session session(engine, model_from_graph(load_onnx_bytes(c.bytes, "t.onnx")));
     want = session.run(c.inputs);
     for (int i = 0; i < 16; ++i) pending.push_back(session.submit(c.inputs));
   }  // engine and session gone with runs possibly still queued
@@ -238,13 +238,13 @@ std::string dynamic_relu_bytes() {
 
 TEST(Session, AlternatingShapesReuseTheirPlans) {
   Engine engine({.threads = 2});
-  Session session(engine, Model(load_onnx_bytes(dynamic_relu_bytes(), "dyn.onnx")), {.cached_plans = 2});
-  auto a = session.plan_for({{"x", {2, 4}}});
-  auto b = session.plan_for({{"x", {3, 4}}});
+  Session session(engine, model_from_graph(load_onnx_bytes(dynamic_relu_bytes(), "dyn.onnx")), {.cached_plans = 2});
+  auto a = plan_for(session, {{"x", {2, 4}}});
+  auto b = plan_for(session, {{"x", {3, 4}}});
   ASSERT_TRUE(a && b);
   EXPECT_NE(a, b);
-  EXPECT_EQ(session.plan_for({{"x", {2, 4}}}), a);  // cached, not re-planned
-  EXPECT_EQ(session.plan_for({{"x", {3, 4}}}), b);
+  EXPECT_EQ(plan_for(session, {{"x", {2, 4}}}), a);  // cached, not re-planned
+  EXPECT_EQ(plan_for(session, {{"x", {3, 4}}}), b);
   // Runs of each shape give the right rows, in any order.
   for (int64_t rows : {2, 3, 2, 5, 3}) {
     std::vector<float> x(static_cast<size_t>(rows * 4));
@@ -254,7 +254,7 @@ TEST(Session, AlternatingShapesReuseTheirPlans) {
     for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(out.at("y").data<float>()[i], std::max(x[i], 0.0f));
   }
   // Three shapes seen since: the cache of two evicted [2, 4].
-  EXPECT_NE(session.plan_for({{"x", {2, 4}}}), a);
+  EXPECT_NE(plan_for(session, {{"x", {2, 4}}}), a);
 }
 
 }  // namespace

@@ -87,8 +87,8 @@ TEST(SessionLifetime, SegmentedRunsOfADroppedSessionStillGiveTheirOutputs) {
   Engine engine({.threads = 2, .pin = false});
   std::vector<std::future<TensorMap>> ifs, loops;
   {
-    Session if_session(engine, Model(lifetime_if_model()));
-    Session loop_session(engine, Model(lifetime_loop_model()));
+    Session if_session(engine, model_from_graph(lifetime_if_model()));
+    Session loop_session(engine, model_from_graph(lifetime_loop_model()));
     for (int i = 0; i < 6; ++i) {
       loops.push_back(loop_session.submit(loop_inputs(200, static_cast<float>(i))));
       ifs.push_back(if_session.submit({{"x", Tensor::from<float>({2}, std::vector<float>{1, static_cast<float>(i)})},
@@ -109,7 +109,7 @@ TEST(SessionLifetime, ReferenceRunsOfADroppedSessionStillGiveTheirOutputs) {
                      {"shape", Tensor::from<int64_t>({2}, std::vector<int64_t>{3, 2})}};
   std::vector<std::future<TensorMap>> futures;
   {
-    Session session(engine, Model(lifetime_reshape_model()));
+    Session session(engine, model_from_graph(lifetime_reshape_model()));
     RunStats stats;
     session.run(in, &stats);
     ASSERT_TRUE(stats.used_reference) << "the test needs a model only the reference executor runs";
@@ -126,10 +126,10 @@ TEST(SessionLifetime, ReferenceRunsOfADroppedSessionStillGiveTheirOutputs) {
 TEST(SessionLifetime, MoveAssigningOverASessionWithPendingRunsKeepsThemWhole) {
   Engine engine({.threads = 2, .pin = false});
   std::optional<Session> session;
-  session.emplace(engine, Model(lifetime_loop_model()));
+  session.emplace(engine, model_from_graph(lifetime_loop_model()));
   std::vector<std::future<TensorMap>> futures;
   for (int i = 0; i < 4; ++i) futures.push_back(session->submit(loop_inputs(200, static_cast<float>(i))));
-  *session = Session(engine, Model(lifetime_if_model()));
+  *session = Session(engine, model_from_graph(lifetime_if_model()));
   std::future<TensorMap> after = session->submit(
       {{"x", Tensor::from<float>({2}, std::vector<float>{1, 2})}, {"c", Tensor::scalar<bool>(false)}});
   session.reset();
@@ -145,7 +145,7 @@ TEST(SessionLifetime, AFailingRunOfADroppedSessionThrowsItsErrorFromTheFuture) {
   limits.max_loop_iterations = 50;
   std::future<TensorMap> pending;
   {
-    Session session(engine, Model(lifetime_loop_model(), {}, limits));
+    Session session(engine, model_from_graph(lifetime_loop_model(), {}, limits));
     pending = session.submit(loop_inputs(400, 1));
   }
   try {

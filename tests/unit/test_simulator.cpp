@@ -142,12 +142,12 @@ TEST(Simulator, BadInputIsAnError) {
 
 TEST(Simulator, RealPlanOnOneCoreTakesTheSumOfItsTiles) {
   Engine engine({.threads = 1});
-  Session session(engine, Model(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")),
+  Session session(engine, model_from_graph(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")),
                   SessionOptions{.tiles_per_op = 4, .plan_threads = 4});
   TensorMap inputs{{"x", Tensor::from<float>({1, 8, 16, 16}, std::vector<float>(8 * 16 * 16, 0.5f))}};
   session.run(inputs);
   std::vector<double> ns = time_tiles_alone(engine, session, inputs, 3);
-  auto plan = session.plan_for({{"x", {1, 8, 16, 16}}});
+  auto plan = plan_for(session, {{"x", {1, 8, 16, 16}}});
   ASSERT_TRUE(plan);
   ASSERT_EQ(ns.size(), static_cast<size_t>(plan->tiles.size()));
   for (double t : ns) EXPECT_GE(t, 0);
@@ -165,7 +165,7 @@ TEST(Simulator, RealPlanOnOneCoreTakesTheSumOfItsTiles) {
   }
 
   Engine two({.threads = 2});
-  Session elsewhere(two, Model(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")));
+  Session elsewhere(two, model_from_graph(load_onnx_bytes(test::residual_cnn_bytes(), "cnn.onnx")));
   EXPECT_THROW(time_tiles_alone(two, elsewhere, inputs, 1), Error);
 }
 

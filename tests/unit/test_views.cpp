@@ -58,7 +58,7 @@ TEST(PlannedRun, ViewsAreNoWorkTilesWithReferenceResults) {
   Model model = load_test_model(m);
   TensorMap want = model.run_reference(m.inputs);
   for (int k : {0, 1, 4, 7}) {
-    auto plan = make_plan(model.graph(), tiles(k));
+    auto plan = make_plan(bound_graph(model), tiles(k));
     EXPECT_EQ(view_ops(*plan), (std::vector<std::string>{"reshape", "unsqueeze", "unit_transpose", "input_reshape"}));
     for (int32_t n = 0; n < static_cast<int32_t>(plan->graph.nodes.size()); ++n)
       if (is_view_node(*plan, n)) EXPECT_EQ(plan->tiles.tile_count[n], 1);
@@ -70,7 +70,7 @@ TEST(PlannedRun, ViewsAreNoWorkTilesWithReferenceResults) {
     Engine engine(EngineOptions{.threads = 3});
     for (int i = 0; i < 5; ++i) {
       auto run = std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{true});
-      engine.run(run);
+      run_job(engine, run);
       expect_close(run->outputs(), want, kVectorMathTolerance, "engine k=" + std::to_string(k));
     }
   }
@@ -90,7 +90,7 @@ TEST(PlannedRun, ViewsShareTheirBaseBuffer) {
   b.node("Add", {"a", "r2"}, {"w"}, "add");
   TestModel m{"shared_buffer", b.bytes(), {{"x", seeded_tensor({1, 64, 128}, 6)}}};
   Model model = load_test_model(m);
-  auto plan = make_plan(model.graph(), tiles(1));
+  auto plan = make_plan(bound_graph(model), tiles(1));
   ASSERT_EQ(view_ops(*plan).size(), 2u);
   const int64_t bytes = 64 * 128 * 4;
   for (uint32_t seed = 0; seed < 5; ++seed) {
@@ -113,13 +113,13 @@ TEST(PlannedRun, AnOutputReshapeOfAValueOnlyItReadsIsAView) {
   b.node("Reshape", {"a", "s"}, {"y"}, "reshape");
   TestModel m{"output_view", b.bytes(), {{"x", seeded_tensor({4, 6, 8}, 7)}}};
   Model model = load_test_model(m);
-  auto plan = make_plan(model.graph(), tiles(3));
+  auto plan = make_plan(bound_graph(model), tiles(3));
   EXPECT_EQ(view_ops(*plan), (std::vector<std::string>{"reshape"}));
   const TensorMap want_first = model.run_reference(m.inputs);
   const TensorMap second_inputs = {{"x", seeded_tensor({4, 6, 8}, 8)}};
   const TensorMap want_second = model.run_reference(second_inputs);
   Engine engine(EngineOptions{.threads = 3});
-  Session session(engine, Model(load_onnx_bytes(m.bytes, "output_view.onnx")), {.tiles_per_op = 3});
+  Session session(engine, model_from_graph(load_onnx_bytes(m.bytes, "output_view.onnx")), {.tiles_per_op = 3});
   const TensorMap first = session.run(m.inputs);
   for (int i = 0; i < 3; ++i) expect_close(session.run(second_inputs), want_second, 0, "later run");
   expect_close(first, want_first, 0, "the first run's output, held across later runs");
@@ -130,8 +130,8 @@ TEST(PlannedRun, AnOutputReshapeOfAValueOnlyItReadsIsAView) {
   shared.node("Relu", {"x"}, {"a"}, "relu");
   shared.node("Reshape", {"a", "s"}, {"y"}, "reshape");
   shared.node("Sigmoid", {"a"}, {"z"}, "sigmoid");
-  Model two(load_onnx_bytes(shared.bytes(), "shared_output.onnx"));
-  EXPECT_TRUE(view_ops(*make_plan(two.graph(), tiles(3))).empty());
+  Model two = model_from_graph(load_onnx_bytes(shared.bytes(), "shared_output.onnx"));
+  EXPECT_TRUE(view_ops(*make_plan(bound_graph(two), tiles(3))).empty());
 }
 
 // Slices, the other way round (plan_views.cpp): a SqueezeNet fire module, channels-last, and a
@@ -169,14 +169,14 @@ TEST(PlannedRun, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
   b.node("Relu", {"f1"}, {"g"}, "another_reader");
   const TestModel m{"fires", b.bytes(), {{"x", seeded_tensor({1, 32, 12, 12}, 9)}}};
   Model model = load_test_model(m);
-  const TensorMap want = run_reference(model.graph(), m.inputs);
+  const TensorMap want = run_reference(bound_graph(model), m.inputs);
   PlanOptions copies;
   copies.debug.concat_slices = false;
   for (int threads : {1, 3}) {
     PlanOptions options;
     options.threads = copies.threads = threads;
-    auto plan = make_plan(model.graph(), options);
-    auto copying = make_plan(model.graph(), copies);
+    auto plan = make_plan(bound_graph(model), options);
+    auto copying = make_plan(bound_graph(model), copies);
     EXPECT_EQ(plan->channels_last_convs, 6);
     std::vector<std::string> gathered, slices;
     for (int32_t n = 0; n < static_cast<int32_t>(plan->graph.nodes.size()); ++n) {
@@ -202,7 +202,7 @@ TEST(PlannedRun, ConvsWriteAChannelsLastConcatsInputsIntoItsBuffer) {
     Engine engine(EngineOptions{.threads = 3});
     for (int i = 0; i < 4; ++i) {
       auto run = std::make_shared<PlannedRun>(plan, m.inputs, PlannedRunOptions{true});
-      engine.run(run);
+      run_job(engine, run);
       expect_close(run->outputs(), want, kConvTolerance, "slices on the engine");
     }
   }
