@@ -13,6 +13,7 @@
 #include "graph/node_decisions.h"
 #include "kernels/gemm.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/flops.h"
 #include "plan/plan.h"
 #include "plan/plan_io.h"
@@ -56,14 +57,15 @@ nlohmann::ordered_json decisions_json(const Decisions& d) {
   return j;
 }
 
-// A node's decision record for --json: its own decisions, the layout its op type runs in (a
-// grove.internal op's suffix), the tile grid and where that came from, and the records of the
+// A node's decision record for --json: its own decisions, the layout its op type runs in (the
+// OpTraits::layout of a grove.internal op), the tile grid and where that came from, and the records of the
 // parts a fused node joined.
 nlohmann::ordered_json node_decisions_json(const Node& node, const std::string& grid, const NodeChoice* choice,
                                            DecisionSource choices_from) {
   nlohmann::ordered_json j = decisions_json(node.decisions);
-  if (node.domain == kGroveDomain && node.op_type.ends_with("Nhwc")) j["layout"] = "nhwc";
-  else if (node.domain == kGroveDomain && node.op_type.ends_with("Nchwc")) j["layout"] = "nchwc";
+  const OpSpec* spec = node.domain == kGroveDomain ? OpRegistry::builtin().find(node) : nullptr;
+  if (spec && spec->traits.layout == OpLayout::nhwc) j["layout"] = "nhwc";
+  else if (spec && spec->traits.layout == OpLayout::nchwc) j["layout"] = "nchwc";
   j["grid"] = grid;
   j["grid_source"] = decision_source_name(choice && !choice->extent.empty() ? choices_from : DecisionSource::rule);
   if (node.decisions.expand) j["expand"] = decisions_json(*node.decisions.expand);
@@ -183,7 +185,7 @@ int run_plan(const PlanCliOptions& o) {
     int transposes = 0;  // the layout changes the plan added (a model's own Transposes have no "/nhwc")
     int64_t moved = 0;
     for (const Node& node : p.graph.nodes)
-      if (node.op_type == "Transpose" && node.name.find("/nhwc/Transpose") != std::string::npos) {
+      if (node.op_type == kTranspose && node.name.find("/nhwc/Transpose") != std::string::npos) {
         ++transposes;
         moved += numel(p.graph.values.at(node.outputs[0]).shape);
       }

@@ -16,6 +16,7 @@
 #include "cli/format.h"
 #include "cli/inputs.h"
 #include "graph/node_decisions.h"
+#include "ops/op_names.h"
 #include "runtime/session.h"
 #include "runtime/trace.h"
 
@@ -40,18 +41,18 @@ bool constant(const Graph& g, const std::string& name) { return !name.empty() &&
 std::optional<Layer> layer_of(const Graph& g, const Node& node) {
   if (!node.domain.empty()) return std::nullopt;
   Layer l;
-  if (node.op_type == "Conv") {
+  if (node.op_type == kConv) {
     if (node.inputs.size() < 2 || !constant(g, node.inputs[1]) || node.attr_int("group", 1) != 1) return std::nullopt;
     const Shape& w = g.initializers.at(node.inputs[1]).shape();
     if (w.size() != 4) return std::nullopt;
     l.weight_dim = 0;
     l.bias_input = node.inputs.size() > 2 && constant(g, node.inputs[2]) ? 2 : -1;
     l.channels = w[0];
-  } else if (node.op_type == "MatMul" || node.op_type == "Gemm") {
+  } else if (node.op_type == kMatMul || node.op_type == kGemm) {
     if (node.inputs.size() < 2 || !constant(g, node.inputs[1])) return std::nullopt;
     const Shape& b = g.initializers.at(node.inputs[1]).shape();
     if (b.size() != 2) return std::nullopt;
-    l.weight_dim = node.op_type == "Gemm" && node.attr_int("transB", 0) ? 0 : 1;
+    l.weight_dim = node.op_type == kGemm && node.attr_int("transB", 0) ? 0 : 1;
     l.channel_dim = -1;
     // A bias per output column (Gemm's C, or a MatMul's fused one), or none: anything else
     // (a C to broadcast) is not a layer this tool can resize.

@@ -15,6 +15,7 @@
 #include "cli/inputs.h"
 #include "cli/tune_profile.h"
 #include "grove/model.h"
+#include "ops/op_names.h"
 #include "runtime/session.h"
 #include "tune/conv_candidates.h"
 
@@ -69,7 +70,7 @@ tune::ConvConfig sample_stem(std::mt19937_64& rng) {
 Node conv_node(const tune::ConvConfig& c) {
   Node n;
   n.name = "conv";
-  n.op_type = "Conv";
+  n.op_type = kConv;
   n.opset = 13;
   n.inputs = {"x", "w", "b"};
   n.outputs = {"c"};
@@ -97,7 +98,7 @@ Graph conv_graph(const tune::ConvConfig& c, std::mt19937_64& rng) {
   g.nodes.push_back(conv_node(c));
   Node relu;
   relu.name = "relu";
-  relu.op_type = "Relu";
+  relu.op_type = kRelu;
   relu.opset = 13;
   relu.inputs = {"c"};
   relu.outputs = {"y"};

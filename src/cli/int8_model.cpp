@@ -6,6 +6,7 @@
 
 #include "cli/inputs.h"
 #include "onnx/import.h"
+#include "ops/op.h"
 #include "quantize/qdq_model.h"
 
 namespace grove::cli {
@@ -13,9 +14,7 @@ namespace {
 
 bool is_quantized(const Graph& g) {
   for (const Node& n : g.nodes)
-    if (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear" || n.op_type == "QLinearConv" ||
-        n.op_type == "QLinearMatMul" || n.op_type == "ConvInteger" || n.op_type == "MatMulInteger")
-      return true;
+    if (const OpSpec* spec = OpRegistry::builtin().find(n); spec && spec->traits.static_quant) return true;
   return false;
 }
 

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "graph/error.h"
+#include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/bind.h"
 
 namespace grove {
@@ -132,13 +134,13 @@ class Slicer {
   }
 
   // A layer: Conv, Gemm or MatMul whose weight is an initializer.
-  static bool is_layer_op(const Node& n) { return n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "MatMul"; }
+  static bool is_layer_op(const Node& n) { return n.op_type == kConv || n.op_type == kGemm || n.op_type == kMatMul; }
   bool is_layer(const Node& n) const {
     if (!n.domain.empty() || !is_layer_op(n) || n.inputs.size() < 2 || !constant(n.inputs[1])) return false;
-    if (n.op_type == "MatMul" && constant(n.inputs[1])->rank() != 2) return false;
+    if (n.op_type == kMatMul && constant(n.inputs[1])->rank() != 2) return false;
     // A grouped (not depthwise) conv cannot lose output channels without breaking its groups,
     // and a depthwise one follows its input: neither is a layer of its own.
-    return n.op_type != "Conv" || n.attr_int("group", 1) == 1;
+    return n.op_type != kConv || n.attr_int("group", 1) == 1;
   }
   static std::string layer_name(const Node& n) { return n.name.empty() ? n.inputs[1] : n.name; }
 
@@ -236,20 +238,22 @@ class Slicer {
       return;
     }
     const std::string& op = n.op_type;
-    if (op == "Conv") return slice_conv(n);
-    if (op == "Gemm" || op == "MatMul") return slice_matmul(n);
+    if (op == kConv) return slice_conv(n);
+    if (op == kGemm || op == kMatMul) return slice_matmul(n);
     if (!any) return;
-    if (is_elementwise(op)) return slice_elementwise(n);
-    if (op == "Concat") return slice_concat(n);
+    const OpSpec* spec = OpRegistry::builtin().find(n);
+    const ChannelFlow flow = spec ? spec->traits.channels : ChannelFlow::stops;
+    if (flow == ChannelFlow::broadcast) return slice_elementwise(n);
+    if (op == kConcat) return slice_concat(n);
     // The rest carry channels through their first input only: sliced channels that reach one
     // by another input (a Clip's bound, a Reshape's shape, a BatchNormalization's statistics)
     // are not channels of its output.
     if (!keep_of(n.inputs[0])) throw unsupported(n);
-    if (op == "BatchNormalization") return slice_batchnorm(n);
-    if (is_passthrough(op)) return pass(n, *keep_of(n.inputs[0]));
-    if (op == "Flatten" || op == "Reshape") return slice_flatten(n);
-    if (op == "Transpose") return slice_transpose(n);
-    if (op.rfind("Reduce", 0) == 0) return slice_reduce(n);
+    if (op == kBatchNormalization) return slice_batchnorm(n);
+    if (flow == ChannelFlow::per_channel) return pass(n, *keep_of(n.inputs[0]));
+    if (op == kFlatten || op == kReshape) return slice_flatten(n);
+    if (op == kTranspose) return slice_transpose(n);
+    if (flow == ChannelFlow::reduces) return slice_reduce(n);
     throw unsupported(n);
   }
 
@@ -257,22 +261,8 @@ class Slicer {
     return fail(n, "cannot take sliced channels; mark the layer that feeds it exempt");
   }
 
-  static bool is_passthrough(const std::string& op) {
-    static const std::set<std::string> ops = {
-        "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Gelu", "Erf",
-        "Identity", "Dropout", "Neg", "Abs", "Exp", "Log", "Sqrt", "Softplus", "Softsign", "Elu",
-        "Selu", "Celu", "Mish", "Cast", "Floor", "Ceil", "Round", "Reciprocal", "ThresholdedRelu",
-        "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "Softmax",
-        "LogSoftmax", "Resize", "Upsample"};
-    return ops.count(op) != 0;
-  }
-  static bool is_elementwise(const std::string& op) {
-    static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Pow", "PRelu"};
-    return ops.count(op) != 0;
-  }
-
   void pass(const Node& n, Keep k) {
-    if (n.op_type == "MaxPool" && n.outputs.size() > 1 && !n.outputs[1].empty()) throw unsupported(n);
+    if (n.op_type == kMaxPool && n.outputs.size() > 1 && !n.outputs[1].empty()) throw unsupported(n);
     keep_[n.outputs[0]] = std::move(k);
   }
 
@@ -326,7 +316,7 @@ class Slicer {
       if (in) throw fail(n, "its weights are not constant, so its input channels cannot be sliced");
       return;
     }
-    const bool gemm = n.op_type == "Gemm";
+    const bool gemm = n.op_type == kGemm;
     const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
     const Tensor& b = *constant(n.inputs[1]);
     const int64_t k_axis = trans_b ? 1 : 0, n_axis = 1 - k_axis;
@@ -409,7 +399,7 @@ class Slicer {
     const Shape* s = shape_of(n.inputs[0]);
     const Shape* o = shape_of(n.outputs[0]);
     if (!s || !o) throw fail(n, "the shapes around it are unknown");
-    int64_t axis = n.op_type == "Flatten" ? n.attr_int("axis", 1) : 1;
+    int64_t axis = n.op_type == kFlatten ? n.attr_int("axis", 1) : 1;
     if (axis < 0) axis += static_cast<int64_t>(s->size());
     const bool flattens = o->size() == 2 && axis == 1 && !s->empty() && (*o)[0] == (*s)[0];
     if (in.axis != axis || !flattens) throw unsupported(n);
@@ -418,7 +408,7 @@ class Slicer {
     Keep out{1, in.full * inner, {}, in.layer};
     for (int64_t c : in.idx)
       for (int64_t j = 0; j < inner; ++j) out.idx.push_back(c * inner + j);
-    if (n.op_type == "Reshape" && constant(n.inputs[1])) {
+    if (n.op_type == kReshape && constant(n.inputs[1])) {
       std::vector<int64_t> target = constant(n.inputs[1])->to_i64();
       if (target.size() != 2) throw unsupported(n);
       if (target[1] != -1) target[1] = static_cast<int64_t>(out.idx.size());
@@ -499,7 +489,7 @@ Graph with_identity_weights_folded(const Graph& imported) {
   };
   std::vector<Node> kept;
   for (Node& n : g.nodes) {
-    const bool foldable = n.op_type == "Identity" && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+    const bool foldable = n.op_type == kIdentity && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&
                           g.initializers.count(n.inputs[0]) && !is_default(n.inputs[0]) && !is_output(n.outputs[0]);
     if (foldable) g.initializers[n.outputs[0]] = g.initializers.at(n.inputs[0]);
     else kept.push_back(std::move(n));

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "ops/op_names.h"
 #include "passes/passes.h"
 #include "onnx/check_arity.h"
 #include "onnx/external_data.h"
@@ -407,7 +408,7 @@ Graph convert_graph(onnx::GraphProto& gp, ImportContext& ctx, const std::string&
       // After the attributes: a node's own subgraphs see the names defined before it, not its
       // outputs (as ONNX's checker has it).
       for (const auto& out : n.outputs) define_value(scope, ctx, out, "by " + n.describe(), true);
-      if (n.op_type == "Constant" && n.domain.empty()) {
+      if (n.op_type == kConstant && n.domain.empty()) {
         if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant must have one output");
         g.initializers[n.outputs[0]] = constant_value(n);
         continue;

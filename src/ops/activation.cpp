@@ -122,51 +122,51 @@ std::optional<EpilogueActivation> clip_epilogue(const Node& n, std::span<const V
 }  // namespace
 
 void register_activation_ops(OpRegistry& r) {
-  r.add("Relu", fusable(unary_op<kSignedNumeric>([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }),
-                        relu_epilogue));
-  r.add("LeakyRelu", fusable(unary_op_with_attrs<kFloat>([](const Node& node) {
+  r.add("Relu", with_traits(fusable(unary_op<kSignedNumeric>([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }),
+                        relu_epilogue), kPerChannel));
+  r.add("LeakyRelu", with_traits(fusable(unary_op_with_attrs<kFloat>([](const Node& node) {
                                float alpha = node.attr_float("alpha", 0.01f);
                                return [alpha](auto x) { return x < 0 ? x * alpha : x; };
                              }),
-                             leaky_relu_epilogue));
-  r.add("ThresholdedRelu", unary_op_with_attrs<kFloat>([](const Node& node) {
+                             leaky_relu_epilogue), kPerChannel));
+  r.add("ThresholdedRelu", with_traits(unary_op_with_attrs<kFloat>([](const Node& node) {
     float alpha = node.attr_float("alpha", 1.0f);
     return [alpha](auto x) { return x > alpha ? x : decltype(x)(0); };
-  }));
-  r.add("Elu", unary_op_with_attrs<kFloat>([](const Node& node) {
+  }), kPerChannel));
+  r.add("Elu", with_traits(unary_op_with_attrs<kFloat>([](const Node& node) {
     float alpha = node.attr_float("alpha", 1.0f);
     return [alpha](auto x) { return x < 0 ? alpha * std::expm1(x) : x; };
-  }));
-  r.add("Selu", unary_op_with_attrs<kFloat>([](const Node& node) {
+  }), kPerChannel));
+  r.add("Selu", with_traits(unary_op_with_attrs<kFloat>([](const Node& node) {
     float alpha = node.attr_float("alpha", 1.67326319217681884765625f);
     float gamma = node.attr_float("gamma", 1.05070102214813232421875f);
     return [alpha, gamma](auto x) { return gamma * (x > 0 ? x : alpha * std::expm1(x)); };
-  }));
-  r.add("Celu", unary_op_with_attrs<kFloat>([](const Node& node) {
+  }), kPerChannel));
+  r.add("Celu", with_traits(unary_op_with_attrs<kFloat>([](const Node& node) {
     float alpha = node.attr_float("alpha", 1.0f);
     if (alpha == 0.0f) throw Error(node.describe() + ": alpha must not be 0");
     return [alpha](auto x) { return x > 0 ? x : alpha * std::expm1(x / alpha); };
-  }));
-  r.add("Sigmoid", fusable(unary_op<kFloat>([](auto x) {
+  }), kPerChannel));
+  r.add("Sigmoid", with_traits(fusable(unary_op<kFloat>([](auto x) {
                              using T = decltype(x);
                              // Only ever exp of a non-positive number, so nothing overflows.
                              if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
                              T e = std::exp(x);
                              return e / (T(1) + e);
                            }),
-                           sigmoid_epilogue));
-  r.add("HardSigmoid", fusable(unary_op_with_attrs<kFloat>([](const Node& node) {
+                           sigmoid_epilogue), kPerChannel));
+  r.add("HardSigmoid", with_traits(fusable(unary_op_with_attrs<kFloat>([](const Node& node) {
                                  float alpha = node.attr_float("alpha", 0.2f);
                                  float beta = node.attr_float("beta", 0.5f);
                                  return [alpha, beta](auto x) { return clamp01<decltype(x)>(alpha * x + beta); };
                                }),
-                               hard_sigmoid_epilogue));
-  r.add("HardSwish", fusable(unary_op<kFloat>([](auto x) {
+                               hard_sigmoid_epilogue), kPerChannel));
+  r.add("HardSwish", with_traits(fusable(unary_op<kFloat>([](auto x) {
                                using T = decltype(x);
                                return x * clamp01<T>(x / T(6) + T(0.5));
                              }),
-                             hard_swish_epilogue));
-  r.add("Gelu", fusable(unary_op_with_attrs<kFloat>([](const Node& node) {  // opset 20
+                             hard_swish_epilogue), kPerChannel));
+  r.add("Gelu", with_traits(fusable(unary_op_with_attrs<kFloat>([](const Node& node) {  // opset 20
     const std::string approximate = node.attr_string("approximate", "none");
     if (approximate != "none" && approximate != "tanh")
       throw Error(node.describe() + ": approximate must be 'none' or 'tanh', not '" + approximate + "'");
@@ -176,13 +176,13 @@ void register_activation_ops(OpRegistry& r) {
       if (tanh_form) return T(0.5) * x * (T(1) + std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x)));
       return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
     };
-  }), gelu_epilogue));
-  r.add("Tanh", unary_op<kFloat>([](auto x) { return std::tanh(x); }));
-  r.add("Softplus", unary_op<kFloat>([](auto x) { return softplus(x); }));
-  r.add("Softsign", unary_op<kFloat>([](auto x) { return x / (decltype(x)(1) + std::abs(x)); }));
-  r.add("Mish", unary_op<kFloat>([](auto x) { return x * std::tanh(softplus(x)); }));
-  r.add("PRelu", OpSpec{&prelu_infer, &prelu_reference});
-  r.add("Clip", {.infer = &clip_infer, .reference = &clip_reference, .as_epilogue = &clip_epilogue});
+  }), gelu_epilogue), kPerChannel));
+  r.add("Tanh", with_traits(unary_op<kFloat>([](auto x) { return std::tanh(x); }), kPerChannel));
+  r.add("Softplus", with_traits(unary_op<kFloat>([](auto x) { return softplus(x); }), kPerChannel));
+  r.add("Softsign", with_traits(unary_op<kFloat>([](auto x) { return x / (decltype(x)(1) + std::abs(x)); }), kPerChannel));
+  r.add("Mish", with_traits(unary_op<kFloat>([](auto x) { return x * std::tanh(softplus(x)); }), kPerChannel));
+  r.add("PRelu", with_traits(OpSpec{&prelu_infer, &prelu_reference}, kBroadcast));
+  r.add("Clip", {.infer = &clip_infer, .reference = &clip_reference, .as_epilogue = &clip_epilogue, .traits = kPerChannel});
 }
 
 }  // namespace grove

@@ -108,7 +108,8 @@ void reference_conv_nchwc(const Node& node, std::span<const Tensor* const> in, s
 void register_channels_blocked_ops(OpRegistry& r) { 
   r.add_internal("ConvNchwc", {.infer = &infer_conv_nchwc,
                                .reference = &reference_conv_nchwc,
-                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); }});
+                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); },
+                               .traits = kChannelsBlocked});
  }
 
 }  // namespace grove

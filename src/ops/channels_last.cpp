@@ -217,19 +217,22 @@ void register_channels_last_ops(OpRegistry& r) {
                                        const Shape* y = known_shape(out, 0);
                                        const int64_t residual = in.size() > 9 && y ? numel(*y) : 0;
                                        return checked_add(conv_products(in, out, 3), residual);
-                                     }});
+                                     },
+                                     .traits = kChannelsLast});
   r.add_internal("MaxPoolNhwc", {.infer = &infer_nhwc,
                                  .reference = &reference_nhwc,
                                  .flops = [](const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {  // one compare per tap
                                    const Shape* y = known_shape(out, 0);
                                    return y ? checked_mul(numel(*y), window_size(node, "kernel_shape")) : int64_t{0};
-                                 }});
+                                 },
+                                 .traits = kChannelsLast});
   constexpr FlopsFn conv_flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); };
-  r.add_internal("ConvNhwc", {.infer = &infer_conv_nhwc, .reference = &reference_conv_nhwc, .flops = conv_flops});
-  r.add_internal("DepthwiseConvNhwc", {.infer = &infer_conv_nhwc, .reference = &reference_conv_nhwc, .flops = conv_flops});
+  r.add_internal("ConvNhwc", {.infer = &infer_conv_nhwc, .reference = &reference_conv_nhwc, .flops = conv_flops, .traits = kChannelsLast});
+  r.add_internal("DepthwiseConvNhwc", {.infer = &infer_conv_nhwc, .reference = &reference_conv_nhwc, .flops = conv_flops, .traits = kChannelsLast});
   r.add_internal("GlobalAveragePoolNhwc", {.infer = &infer_global_average_pool_nhwc,
                                            .reference = &reference_global_average_pool_nhwc,
-                                           .cost = OpCost::per_input_element});
+                                           .cost = OpCost::per_input_element,
+                                           .traits = kChannelsLast});
 }
 
 }  // namespace grove

@@ -292,10 +292,12 @@ void register_conv_ops(OpRegistry& registry) {
   // of a quantized model compares with its float original's.
   registry.add("ConvInteger", {.infer = infer_conv_integer,
                                .reference = reference_conv_integer,
-                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); }});
+                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 1); },
+                               .traits = kStaticQuant});
   registry.add("QLinearConv", {.infer = infer_qlinear_conv,
                                .reference = reference_qlinear_conv,
-                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 3); }});
+                               .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 3); },
+                               .traits = kStaticQuant});
 }
 
 }  // namespace grove

@@ -75,7 +75,8 @@ void register_conv_max_pool_op(OpRegistry& r) {
                                      .flops = [](const Node& node, std::span<const ValueInfo>, std::span<const ValueInfo> out) {
                                        const Shape* y = known_shape(out, 0);
                                        return y ? checked_mul(numel(*y), window_size(node, "pool.kernel_shape")) : int64_t{0};
-                                     }});
+                                     },
+                                     .traits = kChannelsLast});
  }
 
 }  // namespace grove

@@ -150,10 +150,10 @@ void mean_reference(const Node&, std::span<const Tensor* const> in, std::span<Te
 }  // namespace
 
 void register_arithmetic_ops(OpRegistry& r) {
-  r.add("Add", binary_op<kNumeric>([](auto a, auto b) { return wrapping(a, b, std::plus<>()); }));
-  r.add("Sub", binary_op<kNumeric>([](auto a, auto b) { return wrapping(a, b, std::minus<>()); }));
-  r.add("Mul", binary_op<kNumeric>([](auto a, auto b) { return wrapping(a, b, std::multiplies<>()); }));
-  r.add("Div", binary_op<kNumeric>([](auto a, auto b) { return divide(a, b); }));
+  r.add("Add", with_traits(binary_op<kNumeric>([](auto a, auto b) { return wrapping(a, b, std::plus<>()); }), kBroadcast));
+  r.add("Sub", with_traits(binary_op<kNumeric>([](auto a, auto b) { return wrapping(a, b, std::minus<>()); }), kBroadcast));
+  r.add("Mul", with_traits(binary_op<kNumeric>([](auto a, auto b) { return wrapping(a, b, std::multiplies<>()); }), kBroadcast));
+  r.add("Div", with_traits(binary_op<kNumeric>([](auto a, auto b) { return divide(a, b); }), kBroadcast));
   r.add("Mod", binary_op_with_attrs<kNumeric>([](const Node& node) {
     int64_t fmod = node.attr_int("fmod", 0);
     if (fmod != 0 && fmod != 1) throw Error(node.describe() + ": fmod must be 0 or 1, got " + std::to_string(fmod));
@@ -170,11 +170,11 @@ void register_arithmetic_ops(OpRegistry& r) {
       return static_cast<T>(left ? x << amount : x >> amount);
     };
   }));
-  r.add("Pow", OpSpec{&pow_infer, &pow_reference});
-  r.add("Max", OpSpec{&variadic_infer<kNumeric>, &max_reference});
-  r.add("Min", OpSpec{&variadic_infer<kNumeric>, &min_reference});
-  r.add("Sum", OpSpec{&variadic_infer<kNumeric>, &sum_reference});
-  r.add("Mean", OpSpec{&variadic_infer<kFloat>, &mean_reference});
+  r.add("Pow", with_traits(OpSpec{&pow_infer, &pow_reference}, kBroadcast));
+  r.add("Max", with_traits(OpSpec{&variadic_infer<kNumeric>, &max_reference}, kBroadcast));
+  r.add("Min", with_traits(OpSpec{&variadic_infer<kNumeric>, &min_reference}, kBroadcast));
+  r.add("Sum", with_traits(OpSpec{&variadic_infer<kNumeric>, &sum_reference}, kBroadcast));
+  r.add("Mean", with_traits(OpSpec{&variadic_infer<kFloat>, &mean_reference}, kBroadcast));
 }
 
 }  // namespace grove::elementwise

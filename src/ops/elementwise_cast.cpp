@@ -82,7 +82,7 @@ void cast_reference(const Node&, std::span<const Tensor* const> in, std::span<Te
 }  // namespace
 
 void register_cast_ops(OpRegistry& r) {
-  r.add("Cast", OpSpec{&cast_infer, &cast_reference});
+  r.add("Cast", with_traits(OpSpec{&cast_infer, &cast_reference}, kPerChannel));
   r.add("CastLike", OpSpec{&cast_like_infer, &cast_reference});
 }
 

@@ -46,14 +46,14 @@ void isinf_reference(const Node& node, std::span<const Tensor* const> in, std::s
 }  // namespace
 
 void register_unary_math_ops(OpRegistry& r) {
-  r.add("Sqrt", unary_op<kFloat>([](auto x) { return std::sqrt(x); }));
-  r.add("Exp", unary_op<kFloat>([](auto x) { return std::exp(x); }));
-  r.add("Log", unary_op<kFloat>([](auto x) { return std::log(x); }));
-  r.add("Erf", unary_op<kFloat>([](auto x) { return std::erf(x); }));
-  r.add("Reciprocal", unary_op<kFloat>([](auto x) { return decltype(x)(1) / x; }));
-  r.add("Floor", unary_op<kFloat>([](auto x) { return std::floor(x); }));
-  r.add("Ceil", unary_op<kFloat>([](auto x) { return std::ceil(x); }));
-  r.add("Round", unary_op<kFloat>([](auto x) { return round_half_even(x); }));
+  r.add("Sqrt", with_traits(unary_op<kFloat>([](auto x) { return std::sqrt(x); }), kPerChannel));
+  r.add("Exp", with_traits(unary_op<kFloat>([](auto x) { return std::exp(x); }), kPerChannel));
+  r.add("Log", with_traits(unary_op<kFloat>([](auto x) { return std::log(x); }), kPerChannel));
+  r.add("Erf", with_traits(unary_op<kFloat>([](auto x) { return std::erf(x); }), kPerChannel));
+  r.add("Reciprocal", with_traits(unary_op<kFloat>([](auto x) { return decltype(x)(1) / x; }), kPerChannel));
+  r.add("Floor", with_traits(unary_op<kFloat>([](auto x) { return std::floor(x); }), kPerChannel));
+  r.add("Ceil", with_traits(unary_op<kFloat>([](auto x) { return std::ceil(x); }), kPerChannel));
+  r.add("Round", with_traits(unary_op<kFloat>([](auto x) { return round_half_even(x); }), kPerChannel));
   r.add("Sin", unary_op<kFloat>([](auto x) { return std::sin(x); }));
   r.add("Cos", unary_op<kFloat>([](auto x) { return std::cos(x); }));
   r.add("Tan", unary_op<kFloat>([](auto x) { return std::tan(x); }));
@@ -66,11 +66,11 @@ void register_unary_math_ops(OpRegistry& r) {
   r.add("Acosh", unary_op<kFloat>([](auto x) { return std::acosh(x); }));
   r.add("Atanh", unary_op<kFloat>([](auto x) { return std::atanh(x); }));
 
-  r.add("Neg", unary_op<kSignedNumeric>([](auto x) { return negate(x); }));
-  r.add("Abs", unary_op<kNumeric>([](auto x) {
+  r.add("Neg", with_traits(unary_op<kSignedNumeric>([](auto x) { return negate(x); }), kPerChannel));
+  r.add("Abs", with_traits(unary_op<kNumeric>([](auto x) {
     if constexpr (std::is_unsigned_v<decltype(x)>) return x;
     else return x < 0 ? negate(x) : x;
-  }));
+  }), kPerChannel));
   r.add("Sign", unary_op<kNumeric>([](auto x) {
     using T = decltype(x);
     if constexpr (std::is_floating_point_v<T>) {

@@ -115,10 +115,11 @@ void register_expand_depthwise_op(OpRegistry& r) {
   // The depthwise taps; the expand conv's FLOPs are the fused epilogue's.
   r.add_internal("ExpandDepthwiseNhwc", {.infer = &infer,
                                          .reference = &reference,
-                                         .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 3); }});
+                                         .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return conv_products(in, out, 3); },
+                                         .traits = kChannelsLast});
   // The expand, depthwise and project convs' FLOPs are all the fused epilogue's.
   r.add_internal("InvertedResidualNhwc",
-                 {.infer = &infer, .reference = &reference, .flops = [](const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) { return int64_t{0}; }});
+                 {.infer = &infer, .reference = &reference, .flops = [](const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) { return int64_t{0}; }, .traits = kChannelsLast});
 }
 
 }  // namespace grove

@@ -380,8 +380,8 @@ void register_normalization_ops(OpRegistry& registry) {
   registry.add("InstanceNormalization", {infer_instancenorm, reference_instancenorm});
   registry.add("LayerNormalization", {infer_layernorm, reference_layernorm});
   registry.add("LRN", {infer_lrn, reference_lrn});
-  registry.add("Softmax", {infer_softmax, reference_softmax<SoftmaxKind::softmax>});
-  registry.add("LogSoftmax", {infer_softmax, reference_softmax<SoftmaxKind::log_softmax>});
+  registry.add("Softmax", with_traits(OpSpec{infer_softmax, reference_softmax<SoftmaxKind::softmax>}, kPerChannel));
+  registry.add("LogSoftmax", with_traits(OpSpec{infer_softmax, reference_softmax<SoftmaxKind::log_softmax>}, kPerChannel));
   registry.add("Hardmax", {infer_softmax, reference_softmax<SoftmaxKind::hardmax>});
 }
 

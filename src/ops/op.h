@@ -46,6 +46,40 @@ struct EpilogueActivation {
 // are computed at run time). `in` as infer sees it: a constant input carries its data.
 using AsEpilogueFn = std::optional<EpilogueActivation> (*)(const Node&, std::span<const ValueInfo> in);
 
+// How sub-net slicing (dynamic/slice_subnet.cpp) carries the channels a layer before this op
+// lost. Ops it has its own code for (Conv, Gemm, MatMul, Concat, BatchNormalization, Flatten,
+// Reshape, Transpose) leave this at `stops`: slicing names them.
+enum class ChannelFlow : uint8_t {
+  stops,        // slicing cannot follow the channels through the op and asks for the layer's exemption
+  per_channel,  // output 0 has input 0's channels, each computed from its own: the kept set passes on
+  broadcast,    // elementwise over inputs whose channels line up with the output's (Add, Mul, PRelu)
+  reduces,      // a Reduce*: the kept channels pass on unless `axes` reduces the channel axis
+};
+
+// The layout an op's image tensors are in. ONNX writes every op channels-first; the other
+// layouts belong to grove.internal ops that the layout passes create.
+enum class OpLayout : uint8_t {
+  nchw,   // channels first, as ONNX has it
+  nhwc,   // channels last (the *Nhwc ops)
+  nchwc,  // channel blocks innermost (ConvNchwc)
+};
+
+// What passes and the planner ask about an op beyond its maths. A pass that needs a new fact
+// about ops adds it here and each family sets it where it registers the op, so the pass never
+// keeps its own list of op names that a new op would miss.
+struct OpTraits {
+  ChannelFlow channels = ChannelFlow::stops;
+  // Output 0 is input 0's bytes under a shape the op computes (Reshape, Flatten, Squeeze,
+  // Unsqueeze): the planner lets it share input 0's buffer (plan/plan_views.cpp).
+  bool view = false;
+  // One of the forms a statically quantized model is written in (QDQ pairs, QLinear*, *Integer):
+  // grove does not quantize a model holding one again (cli/int8_model.cpp). DynamicQuantizeLinear
+  // is not one: it quantizes at run time.
+  bool static_quant = false;
+  // Read by the tuner's layout links (tune/perf_select.cpp) and `grove plan --json`.
+  OpLayout layout = OpLayout::nchw;
+};
+
 struct OpSpec {
   InferFn infer = nullptr;
   ReferenceFn reference = nullptr;
@@ -57,7 +91,20 @@ struct OpSpec {
   const TileRule* tile_rule = nullptr;
   // An activation a GEMM or conv can apply to its output in registers; nullptr: not one.
   AsEpilogueFn as_epilogue = nullptr;
+  OpTraits traits{};
 };
+
+// For a spec a family's helper builds: r.add("Tanh", with_traits(unary_op<...>(...), kPerChannel)).
+inline OpSpec with_traits(OpSpec spec, OpTraits traits) {
+  spec.traits = traits;
+  return spec;
+}
+inline constexpr OpTraits kPerChannel{.channels = ChannelFlow::per_channel};
+inline constexpr OpTraits kBroadcast{.channels = ChannelFlow::broadcast};
+inline constexpr OpTraits kView{.view = true};
+inline constexpr OpTraits kStaticQuant{.static_quant = true};
+inline constexpr OpTraits kChannelsLast{.layout = OpLayout::nhwc};
+inline constexpr OpTraits kChannelsBlocked{.layout = OpLayout::nchwc};
 
 // The domain of grove's internal ops, which only graph passes create (e.g. Attention from
 // fuse_attention): a name no ONNX model uses for an operator set.

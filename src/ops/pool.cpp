@@ -250,16 +250,16 @@ void register_pool_ops(OpRegistry& registry) {
     const Shape* y = known_shape(out, 0);
     return y ? checked_mul(numel(*y), window_size(node, "kernel_shape")) : int64_t{0};
   };
-  registry.add("MaxPool", {.infer = infer_pool<PoolKind::max>, .reference = reference_pool<PoolKind::max>, .flops = per_tap});
+  registry.add("MaxPool", {.infer = infer_pool<PoolKind::max>, .reference = reference_pool<PoolKind::max>, .flops = per_tap, .traits = kPerChannel});
   registry.add("AveragePool",
-               {.infer = infer_pool<PoolKind::average>, .reference = reference_pool<PoolKind::average>, .flops = per_tap});
-  registry.add("LpPool", {.infer = infer_pool<PoolKind::lp>, .reference = reference_pool<PoolKind::lp>, .flops = per_tap});
+               {.infer = infer_pool<PoolKind::average>, .reference = reference_pool<PoolKind::average>, .flops = per_tap, .traits = kPerChannel});
+  registry.add("LpPool", {.infer = infer_pool<PoolKind::lp>, .reference = reference_pool<PoolKind::lp>, .flops = per_tap, .traits = kPerChannel});
   registry.add("GlobalMaxPool", {.infer = infer_global_pool<PoolKind::max>,
                                  .reference = reference_global_pool<PoolKind::max>,
-                                 .cost = OpCost::per_input_element});
+                                 .cost = OpCost::per_input_element, .traits = kPerChannel});
   registry.add("GlobalAveragePool", {.infer = infer_global_pool<PoolKind::average>,
                                      .reference = reference_global_pool<PoolKind::average>,
-                                     .cost = OpCost::per_input_element});
+                                     .cost = OpCost::per_input_element, .traits = kPerChannel});
   registry.add("MaxUnpool", {infer_max_unpool, reference_max_unpool});
   registry.add("GlobalLpPool", {.infer = infer_global_pool<PoolKind::lp>,
                                 .reference = reference_global_pool<PoolKind::lp>,

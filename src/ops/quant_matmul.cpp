@@ -131,10 +131,12 @@ void register_quant_matmul_ops(OpRegistry& registry) {
   // The integer products count as FLOPs, as ConvInteger's do.
   registry.add("MatMulInteger", {.infer = infer_matmul_integer,
                                  .reference = reference_matmul_integer,
-                                 .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return matmul_products(in, out); }});
+                                 .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return matmul_products(in, out); },
+                                 .traits = kStaticQuant});
   registry.add("QLinearMatMul", {.infer = infer_qlinear_matmul,
                                  .reference = reference_qlinear_matmul,
-                                 .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return matmul_products(in, out); }});
+                                 .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) { return matmul_products(in, out); },
+                                 .traits = kStaticQuant});
 }
 
 }  // namespace grove

@@ -203,8 +203,8 @@ void reference_dynamic_quantize(const Node& node, std::span<const Tensor* const>
 }  // namespace
 
 void register_quantize_ops(OpRegistry& registry) {
-  registry.add("QuantizeLinear", {infer_quantize, reference_quantize});
-  registry.add("DequantizeLinear", {infer_dequantize, reference_dequantize});
+  registry.add("QuantizeLinear", with_traits(OpSpec{infer_quantize, reference_quantize}, kStaticQuant));
+  registry.add("DequantizeLinear", with_traits(OpSpec{infer_dequantize, reference_dequantize}, kStaticQuant));
   registry.add("DynamicQuantizeLinear", {infer_dynamic_quantize, reference_dynamic_quantize});
 }
 

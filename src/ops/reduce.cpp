@@ -254,7 +254,10 @@ void reference_arg(const Node& node, std::span<const Tensor* const> in, std::spa
 void register_reduce_ops(OpRegistry& registry) {
   for (const char* name : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                            "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
-    registry.add(name, {.infer = infer_reduce, .reference = reference_reduce, .cost = OpCost::per_input_element});
+    registry.add(name, {.infer = infer_reduce,
+                        .reference = reference_reduce,
+                        .cost = OpCost::per_input_element,
+                        .traits = {.channels = ChannelFlow::reduces}});
   registry.add("ArgMax", {.infer = infer_arg, .reference = reference_arg, .cost = OpCost::per_input_element});
   registry.add("ArgMin", {.infer = infer_arg, .reference = reference_arg, .cost = OpCost::per_input_element});
 }

@@ -266,8 +266,8 @@ void resize_reference(const Node& node, std::span<const Tensor* const> in, std::
 }  // namespace
 
 void register_resize_ops(OpRegistry& r) {
-  r.add("Resize", {resize_infer, resize_reference});
-  r.add("Upsample", {resize_infer, resize_reference});
+  r.add("Resize", with_traits(OpSpec{resize_infer, resize_reference}, kPerChannel));
+  r.add("Upsample", with_traits(OpSpec{resize_infer, resize_reference}, kPerChannel));
 }
 
 }  // namespace grove

@@ -214,14 +214,14 @@ void dropout_reference(const Node& node, std::span<const Tensor* const> in, std:
 }  // namespace
 
 void register_shape_ops(OpRegistry& r) {
-  r.add("Reshape", {.infer = reshape_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data});
-  r.add("Flatten", {.infer = flatten_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data});
-  r.add("Squeeze", {.infer = squeeze_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data});
-  r.add("Unsqueeze", {.infer = unsqueeze_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data});
-  r.add("Identity", {.infer = identity_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data});
+  r.add("Reshape", {.infer = reshape_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data, .traits = kView});
+  r.add("Flatten", {.infer = flatten_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data, .traits = kView});
+  r.add("Squeeze", {.infer = squeeze_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data, .traits = kView});
+  r.add("Unsqueeze", {.infer = unsqueeze_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data, .traits = kView});
+  r.add("Identity", {.infer = identity_infer, .reference = same_bytes_reference, .cost = OpCost::moves_data, .traits = kPerChannel});
   r.add("Shape", {.infer = shape_infer, .reference = shape_reference, .cost = OpCost::moves_data});
   r.add("Size", {.infer = size_infer, .reference = size_reference, .cost = OpCost::moves_data});
-  r.add("Dropout", {.infer = dropout_infer, .reference = dropout_reference, .cost = OpCost::moves_data});
+  r.add("Dropout", {.infer = dropout_infer, .reference = dropout_reference, .cost = OpCost::moves_data, .traits = kPerChannel});
   register_generator_ops(r);
 }
 

@@ -6,6 +6,7 @@
 
 #include "ops/control_flow.h"
 #include "ops/evaluate.h"
+#include "ops/op_names.h"
 
 namespace grove {
 
@@ -76,11 +77,11 @@ ShapeMap resolve_input_shapes(const Graph& g, const ShapeMap& shapes) {
 namespace {
 
 // Shape and Size depend only on the input's shape, so they fold once shapes are bound.
-bool folds_on_shape_alone(const Node& n) { return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size"); }
+bool folds_on_shape_alone(const Node& n) { return n.domain.empty() && (n.op_type == kShape || n.op_type == kSize); }
 
 // DequantizeLinear of a constant stays a node here, so passes/fuse_qdq.cpp still sees which
 // weights are integers; it folds the ones it does not fuse.
-bool folds_later(const Node& n) { return n.domain.empty() && n.op_type == "DequantizeLinear"; }
+bool folds_later(const Node& n) { return n.domain.empty() && n.op_type == kDequantizeLinear; }
 
 int64_t value_bytes(const ValueInfo& v) { return numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)); }
 
@@ -90,7 +91,7 @@ int64_t value_bytes(const ValueInfo& v) { return numel(v.shape) * static_cast<in
 // is not constant or the branch's names would collide with the graph's.
 bool inline_constant_if(Graph& g, size_t at) {
   const Node& node = g.nodes[at];
-  if (!node.domain.empty() || node.op_type != "If" || node.inputs.empty()) return false;
+  if (!node.domain.empty() || node.op_type != kIf || node.inputs.empty()) return false;
   auto cond = g.initializers.find(node.inputs[0]);
   if (cond == g.initializers.end() || cond->second.dtype() != DType::boolean || cond->second.numel() != 1) return false;
   check_control_flow(node);
@@ -108,7 +109,7 @@ bool inline_constant_if(Graph& g, size_t at) {
     if (node.outputs[k].empty()) continue;
     Node id;
     id.name = node.name + "/output" + std::to_string(k);
-    id.op_type = "Identity";
+    id.op_type = kIdentity;
     id.opset = node.opset;
     id.inputs = {branch.outputs[k].name};
     id.outputs = {node.outputs[k]};

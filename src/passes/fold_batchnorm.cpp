@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "ops/op_names.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -28,7 +29,7 @@ void fold_batchnorm_into_conv(Graph& g) {
   std::vector<bool> drop(g.nodes.size(), false);
   for (size_t bi = 0; bi < g.nodes.size(); ++bi) {
     const Node& bn = g.nodes[bi];
-    if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() != 5) continue;
+    if (bn.op_type != kBatchNormalization || !bn.domain.empty() || bn.inputs.size() != 5) continue;
     if (bn.attr_int("training_mode", 0) != 0) continue;
     bool extra = false;
     for (size_t k = 1; k < bn.outputs.size(); ++k) extra |= !bn.outputs[k].empty();
@@ -36,7 +37,7 @@ void fold_batchnorm_into_conv(Graph& g) {
     auto p = producer.find(bn.inputs[0]);
     if (p == producer.end()) continue;
     Node& conv = g.nodes[p->second];
-    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
+    if (conv.op_type != kConv || !conv.domain.empty() || conv.outputs.size() != 1) continue;
     if (readers[bn.inputs[0]] != 1 || graph_outputs.count(bn.inputs[0])) continue;
     const Tensor* w = constant_f32(g, conv.inputs[1]);
     const Tensor* b = conv.inputs.size() > 2 && !conv.inputs[2].empty() ? constant_f32(g, conv.inputs[2]) : nullptr;

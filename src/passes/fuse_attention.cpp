@@ -20,6 +20,7 @@
 
 #include "passes/passes.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 
 namespace grove {
 namespace {
@@ -40,7 +41,7 @@ struct GraphIndex {
 
   // The default-domain node of `op_type` producing `value`, when `value` is an internal
   // link of the chain (one reader, not a graph output); else nullptr.
-  const Node* link(const std::string& value, const char* op_type, size_t* index = nullptr) const {
+  const Node* link(const std::string& value, std::string_view op_type, size_t* index = nullptr) const {
     auto it = producer.find(value);
     if (it == producer.end() || outputs.count(value) || readers.at(value) != 1) return nullptr;
     const Node& n = g.nodes[it->second];
@@ -89,9 +90,9 @@ void to_sequence_major(const GraphIndex& ix, Node& fused, std::vector<size_t>& r
 // marks the nodes it replaces, or returns false with nothing changed.
 bool match(const GraphIndex& ix, size_t pv_index, Node& fused, std::vector<size_t>& replaced) {
   const Node& pv = ix.g.nodes[pv_index];
-  if (pv.op_type != "MatMul" || !pv.domain.empty() || pv.inputs.size() != 2) return false;
+  if (pv.op_type != kMatMul || !pv.domain.empty() || pv.inputs.size() != 2) return false;
   size_t at = 0;
-  const Node* softmax = ix.link(pv.inputs[0], "Softmax", &at);
+  const Node* softmax = ix.link(pv.inputs[0], kSoftmax, &at);
   if (!softmax) return false;
   std::vector<size_t> chain{pv_index, at};
   const ValueInfo* sm_in = ix.info(softmax->inputs[0]);
@@ -102,33 +103,33 @@ bool match(const GraphIndex& ix, size_t pv_index, Node& fused, std::vector<size_
 
   std::string value = softmax->inputs[0], mask, keep;
   float fill = 0;
-  if (const Node* add = ix.link(value, "Add", &at)) {
+  if (const Node* add = ix.link(value, kAdd, &at)) {
     if (add->inputs.size() != 2) return false;
     // Either operand may be the scores: float addition commutes exactly.
     const std::string& first = add->inputs[0];
-    const bool scores_first = ix.link(first, "Where") || ix.link(first, "Mul") || ix.link(first, "Div");
+    const bool scores_first = ix.link(first, kWhere) || ix.link(first, kMul) || ix.link(first, kDiv);
     value = add->inputs[scores_first ? 0 : 1];
     mask = add->inputs[scores_first ? 1 : 0];
     if (!fits_scores(ix.info(mask), DType::f32, scores)) return false;
     chain.push_back(at);
   }
-  if (const Node* where = ix.link(value, "Where", &at)) {
+  if (const Node* where = ix.link(value, kWhere, &at)) {
     if (where->inputs.size() != 3 || !ix.scalar_constant(where->inputs[2], fill)) return false;
     keep = where->inputs[0];
     if (!fits_scores(ix.info(keep), DType::boolean, scores)) return false;
     value = where->inputs[1];
     chain.push_back(at);
   }
-  const Node* scale_node = ix.link(value, "Mul", &at);
-  if (!scale_node) scale_node = ix.link(value, "Div", &at);
+  const Node* scale_node = ix.link(value, kMul, &at);
+  if (!scale_node) scale_node = ix.link(value, kDiv, &at);
   if (!scale_node || scale_node->inputs.size() != 2) return false;
   float scale = 0;
   size_t scores_at = 0;  // which operand of the Mul/Div is the product
   if (ix.scalar_constant(scale_node->inputs[1], scale)) scores_at = 0;
-  else if (scale_node->op_type == "Mul" && ix.scalar_constant(scale_node->inputs[0], scale)) scores_at = 1;
+  else if (scale_node->op_type == kMul && ix.scalar_constant(scale_node->inputs[0], scale)) scores_at = 1;
   else return false;
   chain.push_back(at);
-  const Node* qk = ix.link(scale_node->inputs[scores_at], "MatMul", &at);
+  const Node* qk = ix.link(scale_node->inputs[scores_at], kMatMul, &at);
   if (!qk || qk->inputs.size() != 2) return false;
   chain.push_back(at);
   // Every intermediate keeps the score shape (no broadcast widening along the chain).
@@ -144,7 +145,7 @@ bool match(const GraphIndex& ix, size_t pv_index, Node& fused, std::vector<size_
 
   fused = Node{};
   fused.name = pv.name + "/grove_attention";
-  fused.op_type = "Attention";
+  fused.op_type = kAttention;
   fused.domain = kGroveDomain;
   fused.opset = softmax->opset;
   fused.inputs = {qk->inputs[0], qk->inputs[1], pv.inputs[1], mask, keep};
@@ -178,9 +179,9 @@ struct HeadRows {
 // `value` = Transpose(perm) of Reshape(x) with x [B, S, H * D] and the Reshape [B, S, H, D].
 bool head_rows(const GraphIndex& ix, const std::string& value, const std::vector<int64_t>& perm, HeadRows& out) {
   size_t transpose_at = 0, reshape_at = 0;
-  const Node* transpose = ix.link(value, "Transpose", &transpose_at);
+  const Node* transpose = ix.link(value, kTranspose, &transpose_at);
   if (!transpose || transpose->inputs.size() != 1 || transpose->attr_ints("perm") != perm) return false;
-  const Node* reshape = ix.link(transpose->inputs[0], "Reshape", &reshape_at);
+  const Node* reshape = ix.link(transpose->inputs[0], kReshape, &reshape_at);
   if (!reshape || reshape->inputs.empty()) return false;
   const ValueInfo* split_heads = ix.info(reshape->outputs[0]);
   const ValueInfo* rows = ix.info(reshape->inputs[0]);
@@ -193,7 +194,7 @@ bool head_rows(const GraphIndex& ix, const std::string& value, const std::vector
   if (p == ix.producer.end() || ix.outputs.count(reshape->inputs[0]) || ix.readers.at(reshape->inputs[0]) != 1)
     return true;
   const Node& split = ix.g.nodes[p->second];
-  if (split.op_type != "Split" || !split.domain.empty() || split.inputs.empty()) return true;
+  if (split.op_type != kSplit || !split.domain.empty() || split.inputs.empty()) return true;
   const ValueInfo* whole = ix.info(split.inputs[0]);
   if (!whole || whole->dtype != DType::f32 || whole->shape.size() != 3) return true;
   int64_t axis = split.attr_int("axis", 0);
@@ -234,7 +235,7 @@ void to_sequence_major(const GraphIndex& ix, Node& fused, std::vector<size_t>& r
   const std::optional<size_t> out_at = only_reader(ix, fused.outputs[0]);
   if (!out_at) return;
   const Node& out = ix.g.nodes[*out_at];
-  if (out.op_type != "Transpose" || !out.domain.empty() || out.outputs.size() != 1 ||
+  if (out.op_type != kTranspose || !out.domain.empty() || out.outputs.size() != 1 ||
       out.attr_ints("perm") != std::vector<int64_t>{0, 2, 1, 3})
     return;
   // A Split is absorbed only whole: each of its outputs is one of these three.

@@ -11,6 +11,7 @@
 #include "ops/channels_last.h"
 #include "ops/conv_max_pool.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/flops.h"
 #include "passes/fuse_pairs.h"
 #include "passes/passes.h"
@@ -19,7 +20,7 @@ namespace grove {
 namespace {
 
 bool fusable_conv(const Graph& g, const Node& c) {
-  if (c.op_type != "ConvNhwc" || c.domain != kGroveDomain || c.outputs.size() != 1 || c.inputs.size() < 2 ||
+  if (c.op_type != kConvNhwc || c.domain != kGroveDomain || c.outputs.size() != 1 || c.inputs.size() < 2 ||
       c.inputs.size() > 3 || runs_in_bf16(c) || stores_bf16(c) || conv_primitive_choice(c) != ConvPrimitive::unset ||
       !g.initializers.count(c.inputs[1]))
     return false;
@@ -28,7 +29,7 @@ bool fusable_conv(const Graph& g, const Node& c) {
 }
 
 bool fusable_pool(const Node& p) {
-  if (p.op_type != "MaxPoolNhwc" || p.domain != kGroveDomain || p.inputs.size() != 1) return false;
+  if (p.op_type != kMaxPoolNhwc || p.domain != kGroveDomain || p.inputs.size() != 1) return false;
   for (size_t i = 1; i < p.outputs.size(); ++i)
     if (!p.outputs[i].empty()) return false;  // Indices
   return p.attr_int("storage_order", 0) == 0 && p.attr_ints("kernel_shape").size() == 2;
@@ -42,7 +43,7 @@ int fuse_conv_max_pool(Graph& g, const std::set<std::string>& keep) {
   return fuse_pairs(g, keep, [&](const Node& c, const Node& p) -> std::optional<Node> {
     if (!fusable_pool(p) || !fusable_conv(g, c)) return std::nullopt;
     Node f = c;
-    f.op_type = "ConvMaxPoolNhwc";
+    f.op_type = kConvMaxPoolNhwc;
     f.outputs = {p.outputs[0]};
     for (const auto& [key, value] : p.attrs) f.attrs[kPoolPrefix + key] = value;
     f.decisions.pool = as_part(p.decisions);

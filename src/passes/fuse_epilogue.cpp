@@ -19,6 +19,7 @@
 #include <set>
 
 #include "graph/node_decisions.h"
+#include "ops/op_names.h"
 #include "passes/flops.h"
 #include "ops/op.h"
 #include "passes/passes.h"
@@ -75,7 +76,7 @@ class EpilogueFuser {
     return t->data<float>()[0];
   }
   // The node that alone reads `v` (not a graph output), if it is a default-domain `op`.
-  const Node* only_reader(const std::string& v, const char* op, size_t& index) const {
+  const Node* only_reader(const std::string& v, std::string_view op, size_t& index) const {
     auto it = readers_.find(v);
     if (graph_outputs_.count(v) || it == readers_.end() || it->second.size() != 1) return nullptr;
     index = it->second[0];
@@ -98,12 +99,12 @@ class EpilogueFuser {
     if (!n.domain.empty() || n.outputs.size() != 1 || has_fused_epilogue(n) || !is_f32(n.outputs[0])) return false;
     for (const auto& in : n.inputs)
       if (!in.empty() && !is_f32(in)) return false;
-    if (n.op_type == "Conv") return n.inputs.size() >= 2 && n.inputs.size() <= 3;
-    if (n.op_type == "MatMul") {
+    if (n.op_type == kConv) return n.inputs.size() >= 2 && n.inputs.size() <= 3;
+    if (n.op_type == kMatMul) {
       const ValueInfo *a = info(n.inputs[0]), *b = info(n.inputs[1]);
       return n.inputs.size() == 2 && a && b && a->shape.size() >= 2 && b->shape.size() >= 2;
     }
-    if (n.op_type == "Gemm") {
+    if (n.op_type == kGemm) {
       if (n.attr_float("alpha", 1.0f) != 1.0f || n.inputs.size() < 2 || n.inputs.size() > 3) return false;
       if (n.inputs.size() < 3 || n.inputs[2].empty()) return true;
       // Only a C that is a per-column bias: the tile rule then adds it in the epilogue.
@@ -119,20 +120,20 @@ class EpilogueFuser {
   // integer ops): its float output may take a bias and an activation the tile rule applies
   // (ops/tile_quant_elementwise.cpp), the bias as input 3 after the zero point.
   bool dequantize_producer(const Node& n) const {
-    if (n.op_type != "DequantizeLinear" || !n.domain.empty() || n.outputs.size() != 1 || has_fused_epilogue(n)) return false;
+    if (n.op_type != kDequantizeLinear || !n.domain.empty() || n.outputs.size() != 1 || has_fused_epilogue(n)) return false;
     if (n.inputs.size() < 2 || n.inputs.size() > 3 || n.has_attr("axis") || n.has_attr("block_size")) return false;
     const ValueInfo *x = info(n.inputs[0]), *s = info(n.inputs[1]);
     return x && s && (x->dtype == DType::u8 || x->dtype == DType::i8) && numel(s->shape) == 1 && is_f32(n.outputs[0]);
   }
-  static size_t bias_input(const Node& p) { return p.op_type == "DequantizeLinear" ? 3 : kEpilogueBiasInput; }
+  static size_t bias_input(const Node& p) { return p.op_type == kDequantizeLinear ? 3 : kEpilogueBiasInput; }
 
   // Add(v, constant of N values along the last dim) for a producer with no bias yet.
   bool take_bias(Node& p, std::string& v, Fusion& f) {
     const size_t slot = bias_input(p);
     const bool has_bias = p.inputs.size() > slot && !p.inputs[slot].empty();
-    if (p.op_type == "Conv" || has_bias) return false;
+    if (p.op_type == kConv || has_bias) return false;
     size_t at = 0;
-    const Node* add = only_reader(v, "Add", at);
+    const Node* add = only_reader(v, kAdd, at);
     if (!add) return false;
     const std::string bias = other_input(*add, v);
     const Tensor* b = constant(bias);
@@ -141,7 +142,7 @@ class EpilogueFuser {
     for (int64_t d = 0; d + 1 < b->rank(); ++d)
       if (b->dim(d) != 1) return false;
     // A Gemm's C is scaled by beta.
-    if (p.op_type == "Gemm" && (b->rank() > 2 || p.attr_float("beta", 1.0f) != 1.0f)) return false;
+    if (p.op_type == kGemm && (b->rank() > 2 || p.attr_float("beta", 1.0f) != 1.0f)) return false;
     p.inputs.resize(slot + 1);  // a DequantizeLinear without a zero point gets "" before the bias
     p.inputs[slot] = bias;
     v = add->outputs[0];
@@ -152,7 +153,7 @@ class EpilogueFuser {
   // Add(v, r) with r computed, of v's shape and dtype (no broadcasting).
   bool take_residual(Node& p, std::string& v, Fusion& f) {
     size_t at = 0;
-    const Node* add = only_reader(v, "Add", at);
+    const Node* add = only_reader(v, kAdd, at);
     if (!add) return false;
     const std::string r = other_input(*add, v);
     if (r.empty() || constant(r) || !is_f32(r) || !same_shape(r, v) || !same_shape(add->outputs[0], v)) return false;
@@ -204,19 +205,19 @@ class EpilogueFuser {
       const Node& div = g_.nodes[di];
       const Node& mul_v = g_.nodes[mi];
       if (dropped_[di] || dropped_[mi] || !div.domain.empty() || !mul_v.domain.empty()) continue;
-      if (div.inputs.size() != 2 || mul_v.op_type != "Mul") continue;
-      const bool by_div = div.op_type == "Div" && div.inputs[0] == v && near(scalar(div.inputs[1]), std::sqrt(2.0));
-      const bool by_mul = div.op_type == "Mul" && near(scalar(other_input(div, v)), std::sqrt(0.5));
+      if (div.inputs.size() != 2 || mul_v.op_type != kMul) continue;
+      const bool by_div = div.op_type == kDiv && div.inputs[0] == v && near(scalar(div.inputs[1]), std::sqrt(2.0));
+      const bool by_mul = div.op_type == kMul && near(scalar(other_input(div, v)), std::sqrt(0.5));
       if (!by_div && !by_mul) continue;
       size_t ei = 0, ai = 0, m2i = 0;
-      const Node* erf = only_reader(div.outputs[0], "Erf", ei);
-      const Node* add = erf ? only_reader(erf->outputs[0], "Add", ai) : nullptr;
+      const Node* erf = only_reader(div.outputs[0], kErf, ei);
+      const Node* add = erf ? only_reader(erf->outputs[0], kAdd, ai) : nullptr;
       if (!add || !near(scalar(other_input(*add, erf->outputs[0])), 1.0)) continue;
       const std::string m1_other = other_input(mul_v, v);
       // The 0.5 on (1 + Erf): Mul(add, 0.5) -> Mul(v, .), which is mul_v.
       size_t half_reader = 0;
-      const Node* half = step(add->outputs[0], "Mul", "", 0.5, m2i);
-      if (half && m1_other == half->outputs[0] && only_reader(half->outputs[0], "Mul", half_reader) &&
+      const Node* half = step(add->outputs[0], kMul, "", 0.5, m2i);
+      if (half && m1_other == half->outputs[0] && only_reader(half->outputs[0], kMul, half_reader) &&
           half_reader == mi) {
         set_activation(p, FusedActivation::gelu_erf, 0, 0);
         for (size_t n : {di, ei, ai, m2i}) f.nodes.push_back(n);
@@ -224,14 +225,14 @@ class EpilogueFuser {
         v = mul_v.outputs[0];
         return true;
       }
-      const Node* m2 = only_reader(mul_v.outputs[0], "Mul", m2i);
+      const Node* m2 = only_reader(mul_v.outputs[0], kMul, m2i);
       if (!m2) continue;
       const std::string m2_other = other_input(*m2, mul_v.outputs[0]);
       const bool half_last = m1_other == add->outputs[0] && near(scalar(m2_other), 0.5);
       const bool half_first = near(scalar(m1_other), 0.5) && m2_other == add->outputs[0];
       if (!half_last && !half_first) continue;
       size_t add_reader = 0;
-      if (!only_reader(add->outputs[0], "Mul", add_reader) || add_reader != (half_last ? mi : m2i)) continue;
+      if (!only_reader(add->outputs[0], kMul, add_reader) || add_reader != (half_last ? mi : m2i)) continue;
       set_activation(p, FusedActivation::gelu_erf, 0, 0);
       for (size_t n : {di, mi, ei, ai}) f.nodes.push_back(n);
       f.add(m2i, "Gelu");
@@ -243,7 +244,7 @@ class EpilogueFuser {
 
   // The node alone reading `v` if it is `op` with `other` as its other input (a constant
   // near `value` when `other` is empty).
-  const Node* step(const std::string& v, const char* op, const std::string& other, double value, size_t& at) const {
+  const Node* step(const std::string& v, std::string_view op, const std::string& other, double value, size_t& at) const {
     const Node* n = only_reader(v, op, at);
     if (!n) return nullptr;
     const std::string o = other_input(*n, v);
@@ -265,11 +266,11 @@ class EpilogueFuser {
       if (dropped_[r] || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
       size_t m2 = 0;
       const Node* outer = nullptr;
-      if (n.op_type == "Mul" && n.inputs[0] == v && n.inputs[1] == v && (outer = step(n.outputs[0], "Mul", v, 0, m2))) {
+      if (n.op_type == kMul && n.inputs[0] == v && n.inputs[1] == v && (outer = step(n.outputs[0], kMul, v, 0, m2))) {
         chain = {r, m2};
         want = {r, r, m2};
         cube = outer->outputs[0];
-      } else if (n.op_type == "Pow" && n.inputs[0] == v && scalar(n.inputs[1]) == 3.0f) {
+      } else if (n.op_type == kPow && n.inputs[0] == v && scalar(n.inputs[1]) == 3.0f) {
         chain = {r};
         want = {r};
         cube = n.outputs[0];
@@ -280,13 +281,13 @@ class EpilogueFuser {
     }
     if (cube.empty()) return false;
     size_t at[7];
-    const Node* n = step(cube, "Mul", "", 0.044715, at[0]);
-    if (n) n = step(n->outputs[0], "Add", v, 0, at[1]);
-    if (n) n = step(n->outputs[0], "Mul", "", 0.7978845608028654, at[2]);
-    if (n) n = only_reader(n->outputs[0], "Tanh", at[3]);
-    if (n) n = step(n->outputs[0], "Add", "", 1.0, at[4]);
-    if (n) n = step(n->outputs[0], "Mul", v, 0, at[5]);
-    if (n) n = step(n->outputs[0], "Mul", "", 0.5, at[6]);
+    const Node* n = step(cube, kMul, "", 0.044715, at[0]);
+    if (n) n = step(n->outputs[0], kAdd, v, 0, at[1]);
+    if (n) n = step(n->outputs[0], kMul, "", 0.7978845608028654, at[2]);
+    if (n) n = only_reader(n->outputs[0], kTanh, at[3]);
+    if (n) n = step(n->outputs[0], kAdd, "", 1.0, at[4]);
+    if (n) n = step(n->outputs[0], kMul, v, 0, at[5]);
+    if (n) n = step(n->outputs[0], kMul, "", 0.5, at[6]);
     if (!n) return false;
     want.insert(at[1]);
     want.insert(at[5]);
@@ -311,12 +312,12 @@ class EpilogueFuser {
       float alpha = 1.0f;
       std::string sig_out;
       size_t at = 0;
-      if (scale_or_sigmoid.op_type == "Sigmoid" && scale_or_sigmoid.inputs[0] == v) {
+      if (scale_or_sigmoid.op_type == kSigmoid && scale_or_sigmoid.inputs[0] == v) {
         nodes = {si};
         sig_out = scale_or_sigmoid.outputs[0];
-      } else if (scale_or_sigmoid.op_type == "Mul") {
+      } else if (scale_or_sigmoid.op_type == kMul) {
         std::optional<float> c = scalar(other_input(scale_or_sigmoid, v));
-        const Node* sig = c ? only_reader(scale_or_sigmoid.outputs[0], "Sigmoid", at) : nullptr;
+        const Node* sig = c ? only_reader(scale_or_sigmoid.outputs[0], kSigmoid, at) : nullptr;
         if (!sig) continue;
         alpha = *c;
         nodes = {si, at};
@@ -325,7 +326,7 @@ class EpilogueFuser {
         continue;
       }
       size_t mul_at = 0;
-      const Node* mul = step(sig_out, "Mul", v, 0, mul_at);
+      const Node* mul = step(sig_out, kMul, v, 0, mul_at);
       if (!mul || mul_at != mi) continue;
       set_activation(p, FusedActivation::swish, alpha, 0);
       for (size_t n : nodes) f.nodes.push_back(n);

@@ -13,6 +13,7 @@
 #include "ops/channels_last.h"
 #include "ops/expand_depthwise.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/flops.h"
 #include "passes/fuse_pairs.h"
 #include "passes/passes.h"
@@ -27,7 +28,7 @@ bool plain(const Node& n) {
 
 // A float ConvNhwc with constant weights, one group.
 bool float_conv(const Graph& g, const Node& e) {
-  if (e.op_type != "ConvNhwc" || !plain(e) || !g.initializers.count(e.inputs[1])) return false;
+  if (e.op_type != kConvNhwc || !plain(e) || !g.initializers.count(e.inputs[1])) return false;
   const Tensor& w = g.initializers.at(e.inputs[1]);
   return w.rank() == 4 && w.dtype() == DType::f32 && e.attr_int("group", 1) == 1;
 }
@@ -55,11 +56,11 @@ bool is_pointwise(const Graph& g, const Node& c) {
 
 int fuse_expand_depthwise(Graph& g, const std::set<std::string>& keep) {
   return fuse_pairs(g, keep, [&](const Node& e, const Node& d) -> std::optional<Node> {
-    if (d.op_type != "DepthwiseConvNhwc" || !plain(d) || reads_x_nchw(d) || d.inputs.size() < 2 ||
+    if (d.op_type != kDepthwiseConvNhwc || !plain(d) || reads_x_nchw(d) || d.inputs.size() < 2 ||
         !g.initializers.count(d.inputs[1]) || !(is_pointwise(g, e) || is_row_expand(g, e)))
       return std::nullopt;
     Node f = d;
-    f.op_type = "ExpandDepthwiseNhwc";
+    f.op_type = kExpandDepthwiseNhwc;
     f.inputs = {e.inputs[0], e.inputs[1], e.inputs.size() > 2 ? e.inputs[2] : "", d.inputs[1],
                 d.inputs.size() > 2 ? d.inputs[2] : ""};
     for (const auto& [key, value] : e.attrs) f.attrs[kExpandPrefix + key] = value;
@@ -93,10 +94,10 @@ bool outgrows_l2(const Graph& g, const std::string& value) {
 
 int fuse_depthwise_project(Graph& g, const std::set<std::string>& keep) {
   return fuse_pairs(g, keep, [&](const Node& d, const Node& r) -> std::optional<Node> {
-    if (d.op_type != "ExpandDepthwiseNhwc" || d.domain != kGroveDomain || !is_project(g, r) || !outgrows_l2(g, d.outputs[0]))
+    if (d.op_type != kExpandDepthwiseNhwc || d.domain != kGroveDomain || !is_project(g, r) || !outgrows_l2(g, d.outputs[0]))
       return std::nullopt;
     Node f = d;
-    f.op_type = "InvertedResidualNhwc";
+    f.op_type = kInvertedResidualNhwc;
     f.outputs = r.outputs;
     f.inputs.resize(kProjectWeightInput, "");
     f.inputs.push_back(r.inputs[1]);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "ops/op_names.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -60,12 +61,12 @@ class LayerNormFuser {
     if (graph_outputs_.count(v) || it == readers_.end()) return {};
     return it->second;
   }
-  const Node* node_if(size_t i, const char* op) const {
+  const Node* node_if(size_t i, std::string_view op) const {
     const Node& n = g_.nodes[i];
     return !dropped_[i] && n.domain.empty() && n.op_type == op && n.outputs.size() == 1 ? &n : nullptr;
   }
   // The node alone reading `v`, if it is `op`.
-  const Node* only_reader(const std::string& v, const char* op, size_t& at) const {
+  const Node* only_reader(const std::string& v, std::string_view op, size_t& at) const {
     std::vector<size_t> r = readers(v);
     if (r.size() != 1) return nullptr;
     at = r[0];
@@ -112,19 +113,19 @@ class LayerNormFuser {
   std::optional<Tail> match_tail(const std::string& var, const std::string& d, int64_t cols, bool with_beta) const {
     Tail t;
     size_t ai = 0, ri = 0, at = 0, rci = 0;
-    const Node* add_eps = only_reader(var, "Add", ai);
+    const Node* add_eps = only_reader(var, kAdd, ai);
     if (!add_eps) return std::nullopt;
     const Tensor* eps = constant(other_input(*add_eps, var));
     if (!eps || eps->numel() != 1) return std::nullopt;
     t.epsilon = eps->data<float>()[0];
-    const Node* root = only_reader(add_eps->outputs[0], "Sqrt", ri);
+    const Node* root = only_reader(add_eps->outputs[0], kSqrt, ri);
     if (!root) return std::nullopt;
     t.nodes = {ai, ri};
     const Node* norm = nullptr;
-    if (const Node* div = only_reader(root->outputs[0], "Div", at)) {
+    if (const Node* div = only_reader(root->outputs[0], kDiv, at)) {
       if (div->inputs.size() == 2 && div->inputs[0] == d && div->inputs[1] == root->outputs[0]) norm = div;
-    } else if (const Node* rec = only_reader(root->outputs[0], "Reciprocal", rci)) {
-      const Node* mul = only_reader(rec->outputs[0], "Mul", at);
+    } else if (const Node* rec = only_reader(root->outputs[0], kReciprocal, rci)) {
+      const Node* mul = only_reader(rec->outputs[0], kMul, at);
       if (mul && other_input(*mul, rec->outputs[0]) == d) norm = mul;
       t.nodes.push_back(rci);
     }
@@ -133,12 +134,12 @@ class LayerNormFuser {
     t.nodes.push_back(at);
     t.output = norm->outputs[0];
     size_t gi = 0, bi = 0;
-    if (const Node* mul = only_reader(t.output, "Mul", gi); mul && per_column(constant(other_input(*mul, t.output)), cols)) {
+    if (const Node* mul = only_reader(t.output, kMul, gi); mul && per_column(constant(other_input(*mul, t.output)), cols)) {
       t.gamma = other_input(*mul, t.output);
       t.nodes.push_back(gi);
       t.output = mul->outputs[0];
     }
-    if (const Node* add = with_beta ? only_reader(t.output, "Add", bi) : nullptr;
+    if (const Node* add = with_beta ? only_reader(t.output, kAdd, bi) : nullptr;
         add && per_column(constant(other_input(*add, t.output)), cols)) {
       t.beta = other_input(*add, t.output);
       t.nodes.push_back(bi);
@@ -148,7 +149,7 @@ class LayerNormFuser {
   }
 
   // The fused node in place of the chain's last node; a missing gamma becomes ones.
-  bool replace(const std::string& op, const std::string& x, int64_t cols, Tail& t, std::vector<size_t> chain) {
+  bool replace(std::string_view op, const std::string& x, int64_t cols, Tail& t, std::vector<size_t> chain) {
     const ValueInfo* y = info(t.output);
     if (!y || y->shape != info(x)->shape) return false;  // gamma or beta broadcast x up
     if (t.gamma.empty()) {
@@ -158,9 +159,9 @@ class LayerNormFuser {
     }
     chain.insert(chain.end(), t.nodes.begin(), t.nodes.end());
     Node n;
-    n.name = g_.nodes[chain[0]].name + (op == "LayerNormalization" ? "_layernorm" : "_rmsnorm");
+    n.name = g_.nodes[chain[0]].name + (op == kLayerNormalization ? "_layernorm" : "_rmsnorm");
     n.op_type = op;
-    n.opset = op == "LayerNormalization" ? 17 : 23;
+    n.opset = op == kLayerNormalization ? 17 : 23;
     n.inputs = {x, t.gamma};
     if (!t.beta.empty()) n.inputs.push_back(t.beta);
     n.outputs = {t.output};
@@ -179,12 +180,12 @@ class LayerNormFuser {
 
   // From the first ReduceMean: mean, Sub, Mul(d, d), ReduceMean, then the tail.
   bool try_fuse_layernorm(size_t mi) {
-    const Node* mean = node_if(mi, "ReduceMean");
+    const Node* mean = node_if(mi, kReduceMean);
     if (!mean || mean->inputs.empty() || !mean_over_last_axis(*mean)) return false;
     const std::string x = mean->inputs[0];
     const int64_t cols = info(x)->shape.back();
     size_t si = 0, qi = 0, vi = 0;
-    const Node* sub = only_reader(mean->outputs[0], "Sub", si);
+    const Node* sub = only_reader(mean->outputs[0], kSub, si);
     if (!sub || sub->inputs.size() != 2 || sub->inputs[0] != x || sub->inputs[1] != mean->outputs[0]) return false;
     const std::string d = sub->outputs[0];
     std::vector<size_t> d_readers = readers(d);
@@ -192,7 +193,7 @@ class LayerNormFuser {
     const Node* square = nullptr;
     size_t norm_candidate = 0;
     for (int k = 0; k < 2 && !square; ++k) {
-      const Node* n = node_if(d_readers[k], "Mul");
+      const Node* n = node_if(d_readers[k], kMul);
       if (n && n->inputs.size() == 2 && n->inputs[0] == d && n->inputs[1] == d) {
         square = n;
         qi = d_readers[k];
@@ -200,26 +201,26 @@ class LayerNormFuser {
       }
     }
     if (!square) return false;
-    const Node* var = only_reader(square->outputs[0], "ReduceMean", vi);
+    const Node* var = only_reader(square->outputs[0], kReduceMean, vi);
     if (!var || var->inputs.empty() || !mean_over_last_axis(*var)) return false;
     std::optional<Tail> t = match_tail(var->outputs[0], d, cols, true);
     if (!t || t->norm != norm_candidate) return false;  // d has no reader outside the pattern
-    return replace("LayerNormalization", x, cols, *t, {mi, si, qi, vi});
+    return replace(kLayerNormalization, x, cols, *t, {mi, si, qi, vi});
   }
 
   // From Mul(x, x): ReduceMean, then the tail without beta. x keeps its other readers.
   bool try_fuse_rmsnorm(size_t qi) {
-    const Node* square = node_if(qi, "Mul");
+    const Node* square = node_if(qi, kMul);
     if (!square || square->inputs.size() != 2 || square->inputs[0] != square->inputs[1]) return false;
     const std::string x = square->inputs[0];
     const ValueInfo* xi = info(x);
     if (!xi || xi->dtype != DType::f32 || xi->shape.empty()) return false;
     const int64_t cols = xi->shape.back();
     size_t vi = 0;
-    const Node* var = only_reader(square->outputs[0], "ReduceMean", vi);
+    const Node* var = only_reader(square->outputs[0], kReduceMean, vi);
     if (!var || var->inputs.empty() || !mean_over_last_axis(*var)) return false;
     std::optional<Tail> t = match_tail(var->outputs[0], x, cols, false);
-    return t && replace("RMSNormalization", x, cols, *t, {qi, vi});
+    return t && replace(kRMSNormalization, x, cols, *t, {qi, vi});
   }
 
   Graph& g_;

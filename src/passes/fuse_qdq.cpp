@@ -20,6 +20,7 @@
 #include "graph/node_decisions.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/flops.h"
 #include "passes/graph_lookup.h"
 #include "passes/passes.h"
@@ -42,14 +43,14 @@ struct Index {
     for (const auto& o : g.outputs) graph_outputs.insert(o.name);
   }
   // The node producing `value`, if it has op type `op` in the default domain.
-  const Node* produced_by(const Graph& g, const std::string& value, const char* op) const {
+  const Node* produced_by(const Graph& g, const std::string& value, std::string_view op) const {
     auto it = producer.find(value);
     if (it == producer.end()) return nullptr;
     const Node& n = g.nodes[it->second];
     return n.op_type == op && n.domain.empty() ? &n : nullptr;
   }
   // The one node reading `value` (which is not a graph output), if it has op type `op`.
-  Node* only_reader(Graph& g, const std::string& value, const char* op) const {
+  Node* only_reader(Graph& g, const std::string& value, std::string_view op) const {
     auto r = readers.find(value);
     if (r == readers.end() || r->second != 1 || graph_outputs.count(value)) return nullptr;
     for (auto& n : g.nodes)
@@ -86,7 +87,7 @@ std::string zero_point_of(Graph& g, const Node& q, DType dtype) {
 // x_scale * w_scale (per channel) with zero point 0, else "" (no fusion).
 std::string integer_bias(const Graph& g, const Index& index, const std::string& bias, float x_scale,
                          const Tensor& w_scale) {
-  const Node* dq = index.produced_by(g, bias, "DequantizeLinear");
+  const Node* dq = index.produced_by(g, bias, kDequantizeLinear);
   if (!dq || !plain_dequantize(g, *dq, false, true)) return {};
   const Tensor* b = constant(g, dq->inputs[0]);
   const Tensor* s = constant(g, dq->inputs[1]);
@@ -108,7 +109,7 @@ std::string integer_bias(const Graph& g, const Index& index, const std::string& 
 void fold_constant_dequantize(Graph& g) {
   std::vector<Node> kept;
   for (auto& n : g.nodes) {
-    bool constant_inputs = n.op_type == "DequantizeLinear" && n.domain.empty();
+    bool constant_inputs = n.op_type == kDequantizeLinear && n.domain.empty();
     std::vector<const Tensor*> in;
     for (const auto& name : n.inputs) {
       const Tensor* t = name.empty() ? nullptr : constant(g, name);
@@ -142,9 +143,9 @@ void fuse_quantized_adds(Graph& g) {
   Index index(g);
   std::set<const Node*> dropped;
   for (auto& add : g.nodes) {
-    if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
-    const Node* da = index.produced_by(g, add.inputs[0], "DequantizeLinear");
-    const Node* db = index.produced_by(g, add.inputs[1], "DequantizeLinear");
+    if (add.op_type != kAdd || !add.domain.empty() || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+    const Node* da = index.produced_by(g, add.inputs[0], kDequantizeLinear);
+    const Node* db = index.produced_by(g, add.inputs[1], kDequantizeLinear);
     if (!da || !db || !plain_dequantize(g, *da, true, false) || !plain_dequantize(g, *db, true, false)) continue;
     auto a = g.values.find(da->inputs[0]), b = g.values.find(db->inputs[0]), sum = g.values.find(add.outputs[0]);
     if (a == g.values.end() || b == g.values.end() || sum == g.values.end()) continue;
@@ -152,9 +153,9 @@ void fuse_quantized_adds(Graph& g) {
     if (!is_8bit(dtype) || b->second.dtype != dtype || a->second.shape != sum->second.shape ||
         b->second.shape != sum->second.shape)
       continue;
-    Node* relu = index.only_reader(g, add.outputs[0], "Relu");
+    Node* relu = index.only_reader(g, add.outputs[0], kRelu);
     const std::string& last = relu ? relu->outputs[0] : add.outputs[0];
-    Node* q = index.only_reader(g, last, "QuantizeLinear");
+    Node* q = index.only_reader(g, last, kQuantizeLinear);
     if (!q || q->inputs.size() < 2 || q->has_attr("block_size") || q->has_attr("output_dtype")) continue;
     const Tensor* y_scale = constant(g, q->inputs[1]);
     if (!y_scale || y_scale->dtype() != DType::f32 || y_scale->numel() != 1) continue;
@@ -164,7 +165,7 @@ void fuse_quantized_adds(Graph& g) {
 
     Node n;
     n.name = add.name;
-    n.op_type = "QLinearAdd";
+    n.op_type = kQLinearAdd;
     n.domain = kGroveDomain;
     n.inputs = {da->inputs[0], da->inputs[1], zero_point_of(g, *da, dtype),
                 db->inputs[0], db->inputs[1], zero_point_of(g, *db, dtype),
@@ -203,28 +204,28 @@ void fuse_conv_integer_epilogues(Graph& g) {
   std::set<const Node*> dropped;
   std::map<const Node*, Node> replace;
   for (Node& conv : g.nodes) {
-    if (!conv.domain.empty() || conv.op_type != "ConvInteger" || conv.outputs.size() != 1 || conv.inputs.size() < 2)
+    if (!conv.domain.empty() || conv.op_type != kConvInteger || conv.outputs.size() != 1 || conv.inputs.size() < 2)
       continue;
     auto y = g.values.find(conv.outputs[0]);
     if (y == g.values.end() || y->second.shape.size() != 4) continue;
     const int64_t channels = y->second.shape[1];
-    Node* cast = index.only_reader(g, conv.outputs[0], "Cast");
+    Node* cast = index.only_reader(g, conv.outputs[0], kCast);
     if (!cast || cast->attr_int("to", 0) != 1) continue;
-    Node* mul = index.only_reader(g, cast->outputs[0], "Mul");
+    Node* mul = index.only_reader(g, cast->outputs[0], kMul);
     if (!mul || mul->inputs.size() != 2) continue;
     const std::string scale = mul->inputs[0] == cast->outputs[0] ? mul->inputs[1] : mul->inputs[0];
     if (scale == cast->outputs[0] || !per_channel_operand(g, scale, channels, true)) continue;
     std::vector<Node*> chain = {cast, mul};
     std::string bias;
-    if (Node* add = index.only_reader(g, mul->outputs[0], "Add"); add && add->inputs.size() == 2) {
+    if (Node* add = index.only_reader(g, mul->outputs[0], kAdd); add && add->inputs.size() == 2) {
       const std::string other = add->inputs[0] == mul->outputs[0] ? add->inputs[1] : add->inputs[0];
       if (constant(g, other) && per_channel_operand(g, other, channels, false)) bias = other, chain.push_back(add);
     }
-    if (Node* relu = index.only_reader(g, chain.back()->outputs[0], "Relu")) chain.push_back(relu);
+    if (Node* relu = index.only_reader(g, chain.back()->outputs[0], kRelu)) chain.push_back(relu);
 
     Node n;
     n.name = conv.name;
-    n.op_type = "ConvIntegerScaled";
+    n.op_type = kConvIntegerScaled;
     n.domain = kGroveDomain;
     n.opset = conv.opset;
     n.attrs = conv.attrs;
@@ -242,7 +243,7 @@ void fuse_conv_integer_epilogues(Graph& g) {
     }
     n.decisions.epilogue.fused = label;
     n.decisions.epilogue.fused_flops = flops;
-    if (chain.back()->op_type == "Relu") n.decisions.epilogue.activation = FusedActivation::relu;
+    if (chain.back()->op_type == kRelu) n.decisions.epilogue.activation = FusedActivation::relu;
     dropped.insert(&conv);
     for (size_t i = 0; i + 1 < chain.size(); ++i) dropped.insert(chain[i]);
     replace[chain.back()] = std::move(n);
@@ -265,12 +266,12 @@ void gemm_on_integers(Graph& g) {
   std::vector<Node> out;
   std::map<const Node*, size_t> replaced;  // each Gemm: how many nodes replace it
   for (const Node& op : g.nodes) {
-    if (op.op_type != "Gemm" || !op.domain.empty() || op.inputs.size() < 2 || op.outputs.size() != 1) continue;
+    if (op.op_type != kGemm || !op.domain.empty() || op.inputs.size() < 2 || op.outputs.size() != 1) continue;
     if (op.attr_float("alpha", 1.0f) != 1.0f || op.attr_float("beta", 1.0f) != 1.0f || op.attr_int("transA", 0) != 0)
       continue;
     const bool trans_b = op.attr_int("transB", 0) != 0;
-    const Node* dx = index.produced_by(g, op.inputs[0], "DequantizeLinear");
-    const Node* dw = index.produced_by(g, op.inputs[1], "DequantizeLinear");
+    const Node* dx = index.produced_by(g, op.inputs[0], kDequantizeLinear);
+    const Node* dw = index.produced_by(g, op.inputs[1], kDequantizeLinear);
     if (!dx || !dw || !plain_dequantize(g, *dx, true, false) || !plain_dequantize(g, *dw, false, true)) continue;
     auto x_info = g.values.find(dx->inputs[0]);
     auto y_info = g.values.find(op.outputs[0]);
@@ -289,7 +290,7 @@ void gemm_on_integers(Graph& g) {
     if (op.inputs.size() > 2 && !op.inputs[2].empty()) {
       std::optional<Tensor> folded;
       const Tensor* c = constant(g, op.inputs[2]);
-      if (const Node* dc = index.produced_by(g, op.inputs[2], "DequantizeLinear"); !c && dc) {
+      if (const Node* dc = index.produced_by(g, op.inputs[2], kDequantizeLinear); !c && dc) {
         std::vector<const Tensor*> in;
         for (const auto& name : dc->inputs) in.push_back(name.empty() ? nullptr : constant(g, name));
         if (std::any_of(dc->inputs.begin(), dc->inputs.end(), [&](const std::string& name) { return !name.empty() && !constant(g, name); }))
@@ -333,23 +334,23 @@ void gemm_on_integers(Graph& g) {
       g.values[scaled] = ValueInfo{DType::f32, y_shape, nullptr, true};
       add_constant(base + "/bias", Tensor::from<float>({n}, bias));
     }
-    auto node = [&](const char* type, std::vector<std::string> inputs, std::string output) {
+    auto node = [&](std::string_view type, std::vector<std::string> inputs, std::string output) {
       Node m;
-      m.name = op.name + "/" + type;
+      m.name = op.name + "/" + std::string(type);
       m.op_type = type;
       m.opset = op.opset;
       m.inputs = std::move(inputs);
       m.outputs = {std::move(output)};
       return m;
     };
-    out.push_back(node("MatMulInteger", {dx->inputs[0], base + "/b", zero_point_of(g, *dx, x_info->second.dtype), base + "/b_zero_point"},
+    out.push_back(node(kMatMulInteger, {dx->inputs[0], base + "/b", zero_point_of(g, *dx, x_info->second.dtype), base + "/b_zero_point"},
                        base + "/sums"));
-    Node cast = node("Cast", {base + "/sums"}, base + "/floats");
+    Node cast = node(kCast, {base + "/sums"}, base + "/floats");
     cast.attrs["to"].kind = Attribute::Kind::i;
     cast.attrs["to"].i = 1;
     out.push_back(std::move(cast));
-    out.push_back(node("Mul", {base + "/floats", base + "/scale"}, scaled));
-    if (!bias.empty()) out.push_back(node("Add", {scaled, base + "/bias"}, op.outputs[0]));
+    out.push_back(node(kMul, {base + "/floats", base + "/scale"}, scaled));
+    if (!bias.empty()) out.push_back(node(kAdd, {scaled, base + "/bias"}, op.outputs[0]));
     replaced[&op] = bias.empty() ? 3 : 4;
   }
   if (replaced.empty()) return;
@@ -374,10 +375,10 @@ void fuse_qdq(Graph& g) {
   Index index(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& op = g.nodes[i];
-    const bool conv = op.op_type == "Conv", matmul = op.op_type == "MatMul";
+    const bool conv = op.op_type == kConv, matmul = op.op_type == kMatMul;
     if (!op.domain.empty() || !(conv || matmul) || op.inputs.size() < 2 || op.outputs.size() != 1) continue;
-    const Node* dx = index.produced_by(g, op.inputs[0], "DequantizeLinear");
-    const Node* dw = index.produced_by(g, op.inputs[1], "DequantizeLinear");
+    const Node* dx = index.produced_by(g, op.inputs[0], kDequantizeLinear);
+    const Node* dw = index.produced_by(g, op.inputs[1], kDequantizeLinear);
     if (!dx || !dw || !plain_dequantize(g, *dx, true, false) || !plain_dequantize(g, *dw, false, true)) continue;
     const Tensor& w = *constant(g, dw->inputs[0]);
     const Tensor& w_scale = *constant(g, dw->inputs[1]);
@@ -388,9 +389,9 @@ void fuse_qdq(Graph& g) {
       const int64_t axis = dw->attr_int("axis", 1);
       if (w.rank() != (conv ? 4 : 2) || axis != (conv ? 0 : 1) || w_scale.numel() != w.dim(conv ? 0 : 1)) continue;
     }
-    Node* relu = conv ? index.only_reader(g, op.outputs[0], "Relu") : nullptr;
+    Node* relu = conv ? index.only_reader(g, op.outputs[0], kRelu) : nullptr;
     const std::string& last = relu ? relu->outputs[0] : op.outputs[0];
-    Node* q = index.only_reader(g, last, "QuantizeLinear");
+    Node* q = index.only_reader(g, last, kQuantizeLinear);
     if (!q || q->inputs.size() < 2 || q->has_attr("block_size")) continue;
     const Tensor* y_scale = constant(g, q->inputs[1]);
     if (!y_scale || y_scale->dtype() != DType::f32 || y_scale->numel() != 1) continue;
@@ -406,7 +407,7 @@ void fuse_qdq(Graph& g) {
 
     Node n;
     n.name = op.name;
-    n.op_type = conv ? "QLinearConv" : "QLinearMatMul";
+    n.op_type = conv ? kQLinearConv : kQLinearMatMul;
     n.opset = op.opset;
     if (conv) n.attrs = op.attrs, n.decisions = op.decisions;
     n.inputs = {dx->inputs[0], dx->inputs[1], zero_point_of(g, *dx, x_info->second.dtype),
@@ -416,7 +417,7 @@ void fuse_qdq(Graph& g) {
     n.outputs = {q->outputs[0]};
     if (relu) {
       n.decisions.epilogue.activation = FusedActivation::relu;
-      n.decisions.epilogue.fused = "Relu";
+      n.decisions.epilogue.fused = kRelu;
       dropped.insert(relu);
     }
     dropped.insert(q);

@@ -24,6 +24,7 @@
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "ops/tile_conv_winograd.h"
 #include "ops/tile_util.h"
 #include "passes/flops.h"
@@ -49,7 +50,7 @@ bool is_depthwise(const Node& n, const Shape& x) {
 }
 
 bool is_conv_nhwc(const Node& n) {
-  return n.domain == kGroveDomain && (n.op_type == "ConvNhwc" || n.op_type == "DepthwiseConvNhwc");
+  return n.domain == kGroveDomain && (n.op_type == kConvNhwc || n.op_type == kDepthwiseConvNhwc);
 }
 
 void set_axis(Node& n, int64_t axis) {
@@ -59,7 +60,7 @@ void set_axis(Node& n, int64_t axis) {
 
 // A MaxPool (2-D, no Indices output) of a float value that has a channels-last copy already.
 bool pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
-  if (n.op_type != "MaxPool" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+  if (n.op_type != kMaxPool || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
   return twin.count(n.inputs[0]) && f32_4d(info(g, n.inputs[0])) && f32_4d(info(g, n.outputs[0])) &&
          n.attr_int("storage_order", 0) == 0;
 }
@@ -69,7 +70,7 @@ bool pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std:
 // darknet blocks: x + leaky(conv(conv(x)))) is not fused into the conv's epilogue, and as an
 // NCHW op it cut each block's convs off from the next block's with a Transpose both ways.
 bool add_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
-  if (n.op_type != "Add" || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+  if (n.op_type != kAdd || !n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
   const ValueInfo *a = info(g, n.inputs[0]), *b = info(g, n.inputs[1]), *y = info(g, n.outputs[0]);
   return twin.count(n.inputs[0]) && twin.count(n.inputs[1]) && f32_4d(a) && f32_4d(b) && f32_4d(y) &&
          a->shape == b->shape && a->shape == y->shape;
@@ -78,14 +79,14 @@ bool add_takes_channels_last(const Graph& g, const Node& n, const std::map<std::
 // A float GlobalAveragePool of a value with a channels-last copy: GlobalAveragePoolNhwc reads
 // the copy and writes the NCHW output itself ([N, C, 1, 1] has the bytes of [N, 1, 1, C]).
 bool global_pool_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
-  if (n.op_type != "GlobalAveragePool" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1)
+  if (n.op_type != kGlobalAveragePool || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1)
     return false;
   return twin.count(n.inputs[0]) && f32_4d(info(g, n.inputs[0]));
 }
 
 // A Concat along the channels of 4-D float values that all have channels-last copies already.
 bool concat_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
-  if (n.op_type != "Concat" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty()) return false;
+  if (n.op_type != kConcat || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty()) return false;
   if (!f32_4d(info(g, n.outputs[0]))) return false;
   const int64_t axis = n.attr_int("axis", 0);
   if (axis != 1 && axis != -3) return false;
@@ -172,7 +173,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     return c;
   };
   auto twin_inputs = [&](const Node& c) {
-    if (c.op_type == "Concat" || c.op_type == "Add") return c.inputs;
+    if (c.op_type == kConcat || c.op_type == kAdd) return c.inputs;
     std::vector<std::string> v = {c.inputs[0]};
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
       v.push_back(c.inputs[kEpilogueResidualInput]);
@@ -206,20 +207,20 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     const size_t r = root(c);
     Node& n = g.nodes[c];
     if (chosen.count(r) || flops[r] >= kFlopsPerMove * transpose_flops * moved[r]) continue;
-    if (n.op_type == "Concat" || n.op_type == "Add") {
-      if (n.op_type == "Concat") set_axis(n, 1);
+    if (n.op_type == kConcat || n.op_type == kAdd) {
+      if (n.op_type == kConcat) set_axis(n, 1);
       for (std::string& in : n.inputs) in = nchw_of.at(in);
-    } else if (n.op_type == "GlobalAveragePoolNhwc") {
-      n.op_type = "GlobalAveragePool";
+    } else if (n.op_type == kGlobalAveragePoolNhwc) {
+      n.op_type = kGlobalAveragePool;
       n.domain.clear();
       n.inputs[0] = nchw_of.at(n.inputs[0]);
       continue;  // its output was NCHW all along
-    } else if (n.op_type == "MaxPoolNhwc") {
-      n.op_type = "MaxPool";
+    } else if (n.op_type == kMaxPoolNhwc) {
+      n.op_type = kMaxPool;
       n.domain.clear();
       n.inputs[0] = nchw_of.at(n.inputs[0]);
     } else {
-      n.op_type = "Conv";
+      n.op_type = kConv;
       n.domain.clear();
       n.decisions.conv = ConvPrimitive::unset;  // a Winograd layer's mark (a chosen conv never went)
       n.decisions.conv_source = DecisionSource::rule;
@@ -233,7 +234,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   }
   std::vector<Node> kept;
   for (auto& n : g.nodes)
-    if (!(n.op_type == "Transpose" && n.inputs.size() == 1 && dropped.count(n.inputs[0]))) kept.push_back(std::move(n));
+    if (!(n.op_type == kTranspose && n.inputs.size() == 1 && dropped.count(n.inputs[0]))) kept.push_back(std::move(n));
   g.nodes = std::move(kept);
   return reverted;
 }
@@ -248,7 +249,7 @@ void stems_read_nchw(Graph& g, const std::map<std::string, std::string>& nchw_of
   for (const ValueDecl& in : g.inputs) present.insert(in.name);
   for (const Node& n : g.nodes) present.insert(n.outputs.begin(), n.outputs.end());
   for (Node& n : g.nodes) {
-    if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain || conv_primitive_choice(n) != ConvPrimitive::unset) continue;
+    if (n.op_type != kConvNhwc || n.domain != kGroveDomain || conv_primitive_choice(n) != ConvPrimitive::unset) continue;
     auto x = nchw_of.find(n.inputs[0]);
     if (x == nchw_of.end() || !present.count(x->second) ||
         (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty()))
@@ -264,7 +265,7 @@ void stems_read_nchw(Graph& g, const std::map<std::string, std::string>& nchw_of
 }  // namespace
 
 bool can_run_channels_last(const Graph& g, const Node& n) {
-  if (n.op_type != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  if (n.op_type != kConv || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   const ValueInfo *x = info(g, n.inputs[0]), *y = info(g, n.outputs[0]);
   const Tensor* w = constant(g, n.inputs[1]);
   if (!f32_4d(x) || !f32_4d(y) || !w || w->dtype() != DType::f32 || w->rank() != 4) return false;
@@ -322,7 +323,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     const bool global_pool = global_pool_takes_channels_last(g, n, twin);
     if (global_pool || pool_takes_channels_last(g, n, twin)) {
       Node p = n;
-      p.op_type = global_pool ? "GlobalAveragePoolNhwc" : "MaxPoolNhwc";
+      p.op_type = global_pool ? kGlobalAveragePoolNhwc : kMaxPoolNhwc;
       p.domain = kGroveDomain;
       p.inputs[0] = twin.at(n.inputs[0]);
       out.push_back(std::move(p));
@@ -338,7 +339,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     const bool winograd = on_winograd_by_rule(g, n);
     if (winograd || x[1] < kMinChannels) riders.insert(n.name);
     Node c = n;
-    c.op_type = n.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
+    c.op_type = n.attr_int("group", 1) == 1 ? kConvNhwc : kDepthwiseConvNhwc;
     c.domain = kGroveDomain;
     const bool small_plane = winograd_small_planes && on_channels_last_winograd_by_rule(g, n);
     if ((winograd || small_plane) && keeps_winograd(x, winograd_min_channels)) {

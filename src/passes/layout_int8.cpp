@@ -16,6 +16,7 @@
 #include "kernels/isa.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/graph_lookup.h"
 #include "passes/layout_nodes.h"
 #include "passes/passes.h"
@@ -28,7 +29,7 @@ bool one_byte(DType t) { return t == DType::u8 || t == DType::i8; }
 // Everything but x constant, int8 W with zero points 0, one group, per-tensor x and y
 // parameters, and sums that fit the kernel's int32 (tile_quant_conv_nhwc.cpp checks again).
 bool takes_channels_last(const Graph& g, const Node& n) {
-  if (n.op_type != "QLinearConv" || !n.domain.empty() || n.inputs.size() < 8 || n.outputs.size() != 1) return false;
+  if (n.op_type != kQLinearConv || !n.domain.empty() || n.inputs.size() < 8 || n.outputs.size() != 1) return false;
   if (n.attr_int("group", 1) != 1) return false;
   auto x = g.values.find(n.inputs[0]), y = g.values.find(n.outputs[0]);
   if (x == g.values.end() || y == g.values.end() || x->second.shape.size() != 4 || !one_byte(x->second.dtype)) return false;
@@ -84,23 +85,23 @@ int revert_lone_convs(Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& o : g.nodes[i].outputs) producer[o] = i;
     for (const auto& in : g.nodes[i].inputs) ++reads[in];
-    if (g.nodes[i].op_type == "Transpose" && !g.nodes[i].inputs.empty()) transposed_back[g.nodes[i].inputs[0]] = i;
+    if (g.nodes[i].op_type == kTranspose && !g.nodes[i].inputs.empty()) transposed_back[g.nodes[i].inputs[0]] = i;
   }
   for (const auto& o : g.outputs) ++reads[o.name];
   std::vector<bool> dropped(g.nodes.size(), false);
   int reverted = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& c = g.nodes[i];
-    if (c.op_type != "QLinearConvNhwc" || c.inputs.size() > kResidualInput) continue;
+    if (c.op_type != kQLinearConvNhwc || c.inputs.size() > kResidualInput) continue;
     auto in = producer.find(c.inputs[0]);
-    if (in == producer.end() || g.nodes[in->second].op_type != "Transpose" || reads[c.inputs[0]] != 1) continue;
+    if (in == producer.end() || g.nodes[in->second].op_type != kTranspose || reads[c.inputs[0]] != 1) continue;
     if (reads[c.outputs[0]] != 1) continue;
     auto found = transposed_back.find(c.outputs[0]);
     if (found == transposed_back.end()) continue;
     const size_t back = found->second;
     c.inputs[0] = g.nodes[in->second].inputs[0];
     c.outputs[0] = g.nodes[back].outputs[0];
-    c.op_type = "QLinearConv";
+    c.op_type = kQLinearConv;
     c.domain.clear();
     dropped[back] = true;
     ++reverted;
@@ -130,7 +131,7 @@ int to_channels_last_int8(Graph& g) {
     const ValueInfo info = g.values.at(y);
     g.values[name] = ValueInfo{info.dtype, nhwc_shape(info.shape), nullptr, true};
     n.outputs[0] = name;
-    if (n.op_type == "QLinearConvNhwc") conv_at[y] = out.size();
+    if (n.op_type == kQLinearConvNhwc) conv_at[y] = out.size();
     out.push_back(std::move(n));
     out.push_back(transpose_node(name + "/Transpose", name, y, {0, 3, 1, 2}));
     twin[y] = name;
@@ -140,7 +141,7 @@ int to_channels_last_int8(Graph& g) {
   for (const auto& n : g.nodes)
     for (const auto& in : n.inputs) readers[in].push_back(&n);
   for (const auto& o : g.outputs) readers[o.name].push_back(nullptr);
-  auto only_reader = [&](const std::string& value, const char* op) -> const Node* {
+  auto only_reader = [&](const std::string& value, std::string_view op) -> const Node* {
     auto it = readers.find(value);
     if (it == readers.end() || it->second.size() != 1 || !it->second[0]) return nullptr;
     const Node* r = it->second[0];
@@ -148,10 +149,10 @@ int to_channels_last_int8(Graph& g) {
   };
   std::map<std::string, const Node*> dequantized;  // value -> the DequantizeLinear making it
   for (const auto& n : g.nodes)
-    if (n.op_type == "DequantizeLinear" && n.domain.empty() && n.outputs.size() == 1) dequantized[n.outputs[0]] = &n;
+    if (n.op_type == kDequantizeLinear && n.domain.empty() && n.outputs.size() == 1) dequantized[n.outputs[0]] = &n;
   std::map<const Node*, const Node*> pools;  // MaxPool -> the DequantizeLinear before it
   for (const auto& n : g.nodes) {
-    if (n.op_type != "MaxPool" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() != 1) continue;
+    if (n.op_type != kMaxPool || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() != 1) continue;
     if (!n.has_attr("kernel_shape") || n.attr_ints("kernel_shape").size() != 2) continue;
     if (auto dq = dequantized.find(n.inputs[0]); dq != dequantized.end()) pools[&n] = dq->second;
   }
@@ -162,14 +163,14 @@ int to_channels_last_int8(Graph& g) {
     // the bytes (dequantizing is increasing, and Q(DQ(v)) = v): channels-last when x is.
     if (auto pool = pools.find(&n); pool != pools.end() && twin.count(pool->second->inputs[0])) {
       const Node& dq = *pool->second;
-      const Node* q = only_reader(n.outputs[0], "QuantizeLinear");
+      const Node* q = only_reader(n.outputs[0], kQuantizeLinear);
       const Params a = params_of(g, dq), b = q ? params_of(g, *q) : Params{};
       auto x = g.values.find(dq.inputs[0]);
       auto y = q ? g.values.find(q->outputs[0]) : g.values.end();
       if (a.known && b.known && a.scale == b.scale && a.zero == b.zero && x != g.values.end() && y != g.values.end() &&
           one_byte(x->second.dtype) && y->second.dtype == x->second.dtype) {
         Node m = n;
-        m.op_type = "MaxPoolNhwc";
+        m.op_type = kMaxPoolNhwc;
         m.domain = kGroveDomain;
         m.inputs = {twin.at(dq.inputs[0])};
         m.outputs = {q->outputs[0]};
@@ -183,7 +184,7 @@ int to_channels_last_int8(Graph& g) {
     if (takes_channels_last(g, n)) {
       Node c = n;
       c.inputs[0] = channels_last(n.inputs[0]);
-      c.op_type = "QLinearConvNhwc";
+      c.op_type = kQLinearConvNhwc;
       c.domain = kGroveDomain;
       emit(std::move(c));
       ++converted;
@@ -192,7 +193,7 @@ int to_channels_last_int8(Graph& g) {
     // A residual add of two channels-last values stays channels-last (it is elementwise); where
     // one side is a converted conv that nothing else reads, the add goes into that conv's
     // epilogue (ops/channels_last.h): the conv's bytes never reach memory.
-    if (n.op_type == "QLinearAdd" && n.domain == kGroveDomain && n.inputs.size() == 8 && twin.count(n.inputs[0]) &&
+    if (n.op_type == kQLinearAdd && n.domain == kGroveDomain && n.inputs.size() == 8 && twin.count(n.inputs[0]) &&
         twin.count(n.inputs[3])) {
       for (size_t side : {0, 3}) {
         auto conv = conv_at.find(n.inputs[side]);

@@ -14,6 +14,7 @@
 #include "graph/node_decisions.h"
 #include "ops/channels_blocked.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/graph_lookup.h"
 #include "passes/layout_nodes.h"
 #include "passes/passes.h"
@@ -28,7 +29,7 @@ Node reshape_node(Graph& g, const std::string& name, const std::string& from, co
   g.values[shape_name] = ValueInfo{t.dtype(), t.shape(), &t, true};
   Node r;
   r.name = name;
-  r.op_type = "Reshape";
+  r.op_type = kReshape;
   r.opset = 14;
   r.inputs = {from, shape_name};
   r.outputs = {to};
@@ -36,14 +37,14 @@ Node reshape_node(Graph& g, const std::string& name, const std::string& from, co
 }
 
 bool is_transpose(const Node& n, const std::vector<int64_t>& perm) {
-  return n.op_type == "Transpose" && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+  return n.op_type == kTranspose && n.domain.empty() && n.inputs.size() == 1 && n.outputs.size() == 1 &&
          n.attr_ints("perm", {}) == perm;
 }
 
 }  // namespace
 
 bool can_run_nchwc(const Graph& g, const Node& n, int64_t block) {
-  if (n.op_type != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  if (n.op_type != kConv || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   const ValueInfo *x = info(g, n.inputs[0]), *y = info(g, n.outputs[0]);
   auto w = g.initializers.find(n.inputs[1]);
   if (!f32_4d(x) || !f32_4d(y) || w == g.initializers.end() || w->second.dtype() != DType::f32) return false;
@@ -92,7 +93,7 @@ int to_blocked_f32(Graph& g, int64_t block) {
       out.push_back(reshape_node(g, split + "/Reshape", split, z, s));
       continue;
     }
-    if (conv_primitive_choice(n) != ConvPrimitive::nchwc || n.op_type != "Conv" || !n.domain.empty()) {
+    if (conv_primitive_choice(n) != ConvPrimitive::nchwc || n.op_type != kConv || !n.domain.empty()) {
       out.push_back(n);
       continue;
     }
@@ -100,7 +101,7 @@ int to_blocked_f32(Graph& g, int64_t block) {
       throw Error(n.describe() + ": the channel-blocked conv cannot run it (float32, 2-D, one group or depthwise, no dilation, "
                   "both channel counts multiples of " + std::to_string(block) + ", constant weights)");
     Node c = n;
-    c.op_type = "ConvNchwc";
+    c.op_type = kConvNchwc;
     c.domain = kGroveDomain;
     c.inputs[0] = blocked_copy(n.inputs[0]);
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/op_names.h"
 
 namespace grove {
 
@@ -17,7 +18,7 @@ inline Node transpose_node(const std::string& name, const std::string& from, con
                            std::vector<int64_t> perm) {
   Node t;
   t.name = name;
-  t.op_type = "Transpose";
+  t.op_type = kTranspose;
   t.opset = 13;
   t.inputs = {from};
   t.outputs = {to};

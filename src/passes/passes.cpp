@@ -2,20 +2,22 @@
 
 #include <set>
 
+#include "ops/op_names.h"
+
 namespace grove {
 
 namespace {
 bool forwards_input(const Graph& g, const Node& n) {
   if (!n.domain.empty() || n.inputs.empty() || n.inputs[0].empty()) return false;
-  if (n.op_type == "Identity") return true;
+  if (n.op_type == kIdentity) return true;
   // A Cast to the dtype it already has (exporters write them around ops they type-promote).
-  if (n.op_type == "Cast" && !n.outputs.empty()) {
+  if (n.op_type == kCast && !n.outputs.empty()) {
     auto in = g.values.find(n.inputs[0]), out = g.values.find(n.outputs[0]);
     return in != g.values.end() && out != g.values.end() && in->second.dtype == out->second.dtype &&
            in->second.dtype != DType::undefined;
   }
   // Dropout is the identity at inference unless training_mode is given and true.
-  if (n.op_type == "Dropout") return n.inputs.size() < 3 || n.inputs[2].empty();
+  if (n.op_type == kDropout) return n.inputs.size() < 3 || n.inputs[2].empty();
   return false;
 }
 }  // namespace

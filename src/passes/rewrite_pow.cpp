@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "ops/op_names.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -23,16 +24,19 @@ std::optional<double> scalar_exponent(const Graph& g, const std::string& name) {
   }
 }
 
-// The steps computing x^c: each an op on the previous value ("x" is the Pow's input).
-std::optional<std::vector<const char*>> steps_for(double c) {
-  if (c == 1) return std::vector<const char*>{"Identity"};
-  if (c == 2) return std::vector<const char*>{"Square"};
-  if (c == 3) return std::vector<const char*>{"Square", "MulX"};
-  if (c == 4) return std::vector<const char*>{"Square", "Square"};
-  if (c == 0.5) return std::vector<const char*>{"Sqrt"};
-  if (c == -0.5) return std::vector<const char*>{"Sqrt", "Reciprocal"};
-  if (c == -1) return std::vector<const char*>{"Reciprocal"};
-  if (c == -2) return std::vector<const char*>{"Square", "Reciprocal"};
+// The steps computing x^c: each an op on the previous value ("x" is the Pow's input). Two
+// steps are Muls of a kind, named here only: Square (v * v) and MulX (x * v).
+constexpr std::string_view kPowSquareStep = "Square", kPowMulXStep = "MulX";
+std::optional<std::vector<std::string_view>> steps_for(double c) {
+  using Steps = std::vector<std::string_view>;
+  if (c == 1) return Steps{kIdentity};
+  if (c == 2) return Steps{kPowSquareStep};
+  if (c == 3) return Steps{kPowSquareStep, kPowMulXStep};
+  if (c == 4) return Steps{kPowSquareStep, kPowSquareStep};
+  if (c == 0.5) return Steps{kSqrt};
+  if (c == -0.5) return Steps{kSqrt, kReciprocal};
+  if (c == -1) return Steps{kReciprocal};
+  if (c == -2) return Steps{kPowSquareStep, kReciprocal};
   return std::nullopt;
 }
 
@@ -43,9 +47,9 @@ int rewrite_constant_pow(Graph& g) {
   std::vector<Node> out;
   out.reserve(g.nodes.size());
   for (auto& n : g.nodes) {
-    std::optional<std::vector<const char*>> steps;
+    std::optional<std::vector<std::string_view>> steps;
     const ValueInfo* x = nullptr;
-    if (n.domain.empty() && n.op_type == "Pow" && n.inputs.size() == 2 && n.outputs.size() == 1) {
+    if (n.domain.empty() && n.op_type == kPow && n.inputs.size() == 2 && n.outputs.size() == 1) {
       auto xi = g.values.find(n.inputs[0]);
       auto yi = g.values.find(n.outputs[0]);
       x = xi == g.values.end() ? nullptr : &xi->second;
@@ -60,17 +64,17 @@ int rewrite_constant_pow(Graph& g) {
     const std::string base = n.inputs[0];
     std::string v = base;
     for (size_t k = 0; k < steps->size(); ++k) {
-      const std::string op = (*steps)[k];
+      const std::string_view op = (*steps)[k];
       const bool last = k + 1 == steps->size();
       Node s;
       s.name = n.name + (last ? "" : "_step" + std::to_string(k));
       s.opset = n.opset;
       s.outputs = {last ? n.outputs[0] : n.outputs[0] + "_grove_pow" + std::to_string(k)};
-      if (op == "Square") {
-        s.op_type = "Mul";
+      if (op == kPowSquareStep) {
+        s.op_type = kMul;
         s.inputs = {v, v};
-      } else if (op == "MulX") {
-        s.op_type = "Mul";
+      } else if (op == kPowMulXStep) {
+        s.op_type = kMul;
         s.inputs = {base, v};
       } else {
         s.op_type = op;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_names.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -20,7 +21,7 @@ bool is_16bit_float(DType dtype) { return dtype == DType::f16 || dtype == DType:
 Node cast_node(const std::string& name, const std::string& from, const std::string& to, int64_t onnx_type, int opset) {
   Node n;
   n.name = name;
-  n.op_type = "Cast";
+  n.op_type = kCast;
   n.opset = opset;
   n.inputs = {from};
   n.outputs = {to};
@@ -38,7 +39,7 @@ void rename_uses(std::vector<Node>& nodes, const std::string& from, const std::s
 }
 
 bool is_cast_to_half(const Node& n) {
-  if (!n.domain.empty() || n.op_type != "Cast" || !n.has_attr("to")) return false;
+  if (!n.domain.empty() || n.op_type != kCast || !n.has_attr("to")) return false;
   const int64_t to = n.attr_int("to", 0);
   return to == kOnnxFloat16 || to == kOnnxBFloat16;
 }

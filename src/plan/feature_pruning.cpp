@@ -7,6 +7,7 @@
 #include "graph/node_decisions.h"
 #include "ops/feature_pruning.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/flops.h"
 
 namespace grove {
@@ -90,7 +91,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       if (std::find(n.inputs.begin(), n.inputs.end(), s.value) == n.inputs.end() || n.outputs.empty() ||
           n.outputs[0] == keep)
         continue;
-      const bool conv = n.op_type == "Conv" && n.domain.empty() && n.inputs[0] == s.value &&
+      const bool conv = n.op_type == kConv && n.domain.empty() && n.inputs[0] == s.value &&
                         std::count(n.inputs.begin(), n.inputs.end(), s.value) == 1 && n.attr_int("group", 1) == 1 &&
                         n.inputs.size() > 1 && graph.values.count(n.inputs[1]) &&
                         graph.values.at(n.inputs[1]).shape.size() == 4 && !runs_in_bf16(n);
@@ -100,7 +101,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
         continue;
       }
       const int64_t dense = node_flops(graph, n);
-      n.op_type = "PrunedConv";
+      n.op_type = kPrunedConv;
       n.domain = kGroveDomain;
       n.inputs.resize(kPrunedConvKeepInput, "");
       n.inputs.push_back(keep);
@@ -114,7 +115,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       throw Error(where + "no 2-D Conv of one group reads it as x, so pruning it would skip nothing");
     Node gate;
     gate.name = s.value + "@attention";
-    gate.op_type = "AttentionKeep";
+    gate.op_type = kAttentionKeep;
     gate.domain = kGroveDomain;
     gate.inputs = {s.value};
     gate.outputs = {keep};
@@ -125,7 +126,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
     if (needs_masked) {
       Node mask = added[0];
       mask.name = s.value + "@mask";
-      mask.op_type = "ApplyKeep";
+      mask.op_type = kApplyKeep;
       mask.inputs = {s.value, keep};
       mask.outputs = {masked};
       graph.values[masked] = info->second;

@@ -4,6 +4,7 @@
 
 #include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
+#include "ops/op_names.h"
 #include "ops/tile_conv_winograd.h"
 #include "passes/passes.h"
 
@@ -20,7 +21,7 @@ void apply_primitive_choices(Graph& graph, const std::vector<NodeChoice>& choice
     if (seen[c.node]++) throw Error("plan: node '" + c.node + "' has two choices");
     if (c.primitive.empty()) continue;
     Node& node = graph.nodes[it->second];
-    if (node.op_type != "Conv" || !node.domain.empty() || node.inputs.size() < 2)
+    if (node.op_type != kConv || !node.domain.empty() || node.inputs.size() < 2)
       throw Error(node.describe() + ": a primitive choice ('" + c.primitive + "') is for Conv nodes only");
     const ConvPrimitive primitive = primitive_named(node, c.primitive);
     if (primitive == ConvPrimitive::winograd) {

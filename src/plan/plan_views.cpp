@@ -27,6 +27,8 @@
 #include <algorithm>
 
 #include "ops/channels_last.h"
+#include "ops/op.h"
+#include "ops/op_names.h"
 #include "ops/tiling.h"
 #include "plan/plan_internal.h"
 
@@ -35,9 +37,9 @@ namespace {
 
 bool relabels(const Node& node, const Shape& in) {
   if (!node.domain.empty() || node.outputs.size() != 1) return false;
-  const std::string& op = node.op_type;
-  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") return true;
-  if (op != "Transpose") return false;
+  const OpSpec* spec = OpRegistry::builtin().find(node);
+  if (spec && spec->traits.view) return true;
+  if (node.op_type != kTranspose) return false;
   // Only size-1 dims move: the other dims keep their order.
   std::vector<int64_t> perm = node.attr_ints("perm");
   if (perm.size() != in.size()) return false;
@@ -79,7 +81,7 @@ void mark_concat_slices(Plan& plan, TileRuleLookup lookup) {
       if (v >= 0) ++reads[static_cast<size_t>(v)];
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& concat = g.nodes[n];
-    if (concat.op_type != "Concat" || !concat.domain.empty() || plan.node_outputs[n].size() != 1) continue;
+    if (concat.op_type != kConcat || !concat.domain.empty() || plan.node_outputs[n].size() != 1) continue;
     const int32_t out = plan.node_outputs[n][0];
     if (out < 0 || plan.values[out].view_of >= 0 || plan.values[out].dtype != DType::f32) continue;
     const Shape& y = plan.values[out].shape;

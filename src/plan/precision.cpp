@@ -14,6 +14,7 @@
 #include "kernels/gemm.h"
 #include "ops/channels_last.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/passes.h"
 
 namespace grove {
@@ -50,12 +51,12 @@ bool wants_bf16(const Graph& g, const Node& node, bool amx) {
   if (node.inputs.empty() || !is_f32(g, node.inputs[0]) || node.outputs.empty() || !is_f32(g, node.outputs[0]))
     return false;
   // The fused attention's two GEMMs (Q.K^T and P.V): its operands are activations, packed per tile.
-  if (node.domain == kGroveDomain) return node.op_type == "Attention";
+  if (node.domain == kGroveDomain) return node.op_type == kAttention;
   if (!node.domain.empty() && node.domain != "ai.onnx") return false;
   const Tensor* w = initializer(g, node, 1);
   if (!w) return false;
-  if (node.op_type == "Conv") return conv_on_gemm(g, node, *w, amx);
-  return node.op_type == "MatMul" || node.op_type == "Gemm";
+  if (node.op_type == kConv) return conv_on_gemm(g, node, *w, amx);
+  return node.op_type == kMatMul || node.op_type == kGemm;
 }
 
 }  // namespace
@@ -100,7 +101,7 @@ void store_bf16_between_convs(Graph& graph, PrecisionReport& report) {
   // pairs in place) and whose row path holds every tap in registers (a bf16 y keeps no partial
   // sums). Neither is a Winograd layer: bf16 marks none on dot products.
   auto bf16_conv = [&](const Node& n) {
-    if (n.op_type != "ConvNhwc" || n.domain != kGroveDomain) return false;
+    if (n.op_type != kConvNhwc || n.domain != kGroveDomain) return false;
     if (runs_on_amx(n)) return true;
     if (n.decisions.precision != NodePrecision::bf16 || reads_x_nchw(n)) return false;
     const Shape& x = graph.values.at(n.inputs[0]).shape;

@@ -12,6 +12,7 @@
 
 #include "graph/error.h"
 #include "onnx/import.h"
+#include "ops/op_names.h"
 
 namespace grove::quantize {
 namespace {
@@ -116,13 +117,13 @@ class Rewriter {
     std::set<int> drop;
     for (int bi = 0; bi < g_.node_size(); ++bi) {
       const NodeProto& bn = g_.node(bi);
-      if (bn.op_type() != "BatchNormalization" || !bn.domain().empty() || bn.input_size() != 5 ||
+      if (bn.op_type() != kBatchNormalization || !bn.domain().empty() || bn.input_size() != 5 ||
           bn.output_size() != 1 || attr_int(bn, "training_mode", 0) != 0)
         continue;
       auto p = producer.find(bn.input(0));
       if (p == producer.end() || uses_[bn.input(0)] != 1 || graph_outputs_.count(bn.input(0))) continue;
       NodeProto& conv = *g_.mutable_node(p->second);
-      if (conv.op_type() != "Conv" || !conv.domain().empty() || conv.input_size() < 2) continue;
+      if (conv.op_type() != kConv || !conv.domain().empty() || conv.input_size() < 2) continue;
       const TensorProto* w = weight(conv.input(1));
       const TensorProto* b = conv.input_size() > 2 && !conv.input(2).empty() ? weight(conv.input(2)) : nullptr;
       if (!w || w->dims_size() < 3 || (conv.input_size() > 2 && !conv.input(2).empty() && !b)) continue;
@@ -172,7 +173,7 @@ class Rewriter {
     for (int i = 0; i < g_.node_size(); ++i) {
       const NodeProto& n = g_.node(i);
       const std::string& op = n.op_type();
-      if (!(n.domain().empty() || n.domain() == "ai.onnx") || (op != "Conv" && op != "MatMul" && op != "Gemm")) continue;
+      if (!(n.domain().empty() || n.domain() == "ai.onnx") || (op != kConv && op != kMatMul && op != kGemm)) continue;
       auto skip = [&](const std::string& why) { report.skipped.push_back(describe(n) + ": " + why); };
       // A product of two activations (attention's Q.K^T) has no weights to quantize: not a candidate.
       if (n.input_size() < 2 || !initializers_.count(n.input(1))) continue;
@@ -187,11 +188,11 @@ class Rewriter {
       }
       Candidate c;
       c.node = i;
-      if (op == "Conv") {
+      if (op == kConv) {
         if (w->dims_size() < 3) continue;
         c.axis = 0;
         c.quantize_bias = n.input_size() > 2 && weight(n.input(2));
-      } else if (op == "MatMul") {
+      } else if (op == kMatMul) {
         if (w->dims_size() != 2) {
           skip("weight of rank " + std::to_string(w->dims_size()) + ", not 2");
           continue;
@@ -210,12 +211,12 @@ class Rewriter {
       std::string out = n.output(0);
       auto only = consumer.find(out);
       if (!graph_outputs_.count(out) && only != consumer.end() && only->second >= 0 &&
-          g_.node(only->second).op_type() == "Relu")
+          g_.node(only->second).op_type() == kRelu)
         out = g_.node(only->second).output(0);
       if (!graph_outputs_.count(out) && uses_.count(out)) c.output = out;
       chosen.push_back(c);
-      if (op == "Conv") ++report.conv;
-      else if (op == "MatMul") ++report.matmul;
+      if (op == kConv) ++report.conv;
+      else if (op == kMatMul) ++report.matmul;
       else ++report.gemm;
     }
     return chosen;
@@ -248,8 +249,8 @@ class Rewriter {
       const std::string q = unique(name + "_quantized"), dq = unique(name + "_dequantized");
       add_initializer(make_tensor<float>(s, TensorProto::FLOAT, {}, {scale}));
       add_initializer(make_tensor<uint8_t>(z, TensorProto::UINT8, {}, {zero}));
-      std::vector<NodeProto> nodes{make_node("QuantizeLinear", {name, s, z}, q, -1),
-                                   make_node("DequantizeLinear", {q, s, z}, dq, -1)};
+      std::vector<NodeProto> nodes{make_node(kQuantizeLinear, {name, s, z}, q, -1),
+                                   make_node(kDequantizeLinear, {q, s, z}, dq, -1)};
       dequantized[name] = dq;
       scales_[name] = scale;
       auto& where = produced.count(name) ? pairs_after[name] : at_start;
@@ -309,7 +310,8 @@ class Rewriter {
     for (const auto& i : g_.initializer()) initializers_[i.name()] = &i;
   }
 
-  NodeProto make_node(const std::string& op, std::vector<std::string> inputs, const std::string& output, int axis) {
+  NodeProto make_node(std::string_view op_type, std::vector<std::string> inputs, const std::string& output, int axis) {
+    const std::string op(op_type);
     NodeProto n;
     n.set_op_type(op);
     n.set_name(unique(output + "_" + op));
@@ -350,7 +352,7 @@ class Rewriter {
     add_initializer(make_tensor<int8_t>(wq, TensorProto::INT8, dims, q));
     add_initializer(make_tensor<float>(ws, TensorProto::FLOAT, scale_dims, scale));
     add_initializer(make_tensor<int8_t>(wz, TensorProto::INT8, scale_dims, std::vector<int8_t>(scale.size(), 0)));
-    *g_.add_node() = make_node("DequantizeLinear", {wq, ws, wz}, wdq, per_channel_ ? c.axis : -1);
+    *g_.add_node() = make_node(kDequantizeLinear, {wq, ws, wz}, wdq, per_channel_ ? c.axis : -1);
     n.set_input(1, wdq);
 
     // The bias at scale x_scale * w_scale, so the integer sums take it exactly.
@@ -372,7 +374,7 @@ class Rewriter {
     const std::string bdq = unique(b.name() + "_dequantized");
     add_initializer(make_tensor<int32_t>(bqn, TensorProto::INT32, {static_cast<int64_t>(out_channels)}, bq));
     add_initializer(make_tensor<float>(bs, TensorProto::FLOAT, {static_cast<int64_t>(out_channels)}, bias_scale));
-    *g_.add_node() = make_node("DequantizeLinear", {bqn, bs}, bdq, 0);
+    *g_.add_node() = make_node(kDequantizeLinear, {bqn, bs}, bdq, 0);
     n.set_input(2, bdq);
   }
 

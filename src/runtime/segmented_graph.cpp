@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ops/control_flow.h"
+#include "ops/op_names.h"
 #include "ops/sequence.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -104,18 +105,18 @@ std::set<std::string> names_maybe_values(const Graph& g) {
   for (const ValueDecl& d : g.inputs)
     if (d.kind != ValueKind::tensor) maybe.insert(d.name);
   for (const Node& n : g.nodes) {
-    const bool passes_value = n.domain.empty() && n.op_type == "Identity" && !n.inputs.empty() && maybe.count(n.inputs[0]);
+    const bool passes_value = n.domain.empty() && n.op_type == kIdentity && !n.inputs.empty() && maybe.count(n.inputs[0]);
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       bool value = is_sequence_op(n) || passes_value;
       if (is_control_flow(n)) {
         for (const auto& [key, a] : n.attrs) {
           if (!a.g) continue;
           // A Loop's body outputs start with the condition; SequenceMap's are all sequences.
-          const size_t at = n.op_type == "Loop" ? k + 1 : k;
-          if (n.op_type == "SequenceMap" || (at < a.g->outputs.size() && a.g->outputs[at].kind != ValueKind::tensor))
+          const size_t at = n.op_type == kLoop ? k + 1 : k;
+          if (n.op_type == kSequenceMap || (at < a.g->outputs.size() && a.g->outputs[at].kind != ValueKind::tensor))
             value = true;
         }
-        if (n.op_type == "Loop" && k + 2 < n.inputs.size() && maybe.count(n.inputs[k + 2])) value = true;
+        if (n.op_type == kLoop && k + 2 < n.inputs.size() && maybe.count(n.inputs[k + 2])) value = true;
       }
       if (value && !n.outputs[k].empty()) maybe.insert(n.outputs[k]);
     }
@@ -142,7 +143,7 @@ SegmentedGraph::SegmentedGraph(const Graph& graph, Engine& engine, const Session
   const std::set<std::string> maybe_values = names_maybe_values(graph);
   auto runs_between_segments = [&](const Node& n) {
     if (is_control_flow(n) || is_sequence_op(n)) return true;
-    return n.domain.empty() && n.op_type == "Identity" && !n.inputs.empty() && maybe_values.count(n.inputs[0]) != 0;
+    return n.domain.empty() && n.op_type == kIdentity && !n.inputs.empty() && maybe_values.count(n.inputs[0]) != 0;
   };
   std::vector<const Node*> pending;
   auto close_segment = [&] {

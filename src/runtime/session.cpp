@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "ops/op_names.h"
 #include "runtime/machine_probes.h"
 #include "ops/control_flow.h"
 #include "runtime/planned_run.h"
@@ -153,7 +154,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   const bool bf16 = po.precision == Precision::bf16, channels_last = po.conv_layout == ConvLayout::channels_last;
   // The Winograd probe takes a few milliseconds: only a model with convs asks.
   const auto& nodes = bound_graph(model).nodes;
-  const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == "Conv"; });
+  const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == kConv; });
   take_machine_probes(probes,
                       {.move_flops = tail_aware, .amx_flop_cost = tail_aware && bf16, .bf16_dot_gain = bf16,
                        .channels_last = channels_last, .winograd_nhwc = channels_last && convs},

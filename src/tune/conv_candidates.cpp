@@ -8,6 +8,7 @@
 #include "kernels/conv_nchwc.h"
 #include "ops/channels_blocked.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "ops/tile_conv_winograd.h"
 #include "passes/passes.h"
 
@@ -15,7 +16,7 @@ namespace grove::tune {
 
 bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config) {
   const Node& node = plan.graph.nodes[n];
-  if (node.op_type != "Conv" || !node.domain.empty() || !plan.rules[n] || node.inputs.size() < 2 ||
+  if (node.op_type != kConv || !node.domain.empty() || !plan.rules[n] || node.inputs.size() < 2 ||
       node.outputs.empty() || node.name.empty() || node.name.find('\n') != std::string::npos)
     return false;
   auto x = plan.graph.values.find(node.inputs[0]), w = plan.graph.values.find(node.inputs[1]),
@@ -43,7 +44,7 @@ int64_t tile_count(const Shape& shape, const Shape& extent) {
 
 bool tunable_matmul(const Plan& plan, size_t n) {
   const Node& node = plan.graph.nodes[n];
-  if ((node.op_type != "MatMul" && node.op_type != "Gemm") || !node.domain.empty() || !plan.rules[n] ||
+  if ((node.op_type != kMatMul && node.op_type != kGemm) || !node.domain.empty() || !plan.rules[n] ||
       node.inputs.size() < 2 || node.outputs.empty() || node.name.empty() || node.name.find('\n') != std::string::npos)
     return false;
   auto a = plan.graph.values.find(node.inputs[0]), y = plan.graph.values.find(node.outputs[0]);
@@ -73,12 +74,12 @@ ConvCandidate rule_choice(const Plan& plan, size_t n) {
   const Node& node = plan.graph.nodes[n];
   const Shape& y = plan.graph.values.at(node.outputs[0]).shape;
   ConvCandidate rule{"", plan.tile_extent[n], tile_count(y, plan.tile_extent[n])};
-  if (node.op_type == "ConvNchwc" && node.domain == kGroveDomain) {
+  if (node.op_type == kConvNchwc && node.domain == kGroveDomain) {
     rule.primitive = "nchwc";
-  } else if (node.op_type == "ConvNhwc" && node.domain == kGroveDomain) {
+  } else if (node.op_type == kConvNhwc && node.domain == kGroveDomain) {
     const ConvPrimitive p = conv_primitive_choice(node);
     rule.primitive = p == ConvPrimitive::winograd ? "winograd_nhwc" : p == ConvPrimitive::unset ? "nhwc" : conv_primitive_name(p);
-  } else if (node.op_type == "Conv" && node.domain.empty()) {
+  } else if (node.op_type == kConv && node.domain.empty()) {
     const Shape& x = plan.graph.values.at(node.inputs[0]).shape;
     const Shape& w = plan.graph.values.at(node.inputs[1]).shape;
     rule.primitive = tiling::conv_node_uses_winograd(node, x, w) ? "winograd"
@@ -95,7 +96,7 @@ namespace {
 // rotated to NHWC.
 std::vector<int64_t> channels_last_blocks(const Plan& plan, size_t n, const std::string& primitive) {
   Node twin = plan.graph.nodes[n];
-  twin.op_type = twin.attr_int("group", 1) == 1 ? "ConvNhwc" : "DepthwiseConvNhwc";
+  twin.op_type = twin.attr_int("group", 1) == 1 ? kConvNhwc : kDepthwiseConvNhwc;
   twin.domain = kGroveDomain;
   apply_primitive_choices_to_node(twin, primitive_named(twin, primitive), DecisionSource::probe);
   const TileRule* rule = find_tile_rule(twin);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "graph/node_decisions.h"
+#include "ops/op_names.h"
 #include "passes/passes.h"
 
 namespace grove::tune {
@@ -13,7 +14,7 @@ namespace {
 
 // Ops the channels-last pass runs in whichever layout their inputs come in.
 bool follows_layout(const Node& n) {
-  return n.domain.empty() && (n.op_type == "Add" || n.op_type == "Concat" || n.op_type == "MaxPool");
+  return n.domain.empty() && (n.op_type == kAdd || n.op_type == kConcat || n.op_type == kMaxPool);
 }
 
 // Deep enough for a pool after a Concat after an Add; past that a link is too far away to
@@ -54,7 +55,7 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
         const Node& n = g.nodes[p->second];
         if (is_conv[p->second]) convs.emplace(p->second, true).first->second &= depth == 0;
         else if (follows_layout(n) && depth < kMaxFollowDepth)
-          for (size_t i = 0; i < (n.op_type == "MaxPool" ? 1 : n.inputs.size()); ++i) {
+          for (size_t i = 0; i < (n.op_type == kMaxPool ? 1 : n.inputs.size()); ++i) {
             if (!n.inputs[i].empty()) sources(n.inputs[i], depth + 1, convs, nchw);
           }
         else nchw = true;
@@ -66,7 +67,7 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
     if (r == readers.end()) return false;
     for (size_t i : r->second) {
       const Node& n = g.nodes[i];
-      if (is_conv[i] || (n.domain.empty() && n.op_type == "GlobalAveragePool")) continue;
+      if (is_conv[i] || (n.domain.empty() && n.op_type == kGlobalAveragePool)) continue;
       if (!follows_layout(n) || depth >= kMaxFollowDepth) return true;
       for (const std::string& o : n.outputs)
         if (!o.empty() && nchw_reader(o, depth + 1)) return true;

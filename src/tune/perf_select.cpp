@@ -10,6 +10,7 @@
 
 #include "graph/error.h"
 #include "ops/op.h"
+#include "ops/op_names.h"
 #include "passes/flops.h"
 #include "tune/layout_links.h"
 #include "tune/pbqp.h"
@@ -143,9 +144,10 @@ ConvLayoutKind layout_of(const std::string& primitive) {
 }
 
 ConvLayoutKind layout_of(const Node& node) {
-  if (node.domain != kGroveDomain) return ConvLayoutKind::nchw;
-  if (node.op_type == "ConvNchwc") return ConvLayoutKind::blocked;
-  return node.op_type.ends_with("Nhwc") ? ConvLayoutKind::channels_last : ConvLayoutKind::nchw;
+  const OpSpec* spec = node.domain == kGroveDomain ? OpRegistry::builtin().find(node) : nullptr;
+  if (!spec) return ConvLayoutKind::nchw;
+  if (spec->traits.layout == OpLayout::nchwc) return ConvLayoutKind::blocked;
+  return spec->traits.layout == OpLayout::nhwc ? ConvLayoutKind::channels_last : ConvLayoutKind::nchw;
 }
 
 // Transposes between two linked convs' layouts: none in one, one between two others (blocked
@@ -204,7 +206,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
   double flops = 0, rule_us = 0;  // of the priced rule choices: the machine's rate on this model
   for (size_t n = 0; n < as_written.graph.nodes.size(); ++n) {
     const Node& node = as_written.graph.nodes[n];
-    if (node.op_type != "Conv" || !node.domain.empty()) continue;
+    if (node.op_type != kConv || !node.domain.empty()) continue;
     auto r = in_rules.find(node.name);
     if (r == in_rules.end()) continue;
     const Node& ruled = rules.graph.nodes[r->second];
@@ -212,7 +214,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     Vertex v;
     v.node = n;
     ConvConfig c;
-    if ((ruled.op_type == "Conv" || ruled.op_type == "ConvNhwc") && tunable_conv(as_written, n, &c)) {
+    if ((ruled.op_type == kConv || ruled.op_type == kConvNhwc) && tunable_conv(as_written, n, &c)) {
       const ConvCandidate rule = rule_choice(rules, r->second);
       if (std::count(priced.begin(), priced.end(), rule.primitive)) {
         v.tunable = true;
