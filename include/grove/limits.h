@@ -19,6 +19,9 @@ struct Limits {
   int64_t max_memory = 0;
   // Nodes in the model, those of nested subgraphs included.
   int64_t max_nodes = 200'000;
+  // Initializers in the model (and Constant nodes' tensors), those of nested subgraphs
+  // included: each costs a tensor and a map entry even when it holds nothing.
+  int64_t max_initializers = 1'000'000;
   // Nesting of subgraphs (If/Loop/Scan bodies) in the model file.
   int max_subgraph_depth = 16;
   // The planner's TileGraph: tiles, and kMaxEdgesPerTile times as many dependency edges

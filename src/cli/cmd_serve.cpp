@@ -59,7 +59,7 @@ int run_serve(const ServeOptions& o) {
 
   serve::InferenceServer server(engine, models,
                                 {.max_body_bytes = o.max_body_bytes, .max_concurrent = o.max_concurrent,
-                                 .request_timeout_s = o.request_timeout_s});
+                                 .request_timeout_s = o.request_timeout_s, .max_serve_memory = o.max_serve_memory});
   // --max-concurrent also bounds the connections held waiting for an HTTP thread: past it a
   // client is answered 503 at once rather than queued without limit. By default every held
   // connection has a thread: a thread waiting on a slow or idle client costs a stack, while
@@ -93,6 +93,8 @@ int run_serve(const ServeOptions& o) {
                            ? ": Conv/MatMul/Gemm products with constant weights in bfloat16, on AMX tiles"
                            : ": Conv/MatMul/Gemm products with constant weights in bfloat16")
                     : " asked for, but this CPU (or GROVE_ISA) has no AVX512-BF16: running fp32");
+  std::printf("grove serve: memory budget %.3g GB for the runs in flight (--max-serve-memory)\n",
+              static_cast<double>(server.memory_budget().capacity()) * 1e-9);
   std::printf("grove serve: listening on http://%s:%d (%d engine threads, KServe v2: /v2/models/NAME/infer, /metrics)\n",
               o.host.c_str(), port, engine.threads());
   std::fflush(stdout);
@@ -121,7 +123,8 @@ Every model runs on the one engine: each request is a job in the same ready pool
 of all models share the cores tile by tile. Errors are JSON {"error": "..."}: 404 unknown model,
 400 bad request (name, shape, datatype, JSON, JSON nested over 64 levels), 408 request not
 received in time (headers 5 s, body 30 s), 413 body too large, 415 compressed or multipart
-body, 431 headers over 64 KiB, 503 busy or shutting down, 504 timeout, 500 a failing
+body, 431 headers over 64 KiB, 503 busy, over the memory budget (--max-serve-memory) or shutting
+down, 504 timeout, 500 a failing
 inference (naming the node and op). SIGTERM or SIGINT: stop
 accepting, finish the requests in flight, exit 0.
 
@@ -166,6 +169,14 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                     "Seconds an inference may take: past it, its run is stopped and the client gets 504")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-serve-memory", o.max_serve_memory,
+                    "Bytes the inferences in flight may reserve together: each reserves what its plan allocates "
+                    "(or, for a model with control flow or value-dependent shapes, its --max-memory) before it runs "
+                    "and gives it back when its run stops; one that finds too little left waits up to 1 s "
+                    "(within --request-timeout), then gets 503 (0: three quarters of the physical memory)")
+      ->type_name("BYTES")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-batch", o.max_batch,
                     "Dynamic batching: join requests that arrive together into runs of up to this many rows "
                     "(dimension 0), for models whose inputs and outputs all have a free first dimension (0: off)")

@@ -165,6 +165,7 @@ struct ServeOptions {
   int max_concurrent = 256;
   int64_t max_body_bytes = int64_t{64} << 20;
   double request_timeout_s = 60;
+  int64_t max_serve_memory = 0;     // bytes the runs in flight may reserve together; 0: 3/4 of physical memory
   int max_batch = 0;                // dynamic batching: most rows per joined run; 0: off
   double batch_delay_ms = 2;        // how long a first request waits for company
   std::string precision = "fp32";   // fp32 | bf16, for every served model

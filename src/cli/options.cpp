@@ -42,6 +42,10 @@ void add_limit_options(CLI::App* cmd, grove::Limits& limits) {
   cmd->add_option("--max-nodes", limits.max_nodes, "Most nodes a model may have, those in subgraphs included")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-initializers", limits.max_initializers,
+                  "Most initializers (and Constant tensors) a model may have, those in subgraphs included")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-tiles", limits.max_tiles,
                   "Most tiles a plan may cut the model into (and 16 dependency edges per tile)")
       ->capture_default_str()

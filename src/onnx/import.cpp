@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -268,20 +269,81 @@ Tensor constant_value(const Node& n) {
   throw Unsupported(n.describe() + ": unsupported Constant attribute (only value, value_float(s), value_int(s))");
 }
 
-// Nodes in `graph` and every subgraph under it; throws when subgraphs nest deeper than the
-// limit. The recursion is bounded twice: by the limit, and by protobuf's own nesting limit
-// while parsing.
-int64_t count_nodes(const onnx::GraphProto& graph, int depth, const Limits& limits) {
+// What a model file asks grove to build, counted on the protobuf before any of it is
+// converted: nodes, initializers (with Constant nodes' tensors) and the bytes those declare,
+// in every subgraph. The bytes are summed in long double: many external tensors of up to 2^62
+// declared bytes each cannot wrap the sum.
+struct ProtoCounts {
+  int64_t nodes = 0;
+  int64_t initializers = 0;
+  long double initializer_bytes = 0;
+  long double largest_bytes = -1;  // the largest initializer, named in the error
+  std::string largest;
+
+  void add_tensor(const onnx::TensorProto& tp, long double bytes) {
+    ++initializers;
+    initializer_bytes += bytes;
+    if (bytes > largest_bytes) largest_bytes = bytes, largest = tp.name();
+  }
+};
+
+long double declared_tensor_bytes(const onnx::TensorProto& tp) {
+  const DType dtype = dtype_from_onnx(tp.data_type());
+  if (dtype == DType::undefined || dtype == DType::string) return 0;  // refused when converted
+  int64_t count = 0;
+  try {
+    count = numel(Shape(tp.dims().begin(), tp.dims().end()));
+  } catch (const Error&) {
+    return 0;  // negative or overflowing dims: convert_tensor names the initializer
+  }
+  const long double bytes = static_cast<long double>(count) * static_cast<long double>(dtype_size(dtype));
+  // A size the file's own data does not back is refused by convert_tensor, naming the
+  // initializer, before anything is allocated: count what would be allocated. External data
+  // counts as declared (its file is opened only when converted).
+  if (tp.data_location() != onnx::TensorProto::EXTERNAL &&
+      (tp.has_raw_data() ? static_cast<long double>(tp.raw_data().size()) != bytes : typed_count(tp, dtype) != count))
+    return 0;
+  // float16 and bfloat16 are widened to float32 when converted: what is finally held.
+  return dtype == DType::f16 || dtype == DType::bf16 ? 2 * bytes : bytes;
+}
+
+// Nodes, initializers and their bytes in `graph` and every subgraph under it; throws when
+// subgraphs nest deeper than the limit. The recursion is bounded twice: by the limit, and by
+// protobuf's own nesting limit while parsing.
+void count_proto(const onnx::GraphProto& graph, int depth, const Limits& limits, ProtoCounts& c) {
   if (depth > limits.max_subgraph_depth)
     throw Error("subgraphs nest deeper than " + std::to_string(limits.max_subgraph_depth) +
                 " levels (the limit is Limits::max_subgraph_depth)");
-  int64_t nodes = graph.node_size();
+  c.nodes += graph.node_size();
+  for (const auto& tp : graph.initializer()) c.add_tensor(tp, declared_tensor_bytes(tp));
   for (const auto& node : graph.node())
     for (const auto& attr : node.attribute()) {
-      if (attr.has_g()) nodes += count_nodes(attr.g(), depth + 1, limits);
-      for (const auto& g : attr.graphs()) nodes += count_nodes(g, depth + 1, limits);
+      if (attr.has_t()) c.add_tensor(attr.t(), declared_tensor_bytes(attr.t()));
+      for (const auto& t : attr.tensors()) c.add_tensor(t, declared_tensor_bytes(t));
+      if (attr.has_g()) count_proto(attr.g(), depth + 1, limits, c);
+      for (const auto& g : attr.graphs()) count_proto(g, depth + 1, limits, c);
     }
-  return nodes;
+}
+
+// Refuses a model whose counts pass the limits, before its graph is built in memory.
+void check_proto_counts(const onnx::ModelProto& model, const Limits& limits) {
+  ProtoCounts c;
+  count_proto(model.graph(), 0, limits, c);
+  if (c.nodes > limits.max_nodes)
+    throw Error("the model has " + std::to_string(c.nodes) + " nodes, over the limit of " +
+                std::to_string(limits.max_nodes) + " (raise it with --max-nodes or Limits::max_nodes)");
+  if (c.initializers > limits.max_initializers)
+    throw Error("the model has " + std::to_string(c.initializers) + " initializers and constant tensors, over the limit of " +
+                std::to_string(limits.max_initializers) + " (raise it with --max-initializers or Limits::max_initializers)");
+  const int64_t limit = limits.memory_limit();
+  if (c.initializer_bytes > static_cast<long double>(limit)) {
+    char bytes[48], largest[48];
+    std::snprintf(bytes, sizeof bytes, "%.0Lf", c.initializer_bytes);
+    std::snprintf(largest, sizeof largest, "%.0Lf", c.largest_bytes);
+    throw Error("the model's initializers and constant tensors declare " + std::string(bytes) + " bytes (the largest, '" +
+                c.largest + "', " + largest + "), over the memory limit of " + std::to_string(limit) +
+                " bytes (raise it with --max-memory or Limits::max_memory)");
+  }
 }
 
 // Names a subgraph reads that it does not define itself: values of an enclosing graph.
@@ -439,10 +501,7 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
     throw Error(path + ": the model has no graph nodes (truncated or not an ONNX model?)");
 
   try {
-    const int64_t nodes = count_nodes(model.graph(), 0, limits);
-    if (nodes > limits.max_nodes)
-      throw Error("the model has " + std::to_string(nodes) + " nodes, over the limit of " +
-                  std::to_string(limits.max_nodes) + " (raise it with --max-nodes or Limits::max_nodes)");
+    check_proto_counts(model, limits);
   } catch (const Error& e) {
     throw e.prefixed(path + ": ");
   }

@@ -82,8 +82,38 @@ std::vector<Value> run_if(const Node& node, std::span<const Value* const> in, co
   return out;
 }
 
+// The per-iteration outputs a Loop, Scan or SequenceMap collects, charged to the run's memory
+// limit as they arrive. They grow with the iteration count, which only the model's values decide
+// (a trip count near 2^63, a condition that stays true), so binding could not charge them: each
+// part is checked here before it is kept, and the stacked result is allocated only once every
+// part has passed. `copies` is 2 where the parts are stacked into one new tensor at the end
+// (parts and stack are held together for that moment), 1 where they are kept as they are.
+class CollectedBytes {
+ public:
+  CollectedBytes(const Limits& limits, int64_t held_bytes, int copies)
+      : limit_(limits.memory_limit()), held_(std::max<int64_t>(held_bytes, 0)), copies_(copies) {}
+
+  void add(const Tensor& part, int64_t iteration) {
+    const int64_t bytes = static_cast<int64_t>(part.bytes());
+    // In long double: the sums cannot wrap however large the parts claim to be.
+    const long double need = static_cast<long double>(collected_ + bytes) * copies_;
+    if (need + static_cast<long double>(held_) > static_cast<long double>(limit_))
+      throw Error("its outputs collected over " + std::to_string(iteration + 1) + " iterations need " +
+                  std::to_string(static_cast<int64_t>(need)) + " bytes" +
+                  (copies_ > 1 ? " (the parts, and as much again to stack them)" : "") + ", with " +
+                  std::to_string(held_) + " bytes already held by the run, over the memory limit of " +
+                  std::to_string(limit_) + " bytes (raise it with --max-memory or Limits::max_memory)");
+    collected_ += bytes;
+  }
+
+ private:
+  int64_t limit_, held_, copies_;
+  int64_t collected_ = 0;
+};
+
 std::vector<Value> run_loop(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
-                            int64_t max_iterations) {
+                            const Limits& limits, int64_t held_bytes) {
+  const int64_t max_iterations = limits.max_loop_iterations;
   const Graph& body = node.attr_graph("body");
   const size_t carried = in.size() - 2;
   const size_t scans = body.outputs.size() - 1 - carried;
@@ -104,6 +134,7 @@ std::vector<Value> run_loop(const Node& node, std::span<const Value* const> in, 
     state.push_back(*in[2 + k]);
   }
   std::vector<std::vector<Tensor>> scan_parts(scans);
+  CollectedBytes collected(limits, held_bytes, 2);
   for (int64_t i = 0; i < max_trips && keep_going; ++i) {
     if (i == max_iterations)
       throw Error("ran " + std::to_string(i) + " iterations, the limit (Limits::max_loop_iterations, --max-loop-iterations)");
@@ -115,6 +146,7 @@ std::vector<Value> run_loop(const Node& node, std::span<const Value* const> in, 
     for (size_t k = 0; k < scans; ++k) {
       if (!out[1 + carried + k].is_tensor())
         throw Error("scan output " + std::to_string(k) + " must be a tensor, got " + out[1 + carried + k].describe());
+      collected.add(out[1 + carried + k].tensor(), i);
       scan_parts[k].push_back(out[1 + carried + k].tensor());
     }
   }
@@ -134,7 +166,8 @@ std::vector<int64_t> per_value(const Node& node, const char* key, size_t count, 
   return v;
 }
 
-std::vector<Value> run_scan(const Node& node, std::span<const Value* const> in, const RunBody& run_body) {
+std::vector<Value> run_scan(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
+                            const Limits& limits, int64_t held_bytes) {
   const Graph& body = node.attr_graph("body");
   const size_t scan_inputs = static_cast<size_t>(node.attr_int("num_scan_inputs", 0));
   const size_t states = in.size() - scan_inputs;
@@ -161,6 +194,7 @@ std::vector<Value> run_scan(const Node& node, std::span<const Value* const> in, 
     state.push_back(*in[k]);
   }
   std::vector<std::vector<Tensor>> parts(scan_outputs);
+  CollectedBytes collected(limits, held_bytes, 2);
   for (int64_t i = 0; i < std::max<int64_t>(length, 0); ++i) {
     std::vector<Value> formal = state;
     for (size_t k = 0; k < scan_inputs; ++k)
@@ -170,6 +204,7 @@ std::vector<Value> run_scan(const Node& node, std::span<const Value* const> in, 
     for (size_t k = 0; k < scan_outputs; ++k) {
       if (!out[states + k].is_tensor())
         throw Error("scan output " + std::to_string(k) + " must be a tensor, got " + out[states + k].describe());
+      collected.add(out[states + k].tensor(), i);
       parts[k].push_back(out[states + k].tensor());
     }
   }
@@ -188,7 +223,8 @@ std::vector<Value> run_scan(const Node& node, std::span<const Value* const> in, 
 // SequenceMap: the body runs once per position of the first input (a sequence); the other
 // inputs give it their item at that position (sequences) or themselves (tensors). Each body
 // output is collected into one output sequence.
-std::vector<Value> run_sequence_map(const Node& node, std::span<const Value* const> in, const RunBody& run_body) {
+std::vector<Value> run_sequence_map(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
+                                    const Limits& limits, int64_t held_bytes) {
   const Graph& body = node.attr_graph("body");
   if (in.empty() || !in[0] || !in[0]->is_sequence())
     throw Error("input 0 must be a sequence, got " + (in.empty() || !in[0] ? std::string("nothing") : in[0]->describe()));
@@ -201,12 +237,14 @@ std::vector<Value> run_sequence_map(const Node& node, std::span<const Value* con
                   std::to_string(in[k]->items().size()) + ")");
   }
   std::vector<std::vector<Tensor>> outputs(body.outputs.size());
+  CollectedBytes collected(limits, held_bytes, 1);  // the items become the sequences, uncopied
   for (size_t i = 0; i < length; ++i) {
     std::vector<Value> formal;
     for (const Value* v : in) formal.push_back(v->is_sequence() ? Value(v->items()[i]) : *v);
     std::vector<Value> out = run_body(body, std::move(formal));
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (!out[k].is_tensor()) throw Error("body output " + std::to_string(k) + " must be a tensor, got " + out[k].describe());
+      collected.add(out[k].tensor(), static_cast<int64_t>(i));
       outputs[k].push_back(out[k].tensor());
     }
   }
@@ -291,13 +329,13 @@ void check_control_flow(const Node& node) {
 }
 
 std::vector<Value> run_control_flow(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
-                                    int64_t max_iterations) {
+                                    const Limits& limits, int64_t held_bytes) {
   try {
     check_control_flow(node);
     if (node.op_type == "If") return run_if(node, in, run_body);
-    if (node.op_type == "Loop") return run_loop(node, in, run_body, max_iterations);
-    if (node.op_type == "SequenceMap") return run_sequence_map(node, in, run_body);
-    return run_scan(node, in, run_body);
+    if (node.op_type == "Loop") return run_loop(node, in, run_body, limits, held_bytes);
+    if (node.op_type == "SequenceMap") return run_sequence_map(node, in, run_body, limits, held_bytes);
+    return run_scan(node, in, run_body, limits, held_bytes);
   } catch (const Error& e) {
     if (std::string(e.what()).find("node '") != std::string::npos) throw;
     throw e.prefixed(node.describe() + ": ");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "grove/limits.h"
 
 namespace grove {
 
@@ -26,8 +27,11 @@ using RunBody = std::function<std::vector<Value>(const Graph& body, std::vector<
 
 // Runs one If, Loop, Scan or SequenceMap node. in[i] is nullptr for a missing optional input. Errors name
 // the node.
-// A Loop running more than `max_iterations` times is an Error (Limits::max_loop_iterations).
+// A Loop running more than limits.max_loop_iterations times is an Error. The outputs a Loop,
+// Scan or SequenceMap collects per iteration are charged to limits.memory_limit() as they
+// grow, on top of `held_bytes` (what the run already holds): past it, an Error naming the node,
+// the bytes and the limit, before the stacked outputs are allocated.
 std::vector<Value> run_control_flow(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
-                                    int64_t max_iterations);
+                                    const Limits& limits, int64_t held_bytes);
 
 }  // namespace grove

@@ -172,7 +172,7 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
           std::vector<Value> result;
           for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
           return result;
-        }, limits.max_loop_iterations);
+        }, limits, live_bytes);
       } else if (runs_on_values(node, in)) {
         out = run_sequence_op(node, in);
       } else {

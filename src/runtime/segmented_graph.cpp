@@ -262,6 +262,11 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_
     if (!is_control_flow(node)) {
       out = run_sequence_op(node, in);
     } else {
+      // What the run holds while the node collects its outputs: the values still to be read and
+      // the graph's constants (an upper bound: values may share buffers).
+      int64_t held_bytes = 0;
+      for (const auto& [name, v] : values) held_bytes += static_cast<int64_t>(v.bytes());
+      for (const auto& [name, t] : graph_.initializers) held_bytes += static_cast<int64_t>(t.bytes());
       out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal) {
         // Before every subgraph run: an endless Loop ends at the token's deadline, not only at
         // max_loop_iterations.
@@ -274,7 +279,7 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_
         std::vector<Value> result;
         for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
         return result;
-      }, limits_.max_loop_iterations);
+      }, limits_, held_bytes);
     }
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(graph_.path, 0) == 0) throw;

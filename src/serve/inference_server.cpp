@@ -1,5 +1,6 @@
 #include "serve/inference_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <new>
@@ -7,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/limits.h"
+#include "plan/plan.h"
 #include "serve/json_depth.h"
 #include "serve/kserve_tensor.h"
 
@@ -247,8 +250,37 @@ HttpResponse error_response(int status, const std::string& message) {
   return json_response({{"error", message}}, status);
 }
 
+int64_t default_serve_memory() { return default_max_memory() / 2 * 3; }
+
+int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs) {
+  ShapeMap shapes;
+  for (const auto& [name, t] : inputs) shapes[name] = t.shape();
+  {
+    std::lock_guard<std::mutex> lock(model.estimates_mutex);
+    auto it = model.memory_estimates.find(shapes);
+    if (it != model.memory_estimates.end()) return it->second;
+  }
+  std::shared_ptr<const Plan> plan = model.session->plan_for(shapes);
+  int64_t bytes = 0;
+  if (!plan) {
+    bytes = model.session->model().limits().memory_limit();
+  } else {
+    for (const PlannedValue& v : plan->values) {
+      if (v.view_of >= 0 || v.slice_of >= 0) continue;  // inside another value's buffer
+      bytes += numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype));
+    }
+  }
+  std::lock_guard<std::mutex> lock(model.estimates_mutex);
+  if (model.memory_estimates.size() >= 64) model.memory_estimates.clear();
+  model.memory_estimates[shapes] = bytes;
+  return bytes;
+}
+
 InferenceServer::InferenceServer(Engine& engine, ModelRepository& models, ServerOptions options)
-    : engine_(engine), models_(models), options_(options) {}
+    : engine_(engine),
+      models_(models),
+      options_(options),
+      memory_(options.max_serve_memory > 0 ? options.max_serve_memory : default_serve_memory()) {}
 
 HttpResponse InferenceServer::handle(const HttpRequest& request) {
   try {
@@ -379,14 +411,35 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   } done{*this, model, start, ok};
 
   ParsedRequest parsed = parse_infer(model, request, options_.max_json_depth);
+  // The run's deadline is the request's: past it, its tiles, segments and Loop iterations
+  // not yet started are dropped. A wait for the memory budget counts into it.
+  const CancelToken cancel = CancelToken::after(options_.request_timeout_s);
+  int64_t need = 0;
+  try {
+    need = run_memory_estimate(model, parsed.inputs);
+  } catch (const Error& e) {
+    throw HttpError(400, e.what());  // inputs the model cannot bind or plan
+  }
+  // Held until this function returns, which is after the run has really stopped (a timed-out
+  // run's future is waited for below), so released bytes are never still in use.
+  const MemoryBudget::Reservation reservation = memory_.reserve(
+      need, std::min(cancel.deadline(), MemoryBudget::Clock::now() + std::chrono::duration_cast<MemoryBudget::Clock::duration>(
+                                                                      std::chrono::duration<double>(options_.memory_wait_s))));
+  if (!reservation) {
+    const int64_t budget = memory_.capacity();
+    if (need > budget)
+      throw HttpError(503, "inference of model '" + model.name + "' needs " + std::to_string(need) +
+                               " bytes, over the server memory budget of " + std::to_string(budget) +
+                               " bytes (--max-serve-memory)");
+    throw HttpError(503, "server memory budget exhausted: inference of model '" + model.name + "' needs " +
+                             std::to_string(need) + " bytes, " + std::to_string(memory_.reserved()) + " of the " +
+                             std::to_string(budget) + " bytes (--max-serve-memory) are reserved by runs in flight; retry later");
+  }
   TensorMap outputs;
   int subnet = -1;
   if (parsed.subnet >= 0 || parsed.latency_target_ms > 0) {
     outputs = run_subnet(model, parsed.inputs, parsed.subnet, parsed.latency_target_ms, subnet);
   } else {
-    // The run's deadline is the request's: past it, its tiles, segments and Loop iterations
-    // not yet started are dropped.
-    const CancelToken cancel = CancelToken::after(options_.request_timeout_s);
     std::future<TensorMap> pending;
     try {
       pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs), cancel)
@@ -459,6 +512,12 @@ HttpResponse InferenceServer::metrics() const {
   line("Busy seconds over worker-seconds since start.", "gauge", "grove_engine_busy_fraction",
        s.uptime_seconds > 0 ? s.busy_seconds / (s.uptime_seconds * std::max(1, s.threads)) : 0);
   line("Inference requests in flight, all models.", "gauge", "grove_inferences_in_flight", static_cast<double>(in_flight()));
+  line("The server memory budget (--max-serve-memory).", "gauge", "grove_serve_memory_budget_bytes",
+       static_cast<double>(memory_.capacity()));
+  line("Bytes of the memory budget reserved by runs in flight.", "gauge", "grove_serve_memory_reserved_bytes",
+       static_cast<double>(memory_.reserved()));
+  line("Inferences refused (503) for want of memory budget.", "counter", "grove_serve_memory_refusals_total",
+       static_cast<double>(memory_.refusals()));
   // Per-model families, each family's samples together (the exposition format wants that).
   std::vector<std::pair<std::string, ModelMetrics::Snapshot>> per_model;
   for (const std::shared_ptr<ServedModel>& m : models_.loaded()) per_model.emplace_back(m->name, m->metrics.snapshot());

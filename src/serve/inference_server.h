@@ -8,6 +8,7 @@
 #include <string>
 
 #include "serve/http_types.h"
+#include "serve/memory_budget.h"
 #include "serve/model_repository.h"
 
 namespace grove::serve {
@@ -19,7 +20,18 @@ struct ServerOptions {
   // Deepest nesting of arrays and objects in a request's JSON; deeper gets 400 before parsing.
   // A tensor's nested `data` needs its rank plus 3 (the body, `inputs`, the input).
   int max_json_depth = 64;
+  // Bytes the runs in flight may reserve together (--max-serve-memory): each inference
+  // reserves its estimate (run_memory_estimate) before it runs and gives it back when its run
+  // has stopped. 0: default_serve_memory().
+  int64_t max_serve_memory = 0;
+  // How long a request waits for reserved bytes to be given back before it gets 503 (and never
+  // past its --request-timeout).
+  double memory_wait_s = 1.0;
 };
+
+// The default server memory budget: three quarters of the physical memory (so half of it,
+// Limits' default for one run, leaves room beside it for planned runs), 12 GiB if unknown.
+int64_t default_serve_memory();
 
 class InferenceServer {
  public:
@@ -32,6 +44,7 @@ class InferenceServer {
   // with 503, while those in flight finish.
   void start_draining() { draining_.store(true); }
   int64_t in_flight() const { return in_flight_.load(); }
+  const MemoryBudget& memory_budget() const { return memory_; }
 
  private:
   HttpResponse route(const HttpRequest& request);
@@ -45,7 +58,16 @@ class InferenceServer {
   ServerOptions options_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
+  MemoryBudget memory_;
 };
+
+// The bytes one run of `model` on `inputs` reserves from the server's memory budget: every
+// value its plan for these input shapes allocates (inputs, activations and outputs, as if
+// none shared a buffer: an upper bound on the run's peak), or, for a model whose shapes only
+// its run decides (control flow, value-dependent shapes: no plan ahead), its per-run memory
+// limit (--max-memory), which its run is charged against. Plans the shapes when they are new,
+// as the run would; Error for inputs the model cannot bind.
+int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs);
 
 // {"error": message} with `status`.
 HttpResponse error_response(int status, const std::string& message);

@@ -27,6 +27,10 @@ struct ServedModel {
   std::unique_ptr<DynamicSession> dynamic;
   std::vector<ValueSpec> inputs, outputs;
   ModelMetrics metrics;
+  // run_memory_estimate's answers per input shapes (a few: cleared when full), so that a
+  // request's estimate is a lookup, and the plan it came from may leave the session's cache.
+  std::mutex estimates_mutex;
+  std::map<ShapeMap, int64_t> memory_estimates;
 };
 
 // Dynamic batching for every model that allows it (max_batch 0: off).

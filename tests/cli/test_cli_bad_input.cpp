@@ -144,6 +144,15 @@ TEST(CliBadInput, MemoryAndNodeLimits) {
   Result many = run_grove({"plan", two.save(dir / "two.onnx").string(), "--max-nodes", "1"});
   expect_clean_error(many);
   expect_mentions(many, {"two.onnx", "2 nodes", "--max-nodes"});
+  Result initializers = run_grove({"info", model.string(), "--max-initializers", "0"});
+  EXPECT_EQ(initializers.exit_code, 2) << initializers.err;  // not a positive number: a usage error
+  ModelBuilder weighted;
+  weighted.input("x", kFloat, {"4"}).output("y", kFloat, {"4"});
+  weighted.initializer("w", {4}, {1, 2, 3, 4}).initializer("v", {4}, {1, 2, 3, 4});
+  weighted.node("Add", {"x", "w"}, {"a"}, "add_w").node("Add", {"a", "v"}, {"y"}, "add_v");
+  Result weights = run_grove({"info", weighted.save(dir / "weighted.onnx").string(), "--max-initializers", "1"});
+  expect_clean_error(weights);
+  expect_mentions(weights, {"weighted.onnx", "2 initializers", "--max-initializers"});
   Result tiles = run_grove({"plan", model.string(), "--max-tiles", "1", "--tiles-per-op", "4"});
   expect_clean_error(tiles);
   expect_mentions(tiles, {"image.onnx", "relu1", "--max-tiles"});

@@ -247,3 +247,109 @@ TEST(ControlFlow, ConcurrentRunsOfASegmentedModelShareItsSessions) {
                                                                              : std::vector<float>{1, v});
   }
 }
+
+namespace {
+
+// A Loop whose body emits the 1,024-float x (4 KiB) as a scan output on every iteration, m
+// iterations: its stacked output grows with m, which only the trip count's value decides.
+Graph accumulating_loop_model() {
+  OnnxBuilder b;
+  b.input("m", kInt64, {}).input("x", kFloat, {1024}).output("all", kFloat, {-1, 1024});
+  OnnxBuilder body;
+  body.input("i", kInt64, {}).input("cond_in", kBool, {});
+  body.node("Identity", {"cond_in"}, {"cond_out"}, "keep");
+  body.node("Identity", {"x"}, {"scan"}, "record");
+  body.output("cond_out", kBool, {}).output("scan", kFloat, {1024});
+  auto& node = b.node("Loop", {"m", ""}, {"all"}, "accumulate");
+  attach(node, "body", body);
+  return load_onnx_bytes(b.bytes(), "accumulate.onnx");
+}
+
+// The iteration count a collected-outputs error names ("... over N iterations need ..."), or -1.
+int64_t collected_iterations(const std::string& msg) {
+  const size_t at = msg.find("collected over ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(msg.substr(at + 15));
+}
+
+}  // namespace
+
+// Scan outputs are charged to the run's memory limit iteration by iteration: a Loop that
+// would stack 4 MiB under a 1 MiB limit stops within the limit's worth of iterations (8 KiB an
+// iteration: the part and its place in the stack: at most 128), on the reference executor and
+// on the tile runtime, with an error naming the node, the bytes and the limit.
+TEST(ControlFlow, LoopScanOutputsAreChargedToTheMemoryLimitAsTheyGrow) {
+  const Graph g = accumulating_loop_model();
+  constexpr int64_t kLimit = int64_t{1} << 20;
+  const Limits limits{.max_memory = kLimit};
+  TensorMap in{{"m", Tensor::scalar<int64_t>(1000)}, {"x", Tensor::from<float>({1024}, std::vector<float>(1024, 0.5f))}};
+  auto check = [&](const std::string& msg, const char* where) {
+    EXPECT_NE(msg.find("accumulate.onnx: node 'accumulate' (Loop): its outputs collected over "), std::string::npos)
+        << where << ": " << msg;
+    EXPECT_NE(msg.find("over the memory limit of 1048576 bytes"), std::string::npos) << where << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << where << ": one line";
+    const int64_t iterations = collected_iterations(msg);
+    EXPECT_GT(iterations, 0) << where << ": " << msg;
+    EXPECT_LE(iterations, 128) << where << ": it ran past the limit's worth of iterations: " << msg;
+  };
+  try {
+    Model(g, {}, limits).run_reference(in);
+    ADD_FAILURE() << "the reference executor stacked 4 MiB of scan outputs under a 1 MiB limit";
+  } catch (const Error& e) {
+    check(e.what(), "reference");
+  }
+  for (int threads : {1, 2}) {
+    Engine engine({.threads = threads, .pin = false});
+    Session session(engine, Model(g, {}, limits));
+    try {
+      session.run(in);
+      ADD_FAILURE() << "the tile runtime stacked 4 MiB of scan outputs under a 1 MiB limit";
+    } catch (const Error& e) {
+      check(e.what(), threads == 1 ? "tiles, 1 worker" : "tiles, 2 workers");
+    }
+    // Within the limit the same Loop runs: 50 iterations stack 200 KiB.
+    in["m"] = Tensor::scalar<int64_t>(50);
+    EXPECT_EQ(session.run(in).at("all").shape(), (Shape{50, 1024}));
+    in["m"] = Tensor::scalar<int64_t>(1000);
+  }
+}
+
+// Scan's stacked outputs are charged the same way: 1,000 rows of 1,024 floats (4 MB) scanned
+// under a 6 MiB limit, which holds the input but not its 4 MB of rows plus the 4 MB stack.
+TEST(ControlFlow, ScanOutputsAreChargedToTheMemoryLimitAsTheyGrow) {
+  OnnxBuilder b(11);
+  b.input("xs", kFloat, {1000, 1024}).output("ys", kFloat, {1000, 1024});
+  OnnxBuilder body(11);
+  body.input("x", kFloat, {1024});
+  body.node("Identity", {"x"}, {"y"}, "emit");
+  body.output("y", kFloat, {1024});
+  auto& node = b.node("Scan", {"xs"}, {"ys"}, "rows");
+  OnnxBuilder::attr_int(node, "num_scan_inputs", 1);
+  attach(node, "body", body);
+  const Graph g = load_onnx_bytes(b.bytes(), "scan_rows.onnx");
+  constexpr int64_t kLimit = int64_t{6} << 20;
+  const Limits limits{.max_memory = kLimit};
+  const TensorMap in{{"xs", Tensor::from<float>({1000, 1024}, std::vector<float>(1024 * 1000, 1.0f))}};
+  auto check = [&](const std::string& msg, const char* where) {
+    EXPECT_NE(msg.find("scan_rows.onnx: node 'rows' (Scan): its outputs collected over "), std::string::npos)
+        << where << ": " << msg;
+    EXPECT_NE(msg.find("over the memory limit of 6291456 bytes"), std::string::npos) << where << ": " << msg;
+    const int64_t iterations = collected_iterations(msg);
+    EXPECT_GT(iterations, 0) << where << ": " << msg;
+    EXPECT_LT(iterations, 1000) << where << ": " << msg;
+  };
+  try {
+    Model(g, {}, limits).run_reference(in);
+    ADD_FAILURE() << "the reference executor stacked 8 MiB of scan outputs under a 6 MiB limit";
+  } catch (const Error& e) {
+    check(e.what(), "reference");
+  }
+  Engine engine({.threads = 2, .pin = false});
+  Session session(engine, Model(g, {}, limits));
+  try {
+    session.run(in);
+    ADD_FAILURE() << "the tile runtime stacked 8 MiB of scan outputs under a 6 MiB limit";
+  } catch (const Error& e) {
+    check(e.what(), "tiles");
+  }
+}

@@ -194,6 +194,59 @@ TEST(ImportHostile, NodeCountAndSubgraphDepthAreLimited) {
   expect_error(load_error(nested.bytes(), "deep.onnx", {.max_nodes = 10, .max_subgraph_depth = 30}), {"21 nodes"});
 }
 
+// Initializers are counted, and their declared bytes summed, on the protobuf before any graph
+// is built: a file that declares too many, or too many bytes in all, is refused with the count
+// (or the bytes, and the largest initializer) and the limit. The large sizes here point at an
+// external file that does not exist, so an error about that file would mean the graph was
+// being built first.
+TEST(ImportHostile, InitializerCountAndDeclaredBytesAreCheckedBeforeTheGraphIsBuilt) {
+  OnnxBuilder b;
+  b.input("x", kFloat, {4}).output("y", kFloat, {4});
+  b.node("Add", {"x", "a"}, {"s"}, "add_a");
+  b.node("Add", {"s", "b"}, {"t"}, "add_b");
+  b.node("Add", {"t", "c"}, {"y"}, "add_c");
+  b.initializer_f32("a", {4}, {1, 2, 3, 4});
+  b.initializer_f32("b", {4}, {1, 2, 3, 4});
+  // c, a Constant node's tensor: it counts as an initializer too.
+  auto& constant = b.node("Constant", {}, {"c"}, "const_c");
+  auto* value = constant.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(kFloat);
+  value->mutable_t()->add_dims(4);
+  for (float v : {1.f, 2.f, 3.f, 4.f}) value->mutable_t()->add_float_data(v);
+  EXPECT_NO_THROW(load_onnx_bytes(b.bytes(), "m.onnx", {.max_initializers = 3}));
+  expect_error(load_error(b.bytes(), "m.onnx", {.max_initializers = 2}),
+               {"m.onnx: the model has 3 initializers and constant tensors, over the limit of 2", "--max-initializers"});
+
+  // 2^36 floats (256 GiB) in external data beside 2^30 (4 GiB), over a 4 GiB limit together:
+  // refused by their sum, naming the largest, before either's file is opened (there is none).
+  OnnxBuilder big;
+  big.input("x", kFloat, {1}).output("y", kFloat, {1});
+  big.node("Add", {"x", "huge"}, {"s"}, "add_huge");
+  big.node("Add", {"s", "large"}, {"y"}, "add_large");
+  for (auto [name, count] : {std::pair<const char*, int64_t>{"large", int64_t{1} << 30}, {"huge", int64_t{1} << 36}}) {
+    auto& t = big.initializer_f32(name, {count}, {});
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* e = t.add_external_data();
+    e->set_key("location");
+    e->set_value("absent.bin");
+  }
+  const std::string msg = load_error(big.bytes(), "big.onnx", {.max_memory = int64_t{1} << 32});
+  expect_error(msg, {"big.onnx: the model's initializers and constant tensors declare 279172874240 bytes (the largest, "
+                     "'huge', 274877906944), over the memory limit of 4294967296 bytes", "--max-memory"});
+  EXPECT_EQ(msg.find("absent.bin"), std::string::npos) << msg;
+  // Each alone within the limit, the two together not: 3 KiB each under 4 KiB, in the file.
+  OnnxBuilder pair;
+  pair.input("x", kFloat, {768}).output("y", kFloat, {768});
+  pair.node("Add", {"x", "p"}, {"s"}, "add_p");
+  pair.node("Add", {"s", "q"}, {"y"}, "add_q");
+  pair.initializer_f32("p", {768}, std::vector<float>(768, 1.f));
+  pair.initializer_f32("q", {768}, std::vector<float>(768, 2.f));
+  expect_error(load_error(pair.bytes(), "pair.onnx", {.max_memory = 4096}),
+               {"pair.onnx: the model's initializers and constant tensors declare 6144 bytes", "over the memory limit of 4096"});
+}
+
 // Found by fuzz/fuzz_model: a node with fewer inputs or outputs than its op has must be an
 // error at import, not an out-of-bounds write in the op's shape rule.
 TEST(ImportHostile, NodeArityCheckedAgainstTheOpSchema) {

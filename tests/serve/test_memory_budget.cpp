@@ -1,0 +1,180 @@
+// The server-wide memory budget (--max-serve-memory): every admitted inference reserves its
+// plan's activation bytes before it runs and gives them back once its run has stopped, so the
+// runs in flight never reserve more than the budget; a request that finds no room waits
+// (bounded) and then gets 503 naming the budget. Run under ThreadSanitizer by scripts/test.sh's
+// serve stage.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "serve_test_util.h"
+#include "slow_models.h"
+
+namespace grove::serve {
+namespace {
+
+using nlohmann::json;
+
+// 200 MatMuls of [128, 128] (plus the input): 201 values of 64 KiB in the plan, 13,172,736 bytes
+// reserved per request, and a run of about 0.8 GFLOP, long beside parsing the request's JSON,
+// so that 8 requests at once overlap. Under a sanitizer 20 (the kernels are far slower there).
+constexpr int kBudgetChainLayers = kSanitizedBuild ? 20 : 200;
+constexpr int kBudgetChainSize = 128;
+constexpr int64_t kBudgetPerRequest = int64_t{kBudgetChainLayers + 1} * kBudgetChainSize * kBudgetChainSize * 4;
+
+std::string budget_chain_request() {
+  std::vector<float> x(static_cast<size_t>(kBudgetChainSize) * kBudgetChainSize, 0.5f);
+  return json{{"inputs", {{{"name", "x"}, {"shape", {kBudgetChainSize, kBudgetChainSize}}, {"datatype", "FP32"}, {"data", x}}}}}
+      .dump();
+}
+
+struct BudgetRound {
+  int ok = 0, refused = 0, other = 0;
+  int64_t most_seen = 0;  // the most reserved bytes a watcher saw while the requests ran
+  std::string refusal, unexpected;
+};
+
+// 8 requests at once from 8 threads, a watcher sampling the budget meanwhile.
+BudgetRound eight_at_once(InferenceServer& server, const std::string& body) {
+  BudgetRound round;
+  std::mutex mutex;
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      const int64_t now = server.memory_budget().reserved();
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        round.most_seen = std::max(round.most_seen, now);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  });
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i)
+    clients.emplace_back([&] {
+      const HttpResponse r = server.handle({"POST", "/v2/models/chain/infer", {}, body});
+      std::lock_guard<std::mutex> lock(mutex);
+      if (r.status == 200) {
+        ++round.ok;
+      } else if (r.status == 503) {
+        ++round.refused;
+        round.refusal = r.body;
+      } else {
+        ++round.other;
+        round.unexpected = std::to_string(r.status) + " " + r.body;
+      }
+    });
+  for (std::thread& t : clients) t.join();
+  done.store(true);
+  watcher.join();
+  return round;
+}
+
+class ServeMemoryBudget : public ::testing::Test {
+ protected:
+  test::TempRepository repo;
+  Engine engine{{.threads = 2, .pin = false}};
+  ModelRepository models{engine, {}, repo.dir()};
+  std::string chain_path = repo.write("chain.onnx", test::slow_matmul_chain_model(kBudgetChainLayers, kBudgetChainSize));
+};
+
+TEST_F(ServeMemoryBudget, TheEstimateIsThePlansValues) {
+  models.load("chain", chain_path);
+  TensorMap in{{"x", Tensor(DType::f32, {kBudgetChainSize, kBudgetChainSize})}};
+  EXPECT_EQ(run_memory_estimate(*models.find("chain"), in), kBudgetPerRequest);
+}
+
+// A budget that fits two runs and no wait: of 8 requests at once some run and the rest get 503
+// naming the budget; the reserved bytes never pass the budget and are all given back.
+TEST_F(ServeMemoryBudget, EightLargeRequestsNeverReserveMoreThanTheBudget) {
+  models.load("chain", chain_path);
+  const int64_t budget = 2 * kBudgetPerRequest + kBudgetPerRequest / 2;
+  InferenceServer server(engine, models, {.request_timeout_s = 60, .max_serve_memory = budget, .memory_wait_s = 0});
+  const std::string body = budget_chain_request();
+  for (int round_index = 0; round_index < 3; ++round_index) {
+    const BudgetRound round = eight_at_once(server, body);
+    std::printf("round %d: %d x 200, %d x 503, most reserved seen %lld of a budget of %lld bytes\n", round_index + 1,
+                round.ok, round.refused, static_cast<long long>(round.most_seen), static_cast<long long>(budget));
+    EXPECT_EQ(round.ok + round.refused, 8) << round.unexpected;
+    EXPECT_GE(round.ok, 1);
+    EXPECT_LE(round.most_seen, budget);
+    if (round.refused > 0) {
+      EXPECT_NE(round.refusal.find("server memory budget exhausted"), std::string::npos) << round.refusal;
+      EXPECT_NE(round.refusal.find("--max-serve-memory"), std::string::npos) << round.refusal;
+      EXPECT_EQ(round.refusal.find('\n'), std::string::npos) << round.refusal;
+    }
+  }
+  EXPECT_LE(server.memory_budget().peak_reserved(), budget);
+  EXPECT_GE(server.memory_budget().peak_reserved(), kBudgetPerRequest);
+  EXPECT_EQ(server.memory_budget().reserved(), 0);
+}
+
+// The same budget with a long wait: every request runs (200), some after waiting for room, and
+// never more than two reserve at once.
+TEST_F(ServeMemoryBudget, RequestsWaitForRoomWithinTheirTimeout) {
+  models.load("chain", chain_path);
+  const int64_t budget = 2 * kBudgetPerRequest + kBudgetPerRequest / 2;
+  InferenceServer server(engine, models, {.request_timeout_s = 120, .max_serve_memory = budget, .memory_wait_s = 120});
+  const auto start = std::chrono::steady_clock::now();
+  const BudgetRound round = eight_at_once(server, budget_chain_request());
+  std::printf("8 requests, %lld waited for room: %d x 200 in %.2f s, most reserved seen %lld of %lld bytes\n",
+              static_cast<long long>(server.memory_budget().waits()), round.ok,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              static_cast<long long>(round.most_seen), static_cast<long long>(budget));
+  EXPECT_EQ(round.ok, 8) << round.refused << " refused: " << round.refusal << round.unexpected;
+  EXPECT_LE(server.memory_budget().peak_reserved(), budget);
+  EXPECT_EQ(server.memory_budget().reserved(), 0);
+  EXPECT_GE(server.memory_budget().waits(), 1) << "8 requests of which 2 fit: some must have waited";
+}
+
+// A request over the whole budget is refused at once (no wait could help), naming the bytes
+// and the budget; /metrics shows the budget and the refusal.
+TEST_F(ServeMemoryBudget, ARequestOverTheWholeBudgetGets503AtOnce) {
+  models.load("chain", chain_path);
+  InferenceServer server(engine, models, {.max_serve_memory = kBudgetPerRequest - 1, .memory_wait_s = 30});
+  const auto start = std::chrono::steady_clock::now();
+  const HttpResponse r = server.handle({"POST", "/v2/models/chain/infer", {}, budget_chain_request()});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_EQ(r.status, 503) << r.body;
+  const std::string msg = json::parse(r.body).at("error").get<std::string>();
+  EXPECT_EQ(msg, "inference of model 'chain' needs " + std::to_string(kBudgetPerRequest) +
+                     " bytes, over the server memory budget of " + std::to_string(kBudgetPerRequest - 1) +
+                     " bytes (--max-serve-memory)");
+  const std::string metrics = server.handle({"GET", "/metrics", {}, ""}).body;
+  EXPECT_NE(metrics.find("grove_serve_memory_budget_bytes " + std::to_string(kBudgetPerRequest - 1)), std::string::npos);
+  EXPECT_NE(metrics.find("grove_serve_memory_refusals_total 1"), std::string::npos);
+  EXPECT_NE(metrics.find("grove_serve_memory_reserved_bytes 0"), std::string::npos);
+}
+
+// A run stopped at --request-timeout gives its bytes back only once it has stopped: by the time
+// its 504 is answered, nothing is reserved. 300 MatMuls of 512x512 are 80 GFLOP, seconds on
+// two cores, far past the 0.2 s timeout (100 under a sanitizer, as in test_request_timeout.cpp).
+TEST_F(ServeMemoryBudget, ATimedOutRunGivesItsReservationBack) {
+  models.load("slow", repo.write("slow.onnx", test::slow_matmul_chain_model(kSanitizedBuild ? 100 : 300, 512)));
+  InferenceServer server(engine, models, {.request_timeout_s = 0.2, .max_serve_memory = int64_t{4} << 30});
+  std::vector<float> x(512 * 512, 0.5f);
+  const std::string body = json{{"inputs", {{{"name", "x"}, {"shape", {512, 512}}, {"datatype", "FP32"}, {"data", x}}}}}.dump();
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> most_seen{0};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      most_seen.store(std::max(most_seen.load(), server.memory_budget().reserved()));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  const HttpResponse r = server.handle({"POST", "/v2/models/slow/infer", {}, body});
+  const int64_t after = server.memory_budget().reserved();
+  done.store(true);
+  watcher.join();
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_EQ(after, 0);
+  EXPECT_GT(most_seen.load(), 0) << "the run reserved nothing while it ran";
+}
+
+}  // namespace
+}  // namespace grove::serve
