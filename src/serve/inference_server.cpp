@@ -260,7 +260,7 @@ int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs) {
     auto it = model.memory_estimates.find(shapes);
     if (it != model.memory_estimates.end()) return it->second;
   }
-  std::shared_ptr<const Plan> plan = model.session->plan_for(shapes);
+  std::shared_ptr<const Plan> plan = plan_for(*model.session, shapes);
   int64_t bytes = 0;
   if (!plan) {
     bytes = model.session->model().limits().memory_limit();

@@ -293,14 +293,14 @@ TEST(ControlFlow, LoopScanOutputsAreChargedToTheMemoryLimitAsTheyGrow) {
     EXPECT_LE(iterations, 128) << where << ": it ran past the limit's worth of iterations: " << msg;
   };
   try {
-    Model(g, {}, limits).run_reference(in);
+    model_from_graph(g, {}, limits).run_reference(in);
     ADD_FAILURE() << "the reference executor stacked 4 MiB of scan outputs under a 1 MiB limit";
   } catch (const Error& e) {
     check(e.what(), "reference");
   }
   for (int threads : {1, 2}) {
     Engine engine({.threads = threads, .pin = false});
-    Session session(engine, Model(g, {}, limits));
+    Session session(engine, model_from_graph(g, {}, limits));
     try {
       session.run(in);
       ADD_FAILURE() << "the tile runtime stacked 4 MiB of scan outputs under a 1 MiB limit";
@@ -339,13 +339,13 @@ TEST(ControlFlow, ScanOutputsAreChargedToTheMemoryLimitAsTheyGrow) {
     EXPECT_LT(iterations, 1000) << where << ": " << msg;
   };
   try {
-    Model(g, {}, limits).run_reference(in);
+    model_from_graph(g, {}, limits).run_reference(in);
     ADD_FAILURE() << "the reference executor stacked 8 MiB of scan outputs under a 6 MiB limit";
   } catch (const Error& e) {
     check(e.what(), "reference");
   }
   Engine engine({.threads = 2, .pin = false});
-  Session session(engine, Model(g, {}, limits));
+  Session session(engine, model_from_graph(g, {}, limits));
   try {
     session.run(in);
     ADD_FAILURE() << "the tile runtime stacked 8 MiB of scan outputs under a 6 MiB limit";
