@@ -18,7 +18,7 @@ import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from abuse_util import RssWatch, Server, connect, exchange, head, percentile, permutation_matrix, request, write_models  # noqa: E402
+from abuse_util import RssWatch, Server, connect, exchange, exchange_many, head, percentile, permutation_matrix, request, write_models  # noqa: E402
 
 MAX_BODY = 8 << 20  # --max-body-bytes of the main server: above the 3 MB requests, a quick flood
 OK_UNDER_LOAD = (200, 503, 504)
@@ -236,18 +236,6 @@ def available_mb():
         return next(int(line.split()[1]) / 1024 for line in f if line.startswith("MemAvailable:"))
 
 
-def burst(port, data, count):
-    """`count` clients send `data` at once (a barrier), each on its own connection."""
-    barrier = threading.Barrier(count)
-
-    def one(_):
-        barrier.wait()
-        return exchange(port, data, timeout=120)
-
-    with concurrent.futures.ThreadPoolExecutor(count) as pool:
-        return list(pool.map(one, range(count)))
-
-
 def large_requests(server, quick):
     """e: 500 requests of 3 MB at once, three rounds, with binary tensor data; then one round
     of 3 MB JSON requests (100 at once: the server parses 3 MB of JSON in about 0.25 s, so 500
@@ -262,7 +250,7 @@ def large_requests(server, quick):
         data = head("POST", "/v2/models/sum/infer", len(body), extra) + body
         for r in range(rounds):
             start = time.monotonic()
-            results = burst(server.port, data, count)
+            results = exchange_many(server.port, data, count)
             statuses = [status for status, _ in results]
             counts = " ".join("%s:%d" % (s, statuses.count(s)) for s in sorted(set(statuses), key=str))
             lines.append("%d x %.1f MB %s: %s in %.1f s" % (count, len(body) / 1e6, kind, counts, time.monotonic() - start))

@@ -4,6 +4,7 @@ import errno
 import os
 import re
 import select
+import selectors
 import signal
 import socket
 import subprocess
@@ -219,3 +220,94 @@ def request(port, method, path, body=b"", extra=(), timeout=30):
 def percentile(values, q):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] if ordered else float("nan")
+
+
+def _whole_response(data):
+    """(status, body) when `data` holds a whole response with a Content-Length, else None."""
+    top, sep, rest = data.partition(b"\r\n\r\n")
+    if not sep:
+        return None
+    m = re.search(rb"(?im)^content-length:\s*(\d+)", top)
+    if not m or len(rest) < int(m.group(1)):
+        return None
+    return int(top.split(b" ", 2)[1]), rest[:int(m.group(1))]
+
+
+def exchange_many(port, data, count, timeout=120):
+    """`count` clients send `data` at once, each on its own connection, as exchange() does
+    (stop sending at an early answer, then read it), driven by one thread over non-blocking
+    sockets: with a Python thread per client, 500 threads sharing the interpreter lock could
+    leave one connected and silent for seconds, which the server rightly closes as idle.
+    Returns (status or 'refused'/'reset'/'timeout', body or why) per client."""
+    deadline = time.monotonic() + timeout
+    sel = selectors.DefaultSelector()
+    results = [None] * count
+    state = {}
+    for i in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.setblocking(False)
+        err = s.connect_ex(("127.0.0.1", port))
+        if err not in (0, errno.EINPROGRESS):
+            results[i] = ("refused", os.strerror(err).encode())
+            s.close()
+            continue
+        state[s] = {"i": i, "sent": 0, "got": b"", "connected": err == 0, "sending": True}
+        sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
+
+    def finish(s, result):
+        results[state[s]["i"]] = result
+        sel.unregister(s)
+        s.close()
+        del state[s]
+
+    while state:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            for s in list(state):
+                finish(s, ("timeout", b"no whole answer in time"))
+            break
+        for key, events in sel.select(min(left, 1.0)):
+            s, st = key.fileobj, state.get(key.fileobj)
+            if st is None:
+                continue
+            if not st["connected"]:
+                err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    finish(s, ("refused", os.strerror(err).encode()))
+                    continue
+                st["connected"] = True
+            if events & selectors.EVENT_READ:
+                try:
+                    chunk = s.recv(1 << 16)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except ConnectionError as e:
+                    whole = _whole_response(st["got"])
+                    finish(s, whole or ("reset", b"while reading: " + str(e).encode()))
+                    continue
+                if st["sending"]:  # an early answer: stop sending, read it
+                    st["sending"] = False
+                    sel.modify(s, selectors.EVENT_READ)
+                st["got"] += chunk
+                whole = _whole_response(st["got"])
+                if whole:
+                    finish(s, whole)
+                elif not chunk:
+                    finish(s, ("reset", b"while reading: closed before a whole answer"))
+            elif events & selectors.EVENT_WRITE and st["sending"]:
+                try:
+                    st["sent"] += s.send(memoryview(data)[st["sent"]:st["sent"] + (1 << 20)])
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError as e:
+                    if e.errno not in (errno.EPIPE, errno.ECONNRESET):
+                        raise
+                    st["sending"] = False  # the server closed after answering: read the answer
+                    sel.modify(s, selectors.EVENT_READ)
+                    continue
+                if st["sent"] == len(data):
+                    st["sending"] = False
+                    sel.modify(s, selectors.EVENT_READ)
+    sel.close()
+    return results
