@@ -85,13 +85,35 @@ void pow_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueI
   out[0].shape = broadcast_shapes(node, in[0].shape, in[1].shape);
 }
 
+// The exponent in its family's widest type (f64, i64 or u64), which power() computes in
+// anyway: the same results, and 10 x 3 base-by-exponent loops instead of 10 x 10 (which made
+// this file a tenth of the sanitizer build's compile time).
+Tensor widened_exponent(const Tensor& exponent) {
+  Tensor wide;
+  dispatch<kNumeric>(exponent.dtype(), [&](auto tag) {
+    using E = decltype(tag);
+    using W = std::conditional_t<std::is_floating_point_v<E>, double, std::conditional_t<std::is_signed_v<E>, int64_t, uint64_t>>;
+    if constexpr (std::is_same_v<E, W>) {
+      wide = exponent;
+    } else {
+      wide = Tensor(dtype_of<W>(), exponent.shape());
+      const E* from = exponent.data<E>();
+      W* to = wide.data<W>();
+      for (int64_t i = 0, n = exponent.numel(); i < n; ++i) to[i] = static_cast<W>(from[i]);
+    }
+  });
+  return wide;
+}
+
 void pow_reference(const Node&, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor exponent = widened_exponent(*in[1]);
   dispatch<kNumeric>(in[0]->dtype(), [&](auto base_tag) {
-    dispatch<kNumeric>(in[1]->dtype(), [&](auto exponent_tag) {
-      using B = decltype(base_tag);
-      using E = decltype(exponent_tag);
-      map_binary<B, B, E>(*in[0], *in[1], *out[0], power<B, E>);
-    });
+    using B = decltype(base_tag);
+    switch (exponent.dtype()) {
+      case DType::f64: map_binary<B, B, double>(*in[0], exponent, *out[0], power<B, double>); break;
+      case DType::i64: map_binary<B, B, int64_t>(*in[0], exponent, *out[0], power<B, int64_t>); break;
+      default: map_binary<B, B, uint64_t>(*in[0], exponent, *out[0], power<B, uint64_t>); break;
+    }
   });
 }
 

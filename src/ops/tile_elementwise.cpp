@@ -126,6 +126,26 @@ void run_vunary(const Node& node, std::span<const Tensor* const> in, std::span<T
                [&](int64_t offset, int64_t run) { k.unary(op, static_cast<size_t>(run), x + offset, y + offset); });
 }
 
+// One run of a Cast, From to To. Picked once per tile through a pointer, so the region walk is
+// compiled once rather than once for each of the 121 dtype pairs (which made this file the
+// slowest of the sanitizer build).
+using CastRun = void (*)(const std::byte* x, std::byte* y, int64_t offset, int64_t n);
+
+template <class To, class From>
+void cast_run(const std::byte* x, std::byte* y, int64_t offset, int64_t n) {
+  const From* px = reinterpret_cast<const From*>(x) + offset;
+  To* py = reinterpret_cast<To*>(y) + offset;
+  for (int64_t i = 0; i < n; ++i) py[i] = elementwise::convert<To, From>(px[i]);
+}
+
+CastRun pick_cast_run(DType from, DType to) {
+  CastRun picked = nullptr;
+  elementwise::dispatch<elementwise::kAny>(from, [&](auto from_tag) {
+    elementwise::dispatch<elementwise::kAny>(to, [&](auto to_tag) { picked = &cast_run<decltype(to_tag), decltype(from_tag)>; });
+  });
+  return picked;
+}
+
 // Cast over whole runs of the region: a typed loop per run (dynamically
 // quantized models cast every int32 conv output to float), float16 on the conversion
 // instructions. bfloat16 and anything the kernels decline go through the reference.
@@ -151,17 +171,8 @@ void run_cast(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
   if (!elementwise::dtype_in_set(from, elementwise::kAny) || !elementwise::dtype_in_set(to, elementwise::kAny))
     return run_generic(node, in, out, out_region, nullptr, scratch);
-  elementwise::dispatch<elementwise::kAny>(from, [&](auto from_tag) {
-    elementwise::dispatch<elementwise::kAny>(to, [&](auto to_tag) {
-      using From = decltype(from_tag);
-      using To = decltype(to_tag);
-      const From* px = reinterpret_cast<const From*>(x);
-      To* py = reinterpret_cast<To*>(y);
-      for_each_run(shape, out_region, [&](int64_t offset, int64_t run) {
-        for (int64_t i = offset; i < offset + run; ++i) py[i] = elementwise::convert<To, From>(px[i]);
-      });
-    });
-  });
+  const CastRun cast = pick_cast_run(from, to);
+  for_each_run(shape, out_region, [&](int64_t offset, int64_t run) { cast(x, y, offset, run); });
 }
 
 constexpr const char* kUnaryOps[] = {
