@@ -106,13 +106,18 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   #    take 3 minutes of CPU here; their kernels and tile rules meet random shapes under the
   #    sanitizers in the generated cases of the same families (conv, ConvNhwc with Winograd,
   #    ConvNchwc, ExpandDepthwise).
+  #  - the CLI's tuning, training and timing tests (tune, fit, calibrate, simulate, tail, ten
+  #    planning processes): 65 s of CPU here, over code the unit tests above already run; the
+  #    CLI's bad-input, check, run and bench tests stay.
   # The generated op cases run 200 per family in the Release stage; 25 of them here.
   release_only="PerfModel.TransferBeatsScratchOnFewSamples:PerfModel.LearnsNonlinearMachineBetterThanLinear"
   release_only+=":PerfModel.MaskedTargetsNeitherTrainNorPoison:TilingKernels.ConvWinograd:TilingKernels.ConvOneDimensional"
   release_only+=":ConvNhwc.WinogradTileRuleMatchesReference:ConvNchwc.TileRuleMatchesReference"
   release_only+=":ExpandDepthwiseNhwc.TileRuleMatchesReference"
   GROVE_GENERATED_CASES=25 GTEST_FILTER="-$release_only" run_sharded build-fuzz/tests/grove_unit_tests
-  run_sharded build-fuzz/tests/grove_cli_tests
+  cli_release_only="CliTune.*:CliPlan.JsonIsTheSameInTenProcesses:CliBench.SimulatePredictsEachCoreCountAndValidates"
+  cli_release_only+=":CliBench.TailTimesEachLayerOverItsWidths"
+  GTEST_FILTER="-$cli_release_only" run_sharded build-fuzz/tests/grove_cli_tests
   run_sharded build-fuzz/tests/serve/grove_serve_tests
   build-fuzz/tests/grove_conformance --jobs "$jobs"
   stage_done "AddressSanitizer tests"
