@@ -10,6 +10,7 @@
 #include "passes/passes.h"
 #include "ops/op.h"
 #include "plan/plan_internal.h"
+#include "plan/shared_weights.h"
 
 namespace grove {
 namespace plan_detail {
@@ -43,13 +44,14 @@ using plan_detail::NodeInfos;
 
 // The rule's one-off work for a node, over its constant inputs (initializers of plan.graph,
 // which outlives the result since the Plan owns both).
-std::shared_ptr<const void> prepare_node(const Graph& g, const Node& node, const TileRule& rule, const NodeInfos& infos) {
+plan_detail::SharedPrepared::Result prepare_node(const Graph& g, const Node& node, const TileRule& rule,
+                                                 const NodeInfos& infos, plan_detail::SharedPrepared& shared) {
   std::vector<const Tensor*> constants;
   for (const auto& name : node.inputs) {
     auto it = name.empty() ? g.initializers.end() : g.initializers.find(name);
     constants.push_back(it == g.initializers.end() ? nullptr : &it->second);
   }
-  return rule.prepare(node, infos.in, constants);
+  return shared.prepare(node, rule, infos, constants);
 }
 
 void plan_values(Plan& plan) {
@@ -182,6 +184,7 @@ void lower_to_tiles(PlanBuild& b) {
     if (!c.extent.empty()) chosen_extent[c.node] = &c.extent;
   std::vector<NodeInfos>& infos = b.infos;
   infos.reserve(g.nodes.size());
+  plan_detail::SharedPrepared shared;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     infos.push_back(plan_detail::node_infos(g, node));
@@ -214,9 +217,11 @@ void lower_to_tiles(PlanBuild& b) {
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);
-    plan->prepared.push_back(rule && rule->prepare && options.debug.prepare_weights ? prepare_node(g, node, *rule, infos.back()) : nullptr);
-    if (plan->prepared.back() && rule->prepared_bytes)
-      plan->prepared_bytes += rule->prepared_bytes(node, infos.back().in, plan->prepared.back().get());
+    plan_detail::SharedPrepared::Result prepared;
+    if (rule && rule->prepare && options.debug.prepare_weights) prepared = prepare_node(g, node, *rule, infos.back(), shared);
+    plan->prepared.push_back(prepared.prepared);
+    if (prepared.fresh && rule->prepared_bytes)  // a shared copy is counted once
+      plan->prepared_bytes += rule->prepared_bytes(node, infos.back().in, prepared.prepared.get());
     tg.first_tile.push_back(tg.size());
     if (rule) plan_detail::append_tiles(static_cast<int32_t>(n), out_shape, extent, tg);
     else {
