@@ -11,7 +11,9 @@
 #include <fstream>
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <map>
+#include <optional>
 
 #include "cli/commands.h"
 #include "kernels/cpu_info.h"
@@ -102,22 +104,39 @@ int run_tune_fit(const TuneOptions& o) {
   for (const auto& p : primitives) std::printf(" %14s", p.c_str());
   std::printf(" %14s\n", "all");
 
-  auto t0 = Clock::now();
-  tune::PerfModel nn2 = tune::PerfModel::train(split.train, nn2_options(o.seed));
-  nn2.set_output_names(primitives);
-  const double train_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const tune::LinearModel linear = tune::LinearModel::train(split.train);
-  print_accuracy("NN2 (MLP 64x64)", split.test, primitives.size(), [&](auto f) { return nn2.predict(f); });
-  print_accuracy("linear regression", split.test, primitives.size(), [&](auto f) { return linear.predict(f); });
+  // The models trained from scratch need a time of every output. With --transfer-from the
+  // outputs are the other machine's, and these rows may measure some of them nowhere: the
+  // transferred model keeps those outputs from the other machine; no baseline is trained.
+  const std::vector<std::string> measured = tune::measured_primitives(rows);
+  auto is_measured = [&](const std::string& p) { return std::count(measured.begin(), measured.end(), p) > 0; };
+  std::string unmeasured;
+  for (const std::string& p : primitives)
+    if (!is_measured(p)) unmeasured += (unmeasured.empty() ? "'" : ", '") + p + "'";
+  std::optional<tune::PerfModel> nn2;
+  std::optional<tune::LinearModel> linear;
+  double train_s = 0;
+  if (unmeasured.empty()) {
+    auto t0 = Clock::now();
+    nn2 = tune::PerfModel::train(split.train, nn2_options(o.seed));
+    nn2->set_output_names(primitives);
+    train_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    linear = tune::LinearModel::train(split.train);
+    print_accuracy("NN2 (MLP 64x64)", split.test, primitives.size(), [&](auto f) { return nn2->predict(f); });
+    print_accuracy("linear regression", split.test, primitives.size(), [&](auto f) { return linear->predict(f); });
+  } else {
+    std::printf("  NN2 and linear regression from scratch: not trained (no row measures %s)\n", unmeasured.c_str());
+  }
 
   if (!o.fit_report.empty()) {  // the test split's predictions, for a plot of predicted against measured
     std::ofstream f(o.fit_report);
     if (!f) throw Error(o.fit_report + ": cannot write the report");
     f << "primitive,measured_us,nn2_us,linear_us\n";
-    for (const tune::PerfSample& s : split.test) {
-      const std::vector<double> a = nn2.predict(s.features), b = linear.predict(s.features);
+    for (const tune::PerfSample& s : split.test) {  // empty columns for baselines not trained
+      const std::vector<double> a = nn2 ? nn2->predict(s.features) : std::vector<double>(s.times.size(), std::numeric_limits<double>::quiet_NaN());
+      const std::vector<double> b = linear ? linear->predict(s.features) : std::vector<double>(s.times.size(), std::numeric_limits<double>::quiet_NaN());
+      auto cell = [](double v) { return std::isnan(v) ? std::string() : std::to_string(v); };
       for (size_t k = 0; k < s.times.size(); ++k)
-        if (!std::isnan(s.times[k])) f << primitives[k] << ',' << s.times[k] << ',' << a[k] << ',' << b[k] << "\n";
+        if (!std::isnan(s.times[k])) f << primitives[k] << ',' << s.times[k] << ',' << cell(a[k]) << ',' << cell(b[k]) << "\n";
     }
   }
   // Each output's error on the held-out tenth goes with the model: the selection acts only on
@@ -130,7 +149,7 @@ int run_tune_fit(const TuneOptions& o) {
     }
     return e;
   };
-  tune::PerfModel saved = nn2;
+  tune::PerfModel saved;
   if (!o.transfer_from.empty()) {
     tune::PerfModel base = load_model(o.transfer_from, o.transfer_text);
     base.set_output_names(primitives);  // a version 1 file's, named
@@ -146,9 +165,7 @@ int run_tune_fit(const TuneOptions& o) {
                 few.train.size(), 100.0 * double(few.train.size()) / double(split.train.size()));
     print_accuracy("the other machine's model as is", split.test, primitives.size(), [&](auto f) { return base.predict(f); });
     print_accuracy("transferred (fine-tuned)", split.test, primitives.size(), [&](auto f) { return transferred.predict(f); });
-    const std::vector<std::string> measured = tune::measured_primitives(rows);
-    auto is_measured = [&](const std::string& p) { return std::count(measured.begin(), measured.end(), p) > 0; };
-    if (std::all_of(primitives.begin(), primitives.end(), is_measured)) {
+    if (unmeasured.empty()) {
       tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
       print_accuracy("from scratch on the same samples", split.test, primitives.size(), [&](auto f) { return scratch.predict(f); });
     }
@@ -163,7 +180,7 @@ int run_tune_fit(const TuneOptions& o) {
   } else {
     saved = tune::PerfModel::train(samples, nn2_options(o.seed));  // every sample, for use
     saved.set_output_names(primitives);
-    saved.set_output_errors(errors_of(nn2));
+    saved.set_output_errors(errors_of(*nn2));  // without --transfer-from every output is measured
   }
   std::string path = o.model_out.empty() ? tune::perf_model_path() : o.model_out;
   if (path.empty()) throw Error("tune --fit: no cache folder (set GROVE_TUNE_DIR or HOME), or give --model-out FILE");
@@ -177,7 +194,8 @@ int run_tune_fit(const TuneOptions& o) {
   }
   std::filesystem::rename(path + ".partial", path, ec);
   if (ec) throw Error(path + ": cannot write the performance model (" + ec.message() + ")");
-  std::printf("training: %.2f s   model: %s%s\n", train_s, path.c_str(),
+  if (nn2) std::printf("training: %.2f s   ", train_s);
+  std::printf("model: %s%s\n", path.c_str(),
               o.transfer_from.empty() ? " (trained on every configuration)" : " (the transferred one)");
   return 0;
 }

@@ -123,6 +123,53 @@ TEST(CliTune, FitTrainsAModelThatPlansWithoutARecordUse) {
   expect_clean_error(run_grove({"tune", kModel, "--fit", csv}));
 }
 
+// Rows of a made-up CPU for 40 convs, times from their FLOPs and a per-primitive speed,
+// measuring every primitive the shipped models price except `left_out`.
+std::string synthetic_dataset(const std::string& left_out) {
+  std::string csv = "machine,threads,node,batch,cin,cout,in_h,in_w,out_h,out_w,kernel_h,kernel_w,stride_h,stride_w,"
+                    "group,primitive,extent,tiles,us\n";
+  const std::pair<const char*, double> speeds[] = {{"gemm", 1.0},   {"winograd", 0.6},      {"nhwc", 0.9},
+                                                   {"winograd_nhwc", 0.55}, {"direct", 1.4}, {"winograd_f2x3_nhwc", 0.7},
+                                                   {"nchwc", 0.8}};
+  for (int i = 0; i < 40; ++i) {
+    const int cin = 16 << (i % 4), cout = 16 << ((i / 4) % 3), side = 7 * (1 + i % 5);
+    const double mflop = 2.0 * cin * cout * 9 * side * side / 1e6;
+    for (const auto& [primitive, speed] : speeds) {
+      if (primitive == left_out) continue;
+      csv += "\"test cpu\",1,\"conv" + std::to_string(i) + "\",1," + std::to_string(cin) + "," + std::to_string(cout) + "," +
+             std::to_string(side) + "," + std::to_string(side) + "," + std::to_string(side) + "," + std::to_string(side) +
+             ",3,3,1,1,1," + primitive + ",1x" + std::to_string(cout) + "x" + std::to_string(side) + "x" +
+             std::to_string(side) + ",1," + std::to_string(10 + mflop * speed) + "\n";
+    }
+  }
+  return csv;
+}
+
+// Fine-tuning a shipped model on rows that never measure one of its primitives keeps that
+// output from the shipped model (it once stopped: "output 4 has no measured time in any
+// sample"), for each shipped model and each primitive left out.
+TEST(CliTune, TransferFromEachShippedModelWorksOnRowsLackingAPrimitive) {
+  TempDir d;
+  for (const char* shipped : {"avx512", "avx2"})
+    for (const char* left_out : {"direct", "winograd_nhwc"}) {
+      SCOPED_TRACE(std::string(shipped) + " without " + left_out);
+      write_bytes(d / "rows.csv", synthetic_dataset(left_out));
+      const std::string out = (d / "moved.perfmodel").string();
+      Result r = run_grove({"tune", "--fit", (d / "rows.csv").string(), "--fit-machine", "test cpu", "--model-out", out,
+                            "--transfer-from", GROVE_MODELS_DIR "/perf/" + std::string(shipped) + ".perfmodel",
+                            "--fit-report", (d / "report.csv").string()});
+      ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+      EXPECT_NE(r.err.find(std::string("measures '") + left_out + "'"), std::string::npos) << r.err;
+      EXPECT_NE(r.out.find("not trained (no row measures '" + std::string(left_out) + "')"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("transferred (fine-tuned)"), std::string::npos) << r.out;
+      EXPECT_EQ(read_bytes(out).rfind("grove-perf-model 2\n", 0), 0u);
+      // Every measured primitive is in the report, with no baseline prediction beside it.
+      const std::string report = read_bytes(d / "report.csv");
+      EXPECT_NE(report.find("\ngemm,"), std::string::npos) << report.substr(0, 300);
+      EXPECT_EQ(report.find("\n" + std::string(left_out) + ","), std::string::npos);
+    }
+}
+
 // --sample profiles sampled conv layers, each a one-conv model, into the dataset: one row per
 // measured candidate, every sample's configuration a conv of the sampled sizes. Without
 // --dataset, or with a model, it is an error.
