@@ -240,6 +240,24 @@ TEST(CliBench, TailTimesEachLayerOverItsWidths) {
   EXPECT_NE(none.err.find("no-such-layer"), std::string::npos) << none.err;
 }
 
+// A MatMul one output column past a whole panel of the GEMM's register tile (32 columns with
+// AVX-512, 16 with AVX2): the 33rd column costs a panel of its own, far more than its share of
+// the channels, so grove tail suggests pruning to 32; at 32 it suggests nothing to prune.
+TEST(CliBench, TailSuggestsPruningALayerOneColumnPastAStep) {
+  TempDir d;
+  for (int width : {33, 32}) {
+    ModelBuilder m;
+    m.input("x", onnx::TensorProto::FLOAT, {"1024", "512"}).output("y", onnx::TensorProto::FLOAT, {"1024", std::to_string(width)});
+    m.initializer("w", {512, width}, std::vector<float>(static_cast<size_t>(512 * width), 0.01f));
+    m.node("MatMul", {"x", "w"}, {"y"}, "past_a_step");
+    const auto model = m.save(d / ("w" + std::to_string(width) + ".onnx"));
+    Result r = run_grove({"tail", model.string(), "--span", "1", "--step", "1", "--runs", "3", "--threads", "1", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = width == 33 ? "\"prune_to\": 32," : "\"prune_to\": 0,";
+    EXPECT_NE(r.out.find(want), std::string::npos) << "width " << width << ": " << r.out;
+  }
+}
+
 TEST(CliBench, WorkersScheduleReportsEachPhaseAndRejectsBadPhases) {
   Result r = run_grove({"bench", kModel, "--input", kInput, "--workers-schedule", "1:0.2s,2:0.2s", "--warmup", "0", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
