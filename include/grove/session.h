@@ -18,6 +18,9 @@
 namespace grove {
 
 struct RunStats {
+  // The most activation memory the run held at once. A run in segments (control flow) counts
+  // the values kept between its steps plus each step's own peak, step by step; 0 on the
+  // reference executor.
   int64_t peak_activation_bytes = 0;
   bool used_reference = false;  // the model's shapes depend on input values: reference executor
   // A model with If, Loop or Scan runs in segments, each its own planned job: how many ran

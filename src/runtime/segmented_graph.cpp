@@ -23,7 +23,7 @@ struct SegmentedGraph::Part {
 
   // `inputs` holds every name of `formal` and `reads`.
   ValueMap run(Engine& engine, const SessionOptions& options, const SessionDebugOptions& debug, const Limits& limits,
-               const ValueMap& inputs, int64_t* segment_runs, const CancelToken& cancel) {
+               const ValueMap& inputs, RunStats& stats, const CancelToken& cancel) {
     if (is_segment) refuse_values(inputs);
     Session* s = nullptr;
     {
@@ -51,9 +51,10 @@ struct SegmentedGraph::Part {
       }
       s = session.get();
     }
-    RunStats stats;
-    ValueMap out = s->run_values(inputs, &stats, cancel);
-    if (segment_runs) *segment_runs += std::max<int64_t>(1, stats.segment_runs);
+    RunStats own;
+    ValueMap out = s->run_values(inputs, &own, cancel);
+    stats.segment_runs += std::max<int64_t>(1, own.segment_runs);
+    stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, own.peak_activation_bytes);
     return out;
   }
 
@@ -220,7 +221,18 @@ size_t SegmentedGraph::segment_count() const {
 
 size_t SegmentedGraph::control_count() const { return steps_.size() - segment_count(); }
 
-ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs, const CancelToken& cancel) {
+namespace {
+
+int64_t bytes_of(const ValueMap& values) {
+  int64_t bytes = 0;
+  for (const auto& [name, v] : values) bytes += static_cast<int64_t>(v.bytes());
+  return bytes;
+}
+
+}  // namespace
+
+ValueMap SegmentedGraph::run(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel) {
+  RunStats counted;
   ValueMap values = inputs;
   auto find = [&](const std::string& name) -> Value {
     auto it = values.find(name);
@@ -231,22 +243,32 @@ ValueMap SegmentedGraph::run(const ValueMap& inputs, int64_t* segment_runs, cons
   };
   for (const auto& step : steps_) {
     cancel.throw_if_stopped();
+    // What the run holds across this step, and the most the step adds to it.
+    const int64_t held = bytes_of(values);
+    RunStats own;
     if (step->control) {
-      run_control(*step, values, segment_runs, cancel);
+      run_control(*step, values, own, cancel);
     } else {
       ValueMap in;
       for (const auto& name : step->segment->reads) in[name] = find(name);
-      for (auto& [name, v] : step->segment->run(engine_, options_, debug_, limits_, in, segment_runs, cancel))
+      for (auto& [name, v] : step->segment->run(engine_, options_, debug_, limits_, in, own, cancel))
         values[name] = std::move(v);
     }
+    counted.segment_runs += own.segment_runs;
+    counted.peak_activation_bytes =
+        std::max({counted.peak_activation_bytes, held + own.peak_activation_bytes, bytes_of(values)});
     for (const auto& name : step->last_reads) values.erase(name);
   }
   ValueMap result;
   for (const auto& o : graph_.outputs) result[o.name] = find(o.name);
+  if (stats) {
+    stats->segment_runs += counted.segment_runs;
+    stats->peak_activation_bytes = std::max(stats->peak_activation_bytes, counted.peak_activation_bytes);
+  }
   return result;
 }
 
-void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_runs, const CancelToken& cancel) {
+void SegmentedGraph::run_control(Step& step, ValueMap& values, RunStats& stats, const CancelToken& cancel) {
   const Node& node = *step.control;
   auto find = [&](const std::string& name) -> Value {
     auto it = values.find(name);
@@ -275,7 +297,7 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, int64_t* segment_
         ValueMap body_inputs;
         for (size_t k = 0; k < formal.size(); ++k) body_inputs[part.formal[k].name] = std::move(formal[k]);
         for (const auto& name : part.reads) body_inputs[name] = find(name);
-        ValueMap body_outputs = part.run(engine_, options_, debug_, limits_, body_inputs, segment_runs, cancel);
+        ValueMap body_outputs = part.run(engine_, options_, debug_, limits_, body_inputs, stats, cancel);
         std::vector<Value> result;
         for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
         return result;

@@ -34,10 +34,12 @@ class SegmentedGraph {
   SegmentedGraph& operator=(const SegmentedGraph&) = delete;
 
   // Runs the graph on `inputs` (by name). Safe to call from several threads at once. Adds
-  // the planned jobs it ran (segments, and subgraphs run whole) to `segment_runs`. `cancel`
-  // goes with every segment's job and is checked between steps and before every subgraph
-  // run (each Loop iteration), so a stopped token ends even an endless Loop.
-  ValueMap run(const ValueMap& inputs, int64_t* segment_runs = nullptr, const CancelToken& cancel = {});
+  // the planned jobs it ran (segments, and subgraphs run whole) to stats->segment_runs, and
+  // raises stats->peak_activation_bytes to the most the run held at once as measured step by
+  // step: the values kept between steps plus the step's own peak (a segment's planned buffers,
+  // a subgraph's run). `cancel` goes with every segment's job and is checked between steps and
+  // before every subgraph run (each Loop iteration), so a stopped token ends even an endless Loop.
+  ValueMap run(const ValueMap& inputs, RunStats* stats = nullptr, const CancelToken& cancel = {});
 
   // How many segments and nodes between them (control flow, sequence ops) the graph was cut into.
   size_t segment_count() const;
@@ -46,7 +48,7 @@ class SegmentedGraph {
  private:
   struct Part;
   struct Step;
-  void run_control(Step& step, ValueMap& values, int64_t* segment_runs, const CancelToken& cancel);
+  void run_control(Step& step, ValueMap& values, RunStats& stats, const CancelToken& cancel);
 
   const Graph& graph_;
   Engine& engine_;

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -55,6 +56,14 @@ struct Session::Impl {
   // Input shapes that binding could not plan (they depend on input values): not re-tried on
   // every run. The most recent few.
   std::vector<ShapeMap> unplannable;
+  // The most a segmented run of this session has held at once (RunStats::peak_activation_bytes),
+  // for callers that budget memory before a run that has no plan to read it from.
+  std::atomic<int64_t> largest_segmented_peak{0};
+  void note_segmented_peak(int64_t bytes) {
+    int64_t seen = largest_segmented_peak.load(std::memory_order_relaxed);
+    while (bytes > seen && !largest_segmented_peak.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+    }
+  }
 
   // plan_for (runtime/session.h), with the mutex held; moves the plan to the front.
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);
@@ -122,6 +131,10 @@ std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const S
 }
 
 const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
+
+int64_t SessionInternals::largest_segmented_peak(const Session& session) {
+  return session.impl_->largest_segmented_peak.load(std::memory_order_relaxed);
+}
 
 std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   for (size_t i = 0; i < plans.size(); ++i)
@@ -212,7 +225,8 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats,
   std::shared_ptr<PlannedRun> job = make_job(inputs, cancel);
   if (!job && segmented) {
     RunStats counted;
-    ValueMap outputs = segmented->run(to_values(inputs), &counted.segment_runs, cancel);
+    ValueMap outputs = segmented->run(to_values(inputs), &counted, cancel);
+    note_segmented_peak(counted.peak_activation_bytes);
     if (stats) *stats = counted;
     return to_tensors(outputs, model.path() + ": output ");
   }
@@ -242,7 +256,8 @@ ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const Canc
       return s.model.run_reference_values(inputs, cancel);
     }
     RunStats counted;
-    ValueMap outputs = s.segmented->run(inputs, &counted.segment_runs, cancel);
+    ValueMap outputs = s.segmented->run(inputs, &counted, cancel);
+    s.note_segmented_peak(counted.peak_activation_bytes);
     if (stats) *stats = counted;
     return outputs;
   });
@@ -259,7 +274,10 @@ std::future<TensorMap> Session::submit(TensorMap inputs, CancelToken cancel) {
     // Each segment's job waits for the one before: a thread of the session's runs the chain.
     return s.threads.start([&s, inputs = std::move(inputs), cancel = std::move(cancel)] {
       return out_of_memory_is_an_error(s.model.path(), "running", [&] {
-        return to_tensors(s.segmented->run(to_values(inputs), nullptr, cancel), s.model.path() + ": output ");
+        RunStats counted;
+        ValueMap outputs = s.segmented->run(to_values(inputs), &counted, cancel);
+        s.note_segmented_peak(counted.peak_activation_bytes);
+        return to_tensors(outputs, s.model.path() + ": output ");
       });
     });
   }

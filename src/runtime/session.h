@@ -27,6 +27,7 @@ struct SessionInternals {
   static Session make(Engine& engine, Model model, const SessionOptions& options, const SessionDebugOptions& debug);
   static std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes);
   static const SessionDebugOptions& debug(const Session& session);
+  static int64_t largest_segmented_peak(const Session& session);
 };
 
 // A session with test switches (the engine must outlive it, as for the constructor).
@@ -39,6 +40,9 @@ inline Session make_session(Engine& engine, Model model, const SessionOptions& o
 inline std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes) {
   return SessionInternals::plan_for(session, shapes);
 }
+// The most a run of this session in segments (If, Loop, Scan, sequence ops) has held at once,
+// as RunStats::peak_activation_bytes measures it; 0 before one has finished.
+inline int64_t largest_segmented_peak(const Session& session) { return SessionInternals::largest_segmented_peak(session); }
 // The test switches the session runs with (GROVE_POISON_BUFFERS included).
 inline const SessionDebugOptions& session_debug(const Session& session) { return SessionInternals::debug(session); }
 

@@ -261,14 +261,19 @@ int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs) {
     if (it != model.memory_estimates.end()) return it->second;
   }
   std::shared_ptr<const Plan> plan = plan_for(*model.session, shapes);
-  int64_t bytes = 0;
   if (!plan) {
-    bytes = model.session->model().limits().memory_limit();
-  } else {
-    for (const PlannedValue& v : plan->values) {
-      if (v.view_of >= 0 || v.slice_of >= 0) continue;  // inside another value's buffer
-      bytes += numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype));
-    }
+    // No plan to read: a model with control flow, or shapes that depend on input values. Twice
+    // the most one of its runs in segments has held (a longer Loop may hold more); the whole
+    // --max-memory until one has finished, and on the reference executor, which measures
+    // nothing. Not cached: the measure grows.
+    const int64_t limit = model.session->model().limits().memory_limit();
+    const int64_t seen = largest_segmented_peak(*model.session);
+    return seen > 0 ? std::min(limit, 2 * seen) : limit;
+  }
+  int64_t bytes = 0;
+  for (const PlannedValue& v : plan->values) {
+    if (v.view_of >= 0 || v.slice_of >= 0) continue;  // inside another value's buffer
+    bytes += numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype));
   }
   std::lock_guard<std::mutex> lock(model.estimates_mutex);
   if (model.memory_estimates.size() >= 64) model.memory_estimates.clear();

@@ -151,6 +151,59 @@ TEST_F(ServeMemoryBudget, ARequestOverTheWholeBudgetGets503AtOnce) {
   EXPECT_NE(metrics.find("grove_serve_memory_reserved_bytes 0"), std::string::npos);
 }
 
+// s = s0 + m * x by a Loop of m iterations over [1024] floats: a model that runs in segments,
+// with no plan ahead to read its bytes from.
+std::string counted_loop_model() {
+  constexpr auto kFloat = onnx::TensorProto::FLOAT;
+  test::OnnxBuilder b;
+  b.input("m", onnx::TensorProto::INT64, {}).input("x", kFloat, {1024}).input("s0", kFloat, {1024});
+  b.output("s", kFloat, {1024});
+  test::OnnxBuilder body;
+  body.input("i", onnx::TensorProto::INT64, {}).input("cond_in", onnx::TensorProto::BOOL, {}).input("s_in", kFloat, {1024});
+  body.node("Add", {"s_in", "x"}, {"s_out"}, "step");
+  body.node("Identity", {"cond_in"}, {"cond_out"}, "keep_going");
+  body.output("cond_out", onnx::TensorProto::BOOL, {}).output("s_out", kFloat, {1024});
+  auto& node = b.node("Loop", {"m", "", "s0"}, {"s"}, "repeat");
+  auto* a = node.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body.proto().graph();
+  return b.bytes();
+}
+
+// Its first request reserves the whole --max-memory; once a run has finished, twice the most a
+// run has held (a few 4 KiB tensors), so a budget of 1.5 x --max-memory admits 8 at once with
+// no wait (it once admitted one at a time: 1 x 200 and 7 x 503).
+TEST_F(ServeMemoryBudget, AModelInSegmentsReservesTwiceItsMeasuredPeakOnceOneHasRun) {
+  models.load("loop", repo.write("loop.onnx", counted_loop_model()));
+  ServedModel& served = *models.find("loop");
+  const int64_t limit = served.session->model().limits().memory_limit();
+  const TensorMap in{{"m", Tensor::from<int64_t>({}, std::vector<int64_t>{50})},
+                     {"x", Tensor(DType::f32, {1024})},
+                     {"s0", Tensor(DType::f32, {1024})}};
+  EXPECT_EQ(run_memory_estimate(served, in), limit);
+  InferenceServer server(engine, models, {.request_timeout_s = 60, .max_serve_memory = limit + limit / 2, .memory_wait_s = 0});
+  const std::vector<float> ones(1024, 1.0f), zeros(1024, 0.0f);
+  const std::string body = json{{"inputs",
+                                 {{{"name", "m"}, {"shape", json::array()}, {"datatype", "INT64"}, {"data", {50}}},
+                                  {{"name", "x"}, {"shape", {1024}}, {"datatype", "FP32"}, {"data", ones}},
+                                  {{"name", "s0"}, {"shape", {1024}}, {"datatype", "FP32"}, {"data", zeros}}}}}
+                               .dump();
+  const HttpResponse first = server.handle({"POST", "/v2/models/loop/infer", {}, body});
+  ASSERT_EQ(first.status, 200) << first.body.substr(0, 300);
+  EXPECT_EQ(json::parse(first.body).at("outputs").at(0).at("data").at(0).get<float>(), 50.0f);
+  const int64_t measured = run_memory_estimate(served, in);
+  EXPECT_GE(measured, 2 * 4096) << "at least the Loop's state, twice";
+  EXPECT_LT(measured, 1 << 20) << "a few 4 KiB tensors, twice";
+  std::vector<int> statuses(8, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i)
+    clients.emplace_back([&, i] { statuses[static_cast<size_t>(i)] = server.handle({"POST", "/v2/models/loop/infer", {}, body}).status; });
+  for (std::thread& t : clients) t.join();
+  for (int status : statuses) EXPECT_EQ(status, 200);
+  EXPECT_EQ(server.memory_budget().reserved(), 0);
+}
+
 // A run stopped at --request-timeout gives its bytes back only once it has stopped: by the time
 // its 504 is answered, nothing is reserved. 300 MatMuls of 512x512 are 80 GFLOP, seconds on
 // two cores, far past the 0.2 s timeout (100 under a sanitizer, as in test_request_timeout.cpp).
