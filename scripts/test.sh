@@ -2,8 +2,9 @@
 # One command from a fresh Debian 12 machine: install dependencies, build, run every test:
 #  1. the runtime, tile-runtime and server tests under ThreadSanitizer with adversarial
 #     schedules (random delays, random pop/steal order); skip with GROVE_SKIP_TSAN=1;
-#  2. the unit, CLI, server and ONNX node conformance tests under AddressSanitizer + UndefinedBehavior-
-#     Sanitizer (clang; the model tests are left out: exporting them costs minutes of torch),
+#  2. the unit, CLI, server and ONNX node conformance tests and the Python session-lifetime tests
+#     under AddressSanitizer + UndefinedBehaviorSanitizer (clang; the model tests are left out:
+#     exporting them costs minutes of torch),
 #     then each libFuzzer target for GROVE_FUZZ_SECONDS (default 15) in the same build
 #     (docs/fuzzing.md); skip with GROVE_SKIP_ASAN=1, or only the fuzzing with GROVE_SKIP_FUZZ=1;
 #  3. everything under ctest in Release: unit, ONNX node conformance, kernels, runtime, CLI
@@ -96,7 +97,8 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   CC=clang CXX=clang++ configure build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DGROVE_TESTS=ON \
         -DGROVE_SANITIZE=address,undefined -DGROVE_FUZZ=ON
   cmake --build build-fuzz -j"$jobs" --target grove_unit_tests grove_cli_tests grove_conformance \
-        fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_idioms fuzz_serve grove_serve_tests
+        fuzz_model fuzz_npy fuzz_tilegraph fuzz_graph fuzz_idioms fuzz_serve grove_serve_tests \
+        $(ninja -C build-fuzz -t targets all 2> /dev/null | grep -o '^grove_python:' | tr -d :)
   stage_done "AddressSanitizer build"
   export ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   # Release-stage only (docs/fuzzing.md):
@@ -116,10 +118,18 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   release_only+=":ExpandDepthwiseNhwc.TileRuleMatchesReference"
   GROVE_GENERATED_CASES=25 GTEST_FILTER="-$release_only" run_sharded build-fuzz/tests/grove_unit_tests
   cli_release_only="CliTune.*:CliPlan.JsonIsTheSameInTenProcesses:CliBench.SimulatePredictsEachCoreCountAndValidates"
-  cli_release_only+=":CliBench.TailTimesEachLayerOverItsWidths"
+  cli_release_only+=":CliBench.Tail*"
   GTEST_FILTER="-$cli_release_only" run_sharded build-fuzz/tests/grove_cli_tests
   run_sharded build-fuzz/tests/serve/grove_serve_tests
   build-fuzz/tests/grove_conformance --jobs "$jobs"
+  # The Python module under ASan+UBSan: Sessions dropped while their runs are pending, on every
+  # execution path (python/tests/test_session_lifetime.py). The interpreter is not instrumented,
+  # so the sanitizer runtime is preloaded and Python allocates with malloc, where ASan sees it.
+  if [ -n "$(ls build-fuzz/python/grove*.so 2> /dev/null)" ]; then
+    LD_PRELOAD="$(clang -print-file-name=libclang_rt.asan-x86_64.so)" ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \
+      PYTHONPATH=build-fuzz/python GROVE_SOURCE_DIR="$PWD" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+      python/tests/test_session_lifetime.py
+  fi
   stage_done "AddressSanitizer tests"
   if [ "${GROVE_SKIP_FUZZ:-0}" != "1" ]; then
     bash scripts/fuzz.sh all "${GROVE_FUZZ_SECONDS:-15}"
