@@ -250,6 +250,8 @@ HttpResponse error_response(int status, const std::string& message) {
   return json_response({{"error", message}}, status);
 }
 
+constexpr int64_t kParseBytesPerBodyByte = 16;
+
 int64_t default_serve_memory() { return default_max_memory() / 2 * 3; }
 
 int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs) {
@@ -415,7 +417,28 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
     }
   } done{*this, model, start, ok};
 
-  ParsedRequest parsed = parse_infer(model, request, options_.max_json_depth);
+  ParsedRequest parsed;
+  {
+    // The parse holds the body as a JSON DOM: 16 bytes a value (plus container slack) for at
+    // least 2 bytes of text each, and object keys in map nodes. 16 bytes per body byte are
+    // reserved while it lasts, so that --max-concurrent large bodies parsed at once cannot
+    // take more memory than the budget holds.
+    const int64_t parse_bytes = kParseBytesPerBodyByte * static_cast<int64_t>(request.body.size());
+    const MemoryBudget::Reservation parsing = memory_.reserve(
+        parse_bytes, MemoryBudget::Clock::now() + std::chrono::duration_cast<MemoryBudget::Clock::duration>(
+                                                      std::chrono::duration<double>(options_.memory_wait_s)));
+    if (!parsing) {
+      const std::string what = "parsing a request body of " + std::to_string(request.body.size()) + " bytes needs " +
+                               std::to_string(parse_bytes) + " bytes";
+      if (parse_bytes > memory_.capacity())
+        throw HttpError(503, what + ", over the server memory budget of " + std::to_string(memory_.capacity()) +
+                                 " bytes (--max-serve-memory)");
+      throw HttpError(503, "server memory budget exhausted: " + what + ", " + std::to_string(memory_.reserved()) +
+                               " of the " + std::to_string(memory_.capacity()) +
+                               " bytes (--max-serve-memory) are reserved; retry later");
+    }
+    parsed = parse_infer(model, request, options_.max_json_depth);
+  }
   // The run's deadline is the request's: past it, its tiles, segments and Loop iterations
   // not yet started are dropped. A wait for the memory budget counts into it.
   const CancelToken cancel = CancelToken::after(options_.request_timeout_s);

@@ -151,6 +151,27 @@ TEST_F(ServeMemoryBudget, ARequestOverTheWholeBudgetGets503AtOnce) {
   EXPECT_NE(metrics.find("grove_serve_memory_reserved_bytes 0"), std::string::npos);
 }
 
+// Parsing reserves 16 bytes per body byte while it lasts (the JSON DOM's bound): a body whose
+// parse alone would pass the budget gets 503 at once, naming the bytes; otherwise the parse's
+// bytes come first and go back before the run's are reserved.
+TEST_F(ServeMemoryBudget, ParsingReservesSixteenBytesPerBodyByte) {
+  models.load("chain", chain_path);
+  const std::string body = budget_chain_request();
+  const int64_t parse = 16 * static_cast<int64_t>(body.size());
+  InferenceServer tight(engine, models, {.max_serve_memory = parse - 1, .memory_wait_s = 0});
+  const HttpResponse refused = tight.handle({"POST", "/v2/models/chain/infer", {}, body});
+  EXPECT_EQ(refused.status, 503) << refused.body.substr(0, 300);
+  EXPECT_EQ(json::parse(refused.body).at("error").get<std::string>(),
+            "parsing a request body of " + std::to_string(body.size()) + " bytes needs " + std::to_string(parse) +
+                " bytes, over the server memory budget of " + std::to_string(parse - 1) + " bytes (--max-serve-memory)");
+  EXPECT_EQ(tight.memory_budget().reserved(), 0);
+  InferenceServer roomy(engine, models, {.max_serve_memory = std::max(parse, kBudgetPerRequest), .memory_wait_s = 0});
+  const HttpResponse ok = roomy.handle({"POST", "/v2/models/chain/infer", {}, body});
+  EXPECT_EQ(ok.status, 200) << ok.body.substr(0, 300);
+  EXPECT_GE(roomy.memory_budget().peak_reserved(), parse);
+  EXPECT_EQ(roomy.memory_budget().reserved(), 0);
+}
+
 // s = s0 + m * x by a Loop of m iterations over [1024] floats: a model that runs in segments,
 // with no plan ahead to read its bytes from.
 std::string counted_loop_model() {
