@@ -48,12 +48,15 @@ class DynamicSession {
   // The sub-net named `name`, else the one whose ratio is `name` read as a number; -1 if none.
   int find(const std::string& name) const;
 
-  // Runs sub-net `subnet` (an index into subnets()); thread-safe.
-  TensorMap run(const TensorMap& inputs, int subnet, RunStats* stats = nullptr);
+  // Runs sub-net `subnet` (an index into subnets()); thread-safe. `cancel` as for
+  // Session::run: once it stops, the run's tiles not yet started are dropped and it throws an
+  // Error of kind `cancelled`; a cancelled run does not inform the latency controller.
+  TensorMap run(const TensorMap& inputs, int subnet, RunStats* stats = nullptr, const CancelToken& cancel = {});
   // Runs the costliest sub-net (the widest: taken as the most accurate) whose latency,
   // predicted from recent runs under the engine's current load, meets `target_ms`; the
   // cheapest when none does.
-  TensorMap run_within(const TensorMap& inputs, double target_ms, SubnetChoice* choice = nullptr);
+  TensorMap run_within(const TensorMap& inputs, double target_ms, SubnetChoice* choice = nullptr,
+                       const CancelToken& cancel = {});
   // What run_within would pick now.
   SubnetChoice choose(double target_ms) const;
 

@@ -48,8 +48,9 @@ struct DynamicSession::Impl {
   std::unique_ptr<LatencyController> controller;
   std::chrono::steady_clock::time_point born = std::chrono::steady_clock::now();
   double now_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - born).count(); }
-  // Runs sub-net `subnet` and tells the controller how long it took under `others`.
-  TensorMap run_timed(const TensorMap& inputs, int subnet, int64_t others, RunStats* stats);
+  // Runs sub-net `subnet` and tells the controller how long it took under `others` (not when
+  // it is cancelled: it throws then).
+  TensorMap run_timed(const TensorMap& inputs, int subnet, int64_t others, RunStats* stats, const CancelToken& cancel);
 };
 
 DynamicSession::DynamicSession(Engine& engine, const std::string& path, SessionOptions options, std::vector<double> ratios)
@@ -116,15 +117,16 @@ Session& DynamicSession::session(int subnet) {
   return impl_->sessions[static_cast<size_t>(subnet)];
 }
 
-TensorMap DynamicSession::run(const TensorMap& inputs, int subnet, RunStats* stats) {
+TensorMap DynamicSession::run(const TensorMap& inputs, int subnet, RunStats* stats, const CancelToken& cancel) {
   session(subnet);  // checks the index
   const int64_t others = impl_->controller->load(impl_->engine.stats().jobs_in_flight, impl_->now_s());
-  return impl_->run_timed(inputs, subnet, others, stats);
+  return impl_->run_timed(inputs, subnet, others, stats, cancel);
 }
 
-TensorMap DynamicSession::Impl::run_timed(const TensorMap& inputs, int subnet, int64_t others, RunStats* stats) {
+TensorMap DynamicSession::Impl::run_timed(const TensorMap& inputs, int subnet, int64_t others, RunStats* stats,
+                                          const CancelToken& cancel) {
   const auto start = std::chrono::steady_clock::now();
-  TensorMap out = sessions[static_cast<size_t>(subnet)].run(inputs, stats);
+  TensorMap out = sessions[static_cast<size_t>(subnet)].run(inputs, stats, cancel);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   controller->observe(subnet, others, ms, now_s());
   return out;
@@ -138,11 +140,12 @@ SubnetChoice DynamicSession::choose(double target_ms) const {
   return c;
 }
 
-TensorMap DynamicSession::run_within(const TensorMap& inputs, double target_ms, SubnetChoice* choice) {
+TensorMap DynamicSession::run_within(const TensorMap& inputs, double target_ms, SubnetChoice* choice,
+                                     const CancelToken& cancel) {
   if (!(target_ms > 0)) throw Error("latency target must be positive, not " + std::to_string(target_ms) + " ms");
   const SubnetChoice c = choose(target_ms);
   if (choice) *choice = c;
-  return impl_->run_timed(inputs, c.subnet, c.others_in_flight, nullptr);
+  return impl_->run_timed(inputs, c.subnet, c.others_in_flight, nullptr, cancel);
 }
 
 }  // namespace grove

@@ -379,21 +379,28 @@ HttpResponse InferenceServer::model_metadata(const ServedModel& model) const {
 }
 
 // A sub-net runs on the request's own thread (DynamicSession::run, which times it for the
-// controller), so --request-timeout does not cut it short.
+// controller) and stops at the request's deadline as any run does.
 TensorMap InferenceServer::run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms,
-                                      int& chosen) {
+                                      int& chosen, const CancelToken& cancel) {
   try {
     if (subnet >= 0) {
       chosen = subnet;
-      return model.dynamic->run(inputs, subnet);
+      return model.dynamic->run(inputs, subnet, nullptr, cancel);
     }
     SubnetChoice choice;
-    TensorMap out = model.dynamic->run_within(inputs, target_ms, &choice);
+    TensorMap out = model.dynamic->run_within(inputs, target_ms, &choice, cancel);
     chosen = choice.subnet;
     return out;
   } catch (const Error& e) {
+    if (e.cancelled()) throw HttpError(504, timed_out_message(model));
     throw HttpError(500, e.what());
   }
+}
+
+std::string InferenceServer::timed_out_message(const ServedModel& model) const {
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", options_.request_timeout_s);
+  return "inference of model '" + model.name + "' took over " + limit + " s (--request-timeout); it was stopped";
 }
 
 HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& request) {
@@ -466,7 +473,7 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   TensorMap outputs;
   int subnet = -1;
   if (parsed.subnet >= 0 || parsed.latency_target_ms > 0) {
-    outputs = run_subnet(model, parsed.inputs, parsed.subnet, parsed.latency_target_ms, subnet);
+    outputs = run_subnet(model, parsed.inputs, parsed.subnet, parsed.latency_target_ms, subnet, cancel);
   } else {
     std::future<TensorMap> pending;
     try {
@@ -485,12 +492,7 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
     try {
       outputs = pending.get();
     } catch (const Error& e) {
-      if (e.cancelled()) {
-        char limit[32];
-        std::snprintf(limit, sizeof limit, "%g", options_.request_timeout_s);
-        throw HttpError(504, "inference of model '" + model.name + "' took over " + limit +
-                                 " s (--request-timeout); it was stopped");
-      }
+      if (e.cancelled()) throw HttpError(504, timed_out_message(model));
       throw HttpError(500, e.what());  // a failing tile names its node and op
     }
   }

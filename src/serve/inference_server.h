@@ -49,7 +49,10 @@ class InferenceServer {
  private:
   HttpResponse route(const HttpRequest& request);
   HttpResponse infer(ServedModel& model, const HttpRequest& request);
-  TensorMap run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms, int& chosen);
+  TensorMap run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms, int& chosen,
+                       const CancelToken& cancel);
+  // The 504's message: the model and --request-timeout.
+  std::string timed_out_message(const ServedModel& model) const;
   HttpResponse model_metadata(const ServedModel& model) const;
   HttpResponse metrics() const;
 

@@ -117,5 +117,41 @@ TEST_F(RequestTimeout, AnEndlessLoopGetsA504AndStops) {
   EXPECT_EQ(engine.stats().jobs_in_flight, 0);
 }
 
+// A dynamic model of `layers` Gemms of [2048, 256] by one [256, 256] weight (Relu between):
+// about 0.27 GFLOP a layer at full width, with sub-nets `half` and `full`.
+std::string slow_dynamic_model(int layers) {
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {2048, 256}).output("y", onnx::TensorProto::FLOAT, {2048, 256});
+  b.initializer_f32("w", {256, 256}, std::vector<float>(256 * 256, 1.0f / 256));
+  std::string last = "x";
+  for (int i = 0; i < layers; ++i) {
+    const std::string w = "w", h = "h" + std::to_string(i);
+    const std::string out = i + 1 == layers ? "y" : "r" + std::to_string(i);
+    test::OnnxBuilder::attr_int(b.node("Gemm", {last, w}, {i + 1 == layers ? out : h}, "fc" + std::to_string(i)), "transB", 1);
+    if (i + 1 < layers) b.node("Relu", {h}, {out}, "relu" + std::to_string(i));
+    last = out;
+  }
+  auto* p = b.proto().add_metadata_props();
+  p->set_key("grove.subnets");
+  p->set_value("subnet half ratio=0.5\nsubnet full ratio=1");
+  return b.bytes();
+}
+
+// A request for a sub-net stops at the deadline as any run does (its runs once went on past
+// --request-timeout): 504, and nothing of it left in flight.
+TEST_F(RequestTimeout, ASubnetRunGetsA504AndStops) {
+  models.load("dyn", repo.write("dyn.onnx", slow_dynamic_model(kSanitizedBuild ? 20 : 1000)));
+  std::vector<float> x(static_cast<size_t>(2048) * 256, 0.5f);
+  const std::string body =
+      json{{"inputs", {{{"name", "x"}, {"shape", {2048, 256}}, {"datatype", "FP32"}, {"data", x}}}},
+           {"parameters", {{"subnet", "full"}}}}
+          .dump();
+  const HttpResponse r = infer("dyn", body);
+  EXPECT_EQ(r.status, 504) << r.body.substr(0, 300);
+  EXPECT_NE(r.body.find("took over 0.2 s (--request-timeout)"), std::string::npos) << r.body.substr(0, 300);
+  EXPECT_EQ(server.in_flight(), 0);
+  EXPECT_EQ(engine.stats().jobs_in_flight, 0);
+}
+
 }  // namespace
 }  // namespace grove::serve
