@@ -13,11 +13,18 @@ MemoryBudget::Reservation MemoryBudget::reserve(int64_t bytes, Clock::time_point
   }
   // Compared as capacity - reserved: reserved_ never exceeds capacity_, so neither side wraps.
   auto fits = [&] { return bytes <= capacity_ - reserved_; };
-  if (!fits()) {
+  if (!fits() || !waiting_.empty()) {
+    // First come, first served: a request that finds others waiting queues behind them, so a
+    // large one is not passed over again and again by smaller ones that keep fitting. The
+    // head of the queue can hold back smaller ones behind it, at most for its own wait.
     ++waits_;
-    // Woken by every release: whichever waiter the new room fits goes first (no queue order,
-    // so a large request can lose to smaller ones; its wait is bounded all the same).
-    if (!freed_.wait_until(lock, until, fits)) {
+    const uint64_t ticket = next_ticket_++;
+    waiting_.push_back(ticket);
+    const bool granted = freed_.wait_until(lock, until, [&] { return waiting_.front() == ticket && fits(); });
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
+    // Either way the next in line may go now: it is at the head, and the room may fit it.
+    freed_.notify_all();
+    if (!granted) {
       ++refusals_;
       return {};
     }

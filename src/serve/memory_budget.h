@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 
 namespace grove::serve {
@@ -38,8 +39,9 @@ class MemoryBudget {
     int64_t bytes_ = 0;
   };
 
-  // Reserves `bytes`, waiting until `until` for other runs to give back enough. Refused (an
-  // empty Reservation) at once when `bytes` is over the whole budget, since no wait can help.
+  // Reserves `bytes`, waiting until `until` for other runs to give back enough; waiting
+  // requests are served in the order they came. Refused (an empty Reservation) at once when
+  // `bytes` is over the whole budget, since no wait can help.
   Reservation reserve(int64_t bytes, Clock::time_point until);
 
   int64_t capacity() const { return capacity_; }
@@ -55,6 +57,8 @@ class MemoryBudget {
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   int64_t reserved_ = 0, peak_ = 0, refusals_ = 0, waits_ = 0;
+  std::deque<uint64_t> waiting_;  // tickets of the waiting requests, oldest first
+  uint64_t next_ticket_ = 0;
 };
 
 }  // namespace grove::serve

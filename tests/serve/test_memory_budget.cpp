@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -73,6 +75,45 @@ BudgetRound eight_at_once(InferenceServer& server, const std::string& body) {
   done.store(true);
   watcher.join();
   return round;
+}
+
+// Waiting requests are served in the order they came: with 60 of 100 bytes held, a request
+// for 80 waits, and one for 30 that would fit queues behind it (it once went first, and a
+// stream of small requests could keep a large one waiting until its time ran out).
+TEST(MemoryBudgetOrder, WaitingRequestsAreServedInTheOrderTheyCame) {
+  MemoryBudget budget(100);
+  const auto later = MemoryBudget::Clock::now() + std::chrono::seconds(60);
+  // Polls `done` for up to 10 s: a wrong order fails the test rather than hanging it.
+  auto eventually = [](auto done) {
+    for (int i = 0; i < 10000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return done();
+  };
+  std::optional<MemoryBudget::Reservation> held(budget.reserve(60, later));
+  ASSERT_TRUE(*held);
+  std::atomic<int> order{0}, large_at{0}, small_at{0};
+  std::promise<void> release_large;
+  std::thread large([&] {
+    MemoryBudget::Reservation r = budget.reserve(80, later);
+    large_at = ++order;
+    release_large.get_future().wait();
+  });
+  ASSERT_TRUE(eventually([&] { return budget.waits() >= 1; }));
+  std::thread small([&] {
+    MemoryBudget::Reservation r = budget.reserve(30, later);  // given back at once
+    small_at = ++order;
+  });
+  EXPECT_TRUE(eventually([&] { return budget.waits() >= 2 || small_at.load() != 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(small_at.load(), 0) << "30 bytes went ahead of the 80 waiting before them";
+  held.reset();  // none of the 100 held: the 80 goes first, then the 30 waits for room
+  EXPECT_TRUE(eventually([&] { return large_at.load() != 0; }));
+  EXPECT_EQ(large_at.load(), 1);
+  release_large.set_value();
+  large.join();
+  small.join();
+  EXPECT_EQ(small_at.load(), 2);
+  EXPECT_EQ(budget.reserved(), 0);
+  EXPECT_EQ(budget.refusals(), 0);
 }
 
 class ServeMemoryBudget : public ::testing::Test {
