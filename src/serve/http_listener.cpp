@@ -1,8 +1,6 @@
 #include "serve/http_listener.h"
 
 #include <httplib.h>
-#include <linux/filter.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +16,7 @@
 #include "serve/connection_pool.h"
 #include "serve/deadline_stream.h"
 #include "serve/http_framing.h"
+#include "serve/listener_drain.h"
 #include "serve/raw_socket.h"
 
 namespace grove::serve {
@@ -369,23 +368,11 @@ void HttpListener::listen() { impl_->listen_after_bind(); }
 
 std::string HttpListener::answer_bytes(const std::string& input) { return impl_->answer_bytes(input); }
 
-// Closing a listening socket resets the connections the kernel has completed but httplib has
-// not accepted yet: their clients sent a request and see a reset instead of an answer. So
-// first a filter that drops every packet to the listening socket stops the kernel completing
-// new ones (an unanswered SYN is retried, and the retry finds the port closed: refused), then
-// httplib's accept loop takes what is queued (tcpi_unacked: a listener's accept queue length).
+// New connections are refused first, then httplib's accept loop takes every connection the
+// kernel completed (see listener_drain.h), then the listening socket closes.
 void HttpListener::Impl::drain_accept_queue() {
-  const socket_t fd = svr_sock_;
-  sock_filter drop_all{BPF_RET | BPF_K, 0, 0, 0};
-  sock_fprog program{1, &drop_all};
-  if (fd == INVALID_SOCKET || ::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) != 0) return;
-  const auto until = clock::now() + std::chrono::seconds(1);
-  for (;;) {
-    tcp_info info{};
-    socklen_t len = sizeof info;
-    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_unacked == 0 || clock::now() > until) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  if (!refuse_new_connections(svr_sock_)) return;
+  wait_for_pending_connections(svr_sock_, port, std::chrono::seconds(1));
 }
 
 void HttpListener::stop() {
