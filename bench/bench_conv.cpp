@@ -39,7 +39,7 @@
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "ops/evaluate.h"
-#include "ops/tile_conv_winograd.h"
+#include "ops/conv/tile_conv_winograd.h"
 #include "ops/tiling.h"
 
 namespace {

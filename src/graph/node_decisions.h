@@ -119,8 +119,8 @@ struct Decisions {
 
 // A node's decisions, and those of the nodes a fused node joined (each part keeps what was
 // decided for it): the expand conv and project conv of ExpandDepthwiseNhwc and
-// InvertedResidualNhwc (ops/expand_depthwise.h) and the max pool of ConvMaxPoolNhwc
-// (ops/conv_max_pool.h). The node's own decisions are its main part's.
+// InvertedResidualNhwc (ops/conv_fused/expand_depthwise.h) and the max pool of ConvMaxPoolNhwc
+// (ops/conv_fused/conv_max_pool.h). The node's own decisions are its main part's.
 struct NodeDecisions : Decisions {
   std::optional<Decisions> expand;
   std::optional<Decisions> project;

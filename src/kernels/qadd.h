@@ -1,5 +1,5 @@
 #pragma once
-// The quantized residual add of QDQ models, grove.internal QLinearAdd (ops/quant_add.cpp):
+// The quantized residual add of QDQ models, grove.internal QLinearAdd (ops/quant/quant_add.cpp):
 //   y = Q(act(DQ(a) + DQ(b)))  with DQ(x) = float(x - zero) * scale and
 //   Q(v) = clamp(round_half_even(v / y_scale) + y_zero, lo, hi)
 // in float32, the operations of the DequantizeLinear -> Add [-> Relu] -> QuantizeLinear chain

@@ -20,7 +20,7 @@
 #include "passes/passes.h"
 #include "onnx/check_arity.h"
 #include "onnx/external_data.h"
-#include "ops/control_flow.h"
+#include "ops/control_flow/control_flow.h"
 #include "ops/op.h"
 
 namespace grove {

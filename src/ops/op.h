@@ -144,39 +144,39 @@ class OpRegistry {
 };
 
 // Each family file in src/ops adds its operators through one of these.
-void register_elementwise_ops(OpRegistry&);   // elementwise.cpp: arithmetic, math, compare, logic, Where, Cast
-void register_activation_ops(OpRegistry&);    // activation.cpp: Relu, Sigmoid, Clip, HardSwish, ...
-void register_conv_ops(OpRegistry&);          // conv.cpp: Conv, ConvTranspose
-void register_pool_ops(OpRegistry&);          // pool.cpp: MaxPool, AveragePool, Global*Pool
-void register_normalization_ops(OpRegistry&); // normalization.cpp: BatchNormalization, LayerNormalization, Softmax
-void register_rms_norm_op(OpRegistry&);       // rms_norm.cpp: RMSNormalization
+void register_elementwise_ops(OpRegistry&);   // elementwise/elementwise.cpp: arithmetic, math, compare, logic, Where, Cast
+void register_activation_ops(OpRegistry&);    // elementwise/activation.cpp: Relu, Sigmoid, Clip, HardSwish, ...
+void register_conv_ops(OpRegistry&);          // conv/conv.cpp: Conv, ConvTranspose
+void register_pool_ops(OpRegistry&);          // pool/pool.cpp: MaxPool, AveragePool, Global*Pool
+void register_normalization_ops(OpRegistry&); // normalization/normalization.cpp: BatchNormalization, LayerNormalization, Softmax
+void register_rms_norm_op(OpRegistry&);       // normalization/rms_norm.cpp: RMSNormalization
 void register_group_norm_op(OpRegistry&);     // group_norm/: GroupNormalization
-void register_linalg_ops(OpRegistry&);        // linalg.cpp: MatMul, Gemm, Det
-void register_reduce_ops(OpRegistry&);        // reduce.cpp: ReduceMean/Sum/Max/...
-void register_shape_ops(OpRegistry&);         // shape.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Shape, Expand, ...
-void register_movement_ops(OpRegistry&);      // movement.cpp: Transpose, Concat, Split, Slice, Gather, Pad
-void register_resize_ops(OpRegistry&);        // resize.cpp: Resize, Upsample
-void register_index_ops(OpRegistry&);         // index.cpp: TopK, CumSum, GatherND, ScatterND, OneHot, ...
-void register_recurrent_ops(OpRegistry&);     // recurrent.cpp: LSTM, GRU, RNN (references)
-void register_einsum_ops(OpRegistry&);        // einsum.cpp: Einsum
-void register_quantize_ops(OpRegistry&);      // quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-void register_quant_matmul_ops(OpRegistry&);  // quant_matmul.cpp: MatMulInteger, QLinearMatMul
-void register_control_flow_ops(OpRegistry&);  // control_flow.cpp: If, Loop, Scan, SequenceMap (run by the executors)
-void register_sequence_ops(OpRegistry&);      // sequence.cpp: Sequence*, SplitToSequence, ConcatFromSequence, Optional* (run by the executors)
-void register_loss_ops(OpRegistry&);          // loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_signal_ops(OpRegistry&);        // signal.cpp: DFT, STFT, the window ops, MelWeightMatrix
-void register_vision_ops(OpRegistry&);        // vision.cpp: NonMaxSuppression, RoiAlign, GridSample
-void register_select_ops(OpRegistry&);        // select.cpp: Compress, Unique, ReverseSequence
-void register_text_ops(OpRegistry&);          // text.cpp: TfIdfVectorizer
-void register_microsoft_ops(OpRegistry&);     // contrib_microsoft.cpp: com.microsoft Gelu, SkipLayerNormalization, QLinearAdd, ...
-void register_training_ops(OpRegistry&);      // training.cpp: Adagrad, Adam, Momentum (ai.onnx.preview.training)
-void register_internal_ops(OpRegistry&);      // attention.cpp: grove.internal Attention
-void register_quant_add_ops(OpRegistry&);     // quant_add.cpp: grove.internal QLinearAdd
-void register_channels_last_ops(OpRegistry&);  // channels_last.cpp: grove.internal QLinearConvNhwc, MaxPoolNhwc
-void register_channels_blocked_ops(OpRegistry&);  // channels_blocked.cpp: grove.internal ConvNchwc
-void register_expand_depthwise_op(OpRegistry&);  // expand_depthwise.cpp: grove.internal ExpandDepthwiseNhwc, InvertedResidualNhwc
-void register_conv_max_pool_op(OpRegistry&);  // conv_max_pool.cpp: grove.internal ConvMaxPoolNhwc
-void register_feature_pruning_ops(OpRegistry&);  // feature_pruning.cpp: grove.internal AttentionKeep, ApplyKeep, PrunedConv
-void register_conv_integer_scaled_ops(OpRegistry&);  // conv_integer_scaled.cpp: grove.internal ConvIntegerScaled
+void register_linalg_ops(OpRegistry&);        // matmul/linalg.cpp: MatMul, Gemm, Det
+void register_reduce_ops(OpRegistry&);        // reduce/reduce.cpp: ReduceMean/Sum/Max/...
+void register_shape_ops(OpRegistry&);         // movement/shape.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Shape, Expand, ...
+void register_movement_ops(OpRegistry&);      // movement/movement.cpp: Transpose, Concat, Split, Slice, Gather, Pad
+void register_resize_ops(OpRegistry&);        // resize/resize.cpp: Resize, Upsample
+void register_index_ops(OpRegistry&);         // reduce/index.cpp: TopK, CumSum, GatherND, ScatterND, OneHot, ...
+void register_recurrent_ops(OpRegistry&);     // recurrent/recurrent.cpp: LSTM, GRU, RNN (references)
+void register_einsum_ops(OpRegistry&);        // matmul/einsum.cpp: Einsum
+void register_quantize_ops(OpRegistry&);      // quant/quantize.cpp: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void register_quant_matmul_ops(OpRegistry&);  // matmul/quant_matmul.cpp: MatMulInteger, QLinearMatMul
+void register_control_flow_ops(OpRegistry&);  // control_flow/control_flow.cpp: If, Loop, Scan, SequenceMap (run by the executors)
+void register_sequence_ops(OpRegistry&);      // control_flow/sequence.cpp: Sequence*, SplitToSequence, ConcatFromSequence, Optional* (run by the executors)
+void register_loss_ops(OpRegistry&);          // training/loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_signal_ops(OpRegistry&);        // signal/signal.cpp: DFT, STFT, the window ops, MelWeightMatrix
+void register_vision_ops(OpRegistry&);        // vision/vision.cpp: NonMaxSuppression, RoiAlign, GridSample
+void register_select_ops(OpRegistry&);        // movement/select.cpp: Compress, Unique, ReverseSequence
+void register_text_ops(OpRegistry&);          // text/text.cpp: TfIdfVectorizer
+void register_microsoft_ops(OpRegistry&);     // contrib/contrib_microsoft.cpp: com.microsoft Gelu, SkipLayerNormalization, QLinearAdd, ...
+void register_training_ops(OpRegistry&);      // training/training.cpp: Adagrad, Adam, Momentum (ai.onnx.preview.training)
+void register_internal_ops(OpRegistry&);      // attention/attention.cpp: grove.internal Attention
+void register_quant_add_ops(OpRegistry&);     // quant/quant_add.cpp: grove.internal QLinearAdd
+void register_channels_last_ops(OpRegistry&);  // conv/channels_last.cpp: grove.internal QLinearConvNhwc, MaxPoolNhwc
+void register_channels_blocked_ops(OpRegistry&);  // conv/channels_blocked.cpp: grove.internal ConvNchwc
+void register_expand_depthwise_op(OpRegistry&);  // conv_fused/expand_depthwise.cpp: grove.internal ExpandDepthwiseNhwc, InvertedResidualNhwc
+void register_conv_max_pool_op(OpRegistry&);  // conv_fused/conv_max_pool.cpp: grove.internal ConvMaxPoolNhwc
+void register_feature_pruning_ops(OpRegistry&);  // pruning/feature_pruning.cpp: grove.internal AttentionKeep, ApplyKeep, PrunedConv
+void register_conv_integer_scaled_ops(OpRegistry&);  // conv/conv_integer_scaled.cpp: grove.internal ConvIntegerScaled
 
 }  // namespace grove

@@ -11,7 +11,7 @@
 #include "graph/graph.h"
 #include "graph/node_decisions.h"
 #include "kernels/gemm.h"
-#include "ops/conv_geometry.h"
+#include "ops/conv/conv_geometry.h"
 #include "ops/tiling.h"
 #include "graph/region.h"
 

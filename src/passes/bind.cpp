@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "ops/control_flow.h"
+#include "ops/control_flow/control_flow.h"
 #include "ops/evaluate.h"
 #include "ops/op_names.h"
 

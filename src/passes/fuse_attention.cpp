@@ -1,5 +1,5 @@
 // Replaces the scaled dot-product attention subgraph that torch.onnx.export emits for
-// BERT and GPT-2 by one grove.internal Attention node (ops/attention.cpp):
+// BERT and GPT-2 by one grove.internal Attention node (ops/attention/attention.cpp):
 //
 //   MatMul(Q, KT) -> Mul|Div by a scalar constant -> [Where(keep, ., scalar constant)]
 //     -> [Add(., mask)] -> Softmax(last axis) -> MatMul(., V)
@@ -11,7 +11,7 @@
 // When Q, K^T and V are each Transpose(Reshape(rows)) of a [B, S, H * D] value (or of one
 // output of a Split along its last axis, every output of which feeds this chain), and the
 // result's only reader is Transpose(perm 0 2 1 3), the node takes the sequence-major form of
-// ops/attention.h instead: it reads the rows (the Split's input) at column offsets and writes
+// ops/attention/attention.h instead: it reads the rows (the Split's input) at column offsets and writes
 // [B, S, H, Dv], and those Split, Reshape and Transpose nodes go too. They were copies of
 // every Q, K, V and output element (GPT-2's Split and four Transposes per layer).
 #include <algorithm>

@@ -1,15 +1,15 @@
 // A network's stem: a conv (ReLU fused) and a 3x3 stride-2 max pool that alone reads its
 // output. Run apart, the conv's output (3 MB at ResNet-50's, GoogLeNet's and SqueezeNet's
 // stems) is written to memory, to lines no recent op touched, and read back by the pool; fused
-// into one grove.internal ConvMaxPoolNhwc (ops/conv_max_pool.h), a tile computes it band by
+// into one grove.internal ConvMaxPoolNhwc (ops/conv_fused/conv_max_pool.h), a tile computes it band by
 // band in cache and writes only the pooled quarter. Only float32 channels-last convs with
 // constant weights on the row path (the fused rule's), without a residual or bf16, and a
 // max pool with one output.
 #include "graph/node_decisions.h"
 #include "kernels/conv_rows.h"
 #include "kernels/isa.h"
-#include "ops/channels_last.h"
-#include "ops/conv_max_pool.h"
+#include "ops/conv/channels_last.h"
+#include "ops/conv_fused/conv_max_pool.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/flops.h"

@@ -118,7 +118,7 @@ class EpilogueFuser {
 
   // A DequantizeLinear of 8-bit values with one scale (a QDQ model's activation between the
   // integer ops): its float output may take a bias and an activation the tile rule applies
-  // (ops/tile_quant_elementwise.cpp), the bias as input 3 after the zero point.
+  // (ops/quant/tile_quant_elementwise.cpp), the bias as input 3 after the zero point.
   bool dequantize_producer(const Node& n) const {
     if (n.op_type != kDequantizeLinear || !n.domain.empty() || n.outputs.size() != 1 || has_fused_epilogue(n)) return false;
     if (n.inputs.size() < 2 || n.inputs.size() > 3 || n.has_attr("axis") || n.has_attr("block_size")) return false;

@@ -1,7 +1,7 @@
 // Inverted residual blocks (MobileNetV2): a 1x1 conv expands the channels six times, a 3x3
 // depthwise conv reads that and nothing else does. Run apart, the expanded tensor (4.8 MB at
 // MobileNetV2's first block) is written to memory and read back; fused into one
-// grove.internal ExpandDepthwiseNhwc (ops/expand_depthwise.h), a tile computes it band by band
+// grove.internal ExpandDepthwiseNhwc (ops/conv_fused/expand_depthwise.h), a tile computes it band by band
 // in cache. A network's stem (a 3x3 stride-2 conv, then a depthwise conv: MobileNetV2's
 // features.0 and .1) fuses the same way where the stem runs on the row path. Only
 // channels-last float convs with constant weights and nothing the fused rule does not do: the
@@ -10,8 +10,8 @@
 #include "kernels/conv_rows.h"
 #include "kernels/cpu_info.h"
 #include "kernels/isa.h"
-#include "ops/channels_last.h"
-#include "ops/expand_depthwise.h"
+#include "ops/conv/channels_last.h"
+#include "ops/conv_fused/expand_depthwise.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/flops.h"

@@ -6,7 +6,7 @@
 // by QLinearConv (integer sums, requantized once; a Relu becomes the clamp at y's zero point),
 // and DequantizeLinear(a) -> MatMul(DequantizeLinear(B)) -> QuantizeLinear by QLinearMatMul.
 // A residual add, DequantizeLinear(a), DequantizeLinear(b) -> Add [-> Relu] -> QuantizeLinear
-// on one shape, becomes grove.internal QLinearAdd (ops/quant_add.cpp), which computes the
+// on one shape, becomes grove.internal QLinearAdd (ops/quant/quant_add.cpp), which computes the
 // chain's float32 steps on bytes, bit for bit.
 // It applies only where the integer form computes the same function: per-tensor activation
 // scales, constant integer weights with zero points that are constants, and a bias that is
@@ -196,7 +196,7 @@ bool per_channel_operand(const Graph& g, const std::string& name, int64_t channe
 
 // ONNX Runtime's dynamic quantization follows each ConvInteger with
 //     Cast(to float) -> Mul(x_scale * w_scale) [-> Add(bias)] [-> Relu]
-// which grove.internal ConvIntegerScaled (ops/conv_integer_scaled.cpp) computes in the conv's
+// which grove.internal ConvIntegerScaled (ops/conv/conv_integer_scaled.cpp) computes in the conv's
 // tiles, bit for bit, instead of three more passes over the conv's output. The fused node
 // takes the chain's last node's place: the scale is often computed after the conv.
 void fuse_conv_integer_epilogues(Graph& g) {

@@ -14,7 +14,7 @@
 
 #include "graph/node_decisions.h"
 #include "kernels/isa.h"
-#include "ops/channels_last.h"
+#include "ops/conv/channels_last.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/graph_lookup.h"
@@ -192,7 +192,7 @@ int to_channels_last_int8(Graph& g) {
     }
     // A residual add of two channels-last values stays channels-last (it is elementwise); where
     // one side is a converted conv that nothing else reads, the add goes into that conv's
-    // epilogue (ops/channels_last.h): the conv's bytes never reach memory.
+    // epilogue (ops/conv/channels_last.h): the conv's bytes never reach memory.
     if (n.op_type == kQLinearAdd && n.domain == kGroveDomain && n.inputs.size() == 8 && twin.count(n.inputs[0]) &&
         twin.count(n.inputs[3])) {
       for (size_t side : {0, 3}) {

@@ -12,7 +12,7 @@
 #include <map>
 
 #include "graph/node_decisions.h"
-#include "ops/channels_blocked.h"
+#include "ops/conv/channels_blocked.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/graph_lookup.h"

@@ -58,7 +58,7 @@ int to_channels_last_f32(Graph& graph, const std::set<std::string>& keep, double
 // run is an error naming it.
 // Returns how many.
 int to_blocked_f32(Graph& graph, int64_t block);
-// Whether it can run this node: a float32 Conv that ops/channels_blocked.h's conv_fits_nchwc
+// Whether it can run this node: a float32 Conv that ops/conv/channels_blocked.h's conv_fits_nchwc
 // takes, with constant weights.
 bool can_run_nchwc(const Graph& graph, const Node& node, int64_t block);
 // Whether the channels-last path can run this node at all: a float32 2-D Conv of one group with

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "graph/node_decisions.h"
-#include "ops/feature_pruning.h"
+#include "ops/pruning/feature_pruning.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/flops.h"

@@ -1,7 +1,7 @@
 #pragma once
 // Dynamic feature-map pruning (Antidote, docs/dynamic.md): after a chosen feature map, a
 // decision node ranks its channels and positions per image, and every Conv that reads it
-// reduces over the kept ones only (ops/feature_pruning.h has the two ops).
+// reduces over the kept ones only (ops/pruning/feature_pruning.h has the two ops).
 #include <string>
 #include <vector>
 

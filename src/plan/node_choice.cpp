@@ -5,7 +5,7 @@
 #include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
 #include "ops/op_names.h"
-#include "ops/tile_conv_winograd.h"
+#include "ops/conv/tile_conv_winograd.h"
 #include "passes/passes.h"
 
 namespace grove {

@@ -26,7 +26,7 @@
 // buffer rule: each slice holds one use of the Concat's value until the slice is released.
 #include <algorithm>
 
-#include "ops/channels_last.h"
+#include "ops/conv/channels_last.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "ops/tiling.h"

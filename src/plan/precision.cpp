@@ -12,7 +12,7 @@
 #include "graph/node_decisions.h"
 #include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
-#include "ops/channels_last.h"
+#include "ops/conv/channels_last.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/passes.h"

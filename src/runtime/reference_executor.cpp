@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "ops/control_flow.h"
+#include "ops/control_flow/control_flow.h"
 #include "ops/evaluate.h"
-#include "ops/sequence.h"
+#include "ops/control_flow/sequence.h"
 
 namespace grove {
 

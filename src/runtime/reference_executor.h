@@ -63,7 +63,7 @@ HeldInputs hold_inputs(const Node& node, Lookup&& lookup) {
 // can depend on input values here) would pass it is an Error before it allocates.
 // If, Loop, Scan and SequenceMap run their subgraphs the same way, naively, with `outer`
 // (null for a model's main graph) giving the values of enclosing graphs. Sequence ops
-// (ops/sequence.h) run on values. The tensor form is an Error if an output is not a tensor.
+// (ops/control_flow/sequence.h) run on values. The tensor form is an Error if an output is not a tensor.
 // `cancel` is checked before every node and every subgraph run (each Loop iteration): once
 // it is stopped, the run throws its Error (kind `cancelled`).
 ValueMap run_reference_values(const Graph& bound, const ValueMap& inputs, const Limits& limits = {},

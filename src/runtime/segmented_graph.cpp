@@ -3,9 +3,9 @@
 #include <mutex>
 #include <set>
 
-#include "ops/control_flow.h"
+#include "ops/control_flow/control_flow.h"
 #include "ops/op_names.h"
-#include "ops/sequence.h"
+#include "ops/control_flow/sequence.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
 

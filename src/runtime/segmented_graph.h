@@ -8,7 +8,7 @@
 // reads its condition or trip count, and runs the chosen subgraph, which is again a graph of
 // its own with its own Session (its outer-scope reads become inputs), so a branch whose
 // inner Ifs fold is one TileGraph too. Within a segment the schedule stays barrier-free;
-// between segments there is one wait. Sequence ops (ops/sequence.h), and Identities that
+// between segments there is one wait. Sequence ops (ops/control_flow/sequence.h), and Identities that
 // pass a sequence or an optional along, run between segments the same way: sequences and
 // optionals live only there, segments see tensors.
 #include <map>

@@ -10,7 +10,7 @@
 
 #include "ops/op_names.h"
 #include "runtime/machine_probes.h"
-#include "ops/control_flow.h"
+#include "ops/control_flow/control_flow.h"
 #include "runtime/planned_run.h"
 #include "runtime/run_threads.h"
 #include "runtime/segmented_graph.h"

@@ -6,10 +6,10 @@
 
 #include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
-#include "ops/channels_blocked.h"
+#include "ops/conv/channels_blocked.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
-#include "ops/tile_conv_winograd.h"
+#include "ops/conv/tile_conv_winograd.h"
 #include "passes/passes.h"
 
 namespace grove::tune {

@@ -10,13 +10,13 @@
 
 #include "generated_cases.h"
 #include "graph/node_decisions.h"
-#include "ops/channels_blocked.h"
-#include "ops/channels_last.h"
-#include "ops/conv_max_pool.h"
-#include "ops/expand_depthwise.h"
-#include "ops/feature_pruning.h"
+#include "ops/conv/channels_blocked.h"
+#include "ops/conv/channels_last.h"
+#include "ops/conv_fused/conv_max_pool.h"
+#include "ops/conv_fused/expand_depthwise.h"
+#include "ops/pruning/feature_pruning.h"
 #include "ops/op.h"
-#include "ops/tile_conv_winograd.h"
+#include "ops/conv/tile_conv_winograd.h"
 
 namespace grove::gen {
 namespace {

@@ -1,4 +1,4 @@
-// If, Loop and Scan (ops/control_flow.h): the reference executor, and the tile runtime
+// If, Loop and Scan (ops/control_flow/control_flow.h): the reference executor, and the tile runtime
 // through the Session (an If with a constant condition inlined at bind, anything else run in
 // segments, runtime/segmented_graph.h), must give the hand-computed values; bad control flow
 // is a one-line error naming the node.

@@ -10,7 +10,7 @@
 #include "grove/session.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"
-#include "ops/feature_pruning.h"
+#include "ops/pruning/feature_pruning.h"
 #include "ops/op.h"
 #include "plan/feature_pruning.h"
 #include "runtime/model.h"

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "ops/attention.h"
+#include "ops/attention/attention.h"
 #include "ops/op.h"
 #include "passes/flops.h"
 #include "passes/passes.h"

@@ -6,7 +6,7 @@
 
 #include "graph/node_decisions.h"
 #include "kernels/conv_nchwc.h"
-#include "ops/channels_blocked.h"
+#include "ops/conv/channels_blocked.h"
 #include "ops/op.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"

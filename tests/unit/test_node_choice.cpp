@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "graph/node_decisions.h"
-#include "ops/tile_conv_winograd.h"
+#include "ops/conv/tile_conv_winograd.h"
 #include "plan_test_util.h"
 #include "runtime/reference_executor.h"
 

@@ -6,8 +6,8 @@
 #include "graph/graph_hash.h"
 #include "graph/node_decisions.h"
 #include "onnx/import.h"
-#include "ops/conv_max_pool.h"
-#include "ops/expand_depthwise.h"
+#include "ops/conv_fused/conv_max_pool.h"
+#include "ops/conv_fused/expand_depthwise.h"
 #include "ops/op.h"
 #include "plan_test_util.h"
 

@@ -8,7 +8,7 @@
 #include "graph/node_decisions.h"
 #include "kernels/isa.h"
 #include "ops/op.h"
-#include "ops/channels_last.h"
+#include "ops/conv/channels_last.h"
 #include "ops/quant_util.h"
 #include "op_test_util.h"
 #include "tiling_test_util.h"

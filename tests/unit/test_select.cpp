@@ -1,4 +1,4 @@
-// Compress, Unique and ReverseSequence (src/ops/select.cpp) on the inputs the ONNX node tests
+// Compress, Unique and ReverseSequence (src/ops/movement/select.cpp) on the inputs the ONNX node tests
 // leave out: empty tensors whose other dims are huge (they must allocate and loop over
 // nothing), and bad attributes and inputs (one-line errors).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Sequence and optional values (grove/value.h, ops/sequence.h): the reference executor and
+// Sequence and optional values (grove/value.h, ops/control_flow/sequence.h): the reference executor and
 // the tile runtime (sequence ops run between planned segments, runtime/segmented_graph.h)
 // must give the hand-computed values; misuse is a one-line error naming the node and op.
 #include <gtest/gtest.h>

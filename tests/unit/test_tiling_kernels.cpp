@@ -14,7 +14,7 @@
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
-#include "ops/tile_conv_winograd.h"
+#include "ops/conv/tile_conv_winograd.h"
 #include "tiling_test_util.h"
 
 namespace grove {

@@ -1,4 +1,4 @@
-// lay_out_windows (ops/window_rows.h), the GEMM rows of channels-last convs, against each
+// lay_out_windows (ops/conv/window_rows.h), the GEMM rows of channels-last convs, against each
 // tap read on its own: strides, dilations, pads on every side, runs of every copy size (a
 // stem's 21 bytes, the 16-64 byte copies, longer memcpys), chunks that start and end
 // mid-row, bytes and floats.
@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "ops/window_rows.h"
+#include "ops/conv/window_rows.h"
 
 namespace grove::tiling {
 namespace {

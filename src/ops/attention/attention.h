@@ -1,0 +1,34 @@
+#pragma once
+// Where grove.internal Attention (ops/attention/attention.cpp) finds each head's operands. Two forms:
+//  - head-major (the default): Q [B, H, S, D], KT [B, H, D, T], V [B, H, T, Dv], output
+//    [B, H, S, Dv], as the MatMuls of the chain it replaced read and wrote them;
+//  - sequence-major (attribute `heads` set, by fuse_attention when it also absorbed the
+//    Split, Reshape and Transpose nodes around the chain): Q [B, S, Cq], K [B, T, Ck] (not
+//    transposed) and V [B, T, Cv] hold the heads side by side along their last axis, head h of
+//    Q in columns [q_offset + h D, q_offset + (h + 1) D) and likewise K and V; the output is
+//    [B, S, H, Dv]. Q, K and V may be one tensor (a projection of all three) at three offsets.
+#include <cstdint>
+
+#include "graph/graph.h"
+
+namespace grove {
+
+struct AttentionLayout {
+  int64_t batch = 0, heads = 0, queries = 0, keys = 0, head_dim = 0, value_dim = 0;
+  bool sequence_major = false;
+  // Element (b, h, i, d) of each operand is at b * batch_stride + h * head_stride + i *
+  // row_stride + d; KT's "rows" are keys in the sequence-major form (column t of KT is
+  // contiguous) and head dims in the head-major one.
+  struct Operand {
+    int64_t offset = 0, batch_stride = 0, head_stride = 0, row_stride = 0;
+  };
+  Operand q, k, v, out;
+
+  Shape scores() const { return {batch, heads, queries, keys}; }
+};
+
+// The layout of `node` for inputs of these shapes; an Error naming the node when they do not
+// fit it.
+AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& k, const Shape& v);
+
+}  // namespace grove

@@ -1,0 +1,174 @@
+// Tile rule of grove.internal Attention (ops/attention/attention.cpp): cut batch, heads and query rows;
+// a tile reads its query rows and the whole K^T and V of its heads, in either layout of
+// ops/attention/attention.h (the sequence-major one changes strides and packs K^T from K's rows).
+// For each head it packs K^T and V for the GEMM, computes the scores of its query block into per-thread scratch
+// ([rows x T], never the whole [S x T] of every head), then scale, keep/fill, mask and the
+// softmax row by row (kernels/vmath.h), and the product with V straight into the output.
+//
+// Marked bf16 by the plan (graph/node_decisions.h), both GEMMs round their operands to bf16
+// (the scores and the softmax stay float).
+//
+// A score element is the GEMM's sum over the same k blocks whatever the query block, and
+// each row's softmax depends only on that row, so results do not depend on the tiling.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/gemm.h"
+#include "kernels/vmath.h"
+#include "ops/attention/attention.h"
+#include "ops/op.h"
+#include "ops/op_util.h"
+#include "ops/tile_util.h"
+
+namespace grove::tiling {
+namespace attention_rule {
+
+// Cut batch, heads and query rows: dims 0-2 of the output in either form (ops/attention/attention.h).
+std::vector<int64_t> attention_cuttable(const Node&, std::span<const ValueInfo>, std::span<const ValueInfo>) {
+  return {1, 1, 1, 0};
+}
+
+// The batch, head and query ranges of an output region.
+struct Block {
+  Range batch, heads, queries;
+};
+
+Block block_of(const AttentionLayout& l, const Region& r) {
+  return l.sequence_major ? Block{r[0], r[2], r[1]} : Block{r[0], r[1], r[2]};
+}
+
+void attention_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& r,
+                     std::span<Region> in_regions) {
+  const AttentionLayout l = attention_layout(node, in[0].shape, in[1].shape, in[2].shape);
+  const Block blk = block_of(l, r);
+  if (l.sequence_major) {
+    const auto heads = [&](int64_t offset, int64_t width) {
+      return Range{offset + blk.heads.begin * width, offset + blk.heads.end * width};
+    };
+    in_regions[0] = {blk.batch, blk.queries, heads(l.q.offset, l.head_dim)};
+    in_regions[1] = {blk.batch, {0, l.keys}, heads(l.k.offset, l.head_dim)};
+    in_regions[2] = {blk.batch, {0, l.keys}, heads(l.v.offset, l.value_dim)};
+  } else {
+    in_regions[0] = {blk.batch, blk.heads, blk.queries, {0, l.head_dim}};
+    in_regions[1] = {blk.batch, blk.heads, {0, l.head_dim}, {0, l.keys}};
+    in_regions[2] = {blk.batch, blk.heads, {0, l.keys}, {0, l.value_dim}};
+  }
+  const Region score_region{blk.batch, blk.heads, blk.queries, {0, l.keys}};
+  for (size_t i = 3; i < in.size(); ++i)
+    in_regions[i] = in[i].present ? broadcast_region(in[i].shape, score_region) : Region{};
+}
+
+// Per worker thread, reused across tiles so the hot path does not allocate.
+struct AttentionWorkspace {
+  kernels::PackedB kt, v;
+  kernels::GemmScratch scratch;
+  std::vector<float> scores;
+};
+// One past the last true byte of keep[0, n) (0 when none is).
+size_t kept_prefix(const bool* keep, size_t n) {
+  while (n >= 8) {
+    uint64_t word;
+    std::memcpy(&word, keep + n - 8, sizeof word);
+    if (word != 0) break;
+    n -= 8;
+  }
+  while (n > 0 && !keep[n - 1]) --n;
+  return n;
+}
+
+void attention_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
+                   const void*, TileScratch& scratch) {
+  check_region(node, r, out[0]->shape());
+  const AttentionLayout l = attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape());
+  const Block blk = block_of(l, r);
+  const int64_t d = l.head_dim, keys = l.keys, dv = l.value_dim;
+  const Shape scores = l.scores();
+  const Tensor* mask = optional_input(in, 3);
+  const Tensor* keep = optional_input(in, 4);
+  const std::vector<int64_t> ms = mask ? broadcast_strides(mask->shape(), scores) : std::vector<int64_t>(4, 0);
+  const std::vector<int64_t> ks = keep ? broadcast_strides(keep->shape(), scores) : std::vector<int64_t>(4, 0);
+  const float scale = node.attr_float("scale", 1.0f);
+  const bool divide = node.attr_string("scale_op", "Mul") == "Div";
+  const float fill = node.attr_float("fill", 0.0f);
+  const kernels::VMathKernels& vm = kernels::vmath();
+  const kernels::Precision precision = gemm_precision(node);  // of Q.K^T and P.V; the softmax stays fp32
+  // KT's rows are head dims (head-major) or keys (sequence-major: column t of KT contiguous).
+  const kernels::BLayout kt_layout = l.sequence_major ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n;
+  const auto at = [](const Tensor* t, const AttentionLayout::Operand& o, int64_t b, int64_t h, int64_t row) {
+    return t->data<float>() + o.offset + b * o.batch_stride + h * o.head_stride + row * o.row_stride;
+  };
+  AttentionWorkspace& w = scratch.get<AttentionWorkspace>();
+  const auto rows = static_cast<size_t>(blk.queries.size());
+  w.scores.resize(rows * static_cast<size_t>(keys));
+  for (int64_t b = blk.batch.begin; b < blk.batch.end; ++b)
+    for (int64_t h = blk.heads.begin; h < blk.heads.end; ++h) {
+      kernels::pack_b_into(w.kt, at(in[1], l.k, b, h, 0), static_cast<size_t>(d), static_cast<size_t>(keys),
+                           static_cast<size_t>(l.k.row_stride), kt_layout, kernels::active_isa(), precision);
+      kernels::GemmCall qk;
+      qk.m = rows;
+      qk.a = at(in[0], l.q, b, h, blk.queries.begin);
+      qk.a_stride = static_cast<size_t>(l.q.row_stride);
+      qk.n = static_cast<size_t>(keys);
+      qk.c = w.scores.data();
+      qk.c_stride = static_cast<size_t>(keys);
+      kernels::gemm(qk, w.kt, w.scratch);
+      for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i) {
+        float* row = w.scores.data() + (i - blk.queries.begin) * keys;
+        const auto n = static_cast<size_t>(keys);
+        const bool* k = keep ? keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2] : nullptr;
+        // Keys past the last kept one (a causal row's future) all become `fill`: scale and
+        // keep only the live part, and let the softmax skip the tail's exps when they are 0.
+        const size_t live = k && ks[3] == 1 && !mask ? kept_prefix(k, n) : n;
+        vm.binary(divide ? kernels::BinaryOp::div : kernels::BinaryOp::mul, kernels::BinaryForm::vector_scalar, live, row,
+                  &scale, row);
+        if (k) {
+          if (ks[3] == 1) {
+            vm.fill_unkept(live, k, fill, row);
+            std::fill(row + live, row + n, fill);
+          } else if (ks[3] == 0) {
+            if (!k[0]) std::fill(row, row + n, fill);  // one keep value for the whole row
+          } else {
+            for (int64_t j = 0; j < keys; ++j)
+              if (!k[j * ks[3]]) row[j] = fill;
+          }
+        }
+        if (mask) {
+          const float* m = mask->data<float>() + b * ms[0] + h * ms[1] + i * ms[2];
+          vm.binary(kernels::BinaryOp::add,
+                    ms[3] == 1 ? kernels::BinaryForm::vector_vector : kernels::BinaryForm::vector_scalar, n, row, m, row);
+        }
+        if (live < n) vm.softmax_tail(n, live, fill, row, row);
+        else vm.softmax(n, row, row);
+      }
+      kernels::pack_b_into(w.v, at(in[2], l.v, b, h, 0), static_cast<size_t>(keys), static_cast<size_t>(dv),
+                           static_cast<size_t>(l.v.row_stride), kernels::BLayout::k_by_n, kernels::active_isa(),
+                           precision);
+      kernels::GemmCall pv;
+      pv.m = rows;
+      pv.a = w.scores.data();
+      pv.a_stride = static_cast<size_t>(keys);
+      pv.n = static_cast<size_t>(dv);
+      pv.c = out[0]->data<float>() + l.out.offset + b * l.out.batch_stride + h * l.out.head_stride +
+             blk.queries.begin * l.out.row_stride;
+      pv.c_stride = static_cast<size_t>(l.out.row_stride);
+      kernels::gemm(pv, w.v, w.scratch);
+    }
+}
+
+}  // namespace attention_rule
+
+std::string internal_rule_key(const std::string& op_type) {
+  using namespace attention_rule;
+  std::string key = kGroveDomain;
+  key += ':';
+  key += op_type;
+  return key;
+}
+
+void add_attention_rules(RuleTable& t) {
+  using namespace attention_rule;
+  t[internal_rule_key("Attention")] = {attention_cuttable, attention_needs, attention_run};
+}
+
+}  // namespace grove::tiling

@@ -1,0 +1,185 @@
+// The two grove.internal ops of dynamic feature-map pruning (Antidote, thesis 004 ch. 3.1),
+// made by passes/feature_pruning.cpp from a model's `grove.antidote` metadata:
+//  - AttentionKeep(x) -> keep: x is a float [N, C, H, W] feature map. Per image it ranks the
+//    channels by their mean over H x W (channel attention) and the positions by their mean
+//    over C (spatial attention), and writes int64 [N, channels + positions]: the kept
+//    channel indices, then the kept position indices (h * W + w), each ascending. Ties keep
+//    the lower index. Means are summed in double so the choice does not depend on the order
+//    a kernel adds in.
+//  - ApplyKeep(x, keep): x with every channel and position that keep does not name set to 0,
+//    for the map's readers that are not pruned convs (a residual Add, a pool);
+//  - PrunedConv(x, w, [bias], [residual], keep): the Conv (attributes and fused epilogue as
+//    on Conv) of x with every channel and position that `keep` does not name set to 0.
+//    Attribute `channels` says how many of keep's columns are channels.
+// The references spell that out; the tile rule (tile_pruned_conv.cpp) reduces over the kept
+// channels only.
+#include "ops/pruning/feature_pruning.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "graph/node_decisions.h"
+#include "ops/evaluate.h"
+#include "ops/op.h"
+#include "ops/op_util.h"
+
+namespace grove {
+
+Node pruned_conv_twin(const Node& node) {
+  Node twin = node;
+  twin.op_type = "Conv";
+  twin.domain.clear();
+  twin.inputs.resize(std::min<size_t>(twin.inputs.size(), kPrunedConvKeepInput));
+  while (!twin.inputs.empty() && twin.inputs.back().empty()) twin.inputs.pop_back();
+  twin.attrs.erase(kAttrKeepChannels);
+  twin.attrs.erase(kAttrKeepPositions);
+  twin.opset = std::max(node.opset, 11);
+  return twin;
+}
+
+namespace {
+
+// Eight partial sums in a fixed order, so the compiler can keep them in vector lanes (one
+// running sum is a chain of dependent adds) and every call adds in the same order.
+double sum(const float* x, int64_t count) {
+  double lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] += x[i + j];
+  for (; i < count; ++i) lanes[i % 8] += x[i];
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+}  // namespace
+
+void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
+                    int64_t* keep, AttentionKeepScratch& scratch) {
+  std::vector<double>& score = scratch.score;
+  std::vector<int64_t>& order = scratch.order;
+  score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
+  // The `count` highest of score[0, size), ascending by index, into out.
+  auto top = [&](int64_t size, int64_t count, int64_t* out) {
+    order.resize(static_cast<size_t>(size));
+    std::iota(order.begin(), order.end(), 0);
+    auto higher = [&](int64_t a, int64_t b) { return score[size_t(a)] > score[size_t(b)] || (score[size_t(a)] == score[size_t(b)] && a < b); };
+    std::nth_element(order.begin(), order.begin() + (count - 1), order.end(), higher);
+    std::sort(order.begin(), order.begin() + count);
+    std::copy(order.begin(), order.begin() + count, out);
+  };
+  for (int64_t c = 0; c < channels; ++c) score[size_t(c)] = sum(x + c * plane, plane) / double(plane);
+  top(channels, keep_channels, keep);
+  std::fill(score.begin(), score.begin() + plane, 0.0);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t p = 0; p < plane; ++p) score[size_t(p)] += x[c * plane + p];
+  for (int64_t p = 0; p < plane; ++p) score[size_t(p)] /= double(channels);
+  top(plane, keep_positions, keep + keep_channels);
+}
+
+namespace {
+
+// x with the channels and positions keep does not name set to 0.
+Tensor masked_map(const Node& node, const Tensor& x, const Tensor& keep) {
+  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
+  const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
+  Tensor masked(DType::f32, x.shape());  // zero-filled
+  for (int64_t n = 0; n < x.dim(0); ++n) {
+    const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
+    for (int64_t i = 0; i < kc; ++i)
+      for (int64_t j = 0; j < kp; ++j) {
+        const int64_t c = k[i], p = k[kc + j];
+        if (c < 0 || c >= channels || p < 0 || p >= plane) throw Error(node.describe() + ": keep index out of range");
+        masked.data<float>()[(n * channels + c) * plane + p] = x.data<float>()[(n * channels + c) * plane + p];
+      }
+  }
+  return masked;
+}
+
+void check_counts(const Node& node, const Shape& x) {
+  if (x.size() != 4) throw Error(node.describe() + ": x must be a 4-D [N, C, H, W] feature map, not " + shape_str(x));
+  const int64_t c = node.attr_int(kAttrKeepChannels, 0), p = node.attr_int(kAttrKeepPositions, 0);
+  if (c < 1 || c > x[1]) throw Error(node.describe() + ": keeps " + std::to_string(c) + " of " + std::to_string(x[1]) + " channels");
+  if (p < 1 || p > x[2] * x[3])
+    throw Error(node.describe() + ": keeps " + std::to_string(p) + " of " + std::to_string(x[2] * x[3]) + " positions");
+}
+
+void infer_keep(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 1, 1);
+  if (in[0].dtype != DType::f32) throw Unsupported(node.describe() + ": x must be float32");
+  check_counts(node, in[0].shape);
+  out[0] = ValueInfo{DType::i64, {in[0].shape[0], node.attr_int(kAttrKeepChannels, 0) + node.attr_int(kAttrKeepPositions, 0)}};
+}
+
+void reference_keep(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor& x = *in[0];
+  const int64_t c = node.attr_int(kAttrKeepChannels, 0), p = node.attr_int(kAttrKeepPositions, 0);
+  const int64_t plane = x.dim(2) * x.dim(3);
+  AttentionKeepScratch scratch;
+  for (int64_t n = 0; n < x.dim(0); ++n)
+    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, c, p, out[0]->data<int64_t>() + n * (c + p),
+                   scratch);
+}
+
+void infer_apply_keep(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  require_inputs(node, in.size(), 2, 2);
+  if (in[0].dtype != DType::f32) throw Unsupported(node.describe() + ": x must be float32");
+  check_counts(node, in[0].shape);
+  const int64_t columns = node.attr_int(kAttrKeepChannels, 0) + node.attr_int(kAttrKeepPositions, 0);
+  if (in[1].dtype != DType::i64 || in[1].shape != Shape{in[0].shape[0], columns})
+    throw Error(node.describe() + ": keep must be int64 [" + std::to_string(in[0].shape[0]) + ", " + std::to_string(columns) + "]");
+  out[0] = ValueInfo{DType::f32, in[0].shape};
+}
+
+void reference_apply_keep(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor masked = masked_map(node, *in[0], *in[1]);
+  std::memcpy(out[0]->raw(), masked.raw(), masked.bytes());
+}
+
+void infer_pruned_conv(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
+  if (in.size() != kPrunedConvKeepInput + 1 || !in[kPrunedConvKeepInput].present)
+    throw Error(node.describe() + ": needs x, w, bias, residual (either may be empty) and keep");
+  if (in[0].dtype != DType::f32) throw Unsupported(node.describe() + ": x must be float32");
+  check_counts(node, in[0].shape);
+  const ValueInfo& keep = in[kPrunedConvKeepInput];
+  const int64_t columns = node.attr_int(kAttrKeepChannels, 0) + node.attr_int(kAttrKeepPositions, 0);
+  if (keep.dtype != DType::i64 || keep.shape != Shape{in[0].shape[0], columns})
+    throw Error(node.describe() + ": keep must be int64 [" + std::to_string(in[0].shape[0]) + ", " + std::to_string(columns) + "]");
+  if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 is pruned");
+  std::vector<ValueInfo> conv_in(in.begin(), in.begin() + std::ptrdiff_t(pruned_conv_twin(node).inputs.size()));
+  std::vector<ValueInfo> y = infer_node(pruned_conv_twin(node), conv_in);
+  out[0] = y.at(0);
+}
+
+void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
+  const Tensor masked = masked_map(node, *in[0], *in[kPrunedConvKeepInput]);
+  const Node twin = pruned_conv_twin(node);
+  std::vector<const Tensor*> conv_in(in.begin(), in.begin() + std::ptrdiff_t(twin.inputs.size()));
+  conv_in[0] = &masked;
+  const std::vector<Tensor> y = evaluate_node(twin, conv_in);
+  if (y.at(0).shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
+  std::memcpy(out[0]->raw(), y[0].raw(), y[0].bytes());
+}
+
+}  // namespace
+
+void register_feature_pruning_ops(OpRegistry& r) {
+  r.add_internal("AttentionKeep", {.infer = &infer_keep,
+                                   .reference = &reference_keep,
+                                   .flops = [](const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>) {
+                                     const Shape* x = known_shape(in, 0);  // both means
+                                     return x ? checked_mul(2, numel(*x)) : int64_t{0};
+                                   }});
+  // The products over the kept channels only.
+  r.add_internal("PrunedConv", {.infer = &infer_pruned_conv,
+                                .reference = &reference_pruned_conv,
+                                .flops = [](const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
+                                  const Shape* y = known_shape(out, 0);
+                                  const Shape* w = known_shape(in, 1);
+                                  if (!y || !w || w->size() != 4) return int64_t{0};
+                                  return checked_mul(checked_mul(2, numel(*y)),
+                                                     checked_mul(node.attr_int("channels", 0), checked_mul((*w)[2], (*w)[3])));
+                                }});
+  r.add_internal("ApplyKeep", OpSpec{&infer_apply_keep, &reference_apply_keep});
+}
+
+}  // namespace grove
