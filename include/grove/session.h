@@ -19,8 +19,8 @@ namespace grove {
 
 struct RunStats {
   // The most activation memory the run held at once. A run in segments (control flow) counts
-  // the values kept between its steps plus each step's own peak, step by step; 0 on the
-  // reference executor.
+  // the values kept between its steps plus each step's own peak, step by step; one on the
+  // reference executor its inputs and live values, node by node.
   int64_t peak_activation_bytes = 0;
   bool used_reference = false;  // the model's shapes depend on input values: reference executor
   // A model with If, Loop or Scan runs in segments, each its own planned job: how many ran

@@ -108,30 +108,40 @@ const Graph& ModelInternals::bound(const Model& model) {
 }
 
 TensorMap Model::run_reference(const TensorMap& inputs, const CancelToken& cancel) {
-  Impl& m = *impl_;
+  return ModelInternals::run_reference(*this, inputs, cancel, nullptr);
+}
+
+ValueMap Model::run_reference_values(const ValueMap& inputs, const CancelToken& cancel) {
+  return ModelInternals::run_reference_values(*this, inputs, cancel, nullptr);
+}
+
+TensorMap ModelInternals::run_reference(Model& model, const TensorMap& inputs, const CancelToken& cancel,
+                                        int64_t* peak_bytes) {
+  Model::Impl& m = *model.impl_;
   if (feeds_defaults(m.imported, inputs)) {
     check_inputs(m.imported, inputs);
     // A fed default is no constant: bind a copy of the graph where it is an input.
     Model overridden = model_from_graph(with_fed_defaults(m.imported, inputs));
-    return overridden.run_reference(inputs, cancel);
+    return run_reference(overridden, inputs, cancel, peak_bytes);
   }
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   if (!m.bound || m.bound->bound_inputs != shapes) {
     // Validate names and dtypes first so a typo reads as "no input named", not a shape error.
     check_inputs(m.imported, inputs);
-    try_bind(shapes);
+    model.try_bind(shapes);
   }
-  if (!m.bound) return grove::run_reference(m.imported, inputs, m.limits, cancel);
-  return grove::run_reference(*m.bound, inputs, m.limits, cancel);
+  return grove::run_reference(m.bound ? *m.bound : m.imported, inputs, m.limits, cancel, peak_bytes);
 }
 
-ValueMap Model::run_reference_values(const ValueMap& inputs, const CancelToken& cancel) {
-  Impl& m = *impl_;
+ValueMap ModelInternals::run_reference_values(Model& model, const ValueMap& inputs, const CancelToken& cancel,
+                                              int64_t* peak_bytes) {
+  Model::Impl& m = *model.impl_;
   check_inputs(m.imported, inputs);
-  if (has_only_tensor_io(m.imported)) return to_values(run_reference(to_tensors(inputs, m.imported.path + ": input "), cancel));
+  if (has_only_tensor_io(m.imported))
+    return to_values(run_reference(model, to_tensors(inputs, m.imported.path + ": input "), cancel, peak_bytes));
   // Sequences and optionals never bind: the imported graph runs as it is.
-  return grove::run_reference_values(m.imported, inputs, m.limits, nullptr, cancel);
+  return grove::run_reference_values(m.imported, inputs, m.limits, nullptr, cancel, peak_bytes);
 }
 
 }  // namespace grove

@@ -14,6 +14,11 @@ struct ModelInternals {
   static Model from_graph(Graph imported, const ShapeMap& shapes, const Limits& limits);
   static const Graph& imported(const Model& model);
   static const Graph& bound(const Model& model);
+  // Model::run_reference and run_reference_values, also telling the most the run held at once
+  // (run_reference_values in reference_executor.h), for callers that budget memory.
+  static TensorMap run_reference(Model& model, const TensorMap& inputs, const CancelToken& cancel, int64_t* peak_bytes);
+  static ValueMap run_reference_values(Model& model, const ValueMap& inputs, const CancelToken& cancel,
+                                       int64_t* peak_bytes);
 };
 
 // A model over a graph the caller imported (onnx/import.h); binds as Model::load does.

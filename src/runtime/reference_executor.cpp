@@ -127,13 +127,15 @@ std::optional<Value> Scope::find(const std::string& name) const {
 }
 
 ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limits& limits, const Scope* outer,
-                              const CancelToken& cancel) {
+                              const CancelToken& cancel, int64_t* peak_bytes) {
   // A subgraph's formal inputs are checked by the control-flow node that runs it.
   if (!outer) check_inputs(g, inputs);
   const int64_t limit = limits.memory_limit();
   int64_t live_bytes = 0;  // initializers, inputs and the live intermediates
   for (const auto& [name, t] : g.initializers) live_bytes += static_cast<int64_t>(t.bytes());
+  const int64_t initializer_bytes = live_bytes;
   for (const auto& [name, v] : inputs) live_bytes += static_cast<int64_t>(v.bytes());
+  int64_t peak = live_bytes;
   // Last node index that reads each value; graph outputs are never dropped.
   std::map<std::string, size_t> last_use;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -168,7 +170,9 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
           cancel.throw_if_stopped();
           ValueMap body_inputs;
           for (size_t k = 0; k < formal.size(); ++k) body_inputs[body.inputs[k].name] = std::move(formal[k]);
-          ValueMap body_outputs = run_reference_values(body, body_inputs, limits, &here, cancel);
+          int64_t body_peak = 0;
+          ValueMap body_outputs = run_reference_values(body, body_inputs, limits, &here, cancel, &body_peak);
+          peak = std::max(peak, live_bytes + body_peak);
           std::vector<Value> result;
           for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
           return result;
@@ -194,6 +198,7 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
         live_bytes += static_cast<int64_t>(out[k].bytes());
         live[node.outputs[k]] = std::move(out[k]);
       }
+    peak = std::max(peak, live_bytes);  // the node's outputs beside its inputs
     std::vector<std::string> read = node.inputs;
     read.insert(read.end(), node.captures.begin(), node.captures.end());
     for (const auto& name : read) {
@@ -207,12 +212,14 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
 
   ValueMap result;
   for (const auto& o : g.outputs) result[o.name] = lookup(o.name);
+  if (peak_bytes) *peak_bytes = peak - initializer_bytes;
   return result;
 }
 
-TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits, const CancelToken& cancel) {
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Limits& limits, const CancelToken& cancel,
+                        int64_t* peak_bytes) {
   check_inputs(g, inputs);
-  return to_tensors(run_reference_values(g, to_values(inputs), limits, nullptr, cancel), g.path + ": output ");
+  return to_tensors(run_reference_values(g, to_values(inputs), limits, nullptr, cancel, peak_bytes), g.path + ": output ");
 }
 
 }  // namespace grove

@@ -65,10 +65,13 @@ HeldInputs hold_inputs(const Node& node, Lookup&& lookup) {
 // (null for a model's main graph) giving the values of enclosing graphs. Sequence ops
 // (ops/control_flow/sequence.h) run on values. The tensor form is an Error if an output is not a tensor.
 // `cancel` is checked before every node and every subgraph run (each Loop iteration): once
-// it is stopped, the run throws its Error (kind `cancelled`).
+// it is stopped, the run throws its Error (kind `cancelled`). `peak_bytes`, when given, gets
+// the most the run held at once besides the graph's initializers: its inputs and live values,
+// with what a subgraph run held on top of the values live around it.
 ValueMap run_reference_values(const Graph& bound, const ValueMap& inputs, const Limits& limits = {},
-                              const Scope* outer = nullptr, const CancelToken& cancel = {});
+                              const Scope* outer = nullptr, const CancelToken& cancel = {},
+                              int64_t* peak_bytes = nullptr);
 TensorMap run_reference(const Graph& bound, const TensorMap& inputs, const Limits& limits = {},
-                        const CancelToken& cancel = {});
+                        const CancelToken& cancel = {}, int64_t* peak_bytes = nullptr);
 
 }  // namespace grove

@@ -56,18 +56,31 @@ struct Session::Impl {
   // Input shapes that binding could not plan (they depend on input values): not re-tried on
   // every run. The most recent few.
   std::vector<ShapeMap> unplannable;
-  // The most a segmented run of this session has held at once (RunStats::peak_activation_bytes),
-  // for callers that budget memory before a run that has no plan to read it from.
-  std::atomic<int64_t> largest_segmented_peak{0};
-  void note_segmented_peak(int64_t bytes) {
-    int64_t seen = largest_segmented_peak.load(std::memory_order_relaxed);
-    while (bytes > seen && !largest_segmented_peak.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+  // The most a run of this session without a plan (in segments, or on the reference executor)
+  // has held at once (RunStats::peak_activation_bytes), for callers that budget memory before
+  // a run that has no plan to read it from.
+  std::atomic<int64_t> largest_unplanned_peak{0};
+  void note_unplanned_peak(int64_t bytes) {
+    int64_t seen = largest_unplanned_peak.load(std::memory_order_relaxed);
+    while (bytes > seen && !largest_unplanned_peak.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
     }
   }
 
   // plan_for (runtime/session.h), with the mutex held; moves the plan to the front.
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel);  // run, without the bad_alloc net
+  // A run on the reference executor (one at a time: it binds the model), noting its peak.
+  TensorMap run_reference(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
+    int64_t peak = 0;
+    TensorMap outputs;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      outputs = ModelInternals::run_reference(model, inputs, cancel, &peak);
+    }
+    note_unplanned_peak(peak);
+    if (stats) *stats = RunStats{peak, true};
+    return outputs;
+  }
   // The job for one inference, or null when the shapes cannot be planned ahead.
   std::shared_ptr<PlannedRun> make_job(TensorMap inputs, const CancelToken& cancel);
 
@@ -132,8 +145,8 @@ std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const S
 
 const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
 
-int64_t SessionInternals::largest_segmented_peak(const Session& session) {
-  return session.impl_->largest_segmented_peak.load(std::memory_order_relaxed);
+int64_t SessionInternals::largest_unplanned_peak(const Session& session) {
+  return session.impl_->largest_unplanned_peak.load(std::memory_order_relaxed);
 }
 
 std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
@@ -217,25 +230,21 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats,
   check_inputs(imported_graph(model), inputs);
   if (feeds_defaults(imported_graph(model), inputs)) {
     // Overriding an initializer re-binds a copy of the graph per run, on the reference executor.
-    if (stats) *stats = RunStats{0, true};
-    std::lock_guard<std::mutex> lock(mutex);
-    return model.run_reference(inputs, cancel);
+    return run_reference(inputs, stats, cancel);
   }
   // First as one TileGraph: binding inlines each If whose condition folds to a constant.
   std::shared_ptr<PlannedRun> job = make_job(inputs, cancel);
   if (!job && segmented) {
     RunStats counted;
     ValueMap outputs = segmented->run(to_values(inputs), &counted, cancel);
-    note_segmented_peak(counted.peak_activation_bytes);
+    note_unplanned_peak(counted.peak_activation_bytes);
     if (stats) *stats = counted;
     return to_tensors(outputs, model.path() + ": output ");
   }
   if (!job) {
     // Shapes that depend on input values cannot be planned ahead; the reference executor
     // infers them node by node.
-    if (stats) *stats = RunStats{0, true};
-    std::lock_guard<std::mutex> lock(mutex);
-    return model.run_reference(inputs, cancel);
+    return run_reference(inputs, stats, cancel);
   }
   run_job(engine, job);
   if (stats) *stats = RunStats{job->peak_activation_bytes(), false};
@@ -251,13 +260,19 @@ ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const Canc
     bool fed_default = false;
     for (const auto& d : g.defaults) fed_default = fed_default || inputs.count(d.name) != 0;
     if (!s.segmented || fed_default) {
-      if (stats) *stats = RunStats{0, true};
-      std::lock_guard<std::mutex> lock(s.mutex);
-      return s.model.run_reference_values(inputs, cancel);
+      int64_t peak = 0;
+      ValueMap outputs;
+      {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        outputs = ModelInternals::run_reference_values(s.model, inputs, cancel, &peak);
+      }
+      s.note_unplanned_peak(peak);
+      if (stats) *stats = RunStats{peak, true};
+      return outputs;
     }
     RunStats counted;
     ValueMap outputs = s.segmented->run(inputs, &counted, cancel);
-    s.note_segmented_peak(counted.peak_activation_bytes);
+    s.note_unplanned_peak(counted.peak_activation_bytes);
     if (stats) *stats = counted;
     return outputs;
   });
@@ -276,15 +291,14 @@ std::future<TensorMap> Session::submit(TensorMap inputs, CancelToken cancel) {
       return out_of_memory_is_an_error(s.model.path(), "running", [&] {
         RunStats counted;
         ValueMap outputs = s.segmented->run(to_values(inputs), &counted, cancel);
-        s.note_segmented_peak(counted.peak_activation_bytes);
+        s.note_unplanned_peak(counted.peak_activation_bytes);
         return to_tensors(outputs, s.model.path() + ": output ");
       });
     });
   }
   if (!job) {
     return s.threads.start([&s, inputs = std::move(inputs), cancel = std::move(cancel)] {
-      std::lock_guard<std::mutex> lock(s.mutex);
-      return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.model.run_reference(inputs, cancel); });
+      return out_of_memory_is_an_error(s.model.path(), "running", [&] { return s.run_reference(inputs, nullptr, cancel); });
     });
   }
   // The worker that finishes the last tile fulfils the future: no thread waits per request.

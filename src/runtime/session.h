@@ -27,7 +27,7 @@ struct SessionInternals {
   static Session make(Engine& engine, Model model, const SessionOptions& options, const SessionDebugOptions& debug);
   static std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes);
   static const SessionDebugOptions& debug(const Session& session);
-  static int64_t largest_segmented_peak(const Session& session);
+  static int64_t largest_unplanned_peak(const Session& session);
 };
 
 // A session with test switches (the engine must outlive it, as for the constructor).
@@ -40,9 +40,10 @@ inline Session make_session(Engine& engine, Model model, const SessionOptions& o
 inline std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes) {
   return SessionInternals::plan_for(session, shapes);
 }
-// The most a run of this session in segments (If, Loop, Scan, sequence ops) has held at once,
-// as RunStats::peak_activation_bytes measures it; 0 before one has finished.
-inline int64_t largest_segmented_peak(const Session& session) { return SessionInternals::largest_segmented_peak(session); }
+// The most a run of this session without a plan has held at once (in segments: If, Loop, Scan,
+// sequence ops; or on the reference executor: shapes that depend on input values), as
+// RunStats::peak_activation_bytes measures it; 0 before one has finished.
+inline int64_t largest_unplanned_peak(const Session& session) { return SessionInternals::largest_unplanned_peak(session); }
 // The test switches the session runs with (GROVE_POISON_BUFFERS included).
 inline const SessionDebugOptions& session_debug(const Session& session) { return SessionInternals::debug(session); }
 

@@ -265,11 +265,11 @@ int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs) {
   std::shared_ptr<const Plan> plan = plan_for(*model.session, shapes);
   if (!plan) {
     // No plan to read: a model with control flow, or shapes that depend on input values. Twice
-    // the most one of its runs in segments has held (a longer Loop may hold more); the whole
-    // --max-memory until one has finished, and on the reference executor, which measures
-    // nothing. Not cached: the measure grows.
+    // the most one of its runs without a plan (in segments, or on the reference executor) has
+    // held, since another input may make a longer Loop or a larger value-dependent shape; the
+    // whole --max-memory until one has finished. Not cached: the measure grows.
     const int64_t limit = model.session->model().limits().memory_limit();
-    const int64_t seen = largest_segmented_peak(*model.session);
+    const int64_t seen = largest_unplanned_peak(*model.session);
     return seen > 0 ? std::min(limit, 2 * seen) : limit;
   }
   int64_t bytes = 0;

@@ -266,6 +266,44 @@ TEST_F(ServeMemoryBudget, AModelInSegmentsReservesTwiceItsMeasuredPeakOnceOneHas
   EXPECT_EQ(server.memory_budget().reserved(), 0);
 }
 
+// y = ConstantOfShape(shape) + x: a shape that depends on an input's values, run by the
+// reference executor.
+std::string value_shaped_model() {
+  test::OnnxBuilder b;
+  b.input("shape", onnx::TensorProto::INT64, {2}).input("x", onnx::TensorProto::FLOAT, {1});
+  b.output("y", onnx::TensorProto::FLOAT, {-1, -1});
+  b.node("ConstantOfShape", {"shape"}, {"c"}, "fill");
+  b.node("Add", {"c", "x"}, {"y"}, "add");
+  return b.bytes();
+}
+
+// The reference executor measures its runs too: once one has run, its requests reserve twice
+// that (two 64x64 float tensors and x), not the whole --max-memory each, which with
+// this budget would admit one at a time (1 x 200 and 7 x 503).
+TEST_F(ServeMemoryBudget, AModelOnTheReferenceExecutorReservesTwiceItsMeasuredPeakOnceOneHasRun) {
+  models.load("fill", repo.write("fill.onnx", value_shaped_model()));
+  ServedModel& served = *models.find("fill");
+  const int64_t limit = served.session->model().limits().memory_limit();
+  const TensorMap in{{"shape", Tensor::from<int64_t>({2}, std::vector<int64_t>{64, 64})}, {"x", Tensor(DType::f32, {1})}};
+  EXPECT_EQ(run_memory_estimate(served, in), limit);
+  InferenceServer server(engine, models, {.request_timeout_s = 60, .max_serve_memory = limit + limit / 2, .memory_wait_s = 0});
+  const std::string body = json{{"inputs",
+                                 {{{"name", "shape"}, {"shape", {2}}, {"datatype", "INT64"}, {"data", {64, 64}}},
+                                  {{"name", "x"}, {"shape", {1}}, {"datatype", "FP32"}, {"data", {1.5}}}}}}
+                               .dump();
+  const HttpResponse first = server.handle({"POST", "/v2/models/fill/infer", {}, body});
+  ASSERT_EQ(first.status, 200) << first.body.substr(0, 300);
+  EXPECT_EQ(json::parse(first.body).at("outputs").at(0).at("shape"), json({64, 64}));
+  EXPECT_EQ(run_memory_estimate(served, in), 2 * (4 + 2 * 64 * 64 * 4));  // x, c and y
+  std::vector<int> statuses(8, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i)
+    clients.emplace_back([&, i] { statuses[static_cast<size_t>(i)] = server.handle({"POST", "/v2/models/fill/infer", {}, body}).status; });
+  for (std::thread& t : clients) t.join();
+  for (int status : statuses) EXPECT_EQ(status, 200);
+  EXPECT_EQ(server.memory_budget().reserved(), 0);
+}
+
 // A run stopped at --request-timeout gives its bytes back only once it has stopped: by the time
 // its 504 is answered, nothing is reserved. 300 MatMuls of 512x512 are 80 GFLOP, seconds on
 // two cores, far past the 0.2 s timeout (100 under a sanitizer, as in test_request_timeout.cpp).

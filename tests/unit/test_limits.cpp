@@ -77,6 +77,29 @@ TEST(Limits, DeclaredActivationsAreChargedAtBind) {
                {"in.onnx", "input 'x'", "memory limit"});
 }
 
+// A server reserves memory for a run without a plan from what such runs measured
+// (largest_unplanned_peak): the reference executor counts its inputs and live values.
+TEST(Limits, ReferenceExecutorMeasuresItsPeak) {
+  Engine engine({.threads = 1, .pin = false});
+  Session session(engine, model_from_graph(load_onnx_bytes(constant_of_shape_model(true, {}), "dyn.onnx")));
+  auto run = [&](int64_t rows, int64_t cols) {
+    RunStats stats;
+    session.run({{"shape", Tensor::from<int64_t>({2}, std::vector<int64_t>{rows, cols})},
+                 {"x", Tensor::from<float>({1}, std::vector<float>{1.f})}},
+                &stats);
+    EXPECT_TRUE(stats.used_reference);
+    return stats.peak_activation_bytes;
+  };
+  EXPECT_EQ(largest_unplanned_peak(session), 0);
+  // x (4 bytes), c and y side by side while Add runs: the shape input (16 bytes) is dropped
+  // once ConstantOfShape has read it.
+  const int64_t big = 4 + 2 * 64 * 64 * 4;
+  EXPECT_EQ(run(64, 64), big);
+  EXPECT_EQ(largest_unplanned_peak(session), big);
+  EXPECT_EQ(run(4, 8), 4 + 2 * 4 * 8 * 4);
+  EXPECT_EQ(largest_unplanned_peak(session), big);  // the most any run held
+}
+
 TEST(Limits, ReferenceExecutorChecksShapesThatDependOnInputValues) {
   std::string bytes = constant_of_shape_model(true, {});
   Engine engine({.threads = 1, .pin = false});
