@@ -69,17 +69,22 @@ struct Session::Impl {
   // plan_for (runtime/session.h), with the mutex held; moves the plan to the front.
   std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);
   TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel);  // run, without the bad_alloc net
-  // A run on the reference executor (one at a time: it binds the model), noting its peak.
-  TensorMap run_reference(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
+  // A run on the reference executor (one at a time: it binds the model), noting its peak;
+  // `run(model, &peak)` is ModelInternals::run_reference or run_reference_values.
+  template <class Run>
+  auto measured_reference(RunStats* stats, Run run) {
     int64_t peak = 0;
-    TensorMap outputs;
+    decltype(run(model, &peak)) outputs;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      outputs = ModelInternals::run_reference(model, inputs, cancel, &peak);
+      outputs = run(model, &peak);
     }
     note_unplanned_peak(peak);
     if (stats) *stats = RunStats{peak, true};
     return outputs;
+  }
+  TensorMap run_reference(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
+    return measured_reference(stats, [&](Model& m, int64_t* peak) { return ModelInternals::run_reference(m, inputs, cancel, peak); });
   }
   // The job for one inference, or null when the shapes cannot be planned ahead.
   std::shared_ptr<PlannedRun> make_job(TensorMap inputs, const CancelToken& cancel);
@@ -259,17 +264,9 @@ ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const Canc
   return out_of_memory_is_an_error(g.path, "running", [&] {
     bool fed_default = false;
     for (const auto& d : g.defaults) fed_default = fed_default || inputs.count(d.name) != 0;
-    if (!s.segmented || fed_default) {
-      int64_t peak = 0;
-      ValueMap outputs;
-      {
-        std::lock_guard<std::mutex> lock(s.mutex);
-        outputs = ModelInternals::run_reference_values(s.model, inputs, cancel, &peak);
-      }
-      s.note_unplanned_peak(peak);
-      if (stats) *stats = RunStats{peak, true};
-      return outputs;
-    }
+    if (!s.segmented || fed_default)
+      return s.measured_reference(
+          stats, [&](Model& m, int64_t* peak) { return ModelInternals::run_reference_values(m, inputs, cancel, peak); });
     RunStats counted;
     ValueMap outputs = s.segmented->run(inputs, &counted, cancel);
     s.note_unplanned_peak(counted.peak_activation_bytes);
