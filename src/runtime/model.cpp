@@ -96,6 +96,18 @@ void Model::bind(const ShapeMap& shapes) {
   impl_->bound = std::move(g);
 }
 
+std::optional<Graph> ModelInternals::bound_copy(const Model& model, const ShapeMap& shapes) {
+  Graph g = model.impl_->imported;
+  try {
+    bind_shapes(g, shapes, model.impl_->limits);
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::data_dependent_shape) throw;
+    return std::nullopt;
+  }
+  optimize(g);
+  return g;
+}
+
 const Graph& ModelInternals::bound(const Model& model) {
   const Model::Impl& m = *model.impl_;
   if (!m.bound && !m.unbound_reason.empty()) throw Error(m.unbound_reason);

@@ -2,6 +2,8 @@
 // Model is public (include/grove/model.h) and names nothing of the library's insides. The
 // library, its tools and tests also build models over graphs they imported themselves and
 // look at the graphs inside; that access lives here, where users cannot include it.
+#include <optional>
+
 #include "passes/bind.h"
 #include "grove/model.h"
 #include "runtime/reference_executor.h"
@@ -14,6 +16,10 @@ struct ModelInternals {
   static Model from_graph(Graph imported, const ShapeMap& shapes, const Limits& limits);
   static const Graph& imported(const Model& model);
   static const Graph& bound(const Model& model);
+  // The graph bound to `shapes` and optimised, as Model::bind makes it, leaving the model as it
+  // is (so it may run while other threads read or bind the model); nullopt when the shapes
+  // depend on input values.
+  static std::optional<Graph> bound_copy(const Model& model, const ShapeMap& shapes);
   // Model::run_reference and run_reference_values, also telling the most the run held at once
   // (run_reference_values in reference_executor.h), for callers that budget memory.
   static TensorMap run_reference(Model& model, const TensorMap& inputs, const CancelToken& cancel, int64_t* peak_bytes);

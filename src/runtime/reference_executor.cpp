@@ -131,6 +131,9 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
   // A subgraph's formal inputs are checked by the control-flow node that runs it.
   if (!outer) check_inputs(g, inputs);
   const int64_t limit = limits.memory_limit();
+  // Held by the enclosing runs: charged by this graph's Loops and Scans beside what they
+  // collect (a plain node is charged by its own level only, so its error names the Loop).
+  const int64_t outside = outer ? outer->held_outside : 0;
   int64_t live_bytes = 0;  // initializers, inputs and the live intermediates
   for (const auto& [name, t] : g.initializers) live_bytes += static_cast<int64_t>(t.bytes());
   const int64_t initializer_bytes = live_bytes;
@@ -164,8 +167,8 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
     std::vector<Value> out;
     try {
       if (is_control_flow(node)) {
-        const Scope here{&live, &g.initializers, outer};
-        out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal) {
+        out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal, int64_t held_outside) {
+          const Scope here{&live, &g.initializers, outer, held_outside};
           // Every iteration: a body without nodes would not reach the check above.
           cancel.throw_if_stopped();
           ValueMap body_inputs;
@@ -176,7 +179,7 @@ ValueMap run_reference_values(const Graph& g, const ValueMap& inputs, const Limi
           std::vector<Value> result;
           for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
           return result;
-        }, limits, live_bytes);
+        }, limits, live_bytes + outside);
       } else if (runs_on_values(node, in)) {
         out = run_sequence_op(node, in);
       } else {

@@ -32,6 +32,9 @@ struct Scope {
   const ValueMap* values = nullptr;
   const std::map<std::string, Tensor>* initializers = nullptr;
   const Scope* parent = nullptr;
+  // What the enclosing graphs' runs hold around this one (RunBody's held_outside): this
+  // run's Loops and Scans charge what they collect on top of it.
+  int64_t held_outside = 0;
   // The value of `name` (a cheap copy: tensors share their buffers), or nullopt.
   std::optional<Value> find(const std::string& name) const;
 };

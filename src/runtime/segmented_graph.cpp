@@ -22,8 +22,9 @@ struct SegmentedGraph::Part {
   std::unique_ptr<Session> session;
 
   // `inputs` holds every name of `formal` and `reads`.
+  // `held_outside`: what the runs around this one hold (RunBody in control_flow.h).
   ValueMap run(Engine& engine, const SessionOptions& options, const SessionDebugOptions& debug, const Limits& limits,
-               const ValueMap& inputs, RunStats& stats, const CancelToken& cancel) {
+               const ValueMap& inputs, RunStats& stats, const CancelToken& cancel, int64_t held_outside) {
     if (is_segment) refuse_values(inputs);
     Session* s = nullptr;
     {
@@ -52,7 +53,7 @@ struct SegmentedGraph::Part {
       s = session.get();
     }
     RunStats own;
-    ValueMap out = s->run_values(inputs, &own, cancel);
+    ValueMap out = run_values_within(*s, inputs, &own, cancel, held_outside);
     stats.segment_runs += std::max<int64_t>(1, own.segment_runs);
     stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, own.peak_activation_bytes);
     return out;
@@ -231,7 +232,7 @@ int64_t bytes_of(const ValueMap& values) {
 
 }  // namespace
 
-ValueMap SegmentedGraph::run(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel) {
+ValueMap SegmentedGraph::run(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel, int64_t held_outside) {
   RunStats counted;
   ValueMap values = inputs;
   auto find = [&](const std::string& name) -> Value {
@@ -247,11 +248,11 @@ ValueMap SegmentedGraph::run(const ValueMap& inputs, RunStats* stats, const Canc
     const int64_t held = bytes_of(values);
     RunStats own;
     if (step->control) {
-      run_control(*step, values, own, cancel);
+      run_control(*step, values, own, cancel, held_outside);
     } else {
       ValueMap in;
       for (const auto& name : step->segment->reads) in[name] = find(name);
-      for (auto& [name, v] : step->segment->run(engine_, options_, debug_, limits_, in, own, cancel))
+      for (auto& [name, v] : step->segment->run(engine_, options_, debug_, limits_, in, own, cancel, held_outside))
         values[name] = std::move(v);
     }
     counted.segment_runs += own.segment_runs;
@@ -268,7 +269,8 @@ ValueMap SegmentedGraph::run(const ValueMap& inputs, RunStats* stats, const Canc
   return result;
 }
 
-void SegmentedGraph::run_control(Step& step, ValueMap& values, RunStats& stats, const CancelToken& cancel) {
+void SegmentedGraph::run_control(Step& step, ValueMap& values, RunStats& stats, const CancelToken& cancel,
+                                 int64_t held_outside) {
   const Node& node = *step.control;
   auto find = [&](const std::string& name) -> Value {
     auto it = values.find(name);
@@ -284,12 +286,13 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, RunStats& stats, 
     if (!is_control_flow(node)) {
       out = run_sequence_op(node, in);
     } else {
-      // What the run holds while the node collects its outputs: the values still to be read and
-      // the graph's constants (an upper bound: values may share buffers).
-      int64_t held_bytes = 0;
+      // What the run holds while the node collects its outputs: the values still to be read,
+      // the graph's constants (an upper bound: values may share buffers) and what the runs
+      // around this graph hold (a Loop's body inside another Loop).
+      int64_t held_bytes = held_outside;
       for (const auto& [name, v] : values) held_bytes += static_cast<int64_t>(v.bytes());
       for (const auto& [name, t] : graph_.initializers) held_bytes += static_cast<int64_t>(t.bytes());
-      out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal) {
+      out = run_control_flow(node, in, [&](const Graph& body, std::vector<Value> formal, int64_t held_around_body) {
         // Before every subgraph run: an endless Loop ends at the token's deadline, not only at
         // max_loop_iterations.
         cancel.throw_if_stopped();
@@ -297,7 +300,7 @@ void SegmentedGraph::run_control(Step& step, ValueMap& values, RunStats& stats, 
         ValueMap body_inputs;
         for (size_t k = 0; k < formal.size(); ++k) body_inputs[part.formal[k].name] = std::move(formal[k]);
         for (const auto& name : part.reads) body_inputs[name] = find(name);
-        ValueMap body_outputs = part.run(engine_, options_, debug_, limits_, body_inputs, stats, cancel);
+        ValueMap body_outputs = part.run(engine_, options_, debug_, limits_, body_inputs, stats, cancel, held_around_body);
         std::vector<Value> result;
         for (const auto& o : body.outputs) result.push_back(body_outputs.at(o.name));
         return result;

@@ -39,7 +39,11 @@ class SegmentedGraph {
   // step: the values kept between steps plus the step's own peak (a segment's planned buffers,
   // a subgraph's run). `cancel` goes with every segment's job and is checked between steps and
   // before every subgraph run (each Loop iteration), so a stopped token ends even an endless Loop.
-  ValueMap run(const ValueMap& inputs, RunStats* stats = nullptr, const CancelToken& cancel = {});
+  // `held_outside` is what the runs around this one hold (a Loop body's run inside another
+  // Loop: RunBody in ops/control_flow/control_flow.h), charged beside this run's own outputs
+  // collected by its Loops and Scans.
+  ValueMap run(const ValueMap& inputs, RunStats* stats = nullptr, const CancelToken& cancel = {},
+               int64_t held_outside = 0);
 
   // How many segments and nodes between them (control flow, sequence ops) the graph was cut into.
   size_t segment_count() const;
@@ -48,7 +52,7 @@ class SegmentedGraph {
  private:
   struct Part;
   struct Step;
-  void run_control(Step& step, ValueMap& values, RunStats& stats, const CancelToken& cancel);
+  void run_control(Step& step, ValueMap& values, RunStats& stats, const CancelToken& cancel, int64_t held_outside);
 
   const Graph& graph_;
   Engine& engine_;

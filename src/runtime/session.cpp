@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <memory>
 #include <cstdlib>
 #include <mutex>
-#include <optional>
 #include <new>
+#include <optional>
 #include <utility>
 
 #include "ops/op_names.h"
@@ -66,9 +70,33 @@ struct Session::Impl {
     }
   }
 
-  // plan_for (runtime/session.h), with the mutex held; moves the plan to the front.
-  std::shared_ptr<const Plan> plan_locked(const ShapeMap& shapes);
-  TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel);  // run, without the bad_alloc net
+  // Input shapes being planned now, each with the plan to come. Planning runs without the
+  // mutex, so runs of shapes already planned (and of the reference path) never wait for it.
+  struct Planning {
+    ShapeMap shapes;
+    std::shared_future<Cached> done;
+  };
+  std::vector<Planning> planning;  // guarded by `mutex`
+  int background_plans = 0;        // of `planning`, those on a thread of their own; guarded by `mutex`
+  static constexpr int kMaxBackgroundPlans = 2;
+  std::condition_variable plan_slot_free;  // a background planning ended
+
+  // The plan for `shapes` with its buffer pool (planning them when new), or a null plan when
+  // they depend on input values. A caller with a CancelToken waits for new shapes' planning
+  // only until its token stops; the planning then goes on, on a thread of the session's, and
+  // the next run of those shapes finds it done. Without a token it plans on its own thread.
+  Cached plan_for(const ShapeMap& shapes, const CancelToken& cancel);
+  // A cached plan of `shapes`, moved to the front (most recent); null when none. Mutex held.
+  Cached cached_locked(const ShapeMap& shapes);
+  // Plans the bound `graph`: no lock held, so every member it reads is fixed after construction.
+  std::shared_ptr<const Plan> make_plan(const Graph& graph);
+  // Keeps a finished plan in the cache and takes its shapes off `planning`. Mutex held.
+  Cached keep_locked(const ShapeMap& shapes, std::shared_ptr<const Plan> plan);
+  void drop_planning_locked(const ShapeMap& shapes);     // takes `shapes` off `planning`
+  void note_unplannable_locked(const ShapeMap& shapes);  // shapes that depend on input values
+  // run, without the bad_alloc net; `held_outside` as for run_values_within (runtime/session.h)
+  TensorMap run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel, int64_t held_outside);
+  ValueMap run_values(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel, int64_t held_outside);
   // A run on the reference executor (one at a time: it binds the model), noting its peak;
   // `run(model, &peak)` is ModelInternals::run_reference or run_reference_values.
   template <class Run>
@@ -142,10 +170,9 @@ const Model& Session::model() const { return impl_->model; }
 Engine& Session::engine() const { return impl_->engine; }
 const SessionOptions& Session::options() const { return impl_->options; }
 
-std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const ShapeMap& shapes) {
+std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const ShapeMap& shapes, const CancelToken& cancel) {
   Session::Impl& s = *session.impl_;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.plan_locked(shapes); });
+  return out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.plan_for(shapes, cancel).plan; });
 }
 
 const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
@@ -154,20 +181,121 @@ int64_t SessionInternals::largest_unplanned_peak(const Session& session) {
   return session.impl_->largest_unplanned_peak.load(std::memory_order_relaxed);
 }
 
-std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
+Session::Impl::Cached Session::Impl::cached_locked(const ShapeMap& shapes) {
   for (size_t i = 0; i < plans.size(); ++i)
     if (plans[i].plan->graph.bound_inputs == shapes) {
       std::rotate(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(i), plans.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-      return plans.front().plan;
+      return plans.front();
     }
-  if (std::find(unplannable.begin(), unplannable.end(), shapes) != unplannable.end()) return nullptr;
-  if (!model.is_bound() || bound_graph(model).bound_inputs != shapes) {
-    if (!model.try_bind(shapes)) {
-      unplannable.insert(unplannable.begin(), shapes);
-      if (unplannable.size() > static_cast<size_t>(std::max(1, options.cached_plans))) unplannable.pop_back();
-      return nullptr;
+  return {};
+}
+
+Session::Impl::Cached Session::Impl::keep_locked(const ShapeMap& shapes, std::shared_ptr<const Plan> plan) {
+  plans.insert(plans.begin(), Cached{std::move(plan), std::make_shared<BufferPool>()});
+  if (plans.size() > static_cast<size_t>(std::max(1, options.cached_plans))) plans.pop_back();
+  drop_planning_locked(shapes);
+  return plans.front();
+}
+
+void Session::Impl::drop_planning_locked(const ShapeMap& shapes) {
+  planning.erase(std::find_if(planning.begin(), planning.end(), [&](const Planning& p) { return p.shapes == shapes; }));
+}
+
+void Session::Impl::note_unplannable_locked(const ShapeMap& shapes) {
+  unplannable.insert(unplannable.begin(), shapes);
+  if (unplannable.size() > static_cast<size_t>(std::max(1, options.cached_plans))) unplannable.pop_back();
+}
+
+Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const CancelToken& cancel) {
+  std::unique_lock<std::mutex> lock(mutex);
+  std::shared_future<Cached> done;
+  // A caller with a deadline must be free to leave at it, so binding and planning get a thread
+  // of their own. A few at a time: each holds a model's worth of packed weights while it
+  // works, and a client sending ever new shapes must not start one for each; the others wait
+  // for a free slot, until their token stops.
+  for (;;) {
+    if (Cached c = cached_locked(shapes); c.plan) return c;
+    if (std::find(unplannable.begin(), unplannable.end(), shapes) != unplannable.end()) return {};
+    auto under_way = std::find_if(planning.begin(), planning.end(), [&](const Planning& p) { return p.shapes == shapes; });
+    if (under_way != planning.end()) {
+      done = under_way->done;
+      break;
     }
+    if (cancel.empty() || background_plans < kMaxBackgroundPlans) break;
+    plan_slot_free.wait_for(lock, std::chrono::milliseconds(10));
+    if (cancel.stopped())
+      throw Error(cancel.reason() + " while waiting to plan input shapes not seen before (" + model.path() + ": " +
+                      std::to_string(background_plans) + " other input shapes are being planned)",
+                  Error::Kind::cancelled);
   }
+  if (!done.valid() && cancel.empty()) {
+    // Bound here, as callers that read the bound graph after planning expect.
+    if (!model.is_bound() || bound_graph(model).bound_inputs != shapes) {
+      if (!model.try_bind(shapes)) {
+        note_unplannable_locked(shapes);
+        return {};
+      }
+    }
+    // A copy (the weights are shared, not copied): the model may be bound to other shapes
+    // while this one is planned.
+    const Graph graph = bound_graph(model);
+    std::promise<Cached> promise;
+    planning.push_back({shapes, promise.get_future().share()});
+    lock.unlock();
+    std::shared_ptr<const Plan> plan;
+    try {
+      plan = make_plan(graph);
+    } catch (...) {
+      lock.lock();
+      drop_planning_locked(shapes);
+      promise.set_exception(std::current_exception());
+      throw;
+    }
+    lock.lock();
+    Cached c = keep_locked(shapes, std::move(plan));
+    promise.set_value(c);
+    return c;
+  }
+  if (!done.valid()) {
+    ++background_plans;
+    done = threads
+               .start([this, shapes]() -> Cached {
+                 std::shared_ptr<const Plan> plan;
+                 try {
+                   plan = out_of_memory_is_an_error(model.path(), "planning", [&]() -> std::shared_ptr<const Plan> {
+                     // Bound on a copy: the model stays as it is for the runs and plans beside.
+                     std::optional<Graph> graph = ModelInternals::bound_copy(model, shapes);
+                     return graph ? make_plan(*graph) : nullptr;
+                   });
+                 } catch (...) {
+                   std::lock_guard<std::mutex> relock(mutex);
+                   --background_plans;
+                   plan_slot_free.notify_all();
+                   drop_planning_locked(shapes);
+                   throw;
+                 }
+                 std::lock_guard<std::mutex> relock(mutex);
+                 --background_plans;
+                 plan_slot_free.notify_all();
+                 if (plan) return keep_locked(shapes, std::move(plan));
+                 drop_planning_locked(shapes);
+                 note_unplannable_locked(shapes);
+                 return {};
+               })
+               .share();
+    planning.push_back({shapes, done});
+  }
+  lock.unlock();
+  // Planning does not look at tokens: a caller whose token stops leaves it running.
+  while (done.wait_for(std::chrono::milliseconds(cancel.empty() ? 1000 : 10)) != std::future_status::ready)
+    if (cancel.stopped())
+      throw Error(cancel.reason() + " while input shapes not seen before were planned (" + model.path() +
+                      "; the planning goes on, and the next run of these shapes uses it)",
+                  Error::Kind::cancelled);
+  return done.get();
+}
+
+std::shared_ptr<const Plan> Session::Impl::make_plan(const Graph& graph) {
   PlanOptions po;
   // An elastic engine's plans are cut for the most workers it can have.
   po.threads = options.plan_threads > 0 ? options.plan_threads : engine.max_threads();
@@ -184,7 +312,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   const bool tail_aware = po.tile_counts == TileCounts::tail_aware && po.tiles_per_op == 0;
   const bool bf16 = po.precision == Precision::bf16, channels_last = po.conv_layout == ConvLayout::channels_last;
   // The Winograd probe takes a few milliseconds: only a model with convs asks.
-  const auto& nodes = bound_graph(model).nodes;
+  const auto& nodes = graph.nodes;
   const bool convs = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op_type == kConv; });
   take_machine_probes(probes,
                       {.move_flops = tail_aware, .amx_flop_cost = tail_aware && bf16, .bf16_dot_gain = bf16,
@@ -194,14 +322,12 @@ std::shared_ptr<const Plan> Session::Impl::plan_locked(const ShapeMap& shapes) {
   po.feature_pruning = pruning;
   std::shared_ptr<const Plan> plan;
   try {
-    plan = tune::plan_with_tuning(bound_graph(model), po, options.tuning, options.choices);
+    plan = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
   } catch (const Error& e) {
     const std::string& path = model.path();
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
     throw e.prefixed(path + ": ");
   }
-  plans.insert(plans.begin(), Cached{plan, std::make_shared<BufferPool>()});
-  if (plans.size() > static_cast<size_t>(std::max(1, options.cached_plans))) plans.pop_back();
   return plan;
 }
 
@@ -218,20 +344,22 @@ void Session::release_free_buffers() {
 std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs, const CancelToken& cancel) {
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
-  std::lock_guard<std::mutex> lock(mutex);
-  std::shared_ptr<const Plan> p = plan_locked(shapes);
-  if (!p) return nullptr;
-  PlannedRunOptions run_options{.poison_buffers = debug.poison_buffers, .buffers = plans.front().buffers,
+  // Planned on this thread: a run's caller waits for its planning, as a control-flow segment's
+  // run must (the server plans new shapes first, with plan_for's token, and leaves at its deadline).
+  Cached c = plan_for(shapes, CancelToken{});
+  if (!c.plan) return nullptr;
+  PlannedRunOptions run_options{.poison_buffers = debug.poison_buffers, .buffers = std::move(c.buffers),
                                 .scratch = scratch, .urgent = options.urgent, .cancel = cancel};
-  return std::make_shared<PlannedRun>(std::move(p), std::move(inputs), run_options);
+  return std::make_shared<PlannedRun>(std::move(c.plan), std::move(inputs), run_options);
 }
 
 TensorMap Session::run(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
   return out_of_memory_is_an_error(impl_->model.path(), "running",
-                                   [&] { return impl_->run_unchecked(inputs, stats, cancel); });
+                                   [&] { return impl_->run_unchecked(inputs, stats, cancel, 0); });
 }
 
-TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel) {
+TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats, const CancelToken& cancel,
+                                       int64_t held_outside) {
   check_inputs(imported_graph(model), inputs);
   if (feeds_defaults(imported_graph(model), inputs)) {
     // Overriding an initializer re-binds a copy of the graph per run, on the reference executor.
@@ -241,7 +369,7 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats,
   std::shared_ptr<PlannedRun> job = make_job(inputs, cancel);
   if (!job && segmented) {
     RunStats counted;
-    ValueMap outputs = segmented->run(to_values(inputs), &counted, cancel);
+    ValueMap outputs = segmented->run(to_values(inputs), &counted, cancel, held_outside);
     note_unplanned_peak(counted.peak_activation_bytes);
     if (stats) *stats = counted;
     return to_tensors(outputs, model.path() + ": output ");
@@ -257,10 +385,22 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats,
 }
 
 ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel) {
-  Impl& s = *impl_;
+  return impl_->run_values(inputs, stats, cancel, 0);
+}
+
+ValueMap SessionInternals::run_values_within(Session& session, const ValueMap& inputs, RunStats* stats,
+                                             const CancelToken& cancel, int64_t held_outside) {
+  return session.impl_->run_values(inputs, stats, cancel, held_outside);
+}
+
+ValueMap Session::Impl::run_values(const ValueMap& inputs, RunStats* stats, const CancelToken& cancel, int64_t held_outside) {
+  Impl& s = *this;
   const Graph& g = imported_graph(s.model);
   check_inputs(g, inputs);
-  if (has_only_tensor_io(g)) return to_values(run(to_tensors(inputs, g.path + ": input "), stats, cancel));
+  if (has_only_tensor_io(g))
+    return to_values(out_of_memory_is_an_error(g.path, "running", [&] {
+      return run_unchecked(to_tensors(inputs, g.path + ": input "), stats, cancel, held_outside);
+    }));
   return out_of_memory_is_an_error(g.path, "running", [&] {
     bool fed_default = false;
     for (const auto& d : g.defaults) fed_default = fed_default || inputs.count(d.name) != 0;
@@ -268,7 +408,7 @@ ValueMap Session::run_values(const ValueMap& inputs, RunStats* stats, const Canc
       return s.measured_reference(
           stats, [&](Model& m, int64_t* peak) { return ModelInternals::run_reference_values(m, inputs, cancel, peak); });
     RunStats counted;
-    ValueMap outputs = s.segmented->run(inputs, &counted, cancel);
+    ValueMap outputs = s.segmented->run(inputs, &counted, cancel, held_outside);
     s.note_unplanned_peak(counted.peak_activation_bytes);
     if (stats) *stats = counted;
     return outputs;

@@ -25,9 +25,11 @@ struct SessionDebugOptions {
 // spelling the library uses.
 struct SessionInternals {
   static Session make(Engine& engine, Model model, const SessionOptions& options, const SessionDebugOptions& debug);
-  static std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes);
+  static std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes, const CancelToken& cancel);
   static const SessionDebugOptions& debug(const Session& session);
   static int64_t largest_unplanned_peak(const Session& session);
+  static ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats,
+                                    const CancelToken& cancel, int64_t held_outside);
 };
 
 // A session with test switches (the engine must outlive it, as for the constructor).
@@ -36,14 +38,24 @@ inline Session make_session(Engine& engine, Model model, const SessionOptions& o
   return SessionInternals::make(engine, std::move(model), options, debug);
 }
 // The plan for `shapes` (planning when they are new), or null when the shapes depend on input
-// values and only the reference executor can run them.
-inline std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes) {
-  return SessionInternals::plan_for(session, shapes);
+// values and only the reference executor can run them. With a token, the wait for a new
+// shape's planning ends when the token stops (an Error of kind `cancelled`) while the planning
+// goes on in the background, a few shapes at a time per session (more new shapes wait for a
+// free slot, until their tokens stop). Runs of shapes already planned never wait for another
+// shape's planning.
+inline std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes, const CancelToken& cancel = {}) {
+  return SessionInternals::plan_for(session, shapes, cancel);
 }
 // The most a run of this session without a plan has held at once (in segments: If, Loop, Scan,
 // sequence ops; or on the reference executor: shapes that depend on input values), as
 // RunStats::peak_activation_bytes measures it; 0 before one has finished.
 inline int64_t largest_unplanned_peak(const Session& session) { return SessionInternals::largest_unplanned_peak(session); }
+// Session::run_values for a subgraph's session: its Loops and Scans charge what they collect
+// on top of `held_outside`, what the runs around it hold (RunBody in ops/control_flow/control_flow.h).
+inline ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats, const CancelToken& cancel,
+                                  int64_t held_outside) {
+  return SessionInternals::run_values_within(session, inputs, stats, cancel, held_outside);
+}
 // The test switches the session runs with (GROVE_POISON_BUFFERS included).
 inline const SessionDebugOptions& session_debug(const Session& session) { return SessionInternals::debug(session); }
 

@@ -254,7 +254,7 @@ constexpr int64_t kParseBytesPerBodyByte = 16;
 
 int64_t default_serve_memory() { return default_max_memory() / 2 * 3; }
 
-int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs) {
+int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs, const CancelToken& cancel) {
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   {
@@ -262,7 +262,7 @@ int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs) {
     auto it = model.memory_estimates.find(shapes);
     if (it != model.memory_estimates.end()) return it->second;
   }
-  std::shared_ptr<const Plan> plan = plan_for(*model.session, shapes);
+  std::shared_ptr<const Plan> plan = plan_for(*model.session, shapes, cancel);
   if (!plan) {
     // No plan to read: a model with control flow, or shapes that depend on input values. Twice
     // the most one of its runs without a plan (in segments, or on the reference executor) has
@@ -397,10 +397,21 @@ TensorMap InferenceServer::run_subnet(ServedModel& model, const TensorMap& input
   }
 }
 
-std::string InferenceServer::timed_out_message(const ServedModel& model) const {
+std::string InferenceServer::timed_out_message(const ServedModel& model, const char* what_then) const {
   char limit[32];
   std::snprintf(limit, sizeof limit, "%g", options_.request_timeout_s);
-  return "inference of model '" + model.name + "' took over " + limit + " s (--request-timeout); it was stopped";
+  return "inference of model '" + model.name + "' took over " + limit + " s (--request-timeout)" + what_then;
+}
+
+// Planning input shapes not seen before is not cut at the deadline: the request leaves with a
+// 504 and the planning goes on (a few shapes at a time per model; requests of other new shapes
+// wait for a free slot), so that a shape whose planning outlasts --request-timeout is served
+// once it is done.
+HttpError InferenceServer::planning_error(const ServedModel& model, const Error& e) const {
+  if (e.cancelled())
+    return HttpError(504, timed_out_message(model, " while planning input shapes not seen before; the planning goes on, "
+                                                   "and requests of these shapes are served once it is done"));
+  return HttpError(400, e.what());  // inputs the model cannot bind or plan
 }
 
 HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& request) {
@@ -451,9 +462,9 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   const CancelToken cancel = CancelToken::after(options_.request_timeout_s);
   int64_t need = 0;
   try {
-    need = run_memory_estimate(model, parsed.inputs);
+    need = run_memory_estimate(model, parsed.inputs, cancel);
   } catch (const Error& e) {
-    throw HttpError(400, e.what());  // inputs the model cannot bind or plan
+    throw planning_error(model, e);
   }
   // Held until this function returns, which is after the run has really stopped (a timed-out
   // run's future is waited for below), so released bytes are never still in use.
@@ -480,7 +491,7 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
       pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs), cancel)
                               : model.session->submit(std::move(parsed.inputs), cancel);
     } catch (const Error& e) {
-      throw HttpError(400, e.what());  // inputs the model cannot bind or plan
+      throw planning_error(model, e);
     }
     if (pending.wait_until(cancel.deadline()) != std::future_status::ready) {
       // Stopped now rather than at the run's next look at the clock; and this request's slot

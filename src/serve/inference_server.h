@@ -51,8 +51,11 @@ class InferenceServer {
   HttpResponse infer(ServedModel& model, const HttpRequest& request);
   TensorMap run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms, int& chosen,
                        const CancelToken& cancel);
-  // The 504's message: the model and --request-timeout.
-  std::string timed_out_message(const ServedModel& model) const;
+  // The 504's message: the model and --request-timeout, then `what_then`.
+  std::string timed_out_message(const ServedModel& model, const char* what_then = "; it was stopped") const;
+  // What a request gets for an Error from planning its input shapes: 504 past its deadline,
+  // 400 for shapes the model cannot take.
+  HttpError planning_error(const ServedModel& model, const Error& e) const;
   HttpResponse model_metadata(const ServedModel& model) const;
   HttpResponse metrics() const;
 
@@ -69,8 +72,9 @@ class InferenceServer {
 // none shared a buffer: an upper bound on the run's peak), or, for a model whose shapes only
 // its run decides (control flow, value-dependent shapes: no plan ahead), its per-run memory
 // limit (--max-memory), which its run is charged against. Plans the shapes when they are new,
-// as the run would; Error for inputs the model cannot bind.
-int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs);
+// as the run would, waiting for that until `cancel` stops (then an Error of kind `cancelled`;
+// plan_for in runtime/session.h); Error for inputs the model cannot bind.
+int64_t run_memory_estimate(ServedModel& model, const TensorMap& inputs, const CancelToken& cancel = {});
 
 // {"error": message} with `status`.
 HttpResponse error_response(int status, const std::string& message);

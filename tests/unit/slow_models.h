@@ -39,6 +39,22 @@ inline std::string slow_matmul_chain_model(int layers, int size) {
   return b.bytes();
 }
 
+// y = x w w ... w with x of [N, 8] (N symbolic) and w of [8, 8]: `layers` MatMuls too small to
+// take long to run, whose planning for each new N takes long (about 0.1 ms a node).
+inline std::string slow_planning_model(int layers) {
+  constexpr int kWidth = 8;
+  OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {-1, kWidth}).output("y", onnx::TensorProto::FLOAT, {-1, kWidth});
+  b.initializer_f32("w", {kWidth, kWidth}, std::vector<float>(kWidth * kWidth, 1.0f / kWidth));
+  std::string last = "x";
+  for (int i = 0; i < layers; ++i) {
+    const std::string out = i + 1 == layers ? "y" : "h" + std::to_string(i);
+    b.node("MatMul", {last, "w"}, {out}, "mm" + std::to_string(i));
+    last = out;
+  }
+  return b.bytes();
+}
+
 // s = a Loop with no trip count whose condition stays true: s0 + x + x + ... for ever (or
 // until Limits::max_loop_iterations). Each iteration is one planned job on the tile runtime.
 inline std::string endless_loop_model() {

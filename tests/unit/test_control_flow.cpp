@@ -353,3 +353,71 @@ TEST(ControlFlow, ScanOutputsAreChargedToTheMemoryLimitAsTheyGrow) {
     check(e.what(), "tiles");
   }
 }
+
+namespace {
+
+// A Loop inside a Loop: the outer one runs m times, collecting the 4 KiB x each time; its body
+// runs an inner Loop n times that also collects x, and keeps only their maximum. Alone, each
+// level's collected outputs fit under 1 MiB (110 x 8 KiB, 48 x 8 KiB); together, late in the
+// outer Loop, they do not, so the inner Loop must see what the outer one already holds.
+Graph nested_accumulating_loops_model() {
+  OnnxBuilder b;
+  b.input("m", kInt64, {}).input("n", kInt64, {}).input("x", kFloat, {1024}).input("acc0", kFloat, {1024});
+  b.output("acc", kFloat, {1024}).output("all", kFloat, {-1, 1024});
+  OnnxBuilder inner;
+  inner.input("j", kInt64, {}).input("inner_cond_in", kBool, {});
+  inner.node("Identity", {"inner_cond_in"}, {"inner_cond_out"}, "inner_keep");
+  inner.node("Identity", {"x"}, {"inner_scan"}, "inner_record");
+  inner.output("inner_cond_out", kBool, {}).output("inner_scan", kFloat, {1024});
+  OnnxBuilder outer;
+  outer.input("i", kInt64, {}).input("cond_in", kBool, {}).input("acc_in", kFloat, {1024});
+  outer.node("Identity", {"cond_in"}, {"cond_out"}, "outer_keep");
+  attach(outer.node("Loop", {"n", ""}, {"inner_all"}, "inner"), "body", inner);
+  auto& biggest = outer.node("ReduceMax", {"inner_all"}, {"r"}, "biggest");
+  OnnxBuilder::attr_ints(biggest, "axes", {0});
+  OnnxBuilder::attr_int(biggest, "keepdims", 0);
+  outer.node("Add", {"acc_in", "r"}, {"acc_out"}, "accumulate");
+  outer.node("Identity", {"x"}, {"outer_scan"}, "outer_record");
+  outer.output("cond_out", kBool, {}).output("acc_out", kFloat, {1024}).output("outer_scan", kFloat, {1024});
+  attach(b.node("Loop", {"m", "", "acc0"}, {"acc", "all"}, "outer"), "body", outer);
+  return load_onnx_bytes(b.bytes(), "nested.onnx");
+}
+
+}  // namespace
+
+// Nested Loops share one memory limit: the inner Loop charges what it collects on top of what
+// the outer one has collected so far, on the reference executor and on the tile runtime.
+TEST(ControlFlow, ANestedLoopChargesItsOutputsOnTopOfTheOuterLoops) {
+  const Graph g = nested_accumulating_loops_model();
+  const Limits limits{.max_memory = int64_t{1} << 20};
+  auto inputs = [](int64_t m) {
+    return TensorMap{{"m", Tensor::scalar<int64_t>(m)},
+                     {"n", Tensor::scalar<int64_t>(48)},
+                     {"x", Tensor::from<float>({1024}, std::vector<float>(1024, 0.5f))},
+                     {"acc0", Tensor::from<float>({1024}, std::vector<float>(1024, 0.0f))}};
+  };
+  auto check = [&](const std::string& msg, const char* where) {
+    EXPECT_NE(msg.find("node 'inner' (Loop): its outputs collected over "), std::string::npos) << where << ": " << msg;
+    EXPECT_NE(msg.find("over the memory limit of 1048576 bytes"), std::string::npos) << where << ": " << msg;
+  };
+  try {
+    model_from_graph(g, {}, limits).run_reference(inputs(110));
+    ADD_FAILURE() << "the reference executor's nested Loops held past 1 MiB";
+  } catch (const Error& e) {
+    check(e.what(), "reference");
+  }
+  EXPECT_EQ(model_from_graph(g, {}, limits).run_reference(inputs(20)).at("all").shape(), (Shape{20, 1024}));
+  for (int threads : {1, 2}) {
+    Engine engine({.threads = threads, .pin = false});
+    Session session(engine, model_from_graph(g, {}, limits));
+    try {
+      session.run(inputs(110));
+      ADD_FAILURE() << "the tile runtime's nested Loops held past 1 MiB";
+    } catch (const Error& e) {
+      check(e.what(), threads == 1 ? "tiles, 1 worker" : "tiles, 2 workers");
+    }
+    const TensorMap out = session.run(inputs(20));
+    EXPECT_EQ(out.at("all").shape(), (Shape{20, 1024}));
+    EXPECT_FLOAT_EQ(out.at("acc").data<float>()[0], 10.0f);  // 20 x 0.5
+  }
+}

@@ -74,9 +74,10 @@ const Tensor* tensor_or_null(std::span<const Value* const> in, size_t i, const s
   return &in[i]->tensor();
 }
 
-std::vector<Value> run_if(const Node& node, std::span<const Value* const> in, const RunBody& run_body) {
+std::vector<Value> run_if(const Node& node, std::span<const Value* const> in, const RunBody& run_body,
+                          int64_t held_bytes) {
   const bool cond = read_condition(in.empty() ? nullptr : in[0], "the condition");
-  std::vector<Value> out = run_body(node.attr_graph(cond ? "then_branch" : "else_branch"), {});
+  std::vector<Value> out = run_body(node.attr_graph(cond ? "then_branch" : "else_branch"), {}, held_bytes);
   if (out.size() != node.outputs.size())
     throw Error("the branch gave " + count_str(out.size(), "output") + " for the node's " + std::to_string(node.outputs.size()));
   return out;
@@ -104,6 +105,12 @@ class CollectedBytes {
                   std::to_string(held_) + " bytes already held by the run, over the memory limit of " +
                   std::to_string(limit_) + " bytes (raise it with --max-memory or Limits::max_memory)");
     collected_ += bytes;
+  }
+  // What the run holds outside the body's next run: `held_bytes` and what is collected so far.
+  int64_t held_now() const {
+    const long double now = static_cast<long double>(held_) + static_cast<long double>(collected_) * copies_;
+    return now >= static_cast<long double>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                                : static_cast<int64_t>(now);
   }
 
  private:
@@ -140,7 +147,7 @@ std::vector<Value> run_loop(const Node& node, std::span<const Value* const> in, 
       throw Error("ran " + std::to_string(i) + " iterations, the limit (Limits::max_loop_iterations, --max-loop-iterations)");
     std::vector<Value> formal{Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(keep_going)};
     formal.insert(formal.end(), state.begin(), state.end());
-    std::vector<Value> out = run_body(body, std::move(formal));
+    std::vector<Value> out = run_body(body, std::move(formal), collected.held_now());
     keep_going = read_condition(&out[0], "the body's condition output");
     for (size_t k = 0; k < carried; ++k) state[k] = std::move(out[1 + k]);
     for (size_t k = 0; k < scans; ++k) {
@@ -199,7 +206,7 @@ std::vector<Value> run_scan(const Node& node, std::span<const Value* const> in, 
     std::vector<Value> formal = state;
     for (size_t k = 0; k < scan_inputs; ++k)
       formal.push_back(slice_along(in[states + k]->tensor(), axes[k], in_dirs[k] ? length - 1 - i : i));
-    std::vector<Value> out = run_body(body, std::move(formal));
+    std::vector<Value> out = run_body(body, std::move(formal), collected.held_now());
     for (size_t k = 0; k < states; ++k) state[k] = std::move(out[k]);
     for (size_t k = 0; k < scan_outputs; ++k) {
       if (!out[states + k].is_tensor())
@@ -241,7 +248,7 @@ std::vector<Value> run_sequence_map(const Node& node, std::span<const Value* con
   for (size_t i = 0; i < length; ++i) {
     std::vector<Value> formal;
     for (const Value* v : in) formal.push_back(v->is_sequence() ? Value(v->items()[i]) : *v);
-    std::vector<Value> out = run_body(body, std::move(formal));
+    std::vector<Value> out = run_body(body, std::move(formal), collected.held_now());
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (!out[k].is_tensor()) throw Error("body output " + std::to_string(k) + " must be a tensor, got " + out[k].describe());
       collected.add(out[k].tensor(), static_cast<int64_t>(i));
@@ -332,7 +339,7 @@ std::vector<Value> run_control_flow(const Node& node, std::span<const Value* con
                                     const Limits& limits, int64_t held_bytes) {
   try {
     check_control_flow(node);
-    if (node.op_type == "If") return run_if(node, in, run_body);
+    if (node.op_type == "If") return run_if(node, in, run_body, held_bytes);
     if (node.op_type == "Loop") return run_loop(node, in, run_body, limits, held_bytes);
     if (node.op_type == "SequenceMap") return run_sequence_map(node, in, run_body, limits, held_bytes);
     return run_scan(node, in, run_body, limits, held_bytes);

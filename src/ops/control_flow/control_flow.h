@@ -23,7 +23,11 @@ void check_control_flow(const Node& node);
 
 // Runs `body` with its formal inputs given in order; returns its outputs in order. Values of
 // enclosing graphs the body reads by name come from whatever scope the caller set up.
-using RunBody = std::function<std::vector<Value>(const Graph& body, std::vector<Value> formal_inputs)>;
+// `held_outside` is what the run holds around the body while it runs (the node's `held_bytes`
+// and the outputs it has collected so far): the body's own control-flow nodes charge their
+// collected outputs on top of it, so nested Loops share one memory limit.
+using RunBody =
+    std::function<std::vector<Value>(const Graph& body, std::vector<Value> formal_inputs, int64_t held_outside)>;
 
 // Runs one If, Loop, Scan or SequenceMap node. in[i] is nullptr for a missing optional input. Errors name
 // the node.
