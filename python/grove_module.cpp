@@ -1,4 +1,5 @@
-// `import grove`: the public C++ API (include/grove) for Python, on NumPy arrays.
+// `grove._grove`, the extension inside the `grove` package (python/grove/__init__.py): the
+// public C++ API (include/grove) for Python, on NumPy arrays.
 //
 // Inputs are borrowed without a copy when they are C-contiguous and aligned for their dtype;
 // the arrays stay referenced until the run is over. Outputs are handed to NumPy without a
@@ -288,6 +289,27 @@ py::dict check(PySession& s, py::object inputs, double tolerance) {
   return report;
 }
 
+// Text from a model file as str, whatever its bytes: invalid UTF-8 becomes U+FFFD.
+py::str text(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+py::dict metadata(const grove::ModelMetadata& m) {
+  py::dict d, custom;
+  d["producer_name"] = text(m.producer_name);
+  d["producer_version"] = text(m.producer_version);
+  d["graph_name"] = text(m.graph_name);
+  d["domain"] = text(m.domain);
+  d["description"] = text(m.description);
+  d["graph_description"] = text(m.graph_description);
+  d["version"] = m.version;
+  for (const auto& [k, v] : m.custom) custom[text(k)] = text(v);
+  d["custom"] = custom;
+  return d;
+}
+
 py::dict bench(PySession& s, py::object inputs, int runs, int warmup) {
   if (runs < 1) throw grove::Error("bench: runs must be at least 1");
   py::dict feeds = inputs.is_none() ? random_inputs(*s.session) : py::dict(inputs);
@@ -317,9 +339,10 @@ py::dict bench(PySession& s, py::object inputs, int runs, int warmup) {
 
 }  // namespace
 
-PYBIND11_MODULE(grove, m) {
+PYBIND11_MODULE(_grove, m) {
   m.doc() = "grove: ONNX models on CPUs, every operator cut into tiles run by one barrier-free dataflow runtime.";
   py::register_exception<grove::Error>(m, "Error", PyExc_RuntimeError);
+  m.attr("__version__") = GROVE_VERSION;
 
   py::class_<grove::Engine, std::shared_ptr<grove::Engine>>(m, "Engine",
       "The workers (one per core) shared by every Session given this engine: runs of several models co-execute in one ready pool.")
@@ -334,7 +357,19 @@ PYBIND11_MODULE(grove, m) {
       .def_property_readonly("max_threads", &grove::Engine::max_threads)
       .def("set_workers", [](grove::Engine& e, int n) { return e.set_workers(n); }, py::arg("n"),
            "Elastic resize while runs are in flight: workers 0..n-1 take tiles from now on (clamped to "
-           "1..max_threads; returns the count). docs/scaling.md");
+           "1..max_threads; returns the count). docs/scaling.md")
+      .def("start_trace", [](grove::Engine& e) { e.start_trace(); },
+           "Records every tile run from now on (which worker, when), for stop_trace_json()")
+      .def("stop_trace_json",
+           [](grove::Engine& e) {
+             std::string json;
+             {
+               py::gil_scoped_release release;
+               json = e.stop_trace_json();
+             }
+             return json;
+           },
+           "Stops recording; the tiles since start_trace() as Chrome/Perfetto trace JSON (one track per worker)");
 
   py::class_<PyFuture>(m, "Future", "A run in flight, from Session.submit().")
       .def("result", &PyFuture::get, "Waits for the run; returns {output name: ndarray} or raises grove.Error.")
@@ -449,5 +484,8 @@ PYBIND11_MODULE(grove, m) {
       .def_property_readonly("inputs", [](const PySession& s) { return specs(s.session->inputs()); })
       .def_property_readonly("outputs", [](const PySession& s) { return specs(s.session->outputs()); })
       .def_property_readonly("path", [](const PySession& s) { return s.session->model().path(); })
+      .def_property_readonly("metadata", [](const PySession& s) { return metadata(s.session->model().metadata()); },
+                             "{'producer_name', 'producer_version', 'graph_name', 'domain', 'description', "
+                             "'graph_description', 'version', 'custom': {metadata_props}} as the file says")
       .def_property_readonly("engine", [](const PySession& s) { return s.engine; });
 }

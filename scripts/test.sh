@@ -125,7 +125,7 @@ if [ "${GROVE_SKIP_ASAN:-0}" != "1" ]; then
   # The Python module under ASan+UBSan: Sessions dropped while their runs are pending, on every
   # execution path (python/tests/test_session_lifetime.py). The interpreter is not instrumented,
   # so the sanitizer runtime is preloaded and Python allocates with malloc, where ASan sees it.
-  if [ -n "$(ls build-fuzz/python/grove*.so 2> /dev/null)" ]; then
+  if [ -n "$(ls build-fuzz/python/grove/_grove*.so 2> /dev/null)" ]; then
     LD_PRELOAD="$(clang -print-file-name=libclang_rt.asan-x86_64.so)" ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \
       PYTHONPATH=build-fuzz/python GROVE_SOURCE_DIR="$PWD" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
       python/tests/test_session_lifetime.py

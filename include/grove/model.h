@@ -3,6 +3,7 @@
 // optimised. Binding happens at load when every input shape is known (declared or given),
 // otherwise on the first run; inputs of a new shape re-bind.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,13 @@ struct ValueSpec {
   ValueKind kind = ValueKind::tensor;
 };
 
+// What an ONNX file says about itself (ModelProto's fields and metadata_props).
+struct ModelMetadata {
+  std::string producer_name, producer_version, graph_name, domain, description, graph_description;
+  int64_t version = 0;
+  std::map<std::string, std::string> custom;  // metadata_props
+};
+
 class Model {
  public:
   // Loads an ONNX file; binds now if the input shapes can be resolved from `shapes` and the
@@ -41,6 +49,7 @@ class Model {
   const std::string& path() const;
   std::vector<ValueSpec> inputs() const;   // runtime inputs, in the model's order
   std::vector<ValueSpec> outputs() const;
+  ModelMetadata metadata() const;
 
   bool is_bound() const;
   void bind(const ShapeMap& shapes);

@@ -88,6 +88,9 @@ struct Graph {
   std::string name;
   std::map<std::string, int> opsets;         // domain -> version
   std::map<std::string, std::string> metadata;  // the model's metadata_props (top level only)
+  // The ModelProto's own fields (top level only), for Model::metadata.
+  std::string producer_name, producer_version, domain, description, graph_description;
+  int64_t model_version = 0;
   std::vector<Node> nodes;                   // topological order
   std::map<std::string, Tensor> initializers;
   std::vector<ValueDecl> inputs;             // runtime inputs (initializers excluded)

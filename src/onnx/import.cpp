@@ -524,6 +524,12 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& path, const Lim
   converted.name = g.name;
   converted.opsets = g.opsets;
   for (const auto& prop : model.metadata_props()) converted.metadata[prop.key()] = prop.value();
+  converted.producer_name = model.producer_name();
+  converted.producer_version = model.producer_version();
+  converted.domain = model.domain();
+  converted.description = model.doc_string();
+  converted.graph_description = model.graph().doc_string();
+  converted.model_version = model.model_version();
   check_supported_ops(converted);
   check_node_arity(converted);
   return converted;

@@ -66,6 +66,13 @@ std::vector<ValueSpec> Model::inputs() const {
   return out;
 }
 
+ModelMetadata Model::metadata() const {
+  const Graph& g = impl_->imported;
+  return {.producer_name = g.producer_name, .producer_version = g.producer_version, .graph_name = g.name,
+          .domain = g.domain, .description = g.description, .graph_description = g.graph_description,
+          .version = g.model_version, .custom = g.metadata};
+}
+
 std::vector<ValueSpec> Model::outputs() const {
   std::vector<ValueSpec> out;
   for (const ValueDecl& d : impl_->imported.outputs) out.push_back(spec_of(d));

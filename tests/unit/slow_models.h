@@ -40,7 +40,7 @@ inline std::string slow_matmul_chain_model(int layers, int size) {
 }
 
 // y = x w w ... w with x of [N, 8] (N symbolic) and w of [8, 8]: `layers` MatMuls too small to
-// take long to run, whose planning for each new N takes long (about 0.1 ms a node).
+// take long to run, whose planning for each new N takes long (about 0.03 ms a node).
 inline std::string slow_planning_model(int layers) {
   constexpr int kWidth = 8;
   OnnxBuilder b;
