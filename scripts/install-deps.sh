@@ -20,14 +20,22 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
 else
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "install-deps: installing ${missing[*]}"
   $sudo apt-get update -qq </dev/null
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" </dev/null
+fi
+# promtool checks /metrics as Prometheus parses it (tests/serve/test_serve_http.py). Debian
+# ships it only with the server: installed without its recommends (the node exporter), and
+# the server's service stopped where systemd started it.
+if ! command -v promtool > /dev/null; then
+  echo "install-deps: installing prometheus (for promtool)"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus </dev/null
+  if command -v systemctl > /dev/null; then $sudo systemctl disable --now prometheus > /dev/null 2>&1 || true; fi
 fi
 # nodejs, npm (when not on PATH) and onnxruntime-node 1.20.1 under ~/.cache/grove/peers.
 bench/peers/install.sh </dev/null >/dev/null

@@ -119,6 +119,24 @@ def test_endpoints(server):
     assert status == 200 and b'grove_requests_total{model="tiny"} 1' in body
 
 
+def test_metrics_pass_promtool(server):
+    """Prometheus's own checker (Debian's `prometheus`) on /metrics after requests of both
+    models, a failure among them, so every family has samples."""
+    import shutil
+    promtool = shutil.which("promtool")
+    if not promtool:
+        pytest.skip("no promtool (Debian's prometheus package; scripts/install-deps.sh installs it)")
+    server.request("POST", "/v2/models/tiny/infer",
+                   {"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]})
+    server.request("POST", "/v2/models/tiny/infer", b"{not json")
+    server.request("POST", "/v2/models/cnn/infer",
+                   {"inputs": [{"name": "image", "shape": list(X.shape), "datatype": "FP32", "data": X.ravel().tolist()}]})
+    status, _, body = server.request("GET", "/metrics")
+    assert status == 200
+    res = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, timeout=60)
+    assert res.returncode == 0, (res.stdout + res.stderr).decode()[-3000:]
+
+
 @pytest.mark.parametrize("path,body,code,words", [
     ("/v2/models/nope/infer", {"inputs": []}, 404, "unknown model"),
     ("/v2/models/tiny/infer", b"{not json", 400, "malformed JSON"),
