@@ -37,6 +37,11 @@ if ! command -v promtool > /dev/null; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus </dev/null
   if command -v systemctl > /dev/null; then $sudo systemctl disable --now prometheus > /dev/null 2>&1 || true; fi
 fi
+# Headless Chromium loads grove serve's live page in the tests (tests/serve/test_serve_http.py).
+if ! command -v chromium > /dev/null; then
+  echo "install-deps: installing chromium (headless page tests)"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium </dev/null
+fi
 # nodejs, npm (when not on PATH) and onnxruntime-node 1.20.1 under ~/.cache/grove/peers.
 bench/peers/install.sh </dev/null >/dev/null
 echo "install-deps: benchmark peers ready"

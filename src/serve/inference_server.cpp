@@ -12,6 +12,8 @@
 #include "plan/plan.h"
 #include "serve/json_depth.h"
 #include "serve/kserve_tensor.h"
+#include "serve/live_page.h"
+#include "serve/live_timeline.h"
 
 namespace grove::serve {
 
@@ -315,6 +317,19 @@ HttpResponse InferenceServer::route(const HttpRequest& request) {
   if (p.size() == 1 && p[0] == "metrics") {
     need(get);
     return metrics();
+  }
+  if (p.empty()) {  // the live page
+    need(get);
+    return {.status = 200, .content_type = "text/html; charset=utf-8", .headers = {}, .body = std::string(live_page_html())};
+  }
+  if (p.size() == 2 && p[0] == "v2" && p[1] == "timeline") {
+    need(get);
+    // One recording at a time: the engine has one trace. It holds an HTTP thread for the
+    // window, as a slow request would.
+    std::unique_lock<std::mutex> recording(timeline_mutex_, std::try_to_lock);
+    if (!recording.owns_lock()) throw HttpError(503, "a timeline is being recorded for another client; retry");
+    return {.status = 200, .content_type = "application/json", .headers = {},
+            .body = record_timeline(engine_, kTimelineWindowSeconds, kTimelineJobs)};
   }
   if (p.empty() || p[0] != "v2") throw HttpError(404, "no such endpoint: " + request.path);
   if (p.size() == 1) {

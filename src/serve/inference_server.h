@@ -5,6 +5,7 @@
 // sockets; http_listener.h puts it behind cpp-httplib.
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "serve/http_types.h"
@@ -65,6 +66,10 @@ class InferenceServer {
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
   MemoryBudget memory_;
+  // GET /v2/timeline, for the live page: a window of the engine's tiles, the last few runs'.
+  static constexpr double kTimelineWindowSeconds = 0.3;
+  static constexpr int kTimelineJobs = 6;
+  std::mutex timeline_mutex_;
 };
 
 // The bytes one run of `model` on `inputs` reserves from the server's memory budget: every

@@ -137,6 +137,54 @@ def test_metrics_pass_promtool(server):
     assert res.returncode == 0, (res.stdout + res.stderr).decode()[-3000:]
 
 
+def test_live_page_in_headless_chromium(server, tmp_path):
+    """GET / in Debian's headless Chromium while both models get requests: the page loads with
+    no console message (it logs nothing when all is well), lists the served models, and its
+    timeline draws tiles."""
+    import re
+    import shutil
+    chromium = shutil.which("chromium")
+    if not chromium:
+        pytest.skip("no chromium (scripts/install-deps.sh installs Debian's)")
+    image = {"inputs": [{"name": "image", "shape": list(X.shape), "datatype": "FP32", "data": X.ravel().tolist()}]}
+    stop = threading.Event()
+
+    def traffic():
+        while not stop.is_set():
+            server.request("POST", "/v2/models/cnn/infer", image)
+            server.request("POST", "/v2/models/tiny/infer",
+                           {"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]})
+
+    clients = [threading.Thread(target=traffic) for _ in range(2)]
+    for c in clients:
+        c.start()
+    try:
+        res = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                              "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0",
+                              "--user-data-dir=" + str(tmp_path / "profile"), "--dump-dom", server.url + "/"],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        stop.set()
+        for c in clients:
+            c.join()
+    assert res.returncode == 0, res.stderr[-2000:]
+    console = [line for line in res.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console, console
+    dom = res.stdout
+    assert '<tr data-model="cnn">' in dom and '<tr data-model="tiny">' in dom, dom[-2000:]
+    tiles = re.search(r'data-tiles="(\d+)"', dom)
+    assert tiles and int(tiles.group(1)) > 0, dom[-2000:]
+    assert 'id="status">updated' in dom
+
+
+def test_timeline_endpoint(server):
+    status, headers, body = server.request("GET", "/v2/timeline")
+    assert status == 200 and headers["Content-Type"].startswith("application/json")
+    t = json.loads(body)
+    assert t["workers"] == 2 and len(t["busy"]) == 2 and all(0 <= b <= 1 for b in t["busy"])
+    assert server.request("POST", "/v2/timeline")[0] == 405
+
+
 @pytest.mark.parametrize("path,body,code,words", [
     ("/v2/models/nope/infer", {"inputs": []}, 404, "unknown model"),
     ("/v2/models/tiny/infer", b"{not json", 400, "malformed JSON"),
