@@ -2,7 +2,9 @@
 // requests of two models on one engine equal to a Session's own outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "serve_test_util.h"
@@ -260,6 +262,42 @@ TEST_F(Server, ConcurrentRequestsOfTwoModelsEqualSessionRuns) {
 
 namespace grove::serve {
 namespace {
+
+// The live page and its timeline while requests run (the engine's trace is started and
+// stopped under load: run under ThreadSanitizer by scripts/test.sh); two recorders at once:
+// one gets 503.
+TEST_F(Server, TheLivePageAndATimelineRecordedUnderLoad) {
+  const HttpResponse page = call("GET", "/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("/v2/timeline"), std::string::npos);
+  std::atomic<bool> stop{false};
+  std::thread load([&] {
+    while (!stop.load()) EXPECT_EQ(infer("add", add_request({1, 2, 3, 4, 5, 6})).status, 200);
+  });
+  std::vector<HttpResponse> timelines(2);
+  std::vector<std::thread> viewers;
+  for (size_t i = 0; i < timelines.size(); ++i) viewers.emplace_back([&, i] { timelines[i] = call("GET", "/v2/timeline"); });
+  for (std::thread& v : viewers) v.join();
+  stop.store(true);
+  load.join();
+  std::vector<int> status = {timelines[0].status, timelines[1].status};
+  std::sort(status.begin(), status.end());
+  EXPECT_EQ(status, (std::vector<int>{200, 503}));
+  const json t = parse(timelines[0].status == 200 ? timelines[0] : timelines[1]);
+  EXPECT_EQ(t["workers"], 2);
+  ASSERT_EQ(t["busy"].size(), 2u);
+  ASSERT_GT(t["tiles"].size(), 0u) << "no tiles recorded while requests ran";
+  std::set<int64_t> runs;
+  for (const json& tile : t["tiles"]) {
+    ASSERT_EQ(tile.size(), 5u);
+    runs.insert(tile[1].get<int64_t>());
+    EXPECT_GE(tile[3].get<double>(), 0);
+    EXPECT_FALSE(tile[4].get<std::string>().empty());
+  }
+  EXPECT_LE(runs.size(), 6u) << "the last 6 runs' tiles only";
+  expect_error(call("POST", "/v2/timeline"), 405, {"not allowed"});
+}
 
 TEST_F(Server, DynamicModelsTakeASubnetOrALatencyTargetPerRequest) {
   models.load("dyn", repo.write("dyn.onnx", test::dynamic_model()));
