@@ -2,12 +2,14 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "graph/error.h"
 #include "kernels/gemm.h"
+#include "grpc_serve/grpc_server.h"
 #include "serve/http_listener.h"
 #include "serve/inference_server.h"
 #include "serve/model_repository.h"
@@ -69,6 +71,11 @@ int run_serve(const ServeOptions& o) {
   serve::HttpListener listener(server, {.host = o.host, .port = o.port, .http_threads = http_threads, .max_held = o.max_concurrent},
                                o.max_body_bytes);
   int port = listener.bind();
+  std::unique_ptr<grpc_serve::GrpcServer> grpc;
+  if (o.grpc_port >= 0)
+    grpc = std::make_unique<grpc_serve::GrpcServer>(
+        server, grpc_serve::GrpcOptions{.host = o.host, .port = o.grpc_port, .max_message_bytes = o.max_body_bytes,
+                                        .max_threads = o.max_concurrent});
 
   std::atomic<bool> exiting{false};
   std::thread watcher([&] {
@@ -79,6 +86,7 @@ int run_serve(const ServeOptions& o) {
                  static_cast<long long>(server.in_flight()));
     server.start_draining();
     listener.stop();
+    if (grpc) grpc->stop();  // refuses new calls, answers those in flight (503 -> UNAVAILABLE while draining)
   });
 
   for (const auto& m : models.loaded()) {
@@ -97,6 +105,9 @@ int run_serve(const ServeOptions& o) {
               static_cast<double>(server.memory_budget().capacity()) * 1e-9);
   std::printf("grove serve: listening on http://%s:%d (%d engine threads, KServe v2: /v2/models/NAME/infer, /metrics)\n",
               o.host.c_str(), port, engine.threads());
+  if (grpc)
+    std::printf("grove serve: gRPC on %s:%d (KServe v2 GRPCInferenceService, raw tensor contents)\n", o.host.c_str(),
+                grpc->port());
   std::fflush(stdout);
   listener.listen();
   // listen() returns after stop(): the HTTP pool has answered every accepted request.
@@ -119,6 +130,12 @@ Endpoints (the Open Inference Protocol v2, as KServe and Triton define it):
   POST /v2/repository/models/NAME/load|unload
   GET  /metrics                               Prometheus: requests, failures, latency histograms
                                               per model; engine tiles, busy time, jobs in flight
+  GET  /                                      a live page: models, rates, latencies, tiles per core
+With --grpc-port: the same protocol over gRPC (inference.GRPCInferenceService: ServerLive,
+ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelInfer with raw_input_contents or
+typed contents, RepositoryIndex, RepositoryModelLoad/Unload); errors are gRPC status codes
+(INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL) with
+the same messages.
 Every model runs on the one engine: each request is a job in the same ready pool, so requests
 of all models share the cores tile by tile. Errors are JSON {"error": "..."}: 404 unknown model,
 400 bad request (name, shape, datatype, JSON, JSON nested over 64 levels), 408 request not
@@ -149,6 +166,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--port", o.port, "Port to listen on (0: any free port, printed at start)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--grpc-port", o.grpc_port,
+                    "Also serve the KServe v2 protocol over gRPC (GRPCInferenceService) on this port, with the "
+                    "same limits and errors as REST (-1: off; 0: any free port, printed at start)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 65535));
   cmd->add_option("--threads", o.threads, "Engine workers shared by every model (0: one per available core)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -160,6 +160,7 @@ struct ServeOptions {
   std::string model_repository;     // a directory: every model in it is loaded at start
   std::string host = "127.0.0.1";
   int port = 8000;                  // 0: any free port (printed)
+  int grpc_port = -1;               // the KServe v2 gRPC front end; -1: off, 0: any free port (printed)
   int threads = 0;                  // engine workers; 0: the cores this process may use
   int http_threads = 0;             // 0: as many as max_concurrent, so a slow client never waits for a thread
   int max_concurrent = 256;
