@@ -13,7 +13,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev clang libfuzzer-14-dev
   libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-grpc-tools
-  python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel python3-distributed
+  python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel python3-distributed python3-yaml
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-matplotlib python3-sklearn
 )
 [ "${1:-}" = "--bench" ] && packages+=(libdnnl-dev)
