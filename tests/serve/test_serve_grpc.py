@@ -98,14 +98,6 @@ def logits(response):
     return np.frombuffer(response.raw_output_contents[0], dtype=np.float32).reshape(list(out.shape))
 
 
-@pytest.fixture(scope="module")
-def grove_run_logits():
-    with tempfile.TemporaryDirectory() as d:
-        subprocess.run([GROVE, "run", CNN, "--threads", "2", "--input", "image=" + os.path.join(SRC, "models", "default_input.npy"),
-                        "--output", d], check=True, capture_output=True)
-        return np.load(os.path.join(d, "logits.npy"))
-
-
 def test_health_and_metadata(stub, protocol):
     pb, _ = protocol
     assert stub.ServerLive(pb.ServerLiveRequest()).live

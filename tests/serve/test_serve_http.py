@@ -92,15 +92,6 @@ def logits_of(status, headers, body):
     return np.frombuffer(body[int(n):], dtype=np.float32).reshape(meta["shape"])
 
 
-@pytest.fixture(scope="module")
-def grove_run_logits():
-    """The CLI's own answer for the same input: `grove run --output`."""
-    with tempfile.TemporaryDirectory() as d:
-        subprocess.run([GROVE, "run", CNN, "--threads", "2", "--input", "image=" + os.path.join(SRC, "models", "default_input.npy"),
-                        "--output", d], check=True, capture_output=True)
-        return np.load(os.path.join(d, "logits.npy"))
-
-
 def test_endpoints(server):
     assert server.request("GET", "/v2/health/live")[0] == 200
     assert server.request("GET", "/v2/health/ready")[0] == 200

@@ -24,11 +24,11 @@ namespace grove::test {
 
 inline constexpr double kSanitizerSlack = kSanitizedBuild ? 20 : 1;
 
-// y = x w w ... w (`layers` MatMuls of [size, size] by [size, size], w = 1/size everywhere,
-// so the values stay those of x): one plan of many tiles, each a slice of a MatMul.
-inline std::string slow_matmul_chain_model(int layers, int size) {
+// y = x w w ... w: `layers` MatMuls of x ([rows, size]; rows -1: symbolic) by w ([size, size],
+// 1/size everywhere, so the values stay those of x).
+inline std::string matmul_chain_model(int layers, int rows, int size) {
   OnnxBuilder b;
-  b.input("x", onnx::TensorProto::FLOAT, {size, size}).output("y", onnx::TensorProto::FLOAT, {size, size});
+  b.input("x", onnx::TensorProto::FLOAT, {rows, size}).output("y", onnx::TensorProto::FLOAT, {rows, size});
   b.initializer_f32("w", {size, size}, std::vector<float>(static_cast<size_t>(size) * static_cast<size_t>(size), 1.0f / static_cast<float>(size)));
   std::string last = "x";
   for (int i = 0; i < layers; ++i) {
@@ -39,21 +39,12 @@ inline std::string slow_matmul_chain_model(int layers, int size) {
   return b.bytes();
 }
 
-// y = x w w ... w with x of [N, 8] (N symbolic) and w of [8, 8]: `layers` MatMuls too small to
-// take long to run, whose planning for each new N takes long (about 0.03 ms a node).
-inline std::string slow_planning_model(int layers) {
-  constexpr int kWidth = 8;
-  OnnxBuilder b;
-  b.input("x", onnx::TensorProto::FLOAT, {-1, kWidth}).output("y", onnx::TensorProto::FLOAT, {-1, kWidth});
-  b.initializer_f32("w", {kWidth, kWidth}, std::vector<float>(kWidth * kWidth, 1.0f / kWidth));
-  std::string last = "x";
-  for (int i = 0; i < layers; ++i) {
-    const std::string out = i + 1 == layers ? "y" : "h" + std::to_string(i);
-    b.node("MatMul", {last, "w"}, {out}, "mm" + std::to_string(i));
-    last = out;
-  }
-  return b.bytes();
-}
+// [size, size] by [size, size], `layers` times: one plan of many tiles, each a slice of a MatMul.
+inline std::string slow_matmul_chain_model(int layers, int size) { return matmul_chain_model(layers, size, size); }
+
+// [N, 8] by [8, 8], `layers` times (N symbolic): too small to take long to run, while planning
+// each new N takes long (about 0.03 ms a node).
+inline std::string slow_planning_model(int layers) { return matmul_chain_model(layers, -1, 8); }
 
 // s = a Loop with no trip count whose condition stays true: s0 + x + x + ... for ever (or
 // until Limits::max_loop_iterations). Each iteration is one planned job on the tile runtime.
