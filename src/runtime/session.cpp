@@ -258,31 +258,36 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
   }
   if (!done.valid()) {
     ++background_plans;
-    done = threads
-               .start([this, shapes]() -> Cached {
-                 std::shared_ptr<const Plan> plan;
-                 try {
-                   plan = out_of_memory_is_an_error(model.path(), "planning", [&]() -> std::shared_ptr<const Plan> {
-                     // Bound on a copy: the model stays as it is for the runs and plans beside.
-                     std::optional<Graph> graph = ModelInternals::bound_copy(model, shapes);
-                     return graph ? make_plan(*graph) : nullptr;
-                   });
-                 } catch (...) {
+    try {
+      done = threads
+                 .start([this, shapes]() -> Cached {
+                   std::shared_ptr<const Plan> plan;
+                   try {
+                     plan = out_of_memory_is_an_error(model.path(), "planning", [&]() -> std::shared_ptr<const Plan> {
+                       // Bound on a copy: the model stays as it is for the runs and plans beside.
+                       std::optional<Graph> graph = ModelInternals::bound_copy(model, shapes);
+                       return graph ? make_plan(*graph) : nullptr;
+                     });
+                   } catch (...) {
+                     std::lock_guard<std::mutex> relock(mutex);
+                     --background_plans;
+                     plan_slot_free.notify_all();
+                     drop_planning_locked(shapes);
+                     throw;
+                   }
                    std::lock_guard<std::mutex> relock(mutex);
                    --background_plans;
                    plan_slot_free.notify_all();
+                   if (plan) return keep_locked(shapes, std::move(plan));
                    drop_planning_locked(shapes);
-                   throw;
-                 }
-                 std::lock_guard<std::mutex> relock(mutex);
-                 --background_plans;
-                 plan_slot_free.notify_all();
-                 if (plan) return keep_locked(shapes, std::move(plan));
-                 drop_planning_locked(shapes);
-                 note_unplannable_locked(shapes);
-                 return {};
-               })
-               .share();
+                   note_unplannable_locked(shapes);
+                   return {};
+                 })
+                 .share();
+    } catch (...) {  // no thread could be started: nothing is planning
+      --background_plans;
+      throw;
+    }
     planning.push_back({shapes, done});
   }
   lock.unlock();
