@@ -177,6 +177,11 @@ std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const S
 
 const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
 
+size_t SessionInternals::cached_plan_count(Session& session) {
+  std::lock_guard<std::mutex> lock(session.impl_->mutex);
+  return session.impl_->plans.size();
+}
+
 int64_t SessionInternals::largest_unplanned_peak(const Session& session) {
   return session.impl_->largest_unplanned_peak.load(std::memory_order_relaxed);
 }

@@ -28,6 +28,7 @@ struct SessionInternals {
   static std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes, const CancelToken& cancel);
   static const SessionDebugOptions& debug(const Session& session);
   static int64_t largest_unplanned_peak(const Session& session);
+  static size_t cached_plan_count(Session& session);
   static ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats,
                                     const CancelToken& cancel, int64_t held_outside);
 };
@@ -50,6 +51,8 @@ inline std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& sh
 // sequence ops; or on the reference executor: shapes that depend on input values), as
 // RunStats::peak_activation_bytes measures it; 0 before one has finished.
 inline int64_t largest_unplanned_peak(const Session& session) { return SessionInternals::largest_unplanned_peak(session); }
+// How many input shapes the session holds a finished plan for (at most cached_plans).
+inline size_t cached_plan_count(Session& session) { return SessionInternals::cached_plan_count(session); }
 // Session::run_values for a subgraph's session: its Loops and Scans charge what they collect
 // on top of `held_outside`, what the runs around it hold (RunBody in ops/control_flow/control_flow.h).
 inline ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats, const CancelToken& cancel,
