@@ -96,23 +96,27 @@ Model Model::load(const std::string& path, const ShapeMap& shapes, const Limits&
   return ModelInternals::from_graph(load_onnx(path, limits), shapes, limits);
 }
 
-void Model::bind(const ShapeMap& shapes) {
-  Graph g = impl_->imported;
-  bind_shapes(g, shapes, impl_->limits);
+namespace {
+
+// `imported` bound to `shapes` and optimised: what Model::bind keeps.
+Graph bound_and_optimised(const Graph& imported, const ShapeMap& shapes, const Limits& limits) {
+  Graph g = imported;
+  bind_shapes(g, shapes, limits);
   optimize(g);
-  impl_->bound = std::move(g);
+  return g;
 }
 
+}  // namespace
+
+void Model::bind(const ShapeMap& shapes) { impl_->bound = bound_and_optimised(impl_->imported, shapes, impl_->limits); }
+
 std::optional<Graph> ModelInternals::bound_copy(const Model& model, const ShapeMap& shapes) {
-  Graph g = model.impl_->imported;
   try {
-    bind_shapes(g, shapes, model.impl_->limits);
+    return bound_and_optimised(model.impl_->imported, shapes, model.impl_->limits);
   } catch (const Error& e) {
     if (e.kind() != Error::Kind::data_dependent_shape) throw;
     return std::nullopt;
   }
-  optimize(g);
-  return g;
 }
 
 const Graph& ModelInternals::bound(const Model& model) {
