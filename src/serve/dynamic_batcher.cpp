@@ -61,7 +61,9 @@ std::future<TensorMap> DynamicBatcher::submit(TensorMap inputs, CancelToken canc
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(p));
   }
-  wake_.notify_one();
+  // All: the batch former and the splitter wait on this one condition, and a notify_one that
+  // woke the splitter (nothing to split) left the request queued with the former asleep.
+  wake_.notify_all();
   return result;
 }
 
