@@ -34,6 +34,9 @@ struct EngineOptions {
   // gaps between a run's tiles. 0: park after a short spin. Off when `threads` is more than
   // the cores this process may use (a spinning worker would take a core from a working one).
   double busy_spin_ms = 2.0;
+  // Workers at the idle scheduling class (Linux SCHED_IDLE): they run only on cores no other
+  // thread wants, so an engine for background work (a calibration) never delays another's.
+  bool idle_priority = false;
 };
 
 // Totals since the engine started, for monitoring (a server's /metrics).

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "grove/background_calibration.h"
 #include "graph/error.h"
 #include "kernels/gemm.h"
 #include "grpc_serve/grpc_server.h"
@@ -59,9 +60,15 @@ int run_serve(const ServeOptions& o) {
     }
   }
 
+  // On a machine without a performance model of its own, plans come from the one shipped for
+  // its ISA; the server moves that model to this machine while it has nothing else to do.
+  std::unique_ptr<BackgroundCalibration> calibration;
+  if (o.calibrate_when_idle_s > 0 && o.tuning != "off")
+    calibration = std::make_unique<BackgroundCalibration>(engine, BackgroundCalibrationOptions{.idle_seconds = o.calibrate_when_idle_s});
   serve::InferenceServer server(engine, models,
                                 {.max_body_bytes = o.max_body_bytes, .max_concurrent = o.max_concurrent,
-                                 .request_timeout_s = o.request_timeout_s, .max_serve_memory = o.max_serve_memory});
+                                 .request_timeout_s = o.request_timeout_s, .max_serve_memory = o.max_serve_memory,
+                                 .calibration = calibration.get()});
   // --max-concurrent also bounds the connections held waiting for an HTTP thread: past it a
   // client is answered 503 at once rather than queued without limit. By default every held
   // connection has a thread: a thread waiting on a slow or idle client costs a stack, while
@@ -129,7 +136,8 @@ Endpoints (the Open Inference Protocol v2, as KServe and Triton define it):
   POST /v2/repository/index                   models and their state
   POST /v2/repository/models/NAME/load|unload
   GET  /metrics                               Prometheus: requests, failures, latency histograms
-                                              per model; engine tiles, busy time, jobs in flight
+                                              per model; engine tiles, busy time, jobs in flight;
+                                              the background calibration's state
   GET  /                                      a live page: models, rates, latencies, tiles per core
 With --grpc-port: the same protocol over gRPC (inference.GRPCInferenceService: ServerLive,
 ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelInfer with raw_input_contents or
@@ -209,6 +217,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--tuning", o.tuning, kTuningHelp)->capture_default_str()->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_option("--calibrate-when-idle", o.calibrate_when_idle_s,
+                  "Seconds without a request after which the server calibrates the shipped performance model to this "
+                  "machine, a sampled conv layer at a time at idle priority, giving a layer up when a request arrives "
+                  "(about a minute of idle cores in all; once per machine; docs/tuning.md). 0: never")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   add_layout_option(cmd, o.layout);
   add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
   add_limit_options(cmd, o.limits);

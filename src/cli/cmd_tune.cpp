@@ -1,5 +1,5 @@
 // grove tune: measure, on this machine, which primitive and tile grid each Conv of a model
-// runs fastest with inside the model (cli/tune_profile.h), check that the model as a whole is
+// runs fastest with inside the model (profile/in_model_profile.h), check that the model as a whole is
 // faster with them, and write a tuning record that sessions then plan with (docs/tuning.md).
 #include <algorithm>
 #include <chrono>
@@ -11,14 +11,22 @@
 #include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
-#include "cli/tune_profile.h"
 #include "kernels/cpu_info.h"
 #include "onnx/import.h"
+#include "profile/in_model_profile.h"
 #include "runtime/session.h"
 #include "tune/conv_candidates.h"
 #include "tune/record.h"
 
 namespace grove::cli {
+
+using profile::best_choices;
+using profile::choose_best;
+using profile::profile_nodes;
+using profile::ProfileSettings;
+using profile::TuneCandidate;
+using profile::TunedNode;
+using profile::write_dataset;
 namespace {
 
 using Clock = std::chrono::steady_clock;

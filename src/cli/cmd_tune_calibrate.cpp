@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/embedded_model.h"
 #include "kernels/isa.h"
 #include "runtime/engine.h"
 #include "tune/record.h"
+#include "tune/shipped_models.h"
 
 namespace grove::cli {
 namespace {
@@ -27,7 +27,7 @@ int run_tune_calibrate(const TuneOptions& o) {
   TuneOptions fit = o;
   if (o.transfer_from.empty()) {
     const std::string isa(kernels::isa_name(kernels::active_isa()));
-    fit.transfer_text = std::string(embedded_perf_model(isa));
+    fit.transfer_text = std::string(tune::shipped_perf_model(isa));
     if (fit.transfer_text.empty())
       throw Error("tune --calibrate: no performance model ships for " + isa +
                   "; profile this machine with --sample and train one with --fit");

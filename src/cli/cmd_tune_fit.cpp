@@ -18,22 +18,13 @@
 #include "cli/commands.h"
 #include "kernels/cpu_info.h"
 #include "tune/perf_select.h"
+#include "tune/perf_transfer.h"
 #include "tune/record.h"
 
 namespace grove::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-tune::TrainOptions nn2_options(uint64_t seed) {
-  tune::TrainOptions t;
-  t.hidden = {64, 64};
-  t.epochs = 300;
-  t.learning_rate = 3e-3;
-  t.weight_decay = 1e-4;
-  t.seed = seed + 1;
-  return t;
-}
 
 std::string cell(double v) {
   if (std::isnan(v)) return "-";
@@ -117,7 +108,7 @@ int run_tune_fit(const TuneOptions& o) {
   double train_s = 0;
   if (unmeasured.empty()) {
     auto t0 = Clock::now();
-    nn2 = tune::PerfModel::train(split.train, nn2_options(o.seed));
+    nn2 = tune::PerfModel::train(split.train, tune::nn2_options(o.seed));
     nn2->set_output_names(primitives);
     train_s = std::chrono::duration<double>(Clock::now() - t0).count();
     linear = tune::LinearModel::train(split.train);
@@ -151,49 +142,30 @@ int run_tune_fit(const TuneOptions& o) {
   };
   tune::PerfModel saved;
   if (!o.transfer_from.empty()) {
-    tune::PerfModel base = load_model(o.transfer_from, o.transfer_text);
-    base.set_output_names(primitives);  // a version 1 file's, named
+    const tune::PerfModel base = load_model(o.transfer_from, o.transfer_text);
     tune::SampleSplit few;
     if (o.sample_share >= 1.0) few.train = split.train;
     else few = tune::split_samples(split.train, 1.0 - o.sample_share, o.seed + 7);
-    tune::PerfModel transferred = base;
-    tune::TrainOptions fine = nn2_options(o.seed);
-    fine.learning_rate = 1e-3;
-    fine.weight_decay = 1e-2;  // towards the other machine's weights: a few samples adjust them, not replace them
-    transferred.fine_tune(few.train, fine);
+    std::vector<bool> measured_outputs;
+    for (const std::string& p : primitives) measured_outputs.push_back(is_measured(p));
+    tune::Transferred transferred = tune::transfer_model(base, primitives, few.train, split.test, measured_outputs, o.seed);
     std::printf("transfer from %s with %zu samples (%.1f%% of the training set):\n", o.transfer_from.c_str(),
                 few.train.size(), 100.0 * double(few.train.size()) / double(split.train.size()));
     print_accuracy("the other machine's model as is", split.test, primitives.size(), [&](auto f) { return base.predict(f); });
-    print_accuracy("transferred (fine-tuned)", split.test, primitives.size(), [&](auto f) { return transferred.predict(f); });
+    print_accuracy("transferred (fine-tuned)", split.test, primitives.size(), [&](auto f) { return transferred.model.predict(f); });
     if (unmeasured.empty()) {
-      tune::PerfModel scratch = tune::PerfModel::train(few.train, nn2_options(o.seed));
+      tune::PerfModel scratch = tune::PerfModel::train(few.train, tune::nn2_options(o.seed));
       print_accuracy("from scratch on the same samples", split.test, primitives.size(), [&](auto f) { return scratch.predict(f); });
     }
-    saved = transferred;
-    // An output without samples here is trusted no more than the other machine's model as a
-    // whole was on this one.
-    std::vector<double> errors = errors_of(transferred);
-    const double as_is = tune::mdrae(split.test, [&](auto f) { return base.predict(f); });
-    for (size_t k = 0; k < primitives.size(); ++k)
-      if (!is_measured(primitives[k])) errors[k] = std::isnan(as_is) ? 1.0 : as_is;
-    saved.set_output_errors(errors);
+    saved = std::move(transferred.model);
   } else {
-    saved = tune::PerfModel::train(samples, nn2_options(o.seed));  // every sample, for use
+    saved = tune::PerfModel::train(samples, tune::nn2_options(o.seed));  // every sample, for use
     saved.set_output_names(primitives);
     saved.set_output_errors(errors_of(*nn2));  // without --transfer-from every output is measured
   }
   std::string path = o.model_out.empty() ? tune::perf_model_path() : o.model_out;
   if (path.empty()) throw Error("tune --fit: no cache folder (set GROVE_TUNE_DIR or HOME), or give --model-out FILE");
-  std::error_code ec;
-  if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
-    std::filesystem::create_directories(parent, ec);
-  {
-    std::ofstream f(path + ".partial", std::ios::binary | std::ios::trunc);
-    f << saved.save();
-    if (!f) throw Error(path + ": cannot write the performance model");
-  }
-  std::filesystem::rename(path + ".partial", path, ec);
-  if (ec) throw Error(path + ": cannot write the performance model (" + ec.message() + ")");
+  tune::install_perf_model(saved, path);
   if (nn2) std::printf("training: %.2f s   ", train_s);
   std::printf("model: %s%s\n", path.c_str(),
               o.transfer_from.empty() ? " (trained on every configuration)" : " (the transferred one)");

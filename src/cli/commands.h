@@ -171,6 +171,7 @@ struct ServeOptions {
   double batch_delay_ms = 2;        // how long a first request waits for company
   std::string precision = "fp32";   // fp32 | bf16, for every served model
   std::string tuning = "auto";      // auto | off: tuning records (docs/tuning.md)
+  double calibrate_when_idle_s = 10;  // background calibration after this long without a request; 0: never
   std::string layout = "nhwc";      // nhwc | nchw: SessionOptions::conv_layout of every served model
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };

@@ -76,6 +76,12 @@ bool pin_current_thread(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
+bool lower_current_thread_to_idle() {
+  sched_param param{};
+  param.sched_priority = 0;
+  return pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) == 0;
+}
+
 int available_cores() {
   int cores = static_cast<int>(allowed_cpus().size());
   int quota = cgroup_cpu_quota_cores();

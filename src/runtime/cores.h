@@ -18,5 +18,8 @@ int cgroup_cpu_quota_cores();
 // Pins the calling thread to one CPU. Best effort: returns false (and changes nothing) when
 // the system refuses, e.g. in a restricted container.
 bool pin_current_thread(int cpu);
+// Moves the calling thread to the idle scheduling class (SCHED_IDLE): it runs only when no
+// other thread wants its core. False where the system refuses.
+bool lower_current_thread_to_idle();
 
 }  // namespace grove

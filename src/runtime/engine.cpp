@@ -60,6 +60,7 @@ void Engine::Impl::start_workers() {
     int cpu = cpus[static_cast<size_t>(i) % cpus.size()];
     threads.emplace_back([this, i, cpu] {
       if (options.pin) pin_current_thread(cpu);
+      if (options.idle_priority) lower_current_thread_to_idle();
       WorkerContext worker(i, i, pool, tracer);
       worker.shares = &roster;
       worker.caller_row = n_threads;

@@ -574,6 +574,19 @@ HttpResponse InferenceServer::metrics() const {
        static_cast<double>(memory_.reserved()));
   line("Inferences refused (503) for want of memory budget.", "counter", "grove_serve_memory_refusals_total",
        static_cast<double>(memory_.refusals()));
+  if (const BackgroundCalibration* c = options_.calibration) {
+    const BackgroundCalibrationStatus cs = c->status();
+    r.body += "# HELP grove_calibration_state The background calibration of the performance model to this machine "
+              "(docs/tuning.md): 1 for the state it is in.\n# TYPE grove_calibration_state gauge\n";
+    for (const char* state : {"waiting", "measuring", "fitting", "done", "not needed", "stopped", "failed"})
+      r.body += std::string("grove_calibration_state{state=\"") + state + "\"} " + (cs.state == state ? "1" : "0") + "\n";
+    line("Sampled conv layers the background calibration has measured.", "gauge", "grove_calibration_layers_measured",
+         cs.layers_measured);
+    line("Sampled conv layers the background calibration measures in all.", "gauge", "grove_calibration_layers_total",
+         cs.layers_total);
+    line("Layers the background calibration gave up because a request arrived.", "counter",
+         "grove_calibration_interruptions_total", static_cast<double>(cs.interruptions));
+  }
   // Per-model families, each family's samples together (the exposition format wants that).
   std::vector<std::pair<std::string, ModelMetrics::Snapshot>> per_model;
   for (const std::shared_ptr<ServedModel>& m : models_.loaded()) per_model.emplace_back(m->name, m->metrics.snapshot());

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "grove/background_calibration.h"
 #include "serve/http_types.h"
 #include "serve/memory_budget.h"
 #include "serve/model_repository.h"
@@ -28,6 +29,8 @@ struct ServerOptions {
   // How long a request waits for reserved bytes to be given back before it gets 503 (and never
   // past its --request-timeout).
   double memory_wait_s = 1.0;
+  // The background calibration of the performance model (cmd_serve), for /metrics; null: none.
+  const BackgroundCalibration* calibration = nullptr;
 };
 
 // The default server memory budget: three quarters of the physical memory (so half of it,

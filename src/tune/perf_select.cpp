@@ -169,7 +169,8 @@ struct Vertex {
 }  // namespace
 
 std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions& options, const PerfModel& model,
-                                          double keep_share) {
+                                          double keep_share, double* plan_gain) {
+  if (plan_gain) *plan_gain = 0;
   PlanOptions structure = options;
   structure.debug.prepare_weights = false;
   structure.choices.clear();
@@ -281,6 +282,11 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
     problem.edges.push_back(std::move(e));
   }
   const PbqpSolution solution = solve_pbqp(problem);
+  if (plan_gain) {
+    const std::vector<int> rules_choice(vertices.size(), 0);
+    const double before = pbqp_cost(problem, rules_choice);
+    *plan_gain = before > 0 ? (before - solution.cost) / before : 0;
+  }
   // The changed convs are named. The rules then lay out the others, and a changed conv can
   // change what they do: a channels-last group cut in two may go back to NCHW where its
   // Transposes now outweigh its products, a conv chosen channels-last keeps its whole group so.

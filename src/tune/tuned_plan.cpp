@@ -1,34 +1,52 @@
 #include "tune/tuned_plan.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
+#include "kernels/isa.h"
 #include "tune/perf_select.h"
 #include "tune/record.h"
+#include "tune/shipped_models.h"
 
 namespace grove::tune {
 namespace {
 
-// The choices this machine's performance model, where grove tune --fit left one, prices
-// lowest on a plan of the rules' structure (no weights packed). `asked` (tuning "model"): a
-// missing or unreadable model is an Error; otherwise the rules, with a note.
+// The least share of its convs' predicted time a plan of the shipped model must save to be
+// taken over the rules'. The shipped model was trained on another CPU of the ISA family, and a
+// few layers' predicted gain is within what it misjudges on this one: on a Zen 5 the AVX-512
+// model's plans for ResNet-50 and GoogLeNet (predicted to save 0.05-1.4%) ran 1-4% slower than
+// the rules', while those predicted to save 4-37% (VGG-16, YOLOv3, a conv stack) ran 3-57%
+// faster (docs/tuning.md). A model calibrated here is trusted node by node.
+constexpr double kShippedModelMinGain = 0.03;
+
+TuningDecisions choices_of(const Graph& graph, const PlanOptions& po, const std::string& text, const std::string& name,
+                           double min_gain) {
+  return model_choices(graph, po, PerfModel::load(text), name, min_gain);
+}
+
+// The choices a performance model prices lowest on a plan of the rules' structure (no weights
+// packed): this machine's, where grove tune --fit or --calibrate left one, else the one grove
+// ships for this ISA (a candidate must beat the rules by the model's own errors, so where it
+// predicts no gain the plan is the rules'). `asked` (tuning "model"): an unreadable model of
+// this machine, or no model at all, is an Error; otherwise the rules, with a note.
 TuningDecisions model_decisions(const Graph& graph, const PlanOptions& po, bool asked) {
   const std::string path = perf_model_path();
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) {
-    if (asked) throw Error("tuning model: this machine has no performance model (" + (path.empty() ? std::string("no cache folder") : path) + "; make one with grove tune --fit)");
-    return {};
+    const std::string isa(kernels::isa_name(kernels::active_isa()));
+    const std::string_view shipped = shipped_perf_model(isa);
+    if (shipped.empty()) {
+      if (asked) throw Error("tuning model: grove ships no performance model for " + isa + " and this machine has none (" + (path.empty() ? std::string("no cache folder") : path) + "; make one with grove tune --fit)");
+      return {};
+    }
+    return choices_of(graph, po, std::string(shipped), "performance model shipped for " + isa, kShippedModelMinGain);
   }
   try {
     std::ifstream f(path, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const PerfModel model = PerfModel::load(text);
-    TuningDecisions d;
-    d.choices = predicted_choices(graph, po, model);
-    d.source = "performance model " + path + " (" + std::to_string(d.choices.size()) + " choices)";
-    d.from = DecisionSource::model;
-    return d;
+    return choices_of(graph, po, text, "performance model " + path, 0);
   } catch (const Error& e) {
     if (asked) throw Error(path + ": " + e.what());
     return {{}, "performance model " + path + " ignored: " + e.what(), DecisionSource::record};
@@ -36,6 +54,24 @@ TuningDecisions model_decisions(const Graph& graph, const PlanOptions& po, bool 
 }
 
 }  // namespace
+
+TuningDecisions model_choices(const Graph& graph, const PlanOptions& po, const PerfModel& model, const std::string& name,
+                              double min_gain) {
+  TuningDecisions d;
+  double gain = 0;
+  d.choices = predicted_choices(graph, po, model, 0.03, &gain);
+  d.from = DecisionSource::model;
+  char share[96];
+  std::snprintf(share, sizeof share, "predicted to save %.1f%% of the convs' time", 100 * gain);
+  if (!d.choices.empty() && gain < min_gain) {
+    d.choices.clear();
+    d.source = name + ": the rules' plan (" + share + ", under the " + std::to_string(int(100 * min_gain)) +
+               "% a model of another CPU is trusted with)";
+    return d;
+  }
+  d.source = name + " (" + std::to_string(d.choices.size()) + " choices, " + share + ")";
+  return d;
+}
 
 const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
 

@@ -7,6 +7,7 @@
 
 #include "grove/tuning.h"
 #include "plan/plan.h"
+#include "tune/perf_model.h"
 
 namespace grove::tune {
 
@@ -24,10 +25,16 @@ struct TuningDecisions {
 // the record file `tuning` names, which must fit (an Error saying why not); for "auto", the
 // record grove tune left for this model, machine, thread count and precision, skipped with a
 // note in `source` when it is unreadable or does not fit, and without one the choices this
-// machine's performance model prices lowest (none without a model); for "record", the record
-// or none; for "model", the model's choices, whatever records there are.
+// machine's performance model prices lowest, or without that the model shipped for this ISA
+// (none for an ISA without one); for "record", the record or none; for "model", the model's
+// choices, whatever records there are.
 TuningDecisions tuning_decisions(const Graph& graph, const PlanOptions& po, const std::string& tuning,
                                  const std::vector<NodeChoice>& choices);
+
+// The choices `model` prices lowest (source `name`), or none where its plan is predicted to
+// save less than `min_gain` of the priced convs' time (the source then says so).
+TuningDecisions model_choices(const Graph& graph, const PlanOptions& po, const PerfModel& model, const std::string& name,
+                              double min_gain);
 
 // make_plan with tuning_decisions' choices.
 std::shared_ptr<const Plan> plan_with_tuning(const Graph& graph, PlanOptions po, const std::string& tuning,

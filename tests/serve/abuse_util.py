@@ -47,7 +47,7 @@ class Server:
     """`grove serve --port 0` over the models of `folder`; the port is read from its first lines."""
 
     def __init__(self, grove, folder, *args):
-        self.proc = subprocess.Popen([grove, "serve", "--port", "0", "--threads", "2", "--model-repository", folder, *args],
+        self.proc = subprocess.Popen([grove, "serve", "--port", "0", "--threads", "2", "--calibrate-when-idle", "0", "--model-repository", folder, *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.port = None
         deadline = time.time() + 60

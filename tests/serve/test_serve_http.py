@@ -34,7 +34,7 @@ def tiny_model(path):
 
 class Server:
     def __init__(self, *args):
-        self.proc = subprocess.Popen([GROVE, "serve", "--port", "0", "--threads", "2", *args],
+        self.proc = subprocess.Popen([GROVE, "serve", "--port", "0", "--threads", "2", "--calibrate-when-idle", "0", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.port = None
         deadline = time.time() + 60

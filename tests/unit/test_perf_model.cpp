@@ -34,11 +34,11 @@ const Machine kMachineA{4e10, 8e10, 6e10, 2e10, 4096, 16, 5e-6};
 // wider vectors, so the ranking of the primitives changes with the shape.
 const Machine kMachineB{5e10, 3e10, 5e10, 8e9, 1024, 48, 2e-5};
 
-struct Shape {
+struct LayerShape {
   double cin, cout, h, w, kernel, stride;
 };
 
-std::vector<double> true_times(const Machine& m, const Shape& s) {
+std::vector<double> true_times(const Machine& m, const LayerShape& s) {
   const double ho = std::ceil(s.h / s.stride), wo = std::ceil(s.w / s.stride);
   const double flops = 2 * s.cin * s.cout * s.kernel * s.kernel * ho * wo;
   const double fill = s.cout / (s.cout + m.lanes);
@@ -57,7 +57,7 @@ std::vector<double> true_times(const Machine& m, const Shape& s) {
 }
 
 // Features as a user would pass them: logs of sizes, kernel and stride as they are.
-std::vector<double> features(const Shape& s) {
+std::vector<double> features(const LayerShape& s) {
   return {std::log(s.cin), std::log(s.cout), std::log(s.h), std::log(s.w), s.kernel, s.stride};
 }
 
@@ -70,7 +70,7 @@ std::vector<PerfSample> profile(const Machine& m, size_t n, uint64_t seed) {
   const double kernels[] = {1, 1, 3, 3, 3, 5, 7};
   std::vector<PerfSample> samples;
   for (size_t i = 0; i < n; ++i) {
-    Shape s;
+    LayerShape s;
     s.cin = log_uniform(3, 512);
     s.cout = log_uniform(3, 512);
     s.h = log_uniform(7, 224);

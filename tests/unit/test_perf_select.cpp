@@ -18,6 +18,7 @@
 #include "passes/passes.h"
 #include "tune/layout_links.h"
 #include "tune/perf_select.h"
+#include "tune/tuned_plan.h"
 
 namespace grove {
 namespace {
@@ -146,6 +147,33 @@ PlanOptions options(ConvLayout layout, double transpose_flops = kDefaultTranspos
 }
 
 std::shared_ptr<const Plan> structure(const Graph& g, ConvLayout layout) { return make_plan(g, options(layout)); }
+
+// A plan predicted to save less than the least gain asked for keeps the rules (what a model
+// shipped from another CPU must clear, tune/tuned_plan.cpp); the share predicted_choices
+// reports is what the choices save over the rules' plan.
+TEST(PerfSelect, APlanPredictedToSaveLessThanTheLeastGainKeepsTheRules) {
+  const Graph g = unfused_graph(one_conv());
+  const PlanOptions po = options(ConvLayout::channels_last);
+  const std::string rule = tune::rule_choice(*structure(g, ConvLayout::channels_last), 0).primitive;
+  // Every primitive but the rule's twice as slow, then all but the rule's a fifth faster.
+  std::vector<double> slower(kPrimitives.size(), 2.0), faster(kPrimitives.size(), 0.8);
+  for (size_t k = 0; k < kPrimitives.size(); ++k)
+    if (kPrimitives[k] == rule) slower[k] = faster[k] = 1.0;
+  double gain = -1;
+  EXPECT_TRUE(tune::predicted_choices(g, po, taught(slower), 0.03, &gain).empty());
+  EXPECT_EQ(gain, 0);
+  const tune::PerfModel fast = taught(faster);
+  ASSERT_FALSE(tune::predicted_choices(g, po, fast, 0.03, &gain).empty());
+  EXPECT_GT(gain, 0.08);
+  EXPECT_LT(gain, 0.5);  // a fifth, as the model learned it
+  const tune::TuningDecisions trusted = tune::model_choices(g, po, fast, "taught", 0.03);
+  EXPECT_FALSE(trusted.choices.empty());
+  EXPECT_NE(trusted.source.find("taught ("), std::string::npos) << trusted.source;
+  const tune::TuningDecisions doubted = tune::model_choices(g, po, fast, "taught", 0.5);
+  EXPECT_TRUE(doubted.choices.empty());
+  EXPECT_NE(doubted.source.find("the rules' plan"), std::string::npos) << doubted.source;
+  EXPECT_NE(doubted.source.find("under the 50%"), std::string::npos) << doubted.source;
+}
 
 TEST(PerfSelect, ChoicesFollowTheModelAndFitThePlan) {
   const Graph g = unfused_graph(one_conv());

@@ -1,6 +1,8 @@
 #pragma once
 // grove tune's measurements (docs/tuning.md): each Conv's candidate primitives and tile grids
 // timed inside the model, on this machine's engine, and the choices that measured best.
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,7 +10,7 @@
 #include "runtime/session.h"
 #include "tune/conv_candidates.h"
 
-namespace grove::cli {
+namespace grove::profile {
 
 struct TuneCandidate {
   std::string primitive;  // "gemm" or "winograd" (NCHW, as the model writes the conv)
@@ -37,6 +39,9 @@ struct ProfileSettings {
   int warmup = 2;
   double keep_share = 0.03;  // a candidate must beat the rule's time by this share to replace it
   bool progress = true;      // a line per round on stderr
+  // Called before each traced run; it may throw to stop the profile (a background
+  // calibration gives way to a request so).
+  std::function<void()> before_run;
 };
 
 // Times every candidate of every Conv (and, past one thread, every grid of every MatMul and
@@ -66,4 +71,4 @@ std::vector<NodeChoice> best_choices(const std::vector<TunedNode>& nodes, std::v
 // data, grove tune --fit), with a header line when the file is new.
 void write_dataset(const std::string& path, const std::vector<TunedNode>& nodes, int threads);
 
-}  // namespace grove::cli
+}  // namespace grove::profile

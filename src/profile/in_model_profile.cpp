@@ -4,7 +4,7 @@
 // candidate is measured where it will run. Rounds give each node its candidates in turn; the
 // time of one node barely depends on its neighbours' candidates, which are only its inputs'
 // and outputs' grids.
-#include "cli/tune_profile.h"
+#include "profile/in_model_profile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,13 +13,19 @@
 #include <map>
 #include <set>
 
-#include "cli/bench_stats.h"
 #include "kernels/cpu_info.h"
 #include "plan/plan.h"
 #include "tune/conv_candidates.h"
 
-namespace grove::cli {
+namespace grove::profile {
 namespace {
+
+// The median, as grove bench's p50 takes it (nearest rank).
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(static_cast<size_t>(0.5 * static_cast<double>(v.size() - 1) + 0.5), v.size() - 1)];
+}
 
 struct NodeTimes {
   std::vector<std::vector<double>> total_us, max_us;  // per node, per run: its tiles' sum and slowest
@@ -29,10 +35,14 @@ struct NodeTimes {
 // its slowest tile.
 NodeTimes node_times(Engine& engine, Session& session, const Plan& plan, const TensorMap& inputs,
                      const ProfileSettings& s) {
-  for (int i = 0; i < s.warmup; ++i) session.run(inputs);
+  for (int i = 0; i < s.warmup; ++i) {
+    if (s.before_run) s.before_run();
+    session.run(inputs);
+  }
   std::vector<std::vector<double>> per_run(plan.graph.nodes.size()), slowest(plan.graph.nodes.size());
   for (int run = 0; run < std::max(1, s.runs); ++run) {
     std::vector<double> sum(plan.graph.nodes.size(), 0.0), most(plan.graph.nodes.size(), 0.0);
+    if (s.before_run) s.before_run();
     engine.start_trace();
     RunStats stats;
     session.run(inputs, &stats);
@@ -148,11 +158,11 @@ std::vector<TunedNode> profile_nodes(
     }
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
-    nodes[i].rule_us = percentile(rule[i].total, 50);
-    nodes[i].rule_max_us = percentile(rule[i].max, 50);
+    nodes[i].rule_us = median(rule[i].total);
+    nodes[i].rule_max_us = median(rule[i].max);
     for (size_t c = 0; c < nodes[i].candidates.size(); ++c) {
-      nodes[i].candidates[c].us = percentile(candidate[i][c].total, 50);
-      nodes[i].candidates[c].max_us = percentile(candidate[i][c].max, 50);
+      nodes[i].candidates[c].us = median(candidate[i][c].total);
+      nodes[i].candidates[c].max_us = median(candidate[i][c].max);
     }
   }
   return nodes;
@@ -212,4 +222,4 @@ void write_dataset(const std::string& path, const std::vector<TunedNode>& nodes,
   }
 }
 
-}  // namespace grove::cli
+}  // namespace grove::profile
