@@ -18,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include <grove/background_calibration.h>
 #include <grove/grove.h>
 
 namespace py = pybind11;
@@ -339,6 +340,17 @@ py::dict bench(PySession& s, py::object inputs, int runs, int warmup) {
 
 }  // namespace
 
+// A BackgroundCalibration and the engine it watches, kept alive as long as it runs (declared
+// first: let go last).
+struct PyCalibration {
+  std::shared_ptr<grove::Engine> engine;
+  std::unique_ptr<grove::BackgroundCalibration> calibration;
+  ~PyCalibration() {
+    py::gil_scoped_release release;  // its thread may be inside a run: never hold the GIL over the join
+    calibration.reset();
+  }
+};
+
 PYBIND11_MODULE(_grove, m) {
   m.doc() = "grove: ONNX models on CPUs, every operator cut into tiles run by one barrier-free dataflow runtime.";
   py::register_exception<grove::Error>(m, "Error", PyExc_RuntimeError);
@@ -370,6 +382,37 @@ PYBIND11_MODULE(_grove, m) {
              return json;
            },
            "Stops recording; the tiles since start_trace() as Chrome/Perfetto trace JSON (one track per worker)");
+
+  py::class_<PyCalibration>(m, "BackgroundCalibration",
+      "Calibrates the performance model shipped for this ISA to this machine while an Engine is idle "
+      "(docs/tuning.md); grove.Engine starts one itself.")
+      .def(py::init([](std::shared_ptr<grove::Engine> engine, double idle_seconds) {
+             auto c = std::make_unique<PyCalibration>();
+             c->engine = std::move(engine);
+             c->calibration = std::make_unique<grove::BackgroundCalibration>(
+                 *c->engine, grove::BackgroundCalibrationOptions{.idle_seconds = idle_seconds});
+             return c;
+           }),
+           py::arg("engine"), py::arg("idle_seconds") = 10.0)
+      .def("status",
+           [](const PyCalibration& c) {
+             const grove::BackgroundCalibrationStatus s = c.calibration->status();
+             py::dict d;
+             d["state"] = s.state;
+             d["detail"] = s.detail;
+             d["model_path"] = s.model_path;
+             d["layers_measured"] = s.layers_measured;
+             d["layers_total"] = s.layers_total;
+             d["interruptions"] = s.interruptions;
+             return d;
+           },
+           "{state, detail, model_path, layers_measured, layers_total, interruptions}; state: waiting, measuring, fitting, done, "
+           "not needed, stopped or failed")
+      .def("stop", [](PyCalibration& c) {
+             py::gil_scoped_release release;
+             c.calibration.reset();
+           },
+           "Stops it now (a calibration not finished installs nothing)");
 
   py::class_<PyFuture>(m, "Future", "A run in flight, from Session.submit().")
       .def("result", &PyFuture::get, "Waits for the run; returns {output name: ndarray} or raises grove.Error.")

@@ -27,6 +27,7 @@ struct BackgroundCalibrationStatus {
   // a model, or none ships for its ISA), "stopped" or "failed".
   std::string state;
   std::string detail;         // why not needed, the error, or the installed model's path and error
+  std::string model_path;     // where this machine's model is looked for and installed ("" until known)
   int layers_measured = 0;    // of layers_total, over both thread counts
   int layers_total = 0;
   int64_t interruptions = 0;  // layers given up because a job arrived while they were measured

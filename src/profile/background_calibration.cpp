@@ -97,6 +97,10 @@ struct BackgroundCalibration::Impl {
 
   void calibrate() {
     const std::string path = options.model_out.empty() ? tune::perf_model_path() : options.model_out;
+    {
+      std::lock_guard lock(mutex);
+      status.model_path = path;
+    }
     std::error_code ec;
     if (path.empty()) return set("not needed", "no cache folder (set GROVE_TUNE_DIR or HOME)");
     if (std::filesystem::exists(path, ec)) return set("not needed", "this machine has a performance model: " + path);

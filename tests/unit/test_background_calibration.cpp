@@ -58,6 +58,7 @@ TEST(BackgroundCalibration, OnAnIdleEngineInstallsAModelFineTunedFromTheShippedO
   EXPECT_EQ(s.layers_measured, s.layers_total);
   EXPECT_EQ(s.layers_total, available_cores() > 1 ? 4 : 2);
   EXPECT_NE(s.detail.find(out), std::string::npos) << s.detail;
+  EXPECT_EQ(s.model_path, out);
   EXPECT_EQ(first_line(out), "grove-perf-model 2");
   EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
 }
