@@ -61,6 +61,8 @@ int run_tune(const TuneOptions& o) {
   }
   if (o.sample_stems && o.sample == 0) throw Error("tune: --sample-stems goes with --sample N");
   if (o.sample > 0) return run_tune_sample(o);
+  if (o.sample_layouts > 0) return run_tune_sample_layouts(o);
+  if (!o.fit_layouts.empty()) return run_tune_fit_layouts(o);
   if (o.model.empty()) throw Error("tune: give the .onnx model to tune (or --fit DATASET.csv)");
   const auto t0 = Clock::now();
   ShapeMap shapes = parse_shape_options(o.shapes);
@@ -228,6 +230,14 @@ Examples:
                    "7-112, kernels 1/3/5/7, strides 1/2; every eighth a stem: 1-4 channels on a 56-416 plane), "
                    "each as a one-conv model, into --dataset")
       ->type_name("N")->check(CLI::Range(1, 100000));
+  cmd->add_option("--sample-layouts", o.sample_layouts,
+                   "Instead of a model, time every layout change (NCHW, NHWC, channel-blocked, each way) of N sampled "
+                   "values [1, C, H, W] at 1 thread and at --threads, into --dataset (the layout model's data)")
+      ->type_name("N")->check(CLI::Range(1, 100000));
+  cmd->add_option("--fit-layouts", o.fit_layouts,
+                   "Train this machine's layout model on a --sample-layouts CSV: MdRAE on a held-out tenth against "
+                   "linear regression and one price per element, then saved where plans find it (or --model-out)")
+      ->type_name("FILE.csv");
   cmd->add_flag("--sample-stems", o.sample_stems,
                  "--sample: stems only (a network's first conv, where the direct kernel competes)");
   cmd->add_flag("--calibrate", o.calibrate,

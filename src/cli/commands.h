@@ -199,6 +199,8 @@ struct TuneOptions {
   std::string dataset;              // non-empty: append every measured candidate to this CSV
   int sample = 0;                   // > 0: profile this many sampled conv layers into the dataset instead
   bool sample_stems = false;        // --sample: only stems (few input channels, on an image)
+  int sample_layouts = 0;           // > 0: profile the layout changes of this many sampled values into the dataset
+  std::string fit_layouts;          // non-empty: train the layout model on this CSV
   std::string fit;                  // non-empty: train the performance model on this CSV instead
   std::string model_out;            // the model file; empty: the per-machine cache
   std::string transfer_from;        // --fit: fine-tune this model on sample_share of the samples
@@ -241,6 +243,8 @@ int run_tune(const TuneOptions& options);
 int run_tune_fit(const TuneOptions& options);  // --fit
 int run_tune_sample(const TuneOptions& options);  // --sample
 int run_tune_calibrate(const TuneOptions& options);  // --calibrate
+int run_tune_sample_layouts(const TuneOptions& options);  // --sample-layouts
+int run_tune_fit_layouts(const TuneOptions& options);  // --fit-layouts
 int run_serve(const ServeOptions& options);
 int run_load(const LoadOptions& options);
 int run_quantize(const QuantizeCliOptions& options);

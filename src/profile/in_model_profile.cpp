@@ -168,6 +168,14 @@ std::vector<TunedNode> profile_nodes(
   return nodes;
 }
 
+std::vector<double> node_median_us(Engine& engine, Session& session, const Plan& plan, const TensorMap& inputs,
+                                   const ProfileSettings& settings) {
+  const NodeTimes t = node_times(engine, session, plan, inputs, settings);
+  std::vector<double> out;
+  for (const std::vector<double>& runs : t.total_us) out.push_back(median(runs));
+  return out;
+}
+
 double grid_cost(double total_us, double max_us, int threads) { return total_us / std::max(1, threads) + max_us; }
 
 void choose_best(std::vector<TunedNode>& nodes, int threads, double keep_share, bool same_tiles) {

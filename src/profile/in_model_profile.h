@@ -53,6 +53,11 @@ std::vector<TunedNode> profile_nodes(
     Engine& engine, const std::function<std::unique_ptr<Session>(const std::vector<NodeChoice>&)>& make_session,
     const TensorMap& inputs, const ShapeMap& shapes, const ProfileSettings& settings);
 
+// The median, over settings.runs traced runs after settings.warmup, of each node's summed tile
+// time in `plan` (the plan `session` runs), in microseconds.
+std::vector<double> node_median_us(Engine& engine, Session& session, const Plan& plan, const TensorMap& inputs,
+                                   const ProfileSettings& settings);
+
 // What a node's grid is taken to cost the model: its tiles' time spread over the threads,
 // plus its slowest tile, which the next layers wait on (the planner's tail-aware price,
 // plan_tiles.cpp, with measured times).

@@ -29,6 +29,11 @@ int64_t elements(const Graph& g, const std::string& value) {
   return n;
 }
 
+Shape shape_of(const Graph& g, const std::string& value) {
+  auto v = g.values.find(value);
+  return v == g.values.end() ? Shape{} : v->second.shape;
+}
+
 }  // namespace
 
 LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
@@ -76,11 +81,16 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
   };
 
   LayoutLinks out;
-  std::map<std::pair<size_t, size_t>, std::pair<int64_t, bool>> pairs;  // elements, straight
+  struct Pair {
+    int64_t elements = 0;
+    Shape shape;
+    bool straight = true;
+  };
+  std::map<std::pair<size_t, size_t>, Pair> pairs;
   for (size_t c = 0; c < g.nodes.size(); ++c) {
     if (c >= is_conv.size() || !is_conv[c]) continue;
     const Node& n = g.nodes[c];
-    int64_t boundary = 0;
+    LayoutBoundary boundary{c, 0, {}, {}};
     std::vector<std::string> read = {n.inputs[0]};
     if (n.inputs.size() > kEpilogueResidualInput && !n.inputs[kEpilogueResidualInput].empty())
       read.push_back(n.inputs[kEpilogueResidualInput]);
@@ -90,17 +100,23 @@ LayoutLinks layout_links(const Plan& plan, const std::vector<bool>& is_conv) {
       sources(read[i], 0, convs, nchw);
       const int64_t size = elements(g, read[i]);
       for (const auto& [p, straight] : convs) {
-        auto [it, fresh] = pairs.try_emplace({p, c}, size, straight);
-        it->second.first = std::max(it->second.first, size);
-        it->second.second = it->second.second && straight;
+        auto [it, fresh] = pairs.try_emplace({p, c}, Pair{size, shape_of(g, read[i]), straight});
+        if (size > it->second.elements) it->second.elements = size, it->second.shape = shape_of(g, read[i]);
+        it->second.straight = it->second.straight && straight;
       }
-      if (nchw && !(i == 0 && is_few_channel_stem(g, n))) boundary += size;
+      if (nchw && !(i == 0 && is_few_channel_stem(g, n))) {
+        boundary.elements += size;
+        boundary.into.push_back(shape_of(g, read[i]));
+      }
     }
-    if (!n.outputs.empty() && nchw_reader(n.outputs[0], 0)) boundary += elements(g, n.outputs[0]);
-    if (boundary > 0) out.boundaries.push_back({c, boundary});
+    if (!n.outputs.empty() && nchw_reader(n.outputs[0], 0)) {
+      boundary.elements += elements(g, n.outputs[0]);
+      boundary.out_of.push_back(shape_of(g, n.outputs[0]));
+    }
+    if (boundary.elements > 0) out.boundaries.push_back(std::move(boundary));
   }
   for (const auto& [pc, e] : pairs)
-    if (pc.first != pc.second) out.links.push_back({pc.first, pc.second, e.first, e.second});
+    if (pc.first != pc.second) out.links.push_back({pc.first, pc.second, e.elements, e.shape, e.straight});
   return out;
 }
 

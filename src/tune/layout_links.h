@@ -16,6 +16,7 @@ namespace grove::tune {
 struct LayoutLink {
   size_t producer = 0, consumer = 0;  // node indices of two convs in `is_conv`
   int64_t elements = 0;               // what a Transpose between them moves
+  Shape shape;                        // that value's shape, as NCHW
   // No Add, Concat or MaxPool between them: two channel-blocked convs share their value only
   // then (those ops run channels-last or NCHW, never blocked).
   bool straight = true;
@@ -24,6 +25,7 @@ struct LayoutLink {
 struct LayoutBoundary {
   size_t conv = 0;       // node index
   int64_t elements = 0;  // what its Transposes in and out move when it runs channels-last
+  std::vector<Shape> into, out_of;  // the NCHW shapes of the values it changes the layout of, in and out
 };
 
 struct LayoutLinks {

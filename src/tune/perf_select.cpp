@@ -12,7 +12,9 @@
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/flops.h"
+#include "tune/csv_fields.h"
 #include "tune/layout_links.h"
+#include "tune/layout_model.h"
 #include "tune/pbqp.h"
 #include "tune/record.h"
 
@@ -22,18 +24,6 @@ namespace {
 constexpr const char* kDatasetHeader =
     "machine,threads,node,batch,cin,cout,in_h,in_w,out_h,out_w,kernel_h,kernel_w,stride_h,stride_w,group,primitive,"
     "extent,tiles,us";
-
-// Splits one CSV line; fields in double quotes may hold commas.
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
-    else if (ch == ',' && !quoted) out.emplace_back();
-    else out.back() += ch;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -47,7 +37,7 @@ std::vector<ProfileRow> read_profile_csv(const std::string& path) {
   while (std::getline(f, line)) {
     ++line_no;
     if (line.empty()) continue;
-    const std::vector<std::string> v = fields(line);
+    const std::vector<std::string> v = csv_fields(line);
     auto fail = [&](const std::string& why) { return Error(path + ": line " + std::to_string(line_no) + ": " + why); };
     if (v.size() != 19) throw fail("has " + std::to_string(v.size()) + " fields, not 19");
     auto integer = [&](size_t i) {
@@ -119,6 +109,11 @@ std::string perf_model_path() {
   return dir.empty() ? "" : dir + "/conv.perfmodel";
 }
 
+std::string layout_model_path() {
+  const std::string dir = machine_tuning_dir();
+  return dir.empty() ? "" : dir + "/layout.perfmodel";
+}
+
 double predicted_cost(double total_us, int64_t tiles, int threads) {
   return total_us / std::max(1, threads) + total_us / double(std::max<int64_t>(tiles, 1));
 }
@@ -136,7 +131,7 @@ namespace {
 // One node of the selection problem: a conv of the graph as written, its choices (the rule's
 // first) and the layout each runs in.
 // The layout a conv runs in: what its neighbours' Transposes depend on.
-enum class ConvLayoutKind { nchw, channels_last, blocked };
+using ConvLayoutKind = ValueLayout;
 
 ConvLayoutKind layout_of(const std::string& primitive) {
   if (channels_last_primitive(primitive)) return ConvLayoutKind::channels_last;
@@ -150,14 +145,6 @@ ConvLayoutKind layout_of(const Node& node) {
   return spec->traits.layout == OpLayout::nhwc ? ConvLayoutKind::channels_last : ConvLayoutKind::nchw;
 }
 
-// Transposes between two linked convs' layouts: none in one, one between two others (blocked
-// and channels-last meet directly, passes/layout_nchwc.cpp), and two between blocked convs
-// linked through an Add, Concat or MaxPool, which never reads the blocked copy.
-int transposes_between(ConvLayoutKind a, ConvLayoutKind b, bool straight) {
-  if (a == ConvLayoutKind::blocked && b == ConvLayoutKind::blocked && !straight) return 2;
-  return a == b ? 0 : 1;
-}
-
 struct Vertex {
   size_t node = 0;  // in the plan as written
   bool tunable = false;
@@ -169,7 +156,7 @@ struct Vertex {
 }  // namespace
 
 std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions& options, const PerfModel& model,
-                                          double keep_share, double* plan_gain) {
+                                          double keep_share, double* plan_gain, const PerfModel* layout_model) {
   if (plan_gain) *plan_gain = 0;
   PlanOptions structure = options;
   structure.debug.prepare_weights = false;
@@ -233,7 +220,7 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
         for (const ConvCandidate& k : conv_candidates(as_written, n)) {
           if (k.tiles != rule.tiles || !std::count(priced.begin(), priced.end(), k.primitive) ||
               (layout_of(k.primitive) != ConvLayoutKind::nchw && options.conv_layout != ConvLayout::channels_last) ||
-              (threads > 1 && layout_of(k.primitive) != ruled_layout) ||
+              (threads > 1 && !layout_model && layout_of(k.primitive) != ruled_layout) ||
               (k.primitive == rule.primitive && k.extent == rule.extent))
             continue;
           v.choices.push_back(k);
@@ -254,11 +241,16 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
   }
   if (rule_us <= 0) return {};
 
-  // A Transpose's time from the plan's measure of what moving an element is worth in FLOPs,
-  // at the rate the model predicts for this model's convs; cut across the threads like a layer.
+  // A Transpose's time: the layout model's, or from the plan's measure of what moving an
+  // element is worth in FLOPs, at the rate the model predicts for this model's convs; cut
+  // across the threads like a layer.
   const double us_per_element = rules.options.machine.transpose_flops * rule_us / flops;
-  auto transpose_cost = [&](int64_t elements) {
-    return predicted_cost(double(elements) * us_per_element, threads, threads);
+  auto change_cost = [&](ValueLayout from, ValueLayout to, const Shape& shape, int64_t elements) {
+    const int k = layout_change(from, to);
+    if (k < 0) return 0.0;
+    const double us = layout_model ? layout_model->predict(layout_features(shape, threads)).at(static_cast<size_t>(k))
+                                   : double(elements) * us_per_element;
+    return predicted_cost(us, threads, threads);
   };
   std::vector<bool> is_conv(as_written.graph.nodes.size(), false);
   for (const Vertex& v : vertices) is_conv[v.node] = true;
@@ -268,17 +260,28 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
   for (const LayoutBoundary& b : links.boundaries) {
     std::vector<double>& costs = problem.node_costs[static_cast<size_t>(vertex_of[b.conv])];
     const Vertex& v = vertices[static_cast<size_t>(vertex_of[b.conv])];
-    for (size_t i = 0; i < costs.size(); ++i)
-      if (v.layout[i] != ConvLayoutKind::nchw) costs[i] += transpose_cost(b.elements);
+    for (size_t i = 0; i < costs.size(); ++i) {
+      if (v.layout[i] == ConvLayoutKind::nchw) continue;
+      if (!layout_model) {
+        costs[i] += change_cost(ValueLayout::nchw, ValueLayout::channels_last, {}, b.elements);
+        continue;
+      }
+      for (const Shape& s : b.into) costs[i] += change_cost(ValueLayout::nchw, v.layout[i], s, 0);
+      for (const Shape& s : b.out_of) costs[i] += change_cost(v.layout[i], ValueLayout::nchw, s, 0);
+    }
   }
   for (const LayoutLink& l : links.links) {
     const int a = vertex_of[l.producer], b = vertex_of[l.consumer];
     const Vertex &va = vertices[static_cast<size_t>(a)], &vb = vertices[static_cast<size_t>(b)];
     PbqpEdge e{a, b, std::vector<double>(va.choices.size() * vb.choices.size(), 0)};
     for (size_t i = 0; i < va.choices.size(); ++i)
-      for (size_t j = 0; j < vb.choices.size(); ++j)
-        if (const int t = transposes_between(va.layout[i], vb.layout[j], l.straight))
-          e.costs[i * vb.choices.size() + j] = t * transpose_cost(l.elements);
+      for (size_t j = 0; j < vb.choices.size(); ++j) {
+        const ValueLayout from = va.layout[i], to = vb.layout[j];
+        double& cost = e.costs[i * vb.choices.size() + j];
+        if (from == ValueLayout::blocked && to == ValueLayout::blocked && !l.straight)  // through NCHW
+          cost = change_cost(from, ValueLayout::nchw, l.shape, l.elements) + change_cost(ValueLayout::nchw, to, l.shape, l.elements);
+        else cost = change_cost(from, to, l.shape, l.elements);
+      }
     problem.edges.push_back(std::move(e));
   }
   const PbqpSolution solution = solve_pbqp(problem);

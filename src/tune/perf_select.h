@@ -38,6 +38,8 @@ std::vector<std::string> priced_primitives(const PerfModel& model);
 
 // Where this machine's performance model lives (machine_tuning_dir()), "" without a cache.
 std::string perf_model_path();
+// Where this machine's layout model lives (tune/layout_model.h), "" without a cache.
+std::string layout_model_path();
 
 // What grid_cost charges a node for a grid: its tiles' time over the threads plus one tile's
 // time (the tiles taken as equal), which the next layers wait on.
@@ -54,8 +56,12 @@ double predicted_cost(double total_us, int64_t tiles, int threads);
 // output_errors), and by at least `keep_share`. Returns the choices that differ from
 // the rules, and those that keep the solution's layout where the rules would change it;
 // `plan_gain`, when given, gets the share of the priced convs' predicted time (Transposes
-// between them included) the solution saves over the rules' plan.
+// between them included) the solution saves over the rules' plan. With a `layout_model`
+// (tune/layout_model.h) each layout change costs what it predicts for the value's shape and
+// direction, and every layout is offered at every thread count; without one, a change costs
+// the plan's price per moved element, and past one thread only the rule's layout is offered.
 std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions& options, const PerfModel& model,
-                                          double keep_share = 0.03, double* plan_gain = nullptr);
+                                          double keep_share = 0.03, double* plan_gain = nullptr,
+                                          const PerfModel* layout_model = nullptr);
 
 }  // namespace grove::tune

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "kernels/isa.h"
 #include "tune/perf_select.h"
@@ -21,9 +22,34 @@ namespace {
 // faster (docs/tuning.md). A model calibrated here is trusted node by node.
 constexpr double kShippedModelMinGain = 0.03;
 
+// The layout model plans price layout changes with (tune/layout_model.h): this machine's,
+// where grove tune --fit-layouts left one, else the one shipped for its ISA; none (the
+// plan's price per element) where neither is readable.
+struct NamedModel {
+  PerfModel model;
+  std::string name;
+};
+std::optional<NamedModel> layout_model() {
+  std::error_code ec;
+  if (const std::string path = layout_model_path(); !path.empty() && std::filesystem::exists(path, ec)) {
+    std::ifstream f(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    try {
+      return NamedModel{PerfModel::load(text), "layout model " + path};
+    } catch (const Error&) {
+    }
+  }
+  const std::string isa(kernels::isa_name(kernels::active_isa()));
+  const std::string_view shipped = shipped_layout_model(isa);
+  if (shipped.empty()) return std::nullopt;
+  return NamedModel{PerfModel::load(std::string(shipped)), "layout model shipped for " + isa};
+}
+
 TuningDecisions choices_of(const Graph& graph, const PlanOptions& po, const std::string& text, const std::string& name,
                            double min_gain) {
-  return model_choices(graph, po, PerfModel::load(text), name, min_gain);
+  const std::optional<NamedModel> layouts = layout_model();
+  return model_choices(graph, po, PerfModel::load(text), layouts ? name + " and " + layouts->name : name, min_gain,
+                       layouts ? &layouts->model : nullptr);
 }
 
 // The choices a performance model prices lowest on a plan of the rules' structure (no weights
@@ -56,10 +82,10 @@ TuningDecisions model_decisions(const Graph& graph, const PlanOptions& po, bool 
 }  // namespace
 
 TuningDecisions model_choices(const Graph& graph, const PlanOptions& po, const PerfModel& model, const std::string& name,
-                              double min_gain) {
+                              double min_gain, const PerfModel* layout_model) {
   TuningDecisions d;
   double gain = 0;
-  d.choices = predicted_choices(graph, po, model, 0.03, &gain);
+  d.choices = predicted_choices(graph, po, model, 0.03, &gain, layout_model);
   d.from = DecisionSource::model;
   char share[96];
   std::snprintf(share, sizeof share, "predicted to save %.1f%% of the convs' time", 100 * gain);

@@ -31,10 +31,11 @@ struct TuningDecisions {
 TuningDecisions tuning_decisions(const Graph& graph, const PlanOptions& po, const std::string& tuning,
                                  const std::vector<NodeChoice>& choices);
 
-// The choices `model` prices lowest (source `name`), or none where its plan is predicted to
-// save less than `min_gain` of the priced convs' time (the source then says so).
+// The choices `model` prices lowest (source `name`), with layout changes priced by
+// `layout_model` where given, or none where its plan is predicted to save less than
+// `min_gain` of the priced convs' time (the source then says so).
 TuningDecisions model_choices(const Graph& graph, const PlanOptions& po, const PerfModel& model, const std::string& name,
-                              double min_gain);
+                              double min_gain, const PerfModel* layout_model = nullptr);
 
 // make_plan with tuning_decisions' choices.
 std::shared_ptr<const Plan> plan_with_tuning(const Graph& graph, PlanOptions po, const std::string& tuning,

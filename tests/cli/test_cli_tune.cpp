@@ -228,6 +228,33 @@ TEST(CliTune, AFreshMachinePlansWithTheShippedModelWhereItPredictsAGain) {
   EXPECT_NE(off.out.find("\"tuning\": \"\""), std::string::npos) << off.out;
 }
 
+// --sample-layouts times every layout change of sampled values into a CSV; --fit-layouts trains
+// the layout model on it, reports it against the per-element price and installs it, and plans
+// then name it beside the performance model. Without --dataset, or with a model, an error.
+TEST(CliTune, LayoutChangesAreSampledAndTheLayoutModelFittedAndUsed) {
+  TempDir d;
+  TuneDir env(d / "cache");
+  const std::string csv = (d / "layouts.csv").string();
+  Result r = run_grove({"tune", "--sample-layouts", "8", "--threads", "2", "--runs", "2", "--passes", "1", "--dataset", csv});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("value 8/8 at 2 threads"), std::string::npos) << r.err;
+  const std::string rows = read_bytes(csv);
+  EXPECT_EQ(rows.rfind("machine,threads,change,batch,c,h,w,us\n", 0), 0u) << rows.substr(0, 200);
+  for (const char* change : {"nchw_to_nhwc", "nhwc_to_nchw", "nchw_to_blocked", "blocked_to_nchw", "nhwc_to_blocked", "blocked_to_nhwc"})
+    EXPECT_NE(rows.find(std::string(",") + change + ",1,"), std::string::npos) << change;
+  Result fit = run_grove({"tune", "--fit-layouts", csv});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err << fit.out;
+  EXPECT_NE(fit.out.find("one price per element"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("model: " + (d / "cache").string()), std::string::npos) << fit.out;
+  Result plan = run_grove({"plan", kModel, "--threads", "2", "--tuning", "model"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find(" and layout model " + (d / "cache").string()), std::string::npos) << plan.out;
+  expect_clean_error(run_grove({"tune", "--sample-layouts", "2"}));
+  expect_clean_error(run_grove({"tune", kModel, "--sample-layouts", "2", "--dataset", csv}));
+  write_bytes(d / "few.csv", "machine,threads,change,batch,c,h,w,us\n");
+  expect_clean_error(run_grove({"tune", "--fit-layouts", (d / "few.csv").string()}));
+}
+
 // --calibrate samples conv layers here, fine-tunes the model shipped for this ISA on them and
 // installs it as this machine's model, which plans then use. With a model, it is an error.
 TEST(CliTune, CalibrateFineTunesTheShippedModelAndInstallsIt) {

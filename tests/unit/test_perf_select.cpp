@@ -17,6 +17,7 @@
 #include "runtime/reference_executor.h"
 #include "passes/passes.h"
 #include "tune/layout_links.h"
+#include "tune/layout_model.h"
 #include "tune/perf_select.h"
 #include "tune/tuned_plan.h"
 
@@ -137,6 +138,27 @@ tune::PerfModel taught(const std::vector<double>& factor) {
   return taught([&](int64_t) { return factor; });
 }
 
+// A layout model (tune/layout_model.h) taught that every layout change of a value costs
+// `us_per_element` per element, at 1 and 2 threads.
+tune::PerfModel taught_layouts(double us_per_element) {
+  std::vector<tune::PerfSample> samples;
+  for (int64_t c : {8, 16, 32, 64, 128, 256, 512})
+    for (int64_t h : {4, 8, 16, 32, 64})
+      for (int threads : {1, 2}) {
+        const Shape shape = {1, c, h, h};
+        tune::PerfSample s;
+        s.features = tune::layout_features(shape, threads);
+        s.times.assign(tune::layout_changes().size(), us_per_element * double(c * h * h));
+        samples.push_back(s);
+      }
+  tune::TrainOptions o;
+  o.epochs = 200;
+  o.learning_rate = 3e-3;
+  tune::PerfModel m = tune::PerfModel::train(samples, o);
+  m.set_output_names(tune::layout_changes());
+  return m;
+}
+
 PlanOptions options(ConvLayout layout, double transpose_flops = kDefaultTransposeFlops, int threads = 1) {
   PlanOptions po;
   po.threads = threads;
@@ -151,6 +173,37 @@ std::shared_ptr<const Plan> structure(const Graph& g, ConvLayout layout) { retur
 // A plan predicted to save less than the least gain asked for keeps the rules (what a model
 // shipped from another CPU must clear, tune/tuned_plan.cpp); the share predicted_choices
 // reports is what the choices save over the rules' plan.
+// The layout model's data: one sample per value and thread count, a time per change measured
+// (the others masked); damaged rows are Errors naming the line.
+TEST(LayoutModel, RowsOfOneValueBecomeOneMaskedSample) {
+  const std::string path = write_csv("machine,threads,change,batch,c,h,w,us\n"
+                                     "m,2,nchw_to_nhwc,1,64,14,14,10\n"
+                                     "m,2,blocked_to_nhwc,1,64,14,14,30\n"
+                                     "m,1,nchw_to_nhwc,1,64,14,14,18\n");
+  const auto rows = tune::read_layout_csv(path);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].shape, (Shape{1, 64, 14, 14}));
+  const auto samples = tune::layout_samples(rows);
+  ASSERT_EQ(samples.size(), 2u);
+  const tune::PerfSample& two = samples[0].features.back() > 0 ? samples[0] : samples[1];
+  ASSERT_EQ(two.times.size(), 6u);
+  EXPECT_EQ(two.times[0], 10);
+  EXPECT_EQ(two.times[5], 30);
+  EXPECT_TRUE(std::isnan(two.times[1]));
+  EXPECT_EQ(tune::layout_change(tune::ValueLayout::channels_last, tune::ValueLayout::blocked), 4);
+  EXPECT_EQ(tune::layout_change(tune::ValueLayout::blocked, tune::ValueLayout::blocked), -1);
+  for (const std::string& bad : {std::string("m,1,sideways,1,64,14,14,1\n"), std::string("m,1,nchw_to_nhwc,1,0,14,14,1\n"),
+                                 std::string("m,1,nchw_to_nhwc,1,64,14,14,-1\n"), std::string("m,1\n")}) {
+    const std::string p = write_csv("machine,threads,change,batch,c,h,w,us\n" + bad);
+    try {
+      tune::read_layout_csv(p);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(PerfSelect, APlanPredictedToSaveLessThanTheLeastGainKeepsTheRules) {
   const Graph g = unfused_graph(one_conv());
   const PlanOptions po = options(ConvLayout::channels_last);
@@ -298,6 +351,22 @@ TEST(PerfSelect, AModelThatPricesTheBlockedConvRunsChainsBlocked) {
   EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last, 10 * kDefaultTransposeFlops), only_b), "ccc");
   // Past one thread the model keeps each conv in the rule's layout, blocked is no exception.
   EXPECT_EQ(layouts_chosen(options(ConvLayout::channels_last, 0, 2), half), "ccc");
+  // Unless a layout model prices the changes: nearly free, the chain goes blocked at 2 threads
+  // too; at a thousand times the convs' time, the chain runs NCHW throughout, without the
+  // changes at its ends that the rules' channels-last chain has.
+  const tune::PerfModel half_on_grids =
+      taught([](int64_t) { return std::vector<double>{1, 1, 1, 1, 1, 1, 0.5}; }, {32, 64, 128, 256}, 1, true);
+  auto with_layouts = [&](const PlanOptions& po, double us_per_element) {
+    const tune::PerfModel layouts = taught_layouts(us_per_element);
+    PlanOptions with = po;
+    with.choices = tune::predicted_choices(g, po, half_on_grids, 0.03, nullptr, &layouts);
+    std::string chosen;
+    for (const Node& n : make_plan(g, with)->graph.nodes)
+      if (n.op_type.starts_with("Conv")) chosen += n.op_type == "ConvNhwc" ? 'c' : n.op_type == "ConvNchwc" ? 'b' : 'n';
+    return chosen;
+  };
+  EXPECT_EQ(with_layouts(options(ConvLayout::channels_last, 0, 2), 1e-6), "bbb");
+  EXPECT_EQ(with_layouts(options(ConvLayout::channels_last, 0, 2), 1e3), "nnn");
 }
 
 // A network's stem (3 channels, 7x7 stride 2) that the rules run on the direct kernel: a model
