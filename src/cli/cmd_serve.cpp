@@ -68,7 +68,7 @@ int run_serve(const ServeOptions& o) {
   serve::InferenceServer server(engine, models,
                                 {.max_body_bytes = o.max_body_bytes, .max_concurrent = o.max_concurrent,
                                  .request_timeout_s = o.request_timeout_s, .max_serve_memory = o.max_serve_memory,
-                                 .calibration = calibration.get()});
+                                 .mt_graph_window_ms = o.mt_graph_window_ms, .calibration = calibration.get()});
   // --max-concurrent also bounds the connections held waiting for an HTTP thread: past it a
   // client is answered 503 at once rather than queued without limit. By default every held
   // connection has a thread: a thread waiting on a slow or idle client costs a stack, while
@@ -138,6 +138,8 @@ Endpoints (the Open Inference Protocol v2, as KServe and Triton define it):
   GET  /metrics                               Prometheus: requests, failures, latency histograms
                                               per model; engine tiles, busy time, jobs in flight;
                                               the background calibration's state
+  GET  /v2/mtgraph                            MT-Graph: the pairs of models run together, the stage
+                                              schedule in force for each and its measured gain
   GET  /                                      a live page: models, rates, latencies, tiles per core
 With --grpc-port: the same protocol over gRPC (inference.GRPCInferenceService: ServerLive,
 ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelInfer with raw_input_contents or
@@ -217,6 +219,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--tuning", o.tuning, kTuningHelp)->capture_default_str()->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_option("--mt-graph-window-ms", o.mt_graph_window_ms,
+                  "With several models: how long a request waits for a request of another model to run with it as "
+                  "one MT-Graph compound task, whose stage schedule the server searches on live pairs and keeps "
+                  "only where it beats plain co-execution (GET /v2/mtgraph; docs/serving.md). 0: every request runs alone")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--calibrate-when-idle", o.calibrate_when_idle_s,
                   "Seconds without a request after which the server calibrates the shipped performance model to this "
                   "machine, a sampled conv layer at a time at idle priority, giving a layer up when a request arrives "

@@ -172,6 +172,7 @@ struct ServeOptions {
   std::string precision = "fp32";   // fp32 | bf16, for every served model
   std::string tuning = "auto";      // auto | off: tuning records (docs/tuning.md)
   double calibrate_when_idle_s = 10;  // background calibration after this long without a request; 0: never
+  double mt_graph_window_ms = 1.0;  // MT-Graph pairs: how long a request waits for another model's; 0: off
   std::string layout = "nhwc";      // nhwc | nchw: SessionOptions::conv_layout of every served model
   Limits limits;                    // --max-memory, --max-nodes, --max-tiles
 };

@@ -96,8 +96,8 @@ std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_p
   return dag;
 }
 
-StagedJob::StagedJob(std::shared_ptr<const StagedDag> dag, std::vector<std::shared_ptr<PlannedRun>> runs)
-    : dag_(std::move(dag)), runs_(std::move(runs)) {
+StagedJob::StagedJob(std::shared_ptr<const StagedDag> dag, std::vector<std::shared_ptr<PlannedRun>> runs, CancelToken cancel)
+    : dag_(std::move(dag)), runs_(std::move(runs)), cancel_(std::move(cancel)) {
   if (runs_.size() != dag_->offset.size()) throw Error("MT-Graph: one run per model of the staged DAG is needed");
 }
 

@@ -35,13 +35,15 @@ std::shared_ptr<const StagedDag> make_staged_dag(const std::vector<std::shared_p
 
 class StagedJob : public Job {
  public:
-  // One run per plan, in the same order as make_staged_dag's plans.
-  StagedJob(std::shared_ptr<const StagedDag> dag, std::vector<std::shared_ptr<PlannedRun>> runs);
+  // One run per plan, in the same order as make_staged_dag's plans; `cancel` stops the whole
+  // compound task (a server gives it the latest of its requests' deadlines).
+  StagedJob(std::shared_ptr<const StagedDag> dag, std::vector<std::shared_ptr<PlannedRun>> runs, CancelToken cancel = {});
 
   DagView dag() const override;
   void run_tile(int32_t tile, int worker) override;
   std::string tile_label(int32_t tile) const override;
   void finished(std::exception_ptr error) noexcept override;
+  CancelToken cancel_token() const override { return cancel_; }
 
  private:
   // The model owning combined tile `tile`, or -1 for a gate.
@@ -49,6 +51,7 @@ class StagedJob : public Job {
 
   std::shared_ptr<const StagedDag> dag_;
   std::vector<std::shared_ptr<PlannedRun>> runs_;
+  CancelToken cancel_;
 };
 
 }  // namespace grove

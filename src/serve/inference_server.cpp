@@ -289,7 +289,8 @@ InferenceServer::InferenceServer(Engine& engine, ModelRepository& models, Server
     : engine_(engine),
       models_(models),
       options_(options),
-      memory_(options.max_serve_memory > 0 ? options.max_serve_memory : default_serve_memory()) {}
+      memory_(options.max_serve_memory > 0 ? options.max_serve_memory : default_serve_memory()),
+      mt_graph_(engine, {.pair_window_ms = options.mt_graph_window_ms}) {}
 
 HttpResponse InferenceServer::handle(const HttpRequest& request) {
   try {
@@ -330,6 +331,10 @@ HttpResponse InferenceServer::route(const HttpRequest& request) {
     if (!recording.owns_lock()) throw HttpError(503, "a timeline is being recorded for another client; retry");
     return {.status = 200, .content_type = "application/json", .headers = {},
             .body = record_timeline(engine_, kTimelineWindowSeconds, kTimelineJobs)};
+  }
+  if (p.size() == 2 && p[0] == "v2" && p[1] == "mtgraph") {
+    need(get);
+    return mt_graph_schedules();
   }
   if (p.empty() || p[0] != "v2") throw HttpError(404, "no such endpoint: " + request.path);
   if (p.size() == 1) {
@@ -503,8 +508,11 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   } else {
     std::future<TensorMap> pending;
     try {
-      pending = model.batcher ? model.batcher->submit(std::move(parsed.inputs), cancel)
-                              : model.session->submit(std::move(parsed.inputs), cancel);
+      // Requests of two models that arrive together run as one MT-Graph compound task
+      // (mt_graph_pairs.h); a model of its own, or batched, runs alone.
+      pending = model.batcher              ? model.batcher->submit(std::move(parsed.inputs), cancel)
+                : models_.loaded().size() > 1 ? mt_graph_.submit(model, std::move(parsed.inputs), cancel)
+                                           : model.session->submit(std::move(parsed.inputs), cancel);
     } catch (const Error& e) {
       throw planning_error(model, e);
     }
@@ -550,6 +558,16 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
   return r;
 }
 
+HttpResponse InferenceServer::mt_graph_schedules() const {
+  json pairs = json::array();
+  for (const MtGraphPairState& p : mt_graph_.pairs())
+    pairs.push_back({{"models", p.models}, {"phase", p.phase}, {"pointers", p.rho}, {"pair_runs", p.pair_runs},
+                     {"schedules_profiled", p.schedules_profiled}, {"plain_ms", p.plain_ms}, {"staged_ms", p.staged_ms},
+                     {"gain", p.gain}});
+  json body = {{"enabled", mt_graph_.enabled()}, {"pair_window_ms", options_.mt_graph_window_ms}, {"pairs", pairs}};
+  return {.status = 200, .content_type = "application/json", .headers = {}, .body = body.dump()};
+}
+
 HttpResponse InferenceServer::metrics() const {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4";
@@ -586,6 +604,26 @@ HttpResponse InferenceServer::metrics() const {
          cs.layers_total);
     line("Layers the background calibration gave up because a request arrived.", "counter",
          "grove_calibration_interruptions_total", static_cast<double>(cs.interruptions));
+  }
+  if (mt_graph_.enabled()) {
+    const std::vector<MtGraphPairState> pairs = mt_graph_.pairs();
+    auto pair_family = [&](const char* name, const char* type, const char* help, auto&& value) {
+      r.body += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+      for (const MtGraphPairState& p : pairs) {
+        char number[64];
+        std::snprintf(number, sizeof number, "%.17g", double(value(p)));
+        r.body += std::string(name) + "{models=\"" + p.models[0] + "+" + p.models[1] + "\"} " + number + "\n";
+      }
+    };
+    pair_family("grove_mtgraph_pair_runs_total", "counter",
+                "Requests of two models run together as one MT-Graph compound task (GET /v2/mtgraph).",
+                [](const MtGraphPairState& p) { return p.pair_runs; });
+    pair_family("grove_mtgraph_schedule_staged", "gauge",
+                "1 where a staged MT-Graph schedule is in force for the pair, 0 while it is searched or where none won (the requests run apart).",
+                [](const MtGraphPairState& p) { return p.phase == "in force" ? 1 : 0; });
+    pair_family("grove_mtgraph_gain", "gauge",
+                "Plain co-execution's latency over the schedule in force's, measured on live pairs (1 when plain).",
+                [](const MtGraphPairState& p) { return p.gain; });
   }
   // Per-model families, each family's samples together (the exposition format wants that).
   std::vector<std::pair<std::string, ModelMetrics::Snapshot>> per_model;

@@ -12,6 +12,7 @@
 #include "serve/http_types.h"
 #include "serve/memory_budget.h"
 #include "serve/model_repository.h"
+#include "serve/mt_graph_pairs.h"
 
 namespace grove::serve {
 
@@ -29,6 +30,9 @@ struct ServerOptions {
   // How long a request waits for reserved bytes to be given back before it gets 503 (and never
   // past its --request-timeout).
   double memory_wait_s = 1.0;
+  // How long a request waits for a request of another model to run with as one MT-Graph
+  // compound task (mt_graph_pairs.h); 0: never.
+  double mt_graph_window_ms = 1.0;
   // The background calibration of the performance model (cmd_serve), for /metrics; null: none.
   const BackgroundCalibration* calibration = nullptr;
 };
@@ -62,6 +66,7 @@ class InferenceServer {
   HttpError planning_error(const ServedModel& model, const Error& e) const;
   HttpResponse model_metadata(const ServedModel& model) const;
   HttpResponse metrics() const;
+  HttpResponse mt_graph_schedules() const;  // GET /v2/mtgraph
 
   Engine& engine_;
   ModelRepository& models_;
@@ -69,6 +74,7 @@ class InferenceServer {
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
   MemoryBudget memory_;
+  MtGraphPairs mt_graph_;
   // GET /v2/timeline, for the live page: a window of the engine's tiles, the last few runs'.
   static constexpr double kTimelineWindowSeconds = 0.3;
   static constexpr int kTimelineJobs = 6;

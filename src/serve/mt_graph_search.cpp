@@ -65,6 +65,8 @@ MtGraphResult search_pointer_matrix(const std::vector<int32_t>& ops, const MtGra
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
+  result.verified_cost = median(winner);
+  result.plain_cost = median(plain);
   if (o.verify > 0 && median(winner) >= median(plain)) {
     result.best = {result.start.rho, median(plain)};
     return result;

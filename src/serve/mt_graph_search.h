@@ -32,6 +32,8 @@ struct MtGraphResult {
   MtGraphRecord best;   // after verification: possibly `start` itself
   MtGraphRecord start;  // every pointer at the end: one stage, plain co-execution
   bool verified = false;  // the search's winner beat `start` again in the verification
+  // The verification's medians of the winner and of `start` (0 when none ran: the winner was `start`).
+  double verified_cost = 0, plain_cost = 0;
   std::vector<MtGraphRecord> records;  // every profiled matrix, in order
 };
 

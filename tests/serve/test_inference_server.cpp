@@ -257,6 +257,63 @@ TEST_F(Server, ConcurrentRequestsOfTwoModelsEqualSessionRuns) {
   EXPECT_EQ(server.in_flight(), 0);
 }
 
+// MT-Graph in the server: requests of two models that arrive together run as one compound
+// task while the stage schedule is searched on them, live; every answer is the session's own.
+// The search ends with a schedule in force or with the models' requests apart again, and
+// GET /v2/mtgraph and /metrics say which. Off (window 0): no pair is ever formed.
+TEST_F(Server, RequestsOfTwoModelsRunAsOnePairWhileTheirScheduleIsSearchedLive) {
+  std::vector<float> x(5 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 9.5f;
+  const json pair_req = {{"inputs", {{{"name", "x"}, {"shape", {5, 4}}, {"datatype", "FP32"}, {"data", x}}}}};
+  const std::string want_pair = infer("pair", pair_req).body, want_add = infer("add", add_request({1, 2, 3, 4, 5, 6})).body;
+  auto schedule = [&] {
+    const json j = parse(call("GET", "/v2/mtgraph"));
+    return j["pairs"].empty() ? json() : j["pairs"][0];
+  };
+  std::atomic<bool> go{true};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 2; ++c)
+    clients.emplace_back([&, c] {
+      while (go.load()) {
+        HttpResponse r = c ? infer("pair", pair_req) : infer("add", add_request({1, 2, 3, 4, 5, 6}));
+        if (r.status != 200 || r.body != (c ? want_pair : want_add)) wrong.fetch_add(1);
+      }
+    });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);  // well under a second here
+  while (std::chrono::steady_clock::now() < until && (schedule().is_null() || schedule()["phase"] == "searching"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  go.store(false);
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const json found = schedule();
+  ASSERT_FALSE(found.is_null());
+  EXPECT_EQ(std::set<std::string>(found["models"].begin(), found["models"].end()), (std::set<std::string>{"add", "pair"}));
+  EXPECT_TRUE(found["phase"] == "in force" || found["phase"] == "alone") << found.dump();
+  EXPECT_GT(found["pair_runs"].get<int64_t>(), 0);
+  EXPECT_GT(found["schedules_profiled"].get<int>(), 1) << found.dump();
+  EXPECT_EQ(found["pointers"].size(), 2u) << found.dump();
+  const std::string metrics = call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("grove_mtgraph_pair_runs_total{models="), std::string::npos);
+  EXPECT_NE(metrics.find("grove_mtgraph_gain{models="), std::string::npos);
+
+  InferenceServer off(engine, models, {.mt_graph_window_ms = 0});
+  std::vector<std::thread> unpaired;
+  for (int c = 0; c < 2; ++c)
+    unpaired.emplace_back([&, c] {
+      for (int i = 0; i < 50; ++i) {
+        HttpResponse r = off.handle({"POST", "/v2/models/" + std::string(c ? "pair" : "add") + "/infer", {},
+                                     c ? pair_req.dump() : add_request({1, 2, 3, 4, 5, 6}).dump()});
+        if (r.status != 200 || r.body != (c ? want_pair : want_add)) wrong.fetch_add(1);
+      }
+    });
+  for (std::thread& t : unpaired) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const json none = json::parse(off.handle({"GET", "/v2/mtgraph", {}, ""}).body);
+  EXPECT_EQ(none["enabled"], false);
+  EXPECT_TRUE(none["pairs"].empty());
+}
+
 }  // namespace
 }  // namespace grove::serve
 
