@@ -33,9 +33,10 @@ def tiny_model(path):
 
 
 class Server:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([GROVE, "serve", "--port", "0", "--threads", "2", "--calibrate-when-idle", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, *args, calibrate_when_idle="0", env=None):
+        self.proc = subprocess.Popen([GROVE, "serve", "--port", "0", "--threads", "2", "--calibrate-when-idle",
+                                      calibrate_when_idle, *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.port = None
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -245,6 +246,30 @@ def test_sigterm_finishes_requests_in_flight():
         t.join()
     assert statuses.count(200) > 0
     assert all(code in (200, 503, "refused") for code in statuses), statuses
+
+
+def test_background_calibration_measures_on_idle_cores_and_stops_with_the_server(tmp_path):
+    """On a machine without a performance model of its own, an idle server calibrates the
+    shipped one (docs/tuning.md); /metrics shows it, and SIGTERM stops it at once, installing
+    nothing unfinished."""
+    s = Server("--model", "cnn=" + CNN, calibrate_when_idle="0.2", env=dict(os.environ, GROVE_TUNE_DIR=str(tmp_path)))
+    try:
+        deadline, metrics = time.time() + 120, ""
+        while time.time() < deadline:
+            metrics = s.request("GET", "/metrics")[2].decode()
+            if 'grove_calibration_state{state="not needed"} 1' in metrics:
+                pytest.skip("no performance model ships for this ISA")
+            measured = [line for line in metrics.splitlines() if line.startswith("grove_calibration_layers_measured ")]
+            if measured and float(measured[0].split()[1]) >= 1:
+                break
+            time.sleep(0.05)
+        assert 'grove_calibration_layers_total 50' in metrics or "grove_calibration_layers_total 25" in metrics, metrics
+        assert float(measured[0].split()[1]) >= 1, metrics
+    finally:
+        started = time.time()
+        assert s.stop() == 0
+    assert time.time() - started < 30
+    assert list(tmp_path.rglob("conv.perfmodel")) == []
 
 
 def test_bad_command_lines():
