@@ -4,6 +4,7 @@
 
 #include "grove/model.h"
 #include "ops/op_names.h"
+#include "profile/small_graphs.h"
 #include "runtime/model.h"
 
 namespace grove::profile {
@@ -55,43 +56,17 @@ Tensor uniform_tensor(const Shape& shape, std::mt19937_64& rng) {
   return t;
 }
 
-Node conv_node(const tune::ConvConfig& c) {
-  Node n;
-  n.name = "conv";
-  n.op_type = kConv;
-  n.opset = 13;
-  n.inputs = {"x", "w", "b"};
-  n.outputs = {"c"};
-  auto ints = [&](const char* key, std::vector<int64_t> v) {
-    Attribute& a = n.attrs[key];
-    a.kind = Attribute::Kind::ints;
-    a.ints = std::move(v);
-  };
-  const int64_t pad = c.kernel_h / 2;
-  ints("kernel_shape", {c.kernel_h, c.kernel_w});
-  ints("strides", {c.stride_h, c.stride_w});
-  ints("pads", {pad, pad, pad, pad});
-  return n;
-}
-
 Graph conv_graph(const tune::ConvConfig& c, std::mt19937_64& rng) {
-  Graph g;
-  g.name = "sampled_conv";
-  g.opsets[""] = 13;
-  ValueDecl x{"x", DType::f32, {}, true};
-  for (int64_t d : {c.batch, c.cin, c.in_h, c.in_w}) x.dims.push_back(Dim{d, ""});
-  g.inputs.push_back(x);
+  Graph g = one_input_graph("sampled_conv", {c.batch, c.cin, c.in_h, c.in_w});
   g.initializers["w"] = uniform_tensor({c.cout, c.cin, c.kernel_h, c.kernel_w}, rng);
   g.initializers["b"] = uniform_tensor({c.cout}, rng);
-  g.nodes.push_back(conv_node(c));
-  Node relu;
-  relu.name = "relu";
-  relu.op_type = kRelu;
-  relu.opset = 13;
-  relu.inputs = {"c"};
-  relu.outputs = {"y"};
-  g.nodes.push_back(relu);
-  g.outputs.push_back(ValueDecl{"y", DType::f32, {}, false});
+  Node conv = opset13_node("conv", kConv, {"x", "w", "b"}, {"c"});
+  const int64_t pad = c.kernel_h / 2;
+  set_ints(conv, "kernel_shape", {c.kernel_h, c.kernel_w});
+  set_ints(conv, "strides", {c.stride_h, c.stride_w});
+  set_ints(conv, "pads", {pad, pad, pad, pad});
+  g.nodes.push_back(std::move(conv));
+  g.nodes.push_back(opset13_node("relu", kRelu, {"c"}, {"y"}));
   return g;
 }
 

@@ -5,6 +5,7 @@
 #include "grove/model.h"
 #include "kernels/cpu_info.h"
 #include "ops/op_names.h"
+#include "profile/small_graphs.h"
 #include "runtime/model.h"
 
 namespace grove::profile {
@@ -26,23 +27,10 @@ std::pair<Shape, std::vector<int64_t>> transpose_for(size_t k, const Shape& s, i
 }
 
 Graph transpose_graph(const Shape& in, const std::vector<int64_t>& perm) {
-  Graph g;
-  g.name = "sampled_layout_change";
-  g.opsets[""] = 13;
-  ValueDecl x{"x", DType::f32, {}, true};
-  for (int64_t d : in) x.dims.push_back(Dim{d, ""});
-  g.inputs.push_back(x);
-  Node t;
-  t.name = "transpose";
-  t.op_type = kTranspose;
-  t.opset = 13;
-  t.inputs = {"x"};
-  t.outputs = {"y"};
-  Attribute& a = t.attrs["perm"];
-  a.kind = Attribute::Kind::ints;
-  a.ints = perm;
-  g.nodes.push_back(t);
-  g.outputs.push_back(ValueDecl{"y", DType::f32, {}, false});
+  Graph g = one_input_graph("sampled_layout_change", in);
+  Node t = opset13_node("transpose", kTranspose, {"x"}, {"y"});
+  set_ints(t, "perm", perm);
+  g.nodes.push_back(std::move(t));
   return g;
 }
 
