@@ -15,6 +15,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-grpc-tools
   python3-dev pybind11-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel python3-distributed python3-yaml
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-matplotlib python3-sklearn
+  dataset-fashion-mnist
 )
 [ "${1:-}" = "--bench" ] && packages+=(libdnnl-dev)
 missing=()

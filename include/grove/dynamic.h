@@ -21,7 +21,7 @@ struct SubnetInfo {
   std::string name;
   double ratio = 1.0;      // uniform width ratio; for per-layer widths, kept/full channels over all layers
   double accuracy = -1;    // as the model's metadata states it (shown, not used); < 0 when not given
-  int64_t flops = 0;       // of the bound sub-net; 0 until input shapes are known
+  int64_t flops = 0;       // of the bound sub-net; symbolic sizes (a batch) taken as 1
   int64_t parameters = 0;  // weights of the sub-net's graph
 };
 

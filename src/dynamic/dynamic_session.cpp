@@ -72,10 +72,20 @@ DynamicSession::DynamicSession(Engine& engine, const std::string& path, SessionO
     }();
     sliced.graph.path = path + " [sub-net " + s.name + "]";
     SubnetInfo info{s.name, width_of(s, sliced.layers), s.accuracy, 0, sliced.graph.parameter_count()};
+    // Symbolic sizes (a batch dimension) taken as 1 for the FLOPs: the sub-nets compare alike.
+    ShapeMap at_one;
+    for (const ValueDecl& in : sliced.graph.inputs) {
+      if (sliced.graph.initializers.count(in.name)) continue;
+      Shape shape;
+      for (const Dim& d : in.dims) shape.push_back(d.value >= 0 ? d.value : 1);
+      at_one[in.name] = shape;
+    }
     Session session(engine, model_from_graph(std::move(sliced.graph)), options);
     if (session.model().is_bound()) {
       info.flops = graph_flops(bound_graph(session.model()));
       plan_for(session, bound_graph(session.model()).bound_inputs);  // planned now, not on the first run
+    } else if (auto plan = plan_for(session, at_one)) {
+      info.flops = plan->total_flops;
     }
     built.push_back(Built{std::move(info), std::move(session)});
   }

@@ -14,9 +14,10 @@ def _np(t):
     return t.detach().cpu().numpy().astype(np.float32)
 
 
-def export(net, names, accuracies, path, full_index):
+def export(net, names, accuracies, path, full_index, batch=1, graph_name="slimnet_digits"):
     """`names[i]` and `accuracies[i]` describe net.subnets[i]; `full_index` is the sub-net
-    whose widths are the layers' full widths."""
+    whose widths are the layers' full widths. `batch`: the input's first dimension, a size or
+    a symbolic name."""
     assert net.subnets[full_index] == net.widths
     inits, nodes = [], []
     x = "image"
@@ -37,9 +38,9 @@ def export(net, names, accuracies, path, full_index):
         nodes.append(helper.make_node("Relu", [f"bn{layer}.out"], [f"relu{layer}.out"], name=f"relu{layer}"))
         x = f"relu{layer}.out"
     classifier_head(nodes, inits, x, net.fc)
-    graph = helper.make_graph(nodes, "slimnet_digits",
-                              [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 1, 16, 16])],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
+    graph = helper.make_graph(nodes, graph_name,
+                              [helper.make_tensor_value_info("image", TensorProto.FLOAT, [batch, 1, net.image, net.image])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="grove tools/dynamic")
     helper.set_model_props(model, {"grove.subnets": metadata(net, names, accuracies)})
     onnx.checker.check_model(model)

@@ -1,4 +1,4 @@
-"""A slimmable CNN for the digits dataset: one set of weights, many widths (paper 002).
+"""A slimmable CNN: one set of weights, many widths (paper 002); digits by default.
 
 Every conv keeps a prefix of its output channels in a narrower sub-net, and reads the prefix
 of input channels its producer kept. Each sub-net has its own (private) BatchNorm, because
@@ -43,10 +43,11 @@ class SlimNet(nn.Module):
     """`subnets` is a list of per-layer output channel counts (len(LAYERS) each); BatchNorm
     is private per sub-net."""
 
-    def __init__(self, width_mult: float, subnets):
+    def __init__(self, width_mult: float, subnets, layers=LAYERS, image=IMAGE):
         super().__init__()
-        self.widths = [max(4, int(c * width_mult)) for c, _ in LAYERS]
-        self.strides = [s for _, s in LAYERS]
+        self.image = image  # the input plane's side, for the export
+        self.widths = [max(4, int(c * width_mult)) for c, _ in layers]
+        self.strides = [s for _, s in layers]
         self.convs = nn.ParameterList()
         cin = 1
         for w in self.widths:
