@@ -361,7 +361,8 @@ TEST(PerfSelect, AModelThatPricesTheBlockedConvRunsChainsBlocked) {
     PlanOptions with = po;
     with.choices = tune::predicted_choices(g, po, half_on_grids, 0.03, nullptr, &layouts);
     std::string chosen;
-    for (const Node& n : make_plan(g, with)->graph.nodes)
+    const auto plan = make_plan(g, with);  // held: a temporary's member would not outlive the loop's start
+    for (const Node& n : plan->graph.nodes)
       if (n.op_type.starts_with("Conv")) chosen += n.op_type == "ConvNhwc" ? 'c' : n.op_type == "ConvNchwc" ? 'b' : 'n';
     return chosen;
   };
