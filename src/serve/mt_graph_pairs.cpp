@@ -29,7 +29,12 @@ struct MtGraphPairs::Request {
 };
 
 struct MtGraphPairs::Pair {
-  std::shared_ptr<const Plan> plans[2];
+  // Not owned: a model unloaded or reloaded lets its plans go, and with them this pair (a new
+  // plan at the same address is another pair: `alive` tells them apart).
+  std::weak_ptr<const Plan> plans[2];
+  int32_t ops[2] = {0, 0};  // the plans' node counts, the pointers' range
+  bool alive(const Plan* a, const Plan* b) const { return plans[0].lock().get() == a && plans[1].lock().get() == b; }
+  bool gone() const { return plans[0].expired() || plans[1].expired(); }
   MtGraphPairState state;
   // The search's request: pair runs use `candidate` until `samples` has profile_runs latencies.
   // The search's start, every pointer at the end (one stage), is plain co-execution: the two
@@ -70,8 +75,13 @@ std::future<TensorMap> MtGraphPairs::submit(ServedModel& model, TensorMap inputs
   me->cancel = cancel;
   {
     std::lock_guard lock(mutex_);
-    std::shared_ptr<BufferPool>& pool = buffers_[plan.get()];
-    if (!pool) pool = std::make_shared<BufferPool>();
+    auto& [owner, pool] = buffers_[plan.get()];
+    if (!pool || owner.lock() != plan) {  // new, or a plan since freed whose address came back
+      owner = plan;
+      pool = std::make_shared<BufferPool>();
+      std::erase_if(buffers_, [](const auto& b) { return b.second.first.expired(); });
+      std::erase_if(pairs_, [](const auto& p) { return p.second->gone(); });
+    }
     me->run = std::make_shared<PlannedRun>(plan, std::move(inputs),
                                            PlannedRunOptions{.buffers = pool, .scratch = scratch_, .cancel = cancel});
   }
@@ -139,7 +149,7 @@ void MtGraphPairs::run_alone(Request& r) {
 
 bool MtGraphPairs::pairs_well(const Plan* a, const Plan* b) const {
   auto it = pairs_.find(a < b ? std::make_pair(a, b) : std::make_pair(b, a));
-  if (it == pairs_.end()) return true;
+  if (it == pairs_.end() || !it->second->alive(it->first.first, it->first.second)) return true;
   const Pair& p = *it->second;
   return p.state.phase != "alone" && !(p.profiling && p.candidate == p.apart);
 }
@@ -149,10 +159,12 @@ std::shared_ptr<MtGraphPairs::Pair> MtGraphPairs::pair_for(const Request& a, con
   const Request &first = swap ? b : a, &second = swap ? a : b;
   std::lock_guard lock(mutex_);
   std::shared_ptr<Pair>& pair = pairs_[{first.plan.get(), second.plan.get()}];
-  if (!pair) {
+  if (!pair || !pair->alive(first.plan.get(), second.plan.get())) {
     pair = std::make_shared<Pair>();
     pair->plans[0] = first.plan;
     pair->plans[1] = second.plan;
+    pair->ops[0] = static_cast<int32_t>(first.plan->graph.nodes.size());
+    pair->ops[1] = static_cast<int32_t>(second.plan->graph.nodes.size());
     pair->state.models = {first.model->name, second.model->name};
     pair->state.phase = "searching";
     pair->apart = {std::vector<int32_t>(static_cast<size_t>(options_.search.pointers), static_cast<int32_t>(first.plan->graph.nodes.size())),
@@ -165,7 +177,7 @@ std::shared_ptr<MtGraphPairs::Pair> MtGraphPairs::pair_for(const Request& a, con
 
 void MtGraphPairs::run_pair(Request& a, Request& b) {
   std::shared_ptr<Pair> pair = pair_for(a, b);
-  const bool swap = a.plan.get() != pair->plans[0].get();
+  const bool swap = a.plan.get() > b.plan.get();  // pair_for's order
   Request &first = swap ? b : a, &second = swap ? a : b;
   PointerMatrix rho;
   std::shared_ptr<const StagedDag> dag;
@@ -176,7 +188,7 @@ void MtGraphPairs::run_pair(Request& a, Request& b) {
   }
   if (!dag) {
     try {
-      dag = make_staged_dag({pair->plans[0], pair->plans[1]}, rho);
+      dag = make_staged_dag({first.plan, second.plan}, rho);
     } catch (...) {  // never expected: the runs end with the error rather than never
       first.run->finished(std::current_exception());
       second.run->finished(std::current_exception());
@@ -205,16 +217,17 @@ void MtGraphPairs::run_pair(Request& a, Request& b) {
 }
 
 void MtGraphPairs::search(std::shared_ptr<Pair> pair) {
-  const std::vector<int32_t> ops = {static_cast<int32_t>(pair->plans[0]->graph.nodes.size()),
-                                    static_cast<int32_t>(pair->plans[1]->graph.nodes.size())};
+  const std::vector<int32_t> ops = {pair->ops[0], pair->ops[1]};
   auto cost = [&](const PointerMatrix& rho) {
     std::unique_lock lock(mutex_);
     pair->candidate = rho;
     pair->samples.clear();
     pair->profiling = true;
-    changed_.wait(lock, [&] { return stop_ || pair->samples.size() >= static_cast<size_t>(std::max(1, options_.profile_runs)); });
+    changed_.wait(lock, [&] {
+      return stop_ || pair->gone() || pair->samples.size() >= static_cast<size_t>(std::max(1, options_.profile_runs));
+    });
     pair->profiling = false;
-    if (stop_) throw Stopping{};
+    if (stop_ || pair->gone()) throw Stopping{};  // the server stops, or a model of the pair was unloaded
     ++pair->state.schedules_profiled;
     return median(pair->samples);
   };
@@ -234,7 +247,8 @@ void MtGraphPairs::search(std::shared_ptr<Pair> pair) {
 std::vector<MtGraphPairState> MtGraphPairs::pairs() const {
   std::lock_guard lock(mutex_);
   std::vector<MtGraphPairState> out;
-  for (const auto& [key, pair] : pairs_) out.push_back(pair->state);
+  for (const auto& [key, pair] : pairs_)
+    if (!pair->gone()) out.push_back(pair->state);
   return out;
 }
 

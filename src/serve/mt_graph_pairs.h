@@ -80,7 +80,8 @@ class MtGraphPairs {
   bool stop_ = false;
   std::deque<std::shared_ptr<Request>> waiting_;  // requests waiting for a partner, oldest first
   std::map<std::pair<const Plan*, const Plan*>, std::shared_ptr<Pair>> pairs_;
-  std::map<const Plan*, std::shared_ptr<BufferPool>> buffers_;  // one pool per plan, as a Session keeps
+  // One pool per plan, as a Session keeps, with the plan it is for (not kept alive by it).
+  std::map<const Plan*, std::pair<std::weak_ptr<const Plan>, std::shared_ptr<BufferPool>>> buffers_;
   // Each model's latest request and its plan.
   std::map<const ServedModel*, std::pair<std::chrono::steady_clock::time_point, const Plan*>> last_seen_;
   std::vector<std::thread> searches_;

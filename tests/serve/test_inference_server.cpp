@@ -297,6 +297,23 @@ TEST_F(Server, RequestsOfTwoModelsRunAsOnePairWhileTheirScheduleIsSearchedLive) 
   EXPECT_NE(metrics.find("grove_mtgraph_pair_runs_total{models="), std::string::npos);
   EXPECT_NE(metrics.find("grove_mtgraph_gain{models="), std::string::npos);
 
+  // A model reloaded: its old plans go (the pair does not keep them), the new plans pair afresh,
+  // and the answers stay the session's.
+  models.load("add");
+  go.store(true);
+  clients.clear();
+  for (int c = 0; c < 2; ++c)
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 300; ++i) {
+        HttpResponse r = c ? infer("pair", pair_req) : infer("add", add_request({1, 2, 3, 4, 5, 6}));
+        if (r.status != 200 || r.body != (c ? want_pair : want_add)) wrong.fetch_add(1);
+      }
+    });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const json after = parse(call("GET", "/v2/mtgraph"))["pairs"];
+  EXPECT_EQ(after.size(), 1u) << after.dump() << ": the unloaded plans' pair is still listed";
+
   InferenceServer off(engine, models, {.mt_graph_window_ms = 0});
   std::vector<std::thread> unpaired;
   for (int c = 0; c < 2; ++c)
