@@ -14,27 +14,12 @@ sub-net's P99 alone, measured first. The load defaults to the embedded default m
 """
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def grove_json(cmd):
-    print("+", " ".join(cmd), file=sys.stderr, flush=True)
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-
-
-def with_batch(path, batch):
-    """A copy of the model with its batch fixed: --shape would reach the co-running model too."""
-    import onnx
-    m = onnx.load(str(path))
-    for v in (m.graph.input[0], m.graph.output[0]):
-        v.type.tensor_type.shape.dim[0].dim_value = batch
-    out = path.with_name(f"{path.stem}_b{batch}.onnx")
-    onnx.save(m, str(out))
-    return out
+sys.path.insert(0, str(ROOT / "bench"))
+from dynamic import grove_json, with_batch  # noqa: E402  (the digits kit's helpers)
 
 
 def measure(args):
