@@ -178,7 +178,8 @@ void lower_to_tiles(PlanBuild& b) {
   const TileRuleLookup lookup = b.lookup;
   const Graph& g = plan->graph;
   TileGraph& tg = plan->tiles;
-  const std::vector<int64_t> chain_paths = path_chains(*plan, lookup);
+  plan->path_chain = path_chains(*plan, lookup);
+  const std::vector<int64_t>& chain_paths = plan->path_chain;
   std::map<std::string, const Shape*> chosen_extent;
   for (const NodeChoice& c : options.choices)
     if (!c.extent.empty()) chosen_extent[c.node] = &c.extent;

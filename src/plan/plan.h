@@ -143,6 +143,10 @@ struct Plan {
   // per dim of output 0 (a regular grid; the last tile along a dim may be smaller).
   std::vector<const TileRule*> rules;
   std::vector<Shape> tile_extent;
+  // Per node: the number of independent paths of the chain it is on (DCCNN: grouped convs of
+  // the same group count feeding each other, cut path by path when there is a core per path),
+  // 0 when it is on none. A grid chosen for it later must keep its tiles within paths.
+  std::vector<int64_t> path_chain;
   // Per node: what its rule's `prepare` returned (packed weights, ...), passed to every
   // run_tile of the node; null when the rule has no prepare step.
   std::vector<std::shared_ptr<const void>> prepared;

@@ -190,6 +190,20 @@ std::vector<ConvCandidate> conv_candidates(const Plan& plan, size_t n) {
       if (seen.insert({"nchwc", blocked}).second) out.push_back({"nchwc", blocked, tile_count(y_blocked, blocked)});
     }
   }
+  // A conv on a chain of independent paths keeps them apart: only grids whose every tile lies
+  // within one path (or holds whole paths) and that cut the paths apart. A grid across paths
+  // makes every tile read every path of the conv before, the structure DCCNN removed, and the
+  // performance model does not price that (a rows-first grid won on its predictions and undid
+  // the paths of every decoupled model).
+  const int64_t paths = n < plan.path_chain.size() ? plan.path_chain[n] : 0;
+  if (paths > 1 && y.size() == 4 && y[1] % paths == 0) {
+    const int64_t per_path = y[1] / paths;
+    std::erase_if(out, [&](const ConvCandidate& c) {
+      const Shape e = nchw_extent(c.primitive, c.extent);
+      const int64_t channels = e.size() == 4 ? std::min(e[1], y[1]) : y[1];
+      return channels >= y[1] || (per_path % channels != 0 && channels % per_path != 0);
+    });
+  }
   return out;
 }
 

@@ -491,6 +491,79 @@ using namespace grove::test;
 // stem reads the image as it is; a and b read the stem through the pool, c reads both through
 // the Add (links that are not straight: no blocked value crosses them), d reads a straight;
 // c's output goes to a Relu that stays NCHW, d's is a graph output.
+// x -> stem (16 -> 64 channels) -> two 3x3 convs of 4 groups feeding each other (a DCCNN
+// chain of 4 paths) -> y, on 32x32.
+Graph chain_of_paths() {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 16, 32, 32}).output("y", kF32, {1, 64, 32, 32});
+  weight(b, "w0", {64, 16, 3, 3}, 1);
+  weight(b, "w1", {64, 16, 3, 3}, 2);
+  weight(b, "w2", {64, 16, 3, 3}, 3);
+  const std::tuple<const char*, const char*, const char*, int64_t> convs[] = {
+      {"x", "w0", "a", 1}, {"a", "w1", "b", 4}, {"b", "w2", "y", 4}};
+  for (const auto& [x, w, y, groups] : convs) {
+    auto& conv = b.node("Conv", {x, w}, {y}, std::string("conv_") + y);
+    OnnxBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+    OnnxBuilder::attr_int(conv, "group", groups);
+  }
+  return unfused_graph({"paths", b.bytes(), {}});
+}
+
+// A chain of paths planned with a core per path keeps its paths apart whatever the model
+// prefers: every grid offered for its convs cuts the paths apart and keeps each tile within
+// one, and the plan the model's choices make gives every tile of the second grouped conv one
+// parent, its own path's tile. With fewer cores than paths the chain is no chain, and grids
+// across paths stay on offer.
+TEST(PerfSelect, ChoicesForAChainOfPathsKeepThePathsApart) {
+  const Graph g = chain_of_paths();
+  PlanOptions four = options(ConvLayout::nchw, kDefaultTransposeFlops, 4);
+  const auto rules = make_plan(g, four);
+  size_t chained = 0;
+  for (size_t n = 0; n < rules->graph.nodes.size(); ++n) {
+    if (!tune::tunable_conv(*rules, n) || rules->path_chain[n] == 0) continue;
+    ++chained;
+    EXPECT_EQ(rules->path_chain[n], 4);
+    const std::vector<tune::ConvCandidate> offered = tune::conv_candidates(*rules, n);
+    EXPECT_FALSE(offered.empty());
+    for (const auto& c : offered) {
+      const Shape e = tune::nchw_extent(c.primitive, c.extent);
+      EXPECT_TRUE(e[1] < 64 && (16 % e[1] == 0 || e[1] % 16 == 0)) << c.primitive << " " << shape_str(c.extent);
+    }
+  }
+  EXPECT_EQ(chained, 2u);
+  // A model that finds rows-first grids 10x cheaper than channel cuts still keeps the paths.
+  std::vector<tune::PerfSample> samples;
+  for (int64_t h : {16, 32, 64})
+    for (int threads : {1, 2, 4})
+      for (const Shape& extent : {Shape{1, 64, h / 4, h}, Shape{1, 16, h, h}, Shape{1, 64, h, h}}) {
+        tune::PerfSample s;
+        s.features = tune::conv_features({1, 64, 64, h, h, h, h, 3, 3, 1, 1, 4}, extent, 4, threads);
+        s.times = {extent[1] < 64 ? 10.0 : 1.0};
+        samples.push_back(s);
+      }
+  tune::TrainOptions o;
+  o.epochs = 200;
+  o.learning_rate = 3e-3;
+  tune::PerfModel rows = tune::PerfModel::train(samples, o);
+  rows.set_output_names({"gemm"});
+  PlanOptions with = four;
+  with.choices = tune::predicted_choices(g, four, rows);
+  const auto plan = make_plan(g, with);
+  size_t second = 0;
+  for (size_t n = 0; n < plan->graph.nodes.size(); ++n)
+    if (plan->graph.nodes[n].name == "conv_y") second = n;
+  const TileGraph& tg = plan->tiles;
+  EXPECT_GT(tg.tile_count[second], 1);
+  for (int32_t t = tg.first_tile[second]; t < tg.first_tile[second] + tg.tile_count[second]; ++t)
+    EXPECT_EQ(tg.n_parents[t], 1) << "tile " << t << " of " << shape_str(plan->tile_extent[second]);
+  const auto two = make_plan(g, options(ConvLayout::nchw, kDefaultTransposeFlops, 2));
+  bool across = false;
+  for (size_t n = 0; n < two->graph.nodes.size(); ++n)
+    if (tune::tunable_conv(*two, n) && two->graph.nodes[n].attr_int("group", 1) == 4)
+      for (const auto& c : tune::conv_candidates(*two, n)) across = across || c.extent[1] == 64;
+  EXPECT_TRUE(across);
+}
+
 TEST(LayoutLinks, ConvsMeetThroughFollowersAndPayAtNchwBoundaries) {
   OnnxBuilder b(13);
   b.input("x", kF32, {1, 3, 32, 32}).output("y", kF32, {1, 16, 16, 16}).output("z", kF32, {1, 16, 16, 16});
