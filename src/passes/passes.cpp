@@ -79,6 +79,7 @@ void optimize(Graph& g) {
   fuse_layernorm(g);
   fuse_attention(g);
   fuse_epilogues(g);
+  split_grouped_convs(g);  // after the epilogues: each group's conv keeps its conv's bias and activation
   remove_dead_nodes(g);
 }
 

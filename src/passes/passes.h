@@ -90,6 +90,10 @@ int fuse_attention(Graph& graph);
 // Fuses a bias Add, a residual Add and an activation after a Conv, MatMul or Gemm into the
 // node's epilogue (graph/node_decisions.h says how; fuse_epilogue.cpp which chains).
 void fuse_epilogues(Graph& graph);
+// Each grouped float conv (not depthwise, at most 16 groups, no fused residual) becomes one
+// conv per group between channel Slices and a Concat, consecutive ones chained group to group
+// (split_grouped_convs.cpp says why); returns how many it split.
+int split_grouped_convs(Graph& graph);
 
 // Run by the importer, before binding: float16 activations computed in float32
 // (widen_float16.cpp says how); a graph without float16 is left as it is.

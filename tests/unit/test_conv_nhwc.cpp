@@ -1130,7 +1130,9 @@ TEST(LayoutF32, AnNhwcChoiceForcesChannelsLast) {
   b.node("Conv", {"x", "w"}, {"c"}, "small");
   b.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
   OnnxBuilder::attr_ints(b.node("Conv", {"img", "wi"}, {"z"}, "first_layer"), "pads", {1, 1, 1, 1});
-  OnnxBuilder::attr_int(b.node("Conv", {"x", "wg"}, {"g"}, "grouped"), "group", 2);
+  // With a residual fused in, a grouped conv stays grouped (passes/split_grouped_convs.cpp).
+  OnnxBuilder::attr_int(b.node("Conv", {"x", "wg"}, {"gc"}, "grouped"), "group", 2);
+  b.node("Add", {"gc", "x"}, {"g"}, "residual");
   const TensorMap inputs{{"x", seeded_tensor({1, 16, 8, 8}, 4)}, {"img", seeded_tensor({1, 3, 8, 8}, 5)}};
   Model model = model_from_graph(load_onnx_bytes(b.bytes(), "forced.onnx"));
   PlanOptions options;

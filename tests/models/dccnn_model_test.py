@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""The DCCNN kit (tools/dccnn/train_dccnn.py, thesis 004 3.2) in grove:
+
+  1. train_dccnn.py --quick trains the plain network, decouples it into 2 class-specific
+     paths, searches depths 3 and 4 (2 and 3 grouped convs), retrains (seconds) and saves PyTorch's logits of both
+     networks for 8 test images;
+  2. `grove run` runs both networks on those 8 images at once (the batch is symbolic); their
+     logits must equal PyTorch's;
+  3. the decoupled model's convs after its first decoupled conv are grouped convs of group 2
+     (the paths), it has fewer FLOPs than the plain one, and `grove plan --threads 2` (batch 32) cuts
+     each of them path by path (a core per path: every tile holds whole paths).
+
+Usage: dccnn_model_test.py --grove build/grove [--grove-args "--threads 2"] [--trained DIR]
+"""
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+ROOT = Path(__file__).resolve().parents[2]
+PATHS = 2
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grove", required=True)
+    ap.add_argument("--grove-args", default="")
+    ap.add_argument("--trained", type=Path, help="a folder train_dccnn.py --quick wrote: copied, not trained again")
+    args = ap.parse_args()
+    extra = shlex.split(args.grove_args)
+    work = Path(tempfile.mkdtemp(prefix="grove_dccnn_"))
+    if args.trained:
+        shutil.copytree(args.trained, work, dirs_exist_ok=True)
+    else:
+        subprocess.run([sys.executable, str(ROOT / "tools/dccnn/train_dccnn.py"), "--quick", "--out", str(work)],
+                       check=True, stdout=subprocess.DEVNULL)
+    failures = []
+    for name in ("plain", "decoupled"):
+        out = work / f"out_{name}"
+        r = subprocess.run([args.grove, "run", str(work / f"{name}.onnx"), "-i", str(work / "test_input.npy"),
+                            "-o", str(out)] + extra, capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{name}: grove failed: {r.stderr.strip()}")
+            continue
+        got = np.load(out / "logits.npy")
+        want = np.load(work / f"{name}.logits.npy")
+        err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+        bound = 1e-3 * max(float(np.abs(want).max()), 1e-3)
+        ok = got.shape == want.shape == (8, 10) and err <= bound
+        print(f"{name:9s} {got.shape} max|grove - torch| = {err:.2e} (bound {bound:.2e}) {'ok' if ok else 'MISMATCH'}")
+        if not ok:
+            failures.append(f"{name}: shape {got.shape}, max error {err:.3g} over {bound:.3g}")
+
+    report = json.loads((work / "report.json").read_text())
+    if not report["decoupled"]["flops"] < report["plain"]["flops"]:
+        failures.append(f"decoupled FLOPs {report['decoupled']['flops']} not under plain {report['plain']['flops']}")
+    graph = onnx.load(str(work / "decoupled.onnx")).graph
+    grouped = [n.name for n in graph.node if n.op_type == "Conv"
+               and any(a.name == "group" and a.i == PATHS for a in n.attribute)]
+    if len(grouped) != report["decoupled"]["depth"] - 1:
+        failures.append(f"grouped convs {grouped} for decoupling depth {report['decoupled']['depth']}")
+    r = subprocess.run([args.grove, "plan", str(work / "decoupled.onnx"), "--shape", "image=32x1x28x28", "--threads",
+                        str(PATHS), "--json"], capture_output=True, text=True)
+    try:
+        nodes = {n["name"]: n for n in json.loads(r.stdout)["nodes"]}
+        for name in grouped if len(grouped) > 1 else []:  # a chain: grouped convs feeding each other
+            grid = [int(d) for d in nodes[name]["grid"].split("x")]
+            print(f"plan: {name} grid {nodes[name]['grid']}")
+            if grid[1] < PATHS:
+                failures.append(f"{name}: grid {nodes[name]['grid']} does not cut the {PATHS} paths apart")
+    except (ValueError, KeyError) as err:
+        failures.append(f"grove plan: {err}: {r.stdout[:200]} {r.stderr}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"2 networks compared, {len(grouped)} grouped convs, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
