@@ -7,8 +7,9 @@
   2. `grove run` runs both networks on those 8 images at once (the batch is symbolic); their
      logits must equal PyTorch's;
   3. the decoupled model's convs after its first decoupled conv are grouped convs of group 2
-     (the paths), it has fewer FLOPs than the plain one, and `grove plan --threads 2` (batch 32) cuts
-     each of them path by path (a core per path: every tile holds whole paths).
+     (the paths), it has fewer FLOPs than the plain one, and grove's plan runs them as one
+     chain of ordinary convs per path (passes/split_grouped_convs.cpp): path k of each grouped
+     conv reads path k of the one before, no slice of their concatenation.
 
 Usage: dccnn_model_test.py --grove build/grove [--grove-args "--threads 2"] [--trained DIR]
 """
@@ -66,15 +67,17 @@ def main():
                and any(a.name == "group" and a.i == PATHS for a in n.attribute)]
     if len(grouped) != report["decoupled"]["depth"] - 1:
         failures.append(f"grouped convs {grouped} for decoupling depth {report['decoupled']['depth']}")
-    r = subprocess.run([args.grove, "plan", str(work / "decoupled.onnx"), "--shape", "image=32x1x28x28", "--threads",
+    r = subprocess.run([args.grove, "plan", str(work / "decoupled.onnx"), "--shape", "image=8x1x28x28", "--threads",
                         str(PATHS), "--json"], capture_output=True, text=True)
     try:
-        nodes = {n["name"]: n for n in json.loads(r.stdout)["nodes"]}
-        for name in grouped if len(grouped) > 1 else []:  # a chain: grouped convs feeding each other
-            grid = [int(d) for d in nodes[name]["grid"].split("x")]
-            print(f"plan: {name} grid {nodes[name]['grid']}")
-            if grid[1] < PATHS:
-                failures.append(f"{name}: grid {nodes[name]['grid']} does not cut the {PATHS} paths apart")
+        nodes = {n["name"] for n in json.loads(r.stdout)["nodes"]}
+        for i, name in enumerate(grouped):
+            for k in range(PATHS):
+                if f"{name}/group{k}" not in nodes:
+                    failures.append(f"{name}: no conv {name}/group{k} in the plan (not split into its paths)")
+                if i > 0 and f"{name}/group{k}/x/Slice" in nodes:
+                    failures.append(f"{name}: path {k} slices the conv before's output instead of reading its path")
+        print(f"plan: {len(grouped)} grouped convs as {PATHS} chains of {len(grouped)} convs")
     except (ValueError, KeyError) as err:
         failures.append(f"grove plan: {err}: {r.stdout[:200]} {r.stderr}")
     for f in failures:
