@@ -28,25 +28,30 @@ def p50(grove, model, threads, batch, runs):
     return r["results"][0]["p50_ms"]
 
 
-def interleaved(grove, models, threads, batch, runs, rounds):
-    """{name: median p50 over rounds} with the models' order alternating round by round."""
+def interleaved(grove, models, threads, batch, runs, rounds, raw=None):
+    """{name: median p50 over rounds} with the models' order alternating round by round; each
+    round's p50 goes into `raw` when given."""
     seen = {name: [] for name in models}
     names = list(models)
     for k in range(rounds):
         for name in names if k % 2 == 0 else names[::-1]:
             seen[name].append(p50(grove, models[name], threads, batch, runs))
+    if raw is not None:
+        raw.update(seen)
     return {name: statistics.median(v) for name, v in seen.items()}
 
 
 def measure(args):
     d = Path(args.models)
     report = json.loads((d / "report.json").read_text())
-    result = {"report": report, "latency": {}, "rounds": args.rounds, "runs": args.runs}
+    result = {"report": report, "latency": {}, "rounds": args.rounds, "runs": args.runs, "rounds_p50_ms": {}}
     pair = {"plain": d / "plain.onnx", "decoupled": d / "decoupled.onnx"}
     for threads in (1, 2):
         for batch in (1, 8):
-            result["latency"][f"t{threads}_b{batch}"] = interleaved(args.grove, pair, threads, batch, args.runs,
-                                                                   args.rounds)
+            key = f"t{threads}_b{batch}"
+            result["rounds_p50_ms"][key] = {}
+            result["latency"][key] = interleaved(args.grove, pair, threads, batch, args.runs, args.rounds,
+                                                 result["rounds_p50_ms"][key])
     cands = {f"d{r['depth']}_r{r['ratio']:g}": d / "candidates" / f"d{r['depth']}_r{r['ratio']:g}.onnx"
              for r in report["search"]}
     cands["plain"] = pair["plain"]

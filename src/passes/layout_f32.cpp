@@ -11,7 +11,8 @@
 // last dim, and a MaxPool of such a value pools the copy (MaxPoolNhwc), so a SqueezeNet fire
 // module or an inception module (whose pool branch reads the module's input) hands
 // channels-last values to the next one instead of a Transpose back and forth per branch. An Add
-// of two such values (a residual added after the activation) adds the copies.
+// of two such values (a residual added after the activation) adds the copies, and a Slice of
+// some of such a value's channels (a group of a split grouped conv) slices the copy.
 // Why: on the NCHW path the pixels fill the GEMM's vector lanes, so a 7x7 plane (49 pixels)
 // wastes a quarter of them, and any conv but a 1x1 lays out an im2col panel per tile.
 // Channels-last the output channels fill the lanes and each window row is one copied run
@@ -95,6 +96,36 @@ bool concat_takes_channels_last(const Graph& g, const Node& n, const std::map<st
   return true;
 }
 
+// A Slice of some channels of a value that has a channels-last copy (the groups of a split
+// grouped conv, passes/split_grouped_convs.cpp): constant starts and ends on axis 1 only, step
+// 1. It slices the copy along its last dim instead, so a path's convs read channels-last
+// channels with no Transpose back and forth.
+bool slice_takes_channels_last(const Graph& g, const Node& n, const std::map<std::string, std::string>& twin) {
+  if (n.op_type != kSlice || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() < 4 || n.inputs.size() > 5)
+    return false;
+  if (!twin.count(n.inputs[0]) || !f32_4d(info(g, n.inputs[0])) || !f32_4d(info(g, n.outputs[0]))) return false;
+  const Tensor* axes = constant(g, n.inputs[3]);
+  if (!axes || axes->numel() != 1 || !constant(g, n.inputs[1]) || !constant(g, n.inputs[2])) return false;
+  const int64_t axis = axes->dtype() == DType::i64 ? axes->data<int64_t>()[0]
+                       : axes->dtype() == DType::i32 ? axes->data<int32_t>()[0]
+                                                     : 0;
+  if (axis != 1 && axis != -3) return false;
+  if (n.inputs.size() == 5 && !n.inputs[4].empty()) {
+    const Tensor* steps = constant(g, n.inputs[4]);
+    if (!steps || steps->numel() != 1 || steps->to_f64()[0] != 1) return false;
+  }
+  return true;
+}
+
+// A constant [axis] named `name`, for a Slice's axes input.
+std::string one_axis(Graph& g, const std::string& name, int64_t axis) {
+  Tensor t(DType::i64, {1});
+  t.data<int64_t>()[0] = axis;
+  g.values[name] = ValueInfo{DType::i64, t.shape(), nullptr, true};
+  g.initializers[name] = std::move(t);
+  return name;
+}
+
 // A conv of few input channels and a kernel wider than 1x1 (a network's stem on an image):
 // channels-last, float32, where conv_rows adds its taps in registers, it beats the NCHW direct
 // kernel (docs/layout.md); it reads the image as it is (stems_read_nchw).
@@ -174,6 +205,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
   };
   auto twin_inputs = [&](const Node& c) {
     if (c.op_type == kConcat || c.op_type == kAdd) return c.inputs;
+    if (c.op_type == kSlice) return std::vector<std::string>{c.inputs[0]};
     std::vector<std::string> v = {c.inputs[0]};
     if (c.inputs.size() > kEpilogueResidualInput && !c.inputs[kEpilogueResidualInput].empty())
       v.push_back(c.inputs[kEpilogueResidualInput]);
@@ -210,6 +242,9 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
     if (n.op_type == kConcat || n.op_type == kAdd) {
       if (n.op_type == kConcat) set_axis(n, 1);
       for (std::string& in : n.inputs) in = nchw_of.at(in);
+    } else if (n.op_type == kSlice) {  // its NCHW axes went as dead with the NCHW Slice: anew
+      n.inputs[0] = nchw_of.at(n.inputs[0]);
+      n.inputs[3] = one_axis(g, nchw_of.at(n.outputs[0]) + "/axes", 1);
     } else if (n.op_type == kGlobalAveragePoolNhwc) {
       n.op_type = kGlobalAveragePool;
       n.domain.clear();
@@ -315,6 +350,15 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
       Node c = n;
       if (concat) set_axis(c, 3);
       for (std::string& in : c.inputs) in = twin.at(in);
+      out.push_back(std::move(c));
+      add_twin(n.outputs[0]);
+      movers.insert(twin.at(n.outputs[0]));
+      continue;
+    }
+    if (slice_takes_channels_last(g, n, twin)) {  // the same Slice on the copy's last dim
+      Node c = n;
+      c.inputs[0] = twin.at(n.inputs[0]);
+      c.inputs[3] = one_axis(g, n.outputs[0] + "/nhwc/axes", 3);
       out.push_back(std::move(c));
       add_twin(n.outputs[0]);
       movers.insert(twin.at(n.outputs[0]));

@@ -167,5 +167,31 @@ TEST(SplitGroupedConvs, ConsecutiveConvsOfOneGroupCountBecomeOneChainPerGroup) {
   EXPECT_EQ(many_groups, 16);
 }
 
+// A dense conv then a grouped one, channels-last: each group's Slice slices the dense conv's
+// channels-last output (passes/layout_f32.cpp), so the only Transposes are the input's and the
+// output's, not one back to NCHW and one per group forward again; the numbers stay the
+// reference's.
+TEST(SplitGroupedConvs, GroupsSliceTheChannelsLastValue) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 32, 8, 8}).output("y", kF32, {1, 32, 8, 8});
+  weight(b, "w1", {32, 32, 3, 3}, 1);
+  weight(b, "w2", {32, 16, 3, 3}, 2);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "w1"}, {"a"}, "dense"), "pads", {1, 1, 1, 1});
+  auto& grouped = b.node("Conv", {"a", "w2"}, {"y"}, "grouped");
+  OnnxBuilder::attr_int(grouped, "group", 2);
+  OnnxBuilder::attr_ints(grouped, "pads", {1, 1, 1, 1});
+  TestModel m{"slices", b.bytes(), {{"x", seeded_tensor({1, 32, 8, 8}, 3)}}};
+  Model model = load_test_model(m);
+  PlanOptions o;
+  o.conv_layout = ConvLayout::channels_last;
+  o.machine.transpose_flops = 0.01;  // channels-last whatever the Transposes cost
+  auto plan = make_plan(bound_graph(model), o);
+  EXPECT_EQ(count_ops(plan->graph, "ConvNhwc"), 3);
+  EXPECT_EQ(count_ops(plan->graph, "Transpose"), 2);
+  PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+  run_serial(run, 5);
+  expect_close(run.outputs(), run_reference(unfused_graph(m), m.inputs), 1e-4, "channels-last slices");
+}
+
 }  // namespace
 }  // namespace grove
