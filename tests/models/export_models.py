@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 
 from model_defs import (build_bert2, build_fpn_seg, build_gpt2, build_mobilenet_v2,
-                        build_resnet18, build_yolo_head)
+                        build_regnet_x_400mf, build_resnet18, build_yolo_head)
 
 # Bump when any model, input or export setting changes so stale caches are rebuilt.
 EXPORT_VERSION = 1
@@ -61,6 +61,9 @@ def zoo():
         "mobilenet_v2": dict(
             build=build_mobilenet_v2, opset=13, inputs=["input"], outputs=["logits"],
             cases={"b1_224": lambda rng: {"input": _image(rng, (1, 3, 224, 224))}}),
+        "regnet_x_400mf": dict(
+            build=build_regnet_x_400mf, opset=13, inputs=["input"], outputs=["logits"],
+            cases={"b1_160": lambda rng: {"input": _image(rng, (1, 3, 160, 160))}}),
         "bert2": dict(
             build=build_bert2, opset=14, inputs=["input_ids", "attention_mask"],
             outputs=["last_hidden_state"],

@@ -37,6 +37,15 @@ def build_mobilenet_v2(torch):
     return model
 
 
+def build_regnet_x_400mf(torch):
+    """torchvision's RegNetX-400MF: grouped 3x3 convs of 2, 4, 10 and 25 groups (16 channels a
+    group), the first three split into one conv per group by grove at load, the last kept."""
+    import torchvision
+    model = torchvision.models.regnet_x_400mf(weights=None)
+    _randomize_norm_stats(model, torch, seed=3)
+    return model
+
+
 def build_bert2(torch):
     nn = torch.nn
     F = torch.nn.functional
