@@ -511,7 +511,7 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
       // Requests of two models that arrive together run as one MT-Graph compound task
       // (mt_graph_pairs.h); a model of its own, or batched, runs alone.
       pending = model.batcher              ? model.batcher->submit(std::move(parsed.inputs), cancel)
-                : models_.loaded().size() > 1 ? mt_graph_.submit(model, std::move(parsed.inputs), cancel)
+                : models_.loaded_count() > 1 ? mt_graph_.submit(model, std::move(parsed.inputs), cancel)
                                            : model.session->submit(std::move(parsed.inputs), cancel);
     } catch (const Error& e) {
       throw planning_error(model, e);

@@ -93,6 +93,11 @@ std::vector<std::shared_ptr<ServedModel>> ModelRepository::loaded() const {
   return out;
 }
 
+size_t ModelRepository::loaded_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return models_.size();
+}
+
 std::vector<RepositoryEntry> ModelRepository::index() const {
   std::map<std::string, RepositoryEntry> all;
   for (const std::string& name : directory_models()) all[name] = {name, "UNAVAILABLE", "not loaded"};

@@ -64,6 +64,8 @@ class ModelRepository {
   // Null when not loaded.
   std::shared_ptr<ServedModel> find(const std::string& name) const;
   std::vector<std::shared_ptr<ServedModel>> loaded() const;
+  // How many models are loaded (what each request asks: one model, or a mix to co-serve).
+  size_t loaded_count() const;
   // Models in the directory, by name.
   std::vector<std::string> directory_models() const;
 

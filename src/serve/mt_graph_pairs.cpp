@@ -73,6 +73,7 @@ std::future<TensorMap> MtGraphPairs::submit(ServedModel& model, TensorMap inputs
   me->model = &model;
   me->plan = plan;
   me->cancel = cancel;
+  std::shared_ptr<BufferPool> buffers;
   {
     std::lock_guard lock(mutex_);
     auto& [owner, pool] = buffers_[plan.get()];
@@ -82,9 +83,12 @@ std::future<TensorMap> MtGraphPairs::submit(ServedModel& model, TensorMap inputs
       std::erase_if(buffers_, [](const auto& b) { return b.second.first.expired(); });
       std::erase_if(pairs_, [](const auto& p) { return p.second->gone(); });
     }
-    me->run = std::make_shared<PlannedRun>(plan, std::move(inputs),
-                                           PlannedRunOptions{.buffers = pool, .scratch = scratch_, .cancel = cancel});
+    buffers = pool;
   }
+  // Outside the lock: setting up a run binds its inputs and buffers, and other requests'
+  // pairing should not wait on that.
+  me->run = std::make_shared<PlannedRun>(plan, std::move(inputs),
+                                         PlannedRunOptions{.buffers = buffers, .scratch = scratch_, .cancel = cancel});
   me->result = me->run->result();
 
   std::unique_lock lock(mutex_);
