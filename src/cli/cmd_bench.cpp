@@ -83,6 +83,11 @@ double peak_rss_mb() {
 }
 
 int run_bench(const BenchOptions& o) {
+  // Only the plain timing of one model traces its runs; elsewhere the option would do nothing.
+  if (!o.trace_path.empty() && (!o.workers_schedule.empty() || !o.subnet.empty() || o.latency_target_ms > 0 ||
+                                !o.co_run.empty() || o.models.size() > 1))
+    throw Error("--trace traces one model timed alone; it does not apply with --subnet, --latency-target-ms, "
+                "--co-run, --workers-schedule or several models");
   if (!o.workers_schedule.empty()) return run_bench_elastic(o);
   if (!o.subnet.empty() || o.latency_target_ms > 0 || !o.co_run.empty()) return run_bench_dynamic(o);
   if (o.models.size() > 1) return o.mt_graph ? run_bench_mtgraph(o) : run_bench_coexec(o);

@@ -23,9 +23,11 @@ bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config) {
        y = plan.graph.values.find(node.outputs[0]);
   if (x == plan.graph.values.end() || w == plan.graph.values.end() || y == plan.graph.values.end()) return false;
   const Shape &xs = x->second.shape, &ws = w->second.shape, &ys = y->second.shape;
-  // 2-D, more than one input channel per group: the GEMM and Winograd paths (depthwise runs a
-  // direct loop whose grid the rule already fits to the plane).
-  if (x->second.dtype != DType::f32 || xs.size() != 4 || ws.size() != 4 || ys.size() != 4 || ws[1] <= 1) return false;
+  // 2-D, and not one input channel per group of several groups: depthwise runs a direct loop
+  // whose grid the rule already fits to the plane. A stem on one input channel (a grey image)
+  // is priced: unpriced, a neighbour's layout choice sent it back to its slow NCHW loop.
+  if (x->second.dtype != DType::f32 || xs.size() != 4 || ws.size() != 4 || ys.size() != 4) return false;
+  if (ws[1] <= 1 && node.attr_int("group", 1) > 1) return false;
   if (config) {
     const std::vector<int64_t> strides = node.attr_ints("strides", {1, 1});
     *config = {.batch = xs[0], .cin = xs[1], .cout = ws[0], .in_h = xs[2], .in_w = xs[3], .out_h = ys[2],

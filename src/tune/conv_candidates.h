@@ -37,7 +37,7 @@ bool channels_last_primitive(const std::string& primitive);
 Shape nchw_extent(const std::string& primitive, const Shape& extent);
 
 // Whether node n of the plan is a Conv whose primitive and grid are chosen (2-D, float32,
-// more than one input channel per group, on a tile rule); fills `config` when it is.
+// not depthwise, on a tile rule); fills `config` when it is.
 bool tunable_conv(const Plan& plan, size_t n, ConvConfig* config = nullptr);
 
 // The rule's own choice for node n of a plan: its grid and primitive ("nhwc" or

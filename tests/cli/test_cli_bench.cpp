@@ -74,6 +74,10 @@ TEST(CliBench, CoExecutionRejectsBothSchedulesAndUnnamedInputs) {
   Result unnamed = run_grove({"bench", kModel, kModel, "--input", GROVE_MODELS_DIR "/default_input.npy"});
   EXPECT_EQ(unnamed.exit_code, 1);
   EXPECT_NE(unnamed.err.find("name it as NAME=FILE.npy"), std::string::npos) << unnamed.err;
+  // --trace traces one model timed alone: with several models it is an error, not ignored.
+  Result traced = run_grove({"bench", kModel, kModel, "--trace", "/tmp/grove_unused_trace.json"});
+  EXPECT_EQ(traced.exit_code, 1);
+  EXPECT_NE(traced.err.find("--trace"), std::string::npos) << traced.err;
 }
 
 }  // namespace

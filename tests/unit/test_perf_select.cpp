@@ -399,6 +399,36 @@ TEST(PerfSelect, AModelThatPricesTheDirectKernelChoosesForStems) {
   EXPECT_TRUE(tune::predicted_choices(g, po, taught({1.0, 1.0, 1.0, 1.0})).empty());
 }
 
+// A stem on one input channel (a grey image) is priced too: unpriced, it kept no layout of its
+// own in the choice, and a neighbour chosen channel-blocked sent it back to NCHW and its
+// direct loop after the choice was made (the Fashion-MNIST sub-net w25 ran 0.6x with the
+// shipped model's choices, Zen 5). A depthwise conv (one channel per group) stays unpriced.
+TEST(PerfSelect, AOneChannelStemIsPricedWithItsNeighbours) {
+  OnnxBuilder b(13);
+  b.input("x", kF32, {8, 1, 28, 28}).output("y", kF32, {8, 16, 14, 14}).output("d", kF32, {8, 32, 28, 28});
+  weight(b, "w0", {32, 1, 3, 3}, 1);
+  weight(b, "w1", {16, 32, 3, 3}, 2);
+  weight(b, "wd", {32, 1, 3, 3}, 3);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "w0"}, {"a"}, "stem"), "pads", {1, 1, 1, 1});
+  auto& next = b.node("Conv", {"a", "w1"}, {"y"}, "next");
+  OnnxBuilder::attr_ints(next, "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_ints(next, "strides", {2, 2});
+  auto& dw = b.node("Conv", {"a", "wd"}, {"d"}, "depthwise");
+  OnnxBuilder::attr_ints(dw, "pads", {1, 1, 1, 1});
+  OnnxBuilder::attr_int(dw, "group", 32);
+  const Graph g = unfused_graph({"grey_stem", b.bytes(), {}});
+  const auto as_written = make_plan(g, options(ConvLayout::nchw));
+  for (size_t n = 0; n < as_written->graph.nodes.size(); ++n) {
+    const std::string& name = as_written->graph.nodes[n].name;
+    if (name == "depthwise") EXPECT_FALSE(tune::tunable_conv(*as_written, n));
+    if (name != "stem") continue;
+    ASSERT_TRUE(tune::tunable_conv(*as_written, n));
+    std::set<std::string> offered;
+    for (const auto& k : tune::conv_candidates(*as_written, n)) offered.insert(k.primitive);
+    EXPECT_TRUE(offered.count("direct") && offered.count("nhwc") && offered.count("gemm"));
+  }
+}
+
 TEST(PerfSelect, AModelSaysWhatItPrices) {
   tune::PerfModel m = taught({1.0, 2.0, 3.0, 4.0});
   EXPECT_EQ(tune::priced_primitives(m), kPrimitives);
