@@ -13,36 +13,20 @@
 
 Usage: antidote_model_test.py --grove build/grove [--grove-args "--threads 2"] [--keep DIR]
 """
-import argparse
 import json
-import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kit_workdir import kit_workdir  # noqa: E402
+
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--grove", required=True)
-    ap.add_argument("--grove-args", default="")
-    ap.add_argument("--keep", type=Path)
-    ap.add_argument("--trained", type=Path,
-                    help="a folder tools/dynamic/train_antidote.py --quick wrote: copied, not trained again "
-                         "(ctest trains once for both configurations)")
-    args = ap.parse_args()
-    extra = shlex.split(args.grove_args)
-    work = args.keep or Path(tempfile.mkdtemp(prefix="grove_antidote_"))
-    if args.trained:
-        shutil.copytree(args.trained, work, dirs_exist_ok=True)
-    else:
-        subprocess.run([sys.executable, str(ROOT / "tools/dynamic/train_antidote.py"), "--quick", "--out", str(work)],
-                       check=True, stdout=subprocess.DEVNULL)
+    args, extra, work = kit_workdir("tools/dynamic/train_antidote.py", "grove_antidote_")
     settings = json.loads((work / "settings.json").read_text())
     failures, checked = [], 0
     unpruned = np.load(work / "antidote.none.logits.npy")

@@ -13,35 +13,22 @@
 
 Usage: dccnn_model_test.py --grove build/grove [--grove-args "--threads 2"] [--trained DIR]
 """
-import argparse
 import json
-import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kit_workdir import kit_workdir  # noqa: E402
+
 PATHS = 2
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--grove", required=True)
-    ap.add_argument("--grove-args", default="")
-    ap.add_argument("--trained", type=Path, help="a folder train_dccnn.py --quick wrote: copied, not trained again")
-    args = ap.parse_args()
-    extra = shlex.split(args.grove_args)
-    work = Path(tempfile.mkdtemp(prefix="grove_dccnn_"))
-    if args.trained:
-        shutil.copytree(args.trained, work, dirs_exist_ok=True)
-    else:
-        subprocess.run([sys.executable, str(ROOT / "tools/dccnn/train_dccnn.py"), "--quick", "--out", str(work)],
-                       check=True, stdout=subprocess.DEVNULL)
+    args, extra, work = kit_workdir("tools/dccnn/train_dccnn.py", "grove_dccnn_")
     failures = []
     for name in ("plain", "decoupled"):
         out = work / f"out_{name}"
