@@ -20,7 +20,8 @@ const char* const kLayoutHelp =
     "Activation layout of float convs: nhwc runs each chain of convs the channels-last rule takes on NHWC "
     "activations (Transposes where NCHW ops meet them; Winograd layers, still on Winograd from 64 input channels, "
     "and stems of few input channels go channels-last only beside convs that pay for their Transposes; grouped "
-    "convs stay NCHW), nchw runs every conv as the model is written. docs/layout.md";
+    "convs of more than 16 groups stay NCHW, fewer run as one conv per group), nchw runs every conv as the model is "
+    "written. docs/layout.md";
 
 const char* const kTuningHelp =
     "Per-Conv primitives and tile grids from grove tune: auto uses the tuning record made for this model, CPU, "
