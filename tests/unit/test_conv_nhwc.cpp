@@ -4,6 +4,9 @@
 // computes the model's reference.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
+
 #include "graph/node_decisions.h"
 #include "kernels/bf16.h"
 #include "kernels/conv_rows.h"
@@ -664,6 +667,52 @@ TEST(LayoutF32, AnAddOfChannelsLastValuesJoinsTheConvs) {
   for (const Node& n : back->graph.nodes)
     if (n.op_type == "Add") EXPECT_EQ(back->graph.values.at(n.outputs[0]).shape, (Shape{1, 32, 10, 10}));
   expect_plan_computes(back, m, want, {2}, "the blocks back in NCHW", 2e-3);
+}
+
+// A Slice of some channels of a channels-last value slices the copy (its last dim): generated
+// starts and ends (negative, past the end, INT64_MAX as exporters write x[:, c:]) on a conv's
+// channels-last output, read by a conv and, in some cases, as a graph output (through a
+// Transpose back) too. The numbers are the reference's, channels-last and with the convs sent
+// back to NCHW by costly Transposes (the Slice goes back with them).
+TEST(LayoutF32, ChannelSlicesOfChannelsLastValuesComputeTheReference) {
+  std::mt19937 rng(5);
+  auto between = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int k = 0; k < 24; ++k) {
+    // At least 16 channels kept, so the second conv is one the channels-last rule takes.
+    const int64_t channels = between(24, 48);
+    const int64_t first = between(0, channels - 16), last = between(first + 16, channels);
+    // Spelled as exporters may: a negative start, an end past the dim or INT64_MAX.
+    const int64_t start = between(0, 1) ? first - channels : first;
+    const int64_t end = last == channels ? (between(0, 1) ? std::numeric_limits<int64_t>::max() : channels + 7) : last;
+    const int64_t kept = last - first;
+    const bool also_output = between(0, 2) == 0;
+    OnnxBuilder b(13);
+    b.input("x", kF32, {1, 16, 9, 9}).output("y", kF32, {1, 24, 9, 9});
+    if (also_output) b.output("s", kF32, {1, kept, 9, 9});
+    weight(b, "w0", {channels, 16, 3, 3}, 1 + k);
+    weight(b, "w1", {24, kept, 3, 3}, 40 + k);
+    b.initializer_i64("starts", {1}, {start});
+    b.initializer_i64("ends", {1}, {end});
+    b.initializer_i64("axes", {1}, {between(0, 1) ? 1 : -3});
+    OnnxBuilder::attr_ints(b.node("Conv", {"x", "w0"}, {"a"}, "first"), "pads", {1, 1, 1, 1});
+    b.node("Slice", {"a", "starts", "ends", "axes"}, {"s"}, "slice");
+    OnnxBuilder::attr_ints(b.node("Conv", {"s", "w1"}, {"y"}, "second"), "pads", {1, 1, 1, 1});
+    const TestModel m{"slices", b.bytes(), {{"x", seeded_tensor({1, 16, 9, 9}, 9 + k)}}};
+    Model model = load_test_model(m);
+    const TensorMap want = run_reference(bound_graph(model), m.inputs);
+    const std::string what = "channels " + std::to_string(channels) + " slice [" + std::to_string(start) + ", " +
+                             std::to_string(end) + ")" + (also_output ? " also an output" : "");
+    PlanOptions o;
+    o.machine.transpose_flops = 0.01;  // channels-last whatever the Transposes cost
+    auto plan = make_plan(bound_graph(model), o);
+    EXPECT_EQ(plan->channels_last_convs, 2) << what;
+    for (const Node& n : plan->graph.nodes)
+      if (n.op_type == "Slice") EXPECT_EQ(plan->graph.values.at(n.outputs[0]).shape, (Shape{1, 9, 9, kept})) << what;
+    expect_plan_computes(plan, m, want, {1, 2}, what, 1e-4);
+    auto back = plan_with_costly_transposes(bound_graph(model));
+    EXPECT_EQ(back->channels_last_convs, 0) << what;
+    expect_plan_computes(back, m, want, {2}, what + ", back in NCHW", 1e-4);
+  }
 }
 
 // A node a tuning record names keeps the layout it was measured in (here the others, left
