@@ -1,5 +1,6 @@
 #pragma once
-// Lookups several passes share, each nullptr when the graph has no such value.
+// Lookups several passes share, each nullptr when the graph has no such value, and the one
+// constant they add (a Slice's starts, ends and axes).
 #include <string>
 
 #include "graph/graph.h"
@@ -20,5 +21,14 @@ inline const ValueInfo* info(const Graph& g, const std::string& name) {
 
 // A float32 value of rank 4: what the image layouts (NHWC, channel-blocked) rewrite.
 inline bool f32_4d(const ValueInfo* v) { return v && v->dtype == DType::f32 && v->shape.size() == 4; }
+
+// Adds the int64 scalar-list constant [v] named `name` (initializer and value info); returns the name.
+inline std::string add_i64_constant(Graph& g, const std::string& name, int64_t v) {
+  Tensor t(DType::i64, {1});
+  t.data<int64_t>()[0] = v;
+  g.values[name] = ValueInfo{DType::i64, t.shape(), nullptr, true};
+  g.initializers[name] = std::move(t);
+  return name;
+}
 
 }  // namespace grove

@@ -117,15 +117,6 @@ bool slice_takes_channels_last(const Graph& g, const Node& n, const std::map<std
   return true;
 }
 
-// A constant [axis] named `name`, for a Slice's axes input.
-std::string one_axis(Graph& g, const std::string& name, int64_t axis) {
-  Tensor t(DType::i64, {1});
-  t.data<int64_t>()[0] = axis;
-  g.values[name] = ValueInfo{DType::i64, t.shape(), nullptr, true};
-  g.initializers[name] = std::move(t);
-  return name;
-}
-
 // A conv of few input channels and a kernel wider than 1x1 (a network's stem on an image):
 // channels-last, float32, where conv_rows adds its taps in registers, it beats the NCHW direct
 // kernel (docs/layout.md); it reads the image as it is (stems_read_nchw).
@@ -244,7 +235,7 @@ int revert_costly_components(Graph& g, const std::map<std::string, std::string>&
       for (std::string& in : n.inputs) in = nchw_of.at(in);
     } else if (n.op_type == kSlice) {  // its NCHW axes went as dead with the NCHW Slice: anew
       n.inputs[0] = nchw_of.at(n.inputs[0]);
-      n.inputs[3] = one_axis(g, nchw_of.at(n.outputs[0]) + "/axes", 1);
+      n.inputs[3] = add_i64_constant(g, nchw_of.at(n.outputs[0]) + "/axes", 1);
     } else if (n.op_type == kGlobalAveragePoolNhwc) {
       n.op_type = kGlobalAveragePool;
       n.domain.clear();
@@ -358,7 +349,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
     if (slice_takes_channels_last(g, n, twin)) {  // the same Slice on the copy's last dim
       Node c = n;
       c.inputs[0] = twin.at(n.inputs[0]);
-      c.inputs[3] = one_axis(g, n.outputs[0] + "/nhwc/axes", 3);
+      c.inputs[3] = add_i64_constant(g, n.outputs[0] + "/nhwc/axes", 3);
       out.push_back(std::move(c));
       add_twin(n.outputs[0]);
       movers.insert(twin.at(n.outputs[0]));

@@ -16,6 +16,7 @@
 // too often: split too, RegNet-400MF's layers of 25-55 groups of 16 channels measured
 // 0.63-0.85x, ResNeXt-50's 32 groups 0.90-1.03x with 2.4 times the plan time (Zen 5,
 // interleaved medians at 1 and 2 threads). Up to 16 groups, RegNetX-400MF measured 1.13-1.25x.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -31,18 +32,12 @@ constexpr int64_t kMaxGroups = 16;
 
 Node slice_node(Graph& g, const std::string& base, const std::string& x, const std::string& out, int64_t begin,
                 int64_t end) {
-  auto constant = [&](const std::string& name, int64_t v) {
-    Tensor t(DType::i64, {1});
-    t.data<int64_t>()[0] = v;
-    g.values[name] = ValueInfo{DType::i64, t.shape(), nullptr, true};
-    g.initializers[name] = std::move(t);
-    return name;
-  };
   Node s;
   s.name = out + "/Slice";
   s.op_type = kSlice;
   s.opset = 13;
-  s.inputs = {x, constant(base + "/starts", begin), constant(base + "/ends", end), constant(base + "/axes", 1)};
+  s.inputs = {x, add_i64_constant(g, base + "/starts", begin), add_i64_constant(g, base + "/ends", end),
+              add_i64_constant(g, base + "/axes", 1)};
   s.outputs = {out};
   return s;
 }
