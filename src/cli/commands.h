@@ -187,6 +187,24 @@ struct QuantizeCliOptions {
   int threads = 0;
 };
 
+struct GenerateCliOptions {
+  std::string model;
+  std::string prompt_ids;           // comma-separated token ids
+  int max_new_tokens = 16;
+  double temperature = 0;           // 0: greedy
+  int top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+  int64_t eos = -1;                 // -1: no end token
+  int64_t min_capacity = 64;        // GenerateOptions::min_capacity
+  int threads = 0;
+  std::string schedule = "aspen";
+  std::string precision = "fp32";
+  std::string tuning = "auto";
+  bool json = false;
+  Limits limits;
+};
+
 struct TuneOptions {
   std::string model;
   std::vector<std::string> inputs;  // NAME=FILE.npy; the others get seeded random data
@@ -240,6 +258,7 @@ int run_demo();
 int run_check(const CheckOptions& options);  // 0: agree, 3: a mismatch (named)
 int run_simulate(const SimulateOptions& options);
 int run_tail(const TailOptions& options);
+int run_generate(const GenerateCliOptions& options);
 int run_tune(const TuneOptions& options);
 int run_tune_fit(const TuneOptions& options);  // --fit
 int run_tune_sample(const TuneOptions& options);  // --sample
@@ -261,6 +280,7 @@ CLI::App* add_load_command(CLI::App& app, LoadOptions& o);
 CLI::App* add_quantize_command(CLI::App& app, QuantizeCliOptions& o);
 CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o);
 CLI::App* add_tail_command(CLI::App& app, TailOptions& o);
+CLI::App* add_generate_command(CLI::App& app, GenerateCliOptions& o);
 CLI::App* add_tune_command(CLI::App& app, TuneOptions& o);
 
 // "fp32" or "bf16" (the CLI checks the spelling) as the API's Precision.

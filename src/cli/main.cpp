@@ -28,6 +28,7 @@ Examples:
   grove run model.onnx                     run on seeded random inputs, print output summaries
   grove run model.onnx --input image=cat.npy --output out/
   grove check model.onnx                   the optimized plan against the reference; names a differing node
+  grove generate gpt2.onnx --prompt-ids 464,3290 -n 32   token-by-token generation with a KV cache
   grove serve --model resnet=resnet50.onnx  serve over HTTP (KServe v2), see grove serve --help
 
 Exit status: 0 success, 1 error (message on stderr as "grove: error: ..."), 2 usage error,
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   SimulateOptions sim_options;
   TailOptions tail_options;
   TuneOptions tune_options;
+  GenerateCliOptions generate_options;
   CLI::App* info = add_info_command(app, info_options);
   CLI::App* run = add_run_command(app, run_options);
   CLI::App* check = add_check_command(app, check_options);
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
   CLI::App* simulate = add_simulate_command(app, sim_options);
   CLI::App* tail = add_tail_command(app, tail_options);
   CLI::App* tune = add_tune_command(app, tune_options);
+  CLI::App* generate = add_generate_command(app, generate_options);
   app.add_subcommand("demo", "Run the small demo CNN embedded in this binary (the default without a subcommand)");
 
   try {
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return run_bench(bench_options);
     if (tail->parsed()) return run_tail(tail_options);
     if (tune->parsed()) return run_tune(tune_options);
+    if (generate->parsed()) return run_generate(generate_options);
     if (simulate->parsed()) return run_simulate(sim_options);
     if (serve->parsed()) return run_serve(serve_options);
     if (load->parsed()) return run_load(load_options);
