@@ -107,6 +107,8 @@ int run_generate(const GenerateCliOptions& o) {
     std::printf("{\"prompt\":[%s],\"tokens\":[%s],\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"step_ms\":[", join(prompt).c_str(),
                 join(tokens).c_str(), load_ms, st.prefill_ms);
     for (size_t i = 0; i < st.step_ms.size(); ++i) std::printf("%s%.4f", i ? "," : "", st.step_ms[i]);
+    std::printf("],\"step_planned\":[");
+    for (size_t i = 0; i < st.step_planned.size(); ++i) std::printf("%s%d", i ? "," : "", st.step_planned[i] ? 1 : 0);
     std::printf("],\"steps_planned\":%d,\"median_step_ms\":%.4f,\"tokens_per_s\":%.3f,\"cache_capacity\":%lld,"
                 "\"cache_bytes\":%lld,\"threads\":%d}\n",
                 planned, per_token, per_token > 0 ? 1000.0 / per_token : 0.0,

@@ -83,6 +83,11 @@ struct TileRule {
   // (plan/plan_views.cpp). The plan then sets the node's Decisions::y_channel_offset to o and hands
   // run_tile that tensor as out[0]; regions stay in the node's own coordinates.
   bool (*writes_channel_slice)(const Node& node, std::span<const ValueInfo> in) = nullptr;
+
+  // True when `prepare` reads no shape but its constants' (and every input's dtype): what it
+  // made for one shape of the other inputs serves all of them, so a session's plans for other
+  // shapes (a decoder's growing cache, other batch sizes) share one packed copy of the weights.
+  bool prepare_ignores_other_shapes = false;
 };
 
 // nullptr when the op is computed as one whole tile by its reference implementation.

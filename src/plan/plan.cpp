@@ -44,14 +44,14 @@ using plan_detail::NodeInfos;
 
 // The rule's one-off work for a node, over its constant inputs (initializers of plan.graph,
 // which outlives the result since the Plan owns both).
-plan_detail::SharedPrepared::Result prepare_node(const Graph& g, const Node& node, const TileRule& rule,
-                                                 const NodeInfos& infos, plan_detail::SharedPrepared& shared) {
+SharedPrepared::Result prepare_node(const Graph& g, const Node& node, const TileRule& rule, const NodeInfos& infos,
+                                    SharedPrepared& shared) {
   std::vector<const Tensor*> constants;
   for (const auto& name : node.inputs) {
     auto it = name.empty() ? g.initializers.end() : g.initializers.find(name);
     constants.push_back(it == g.initializers.end() ? nullptr : &it->second);
   }
-  return shared.prepare(node, rule, infos, constants);
+  return shared.prepare(node, rule, infos.in, constants);
 }
 
 void plan_values(Plan& plan) {
@@ -185,7 +185,9 @@ void lower_to_tiles(PlanBuild& b) {
     if (!c.extent.empty()) chosen_extent[c.node] = &c.extent;
   std::vector<NodeInfos>& infos = b.infos;
   infos.reserve(g.nodes.size());
-  plan_detail::SharedPrepared shared;
+  SharedPrepared own;
+  SharedPrepared& shared = options.shared_prepared ? *options.shared_prepared : own;
+  std::set<const void*> counted;  // prepared copies this plan's bytes include
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     infos.push_back(plan_detail::node_infos(g, node));
@@ -218,10 +220,10 @@ void lower_to_tiles(PlanBuild& b) {
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);
-    plan_detail::SharedPrepared::Result prepared;
+    SharedPrepared::Result prepared;
     if (rule && rule->prepare && options.debug.prepare_weights) prepared = prepare_node(g, node, *rule, infos.back(), shared);
     plan->prepared.push_back(prepared.prepared);
-    if (prepared.fresh && rule->prepared_bytes)  // a shared copy is counted once
+    if (prepared.prepared && counted.insert(prepared.prepared.get()).second && rule->prepared_bytes)  // a shared copy is counted once
       plan->prepared_bytes += rule->prepared_bytes(node, infos.back().in, prepared.prepared.get());
     tg.first_tile.push_back(tg.size());
     if (rule) plan_detail::append_tiles(static_cast<int32_t>(n), out_shape, extent, tg);

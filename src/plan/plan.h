@@ -19,6 +19,8 @@
 
 namespace grove {
 
+class SharedPrepared;  // plan/shared_weights.h
+
 // Which TileRule an op gets; nullptr for a whole-op tile. Tests inject their own.
 using TileRuleLookup = const TileRule* (*)(const Node& node);
 
@@ -98,6 +100,9 @@ struct PlanOptions {
 
   MachineProfile machine;
   PlanDebug debug;
+  // Prepared weights shared with the other plans made with the same pointer (a session's plans
+  // for other input shapes, plan/shared_weights.h); null: this plan prepares its own.
+  std::shared_ptr<SharedPrepared> shared_prepared;
 };
 
 // The rule when tiles_per_op is 0: about kAutoTilesPerThread tiles per thread (one per op

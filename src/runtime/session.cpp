@@ -12,6 +12,7 @@
 #include <optional>
 #include <utility>
 
+#include "plan/shared_weights.h"
 #include "ops/op_names.h"
 #include "runtime/machine_probes.h"
 #include "ops/control_flow/control_flow.h"
@@ -55,6 +56,8 @@ struct Session::Impl {
   };
   std::vector<Cached> plans;
   std::shared_ptr<WorkerScratch> scratch;  // the tile rules' working memory, per worker slot, for every run
+  // Packed weights the plans of every input shape share (plan/shared_weights.h).
+  std::shared_ptr<SharedPrepared> shared_prepared = std::make_shared<SharedPrepared>();
   // A graph with If, Loop, Scan or sequence ops runs in segments, each planned on its own (segmented_graph.h).
   std::unique_ptr<SegmentedGraph> segmented;
   // Input shapes that binding could not plan (they depend on input values): not re-tried on
@@ -330,6 +333,7 @@ std::shared_ptr<const Plan> Session::Impl::make_plan(const Graph& graph) {
                       po);
   measuring.unlock();  // sessions plan side by side; only the measuring is one at a time
   po.feature_pruning = pruning;
+  po.shared_prepared = shared_prepared;  // one packed copy of the weights for every shape
   std::shared_ptr<const Plan> plan;
   try {
     plan = tune::plan_with_tuning(graph, po, options.tuning, options.choices);

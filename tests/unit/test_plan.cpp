@@ -7,6 +7,7 @@
 #include "kernels/gemm.h"
 #include "ops/tiling.h"
 #include "passes/flops.h"
+#include "runtime/session.h"
 #include "plan_test_util.h"
 
 using namespace grove;
@@ -281,6 +282,48 @@ TEST(Plan, NodesReadingOneWeightTheSameWayShareItsPackedPanels) {
     worst = std::max(worst, std::abs(got[i] - want[i]));
   }
   EXPECT_LE(worst, 1e-5 * largest) << "largest |y| " << largest;
+}
+
+// A session's plans for other input shapes share the packed weights of its MatMuls and Gemms,
+// fused epilogues included (whose FLOP counts differ with the shape): a decoder planned for 8
+// cache capacities held 8 copies of its weights. Every shape still computes the reference.
+TEST(Plan, PlansOfOtherShapesShareTheSessionsPackedWeights) {
+  OnnxBuilder m;
+  m.input("x", kF32, {-1, 64}).output("y", kF32, {-1, 48});
+  weight(m, "w", {64, 48}, 1);
+  weight(m, "bias", {48}, 2);
+  weight(m, "v", {48, 48}, 3);
+  m.node("MatMul", {"x", "w"}, {"h"}, "project");
+  m.node("Add", {"h", "bias"}, {"hb"}, "bias_add");  // fused into the MatMul's epilogue
+  m.node("Relu", {"hb"}, {"r"}, "relu");
+  m.node("Gemm", {"r", "v"}, {"y"}, "gemm");
+  Engine engine({.threads = 2});
+  Session session(engine, model_from_graph(load_onnx_bytes(m.bytes(), "shapes.onnx")));
+  std::map<int64_t, std::shared_ptr<const Plan>> plans;
+  for (int64_t rows : {1, 5, 33}) {
+    plans[rows] = plan_for(session, {{"x", {rows, 64}}});
+    ASSERT_NE(plans[rows], nullptr);
+    const TensorMap inputs{{"x", seeded_tensor({rows, 64}, static_cast<uint64_t>(rows))}};
+    const std::vector<double> got = session.run(inputs).at("y").to_f64();
+    const std::vector<double> want = session.model().run_reference(inputs).at("y").to_f64();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << rows;
+  }
+  auto prepared = [](const Plan& plan, const std::string& op) {
+    for (size_t n = 0; n < plan.graph.nodes.size(); ++n)
+      if (plan.graph.nodes[n].op_type == op) return plan.prepared[n].get();
+    ADD_FAILURE() << "no " << op;
+    return static_cast<const void*>(nullptr);
+  };
+  for (const char* op : {"MatMul", "Gemm"}) {
+    ASSERT_NE(prepared(*plans[1], op), nullptr) << op;
+    EXPECT_EQ(prepared(*plans[5], op), prepared(*plans[1], op)) << op;
+    EXPECT_EQ(prepared(*plans[33], op), prepared(*plans[1], op)) << op;
+  }
+  EXPECT_TRUE(has_fused_epilogue(plans[1]->graph.nodes[0])) << "the test means a MatMul with a fused bias";
+  // Another session packs its own.
+  Session other(engine, model_from_graph(load_onnx_bytes(m.bytes(), "shapes.onnx")));
+  EXPECT_NE(prepared(*plan_for(other, {{"x", {5, 64}}}), "MatMul"), prepared(*plans[5], "MatMul"));
 }
 
 TEST(Plan, AutoTilingGivesTinyOpsOneTileAndBigOpsEnoughForEveryCore) {

@@ -306,6 +306,9 @@ void add_matmul_rules(RuleTable& t) {
   using namespace matmul_rule;
   t["MatMul"] = {matmul_cuttable, matmul_needs, matmul_run, matmul_prepare, matmul_prepared_bytes};
   t["Gemm"] = {gemm_cuttable, gemm_needs, gemm_run, gemm_prepare, gemm_prepared_bytes};
+  // B's panels depend on B, its shape and the node's precision only.
+  t["MatMul"].prepare_ignores_other_shapes = true;
+  t["Gemm"].prepare_ignores_other_shapes = true;
 }
 
 }  // namespace grove::tiling
