@@ -57,7 +57,7 @@ def bandwidth_probe(tmp):
 def engines(args, threads):
     prompt = ",".join(str(17 + 31 * i) for i in range(args.prompt_length))
     common = ["generate", str(args.model), "--prompt-ids", prompt, "-n", str(args.new_tokens), "--json",
-              "--threads", str(threads)]
+              "--threads", str(threads), "--warmup", "1"]
     env = dict(os.environ, NODE_PATH=str(ORT_MODULES))
     return {
         "grove_fp32": lambda: run_json([args.grove] + common),
@@ -65,7 +65,7 @@ def engines(args, threads):
         "grove_bf16": lambda: run_json([args.grove] + common + ["--precision", "bf16"]),
         "ort_fp32": lambda: run_json(["node", str(ROOT / "bench/runners/ort_generate.js"), "--model", str(args.model),
                                       "--prompt-ids", prompt, "--new-tokens", str(args.new_tokens),
-                                      "--threads", str(threads)], env),
+                                      "--threads", str(threads), "--warmup", "1"], env),
     }
 
 

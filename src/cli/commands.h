@@ -197,6 +197,7 @@ struct GenerateCliOptions {
   uint64_t seed = 0;
   int64_t eos = -1;                 // -1: no end token
   int64_t min_capacity = 64;        // GenerateOptions::min_capacity
+  int warmup = 0;                   // untimed generations before the timed one
   int threads = 0;
   std::string schedule = "aspen";
   std::string precision = "fp32";
