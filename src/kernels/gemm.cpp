@@ -513,6 +513,10 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
 void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   if (call.m == 0 || call.n == 0) return;
   check_call(call, b, true);
+  if (call.few_rows && call.m > kFewRows)
+    throw Error("gemm: a few-rows product of " + std::to_string(call.m) + " rows (at most " + std::to_string(kFewRows) + ")");
+  if (call.few_rows && b.isa == Isa::avx512 && b.precision == Precision::f32 && !call.a_bf16 && !call.c_bf16)
+    return f32_gemv_avx512(call, b);
   const GemmConfig config = config_for(b.isa, b.precision);
   const size_t mr = config.blocking.mr, kc_max = config.blocking.kc, mc_max = config.blocking.mc;
   const bool bf16 = b.precision == Precision::bf16, amx = b.precision == Precision::bf16_amx;

@@ -115,6 +115,9 @@ struct GemmScratch {
   AlignedFloats c_block;  // float partial sums of a bf16 C whose k spans several blocks
 };
 
+// The most rows a GemmCall::few_rows product may have.
+inline constexpr size_t kFewRows = 4;
+
 struct GemmCall {
   size_t m = 0;
   const float* a = nullptr;  // m rows of b.k floats (a_by_k) or b.k rows of m floats (k_by_m)
@@ -128,6 +131,11 @@ struct GemmCall {
   size_t c_stride = 0;
   bool accumulate = false;  // C += A.B before the epilogue, instead of C = A.B
   Epilogue epilogue;        // bias[j] is for column n0 + j; residual is m x n like C
+  // The whole product (not only this call) has at most kFewRows rows: a decode step's GEMV,
+  // bound by memory. f32 on AVX-512 then runs each panel's whole k in interleaved chains
+  // (f32_gemv_avx512.cpp) instead of k blocks on the tile kernel; a caller sets it from the
+  // op's row count, never a tile's, so every grid sums each element the same way.
+  bool few_rows = false;
   // bfloat16 activations (B packed bf16 or bf16_amx): A read from a_bf16 (row-major, a_stride
   // elements per row) instead of a, and C written to c_bf16 (c_stride) instead of c, rounded
   // once after the epilogue. The sums stay float: a k longer than one k block adds up in

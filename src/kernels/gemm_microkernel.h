@@ -60,6 +60,10 @@ void f32_gemm_6x16_avx2(const GemmTileArgs& args);
 void f32_gemm_14x32_avx512(const GemmTileArgs& args);
 // The first 16 columns of a 32-column panel (n <= 16), A in place only (a_stride set), m up to 28.
 void f32_gemm_28x16_avx512(const GemmTileArgs& args);
+// A whole product of at most kFewRows rows (GemmCall::few_rows), panel by panel.
+struct GemmCall;
+struct PackedB;
+void f32_gemv_avx512(const GemmCall& call, const PackedB& b);
 // bf16 operands (kernels/bf16.h): a and b point at pair words, kc still counts k steps.
 void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& args);
 // AMX tiles (kernels/amx.h gives the operand layouts); needs amx_begin() on the thread first.

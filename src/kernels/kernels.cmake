@@ -36,7 +36,7 @@ set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/half_avx2.cpp APPEND PROPERTY COMP
 # only the packed panels and output tiles that instrumented code allocates and hands them,
 # and the kernel tests compare every tile shape and edge against the reference.
 if(GROVE_SANITIZE MATCHES "address" AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-  set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/f32_gemm_avx512.cpp ${CMAKE_CURRENT_LIST_DIR}/bf16_gemm_avx512bf16.cpp
+  set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/f32_gemm_avx512.cpp ${CMAKE_CURRENT_LIST_DIR}/f32_gemv_avx512.cpp ${CMAKE_CURRENT_LIST_DIR}/bf16_gemm_avx512bf16.cpp
                ${CMAKE_CURRENT_LIST_DIR}/qgemm_avx512vnni.cpp APPEND PROPERTY COMPILE_OPTIONS "-fno-sanitize=address")
   # The channel-blocked conv's AVX-512 instantiations (every kernel width, stride and output
   # block): clang took 167 s of CPU on this one file with ASan+UBSan, 10 s without, a tenth of

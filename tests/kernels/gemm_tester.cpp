@@ -78,6 +78,7 @@ void GemmTester::test() const {
   call.c = c.data();
   call.c_stride = c_stride;
   call.accumulate = accumulate_;
+  call.few_rows = few_rows_;
   call.epilogue.bias = bias_ ? bias.data() : nullptr;
   call.epilogue.residual = residual_ ? residual.data() : nullptr;
   call.epilogue.residual_stride = r_stride;

@@ -29,6 +29,8 @@ class GemmTester {
   // A stored as k rows of m (+ a_pad) floats, passed with GemmCall::a_transposed.
   GemmTester& transposed_a(bool v) { transposed_a_ = v; return *this; }
   GemmTester& accumulate(bool v) { accumulate_ = v; return *this; }
+  // GemmCall::few_rows (m <= kFewRows): the whole product's k in one pass of interleaved chains.
+  GemmTester& few_rows(bool v) { few_rows_ = v; return *this; }
   GemmTester& bias(bool v) { bias_ = v; return *this; }
   GemmTester& residual(bool v) { residual_ = v; return *this; }
   GemmTester& activation(Activation kind, float alpha = 0.0f, float beta = 0.0f) {
@@ -51,6 +53,7 @@ class GemmTester {
   size_t m_ = 1, n_ = 1, k_ = 1;
   size_t a_pad_ = 0, c_pad_ = 0, residual_pad_ = 0, panels_before_ = 0;
   bool transposed_a_ = false, transposed_b_ = false, accumulate_ = false, bias_ = false, residual_ = false;
+  bool few_rows_ = false;
   ActivationParams activation_;
   float range_ = 1.0f;
   unsigned seed_ = 1;

@@ -151,6 +151,25 @@ TEST_P(Gemm, ActivationTailsAreAccurate) {
         .activation(act.kind, act.alpha, act.beta).test();
 }
 
+// A decode step's product (GemmCall::few_rows): every row count up to kFewRows, depths that
+// leave each remainder of the interleaved chains and span several k blocks, column windows off
+// the first panel, transposed operands, every epilogue part. On ISAs without the few-rows
+// kernel the flag changes nothing.
+TEST_P(Gemm, FewRowsEveryShapeAndEpilogue) {
+  for (size_t m = 1; m <= kFewRows; ++m)
+    for (size_t k : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(5), size_t(17), blocking_.kc + 3, 2 * blocking_.kc + 1})
+      for (size_t n : {size_t(1), size_t(15), blocking_.nr, blocking_.nr + 1, 3 * blocking_.nr - 1}) {
+        SCOPED_TRACE("m " + std::to_string(m) + " k " + std::to_string(k) + " n " + std::to_string(n));
+        tester().few_rows(true).m(m).n(n).k(k).seed(unsigned(m * 1000 + k + n)).test();
+        tester().few_rows(true).m(m).n(n).k(k).panels_before(1).a_pad(3).c_pad(2).bias(true).residual(true)
+            .accumulate(true).activation(Activation::gelu_tanh).range(2.0f).test();
+      }
+  for (const NamedActivation& act : kActivations)
+    tester().few_rows(true).m(2).n(blocking_.nr + 5).k(33).bias(true).activation(act.kind, act.alpha, act.beta).test();
+  tester().few_rows(true).m(3).n(40).k(77).transposed_a(true).test();
+  tester().few_rows(true).m(1).n(40).k(77).transposed_b(true).test();
+}
+
 TEST_P(Gemm, RejectsBadCalls) {
   const size_t nr = blocking_.nr;
   std::vector<float> b(4 * 3 * nr, 1.0f), a(4 * 4, 1.0f), c(4 * 3 * nr);
@@ -172,6 +191,10 @@ TEST_P(Gemm, RejectsBadCalls) {
   call.a_stride = 3;  // shorter than k
   EXPECT_THROW(gemm(call, packed, scratch), grove::Error);
   EXPECT_THROW(pack_b(b.data(), 4, 3 * nr, 2, BLayout::k_by_n, GetParam().isa, GetParam().precision), grove::Error);
+  call.a_stride = 4;
+  call.few_rows = true;
+  call.m = kFewRows + 1;  // more rows than a few-rows product has
+  EXPECT_THROW(gemm(call, packed, scratch), grove::Error);
 }
 
 std::string kernel_test_name(const ::testing::TestParamInfo<GemmKernel>& info) {

@@ -190,6 +190,7 @@ void matmul_run(const Node& node, std::span<const Tensor* const> in, std::span<T
     call.epilogue.residual = residual ? residual->data<float>() + at : nullptr;
     call.epilogue.residual_stride = n;
     call.epilogue.activation = activation;
+    call.few_rows = static_cast<size_t>(d.m) <= kernels::kFewRows;  // the op's rows: every grid sums alike
     kernels::gemm(call, pb, ws.scratch);
   });
 }
@@ -272,6 +273,7 @@ void gemm_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   call.n = cols;
   call.c = y;
   call.c_stride = n;
+  call.few_rows = static_cast<size_t>(d.m) <= kernels::kFewRows;  // the op's rows: every grid sums alike
   call.epilogue.bias = c_is_bias ? c->data<float>() + r[1].begin : nullptr;
   // A fused residual and activation come after alpha and C: in the kernel's epilogue when
   // those are in it too, else in the loop below.

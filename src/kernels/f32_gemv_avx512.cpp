@@ -1,0 +1,101 @@
+// AVX-512 kernel for a product of few rows (GemmCall::few_rows, m <= kFewRows): a decode
+// step's MatMul, one activation row against megabytes of weights read once. It is bound by
+// memory, not FMAs, and what limits it is how many loads are in flight: the 14 x 32 tile kernel
+// at m = 1 keeps two accumulator chains, each FMA waiting on the last, and with the panel's k
+// cut into k blocks it streams about 28 GB/s from one core of an EPYC Zen 5 that reads 34-38.
+// Here every panel runs its whole k in one pass with interleaved chains (step p adds into chain
+// p mod kChains), 4 to 8 independent chains whatever m, and the chains are summed in a fixed
+// order at the end: (c0 + c1) + (c2 + c3). The sum behind an element depends only on k, so
+// every tile of an op gives the same bits.
+//
+// Compiled with -mavx512f/dq/bw/vl -mfma (kernels.cmake).
+#include <immintrin.h>
+
+#include "kernels/gemm.h"
+#include "kernels/gemm_epilogue_avx512.h"
+
+namespace grove::kernels {
+
+namespace {
+
+// Chains per row count: 4 x 2 vectors at m = 1, 2 x 2 x 2 at m = 2, 2 x m at m >= 3.
+template <int R>
+constexpr int kChains = R == 1 ? 4 : R == 2 ? 2 : 1;
+
+template <int R>
+[[gnu::always_inline]] inline float a_at(const GemmCall& call, int r, size_t p) {
+  return call.a_transposed ? call.a[p * call.a_stride + static_cast<size_t>(r)]
+                           : call.a[static_cast<size_t>(r) * call.a_stride + p];
+}
+
+template <int R>
+void panel(const GemmCall& call, const float* b, size_t k, const GemmTileArgs& t) {
+  constexpr int C = kChains<R>;
+  __m512 acc[C][R][kNV];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < kNV; ++v) acc[c][r][v] = _mm512_setzero_ps();
+  size_t p = 0;
+  for (; p + C <= k; p += C) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const float* row = b + (p + static_cast<size_t>(c)) * 32;
+      const __m512 b0 = _mm512_load_ps(row), b1 = _mm512_load_ps(row + 16);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512 av = _mm512_set1_ps(a_at<R>(call, r, p + static_cast<size_t>(c)));
+        acc[c][r][0] = _mm512_fmadd_ps(av, b0, acc[c][r][0]);
+        acc[c][r][1] = _mm512_fmadd_ps(av, b1, acc[c][r][1]);
+      }
+    }
+  }
+  for (int c = 0; p < k; ++p, ++c) {  // the last k % C steps, each into its own chain
+    const float* row = b + p * 32;
+    const __m512 b0 = _mm512_load_ps(row), b1 = _mm512_load_ps(row + 16);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a_at<R>(call, r, p));
+      acc[c][r][0] = _mm512_fmadd_ps(av, b0, acc[c][r][0]);
+      acc[c][r][1] = _mm512_fmadd_ps(av, b1, acc[c][r][1]);
+    }
+  }
+  __m512 sum[R][kNV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kNV; ++v) {
+      if constexpr (C == 4)
+        sum[r][v] = _mm512_add_ps(_mm512_add_ps(acc[0][r][v], acc[1][r][v]), _mm512_add_ps(acc[2][r][v], acc[3][r][v]));
+      else if constexpr (C == 2)
+        sum[r][v] = _mm512_add_ps(acc[0][r][v], acc[1][r][v]);
+      else
+        sum[r][v] = acc[0][r][v];
+    }
+  store_tile(sum, t);
+}
+
+}  // namespace
+
+void f32_gemv_avx512(const GemmCall& call, const PackedB& b) {
+  GemmTileArgs t;
+  t.c_stride = call.c_stride;
+  t.m = call.m;
+  t.accumulate = call.accumulate;
+  t.finish = true;
+  t.row_bias = call.epilogue.row_bias;
+  t.residual_stride = call.epilogue.residual_stride;
+  t.activation = call.epilogue.activation;
+  for (size_t jr = 0; jr < call.n; jr += b.nr) {
+    t.n = std::min(b.nr, call.n - jr);
+    t.c = call.c + jr;
+    t.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
+    t.residual = call.epilogue.residual ? call.epilogue.residual + jr : nullptr;
+    const float* panel_b = b.panel((call.n0 + jr) / b.nr);
+    with_rows<int(kFewRows)>(call.m, [&](auto rows) { panel<rows()>(call, panel_b, b.k, t); });
+  }
+}
+
+}  // namespace grove::kernels
