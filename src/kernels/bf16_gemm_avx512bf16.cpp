@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "kernels/bf16.h"
+#include "kernels/gemm.h"
 #include "kernels/gemm_epilogue_avx512.h"
 #include "kernels/gemm_rows_avx512.h"
 
@@ -74,6 +75,48 @@ void tile(const GemmTileArgs& t, const Rows& rows) {
   store_tile<R>(acc, t);
 }
 
+// A few-rows product's panel (GemmCall::few_rows, as f32_gemv_avx512.cpp): the whole k in
+// one pass, pair step q into chain q mod C, chains summed in a fixed order at the end.
+template <int R>
+void few_rows_panel(const uint32_t* a, size_t a_stride, const uint32_t* b, size_t pairs, const GemmTileArgs& t) {
+  constexpr int C = R == 1 ? 4 : R == 2 ? 2 : 1;
+  __m512 acc[C][R][kNV];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < kNV; ++v) acc[c][r][v] = _mm512_setzero_ps();
+  auto step = [&](int c, size_t q) {
+    const uint32_t* row = b + q * 32;
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(row), b1 = (__m512bh)_mm512_load_si512(row + 16);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[static_cast<size_t>(r) * a_stride + q]));
+      acc[c][r][0] = _mm512_dpbf16_ps(acc[c][r][0], av, b0);
+      acc[c][r][1] = _mm512_dpbf16_ps(acc[c][r][1], av, b1);
+    }
+  };
+  size_t q = 0;
+  for (; q + C <= pairs; q += C)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) step(c, q + static_cast<size_t>(c));
+  for (int c = 0; q < pairs; ++q, ++c) step(c, q);
+  __m512 sum[R][kNV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kNV; ++v) {
+      if constexpr (C == 4)
+        sum[r][v] = _mm512_add_ps(_mm512_add_ps(acc[0][r][v], acc[1][r][v]), _mm512_add_ps(acc[2][r][v], acc[3][r][v]));
+      else if constexpr (C == 2)
+        sum[r][v] = _mm512_add_ps(acc[0][r][v], acc[1][r][v]);
+      else
+        sum[r][v] = acc[0][r][v];
+    }
+  store_tile<R>(sum, t);
+}
+
 __m128 bf16_of_8(const float* src) { return _mm_castsi128_ps((__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(src))); }
 
 }  // namespace
@@ -81,6 +124,28 @@ __m128 bf16_of_8(const float* src) { return _mm_castsi128_ps((__m128i)_mm256_cvt
 void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& t) {
   if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows()>(t, InPlace(t)); });
   else with_rows<kMR>(t.m, [&](auto rows) { tile<rows()>(t, Packed{reinterpret_cast<const uint32_t*>(t.a)}); });
+}
+
+void bf16_gemv_avx512bf16(const GemmCall& call, const PackedB& b, const uint32_t* a, size_t a_stride) {
+  GemmTileArgs t;
+  t.c_stride = call.c_stride;
+  t.c_bf16_stride = call.c_stride;
+  t.m = call.m;
+  t.accumulate = call.accumulate;
+  t.finish = true;
+  t.row_bias = call.epilogue.row_bias;
+  t.residual_stride = call.epilogue.residual_stride;
+  t.activation = call.epilogue.activation;
+  const size_t pairs = (b.k + 1) / 2;
+  for (size_t jr = 0; jr < call.n; jr += b.nr) {
+    t.n = std::min(b.nr, call.n - jr);
+    t.c = call.c ? call.c + jr : nullptr;
+    t.c_bf16 = call.c_bf16 ? call.c_bf16 + jr : nullptr;
+    t.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
+    t.residual = call.epilogue.residual ? call.epilogue.residual + jr : nullptr;
+    const auto* panel_b = reinterpret_cast<const uint32_t*>(b.panel((call.n0 + jr) / b.nr));
+    with_rows<int(kFewRows)>(call.m, [&](auto rows) { few_rows_panel<rows()>(a, a_stride, panel_b, pairs, t); });
+  }
 }
 
 // Groups of 4 rows: 8 floats of each row become 4 pair words, and a 4 x 4 transpose of

@@ -517,6 +517,16 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
     throw Error("gemm: a few-rows product of " + std::to_string(call.m) + " rows (at most " + std::to_string(kFewRows) + ")");
   if (call.few_rows && b.isa == Isa::avx512 && b.precision == Precision::f32 && !call.a_bf16 && !call.c_bf16)
     return f32_gemv_avx512(call, b);
+  if (call.few_rows && b.precision == Precision::bf16 && !call.a_transposed) {
+    if (call.a_bf16)  // already rows of pairs
+      return bf16_gemv_avx512bf16(call, b, reinterpret_cast<const uint32_t*>(call.a_bf16), call.a_stride / 2);
+    // Rounded as the k-blocked path rounds them, whole rows at once.
+    const size_t stride = bf16_row_words(std::max<size_t>(b.k, 1));
+    scratch.a_block.reserve(call.m * stride);
+    uint32_t* rows = words(scratch.a_block.data());
+    bf16_round_rows_avx512bf16(call.a, call.a_stride, call.m, b.k, rows, stride);
+    return bf16_gemv_avx512bf16(call, b, rows, stride);
+  }
   const GemmConfig config = config_for(b.isa, b.precision);
   const size_t mr = config.blocking.mr, kc_max = config.blocking.kc, mc_max = config.blocking.mc;
   const bool bf16 = b.precision == Precision::bf16, amx = b.precision == Precision::bf16_amx;

@@ -10,6 +10,7 @@
 //   b: packed B, kc groups of NR floats (column j of step p at b[p * NR + j]); cols >= n are 0.
 // Only the valid m x n corner of C is read or written.
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/epilogue.h"
 
@@ -64,6 +65,8 @@ void f32_gemm_28x16_avx512(const GemmTileArgs& args);
 struct GemmCall;
 struct PackedB;
 void f32_gemv_avx512(const GemmCall& call, const PackedB& b);
+// The same on B packed bf16, A as rows of bf16 pair words (a_stride words apart).
+void bf16_gemv_avx512bf16(const GemmCall& call, const PackedB& b, const uint32_t* a, size_t a_stride);
 // bf16 operands (kernels/bf16.h): a and b point at pair words, kc still counts k steps.
 void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& args);
 // AMX tiles (kernels/amx.h gives the operand layouts); needs amx_begin() on the thread first.
