@@ -101,7 +101,7 @@ def measure(args):
             # Cache bytes read by a step at the middle position of the generation.
             middle = args.prompt_length + args.new_tokens // 2
             cache = 2 * cfg["layers"] * cfg["hidden"] * 4 * middle
-            gbs = statistics.median(bandwidth)
+            gbs = max(bandwidth)  # the best the memory gave in this run
             t = {"read_gb_s": gbs, "read_gb_s_rounds": bandwidth, "engines": {}}
             for n in names:
                 ms = statistics.median(seen[n])

@@ -39,7 +39,7 @@ struct Series {
   RunStats last;  // of the last run: whether it went through segments or the reference executor
 };
 
-// --precision: fp32, bf16, int8, both (fp32 and bf16), or a comma list of the three.
+// --precision: fp32, bf16, int8, int8w, both (fp32 and bf16), or a comma list of them.
 std::vector<std::string> precision_list(const std::string& text) {
   if (text == "both") return {"fp32", "bf16"};
   std::vector<std::string> list;
@@ -47,8 +47,8 @@ std::vector<std::string> precision_list(const std::string& text) {
   while (at <= text.size()) {
     const size_t comma = std::min(text.find(',', at), text.size());
     const std::string p = text.substr(at, comma - at);
-    if (p != "fp32" && p != "bf16" && p != "int8")
-      throw Error("--precision " + text + ": expected fp32, bf16, int8, both, or a comma list such as fp32,int8");
+    if (p != "fp32" && p != "bf16" && p != "int8" && p != "int8w")
+      throw Error("--precision " + text + ": expected fp32, bf16, int8, int8w, both, or a comma list such as fp32,int8");
     if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
     at = comma + 1;
   }
@@ -140,7 +140,7 @@ int run_bench(const BenchOptions& o) {
   for (const std::string pruning : {"unpruned", "pruned"})
     for (const std::string c : {"fixed", "tail"})
       for (const std::string s : {"aspen", "barrier"})
-        for (const std::string p : {"fp32", "bf16", "int8"}) {
+        for (const std::string p : {"fp32", "bf16", "int8", "int8w"}) {
           if ((o.schedule != "both" && o.schedule != s) || !wanted(p) ||
               (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned") ||
               (o.layout != "both" && o.layout != layout))
@@ -157,7 +157,7 @@ int run_bench(const BenchOptions& o) {
               SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
                              .tiles_per_op = o.tiles_per_op,
                              .tile_counts = c == "tail" ? TileCounts::tail_aware : TileCounts::fixed,
-                             .precision = p == "bf16" ? Precision::bf16 : Precision::fp32,
+                             .precision = p == "bf16" ? Precision::bf16 : p == "int8w" ? Precision::int8_weights : Precision::fp32,
                              .conv_layout = layout == "nchw" ? ConvLayout::nchw : ConvLayout::channels_last,
                              .feature_pruning = pruning == "unpruned" ? "off"
                                                 : prune_both          ? ""
@@ -212,7 +212,7 @@ int run_bench(const BenchOptions& o) {
   // The plan's own account of what runs in bf16 (or why nothing does), once.
   std::string precision_note;
   for (auto& x : series)
-    if (x.precision == "bf16")
+    if (x.precision == "bf16" || x.precision == "int8w")
       if (auto p = plan_for(*x.session, resolved)) precision_note = p->precision.note;
   // --check: each reduced precision asked for against fp32 (bf16 when none is asked for).
   std::vector<std::pair<std::string, PrecisionCheck>> checks;
@@ -224,7 +224,7 @@ int run_bench(const BenchOptions& o) {
     if (reduced.empty()) reduced.push_back("bf16");
     for (const std::string& p : reduced) {
       Session other(engine, model_from_graph(p == "int8" ? int8->graph : imported, resolved, o.limits),
-                    SessionOptions{.tiles_per_op = o.tiles_per_op, .precision = p == "bf16" ? Precision::bf16 : Precision::fp32});
+                    SessionOptions{.tiles_per_op = o.tiles_per_op, .precision = p == "bf16" ? Precision::bf16 : p == "int8w" ? Precision::int8_weights : Precision::fp32});
       std::mt19937_64 check_rng(o.seed + 1);
       checks.emplace_back(p, check_precision(fp32, other, imported, resolved, inputs, drawn, o.check, check_rng));
     }
@@ -376,7 +376,8 @@ Examples:
   cmd->add_option("--precision", o.precision,
                     std::string(kPrecisionHelp) +
                         " int8 quantizes the float model in memory as grove quantize does (calibrated on --calibrate's "
-                        "samples, else on the benchmark's inputs) and runs it on the integer kernels. 'both' times fp32 "
+                        "samples, else on the benchmark's inputs) and runs it on the integer kernels; int8w stores only "
+                        "the weights of MatMul and Gemm as int8 (a scale per column; activations stay fp32). 'both' times fp32 "
                         "and bf16 interleaved and prints the speedup; a comma list (fp32,int8 or fp32,bf16,int8) times "
                         "each of them so.")
       ->capture_default_str()

@@ -94,7 +94,7 @@ CLI::App* add_check_command(CLI::App& app, CheckOptions& o) {
   add_shape_option(cmd, o.shapes);
   add_threads_option(cmd, o.threads);
   add_schedule_option(cmd, o.schedule, "aspen or barrier");
-  add_precision_option(cmd, o.precision, {"fp32", "bf16"});
+  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8w"});
   add_tuning_option(cmd, o.tuning);
   add_layout_option(cmd, o.layout);
   cmd->add_option("--tolerance", o.tolerance,

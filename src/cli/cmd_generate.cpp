@@ -155,7 +155,7 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCliOptions& o) {
       ->capture_default_str()->check(CLI::Range(0, 100));
   add_threads_option(cmd, o.threads);
   add_schedule_option(cmd, o.schedule, "aspen or barrier");
-  add_precision_option(cmd, o.precision, {"fp32", "bf16"});
+  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8w"});
   add_tuning_option(cmd, o.tuning);
   cmd->add_flag("--json", o.json, "Print one JSON object: tokens, prefill and per-step milliseconds, tokens/s");
   add_limit_options(cmd, o.limits);

@@ -267,10 +267,11 @@ std::string feature_pruning_option(const std::string& text) {
 Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::fp32;
   if (text == "bf16") return Precision::bf16;
+  if (text == "int8w") return Precision::int8_weights;
   if (text == "int8")
     throw Error("--precision int8 quantizes a float model in grove bench only; elsewhere run a QDQ model: "
                 "grove quantize MODEL --calibrate DIR -o MODEL.int8.onnx (docs/quantization.md)");
-  throw Error("--precision " + text + ": expected fp32 or bf16");
+  throw Error("--precision " + text + ": expected fp32, bf16 or int8w");
 }
 
 ConvLayout parse_layout(const std::string& text) {
@@ -356,7 +357,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--tiles-per-op", o.tiles_per_op, "Target tiles per op (0: by rule)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
+  add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8", "int8w"});
   add_tuning_option(cmd, o.tuning);
   add_layout_option(cmd, o.layout);
   cmd->add_option("--trace", o.trace_path,

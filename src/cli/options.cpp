@@ -13,7 +13,9 @@ const char* const kPruneHelp =
 
 const char* const kPrecisionHelp =
     "Arithmetic of Conv/MatMul/Gemm with constant weights: fp32, or bf16 (bfloat16 operands, float32 "
-    "accumulation, on AMX tiles where the CPU has them, else AVX512-BF16; runs fp32 with a note on CPUs without either). Everything else stays fp32. "
+    "accumulation, on AMX tiles where the CPU has them, else AVX512-BF16; runs fp32 with a note on CPUs without either), "
+    "or where offered int8w (the weights of MatMul and Gemm as int8 with a scale per output column, activations and sums "
+    "fp32: a quarter of the bytes a decode step reads). Everything else stays fp32. "
     "docs/precision.md";
 
 const char* const kLayoutHelp =

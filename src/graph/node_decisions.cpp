@@ -41,6 +41,7 @@ const char* node_precision_name(NodePrecision p) {
     case NodePrecision::f32: return "fp32";
     case NodePrecision::bf16: return "bf16";
     case NodePrecision::bf16_amx: return "bf16_amx";
+    case NodePrecision::int8_weights: return "int8w";
   }
   return "fp32";
 }
@@ -80,7 +81,9 @@ const char* decision_source_name(DecisionSource s) {
 }
 
 ConvPrimitive conv_primitive_choice(const Node& node) { return node.decisions.conv; }
-bool runs_in_bf16(const Node& node) { return node.decisions.precision != NodePrecision::f32; }
+bool runs_in_bf16(const Node& node) {
+  return node.decisions.precision == NodePrecision::bf16 || node.decisions.precision == NodePrecision::bf16_amx;
+}
 bool runs_on_amx(const Node& node) { return node.decisions.precision == NodePrecision::bf16_amx; }
 bool stores_bf16(const Node& node) { return node.decisions.output_bf16; }
 bool reads_x_nchw(const Node& node) { return node.decisions.x_nchw; }

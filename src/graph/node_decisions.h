@@ -47,8 +47,9 @@ enum class NodePrecision : uint8_t {
   f32,
   bf16,      // AVX512-BF16 dot products
   bf16_amx,  // the AMX tile unit
+  int8_weights,  // int8 weights with a scale per column, float activations and sums
 };
-const char* node_precision_name(NodePrecision p);  // "fp32", "bf16", "bf16_amx"
+const char* node_precision_name(NodePrecision p);  // "fp32", "bf16", "bf16_amx", "int8w"
 
 // The activation of a fused epilogue (kernels/epilogue.h runs them); alpha and beta are its
 // parameters as the unfused op had them.

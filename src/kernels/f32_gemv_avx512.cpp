@@ -28,8 +28,23 @@ template <int R>
                            : call.a[static_cast<size_t>(r) * call.a_stride + p];
 }
 
-template <int R>
-void panel(const GemmCall& call, const float* b, size_t k, const GemmTileArgs& t) {
+// Row p of a panel as two vectors of 16 columns: floats, or int8 weights widened to floats.
+template <bool kInt8>
+[[gnu::always_inline]] inline void load_row(const void* b, size_t p, __m512& b0, __m512& b1) {
+  if constexpr (kInt8) {
+    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(static_cast<const int8_t*>(b) + p * 32));
+    b0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
+    b1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));
+  } else {
+    const float* row = static_cast<const float*>(b) + p * 32;
+    b0 = _mm512_load_ps(row);
+    b1 = _mm512_load_ps(row + 16);
+  }
+}
+
+// `scales`: int8 weights' per-column scales (kInt8 only), applied to the finished sums.
+template <int R, bool kInt8>
+void panel(const GemmCall& call, const void* b, size_t k, const float* scales, const GemmTileArgs& t) {
   constexpr int C = kChains<R>;
   __m512 acc[C][R][kNV];
 #pragma GCC unroll 4
@@ -42,8 +57,8 @@ void panel(const GemmCall& call, const float* b, size_t k, const GemmTileArgs& t
   for (; p + C <= k; p += C) {
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
-      const float* row = b + (p + static_cast<size_t>(c)) * 32;
-      const __m512 b0 = _mm512_load_ps(row), b1 = _mm512_load_ps(row + 16);
+      __m512 b0, b1;
+      load_row<kInt8>(b, p + static_cast<size_t>(c), b0, b1);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const __m512 av = _mm512_set1_ps(a_at<R>(call, r, p + static_cast<size_t>(c)));
@@ -53,8 +68,8 @@ void panel(const GemmCall& call, const float* b, size_t k, const GemmTileArgs& t
     }
   }
   for (int c = 0; p < k; ++p, ++c) {  // the last k % C steps, each into its own chain
-    const float* row = b + p * 32;
-    const __m512 b0 = _mm512_load_ps(row), b1 = _mm512_load_ps(row + 16);
+    __m512 b0, b1;
+    load_row<kInt8>(b, p, b0, b1);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(a_at<R>(call, r, p));
@@ -73,13 +88,13 @@ void panel(const GemmCall& call, const float* b, size_t k, const GemmTileArgs& t
         sum[r][v] = _mm512_add_ps(acc[0][r][v], acc[1][r][v]);
       else
         sum[r][v] = acc[0][r][v];
+      if constexpr (kInt8) sum[r][v] = _mm512_mul_ps(sum[r][v], _mm512_loadu_ps(scales + 16 * v));
     }
   store_tile(sum, t);
 }
 
-}  // namespace
-
-void f32_gemv_avx512(const GemmCall& call, const PackedB& b) {
+template <bool kInt8>
+void few_rows(const GemmCall& call, const PackedB& b) {
   GemmTileArgs t;
   t.c_stride = call.c_stride;
   t.m = call.m;
@@ -93,9 +108,15 @@ void f32_gemv_avx512(const GemmCall& call, const PackedB& b) {
     t.c = call.c + jr;
     t.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
     t.residual = call.epilogue.residual ? call.epilogue.residual + jr : nullptr;
-    const float* panel_b = b.panel((call.n0 + jr) / b.nr);
-    with_rows<int(kFewRows)>(call.m, [&](auto rows) { panel<rows()>(call, panel_b, b.k, t); });
+    const size_t index = (call.n0 + jr) / b.nr;
+    const float* scales = kInt8 ? b.scales.data() + index * b.nr : nullptr;
+    with_rows<int(kFewRows)>(call.m, [&](auto rows) { panel<rows(), kInt8>(call, b.panel(index), b.k, scales, t); });
   }
 }
+
+}  // namespace
+
+void f32_gemv_avx512(const GemmCall& call, const PackedB& b) { few_rows<false>(call, b); }
+void i8w_gemv_avx512(const GemmCall& call, const PackedB& b) { few_rows<true>(call, b); }
 
 }  // namespace grove::kernels

@@ -8,6 +8,7 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #ifdef __SSE2__
@@ -159,6 +160,7 @@ bool precision_supported(Precision precision, Isa isa) {
     case Precision::f32: return true;
     case Precision::bf16: return isa == Isa::avx512 && isa_supports_bf16();
     case Precision::bf16_amx: return isa == Isa::avx512 && isa_supports_amx();
+    case Precision::int8_weights: return true;  // the few-rows kernel on AVX-512, else float panels
   }
   return false;
 }
@@ -253,6 +255,41 @@ void convert_to_bf16(const PackedB& in, PackedB& out, Precision to) {
   }
 }
 
+// int8 weights: per column, scale = largest magnitude / 127 and q = round(w / scale) (ties to
+// even), so q * scale is within scale / 2 of w; a column of zeros gets scale 0. Panel j holds
+// row p's nr bytes at byte p * nr; padding columns and rows are 0.
+void pack_b_int8(PackedB& packed, const float* b, size_t row_stride, BLayout layout) {
+  const size_t k = packed.k, n = packed.n, nr = packed.nr, panel_count = (n + nr - 1) / nr;
+  packed.panels.resize(std::max<size_t>(panel_count * packed.steps() * nr, 1));
+  packed.scales.resize(std::max<size_t>(panel_count * nr, 1));
+  auto at = [&](size_t p, size_t col) { return layout == BLayout::k_by_n ? b[p * row_stride + col] : b[col * row_stride + p]; };
+  for (size_t col = 0; col < n; ++col) {
+    float largest = 0.0f;
+    for (size_t p = 0; p < k; ++p) largest = std::max(largest, std::abs(at(p, col)));
+    const float scale = largest / 127.0f;
+    packed.scales.data()[col] = scale;
+    auto* panel = reinterpret_cast<int8_t*>(packed.panels.data() + col / nr * packed.steps() * nr);
+    for (size_t p = 0; p < k; ++p) {
+      const float q = scale > 0.0f ? std::nearbyint(at(p, col) / scale) : 0.0f;
+      panel[p * nr + col % nr] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+    }
+  }
+}
+
+// Columns [n0, n0 + n) of int8 weights as f32 panels (q * scale), for the tile kernel.
+void dequantize_int8(const PackedB& b, size_t n0, size_t n, PackedB& out) {
+  shape_packed_b(out, b.k, n, b.isa);
+  const size_t nr = b.nr, k = b.k;
+  for (size_t j = 0; j * nr < n; ++j) {
+    const size_t panel = n0 / nr + j;
+    const auto* q = reinterpret_cast<const int8_t*>(b.panel(panel));
+    const float* scale = b.scales.data() + panel * nr;
+    float* dst = out.panels.data() + j * k * nr;
+    for (size_t p = 0; p < k; ++p)
+      for (size_t c = 0; c < nr; ++c) dst[p * nr + c] = static_cast<float>(q[p * nr + c]) * scale[c];
+  }
+}
+
 PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout layout, Isa isa, Precision precision) {
   check_supported("pack_b", isa, precision);
   const size_t row_length = layout == BLayout::k_by_n ? n : k;
@@ -271,6 +308,10 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
     pack_b_bf16(packed, b, row_stride, layout);
     return packed;
   }
+  if (precision == Precision::int8_weights) {
+    pack_b_int8(packed, b, row_stride, layout);
+    return packed;
+  }
   const size_t panel_count = (n + nr - 1) / nr;
   packed.panels.resize(panel_count * k * nr);  // zero-filled: the padding columns stay 0
   for (size_t j = 0; j < panel_count; ++j) {
@@ -286,6 +327,7 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
 }
 
 void shape_packed_b(PackedB& out, size_t k, size_t n, Isa isa) {
+  out.scales = AlignedFloats();
   check_supported("pack_b", isa, Precision::f32);
   out.k = k;
   out.n = n;
@@ -305,6 +347,10 @@ void pack_b_into(PackedB& out, const float* b, size_t k, size_t n, size_t row_st
   const size_t row_length = layout == BLayout::k_by_n ? n : k;
   if (row_stride < row_length) throw Error("pack_b: row stride smaller than a row");
   if ((k > 0 && n > 0) && b == nullptr) throw Error("pack_b: null B");
+  if (precision == Precision::int8_weights) {  // a column window of int8 weights: packed anew
+    out = pack_b(b, k, n, row_stride, layout, isa, precision);
+    return;
+  }
   if (is_bf16(precision)) {
     check_supported("pack_b", isa, precision);
     out.k = k;
@@ -515,6 +561,16 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   check_call(call, b, true);
   if (call.few_rows && call.m > kFewRows)
     throw Error("gemm: a few-rows product of " + std::to_string(call.m) + " rows (at most " + std::to_string(kFewRows) + ")");
+  if (b.precision == Precision::int8_weights) {
+    if (call.a_bf16 || call.c_bf16) throw Error("gemm: int8 weights with bf16 activations");
+    if (call.few_rows && b.isa == Isa::avx512) return i8w_gemv_avx512(call, b);
+    // The columns back as f32 panels, then the f32 path: a product of many rows reuses each
+    // weight across them, so unpacking once per call costs little beside the products.
+    dequantize_int8(b, call.n0, call.n, scratch.dequantized);
+    GemmCall f32_call = call;
+    f32_call.n0 = 0;
+    return gemm(f32_call, scratch.dequantized, scratch);
+  }
   if (call.few_rows && b.isa == Isa::avx512 && b.precision == Precision::f32 && !call.a_bf16 && !call.c_bf16)
     return f32_gemv_avx512(call, b);
   if (call.few_rows && b.precision == Precision::bf16 && !call.a_transposed) {

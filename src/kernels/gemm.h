@@ -24,17 +24,23 @@ namespace grove::kernels {
 // epilogue and accumulation are float in all; bf16 rounds A and B to bfloat16 when packing
 // (kernels/bf16.h gives the layout) and runs on AVX512-BF16 dot products, twice the
 // multiplies per instruction; bf16_amx rounds the same way and runs on the AMX tile unit
-// (kernels/amx.h), with its own operand padding.
-enum class Precision { f32, bf16, bf16_amx };
+// (kernels/amx.h), with its own operand padding. int8_weights stores B as int8 with one
+// scale per column (symmetric, the column's largest magnitude maps to 127): a quarter of
+// f32's bytes for a product bound by reading its weights (a decode step); A, C and the sums
+// stay float. The few-rows kernel multiplies the int8 values as they stream and scales each
+// column's sum once; other calls turn the panels back into floats and run the f32 kernel.
+enum class Precision { f32, bf16, bf16_amx, int8_weights };
 
-inline bool is_bf16(Precision p) { return p != Precision::f32; }
+inline bool is_bf16(Precision p) { return p == Precision::bf16 || p == Precision::bf16_amx; }
 
-// Packed rows for k steps: k for f32; k in pairs for bf16, padded to whole 16-pair tiles for AMX.
+// Packed rows for k steps, in float-sized slots per column: k for f32; k in pairs for bf16,
+// padded to whole 16-pair tiles for AMX; k bytes (rounded up to whole slots) for int8 weights.
 inline size_t packed_steps(Precision p, size_t k) {
   switch (p) {
     case Precision::f32: return k;
     case Precision::bf16: return (k + 1) / 2;
     case Precision::bf16_amx: return (k + 31) / 32 * 16;
+    case Precision::int8_weights: return (k + 3) / 4;
   }
   return k;
 }
@@ -55,9 +61,10 @@ struct PackedB {
   size_t nr = 0;  // panel width: the microkernel's NR for `isa`
   Isa isa = Isa::scalar;
   Precision precision = Precision::f32;
-  AlignedFloats panels;  // bf16: 32-bit pair words in float-sized slots
+  AlignedFloats panels;  // bf16: 32-bit pair words in float-sized slots; int8_weights: k rows of nr bytes
+  AlignedFloats scales;  // int8_weights: one per column, nr per panel (0 past n)
 
-  size_t bytes() const { return panels.size() * sizeof(float); }
+  size_t bytes() const { return (panels.size() + scales.size()) * sizeof(float); }
   // Packed rows per panel: k, or k pairs for bf16.
   size_t steps() const { return packed_steps(precision, k); }
   const float* panel(size_t index) const { return panels.data() + index * steps() * nr; }
@@ -113,6 +120,7 @@ PackedA pack_a(const float* a, size_t m, size_t k, size_t row_stride, Isa isa = 
 struct GemmScratch {
   AlignedFloats a_block;
   AlignedFloats c_block;  // float partial sums of a bf16 C whose k spans several blocks
+  PackedB dequantized;     // int8 weights turned back into f32 panels for the tile kernel
 };
 
 // The most rows a GemmCall::few_rows product may have.

@@ -65,6 +65,8 @@ void f32_gemm_28x16_avx512(const GemmTileArgs& args);
 struct GemmCall;
 struct PackedB;
 void f32_gemv_avx512(const GemmCall& call, const PackedB& b);
+// The same on int8 weights (Precision::int8_weights): each column's sum scaled once at the end.
+void i8w_gemv_avx512(const GemmCall& call, const PackedB& b);
 // The same on B packed bf16, A as rows of bf16 pair words (a_stride words apart).
 void bf16_gemv_avx512bf16(const GemmCall& call, const PackedB& b, const uint32_t* a, size_t a_stride);
 // bf16 operands (kernels/bf16.h): a and b point at pair words, kc still counts k steps.

@@ -54,6 +54,7 @@ bool is_full(const Region& r, const Shape& shape);
 // per-tile packing of one node use the same, so a tile gives the same bits either way.
 inline kernels::Precision gemm_precision(const Node& node) {
   if (runs_on_amx(node)) return kernels::Precision::bf16_amx;
+  if (node.decisions.precision == NodePrecision::int8_weights) return kernels::Precision::int8_weights;
   return runs_in_bf16(node) ? kernels::Precision::bf16 : kernels::Precision::f32;
 }
 

@@ -59,11 +59,37 @@ bool wants_bf16(const Graph& g, const Node& node, bool amx) {
   return node.op_type == kMatMul || node.op_type == kGemm;
 }
 
+// int8 weights: MatMul and Gemm of float activations with a constant float B of rank 2 (the
+// projections of a transformer, its LM head).
+PrecisionReport int8_weights(Graph& graph) {
+  PrecisionReport report;
+  report.precision = Precision::int8_weights;
+  std::map<std::string, int> by_op;
+  for (Node& node : graph.nodes) {
+    if (!(node.op_type == kMatMul || node.op_type == kGemm) || !(node.domain.empty() || node.domain == "ai.onnx")) continue;
+    const Tensor* w = initializer(graph, node, 1);
+    if (!w || w->rank() != 2 || !is_f32(graph, node.inputs[0]) || node.outputs.empty() || !is_f32(graph, node.outputs[0]))
+      continue;
+    node.decisions.precision = NodePrecision::int8_weights;
+    ++report.int8_weight_nodes;
+    ++by_op[node.op_type];
+  }
+  report.note = "int8 weights (a scale per output column) in " + std::to_string(report.int8_weight_nodes) + " nodes (";
+  bool first = true;
+  for (const auto& [op, count] : by_op) {
+    report.note += (first ? "" : ", ") + std::to_string(count) + " " + op;
+    first = false;
+  }
+  report.note += by_op.empty() ? "none)" : "); activations, sums and everything else fp32";
+  return report;
+}
+
 }  // namespace
 
 PrecisionReport apply_precision(Graph& graph, Precision wanted, double bf16_dot_gain) {
   PrecisionReport report;
   if (wanted == Precision::fp32) return report;
+  if (wanted == Precision::int8_weights) return int8_weights(graph);
   if (!kernels::precision_supported(kernels::Precision::bf16, kernels::active_isa())) {
     report.note = "bf16 asked for, but this CPU (or GROVE_ISA) has no AVX512-BF16: running fp32";
     return report;

@@ -11,6 +11,7 @@ struct PrecisionReport {
   Precision precision = Precision::fp32;  // what runs: fp32 when bf16 is unavailable here
   int bf16_nodes = 0;
   int bf16_values = 0;  // activations stored as bfloat16 (store_bf16_between_convs)
+  int int8_weight_nodes = 0;  // MatMuls and Gemms with int8 weights (Precision::int8_weights)
   std::string note;  // one line for people: what runs in bf16, or why nothing does
 };
 

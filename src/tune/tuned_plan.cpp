@@ -99,7 +99,9 @@ TuningDecisions model_choices(const Graph& graph, const PlanOptions& po, const P
   return d;
 }
 
-const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+const char* precision_name(Precision p) {
+  return p == Precision::bf16 ? "bf16" : p == Precision::int8_weights ? "int8w" : "fp32";
+}
 
 TuningDecisions tuning_decisions(const Graph& graph, const PlanOptions& po, const std::string& tuning,
                                  const std::vector<NodeChoice>& choices) {

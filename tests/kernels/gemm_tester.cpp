@@ -64,8 +64,18 @@ void GemmTester::test() const {
   ASSERT_EQ(packed.nr, nr);
   ASSERT_EQ(packed.precision, precision_);
   ASSERT_GE(packed.bytes(), packed.steps() * b_cols * sizeof(float));
-  // What the kernel multiplies: the operands as packed.
+  // What the kernel multiplies: the operands as packed. int8 weights: per column of B, the
+  // value its int8 code stands for (scale = largest magnitude / 127, code = round(w / scale)).
   auto operand = [&](float x) { return is_bf16(precision_) ? double(bf16_value(bf16_bits(x))) : double(x); };
+  std::vector<float> column_scale(b_cols, 0.0f);
+  for (size_t j = 0; j < b_cols; ++j)
+    for (size_t p = 0; p < k_; ++p) column_scale[j] = std::max(column_scale[j], std::abs(b[p * b_cols + j]) / 127.0f);
+  auto weight = [&](size_t p, size_t j) {
+    const float w = b[p * b_cols + j];
+    if (precision_ != Precision::int8_weights) return operand(w);
+    const float scale = column_scale[j];
+    return scale > 0 ? double(std::clamp(std::nearbyint(w / scale), -127.0f, 127.0f)) * double(scale) : 0.0;
+  };
 
   std::vector<float> c = c_initial;
   GemmCall call;
@@ -106,7 +116,7 @@ void GemmTester::test() const {
       }
       double sum = 0.0, magnitude = 0.0;
       for (size_t p = 0; p < k_; ++p) {
-        const double term = operand(a[i * a_stride + p]) * operand(b[p * b_cols + n0 + j]);
+        const double term = operand(a[i * a_stride + p]) * weight(p, n0 + j);
         sum += term;
         magnitude += std::abs(term);
       }
@@ -119,7 +129,7 @@ void GemmTester::test() const {
       const double tolerance = tolerance_ > 0.0 ? tolerance_ * std::max(1.0, std::abs(expected))
                                                 : 2e-6 * (magnitude + 1.0) + 1e-5 * std::abs(expected);
       if (std::abs(got - expected) > tolerance && ++failures <= 5)
-        ADD_FAILURE() << isa_name(isa_) << (precision_ == Precision::bf16 ? " bf16" : precision_ == Precision::bf16_amx ? " bf16_amx" : "") << " m=" << m_ << " n=" << n_ << " k=" << k_ << " at (" << i << ", "
+        ADD_FAILURE() << isa_name(isa_) << (precision_ == Precision::bf16 ? " bf16" : precision_ == Precision::bf16_amx ? " bf16_amx" : precision_ == Precision::int8_weights ? " int8w" : "") << " m=" << m_ << " n=" << n_ << " k=" << k_ << " at (" << i << ", "
                       << j << "): got " << got << ", expected " << expected;
     }
   }

@@ -199,14 +199,18 @@ TEST_P(Gemm, RejectsBadCalls) {
 
 std::string kernel_test_name(const ::testing::TestParamInfo<GemmKernel>& info) {
   const Precision p = info.param.precision;
-  return std::string(isa_name(info.param.isa)) + (p == Precision::bf16 ? "_bf16" : p == Precision::bf16_amx ? "_bf16_amx" : "");
+  return std::string(isa_name(info.param.isa)) +
+         (p == Precision::bf16 ? "_bf16" : p == Precision::bf16_amx ? "_bf16_amx" : p == Precision::int8_weights ? "_int8w" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm,
                          ::testing::Values(GemmKernel{Isa::scalar, Precision::f32}, GemmKernel{Isa::avx2, Precision::f32},
                                            GemmKernel{Isa::avx512, Precision::f32},
                                            GemmKernel{Isa::avx512, Precision::bf16},
-                                           GemmKernel{Isa::avx512, Precision::bf16_amx}),
+                                           GemmKernel{Isa::avx512, Precision::bf16_amx},
+                                           GemmKernel{Isa::scalar, Precision::int8_weights},
+                                           GemmKernel{Isa::avx2, Precision::int8_weights},
+                                           GemmKernel{Isa::avx512, Precision::int8_weights}),
                          kernel_test_name);
 
 TEST(Isa, ActiveIsSupportedAndParses) {

@@ -174,3 +174,60 @@ TEST(PrecisionPlan, Fp32MarksNothing) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+// int8 weights (Precision::int8_weights): only MatMul and Gemm with a constant 2-D B are
+// marked, and the tile runtime's result is within the quantization's error of the fp32
+// reference, on both paths: the few-rows kernel (an op of at most 4 rows) and the f32 panels
+// unpacked per call (more rows), at every grid with the same bits.
+TEST(PrecisionPlan, Int8WeightsMarkMatMulAndGemmWithConstantWeights) {
+  for (int64_t rows : {1, 3, 4, 5, 37}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    OnnxBuilder b(13);
+    b.input("x", kF32, {rows, 96}).output("y", kF32, {rows, 40}).output("z", kF32, {rows, 96});
+    weight(b, "w", {96, 72}, 1);
+    weight(b, "bias", {72}, 2);
+    weight(b, "v", {40, 72}, 3);
+    b.node("MatMul", {"x", "w"}, {"h"}, "project");
+    b.node("Add", {"h", "bias"}, {"hb"}, "bias_add");
+    b.node("Relu", {"hb"}, {"r"}, "relu");
+    OnnxBuilder::attr_int(b.node("Gemm", {"r", "v"}, {"y"}, "head"), "transB", 1);
+    b.node("MatMul", {"x", "x_t"}, {"z"}, "activations");  // no constant B: stays fp32
+    b.node("Transpose", {"x"}, {"x_t0"}, "transpose");
+    b.node("MatMul", {"x_t0", "x"}, {"x_t"}, "gram");
+    const TestModel m{"int8w", b.bytes(), {{"x", seeded_tensor({rows, 96}, 5)}}};
+    const Graph g = unfused_graph(m);
+    const TensorMap want = run_reference(g, m.inputs);
+    std::vector<float> first;
+    for (int tiles : {1, 3, 7}) {
+      PlanOptions options;
+      options.precision = Precision::int8_weights;
+      options.threads = 2;
+      options.tiles_per_op = tiles;
+      auto plan = make_plan(g, options);
+      std::map<std::string, NodePrecision> marked;
+      for (const Node& n : plan->graph.nodes) marked[n.name] = n.decisions.precision;
+      EXPECT_EQ(marked.at("project"), NodePrecision::int8_weights);
+      EXPECT_EQ(marked.at("head"), NodePrecision::int8_weights);
+      EXPECT_EQ(marked.at("activations"), NodePrecision::f32);
+      EXPECT_EQ(marked.at("gram"), NodePrecision::f32);
+      EXPECT_EQ(plan->precision.int8_weight_nodes, 2) << plan->precision.note;
+      PlannedRun run(plan, m.inputs, PlannedRunOptions{true});
+      run_serial(run, 2);
+      const TensorMap got = run.outputs();
+      // Per column, |w - q * scale| <= scale / 2 = max|w| / 254: a few tenths of a percent.
+      EXPECT_LT(relative_error(want, got, "y"), 1.5e-2);
+      EXPECT_GT(relative_error(want, got, "y"), 0.0) << "int8 weights gave exactly the fp32 result";
+      EXPECT_LT(relative_error(want, got, "z"), 1e-5);
+      const float* y = got.at("y").data<float>();
+      const std::vector<float> bits(y, y + got.at("y").numel());
+      if (first.empty()) first = bits;
+      else EXPECT_EQ(bits, first) << tiles << " tiles per op changed the bits";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace grove
