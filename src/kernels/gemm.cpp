@@ -262,18 +262,24 @@ void pack_b_int8(PackedB& packed, const float* b, size_t row_stride, BLayout lay
   const size_t k = packed.k, n = packed.n, nr = packed.nr, panel_count = (n + nr - 1) / nr;
   packed.panels.resize(std::max<size_t>(panel_count * packed.steps() * nr, 1));
   packed.scales.resize(std::max<size_t>(panel_count * nr, 1));
-  auto at = [&](size_t p, size_t col) { return layout == BLayout::k_by_n ? b[p * row_stride + col] : b[col * row_stride + p]; };
-  for (size_t col = 0; col < n; ++col) {
-    float largest = 0.0f;
-    for (size_t p = 0; p < k; ++p) largest = std::max(largest, std::abs(at(p, col)));
-    const float scale = largest / 127.0f;
-    packed.scales.data()[col] = scale;
-    auto* panel = reinterpret_cast<int8_t*>(packed.panels.data() + col / nr * packed.steps() * nr);
-    for (size_t p = 0; p < k; ++p) {
-      const float q = scale > 0.0f ? std::nearbyint(at(p, col) / scale) : 0.0f;
-      panel[p * nr + col % nr] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+  float* scale = packed.scales.data();
+  // Both passes walk B in its stored order (a column of k_by_n is k strided reads).
+  const bool rows_are_k = layout == BLayout::k_by_n;
+  const size_t outer = rows_are_k ? k : n, inner = rows_are_k ? n : k;
+  for (size_t i = 0; i < outer; ++i)
+    for (size_t j = 0; j < inner; ++j) {
+      const size_t col = rows_are_k ? j : i;
+      scale[col] = std::max(scale[col], std::abs(b[i * row_stride + j]));
     }
-  }
+  for (size_t col = 0; col < n; ++col) scale[col] /= 127.0f;
+  auto* bytes = reinterpret_cast<int8_t*>(packed.panels.data());
+  const size_t panel_bytes = packed.steps() * nr * sizeof(float);
+  for (size_t i = 0; i < outer; ++i)
+    for (size_t j = 0; j < inner; ++j) {
+      const size_t col = rows_are_k ? j : i, p = rows_are_k ? i : j;
+      const float q = scale[col] > 0.0f ? std::nearbyint(b[i * row_stride + j] / scale[col]) : 0.0f;
+      bytes[col / nr * panel_bytes + p * nr + col % nr] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+    }
 }
 
 // Columns [n0, n0 + n) of int8 weights as f32 panels (q * scale), for the tile kernel.
