@@ -320,15 +320,20 @@ PackedB pack_b(const float* b, size_t k, size_t n, size_t row_stride, BLayout la
   }
   const size_t panel_count = (n + nr - 1) / nr;
   packed.panels.resize(panel_count * k * nr);  // zero-filled: the padding columns stay 0
-  for (size_t j = 0; j < panel_count; ++j) {
-    float* panel = packed.panels.data() + j * k * nr;
-    const size_t cols = std::min(nr, n - j * nr);
-    for (size_t p = 0; p < k; ++p)
-      for (size_t c = 0; c < cols; ++c) {
-        const size_t col = j * nr + c;
-        panel[p * nr + c] = layout == BLayout::k_by_n ? b[p * row_stride + col] : b[col * row_stride + p];
-      }
-  }
+  // k_by_n a band of rows at a time, every panel's slice of it: each row is read along its
+  // length and each panel written in runs, where a panel at a time read one short piece of
+  // every row (a GPT-2's 0.5 GB of weights packed at 1.6 GB/s, 0.3 s of its first plan).
+  constexpr size_t kBand = 16;
+  for (size_t p0 = 0; p0 < k; p0 += kBand)
+    for (size_t j = 0; j < panel_count; ++j) {
+      float* panel = packed.panels.data() + j * k * nr;
+      const size_t cols = std::min(nr, n - j * nr);
+      for (size_t p = p0; p < std::min(k, p0 + kBand); ++p)
+        for (size_t c = 0; c < cols; ++c) {
+          const size_t col = j * nr + c;
+          panel[p * nr + c] = layout == BLayout::k_by_n ? b[p * row_stride + col] : b[col * row_stride + p];
+        }
+    }
   return packed;
 }
 
