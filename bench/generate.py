@@ -7,7 +7,8 @@ running the same decoder in its own greedy loop (bench/runners/ort_generate.js),
   /usr/bin/python3 bench/generate.py --plot long.json [--img docs/img]
 
 Each round, at each thread count: the machine's read bandwidth (bench/read_bandwidth.cpp,
-compiled here), then grove fp32 (ASPEN), grove fp32 (barrier), grove bf16 and ONNX Runtime,
+compiled here), then grove fp32 (ASPEN), grove fp32 (barrier), grove bf16, grove int8w (weight-only
+int8) and ONNX Runtime,
 each generating --new-tokens after a --prompt-length prompt, the order rotating round by
 round. A configuration's per-token latency is the median of its rounds' median step (steps
 that planned a new cache capacity left out); tokens/s is its inverse. The roofline is the
@@ -63,6 +64,7 @@ def engines(args, threads):
         "grove_fp32": lambda: run_json([args.grove] + common),
         "grove_fp32_barrier": lambda: run_json([args.grove] + common + ["--schedule", "barrier"]),
         "grove_bf16": lambda: run_json([args.grove] + common + ["--precision", "bf16"]),
+        "grove_int8w": lambda: run_json([args.grove] + common + ["--precision", "int8w"]),
         "ort_fp32": lambda: run_json(["node", str(ROOT / "bench/runners/ort_generate.js"), "--model", str(args.model),
                                       "--prompt-ids", prompt, "--new-tokens", str(args.new_tokens),
                                       "--threads", str(threads), "--warmup", "1"], env),
@@ -105,7 +107,7 @@ def measure(args):
             t = {"read_gb_s": gbs, "read_gb_s_rounds": bandwidth, "engines": {}}
             for n in names:
                 ms = statistics.median(seen[n])
-                step_bytes = (weights // 2 if "bf16" in n else weights) + cache
+                step_bytes = (weights // 2 if "bf16" in n else weights // 4 if "int8w" in n else weights) + cache
                 t["engines"][n] = {"step_ms": ms, "tokens_per_s": 1000 / ms, "prefill_ms": statistics.median(prefill[n]),
                                    "rounds_step_ms": seen[n], "bytes_per_step": step_bytes,
                                    "roofline_fraction": step_bytes / (gbs * 1e9) / (ms / 1000), "tokens": tokens[n]}
@@ -119,7 +121,7 @@ def long_run(args):
     args.new_tokens = args.long
     runs = engines(args, threads)
     return {"model": str(args.model), "threads": threads, "prompt_length": args.prompt_length,
-            "steps": {n: runs[n]()["step_ms"] for n in ("grove_fp32", "grove_bf16", "ort_fp32")}}
+            "steps": {n: runs[n]()["step_ms"] for n in ("grove_fp32", "grove_bf16", "grove_int8w", "ort_fp32")}}
 
 
 def plot(path, img):

@@ -41,7 +41,7 @@ async function main() {
   // onnxruntime-node does not expose input shapes: the heads and head dim of the empty first
   // past come from the configuration the exporter writes beside the model (NAME.json).
   const cfg = require(a.model.replace(/\.onnx$/, '.json'));
-  const heads = cfg.heads, dim = cfg.hidden / cfg.heads;
+  const heads = cfg.cache_heads || cfg.heads, dim = cfg.head_dim || cfg.hidden / cfg.heads;
   for (let i = 0; i < a.warmup; ++i) await generate(ort, session, a, heads, dim);
   const r = await generate(ort, session, a, heads, dim);
   console.log(JSON.stringify({ engine: 'ort', version: '1.20.1', threads: a.threads, load_ms: loadMs, ...r }));

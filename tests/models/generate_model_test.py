@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """`grove generate` against PyTorch's greedy loop (bench/models/export_decoder_models.py):
 
-  1. exports the tiny GPT-2-shaped decoders (2 layers, weights large enough that the greedy
-     tokens change from step to step) with PyTorch's greedy continuation of three prompts;
+  1. exports the tiny GPT-2-shaped and LLaMA-shaped decoders (2 layers, weights large enough
+     that the greedy tokens change from step to step; LLaMA's with RoPE and grouped-query
+     attention) with PyTorch's greedy continuation of three prompts;
   2. grove's tokens must equal PyTorch's: with the masked cache of spare capacity (first
      capacity 1, 4 and 64: the capacity doubles several times, once, or never), and on the
      model without attention_mask/position_ids (the cache grows by a position per step);
@@ -40,9 +41,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="grove_generate_") as work:
         work = Path(work)
         subprocess.run(["/usr/bin/python3", str(ROOT / "bench/models/export_decoder_models.py"), "--out", str(work),
-                        "--only", "gpt2_kv_tiny,gpt2_kv_tiny_nomask", "--reference", "--new-tokens", str(NEW_TOKENS)],
+                        "--only", "gpt2_kv_tiny,gpt2_kv_tiny_nomask,llama_kv_tiny", "--reference",
+                        "--new-tokens", str(NEW_TOKENS)],
                        check=True, capture_output=True)
-        for name, capacities in (("gpt2_kv_tiny", (1, 4, 64)), ("gpt2_kv_tiny_nomask", (64,))):
+        for name, capacities in (("gpt2_kv_tiny", (1, 4, 64)), ("gpt2_kv_tiny_nomask", (64,)), ("llama_kv_tiny", (1, 64))):
             for run in json.loads((work / f"{name}.ref.json").read_text()):
                 for capacity in capacities:
                     got = generate(a.grove, work / f"{name}.onnx", run["prompt"],
