@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <grove/background_calibration.h>
+#include <grove/generate.h>
 #include <grove/grove.h>
 
 namespace py = pybind11;
@@ -174,7 +175,8 @@ grove::Schedule schedule_of(const std::string& s) {
 grove::Precision precision_of(const std::string& s) {
   if (s == "fp32") return grove::Precision::fp32;
   if (s == "bf16") return grove::Precision::bf16;
-  throw grove::Error("precision must be 'fp32' or 'bf16', not '" + s + "'");
+  if (s == "int8w") return grove::Precision::int8_weights;
+  throw grove::Error("precision must be 'fp32', 'bf16' or 'int8w', not '" + s + "'");
 }
 
 grove::TileCounts tile_counts_of(const std::string& s) {
@@ -207,6 +209,46 @@ PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> e
   if (!engine) engine = std::make_shared<grove::Engine>(grove::EngineOptions{.threads = threads});
   auto session = std::make_shared<grove::Session>(*engine, grove::Model::load(path, shape_map, limits), options);
   return PySession{std::move(engine), std::move(session)};
+}
+
+// Session.generate: grove::Generator on the session, the GIL released while it runs and taken
+// again for each on_token call. An exception in on_token stops the generation and is raised.
+py::object generate(PySession& s, const std::vector<int64_t>& prompt, int max_new_tokens, double temperature, int top_k,
+                    double top_p, uint64_t seed, std::optional<int64_t> eos, const py::object& on_token,
+                    int64_t min_capacity, bool stats) {
+  grove::GenerateOptions o;
+  o.max_new_tokens = max_new_tokens;
+  o.sampling = {.temperature = temperature, .top_k = top_k, .top_p = top_p, .seed = seed};
+  o.eos = eos;
+  o.min_capacity = min_capacity;
+  std::optional<py::error_already_set> raised;
+  if (!on_token.is_none())
+    o.on_token = [&](int64_t token) {
+      py::gil_scoped_acquire gil;
+      try {
+        const py::object keep = on_token(token);
+        return keep.is_none() || keep.cast<bool>();
+      } catch (py::error_already_set& e) {
+        raised.emplace(std::move(e));
+        return false;
+      }
+    };
+  grove::GenerateStats st;
+  std::vector<int64_t> tokens;
+  {
+    py::gil_scoped_release release;
+    grove::Generator generator(*s.session);
+    tokens = generator.generate(prompt, o, &st);
+  }
+  if (raised) throw std::move(*raised);
+  if (!stats) return py::cast(tokens);
+  py::dict d;
+  d["prefill_ms"] = st.prefill_ms;
+  d["step_ms"] = st.step_ms;
+  d["step_planned"] = st.step_planned;
+  d["cache_capacity"] = st.cache_capacity;
+  d["cache_bytes"] = st.cache_bytes;
+  return py::make_tuple(tokens, d);
 }
 
 // Inputs for bench() when none are given: seeded uniform values in [-1, 1) (integers 0/1) of
@@ -474,8 +516,9 @@ PYBIND11_MODULE(_grove, m) {
            py::arg("tuning") = "auto", py::arg("layout") = "nhwc",
            "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
            "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
-           "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', or 'bf16' for "
-           "Conv/MatMul/Gemm products in bfloat16 on CPUs with AVX512-BF16 (fp32 elsewhere; docs/precision.md). "
+           "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', 'bf16' for "
+           "Conv/MatMul/Gemm products in bfloat16 on CPUs with AVX512-BF16 (fp32 elsewhere; docs/precision.md), or "
+           "'int8w' for MatMul/Gemm weights as int8 with a scale per column (weight-only; docs/generation.md). "
            "prune: dynamic feature-map pruning, '' as the model's grove.antidote metadata says, 'off', or "
            "statements 'prune VALUE channels=R positions=R' one per line (docs/dynamic.md). tile_counts: 'tail' "
            "(coarser tiles where a finer cut repeats work) or 'fixed' (about 2 per thread; docs/scaling.md). tuning: "
@@ -522,6 +565,15 @@ PYBIND11_MODULE(_grove, m) {
            "when inputs is None) and returns {'agrees', 'outputs': [{'name', 'error', 'largest', 'agrees'}], "
            "'first_difference': {'value', 'node', 'op', 'input_shapes', 'planned_by', ...} on a mismatch}; "
            "error is a fraction of each output's largest magnitude (docs/correctness.md).")
+      .def("generate", &generate, py::arg("prompt"), py::arg("max_new_tokens") = 16, py::arg("temperature") = 0.0,
+           py::arg("top_k") = 0, py::arg("top_p") = 1.0, py::arg("seed") = 0, py::arg("eos") = py::none(),
+           py::arg("on_token") = py::none(), py::arg("min_capacity") = 64, py::arg("stats") = false,
+           "Generates tokens with a decoder that takes its key/value cache as inputs (past_key_values.N.key, ...) "
+           "and returns it grown (present.N.key, ...): the prompt's token ids in one step, then one token per step "
+           "with the cache bound in place. Greedy unless temperature > 0 (then top_k / top_p sampling with `seed`). "
+           "Stops after max_new_tokens, at `eos`, or when on_token(token) returns False. Returns the new tokens; "
+           "with stats=True, (tokens, {'prefill_ms', 'step_ms', 'step_planned', 'cache_capacity', 'cache_bytes'}). "
+           "docs/generation.md.")
       .def("bench", &bench, py::arg("inputs") = py::none(), py::arg("runs") = 20, py::arg("warmup") = 3,
            "Times `runs` warm runs (seeded random inputs of the declared shapes when inputs is None).")
       .def_property_readonly("inputs", [](const PySession& s) { return specs(s.session->inputs()); })
