@@ -101,6 +101,24 @@ def coexec_section(c, lines):
     lines.append(f"\nThroughput gain from co-execution: **{c['speedup']:.2f}x**.\n")
 
 
+def decode_section(d, lines):
+    lines.append("## Decode (token by token)\n")
+    if "error" in d:
+        lines.append(f"FAILED: {d['error']}\n")
+        return
+    lines.append(f"`bench/generate.py`: GPT-2-124M-shaped decoder with its KV cache, batch 1, "
+                 f"{d['new_tokens']} new tokens after {d['prompt_length']}, median of {d['rounds']} rounds; "
+                 "roofline = bytes a step reads / the best read bandwidth measured in the run "
+                 "(docs/generation.md).\n")
+    lines.append("| threads | engine | ms/token | tokens/s | vs ORT | roofline |\n|---|---|---|---|---|---|")
+    for threads, t in d["threads"].items():
+        ort = t["engines"]["ort_fp32"]["tokens_per_s"]
+        for name, e in t["engines"].items():
+            lines.append(f"| {threads} | {name.replace('_', ' ')} | {e['step_ms']:.2f} | {e['tokens_per_s']:.1f} | "
+                         f"{e['tokens_per_s'] / ort:.2f}x | {100 * e['roofline_fraction']:.0f}% |")
+    lines.append("")
+
+
 def sweep_section(s, lines):
     lines.append("## Tiles per layer (ConvStack, the paper's Fig. 10(a))\n")
     lines.append(f"grove on ConvStack at {s['threads']} threads, `--tiles-per-op K`, both "
@@ -154,6 +172,8 @@ def render(results, json_path):
         coexec_section(results["coexec"], lines)
     if "tiles_sweep" in results:
         sweep_section(results["tiles_sweep"], lines)
+    if "decode" in results:
+        decode_section(results["decode"], lines)
     lines.append("## Where grove is behind\n")
     lines += behind or ["Nowhere in this run: grove is within 0.6x of the best peer everywhere."]
     if behind:

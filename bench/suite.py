@@ -13,8 +13,9 @@ fails is reported FAILED and not timed. Then, per thread count, rounds interleav
 (A B C D A B C D ...). A round is one fresh process per engine doing --warmup untimed runs (and
 more until --warmup-seconds have passed) and
 --runs timed runs; each engine's latency is the median of all its timed runs (rounds x runs).
-Extras: the FMA peak probe, grove co-execution of ResNet-50 + BERT-base, and the
-tiles-per-layer sweep on ConvStack. Results go to --out (JSON), then bench/report.py.
+Extras: the FMA peak probe, grove co-execution of ResNet-50 + BERT-base, the
+tiles-per-layer sweep on ConvStack, and token-by-token decoding against ONNX Runtime's greedy
+loop (bench/generate.py). Results go to --out (JSON), then bench/report.py.
 """
 import argparse
 import datetime
@@ -240,6 +241,7 @@ def main() -> int:
     if not a.no_extras:
         results["coexec"] = extras.coexec(ctx, a, log)
         results["tiles_sweep"] = extras.tiles_sweep(ctx, a, log)
+        results["decode"] = extras.decode(ctx, a, log)
     results["wall_minutes"] = round((time.time() - started) / 60, 1)
     save(results, a.out)
     log(f"results: {a.out} ({results['wall_minutes']} min)")

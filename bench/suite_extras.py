@@ -94,6 +94,32 @@ def coexec(ctx, a, log):
     return dict(result, names=COEXEC_MODELS)
 
 
+def decode(ctx, a, log):
+    """Token-by-token generation (bench/generate.py): grove fp32 (both schedules), bf16 and int8
+    weights against ONNX Runtime's own greedy loop on the GPT-2-124M-shaped decoder with its
+    KV cache, at each thread count of the run."""
+    model = os.path.join(a.cache, "gpt2_kv.onnx")
+    if not os.path.isfile(model):
+        subprocess.run(["/usr/bin/python3", os.path.join(HERE, "models", "export_decoder_models.py"), "--out", a.cache,
+                        "--only", "gpt2_kv"], check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    out = os.path.join(a.cache, "decode.partial.json")
+    log(f"decode: gpt2_kv, {a.rounds} rounds at {','.join(map(str, a.threads))} threads")
+    r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "generate.py"), "--grove", ctx.grove, "--model", model,
+                        "--threads", ",".join(map(str, a.threads)), "--rounds", str(a.rounds), "--new-tokens", "32",
+                        "--out", out], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["failed"])[-1]}
+    with open(out) as f:
+        result = json.load(f)
+    os.remove(out)
+    for threads, t in result["threads"].items():
+        e = t["engines"]
+        log(f"decode {threads}T: grove {e['grove_fp32']['tokens_per_s']:.1f} tokens/s, ORT "
+            f"{e['ort_fp32']['tokens_per_s']:.1f}, grove int8w {e['grove_int8w']['tokens_per_s']:.1f}")
+    return result
+
+
 def tiles_sweep(ctx, a, log):
     """grove on ConvStack at each --tiles-per-op K, both schedules interleaved run by run."""
     ensure_exported(a, ["convstack"])
