@@ -10,10 +10,10 @@
 // The prompt runs as one step of all its tokens (prefill), then one step per new token. The
 // cache lives in buffers the generator owns, bound to the past inputs without a copy; only
 // the new tokens' keys and values are copied out of each step's presents. When the model takes
-// attention_mask and position_ids, the cache's capacity grows in powers of two and the empty
-// slots are masked, so a step's shapes change only when the capacity doubles and each
-// capacity is planned once; without them the cache grows by one slot per step and every
-// step's shapes are new.
+// attention_mask and position_ids, the cache has spare capacity, growing by a quarter when
+// full, and the empty slots are masked, so a step's shapes change only when the capacity grows
+// and each capacity is planned once; without them the cache grows by one slot per step and
+// every step's shapes are new.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,7 +59,7 @@ struct GenerateOptions {
   int max_new_tokens = 16;
   Sampling sampling;
   std::optional<int64_t> eos;  // stop after this token
-  // The cache's smallest capacity (masked models); it doubles when full.
+  // The cache's first capacity (masked models); when full it grows by a quarter, at least this.
   int64_t min_capacity = 64;
   // Called with each new token as soon as it is chosen; return false to stop.
   std::function<bool(int64_t token)> on_token;

@@ -14,6 +14,7 @@
 #include "grove/dynamic.h"
 #include "grove/engine.h"
 #include "grove/error.h"
+#include "grove/generate.h"
 #include "grove/limits.h"
 #include "grove/model.h"
 #include "grove/precision.h"

@@ -21,7 +21,7 @@ constexpr const char* kGenerateFooter = R"(
 The model is an ONNX decoder as torch.onnx and Hugging Face's exporters write one: inputs
 input_ids, past_key_values.N.key/.value (or past_N, past.N) and, optionally, attention_mask and
 position_ids; outputs logits and present.N.key/.value. With attention_mask and position_ids the
-cache's capacity doubles when full and each capacity is planned once; without them every step
+cache's capacity grows by a quarter when full and each capacity is planned once; without them every step
 has new shapes and is planned anew (slow). Batch 1. Greedy unless --temperature is set.
 
 Examples:
@@ -148,7 +148,7 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCliOptions& o) {
       ->capture_default_str()->check(CLI::Range(1e-9, 1.0));
   cmd->add_option("--seed", o.seed, "Seed of the sampling")->capture_default_str();
   cmd->add_option("--eos", o.eos, "Stop after this token id (-1: never)")->capture_default_str();
-  cmd->add_option("--min-capacity", o.min_capacity, "The cache's first capacity in positions; it doubles when full")
+  cmd->add_option("--min-capacity", o.min_capacity, "The cache's first capacity in positions; when full it grows by a quarter (at least this many)")
       ->capture_default_str()->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--warmup", o.warmup,
                   "Untimed generations first (the same prompt and settings), so the timed one finds its shapes planned")
