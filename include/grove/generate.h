@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "grove/cancel.h"
 #include "grove/session.h"
 
 namespace grove {
@@ -63,6 +64,9 @@ struct GenerateOptions {
   int64_t min_capacity = 64;
   // Called with each new token as soon as it is chosen; return false to stop.
   std::function<bool(int64_t token)> on_token;
+  // Once it stops, the step in flight stops (its tiles not yet started are skipped) and
+  // generate() throws an Error of kind `cancelled` (a server's request deadline).
+  CancelToken cancel;
 };
 
 struct GenerateStats {

@@ -88,8 +88,12 @@ std::vector<int64_t> Generator::generate(const std::vector<int64_t>& prompt, con
     }
     for (size_t i = 0; i < io_.cache.size(); ++i) feed[io_.cache[i].past] = cache.past(i);
 
+    if (options.cancel.stopped())
+      throw Error(options.cancel.reason() + " after " + std::to_string(out.size()) + " of " +
+                      std::to_string(options.max_new_tokens) + " new tokens",
+                  Error::Kind::cancelled);
     const auto t0 = std::chrono::steady_clock::now();
-    TensorMap result = session_->run(feed);
+    TensorMap result = session_->run(feed, nullptr, options.cancel);
     for (size_t i = 0; i < io_.cache.size(); ++i) {
       const auto found = result.find(io_.cache[i].present);
       if (found == result.end()) throw Error("decoder step returned no '" + io_.cache[i].present + "'");

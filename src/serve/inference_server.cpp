@@ -386,6 +386,10 @@ HttpResponse InferenceServer::route(const HttpRequest& request) {
       need(post);
       return infer(*model, request);
     }
+    if (p.size() == rest + 1 && p[rest] == "generate") {
+      need(post);
+      return generate(*model, request);
+    }
   }
   throw HttpError(404, "no such endpoint: " + request.path);
 }

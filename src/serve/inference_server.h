@@ -57,6 +57,8 @@ class InferenceServer {
  private:
   HttpResponse route(const HttpRequest& request);
   HttpResponse infer(ServedModel& model, const HttpRequest& request);
+  // POST .../generate (generate_endpoint.cpp): token-by-token generation with a decoder.
+  HttpResponse generate(ServedModel& model, const HttpRequest& request);
   TensorMap run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms, int& chosen,
                        const CancelToken& cancel);
   // The 504's message: the model and --request-timeout, then `what_then`.
