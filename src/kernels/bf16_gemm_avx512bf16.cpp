@@ -17,6 +17,7 @@
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_epilogue_avx512.h"
+#include "kernels/gemm_few_rows_avx512.h"
 #include "kernels/gemm_rows_avx512.h"
 
 namespace grove::kernels {
@@ -79,14 +80,9 @@ void tile(const GemmTileArgs& t, const Rows& rows) {
 // one pass, pair step q into chain q mod C, chains summed in a fixed order at the end.
 template <int R>
 void few_rows_panel(const uint32_t* a, size_t a_stride, const uint32_t* b, size_t pairs, const GemmTileArgs& t) {
-  constexpr int C = R == 1 ? 4 : R == 2 ? 2 : 1;
+  constexpr int C = kFewRowsChains<R>;
   __m512 acc[C][R][kNV];
-#pragma GCC unroll 4
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-      for (int v = 0; v < kNV; ++v) acc[c][r][v] = _mm512_setzero_ps();
+  zero_chains(acc);
   auto step = [&](int c, size_t q) {
     const uint32_t* row = b + q * 32;
     const __m512bh b0 = (__m512bh)_mm512_load_si512(row), b1 = (__m512bh)_mm512_load_si512(row + 16);
@@ -103,17 +99,7 @@ void few_rows_panel(const uint32_t* a, size_t a_stride, const uint32_t* b, size_
     for (int c = 0; c < C; ++c) step(c, q + static_cast<size_t>(c));
   for (int c = 0; q < pairs; ++q, ++c) step(c, q);
   __m512 sum[R][kNV];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kNV; ++v) {
-      if constexpr (C == 4)
-        sum[r][v] = _mm512_add_ps(_mm512_add_ps(acc[0][r][v], acc[1][r][v]), _mm512_add_ps(acc[2][r][v], acc[3][r][v]));
-      else if constexpr (C == 2)
-        sum[r][v] = _mm512_add_ps(acc[0][r][v], acc[1][r][v]);
-      else
-        sum[r][v] = acc[0][r][v];
-    }
+  sum_chains(acc, sum);
   store_tile<R>(sum, t);
 }
 
@@ -127,22 +113,10 @@ void bf16_gemm_14x32_avx512bf16(const GemmTileArgs& t) {
 }
 
 void bf16_gemv_avx512bf16(const GemmCall& call, const PackedB& b, const uint32_t* a, size_t a_stride) {
-  GemmTileArgs t;
-  t.c_stride = call.c_stride;
-  t.c_bf16_stride = call.c_stride;
-  t.m = call.m;
-  t.accumulate = call.accumulate;
-  t.finish = true;
-  t.row_bias = call.epilogue.row_bias;
-  t.residual_stride = call.epilogue.residual_stride;
-  t.activation = call.epilogue.activation;
+  GemmTileArgs t = few_rows_args(call);
   const size_t pairs = (b.k + 1) / 2;
   for (size_t jr = 0; jr < call.n; jr += b.nr) {
-    t.n = std::min(b.nr, call.n - jr);
-    t.c = call.c ? call.c + jr : nullptr;
-    t.c_bf16 = call.c_bf16 ? call.c_bf16 + jr : nullptr;
-    t.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
-    t.residual = call.epilogue.residual ? call.epilogue.residual + jr : nullptr;
+    few_rows_panel_args(call, jr, b.nr, t);
     const auto* panel_b = reinterpret_cast<const uint32_t*>(b.panel((call.n0 + jr) / b.nr));
     with_rows<int(kFewRows)>(call.m, [&](auto rows) { few_rows_panel<rows()>(a, a_stride, panel_b, pairs, t); });
   }

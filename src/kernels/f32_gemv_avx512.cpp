@@ -13,14 +13,11 @@
 
 #include "kernels/gemm.h"
 #include "kernels/gemm_epilogue_avx512.h"
+#include "kernels/gemm_few_rows_avx512.h"
 
 namespace grove::kernels {
 
 namespace {
-
-// Chains per row count: 4 x 2 vectors at m = 1, 2 x 2 x 2 at m = 2, 2 x m at m >= 3.
-template <int R>
-constexpr int kChains = R == 1 ? 4 : R == 2 ? 2 : 1;
 
 template <int R>
 [[gnu::always_inline]] inline float a_at(const GemmCall& call, int r, size_t p) {
@@ -45,14 +42,9 @@ template <bool kInt8>
 // `scales`: int8 weights' per-column scales (kInt8 only), applied to the finished sums.
 template <int R, bool kInt8>
 void panel(const GemmCall& call, const void* b, size_t k, const float* scales, const GemmTileArgs& t) {
-  constexpr int C = kChains<R>;
+  constexpr int C = kFewRowsChains<R>;
   __m512 acc[C][R][kNV];
-#pragma GCC unroll 4
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-      for (int v = 0; v < kNV; ++v) acc[c][r][v] = _mm512_setzero_ps();
+  zero_chains(acc);
   size_t p = 0;
   for (; p + C <= k; p += C) {
 #pragma GCC unroll 4
@@ -78,36 +70,20 @@ void panel(const GemmCall& call, const void* b, size_t k, const float* scales, c
     }
   }
   __m512 sum[R][kNV];
+  sum_chains(acc, sum);
+  if constexpr (kInt8)
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kNV; ++v) {
-      if constexpr (C == 4)
-        sum[r][v] = _mm512_add_ps(_mm512_add_ps(acc[0][r][v], acc[1][r][v]), _mm512_add_ps(acc[2][r][v], acc[3][r][v]));
-      else if constexpr (C == 2)
-        sum[r][v] = _mm512_add_ps(acc[0][r][v], acc[1][r][v]);
-      else
-        sum[r][v] = acc[0][r][v];
-      if constexpr (kInt8) sum[r][v] = _mm512_mul_ps(sum[r][v], _mm512_loadu_ps(scales + 16 * v));
-    }
+      for (int v = 0; v < kNV; ++v) sum[r][v] = _mm512_mul_ps(sum[r][v], _mm512_loadu_ps(scales + 16 * v));
   store_tile(sum, t);
 }
 
 template <bool kInt8>
 void few_rows(const GemmCall& call, const PackedB& b) {
-  GemmTileArgs t;
-  t.c_stride = call.c_stride;
-  t.m = call.m;
-  t.accumulate = call.accumulate;
-  t.finish = true;
-  t.row_bias = call.epilogue.row_bias;
-  t.residual_stride = call.epilogue.residual_stride;
-  t.activation = call.epilogue.activation;
+  GemmTileArgs t = few_rows_args(call);
   for (size_t jr = 0; jr < call.n; jr += b.nr) {
-    t.n = std::min(b.nr, call.n - jr);
-    t.c = call.c + jr;
-    t.bias = call.epilogue.bias ? call.epilogue.bias + jr : nullptr;
-    t.residual = call.epilogue.residual ? call.epilogue.residual + jr : nullptr;
+    few_rows_panel_args(call, jr, b.nr, t);
     const size_t index = (call.n0 + jr) / b.nr;
     const float* scales = kInt8 ? b.scales.data() + index * b.nr : nullptr;
     with_rows<int(kFewRows)>(call.m, [&](auto rows) { panel<rows(), kInt8>(call, b.panel(index), b.k, scales, t); });

@@ -65,8 +65,6 @@ HttpResponse reply(const json& body, int status = 200) {
 }  // namespace
 
 HttpResponse InferenceServer::generate(ServedModel& model, const HttpRequest& request) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
   if (draining_.load()) throw HttpError(503, "the server is shutting down");
   check_json_depth(request.body, options_.max_json_depth);
   json j;
@@ -98,22 +96,7 @@ HttpResponse InferenceServer::generate(ServedModel& model, const HttpRequest& re
   } catch (const Error& e) {
     throw HttpError(400, "model '" + model.name + "' cannot generate: " + e.what());
   }
-  if (in_flight_.fetch_add(1) >= options_.max_concurrent) {
-    in_flight_.fetch_sub(1);
-    throw HttpError(503, "server busy: " + std::to_string(options_.max_concurrent) + " inferences in flight (--max-concurrent)");
-  }
-  model.metrics.started();
-  bool ok = false;
-  struct Done {
-    InferenceServer& server;
-    ServedModel& model;
-    clock::time_point start;
-    const bool& ok;
-    ~Done() {
-      server.in_flight_.fetch_sub(1);
-      model.metrics.finished(std::chrono::duration<double>(clock::now() - start).count(), ok);
-    }
-  } done{*this, model, start, ok};
+  InFlight in_flight(*this, model);
 
   // The cache at its last capacity, a present of it per step and the model's own copy into
   // the presents: three times the cache, plus a step's other activations.
@@ -138,7 +121,7 @@ HttpResponse InferenceServer::generate(ServedModel& model, const HttpRequest& re
   std::vector<double> steps = st.step_ms;
   std::sort(steps.begin(), steps.end());
   const double median = steps.empty() ? 0.0 : steps[steps.size() / 2];
-  ok = true;
+  in_flight.succeeded();
   return reply({{"model_name", model.name},
                 {"tokens", tokens},
                 {"prefill_ms", st.prefill_ms},

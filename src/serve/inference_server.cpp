@@ -438,26 +438,24 @@ HttpError InferenceServer::planning_error(const ServedModel& model, const Error&
   return HttpError(400, e.what());  // inputs the model cannot bind or plan
 }
 
-HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& request) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  if (draining_.load()) throw HttpError(503, "the server is shutting down");
-  if (in_flight_.fetch_add(1) >= options_.max_concurrent) {
-    in_flight_.fetch_sub(1);
-    throw HttpError(503, "server busy: " + std::to_string(options_.max_concurrent) + " inferences in flight (--max-concurrent)");
+InferenceServer::InFlight::InFlight(InferenceServer& server, ServedModel& model)
+    : server_(server), model_(model), start_(std::chrono::steady_clock::now()) {
+  if (server.in_flight_.fetch_add(1) >= server.options_.max_concurrent) {
+    server.in_flight_.fetch_sub(1);
+    throw HttpError(503, "server busy: " + std::to_string(server.options_.max_concurrent) +
+                             " inferences in flight (--max-concurrent)");
   }
   model.metrics.started();
-  bool ok = false;
-  struct Done {
-    InferenceServer& server;
-    ServedModel& model;
-    clock::time_point start;
-    const bool& ok;
-    ~Done() {
-      server.in_flight_.fetch_sub(1);
-      model.metrics.finished(std::chrono::duration<double>(clock::now() - start).count(), ok);
-    }
-  } done{*this, model, start, ok};
+}
+
+InferenceServer::InFlight::~InFlight() {
+  server_.in_flight_.fetch_sub(1);
+  model_.metrics.finished(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(), ok_);
+}
+
+HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& request) {
+  if (draining_.load()) throw HttpError(503, "the server is shutting down");
+  InFlight in_flight(*this, model);
 
   ParsedRequest parsed;
   {
@@ -558,7 +556,7 @@ HttpResponse InferenceServer::infer(ServedModel& model, const HttpRequest& reque
     r.content_type = "application/octet-stream";
     r.body += binary;
   }
-  ok = true;
+  in_flight.succeeded();
   return r;
 }
 

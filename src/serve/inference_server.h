@@ -70,6 +70,23 @@ class InferenceServer {
   HttpResponse metrics() const;
   HttpResponse mt_graph_schedules() const;  // GET /v2/mtgraph
 
+  // A request's place among --max-concurrent (503 when none is left) and its metrics: taken on
+  // construction, given back and counted on destruction, as ok only once succeeded() was called.
+  class InFlight {
+   public:
+    InFlight(InferenceServer& server, ServedModel& model);
+    ~InFlight();
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+    void succeeded() { ok_ = true; }
+
+   private:
+    InferenceServer& server_;
+    ServedModel& model_;
+    std::chrono::steady_clock::time_point start_;
+    bool ok_ = false;
+  };
+
   Engine& engine_;
   ModelRepository& models_;
   ServerOptions options_;
