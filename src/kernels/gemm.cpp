@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 #include <string>
 
 #ifdef __SSE2__
@@ -266,18 +268,24 @@ void pack_b_int8(PackedB& packed, const float* b, size_t row_stride, BLayout lay
   // Both passes walk B in its stored order (a column of k_by_n is k strided reads).
   const bool rows_are_k = layout == BLayout::k_by_n;
   const size_t outer = rows_are_k ? k : n, inner = rows_are_k ? n : k;
+  std::vector<bool> non_finite(n, false);
   for (size_t i = 0; i < outer; ++i)
     for (size_t j = 0; j < inner; ++j) {
       const size_t col = rows_are_k ? j : i;
-      scale[col] = std::max(scale[col], std::abs(b[i * row_stride + j]));
+      const float w = b[i * row_stride + j];
+      if (!std::isfinite(w)) non_finite[col] = true;
+      else scale[col] = std::max(scale[col], std::abs(w));
     }
-  for (size_t col = 0; col < n; ++col) scale[col] /= 127.0f;
+  // A column holding NaN or infinity gets a NaN scale (codes 0): its outputs are NaN, as fp32's
+  // would be, instead of a number quantization made up.
+  for (size_t col = 0; col < n; ++col)
+    scale[col] = non_finite[col] ? std::numeric_limits<float>::quiet_NaN() : scale[col] / 127.0f;
   auto* bytes = reinterpret_cast<int8_t*>(packed.panels.data());
   const size_t panel_bytes = packed.steps() * nr * sizeof(float);
   for (size_t i = 0; i < outer; ++i)
     for (size_t j = 0; j < inner; ++j) {
       const size_t col = rows_are_k ? j : i, p = rows_are_k ? i : j;
-      const float q = scale[col] > 0.0f ? std::nearbyint(b[i * row_stride + j] / scale[col]) : 0.0f;
+      const float q = scale[col] > 0.0f ? std::nearbyint(b[i * row_stride + j] / scale[col]) : 0.0f;  // NaN scale: 0
       bytes[col / nr * panel_bytes + p * nr + col % nr] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
     }
 }

@@ -2,7 +2,9 @@
 // register block and of the cache blocks, every epilogue, strided operands, accumulation.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include "gemm_tester.h"
@@ -212,6 +214,35 @@ INSTANTIATE_TEST_SUITE_P(Kernels, Gemm,
                                            GemmKernel{Isa::avx2, Precision::int8_weights},
                                            GemmKernel{Isa::avx512, Precision::int8_weights}),
                          kernel_test_name);
+
+// int8 weights of a column holding NaN or infinity: that column's outputs are NaN (as fp32's
+// would be), the other columns' are numbers, on the few-rows kernel and on the unpacked path.
+TEST(GemmInt8Weights, ANonFiniteWeightMakesItsColumnNaN) {
+  const size_t k = 8, n = 40;
+  std::vector<float> b(k * n, 0.25f), a(5 * k, 1.0f), c(5 * n, 0.0f);
+  b[3 * n + 2] = std::numeric_limits<float>::quiet_NaN();
+  b[5 * n + 33] = std::numeric_limits<float>::infinity();
+  for (Isa isa : {Isa::scalar, active_isa()}) {
+    const PackedB packed = pack_b(b.data(), k, n, n, BLayout::k_by_n, isa, Precision::int8_weights);
+    for (size_t m : {size_t(1), size_t(5)}) {
+      GemmCall call;
+      call.m = m;
+      call.a = a.data();
+      call.a_stride = k;
+      call.n = n;
+      call.c = c.data();
+      call.c_stride = n;
+      call.few_rows = m <= kFewRows;
+      GemmScratch scratch;
+      gemm(call, packed, scratch);
+      for (size_t i = 0; i < m; ++i)
+        for (size_t j = 0; j < n; ++j) {
+          if (j == 2 || j == 33) EXPECT_TRUE(std::isnan(c[i * n + j])) << isa_name(isa) << " m " << m << " col " << j;
+          else EXPECT_FLOAT_EQ(c[i * n + j], 2.0f) << isa_name(isa) << " m " << m << " col " << j;
+        }
+    }
+  }
+}
 
 TEST(Isa, ActiveIsSupportedAndParses) {
   EXPECT_TRUE(isa_supported(active_isa()));
