@@ -59,6 +59,13 @@ bool wants_bf16(const Graph& g, const Node& node, bool amx) {
   return node.op_type == kMatMul || node.op_type == kGemm;
 }
 
+// "2 Conv, 1 MatMul", or "none".
+std::string count_by_op(const std::map<std::string, int>& by_op) {
+  std::string text;
+  for (const auto& [op, count] : by_op) text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + op;
+  return text.empty() ? "none" : text;
+}
+
 // int8 weights: MatMul and Gemm of float activations with a constant float B of rank 2 (the
 // projections of a transformer, its LM head).
 PrecisionReport int8_weights(Graph& graph) {
@@ -74,13 +81,8 @@ PrecisionReport int8_weights(Graph& graph) {
     ++report.int8_weight_nodes;
     ++by_op[node.op_type];
   }
-  report.note = "int8 weights (a scale per output column) in " + std::to_string(report.int8_weight_nodes) + " nodes (";
-  bool first = true;
-  for (const auto& [op, count] : by_op) {
-    report.note += (first ? "" : ", ") + std::to_string(count) + " " + op;
-    first = false;
-  }
-  report.note += by_op.empty() ? "none)" : "); activations, sums and everything else fp32";
+  report.note = "int8 weights (a scale per output column) in " + std::to_string(report.int8_weight_nodes) + " nodes (" +
+                count_by_op(by_op) + (by_op.empty() ? ")" : "); activations, sums and everything else fp32");
   return report;
 }
 
@@ -112,13 +114,8 @@ PrecisionReport apply_precision(Graph& graph, Precision wanted, double bf16_dot_
     ++by_op[node.op_type];
   }
   report.note = std::string(amx ? "bf16 products on AMX tiles" : "bf16 products") + " in " +
-                std::to_string(report.bf16_nodes) + " nodes (";
-  bool first = true;
-  for (const auto& [op, count] : by_op) {
-    report.note += (first ? "" : ", ") + std::to_string(count) + " " + op;
-    first = false;
-  }
-  report.note += by_op.empty() ? "none)" : "); everything else fp32";
+                std::to_string(report.bf16_nodes) + " nodes (" + count_by_op(by_op) +
+                (by_op.empty() ? ")" : "); everything else fp32");
   return report;
 }
 
