@@ -52,7 +52,7 @@ std::vector<int64_t> Generator::generate(const std::vector<int64_t>& prompt, con
                                          GenerateStats* stats) {
   if (prompt.empty()) throw Error("generate: the prompt has no tokens");
   if (options.max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0");
-  const std::vector<ValueSpec> inputs = session_->inputs(), outputs = session_->outputs();
+  const std::vector<ValueSpec> inputs = session_->inputs();
   std::vector<ValueSpec> cache_specs;
   std::vector<int> axes;
   for (const DecoderIo::CacheEntry& c : io_.cache) {
