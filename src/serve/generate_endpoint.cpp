@@ -3,10 +3,17 @@
 //   {"prompt_ids": [464, 3290], "max_new_tokens": 32, "temperature": 0.8, "top_k": 40,
 //    "top_p": 0.95, "seed": 7, "eos": 50256}
 //   -> {"model_name", "tokens": [...], "prefill_ms", "median_step_ms", "tokens_per_s"}
-// It takes a place among --max-concurrent, reserves the cache's and the steps' memory from the
-// server budget, and stops at the request deadline (504) like an inference.
+// POST /v2/models/{name}/generate_stream takes the same request and answers with Server-Sent
+// Events, one per token as it is chosen, then the reply above with "done": true:
+//   data: {"index": 0, "token": 4}\n\n ... data: {"done": true, "tokens": [...], ...}\n\n
+// A failure after the first event is an `event: error` with {"error"}; a client that goes
+// away stops the generation at its next token.
+// Both take a place among --max-concurrent, reserve the cache's and the steps' memory from the
+// server budget, and stop at the request deadline (504) like an inference.
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -59,12 +66,40 @@ int64_t bytes_per_position(const std::vector<ValueSpec>& inputs, const DecoderIo
 }
 
 HttpResponse reply(const json& body, int status = 200) {
-  return {.status = status, .content_type = "application/json", .headers = {}, .body = body.dump()};
+  return {.status = status, .content_type = "application/json", .headers = {}, .body = body.dump(), .stream = {}};
+}
+
+std::string event(const json& data, const char* name = nullptr) {
+  return (name ? std::string("event: ") + name + "\n" : std::string()) + "data: " + data.dump() + "\n\n";
 }
 
 }  // namespace
 
-HttpResponse InferenceServer::generate(ServedModel& model, const HttpRequest& request) {
+// One accepted generation: what it holds from the server until it ends (a place among
+// --max-concurrent, reserved memory), and what it runs.
+struct InferenceServer::Generation {
+  Generation(InferenceServer& server, ServedModel& m) : model(m), in_flight(server, m) {}
+  ServedModel& model;
+  InFlight in_flight;
+  std::optional<MemoryBudget::Reservation> reservation;  // taken after the place
+  std::unique_ptr<Generator> generator;
+  std::vector<int64_t> prompt;
+  GenerateOptions options;
+
+  // The final reply's fields.
+  json summary(const std::vector<int64_t>& tokens, const GenerateStats& st) const {
+    std::vector<double> steps = st.step_ms;
+    std::sort(steps.begin(), steps.end());
+    const double median = steps.empty() ? 0.0 : steps[steps.size() / 2];
+    return {{"model_name", model.name},
+            {"tokens", tokens},
+            {"prefill_ms", st.prefill_ms},
+            {"median_step_ms", median},
+            {"tokens_per_s", median > 0 ? 1000.0 / median : 0.0}};
+  }
+};
+
+std::shared_ptr<InferenceServer::Generation> InferenceServer::start_generation(ServedModel& model, const HttpRequest& request) {
   if (draining_.load()) throw HttpError(503, "the server is shutting down");
   check_json_depth(request.body, options_.max_json_depth);
   json j;
@@ -96,37 +131,74 @@ HttpResponse InferenceServer::generate(ServedModel& model, const HttpRequest& re
   } catch (const Error& e) {
     throw HttpError(400, "model '" + model.name + "' cannot generate: " + e.what());
   }
-  InFlight in_flight(*this, model);
+  auto g = std::make_shared<Generation>(*this, model);
 
   // The cache at its last capacity, a present of it per step and the model's own copy into
   // the presents: three times the cache, plus a step's other activations.
   const int64_t positions = static_cast<int64_t>(prompt.size()) + o.max_new_tokens;
   const int64_t need = 3 * bytes_per_position(model.inputs, generator->io()) * (positions + positions / 4 + 64) + kStepBytes;
   o.cancel = CancelToken::after(options_.request_timeout_s);
-  const MemoryBudget::Reservation reservation = memory_.reserve(
+  g->reservation.emplace(memory_.reserve(
       need, std::min(o.cancel.deadline(), MemoryBudget::Clock::now() + std::chrono::duration_cast<MemoryBudget::Clock::duration>(
-                                                                        std::chrono::duration<double>(options_.memory_wait_s))));
-  if (!reservation)
+                                                                        std::chrono::duration<double>(options_.memory_wait_s)))));
+  if (!*g->reservation)
     throw HttpError(503, "server memory budget exhausted: a generation of " + std::to_string(positions) + " positions needs " +
                              std::to_string(need) + " bytes, " + std::to_string(memory_.reserved()) + " of the " +
                              std::to_string(memory_.capacity()) + " bytes (--max-serve-memory) are reserved; retry later");
+  g->generator = std::move(generator);
+  g->prompt = std::move(prompt);
+  g->options = std::move(o);
+  return g;
+}
+
+HttpResponse InferenceServer::generate(ServedModel& model, const HttpRequest& request) {
+  std::shared_ptr<Generation> g = start_generation(model, request);
   GenerateStats st;
   std::vector<int64_t> tokens;
   try {
-    tokens = generator->generate(prompt, o, &st);
+    tokens = g->generator->generate(g->prompt, g->options, &st);
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::cancelled) throw HttpError(504, timed_out_message(model));
     throw HttpError(400, "model '" + model.name + "': " + e.what());
   }
-  std::vector<double> steps = st.step_ms;
-  std::sort(steps.begin(), steps.end());
-  const double median = steps.empty() ? 0.0 : steps[steps.size() / 2];
-  in_flight.succeeded();
-  return reply({{"model_name", model.name},
-                {"tokens", tokens},
-                {"prefill_ms", st.prefill_ms},
-                {"median_step_ms", median},
-                {"tokens_per_s", median > 0 ? 1000.0 / median : 0.0}});
+  g->in_flight.succeeded();
+  return reply(g->summary(tokens, st));
+}
+
+HttpResponse InferenceServer::generate_stream(ServedModel& model, const HttpRequest& request) {
+  std::shared_ptr<Generation> g = start_generation(model, request);
+  HttpResponse r{.status = 200, .content_type = "text/event-stream", .headers = {{"Cache-Control", "no-cache"}}, .body = {}, .stream = {}};
+  // The generation's place and memory are given back when it ends, not when the response
+  // holding it is destroyed.
+  r.stream = [this, g](const HttpResponse::Write& write) mutable {
+    if (!g) return;  // streamed already
+    const std::shared_ptr<Generation> held = std::move(g);
+    bool client_gone = false;
+    int64_t index = 0;
+    GenerateOptions o = held->options;
+    o.on_token = [&](int64_t token) {
+      client_gone = !write(event({{"index", index++}, {"token", token}}));
+      return !client_gone;
+    };
+    GenerateStats st;
+    std::string last;
+    try {
+      const std::vector<int64_t> tokens = held->generator->generate(held->prompt, o, &st);
+      if (client_gone) return;
+      json done = held->summary(tokens, st);
+      done["done"] = true;
+      last = event(done);
+      held->in_flight.succeeded();
+    } catch (const Error& e) {
+      last = event({{"error", e.kind() == Error::Kind::cancelled ? timed_out_message(held->model)
+                                                                 : "model '" + held->model.name + "': " + e.what()}},
+                   "error");
+    } catch (const std::exception& e) {
+      last = event({{"error", std::string("internal error: ") + e.what()}}, "error");
+    }
+    write(last);
+  };
+  return r;
 }
 
 }  // namespace grove::serve

@@ -83,6 +83,11 @@ struct HttpListener::Impl : httplib::Server {
   void close_after_response() {
     if (Connection* c = current()) c->close_after = true;
   }
+  // The response is about to be written, or a streamed response's next part: it gets
+  // --io-timeout for it (a stream may last longer than one), and reads nothing.
+  void extend_write_deadline() {
+    if (Connection* c = current()) c->stream.start_phase(clock::now() + seconds(options.io_timeout_s), 0);
+  }
 
   void read_and_answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read);
   bool process_and_close_socket(socket_t sock) override;
@@ -95,7 +100,9 @@ struct HttpListener::Impl : httplib::Server {
 
 namespace {
 
-void answer(InferenceServer& server, const httplib::Request& req, std::string body, httplib::Response& res) {
+// `before_write` runs before each part of a streamed response (to give it a write deadline).
+void answer(InferenceServer& server, const httplib::Request& req, std::string body, httplib::Response& res,
+            const std::function<void()>& before_write) {
   HttpRequest r;
   r.method = req.method;
   r.path = req.path;
@@ -108,7 +115,22 @@ void answer(InferenceServer& server, const httplib::Request& req, std::string bo
   HttpResponse out = server.handle(r);
   res.status = out.status;
   for (const auto& [name, value] : out.headers) res.set_header(name, value);
-  res.set_content(std::move(out.body), out.content_type.c_str());
+  if (!out.stream) {
+    res.set_content(std::move(out.body), out.content_type.c_str());
+    return;
+  }
+  const std::string content_type = out.content_type;  // `out` moves into the provider
+  res.set_chunked_content_provider(
+      content_type, [out = std::move(out), before_write](size_t, httplib::DataSink& sink) {
+        auto write = [&](std::string_view part) {
+          if (part.empty()) return true;  // an empty chunk would end the response
+          before_write();
+          return sink.write(part.data(), part.size());
+        };
+        if (write(out.body)) out.stream(write);
+        sink.done();
+        return true;
+      });
 }
 
 }  // namespace
@@ -142,7 +164,8 @@ void HttpListener::Impl::read_and_answer(const httplib::Request& req, httplib::R
       return;
     }
   }
-  answer(server, req, std::move(body), res);
+  // A streamed response may last longer than --io-timeout: each part gets its own.
+  answer(server, req, std::move(body), res, [this] { extend_write_deadline(); });
 }
 
 void HttpListener::Impl::shed(int fd) {
@@ -313,7 +336,9 @@ HttpListener::HttpListener(InferenceServer& server, ListenOptions options, int64
   auto with_body = [&m](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
     m.read_and_answer(req, res, read);
   };
-  auto without_body = [&server](const httplib::Request& req, httplib::Response& res) { answer(server, req, "", res); };
+  auto without_body = [&server, &m](const httplib::Request& req, httplib::Response& res) {
+    answer(server, req, "", res, [&m] { m.extend_write_deadline(); });
+  };
   m.Get(".*", without_body);
   m.Post(".*", with_body);
   m.Put(".*", with_body);
@@ -341,7 +366,7 @@ HttpListener::HttpListener(InferenceServer& server, ListenOptions options, int64
   m.set_post_routing_handler([&m](const httplib::Request&, httplib::Response& res) {
     Connection* c = m.current();
     if (!c) return;
-    c->stream.start_phase(clock::now() + seconds(m.options.io_timeout_s), 0);
+    m.extend_write_deadline();
     if (c->close_after) {
       res.set_header("Connection", "close");
       res.headers.erase("Keep-Alive");

@@ -1,9 +1,11 @@
 #pragma once
 // A request and a response as the server's handlers see them: no sockets, so the handlers run
 // the same in-process (tests, the fuzzer) as behind the HTTP listener.
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace grove::serve {
 
@@ -24,7 +26,24 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::map<std::string, std::string> headers;
   std::string body;
+  // A response sent while it is made (Server-Sent Events): when set, it is called once after
+  // the headers go out, and what it passes to `write` is sent at once, after `body`. `write`
+  // returns false once the client is gone; `stream` should stop then. It catches its own
+  // errors: the status is sent before it runs.
+  using Write = std::function<bool(std::string_view)>;
+  std::function<void(const Write& write)> stream;
 };
+
+// The whole body of `r`, its stream run to the end: for callers without a socket.
+inline std::string collect_body(const HttpResponse& r) {
+  std::string all = r.body;
+  if (r.stream)
+    r.stream([&](std::string_view part) {
+      all.append(part);
+      return true;
+    });
+  return all;
+}
 
 // A request the server refuses: the status (4xx, or 5xx for the server's own failures) and a
 // one-line reason, sent back as {"error": reason}.

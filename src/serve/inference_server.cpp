@@ -321,7 +321,7 @@ HttpResponse InferenceServer::route(const HttpRequest& request) {
   }
   if (p.empty()) {  // the live page
     need(get);
-    return {.status = 200, .content_type = "text/html; charset=utf-8", .headers = {}, .body = std::string(live_page_html())};
+    return {.status = 200, .content_type = "text/html; charset=utf-8", .headers = {}, .body = std::string(live_page_html()), .stream = {}};
   }
   if (p.size() == 2 && p[0] == "v2" && p[1] == "timeline") {
     need(get);
@@ -330,7 +330,7 @@ HttpResponse InferenceServer::route(const HttpRequest& request) {
     std::unique_lock<std::mutex> recording(timeline_mutex_, std::try_to_lock);
     if (!recording.owns_lock()) throw HttpError(503, "a timeline is being recorded for another client; retry");
     return {.status = 200, .content_type = "application/json", .headers = {},
-            .body = record_timeline(engine_, kTimelineWindowSeconds, kTimelineJobs)};
+            .body = record_timeline(engine_, kTimelineWindowSeconds, kTimelineJobs), .stream = {}};
   }
   if (p.size() == 2 && p[0] == "v2" && p[1] == "mtgraph") {
     need(get);
@@ -389,6 +389,10 @@ HttpResponse InferenceServer::route(const HttpRequest& request) {
     if (p.size() == rest + 1 && p[rest] == "generate") {
       need(post);
       return generate(*model, request);
+    }
+    if (p.size() == rest + 1 && p[rest] == "generate_stream") {
+      need(post);
+      return generate_stream(*model, request);
     }
   }
   throw HttpError(404, "no such endpoint: " + request.path);
@@ -567,7 +571,7 @@ HttpResponse InferenceServer::mt_graph_schedules() const {
                      {"schedules_profiled", p.schedules_profiled}, {"plain_ms", p.plain_ms}, {"staged_ms", p.staged_ms},
                      {"gain", p.gain}});
   json body = {{"enabled", mt_graph_.enabled()}, {"pair_window_ms", options_.mt_graph_window_ms}, {"pairs", pairs}};
-  return {.status = 200, .content_type = "application/json", .headers = {}, .body = body.dump()};
+  return {.status = 200, .content_type = "application/json", .headers = {}, .body = body.dump(), .stream = {}};
 }
 
 HttpResponse InferenceServer::metrics() const {

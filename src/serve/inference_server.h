@@ -5,6 +5,7 @@
 // sockets; http_listener.h puts it behind cpp-httplib.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -57,8 +58,12 @@ class InferenceServer {
  private:
   HttpResponse route(const HttpRequest& request);
   HttpResponse infer(ServedModel& model, const HttpRequest& request);
-  // POST .../generate (generate_endpoint.cpp): token-by-token generation with a decoder.
+  // POST .../generate and .../generate_stream (generate_endpoint.cpp): token-by-token
+  // generation with a decoder, in one reply or as Server-Sent Events.
+  struct Generation;
+  std::shared_ptr<Generation> start_generation(ServedModel& model, const HttpRequest& request);
   HttpResponse generate(ServedModel& model, const HttpRequest& request);
+  HttpResponse generate_stream(ServedModel& model, const HttpRequest& request);
   TensorMap run_subnet(ServedModel& model, const TensorMap& inputs, int subnet, double target_ms, int& chosen,
                        const CancelToken& cancel);
   // The 504's message: the model and --request-timeout, then `what_then`.

@@ -1,9 +1,15 @@
-// POST /v2/models/{name}/generate in-process: a tiny hand-built decoder whose next token is
-// the current one plus 1 (mod 5) through a cache it must carry, and every refusal.
+// POST /v2/models/{name}/generate and /generate_stream, in-process and over a socket: a tiny
+// hand-built decoder whose next token is the current one plus 1 (mod 5) through a cache it
+// must carry, the events as tokens are chosen, a client that goes away, and every refusal.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "raw_client.h"
+#include "serve/http_listener.h"
 #include "serve_test_util.h"
 
 namespace grove::serve {
@@ -47,8 +53,24 @@ class Generate : public ::testing::Test {
     models.load("counter");
     models.load("add");
   }
-  HttpResponse post(const std::string& model, const std::string& body) {
-    return server.handle({"POST", "/v2/models/" + model + "/generate", {}, body});
+  HttpResponse post(const std::string& model, const std::string& body, const char* endpoint = "generate") {
+    return server.handle({"POST", "/v2/models/" + model + "/" + endpoint, {}, body});
+  }
+  // The data of each Server-Sent Event in `text`, as JSON, with its `event:` name as "event".
+  static std::vector<json> events(const std::string& text) {
+    std::vector<json> out;
+    for (size_t at = 0, end; (end = text.find("\n\n", at)) != std::string::npos; at = end + 2) {
+      std::string block = text.substr(at, end - at), name;
+      if (block.rfind("event: ", 0) == 0) {
+        name = block.substr(7, block.find('\n') - 7);
+        block = block.substr(block.find('\n') + 1);
+      }
+      EXPECT_EQ(block.rfind("data: ", 0), 0u) << block;
+      json j = json::parse(block.substr(6));
+      if (!name.empty()) j["event"] = name;
+      out.push_back(j);
+    }
+    return out;
   }
   static void expect_error(const HttpResponse& r, int status, const char* words) {
     EXPECT_EQ(r.status, status) << r.body;
@@ -75,6 +97,78 @@ TEST_F(Generate, CountsOnThroughItsCache) {
             json({1, 2, 3}));
   EXPECT_EQ(json::parse(post("counter", R"({"prompt_ids": [1], "max_new_tokens": 3, "temperature": 0.01, "seed": 4})").body)["tokens"],
             json({2, 3, 4}));
+}
+
+TEST_F(Generate, StreamsEachTokenAsAnEventThenTheReply) {
+  const HttpResponse r = post("counter", R"({"prompt_ids": [2, 3], "max_new_tokens": 7})", "generate_stream");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "text/event-stream");
+  const std::vector<json> e = events(collect_body(r));
+  ASSERT_EQ(e.size(), 8u);
+  const std::vector<int64_t> want = {4, 0, 1, 2, 3, 4, 0};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(e[i], json({{"index", i}, {"token", want[i]}})) << i;
+  EXPECT_EQ(e[7]["done"], true);
+  EXPECT_EQ(e[7]["tokens"], json(want));
+  EXPECT_EQ(models.find("counter")->metrics.failures(), 0);
+  // Refusals before the first event are plain errors with their status.
+  expect_error(post("counter", R"({"prompt_ids": []})", "generate_stream"), 400, "'prompt_ids'");
+  expect_error(post("add", R"({"prompt_ids": [1]})", "generate_stream"), 400, "cannot generate");
+}
+
+TEST_F(Generate, StreamStopsWhenItsClientIsGone) {
+  const HttpResponse r = post("counter", R"({"prompt_ids": [1], "max_new_tokens": 4000})", "generate_stream");
+  ASSERT_EQ(r.status, 200) << r.body;
+  int writes = 0;
+  r.stream([&](std::string_view) { return ++writes < 3; });
+  EXPECT_EQ(writes, 3);  // nothing written after the refused one: no more tokens, no reply
+  EXPECT_EQ(server.in_flight(), 0);
+  EXPECT_EQ(models.find("counter")->metrics.failures(), 1);
+}
+
+TEST_F(Generate, StreamsOverASocketAndStopsWhenTheClientCloses) {
+  HttpListener listener(server, {.host = "127.0.0.1", .port = 0}, 1 << 20);
+  const int port = listener.bind();
+  std::thread serving([&] { listener.listen(); });
+  auto request = [](const std::string& body) {
+    return "POST /v2/models/counter/generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  // Read until the chunked body's last chunk.
+  auto read_until = [](test::RawClient& c, const std::string& end) {
+    std::string got;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (got.find(end) == std::string::npos && std::chrono::steady_clock::now() < until) {
+      std::string part = c.read_response(0.2);
+      got += part;
+      if (part.empty() && c.closed_within(0)) break;
+    }
+    return got;
+  };
+  {
+    test::RawClient c(port);
+    ASSERT_TRUE(c.send(request(R"({"prompt_ids": [2, 3], "max_new_tokens": 5})")));
+    const std::string got = read_until(c, "\r\n0\r\n\r\n");
+    EXPECT_EQ(test::status_of(got), 200) << got;
+    EXPECT_NE(got.find("Transfer-Encoding: chunked"), std::string::npos) << got;
+    EXPECT_NE(got.find("text/event-stream"), std::string::npos) << got;
+    EXPECT_NE(got.find(R"(data: {"index":4,"token":3})"), std::string::npos) << got;
+    EXPECT_NE(got.find(R"("done":true)"), std::string::npos) << got;
+  }
+  const int64_t runs_before = engine.stats().jobs_submitted;
+  {
+    test::RawClient c(port);
+    ASSERT_TRUE(c.send(request(R"({"prompt_ids": [1], "max_new_tokens": 4000})")));
+    EXPECT_NE(read_until(c, "data: ").find("data: "), std::string::npos);
+  }  // closed after the first event
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (models.find("counter")->metrics.failures() == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(models.find("counter")->metrics.failures(), 1);  // stopped, never counted as answered
+  // A step is a run of the engine: it stopped a few tokens after the close, not at 4,000.
+  EXPECT_LT(engine.stats().jobs_submitted - runs_before, 400);
+  listener.stop();
+  serving.join();
+  EXPECT_EQ(server.in_flight(), 0);
 }
 
 TEST_F(Generate, RefusesWhatItCannotDo) {
