@@ -77,12 +77,26 @@ void reference_on_subtensors(const Node& node, std::span<const Tensor* const> in
   using namespace util_rule;
   const OpSpec* def = OpRegistry::builtin().find(node);
   if (!def) throw Unsupported(node.describe() + ": unsupported op");
+  // An input read whole is read in place, and a tile that covers its whole output (a small
+  // op's one tile) writes it in place, zeroed first as a new tensor is: copies of a few
+  // hundred bytes cost more than the op itself there.
   std::vector<Tensor> parts(in.size());
   std::vector<const Tensor*> part_ptrs(in.size(), nullptr);
   for (size_t i = 0; i < in.size(); ++i) {
     if (!in[i]) continue;
+    if (is_full(in_regions[i], in[i]->shape())) {
+      part_ptrs[i] = in[i];
+      continue;
+    }
     parts[i] = extract_region(*in[i], in_regions[i]);
     part_ptrs[i] = &parts[i];
+  }
+  if (is_full(out_region, out[0]->shape())) {
+    if (out[0]->bytes() > 0) std::memset(out[0]->raw(), 0, out[0]->bytes());
+    std::vector<Tensor*> outs(out.size(), nullptr);
+    outs[0] = out[0];
+    def->reference(node, part_ptrs, outs);
+    return;
   }
   Tensor result(out[0]->dtype(), region_shape(out_region));
   std::vector<Tensor*> outs(out.size(), nullptr);

@@ -2,6 +2,7 @@
 // Shared pieces of the tile rules (tile_*.cpp): walking a region of a tensor row by row,
 // copying regions in and out, mapping regions through numpy broadcasting, and the fallback
 // that computes a region with the op's reference (for dtypes a rule has no loop for).
+#include <array>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -80,24 +81,27 @@ void for_each_row(const Shape& shape, const Region& r, F&& row) {
   for (const Range& x : r)
     if (x.size() <= 0) return;
   std::vector<int64_t> index(rank);
-  for (size_t d = 0; d < rank; ++d) index[d] = r[d].begin;
-  std::vector<int64_t> strides(rank);
-  int64_t acc = 1;
-  for (size_t d = rank; d-- > 0;) strides[d] = acc, acc *= shape[d];
   int64_t offset = 0;
-  for (size_t d = 0; d < rank; ++d) offset += index[d] * strides[d];
+  for (size_t d = rank, inside = 1; d-- > 0; inside *= static_cast<size_t>(shape[d])) {
+    index[d] = r[d].begin;
+    offset += index[d] * static_cast<int64_t>(inside);
+  }
   while (true) {
     row(offset, index);
+    // The innermost dim is the run itself, so an odometer over the outer dims drives; the
+    // stride of dim d is the product of the dims inside it.
     size_t d = rank > 0 ? rank - 1 : 0;
+    int64_t stride = rank > 0 ? shape[rank - 1] : 1;
     for (;;) {
-      if (d == 0) return;  // the innermost dim is the run itself, so an outer odometer drives
+      if (d == 0) return;
       --d;
       if (++index[d] < r[d].end) {
-        offset += strides[d];
+        offset += stride;
         break;
       }
-      offset -= (r[d].size() - 1) * strides[d];
+      offset -= (r[d].size() - 1) * stride;
       index[d] = r[d].begin;
+      stride *= shape[d];
     }
   }
 }
@@ -105,21 +109,50 @@ void for_each_row(const Shape& shape, const Region& r, F&& row) {
 // Like for_each_row, for loops that need no index (operands shaped like the output): rows
 // that follow each other in memory are one run, i.e. the trailing dims `r` covers whole are
 // merged into the last dim it cuts. row(offset, run) once per run. A [1, 2048, 7, 7] tensor is
-// one run of 100352 elements, not 14336 rows of 7.
+// one run of 100352 elements, not 14336 rows of 7. Up to rank 9 it allocates nothing: tiny
+// tiles run it on every op.
 template <class F>
 void for_each_run(const Shape& shape, const Region& r, F&& row) {
   const size_t rank = shape.size();
   if (rank == 0) return row(int64_t{0}, int64_t{1});
-  size_t m = rank;  // dims [m, rank) are covered whole
+  for (const Range& x : r)
+    if (x.size() <= 0) return;
+  size_t m = rank;  // dims [m, rank) are covered whole; dim m - 1 times them is the run
   while (m > 1 && r[m - 1].begin == 0 && r[m - 1].end == shape[m - 1]) --m;
   int64_t inner = 1;
   for (size_t d = m; d < rank; ++d) inner *= shape[d];
-  Shape merged(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(m));
-  Region cut(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(m));
-  merged.back() *= inner;
-  cut.back() = {cut.back().begin * inner, cut.back().end * inner};
-  const int64_t run = cut.back().size();
-  for_each_row(merged, cut, [&](int64_t offset, const std::vector<int64_t>&) { row(offset, run); });
+  const int64_t run = r[m - 1].size() * inner;
+  constexpr size_t kMaxOuter = 8;
+  const size_t outer = m - 1;  // dims an odometer walks
+  if (outer > kMaxOuter) {
+    Shape merged(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(m));
+    Region cut(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(m));
+    merged.back() *= inner;
+    cut.back() = {cut.back().begin * inner, cut.back().end * inner};
+    return for_each_row(merged, cut, [&](int64_t offset, const std::vector<int64_t>&) { row(offset, run); });
+  }
+  std::array<int64_t, kMaxOuter> index{};
+  int64_t offset = r[m - 1].begin * inner;
+  for (size_t d = outer, inside = static_cast<size_t>(shape[m - 1] * inner); d-- > 0; inside *= static_cast<size_t>(shape[d])) {
+    index[d] = r[d].begin;
+    offset += index[d] * static_cast<int64_t>(inside);
+  }
+  for (;;) {
+    row(offset, run);
+    size_t d = outer;
+    int64_t stride = shape[m - 1] * inner;
+    for (;;) {
+      if (d == 0) return;
+      --d;
+      if (++index[d] < r[d].end) {
+        offset += stride;
+        break;
+      }
+      offset -= (r[d].size() - 1) * stride;
+      index[d] = r[d].begin;
+      stride *= shape[d];
+    }
+  }
 }
 
 // The elements of `r` as a new tensor of the region's shape, and back.

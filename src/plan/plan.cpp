@@ -295,6 +295,14 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   plan_pipeline::PlanBuild build{*plan, options, options.debug.rule_lookup ? options.debug.rule_lookup : find_tile_rule, {}, {}};
   for (const NodeChoice& c : options.choices) build.keep.insert(c.node);
   for (const auto& step : kCompilePipeline) step.run(build);
+  // Last: the steps above may still replace initializers.
+  const Graph& g = plan->graph;
+  plan->node_constants.resize(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (const std::string& name : g.nodes[n].inputs) {
+      auto it = name.empty() ? g.initializers.end() : g.initializers.find(name);
+      plan->node_constants[n].push_back(it == g.initializers.end() ? nullptr : &it->second);
+    }
   return plan;
 }
 

@@ -136,6 +136,10 @@ struct PlannedValue {
 };
 
 struct Plan {
+  Plan() = default;
+  Plan(const Plan&) = delete;  // node_constants points into graph
+  Plan& operator=(const Plan&) = delete;
+
   Graph graph;                  // bound and optimised; owns the weights
   PlanOptions options;
   TileGraph tiles;              // with barrier tiles between ops when options.schedule == barrier
@@ -144,6 +148,9 @@ struct Plan {
   // and of each output (-1: an unnamed optional output).
   std::vector<std::vector<int32_t>> node_inputs;
   std::vector<std::vector<int32_t>> node_outputs;
+  // Per node input: the initializer of graph it reads, or null (a run's value, or a missing
+  // optional input); found once here so that no run looks weights up by name.
+  std::vector<std::vector<const Tensor*>> node_constants;
   // Per node: its TileRule (nullptr: one tile computed by the reference), and the tile extent
   // per dim of output 0 (a regular grid; the last tile along a dim may be smaller).
   std::vector<const TileRule*> rules;

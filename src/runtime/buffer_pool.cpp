@@ -21,7 +21,8 @@ void delete_block(std::byte* p) { ::operator delete[](p, std::align_val_t(kAlign
 }  // namespace
 
 BufferPool::~BufferPool() {
-  for (auto& [bytes, block] : free_) delete_block(block);
+  for (auto& [bytes, blocks] : free_)
+    for (std::byte* block : blocks) delete_block(block);
 }
 
 Tensor BufferPool::take(DType dtype, Shape shape) {
@@ -33,16 +34,17 @@ Tensor BufferPool::take(DType dtype, Shape shape) {
   std::byte* block = nullptr;
   {
     std::lock_guard lock(mutex_);
-    auto it = free_.lower_bound(bytes);
-    if (it != free_.end() && it->first <= bytes + bytes / 4) {
-      block = it->second;
+    for (auto it = free_.lower_bound(bytes); it != free_.end() && it->first <= bytes + bytes / 4; ++it) {
+      if (it->second.empty()) continue;
+      block = it->second.back();
+      it->second.pop_back();
+      --free_blocks_;
       bytes = it->first;  // the block goes back under its own size
-      free_.erase(it);
       stats_.free_bytes -= static_cast<int64_t>(bytes);
       ++stats_.reused_blocks;
-    } else {
-      ++stats_.fresh_blocks;
+      break;
     }
+    if (!block) ++stats_.fresh_blocks;
     stats_.in_use_bytes += static_cast<int64_t>(bytes);
     stats_.high_water_bytes = std::max(stats_.high_water_bytes, stats_.in_use_bytes);
   }
@@ -57,25 +59,32 @@ void BufferPool::give_back(std::byte* block, size_t bytes) {
     std::lock_guard lock(mutex_);
     stats_.in_use_bytes -= static_cast<int64_t>(bytes);
     stats_.free_bytes += static_cast<int64_t>(bytes);
-    free_.emplace(bytes, block);
-    while (stats_.free_bytes > kFreePerPeak * stats_.high_water_bytes) {
-      auto largest = std::prev(free_.end());
-      stats_.free_bytes -= static_cast<int64_t>(largest->first);
-      evicted.push_back(largest->second);
-      free_.erase(largest);
-    }
+    free_[bytes].push_back(block);
+    ++free_blocks_;
+    for (auto it = free_.rbegin(); it != free_.rend() && stats_.free_bytes > kFreePerPeak * stats_.high_water_bytes; ++it)
+      while (!it->second.empty() && stats_.free_bytes > kFreePerPeak * stats_.high_water_bytes) {
+        stats_.free_bytes -= static_cast<int64_t>(it->first);
+        evicted.push_back(it->second.back());
+        it->second.pop_back();
+        --free_blocks_;
+      }
+    // Sizes with no block left stay listed (so a run's take and give back allocate nothing),
+    // until they are most of the list: shapes that keep changing leave many behind.
+    if (free_.size() > 2 * free_blocks_ + 64) std::erase_if(free_, [](const auto& entry) { return entry.second.empty(); });
   }
   for (std::byte* p : evicted) delete_block(p);  // outside the lock: large frees unmap pages
 }
 
 void BufferPool::trim() {
-  std::multimap<size_t, std::byte*> blocks;
+  std::map<size_t, std::vector<std::byte*>> blocks;
   {
     std::lock_guard lock(mutex_);
     blocks.swap(free_);
+    free_blocks_ = 0;
     stats_.free_bytes = 0;
   }
-  for (auto& [bytes, block] : blocks) delete_block(block);
+  for (auto& [bytes, list] : blocks)
+    for (std::byte* block : list) delete_block(block);
 }
 
 BufferPool::Stats BufferPool::stats() const {

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "graph/tensor.h"
 
@@ -56,7 +57,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   void give_back(std::byte* block, size_t bytes);
 
   mutable std::mutex mutex_;
-  std::multimap<size_t, std::byte*> free_;  // block bytes -> block
+  std::map<size_t, std::vector<std::byte*>> free_;  // block bytes -> free blocks of that size
+  size_t free_blocks_ = 0;                          // blocks in free_
   Stats stats_;
 };
 

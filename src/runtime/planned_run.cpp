@@ -1,6 +1,8 @@
 #include "runtime/planned_run.h"
 
+#include <array>
 #include <cstring>
+#include <span>
 #include <new>
 #include <thread>
 
@@ -32,6 +34,27 @@ void poison(Tensor& t) {
   }
 }
 
+// A node's operand pointers, on the stack up to kInline of them.
+template <class T>
+class OperandPointers {
+ public:
+  static constexpr size_t kInline = 8;
+  explicit OperandPointers(size_t n) : n_(n) {
+    if (n > kInline) heap_.resize(n);
+  }
+  OperandPointers(const OperandPointers&) = delete;
+  OperandPointers& operator=(const OperandPointers&) = delete;
+  T*& operator[](size_t i) { return data()[i]; }
+  size_t size() const { return n_; }
+  std::span<T* const> span() { return {data(), n_}; }
+
+ private:
+  T** data() { return n_ > kInline ? heap_.data() : inline_.data(); }
+  std::array<T*, kInline> inline_{};
+  std::vector<T*> heap_;
+  size_t n_;
+};
+
 }  // namespace
 
 PlannedRun::PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, PlannedRunOptions options)
@@ -52,12 +75,7 @@ PlannedRun::PlannedRun(std::shared_ptr<const Plan> plan, TensorMap inputs, Plann
       slots_[v].state.store(kAllocated, std::memory_order_relaxed);
     }
   }
-  constants_.resize(p.graph.nodes.size());
-  for (size_t n = 0; n < p.graph.nodes.size(); ++n)
-    for (const auto& name : p.graph.nodes[n].inputs) {
-      auto it = name.empty() ? p.graph.initializers.end() : p.graph.initializers.find(name);
-      constants_[n].push_back(it == p.graph.initializers.end() ? nullptr : &it->second);
-    }
+  if (p.node_constants.size() != p.graph.nodes.size()) throw Error("PlannedRun: a plan not made by make_plan");
 }
 
 PlannedRun::~PlannedRun() = default;
@@ -173,22 +191,24 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
     release_use(outs[0]);
     return;
   }
-  std::vector<const Tensor*> in(ins.size());
+  // The operands' pointers live on the stack for the usual few: a tile allocates nothing
+  // of its own on the run path.
+  OperandPointers<const Tensor> in(ins.size());
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i] >= 0) {
       allocate(ins[i]);  // a tile that reads nothing of a producer may run before it
       in[i] = &slots_[ins[i]].tensor;
     } else {
-      in[i] = constants_[n][i];
+      in[i] = p.node_constants[n][i];
     }
   }
-  std::vector<Tensor*> out(outs.size(), nullptr);
+  OperandPointers<Tensor> out(outs.size());
   for (size_t k = 0; k < outs.size(); ++k)
     if (outs[k] >= 0) out[k] = &slots_[outs[k]].tensor;
 
   if (const TileRule* rule = p.rules[n]) {
-    rule->run_tile(node, in, out, p.tiles.region[tile], n < static_cast<int32_t>(p.prepared.size()) ? p.prepared[n].get() : nullptr,
-                   scratch);
+    rule->run_tile(node, in.span(), out.span(), p.tiles.region[tile],
+                   n < static_cast<int32_t>(p.prepared.size()) ? p.prepared[n].get() : nullptr, scratch);
   } else {
     const OpSpec* def = OpRegistry::builtin().find(node);
     if (!def || !def->reference) throw Unsupported("unsupported op");
@@ -209,7 +229,7 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
           out[k] = &scratch[k];
         }
     }
-    def->reference(node, in, out);
+    def->reference(node, in.span(), out.span());
   }
 
   for (int32_t v : ins)

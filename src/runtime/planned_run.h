@@ -78,7 +78,6 @@ class PlannedRun : public Job {
   std::shared_ptr<const Plan> plan_;
   PlannedRunOptions options_;
   std::unique_ptr<Slot[]> slots_;
-  std::vector<std::vector<const Tensor*>> constants_;  // per node input: the initializer, or nullptr
   std::atomic<int64_t> current_bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};
   std::atomic<int32_t> tiles_done_{0};

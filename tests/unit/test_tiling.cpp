@@ -35,6 +35,54 @@ TEST(TilingRules, LookupCoversTheFamiliesAndSkipsExtraOutputs) {
   EXPECT_EQ(find_tile_rule(custom), nullptr);
 }
 
+// for_each_run and for_each_row against a plain walk of every element, on generated shapes
+// (rank 0 to 11, past the runs' inline odometer) and regions (each dim cut anywhere, or whole).
+TEST(TileLoops, RunsAndRowsVisitEveryElementOfTheRegionInOrder) {
+  std::mt19937 rng(7);
+  auto between = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int c = 0; c < 3000; ++c) {
+    const auto rank = static_cast<size_t>(between(0, c % 10 == 0 ? 11 : 5));
+    Shape shape(rank);
+    Region r(rank);
+    int64_t elements = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      shape[d] = between(1, elements > 512 ? 2 : 5);
+      elements *= shape[d];
+      const int64_t b = between(0, shape[d] - 1);
+      r[d] = between(0, 2) == 0 ? Range{0, shape[d]} : Range{b, between(b + 1, shape[d])};
+    }
+    // Every element of the region, row-major, by its offset.
+    std::vector<int64_t> want;
+    std::vector<int64_t> index(rank);
+    for (size_t d = 0; d < rank; ++d) index[d] = r[d].begin;
+    for (bool more = true; more;) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < rank; ++d) offset = offset * shape[d] + index[d];
+      want.push_back(offset);
+      more = false;
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < r[d].end) {
+          more = true;
+          break;
+        }
+        index[d] = r[d].begin;
+      }
+    }
+    std::vector<int64_t> runs, rows;
+    tiling::for_each_run(shape, r, [&](int64_t offset, int64_t run) {
+      for (int64_t i = 0; i < run; ++i) runs.push_back(offset + i);
+    });
+    tiling::for_each_row(shape, r, [&](int64_t offset, const std::vector<int64_t>& at) {
+      int64_t from_index = 0;
+      for (size_t d = 0; d < rank; ++d) from_index = from_index * shape[d] + at[d];
+      ASSERT_EQ(offset, from_index) << "case " << c;
+      for (int64_t i = 0; i < (rank ? r.back().size() : 1); ++i) rows.push_back(offset + i);
+    });
+    ASSERT_EQ(runs, want) << "case " << c << ": for_each_run, shape " << shape_str(shape);
+    ASSERT_EQ(rows, want) << "case " << c << ": for_each_row, shape " << shape_str(shape);
+  }
+}
+
 TEST(TilingElementwise, UnaryOpsOverEveryGrid) {
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Neg", "HardSwish", "Abs", "Softplus"}) {
     auto stats = check_tiling(NodeBuilder(op, 17, 1), {random_f32({2, 3, 5}, 1, -3, 3)}, kFloatTol);

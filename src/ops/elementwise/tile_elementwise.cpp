@@ -77,8 +77,6 @@ void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Te
   if (in.size() != 2 || !all_f32(in, out)) return run_generic(node, in, out, out_region, nullptr, scratch);
   check_region(node, out_region, out[0]->shape());
   const Shape& shape = out[0]->shape();
-  const std::vector<int64_t> sa = broadcast_strides(in[0]->shape(), shape), sb = broadcast_strides(in[1]->shape(), shape);
-  const int64_t step_a = sa.empty() ? 0 : sa.back(), step_b = sb.empty() ? 0 : sb.back();
   const float* a = in[0]->data<float>();
   const float* b = in[1]->data<float>();
   float* y = out[0]->data<float>();
@@ -95,6 +93,8 @@ void run_arith(const Node& node, std::span<const Tensor* const> in, std::span<Te
     });
     return;
   }
+  const std::vector<int64_t> sa = broadcast_strides(in[0]->shape(), shape), sb = broadcast_strides(in[1]->shape(), shape);
+  const int64_t step_a = sa.empty() ? 0 : sa.back(), step_b = sb.empty() ? 0 : sb.back();
   const int64_t run = out_region.empty() ? 1 : out_region.back().size();
   for_each_row(shape, out_region, [&](int64_t offset, const std::vector<int64_t>& index) {
     const float* pa = a + offset_at(sa, index);
