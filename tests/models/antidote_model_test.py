@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Dynamic feature-map pruning end to end (docs/dynamic.md, Antidote):
 
-  1. tools/dynamic/train_antidote.py --quick trains a CNN on scikit-learn's digits with
+  1. tools/dynamic/train_antidote.py --quick trains a CNN on 2,000 Fashion-MNIST images with
      targeted dropout (seconds) and saves PyTorch's logits of 8 test images for every keep
      setting (channels only, channels and positions, per-map bounds);
   2. `grove run MODEL --prune SETTING` runs each; its logits must equal PyTorch's within 1e-3
@@ -55,7 +55,7 @@ def main():
         "prune relu4.out channels=0.5": "no 2-D Conv of one group reads it as x",
     }
     for text, expected in bad_cases.items():
-        r = subprocess.run([args.grove, "run", str(work / "antidote.onnx"), "--prune", text, "--shape", "image=1x1x16x16"] + extra,
+        r = subprocess.run([args.grove, "run", str(work / "antidote.onnx"), "--prune", text, "--shape", "image=1x1x28x28"] + extra,
                            capture_output=True, text=True)
         lines = r.stderr.strip().splitlines()
         ok = r.returncode == 1 and len(lines) == 1 and expected in lines[0]
@@ -64,7 +64,7 @@ def main():
             failures.append(f"bad statement {text!r}: exit {r.returncode}, stderr {r.stderr.strip()!r}")
 
     r = subprocess.run([args.grove, "bench", str(work / "antidote.onnx"), "--prune", "both", "--runs", "3", "--json",
-                        "--shape", "image=8x1x16x16"] + extra, capture_output=True, text=True)
+                        "--shape", "image=8x1x28x28"] + extra, capture_output=True, text=True)
     try:
         rows = json.loads(r.stdout)["results"]
         if [row["pruning"] for row in rows] != ["unpruned", "pruned"] or not rows[1]["gflop"] < rows[0]["gflop"]:

@@ -72,29 +72,44 @@ Tensor keep_of(const Tensor& x, int64_t channels, int64_t positions) {
   return keep;
 }
 
-TEST(PrunedConv, EqualsTheConvOfTheMaskedMap) {
-  const Tensor x = random_f32({2, 6, 5, 7}, 1, -1, 1), w = random_f32({4, 6, 3, 3}, 2), b = random_f32({4}, 3);
-  const Tensor keep = keep_of(x, 3, 20);
-  const Node node = pruned_conv(3, 20, 1, false);
-  const Tensor got = evaluate_node(node, std::vector<const Tensor*>{&x, &w, &b, nullptr, &keep}).at(0);
-  // The oracle zeroes x where keep does not name the channel and position, and runs Conv.
-  Tensor masked = x.clone();
-  for (int64_t n = 0; n < 2; ++n)
-    for (int64_t c = 0; c < 6; ++c)
-      for (int64_t p = 0; p < 35; ++p) {
-        const int64_t* k = keep.data<int64_t>() + n * 23;
-        const bool kept = std::count(k, k + 3, c) && std::count(k + 3, k + 23, p);
-        if (!kept) masked.data<float>()[(n * 6 + c) * 35 + p] = 0;
-      }
-  const Tensor want = evaluate_node(pruned_conv_twin(node), std::vector<const Tensor*>{&masked, &w, &b}).at(0);
-  ASSERT_EQ(got.shape(), want.shape());
-  const Tensor unpruned = evaluate_node(pruned_conv_twin(node), std::vector<const Tensor*>{&x, &w, &b}).at(0);
-  int differing = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << i;
-    differing += std::fabs(got.data<float>()[i] - unpruned.data<float>()[i]) > 1e-3;
+TEST(PrunedConv, EqualsTheConvOfTheMaskedMapAtTheKeptCentres) {
+  for (int64_t stride : {1, 2}) {
+    const Tensor x = random_f32({2, 6, 5, 7}, 1, -1, 1), w = random_f32({4, 6, 3, 3}, 2), b = random_f32({4}, 3);
+    const Tensor keep = keep_of(x, 3, 20);
+    const Node node = pruned_conv(3, 20, stride, false);
+    const Tensor got = evaluate_node(node, std::vector<const Tensor*>{&x, &w, &b, nullptr, &keep}).at(0);
+    // The oracle zeroes x where keep does not name the channel and position, runs Conv, and
+    // zeroes the outputs whose window centre (3x3, pad 1: row o * stride, column likewise)
+    // is a pruned position.
+    Tensor masked = x.clone();
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0; c < 6; ++c)
+        for (int64_t p = 0; p < 35; ++p) {
+          const int64_t* k = keep.data<int64_t>() + n * 23;
+          const bool kept = std::count(k, k + 3, c) && std::count(k + 3, k + 23, p);
+          if (!kept) masked.data<float>()[(n * 6 + c) * 35 + p] = 0;
+        }
+    Tensor want = evaluate_node(pruned_conv_twin(node), std::vector<const Tensor*>{&masked, &w, &b}).at(0);
+    ASSERT_EQ(got.shape(), want.shape());
+    const int64_t oh = want.dim(2), ow = want.dim(3);
+    int skipped = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t* k = keep.data<int64_t>() + n * 23;
+          if (std::count(k + 3, k + 23, i * stride * 7 + j * stride)) continue;
+          ++skipped;
+          for (int64_t o = 0; o < 4; ++o) want.data<float>()[((n * 4 + o) * oh + i) * ow + j] = 0;
+        }
+    EXPECT_GT(skipped, 0) << "no output skipped: the test cannot tell";
+    const Tensor unpruned = evaluate_node(pruned_conv_twin(node), std::vector<const Tensor*>{&x, &w, &b}).at(0);
+    int differing = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << "stride " << stride << ", " << i;
+      differing += std::fabs(got.data<float>()[i] - unpruned.data<float>()[i]) > 1e-3;
+    }
+    EXPECT_GT(differing, 0) << "pruning changed nothing: the test cannot tell";
   }
-  EXPECT_GT(differing, 0) << "pruning changed nothing: the test cannot tell";
 }
 
 TEST(PrunedConv, TilesEqualTheReference) {
@@ -162,8 +177,10 @@ TEST(FeaturePruning, MetadataPrunesTheRunAndThePlanSaysWhat) {
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->pruning.gates, 1);
   EXPECT_EQ(plan->pruning.pruned_convs, 1);
-  const int64_t relu = 2 * 6 * 6 * 6;  // the fused Relu counts whole either way; the products halve (4 of 8 channels)
-  EXPECT_EQ((plan->pruning.kept_flops - relu) * 2, plan->pruning.dense_flops - relu);
+  // The fused Relu counts whole either way; the products are a quarter: 4 of 8 channels, at
+  // half the output positions (stride 1: those of the 18 kept positions of 36).
+  const int64_t relu = 2 * 6 * 6 * 6;
+  EXPECT_EQ((plan->pruning.kept_flops - relu) * 4, plan->pruning.dense_flops - relu);
   EXPECT_EQ(plan_for(whole, {{"x", x.shape()}})->pruning.gates, 0);
   // The oracle: the plan's own rewritten graph on the reference executor (the ops' references).
   const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");

@@ -1,9 +1,11 @@
 """Attention-based dynamic feature-map pruning (Antidote, thesis 004 ch. 3.1) for a plain CNN
-on the digits, with the exact semantics grove runs (docs/dynamic.md):
+on Fashion-MNIST, with the exact semantics grove runs (docs/dynamic.md):
 
   per image, of feature map F [C, H, W]: keep the int(pc * C) channels of highest mean over
   H x W and the int(ps * H * W) positions of highest mean over C (at least one of each), and
-  zero everything else before the next conv.
+  zero everything else before the next conv; that conv computes only the outputs whose
+  window centre is a kept position (for its 3x3 windows of pad 1 and stride s: output (i, j)
+  is centred on (i * s, j * s)), and its other outputs are 0.
 
 Means are taken in float64 (grove does the same), so both pick the same channels.
 """
@@ -14,8 +16,12 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 from export_onnx import _np, classifier_head
-from slimmable import IMAGE, LAYERS, CLASSES
 
+# conv3x3-BN-ReLU layers as (output channels, stride): the Fashion-MNIST network of the
+# sub-nets' kit (tools/dynamic/train_fashion.py), on 28x28 images.
+LAYERS = [(32, 1), (64, 2), (64, 1), (128, 2), (128, 1)]
+IMAGE = 28
+CLASSES = 10
 # Feature maps that may be pruned: the ReLU outputs that a conv reads (not the last one,
 # which the classifier's pooling reads).
 PRUNABLE = len(LAYERS) - 1
@@ -31,22 +37,23 @@ def _top(scores, k):
     return torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]
 
 
-def keep_mask(f, pc: float, ps: float):
-    """The 0/1 mask of F [N, C, H, W] that the AttentionKeep decision keeps."""
+def keep_masks(f, pc: float, ps: float):
+    """The 0/1 masks of F [N, C, H, W] that the AttentionKeep decision keeps: of channels and
+    positions together [N, C, H, W], and of positions alone [N, 1, H, W]."""
     n, c, h, w = f.shape
     d = f.detach().double()
     chan = _top(d.mean((2, 3)), kept(pc, c))
     spat = _top(d.mean(1).flatten(1), kept(ps, h * w))
     mc = torch.zeros(n, c, dtype=f.dtype).scatter_(1, chan, 1.0)
-    ms = torch.zeros(n, h * w, dtype=f.dtype).scatter_(1, spat, 1.0)
-    return mc[:, :, None, None] * ms.view(n, 1, h, w)
+    ms = torch.zeros(n, h * w, dtype=f.dtype).scatter_(1, spat, 1.0).view(n, 1, h, w)
+    return mc[:, :, None, None] * ms, ms
 
 
 class PlainNet(nn.Module):
     """conv3x3-BN-ReLU x 5 (LAYERS), global average pool, linear. `keep[l]` = (pc, ps) prunes
-    the output of layer l (l < PRUNABLE) before layer l + 1 reads it; None leaves it whole.
-    Training with masks is the targeted dropout (TTD) of the thesis: the gradient flows
-    through the kept entries only."""
+    the output of layer l (l < PRUNABLE) before layer l + 1 reads it, and layer l + 1 computes
+    only the outputs centred on kept positions; None leaves it whole. Training with masks is
+    the targeted dropout (TTD) of the thesis: the gradient flows through the kept entries only."""
 
     def __init__(self, width_mult: float = 1.0):
         super().__init__()
@@ -62,22 +69,31 @@ class PlainNet(nn.Module):
         self.fc = nn.Linear(cin, CLASSES)
 
     def forward(self, x, keep=None):
+        positions = None  # the kept positions of the map this layer reads, when it was pruned
         for layer, (conv, bn) in enumerate(zip(self.convs, self.bns)):
             x = F.relu(bn(conv(x)))
+            if positions is not None:
+                s = self.strides[layer]
+                x = x * positions[:, :, ::s, ::s]
+                positions = None
             if keep and layer < PRUNABLE and keep[layer] is not None:
-                x = x * keep_mask(x, *keep[layer])
+                both, positions = keep_masks(x, *keep[layer])
+                x = x * both
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
     def flops(self, keep=None):
         """Multiply-adds x 2 of the convs and classifier as grove counts them: a pruned map's
-        consumer reduces over the kept channels only (pruned positions are zeroed, not skipped)."""
+        consumer reduces over the kept channels only, at the share of its outputs the kept
+        positions give."""
         total, size, cin = 0, IMAGE, 1
         for layer, (w, s) in enumerate(zip(self.widths, self.strides)):
+            plane = size * size
             size = (size + 2 - 3) // s + 1
-            reads = cin
+            reads, share = cin, 1.0
             if keep and layer > 0 and keep[layer - 1] is not None:
                 reads = kept(keep[layer - 1][0], cin)
-            total += 2 * w * reads * 9 * size * size
+                share = kept(keep[layer - 1][1], plane) / plane
+            total += int(2 * w * reads * 9 * size * size * share)
             cin = w
         return total + 2 * cin * CLASSES
 
@@ -110,7 +126,7 @@ def export(net, path, keep, batch=1):
         nodes.append(helper.make_node("Relu", [f"bn{layer}.out"], [value_name(layer)], name=f"relu{layer}"))
         x = value_name(layer)
     classifier_head(nodes, inits, x, net.fc)
-    graph = helper.make_graph(nodes, "antidote_digits",
+    graph = helper.make_graph(nodes, "antidote_fashion",
                               [helper.make_tensor_value_info("image", TensorProto.FLOAT, [batch, 1, IMAGE, IMAGE])],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, CLASSES])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="grove tools/dynamic")

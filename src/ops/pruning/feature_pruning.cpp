@@ -9,10 +9,11 @@
 //  - ApplyKeep(x, keep): x with every channel and position that keep does not name set to 0,
 //    for the map's readers that are not pruned convs (a residual Add, a pool);
 //  - PrunedConv(x, w, [bias], [residual], keep): the Conv (attributes and fused epilogue as
-//    on Conv) of x with every channel and position that `keep` does not name set to 0.
-//    Attribute `channels` says how many of keep's columns are channels.
+//    on Conv) of x with every channel and position that `keep` does not name set to 0, at
+//    the output positions whose window centre is kept (computed_outputs); the other outputs
+//    are 0. Attribute `channels` says how many of keep's columns are channels.
 // The references spell that out; the tile rule (tile_pruned_conv.cpp) reduces over the kept
-// channels only.
+// channels only, and computes the kept output positions only.
 #include "ops/pruning/feature_pruning.h"
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 #include <numeric>
 
 #include "graph/node_decisions.h"
+#include "ops/conv/conv_gemm_forms.h"
+#include "ops/conv/conv_geometry.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
 #include "ops/op_util.h"
@@ -36,6 +39,20 @@ Node pruned_conv_twin(const Node& node) {
   twin.attrs.erase(kAttrKeepPositions);
   twin.opset = std::max(node.opset, 11);
   return twin;
+}
+
+void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_position, unsigned char* computed) {
+  const auto centre = [](size_t o, size_t stride, size_t pad, size_t kernel, size_t dilation) {
+    return static_cast<int64_t>(o * stride + (kernel - 1) / 2 * dilation) - static_cast<int64_t>(pad);
+  };
+  for (size_t oh = 0; oh < s.out_h; ++oh) {
+    const int64_t ih = centre(oh, s.stride_h, s.pad_top, s.kernel_h, s.dilation_h);
+    for (size_t ow = 0; ow < s.out_w; ++ow) {
+      const int64_t iw = centre(ow, s.stride_w, s.pad_left, s.kernel_w, s.dilation_w);
+      const bool inside = ih >= 0 && ih < int64_t(s.in_h) && iw >= 0 && iw < int64_t(s.in_w);
+      computed[oh * s.out_w + ow] = inside && kept_position[size_t(ih) * s.in_w + size_t(iw)];
+    }
+  }
 }
 
 namespace {
@@ -158,6 +175,26 @@ void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, 
   const std::vector<Tensor> y = evaluate_node(twin, conv_in);
   if (y.at(0).shape() != out[0]->shape()) throw Error(node.describe() + ": output shape does not match");
   std::memcpy(out[0]->raw(), y[0].raw(), y[0].bytes());
+  // Pruned positions: the outputs whose window centre is pruned are 0.
+  const Tensor& x = *in[0];
+  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
+  const int64_t plane = x.dim(2) * x.dim(3);
+  if (kp >= plane) return;
+  const Shape& w = in[1]->shape();
+  const kernels::Conv2dShape s =
+      tiling::conv2d_shape_2d(window_geometry(node, std::span<const int64_t>(x.shape().data() + 2, 2), {w[2], w[3]}, false), x.dim(1));
+  const int64_t out_plane = out[0]->dim(2) * out[0]->dim(3), m = out[0]->dim(1);
+  std::vector<unsigned char> kept(static_cast<size_t>(plane)), computed(static_cast<size_t>(out_plane));
+  for (int64_t n = 0; n < x.dim(0); ++n) {
+    std::fill(kept.begin(), kept.end(), 0);
+    const int64_t* k = in[kPrunedConvKeepInput]->data<int64_t>() + n * (kc + kp);
+    for (int64_t j = 0; j < kp; ++j) kept[size_t(k[kc + j])] = 1;  // in range: masked_map checked
+    computed_outputs(s, kept.data(), computed.data());
+    float* yn = out[0]->data<float>() + n * m * out_plane;
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t q = 0; q < out_plane; ++q)
+        if (!computed[size_t(q)]) yn[o * out_plane + q] = 0.0f;
+  }
 }
 
 }  // namespace
@@ -169,15 +206,20 @@ void register_feature_pruning_ops(OpRegistry& r) {
                                      const Shape* x = known_shape(in, 0);  // both means
                                      return x ? checked_mul(2, numel(*x)) : int64_t{0};
                                    }});
-  // The products over the kept channels only.
+  // The products over the kept channels only, at the share of output positions computed
+  // that the kept positions give (exact for stride 1; the expected share otherwise).
   r.add_internal("PrunedConv", {.infer = &infer_pruned_conv,
                                 .reference = &reference_pruned_conv,
                                 .flops = [](const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
                                   const Shape* y = known_shape(out, 0);
                                   const Shape* w = known_shape(in, 1);
-                                  if (!y || !w || w->size() != 4) return int64_t{0};
-                                  return checked_mul(checked_mul(2, numel(*y)),
-                                                     checked_mul(node.attr_int("channels", 0), checked_mul((*w)[2], (*w)[3])));
+                                  const Shape* x = known_shape(in, 0);
+                                  if (!y || !w || !x || w->size() != 4 || x->size() != 4) return int64_t{0};
+                                  const int64_t all = checked_mul(checked_mul(2, numel(*y)),
+                                                                  checked_mul(node.attr_int("channels", 0), checked_mul((*w)[2], (*w)[3])));
+                                  const int64_t plane = (*x)[2] * (*x)[3], kept = node.attr_int(kAttrKeepPositions, plane);
+                                  if (plane <= 0 || kept >= plane) return all;
+                                  return static_cast<int64_t>(static_cast<double>(all) * static_cast<double>(kept) / static_cast<double>(plane));
                                 }});
   r.add_internal("ApplyKeep", OpSpec{&infer_apply_keep, &reference_apply_keep});
 }

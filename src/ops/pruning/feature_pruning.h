@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "kernels/im2col.h"
 
 namespace grove {
 
@@ -14,6 +15,14 @@ inline constexpr const char* kAttrKeepPositions = "positions";
 
 // The Conv a PrunedConv is when nothing is pruned (its reference runs that on masked x).
 Node pruned_conv_twin(const Node& node);
+
+// Which output positions a PrunedConv computes when it prunes positions: those whose window
+// centre falls on a kept input position (row o * stride - pad_top + (kernel - 1) / 2 *
+// dilation, and so along the width); the others are 0, not computed. A 3x3 conv of stride 1
+// and pad 1 computes the kept positions themselves; of stride 2, the kept ones at even rows
+// and columns. kept_position: one byte per input position (1: kept); computed: one byte per
+// output position.
+void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_position, unsigned char* computed);
 
 // One image's keep row: the `keep_channels` channels of highest mean over the plane, then the
 // `keep_positions` positions of highest mean over the channels, each ascending, into keep.

@@ -9,11 +9,17 @@
 // Where a gathered weight would be used over too few pixels to pay for its copy, the tile runs
 // every channel on the zeroed copy instead (run_tile says when).
 //
+// With positions pruned, only the output positions whose window centre is kept are computed
+// (computed_outputs): their im2col columns are gathered into one dense GEMM and the results
+// scattered back; the other outputs are 0.
+//
 // A tile waits for its image's keep row (the AttentionKeep tile, cut by images too), which is
 // how the decision gates the consumer in the tile graph. ApplyKeep gives the map's other
 // readers the zeroed map.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <span>
 
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
@@ -88,6 +94,9 @@ struct Workspace {
   std::vector<float> w;             // unpacked, when the weights are not constant
   kernels::PackedB b;               // the im2col block
   std::vector<float> rows, c_t, residual_t;  // the transposed form's im2col, C^T and residual^T
+  std::vector<unsigned char> computed;       // positions pruned: per output position, 1 when computed
+  std::vector<uint32_t> outputs;             // the tile's computed output positions
+  std::vector<int64_t> corner;               // a panel's window corners: nr tops, nr lefts
   kernels::GemmScratch scratch;
 };
 
@@ -203,6 +212,77 @@ void gemm_transposed(const PrunedGemm& g, Workspace& ws, const PreparedWeights& 
   }
 }
 
+// Positions pruned: the outputs `computed` names (indices into the plane) are computed, as one
+// GEMM over their im2col columns gathered, and written back; the caller zeroes the others. A
+// window's taps are read from the zeroed copy of the kept channels, as the dense path does.
+void gemm_kept_outputs(const PrunedGemm& g, Workspace& ws, const PreparedWeights* prepared, const Tensor& w,
+                       std::span<const uint32_t> computed) {
+  const kernels::Conv2dShape& s = g.shape;
+  const size_t k = g.kept * g.taps, out_plane = s.out_h * s.out_w, in_plane = s.in_h * s.in_w, p = computed.size();
+  // im2col columns of the computed outputs, written straight into B's panels of nr columns
+  // (the last one zero-padded): each output's window corner once, then a tap adds its offset.
+  const kernels::Isa isa = kernels::active_isa();
+  const size_t nr = kernels::gemm_blocking(isa).nr, panels = (p + nr - 1) / nr;
+  ws.b.k = k, ws.b.n = p, ws.b.nr = nr, ws.b.isa = isa, ws.b.precision = kernels::Precision::f32;
+  ws.b.panels.reserve(panels * k * nr);
+  ws.corner.resize(2 * nr);
+  for (size_t panel = 0; panel < panels; ++panel) {
+    const size_t first = panel * nr, cols = std::min(nr, p - first);
+    int64_t* top = ws.corner.data();
+    int64_t* left = ws.corner.data() + nr;
+    for (size_t j = 0; j < cols; ++j) {
+      top[j] = int64_t(computed[first + j] / s.out_w * s.stride_h) - int64_t(s.pad_top);
+      left[j] = int64_t(computed[first + j] % s.out_w * s.stride_w) - int64_t(s.pad_left);
+    }
+    float* dst = ws.b.panels.data() + panel * k * nr;
+    for (size_t c = 0; c < g.kept; ++c) {
+      const float* plane = g.x + c * in_plane;
+      for (size_t kh = 0; kh < s.kernel_h; ++kh)
+        for (size_t kw = 0; kw < s.kernel_w; ++kw, dst += nr) {
+          const int64_t dh = int64_t(kh * s.dilation_h), dw = int64_t(kw * s.dilation_w);
+          for (size_t j = 0; j < cols; ++j) {
+            const int64_t ih = top[j] + dh, iw = left[j] + dw;
+            dst[j] = uint64_t(ih) < s.in_h && uint64_t(iw) < s.in_w ? plane[ih * int64_t(s.in_w) + iw] : 0.0f;
+          }
+          std::fill(dst + cols, dst + nr, 0.0f);
+        }
+    }
+  }
+  ws.c_t.resize(g.m * p);
+  kernels::GemmCall call;
+  call.m = g.m;
+  call.n = p;
+  call.c = ws.c_t.data();
+  call.c_stride = p;
+  call.epilogue.row_bias = g.bias;
+  call.epilogue.activation = g.activation;
+  if (g.residual) {
+    ws.residual_t.resize(g.m * p);
+    for (size_t o = 0; o < g.m; ++o)
+      for (size_t j = 0; j < p; ++j) ws.residual_t[o * p + j] = g.residual[o * out_plane + computed[j]];
+    call.epilogue.residual = ws.residual_t.data();
+    call.epilogue.residual_stride = p;
+  }
+  if (!prepared) {  // weights computed at run time: gathered unpacked, packed by the GEMM
+    const size_t full_k = static_cast<size_t>(w.dim(1)) * g.taps;
+    ws.w.resize(g.m * k);
+    for (size_t o = 0; o < g.m; ++o)
+      for (size_t i = 0; i < g.kept; ++i)
+        std::copy_n(w.data<float>() + o * full_k + size_t(g.channels ? g.channels[i] : int64_t(i)) * g.taps, g.taps,
+                    ws.w.data() + o * k + i * g.taps);
+    call.a = ws.w.data();
+    call.a_stride = k;
+    kernels::gemm(call, ws.b, ws.scratch);
+  } else if (g.channels) {
+    gather_a(ws.a, prepared->a, g.channels, g.kept, g.taps, 0, g.m);
+    kernels::gemm(call, ws.a, 0, ws.b);
+  } else {
+    kernels::gemm(call, prepared->a, 0, ws.b);
+  }
+  for (size_t o = 0; o < g.m; ++o)
+    for (size_t j = 0; j < p; ++j) g.y[o * out_plane + computed[j]] = ws.c_t[o * p + j];
+}
+
 void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void* prepared, TileScratch& scratch) {
   std::vector<ValueInfo> infos = infos_of_tensors(in);
@@ -233,7 +313,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // channel on the zeroed map instead (the deep layers' few pixels per image).
   const kernels::GemmBlocking blocking = kernels::gemm_blocking(kernels::active_isa());
   const double flops_per_load = 2.0 * double(blocking.mr * blocking.nr) / double(blocking.mr + blocking.nr);
-  const bool gather = !packed || 2.0 * double(q1 - q0) * double(channels - kc) >= flops_per_load * double(kc);
+  // With positions pruned, the pixels a tile computes are about kp / in_plane of its own.
+  const bool skip_positions = kp < in_plane;
+  const double pixels = skip_positions ? double(q1 - q0) * double(kp) / double(in_plane) : double(q1 - q0);
+  const bool gather = !packed || 2.0 * pixels * double(channels - kc) >= flops_per_load * double(kc);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
     for (int64_t i = 0; i < kc + kp; ++i)
@@ -253,6 +336,17 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     const PrunedGemm job{used, ws.x.data(), gather ? kept : nullptr, static_cast<size_t>(planes), taps, m,
                          bias ? bias->data<float>() : nullptr, residual ? residual->data<float>() + image : nullptr,
                          epilogue_activation(node), out[0]->data<float>() + image};
+    if (skip_positions) {
+      ws.computed.resize(out_plane);
+      computed_outputs(used, ws.kept.data(), ws.computed.data());
+      ws.outputs.clear();
+      for (size_t q = q0; q < q1; ++q)
+        if (ws.computed[q]) ws.outputs.push_back(static_cast<uint32_t>(q));
+      for (size_t o = 0; o < m; ++o) std::fill(job.y + o * out_plane + q0, job.y + o * out_plane + q1, 0.0f);
+      for (size_t at = 0; at < ws.outputs.size(); at += chunk)
+        gemm_kept_outputs(job, ws, packed, w, std::span<const uint32_t>(ws.outputs).subspan(at, std::min(chunk, ws.outputs.size() - at)));
+      continue;
+    }
     for (size_t qa = q0; qa < q1; qa += chunk) {
       const size_t pixels = std::min(chunk, q1 - qa);
       if (packed && transposed_is_better(pixels, m, nr)) gemm_transposed(job, ws, *packed, qa, pixels);
