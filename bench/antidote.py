@@ -3,12 +3,12 @@
 FLOPs grove runs, and measured latency pruned vs unpruned (interleaved, same engine).
 
   /usr/bin/python3 bench/antidote.py --grove build/grove --models DIR --out antidote.json \
-      [--batch 8] [--threads 2] [--runs 200]
+      [--batch 8] [--threads 2] [--runs 200] [--layout nchw]
   /usr/bin/python3 bench/antidote.py --plot antidote.json
 
-DIR holds what tools/dynamic/train_antidote.py wrote (antidote.onnx, report.json). Each
-setting is timed with `grove bench --prune both` on a copy of the model carrying that
-setting's statements, so every pair is measured side by side. "keep-all" prunes nothing
+DIR holds what tools/dynamic/train_antidote.py wrote (NAME.onnx per setting, report.json). Each
+setting's model is timed with `grove bench --prune both`, so every pair is measured side by
+side; --layout nchw runs the dense convs on the same NCHW GEMM path as the pruned ones. "keep-all" prunes nothing
 (ratio 1 everywhere): what the decision tiles and the gathers cost by themselves.
 """
 import argparse
@@ -39,11 +39,14 @@ def measure(args):
     settings = {n: s["metadata"] for n, s in report["settings"].items() if s["metadata"]}
     settings["keep-all"] = "\n".join(f"prune relu{i}.out channels=1 positions=1" for i in range(len(report["bounds"])))
     result = {"report": report, "threads": args.threads, "batch": args.batch, "latency": {}}
+    result["layout"] = args.layout
     for name, text in settings.items():
         path = models / f"bench_{name}.onnx"
-        with_metadata(models / "antidote.onnx", path, text)
+        own = models / f"{name}.onnx"
+        with_metadata(own if own.exists() else models / "antidote.onnx", path, text)
+        layout = ["--layout", args.layout] if args.layout else []
         r = grove_json([args.grove, "bench", str(path), "--prune", "both", "--runs", str(args.runs), "--threads",
-                        str(args.threads), "--shape", f"image={args.batch}x1x16x16", "--json"])
+                        str(args.threads), "--shape", f"image={args.batch}x1x28x28", "--json"] + layout)
         rows = {row["pruning"]: row for row in r["results"]}
         result["latency"][name] = {k: {"p50_ms": v["p50_ms"], "p90_ms": v["p90_ms"], "gflop": v["gflop"]}
                                    for k, v in rows.items()}
@@ -52,8 +55,8 @@ def measure(args):
 
 def table(r):
     rep = r["report"]
-    lines = [f"Plain network: {rep['plain_accuracy']:.4f} on {rep['test_images']} held-out images. "
-             f"Batch {r['batch']}, {r['threads']} threads, p50 of interleaved runs.", "",
+    lines = [f"Plain network: {rep['plain_accuracy']:.4f} on {rep['test_images']} test images. "
+             f"Batch {r['batch']}, {r['threads']} threads, layout {r.get('layout') or 'default'}, p50 of interleaved runs.", "",
              "| setting | accuracy, plain net pruned | accuracy after targeted dropout | FLOPs kept | "
              "latency unpruned ms | pruned ms | latency drop | half the FLOP drop |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -95,7 +98,7 @@ def plot(r, path):
     ax.scatter([], [], color="tab:blue", label="after targeted dropout")
     ax.scatter([], [], color="tab:orange", marker="x", label="plain network, pruned")
     ax.set_xlabel(f"grove p50 latency, ms (batch {r['batch']}, {r['threads']} threads)")
-    ax.set_ylabel("accuracy on held-out digits")
+    ax.set_ylabel("accuracy on Fashion-MNIST test images")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -110,6 +113,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--layout", help="nchw: dense convs on the NCHW GEMM path too (default: grove's choice)")
     ap.add_argument("--plot")
     args = ap.parse_args()
     if args.plot:
