@@ -3,7 +3,8 @@
 // steps with the microkernel's register tile, the vector width and the tile grid. A layer
 // just past a step loses more latency than channels when pruned to the step; a layer well
 // below the next step can grow to it for free. Each layer is timed alone, as a one-node model
-// with random weights of the candidate width, on an engine of the given threads.
+// with random weights of the candidate width, on an engine of the given threads. --apply writes
+// the model with the suggested widths (cli/tail_apply.h).
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "cli/options.h"
 #include "cli/format.h"
 #include "cli/inputs.h"
+#include "cli/tail_apply.h"
 #include "graph/node_decisions.h"
 #include "ops/op_names.h"
 #include "runtime/session.h"
@@ -158,13 +160,53 @@ void suggest(Staircase& s, double threshold) {
   }
 }
 
+// The suggestions --apply-mode takes: a prune where one is suggested (for prune and both),
+// else the free growth (for grow and both).
+std::vector<WidthSuggestion> chosen_widths(const std::vector<Staircase>& layers, const std::string& mode) {
+  std::vector<WidthSuggestion> out;
+  for (const Staircase& s : layers) {
+    if (s.prune_to && mode != "grow")
+      out.push_back({s.name, s.channels, s.prune_to,
+                     strf("prune: %.3f -> %.3f ms alone (-%.0f%% for %.0f%% fewer channels)", s.ms, s.prune_ms,
+                          100 * (s.ms - s.prune_ms) / s.ms, 100.0 * double(s.channels - s.prune_to) / double(s.channels))});
+    else if (s.grow_to && mode != "prune")
+      out.push_back({s.name, s.channels, s.grow_to, strf("grow: free, %.3f -> %.3f ms alone", s.ms, s.grow_ms)});
+  }
+  return out;
+}
+
+// --widths: the widths asked, without timing; --apply-mode, when given, keeps only its kind.
+int apply_given_widths(const TailOptions& o, const Model& model) {
+  const Graph& imported = imported_graph(model);
+  if (channel_layers(imported).empty())
+    throw Error(o.model + ": no Conv (one group), MatMul or Gemm with constant weights to resize");
+  std::vector<WidthSuggestion> asked;
+  for (WidthSuggestion& w : parse_widths(o.widths, imported)) {
+    const bool grows = w.to > w.channels;
+    if ((o.apply_mode == "grow" && !grows) || (o.apply_mode == "prune" && grows)) {
+      std::fprintf(o.json ? stderr : stdout, "--widths %s=%lld left out: --apply-mode %s\n", w.layer.c_str(),
+                   (long long)w.to, o.apply_mode.c_str());
+      continue;
+    }
+    asked.push_back(std::move(w));
+  }
+  const AppliedWidths a = apply_widths(o, imported, asked, o.json ? stderr : stdout);
+  if (o.json) std::printf("{\"model\": %s, \"apply\": %s}\n", json_quote(o.model).c_str(), applied_json(o, a).c_str());
+  return 0;
+}
+
 // Long node names keep their end, where the layer's own name is.
 std::string short_name(const std::string& name) { return name.size() <= 40 ? name : "..." + name.substr(name.size() - 37); }
 
 }  // namespace
 
 int run_tail(const TailOptions& o) {
+  if (o.apply.empty() && (!o.widths.empty() || !o.apply_mode.empty()))
+    throw Error(std::string(o.widths.empty() ? "--apply-mode chooses" : "--widths sets") +
+                " what --apply writes: add --apply OUT.onnx");
+  if (!o.apply.empty()) check_writable(o.apply);
   Model model = Model::load(o.model, parse_shape_options(o.shapes), o.limits);
+  if (!o.widths.empty()) return apply_given_widths(o, model);
   if (!model.is_bound())
     throw Error(o.model + ": the input shapes are not known; pass --shape NAME=DIMS");
   const Graph& g = bound_graph(model);
@@ -216,6 +258,12 @@ int run_tail(const TailOptions& o) {
                  std::chrono::duration<double>(Clock::now() - start).count());
   }
 
+  // What --apply writes, after the table (its lines follow it) or before the JSON (its lines go
+  // to stderr, the outcome into the JSON).
+  auto apply = [&](std::FILE* out) {
+    return apply_widths(o, imported_graph(model), chosen_widths(layers, o.apply_mode.empty() ? "grow" : o.apply_mode),
+                        out);
+  };
   double total = 0, saved = 0;
   for (const Staircase& s : layers) {
     total += s.ms;
@@ -233,7 +281,9 @@ int run_tail(const TailOptions& o) {
         std::printf("%s[%lld, %.4f]", k ? ", " : "", (long long)s.points[k].first, s.points[k].second);
       std::printf("]}");
     }
-    std::printf("], \"layers_ms\": %.4f, \"prune_saves_ms\": %.4f}\n", total, saved);
+    std::printf("], \"layers_ms\": %.4f, \"prune_saves_ms\": %.4f", total, saved);
+    if (!o.apply.empty()) std::printf(", \"apply\": %s", applied_json(o, apply(stderr)).c_str());
+    std::printf("}\n");
     return 0;
   }
   std::printf("model: %s, %d threads, widths %lld below to %lld above each layer's in steps of %lld\n", o.model.c_str(),
@@ -251,11 +301,13 @@ int run_tail(const TailOptions& o) {
   }
   std::printf("layers alone: %.3f ms; the prune suggestions save %.3f ms of it (%.1f%%), predicted\n", total, saved,
               total > 0 ? 100 * saved / total : 0.0);
+  if (!o.apply.empty()) apply(stdout);
   return 0;
 }
 
 CLI::App* add_tail_command(CLI::App& app, TailOptions& o) {
-  CLI::App* cmd = app.add_subcommand("tail", "Each Conv/MatMul layer's latency over its output-channel count: prune/grow hints");
+  CLI::App* cmd = app.add_subcommand(
+      "tail", "Each Conv/MatMul layer's latency over its output-channel count: prune/grow hints, and --apply to write them");
   cmd->footer(R"(
 Latency does not fall smoothly with a layer's output channels: it steps with the GEMM's
 register tile, the vector width and the tile grid (TA-DNN's staircase). Each Conv (one group),
@@ -266,9 +318,22 @@ with the width to prune to (latency saved beyond the share of channels removed, 
 --threshold); a layer below a step with the widest width that costs at most a quarter of
 --threshold more (free channels). docs/scaling.md has measured staircases.
 
+--apply OUT.onnx writes the model with the suggestions applied: --apply-mode grow (the
+default) takes the free widths, prune the prunes, both a prune where one is suggested and the
+growth elsewhere. --widths NAME=CHANNELS,... names the widths instead, without timing (either
+kind, unless --apply-mode is given). A pruned layer keeps the channels whose weights have the
+largest L1 norm; a grown one gets new channels with small random weights (--seed) whose weights
+in the layers reading them are zero, so a grown model computes what the original did until it
+is retrained (tools/tail/retrain.py). The readers follow: a bias, a BatchNormalization, the
+next Conv's input channels, a Gemm or MatMul after pooling and Flatten. A layer whose channels
+reach what cannot follow them (a residual Add, a grouped conv, a graph output) is kept as it
+is, with the reason printed.
+
 Examples:
   grove tail resnet50.onnx --threads 2
-  grove tail model.onnx --only /layer4/layer4.0/conv2/Conv --span 64 --step 2 --json)");
+  grove tail model.onnx --only /layer4/layer4.0/conv2/Conv --span 64 --step 2 --json
+  grove tail model.onnx --threads 2 --apply wider.onnx
+  grove tail model.onnx --apply narrow.onnx --widths /conv1/Conv=24,/conv2/Conv=40)");
   cmd->add_option("model", o.model, "The .onnx file")->required();
   add_shape_option(cmd, o.shapes);
   add_threads_option(cmd, o.threads);
@@ -280,7 +345,11 @@ Examples:
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--only", o.only, "Only the layer with this node name");
   cmd->add_flag("--json", o.json, "Print one JSON object (every width's latency) instead of the table");
-  add_seed_option(cmd, o.seed, "Seed for the random weights and inputs");
+  cmd->add_option("--apply", o.apply, "Write the model with the suggested widths to this .onnx file");
+  cmd->add_option("--apply-mode", o.apply_mode, "Which suggestions --apply takes: grow (the default), prune or both")
+      ->check(CLI::IsMember({"grow", "prune", "both"}));
+  cmd->add_option("--widths", o.widths, "NAME=CHANNELS,...: the widths --apply writes, instead of timing")->delimiter(',');
+  add_seed_option(cmd, o.seed, "Seed for the random weights and inputs, and for grown channels' weights");
   add_limit_options(cmd, o.limits);
   return cmd;
 }

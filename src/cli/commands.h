@@ -144,6 +144,9 @@ struct TailOptions {
   bool json = false;
   uint64_t seed = 0;
   Limits limits;
+  std::string apply;                // --apply OUT.onnx: write the model with the suggested widths
+  std::string apply_mode;           // grow | prune | both; empty: grow, or both for --widths
+  std::vector<std::string> widths;  // --widths NAME=C: these widths instead of measured ones
 };
 
 // One phase of --workers-schedule.

@@ -46,9 +46,10 @@ struct EpilogueActivation {
 // are computed at run time). `in` as infer sees it: a constant input carries its data.
 using AsEpilogueFn = std::optional<EpilogueActivation> (*)(const Node&, std::span<const ValueInfo> in);
 
-// How sub-net slicing (dynamic/slice_subnet.cpp) carries the channels a layer before this op
-// lost. Ops it has its own code for (Conv, Gemm, MatMul, Concat, BatchNormalization, Flatten,
-// Reshape, Transpose) leave this at `stops`: slicing names them.
+// How a change of a layer's channels (sub-net slicing, `grove tail --apply`;
+// dynamic/channel_flow.cpp) is carried through this op. Ops it has its own code for (Conv,
+// Gemm, MatMul, Concat, BatchNormalization, Flatten, Reshape, Transpose) leave this at
+// `stops`: the follower names them.
 enum class ChannelFlow : uint8_t {
   stops,        // slicing cannot follow the channels through the op and asks for the layer's exemption
   per_channel,  // output 0 has input 0's channels, each computed from its own: the kept set passes on

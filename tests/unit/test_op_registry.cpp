@@ -98,7 +98,7 @@ TEST(OpRegistry, ReshapesAreViews) {
       }
 }
 
-// Sub-net slicing (dynamic/slice_subnet.cpp) follows channels by the op's ChannelFlow, and
+// The channel follower (dynamic/channel_flow.cpp) follows channels by the op's ChannelFlow, and
 // only through default-domain ops.
 TEST(OpRegistry, ChannelFlowsAreDeclared) {
   for (const char* domain : kOpDomains)
