@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "onnx/graph_reads.h"
 
 namespace grove {
 namespace {
@@ -23,17 +24,6 @@ void fill_proto(onnx::TensorProto& tp, const std::string& name, const Tensor& t)
   tp.set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.shape()) tp.add_dims(d);
   tp.set_raw_data(std::string(reinterpret_cast<const char*>(t.raw()), t.bytes()));
-}
-
-// Every value name the graph's nodes read, their subgraphs' included.
-void collect_reads(const onnx::GraphProto& g, std::set<std::string>& read) {
-  for (const auto& n : g.node()) {
-    for (const auto& in : n.input()) read.insert(in);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) collect_reads(a.g(), read);
-      for (const auto& sub : a.graphs()) collect_reads(sub, read);
-    }
-  }
 }
 
 onnx::ModelProto read_model(const std::string& path) {

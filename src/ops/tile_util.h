@@ -72,6 +72,23 @@ inline bool cut_weights_first(int64_t weight_elements, int64_t activation_elemen
   return weight_elements > activation_elements;
 }
 
+// One step of an odometer over dims [0, dims) of region `r`, the last of them turning fastest:
+// index and offset move to the next row, whose stride along dim d is the product of the
+// elements inside it (`inner` for dim dims - 1). False once every row was visited.
+inline bool next_row(int64_t* index, size_t dims, const Shape& shape, const Region& r, int64_t inner, int64_t& offset) {
+  int64_t stride = inner;
+  for (size_t d = dims; d-- > 0;) {
+    if (++index[d] < r[d].end) {
+      offset += stride;
+      return true;
+    }
+    offset -= (r[d].size() - 1) * stride;
+    index[d] = r[d].begin;
+    stride *= shape[d];
+  }
+  return false;
+}
+
 // Calls row(offset, index) for every innermost run of `r` inside a row-major tensor of
 // `shape`: offset is the element offset of the run's first element, index its coordinates;
 // each run is r.back().size() elements long (one element for rank 0). Nothing for an empty region.
@@ -86,24 +103,9 @@ void for_each_row(const Shape& shape, const Region& r, F&& row) {
     index[d] = r[d].begin;
     offset += index[d] * static_cast<int64_t>(inside);
   }
-  while (true) {
-    row(offset, index);
-    // The innermost dim is the run itself, so an odometer over the outer dims drives; the
-    // stride of dim d is the product of the dims inside it.
-    size_t d = rank > 0 ? rank - 1 : 0;
-    int64_t stride = rank > 0 ? shape[rank - 1] : 1;
-    for (;;) {
-      if (d == 0) return;
-      --d;
-      if (++index[d] < r[d].end) {
-        offset += stride;
-        break;
-      }
-      offset -= (r[d].size() - 1) * stride;
-      index[d] = r[d].begin;
-      stride *= shape[d];
-    }
-  }
+  // The innermost dim is the run itself, so an odometer over the outer dims drives.
+  do row(offset, index);
+  while (rank > 0 && next_row(index.data(), rank - 1, shape, r, shape[rank - 1], offset));
 }
 
 // Like for_each_row, for loops that need no index (operands shaped like the output): rows
@@ -137,22 +139,8 @@ void for_each_run(const Shape& shape, const Region& r, F&& row) {
     index[d] = r[d].begin;
     offset += index[d] * static_cast<int64_t>(inside);
   }
-  for (;;) {
-    row(offset, run);
-    size_t d = outer;
-    int64_t stride = shape[m - 1] * inner;
-    for (;;) {
-      if (d == 0) return;
-      --d;
-      if (++index[d] < r[d].end) {
-        offset += stride;
-        break;
-      }
-      offset -= (r[d].size() - 1) * stride;
-      index[d] = r[d].begin;
-      stride *= shape[d];
-    }
-  }
+  do row(offset, run);
+  while (next_row(index.data(), outer, shape, r, shape[m - 1] * inner, offset));
 }
 
 // The elements of `r` as a new tensor of the region's shape, and back.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "onnx/graph_reads.h"
 #include "onnx/import.h"
 #include "ops/op_names.h"
 
@@ -72,17 +73,6 @@ std::pair<float, uint8_t> uint8_params(TensorRange r) {
   const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
   const float zero = std::nearbyint(std::clamp(-lo / scale, 0.0f, 255.0f));
   return {scale, static_cast<uint8_t>(zero)};
-}
-
-// Every value name the graph's nodes read, their subgraphs' included.
-void collect_reads(const onnx::GraphProto& g, std::set<std::string>& read) {
-  for (const auto& n : g.node()) {
-    for (const auto& in : n.input()) read.insert(in);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) collect_reads(a.g(), read);
-      for (const auto& sub : a.graphs()) collect_reads(sub, read);
-    }
-  }
 }
 
 struct Candidate {
