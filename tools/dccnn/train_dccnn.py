@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "dynamic"))
 import decouple  # noqa: E402
 import pathnet  # noqa: E402
-from datasets import FASHION_CLASSES, load_fashion_mnist  # noqa: E402
+from datasets import FASHION_CLASSES, accuracy, load_fashion_mnist  # noqa: E402
 
 
 def train(net, data, epochs, seed, lr, say=None):
@@ -67,15 +67,6 @@ def train(net, data, epochs, seed, lr, say=None):
             total += float(loss) * len(j)
         if say:
             say(f"epoch {epoch + 1}/{epochs}: loss {total / len(order):.4f}")
-
-
-def accuracy(net, data, batch=1000):
-    net.eval()
-    right = 0
-    with torch.no_grad():
-        for i in range(0, len(data[1]), batch):
-            right += int((net(data[0][i:i + batch]).argmax(1) == data[1][i:i + batch]).sum())
-    return right / max(len(data[1]), 1)
 
 
 def int_list(text):

@@ -43,3 +43,13 @@ def load_fashion_mnist(train_limit=None, test_limit=None):
         return (torch.tensor(x, dtype=torch.float32).unsqueeze(1) / 255.0, torch.tensor(y, dtype=torch.long))
 
     return part("train", train_limit), part("t10k", test_limit)
+
+
+def accuracy(net, data, batch=1000):
+    """The share of (x, y) `data` whose argmax of net(x) is y, in batches, in eval mode."""
+    net.eval()
+    right = 0
+    with torch.no_grad():
+        for i in range(0, len(data[1]), batch):
+            right += int((net(data[0][i:i + batch]).argmax(1) == data[1][i:i + batch]).sum())
+    return right / max(len(data[1]), 1)

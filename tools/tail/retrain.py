@@ -35,17 +35,8 @@ import torch.nn.functional as F
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "dynamic"))
-from datasets import load_fashion_mnist  # noqa: E402
+from datasets import accuracy, load_fashion_mnist  # noqa: E402
 from onnx_net import OnnxNet  # noqa: E402
-
-
-def accuracy(net, data, batch=1000):
-    net.eval()
-    right = 0
-    with torch.no_grad():
-        for i in range(0, len(data[1]), batch):
-            right += int((net(data[0][i:i + batch]).argmax(1) == data[1][i:i + batch]).sum())
-    return right / max(len(data[1]), 1)
 
 
 def grove_logits(grove, model, images):
