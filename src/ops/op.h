@@ -178,6 +178,7 @@ void register_channels_blocked_ops(OpRegistry&);  // conv/channels_blocked.cpp: 
 void register_expand_depthwise_op(OpRegistry&);  // conv_fused/expand_depthwise.cpp: grove.internal ExpandDepthwiseNhwc, InvertedResidualNhwc
 void register_conv_max_pool_op(OpRegistry&);  // conv_fused/conv_max_pool.cpp: grove.internal ConvMaxPoolNhwc
 void register_feature_pruning_ops(OpRegistry&);  // pruning/feature_pruning.cpp: grove.internal AttentionKeep, ApplyKeep, PrunedConv
+void register_feature_pruning_nhwc_ops(OpRegistry&);  // pruning/feature_pruning_nhwc.cpp: their channels-last forms
 void register_conv_integer_scaled_ops(OpRegistry&);  // conv/conv_integer_scaled.cpp: grove.internal ConvIntegerScaled
 
 }  // namespace grove

@@ -21,9 +21,10 @@
 
 // grove.internal ops (kGroveDomain), which only passes create.
 #define GROVE_INTERNAL_OP_NAMES(X)                                                                 \
-  X(ApplyKeep) X(Attention) X(AttentionKeep) X(ConvIntegerScaled) X(ConvMaxPoolNhwc) X(ConvNchwc) \
-  X(ConvNhwc) X(DepthwiseConvNhwc) X(ExpandDepthwiseNhwc) X(GlobalAveragePoolNhwc)                \
-  X(InvertedResidualNhwc) X(MaxPoolNhwc) X(PrunedConv) X(QLinearAdd) X(QLinearConvNhwc)
+  X(ApplyKeep) X(ApplyKeepNhwc) X(Attention) X(AttentionKeep) X(AttentionKeepNhwc)               \
+  X(ConvIntegerScaled) X(ConvMaxPoolNhwc) X(ConvNchwc) X(ConvNhwc) X(DepthwiseConvNhwc)           \
+  X(ExpandDepthwiseNhwc) X(GlobalAveragePoolNhwc) X(InvertedResidualNhwc) X(MaxPoolNhwc)          \
+  X(PrunedConv) X(PrunedConvNhwc) X(QLinearAdd) X(QLinearConvNhwc)
 
 namespace grove {
 

@@ -45,6 +45,7 @@ void OpRegistry::attach_tile_rules() {
   tiling::add_recurrent_rules(t);
   tiling::add_quant_elementwise_rules(t);
   tiling::add_pruned_conv_rules(t);
+  tiling::add_pruned_conv_nhwc_rules(t);
   tiling::add_resize_rules(t);
   const std::string internal_prefix = tiling::internal_rule_key("");
   for (const auto& [key, rule] : rule_tables_) {
@@ -93,6 +94,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_expand_depthwise_op(r);
     register_conv_max_pool_op(r);
     register_feature_pruning_ops(r);
+    register_feature_pruning_nhwc_ops(r);
     register_conv_integer_scaled_ops(r);
     r.attach_tile_rules();
     return r;

@@ -327,7 +327,7 @@ int to_channels_last_f32(Graph& g, const std::set<std::string>& keep, double tra
   // y (NCHW) gets the channels-last twin `name`, written by the node just added to `out`, and
   // a Transpose back for any NCHW reader.
   auto add_twin = [&](const std::string& y) {
-    const std::string name = y + "/nhwc";
+    const std::string name = channels_last_name(y);
     const ValueInfo v = g.values.at(y);
     g.values[name] = ValueInfo{v.dtype, nhwc_shape(v.shape), nullptr, true};
     out.back().outputs[0] = name;

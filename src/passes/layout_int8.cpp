@@ -127,7 +127,7 @@ int to_channels_last_int8(Graph& g) {
   std::map<std::string, size_t> conv_at;  // a converted conv's NCHW output -> its index in `out`
   std::vector<bool> removed;                // entries of `out` a fusion took away
   auto emit = [&](Node n) {
-    const std::string y = n.outputs[0], name = y + "/nhwc";
+    const std::string y = n.outputs[0], name = channels_last_name(y);
     const ValueInfo info = g.values.at(y);
     g.values[name] = ValueInfo{info.dtype, nhwc_shape(info.shape), nullptr, true};
     n.outputs[0] = name;

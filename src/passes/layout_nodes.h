@@ -13,6 +13,9 @@ namespace grove {
 
 inline Shape nhwc_shape(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
 
+// The name of the channels-last copy of an NCHW value, whichever node writes it.
+inline std::string channels_last_name(const std::string& value) { return value + "/nhwc"; }
+
 // perm {0, 2, 3, 1}: NCHW -> NHWC; {0, 3, 1, 2}: back.
 inline Node transpose_node(const std::string& name, const std::string& from, const std::string& to,
                            std::vector<int64_t> perm) {
@@ -33,7 +36,7 @@ inline std::string channels_last_copy(Graph& g, const std::string& value, std::m
                                       std::vector<Node>& out) {
   auto it = twin.find(value);
   if (it != twin.end()) return it->second;
-  const std::string name = value + "/nhwc";
+  const std::string name = channels_last_name(value);
   const ValueInfo& v = g.values.at(value);
   g.values[name] = ValueInfo{v.dtype, nhwc_shape(v.shape), nullptr, true};
   out.push_back(transpose_node(name + "/Transpose", value, name, {0, 2, 3, 1}));

@@ -9,6 +9,7 @@
 #include "ops/op.h"
 #include "ops/op_names.h"
 #include "passes/flops.h"
+#include "passes/layout_nodes.h"
 
 namespace grove {
 namespace {
@@ -66,43 +67,87 @@ std::vector<FeatureMapPruning> parse_feature_pruning(const std::string& text) {
   return out;
 }
 
+namespace {
+
+bool writes(const Node& n, const std::string& value) {
+  return std::find(n.outputs.begin(), n.outputs.end(), value) != n.outputs.end();
+}
+
+bool reads(const Node& n, const std::string& value) {
+  return std::find(n.inputs.begin(), n.inputs.end(), value) != n.inputs.end();
+}
+
+// A conv that can reduce over the kept channels and positions of x only: it reads the map as x
+// (and only there), one group, 2-D constant-shaped weights, float32 (a bf16 conv keeps its own
+// kernel). `op` is Conv (the map NCHW) or ConvNhwc (its channels-last copy).
+bool prunable_conv(const Graph& g, const Node& n, const std::string& map, std::string_view op, const char* domain) {
+  return n.op_type == op && n.domain == domain && !n.inputs.empty() && n.inputs[0] == map &&
+         std::count(n.inputs.begin(), n.inputs.end(), map) == 1 && n.attr_int("group", 1) == 1 && n.inputs.size() > 1 &&
+         g.values.count(n.inputs[1]) && g.values.at(n.inputs[1]).shape.size() == 4 && !runs_in_bf16(n) &&
+         !n.decisions.x_nchw;
+}
+
+// Where a node (a gate, a mask) goes: after every node that writes one of `inputs`.
+size_t after_producers(const Graph& g, const std::vector<std::string>& inputs) {
+  size_t at = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& in : inputs)
+      if (writes(g.nodes[i], in)) at = std::max(at, i + 1);
+  return at;
+}
+
+}  // namespace
+
+// The map may be NCHW (value), channels-last (its copy channels_last_name(value), written by a
+// ConvNhwc that the layout pass made), or both with a Transpose between them. The gate reads
+// the layout the map is computed in; each Conv or ConvNhwc reading the map as x becomes a
+// PrunedConv or PrunedConvNhwc; every other reader reads the map masked in its own layout.
 FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements) {
   FeaturePruningReport report;
   for (const FeatureMapPruning& s : statements) {
     const std::string where = std::string(kFeaturePruningKey) + " '" + s.value + "': ";
+    const std::string nhwc = channels_last_name(s.value);
+    auto producer = [&](const std::string& value) {
+      return std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const Node& n) { return writes(n, value); });
+    };
+    const bool has_nchw = producer(s.value) != graph.nodes.end(), has_nhwc = producer(nhwc) != graph.nodes.end();
     auto info = graph.values.find(s.value);
-    auto producer = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const Node& n) {
-      return std::find(n.outputs.begin(), n.outputs.end(), s.value) != n.outputs.end();
-    });
-    if (info == graph.values.end() || producer == graph.nodes.end())
+    if (info == graph.values.end() || (!has_nchw && !has_nhwc))
       throw Error(where + "no node computes this value in the optimised graph (name a Conv's output, or the "
                           "Relu after it)");
-    const Shape& x = info->second.shape;
+    const Shape x = info->second.shape;
     if (info->second.dtype != DType::f32 || x.size() != 4)
       throw Error(where + "must be a float32 [N, C, H, W] feature map, not " + shape_str(x));
+    if (has_nhwc && graph.values.at(nhwc).dtype != DType::f32)
+      throw Error(where + "the plan stores it as " + std::string(dtype_name(graph.values.at(nhwc).dtype)) +
+                  "; feature pruning needs float32 (run it without --precision bf16)");
+    // The Transposes between the two layouts stay as they are: they carry the map, not read it.
+    auto link = [&](const Node& n) {
+      return n.op_type == kTranspose && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+             ((n.inputs[0] == s.value && n.outputs[0] == nhwc) || (n.inputs[0] == nhwc && n.outputs[0] == s.value));
+    };
+    const bool gate_nhwc = has_nhwc && !link(*producer(nhwc));
     const int64_t kc = kept_count(s.channels, x[1]), kp = kept_count(s.positions, x[2] * x[3]);
     const std::string keep = s.value + "@keep";
+    const std::string masked = s.value + "@pruned", masked_nhwc = channels_last_name(masked);
+    bool needs_masked = false, needs_masked_nhwc = false;
     const int convs_before = report.pruned_convs;
-    // A Conv that reads the map as x (and only there) skips the pruned channels; every other
-    // reader reads the map with them zeroed (a residual Add, a pool), as the model trained.
-    const std::string masked = s.value + "@pruned";
-    bool needs_masked = false;
     for (Node& n : graph.nodes) {
-      if (std::find(n.inputs.begin(), n.inputs.end(), s.value) == n.inputs.end() || n.outputs.empty() ||
-          n.outputs[0] == keep)
-        continue;
-      const bool conv = n.op_type == kConv && n.domain.empty() && n.inputs[0] == s.value &&
-                        std::count(n.inputs.begin(), n.inputs.end(), s.value) == 1 && n.attr_int("group", 1) == 1 &&
-                        n.inputs.size() > 1 && graph.values.count(n.inputs[1]) &&
-                        graph.values.at(n.inputs[1]).shape.size() == 4 && !runs_in_bf16(n);
-      if (!conv) {
-        std::replace(n.inputs.begin(), n.inputs.end(), s.value, masked);
-        needs_masked = true;
+      if (link(n)) continue;
+      const bool nchw_reader = reads(n, s.value), nhwc_reader = has_nhwc && reads(n, nhwc);
+      if (!nchw_reader && !nhwc_reader) continue;
+      const bool conv = nchw_reader ? prunable_conv(graph, n, s.value, kConv, "")
+                                    : prunable_conv(graph, n, nhwc, kConvNhwc, kGroveDomain);
+      if (!conv || (nchw_reader && nhwc_reader)) {
+        if (nchw_reader) std::replace(n.inputs.begin(), n.inputs.end(), s.value, masked);
+        if (nhwc_reader) std::replace(n.inputs.begin(), n.inputs.end(), nhwc, masked_nhwc);
+        needs_masked |= nchw_reader, needs_masked_nhwc |= nhwc_reader;
         continue;
       }
       const int64_t dense = node_flops(graph, n);
-      n.op_type = kPrunedConv;
+      n.op_type = nchw_reader ? kPrunedConv : kPrunedConvNhwc;
       n.domain = kGroveDomain;
+      n.decisions.conv = ConvPrimitive::unset;  // a channels-last Winograd mark: the pruned GEMM replaces it
       n.inputs.resize(kPrunedConvKeepInput, "");
       n.inputs.push_back(keep);
       n.attrs[kAttrKeepChannels] = int_attr(kc);
@@ -115,24 +160,26 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       throw Error(where + "no 2-D Conv of one group reads it as x, so pruning it would skip nothing");
     Node gate;
     gate.name = s.value + "@attention";
-    gate.op_type = kAttentionKeep;
+    gate.op_type = gate_nhwc ? kAttentionKeepNhwc : kAttentionKeep;
     gate.domain = kGroveDomain;
-    gate.inputs = {s.value};
+    gate.inputs = {gate_nhwc ? nhwc : s.value};
     gate.outputs = {keep};
     gate.attrs[kAttrKeepChannels] = int_attr(kc);
     gate.attrs[kAttrKeepPositions] = int_attr(kp);
     graph.values[keep] = ValueInfo{DType::i64, {x[0], kc + kp}};
-    std::vector<Node> added = {std::move(gate)};
-    if (needs_masked) {
-      Node mask = added[0];
-      mask.name = s.value + "@mask";
-      mask.op_type = kApplyKeep;
-      mask.inputs = {s.value, keep};
-      mask.outputs = {masked};
-      graph.values[masked] = info->second;
-      added.push_back(std::move(mask));
-    }
-    graph.nodes.insert(producer + 1, added.begin(), added.end());
+    graph.nodes.insert(graph.nodes.begin() + std::ptrdiff_t(after_producers(graph, gate.inputs)), gate);
+    // The masked map in each layout some reader reads it in, after the map and the gate.
+    auto add_mask = [&](std::string_view op, const std::string& map, const std::string& out, const char* suffix) {
+      Node mask = gate;
+      mask.name = s.value + suffix;
+      mask.op_type = op;
+      mask.inputs = {map, keep};
+      mask.outputs = {out};
+      graph.values[out] = graph.values.at(map);
+      graph.nodes.insert(graph.nodes.begin() + std::ptrdiff_t(after_producers(graph, mask.inputs)), std::move(mask));
+    };
+    if (needs_masked) add_mask(kApplyKeep, s.value, masked, "@mask");
+    if (needs_masked_nhwc) add_mask(kApplyKeepNhwc, nhwc, masked_nhwc, "@mask/nhwc");
     ++report.gates;
   }
   return report;

@@ -132,6 +132,9 @@ struct PlanBuild {
   std::vector<NodeInfos> infos;  // per node, once the graph is final
 };
 
+// After the channels-last pass, so a pruned conv runs in the layout the dense plan gives it
+// (a pruned map's gate and convs read its channels-last copy where there is one), and before
+// the channels-last fusions, which then leave the pruned convs alone.
 void prune_feature_maps(PlanBuild& b) { b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning); }
 
 // Before precision: bf16 skips Winograd layers.
@@ -264,10 +267,10 @@ struct CompileStep {
 // in passes/passes.h ran once at load) into a plan. Choices first (primitives, precision),
 // then layouts and the fusions they allow, then the lowering to tiles.
 constexpr CompileStep kCompilePipeline[] = {
-    {"prune feature maps", prune_feature_maps},
     {"apply tuned primitives", apply_tuned_primitives},
     {"choose precisions", choose_precisions},
     {"choose channels-last layout", choose_channels_last},
+    {"prune feature maps", prune_feature_maps},
     {"fuse channels-last chains", fuse_channels_last},
     {"choose channel-blocked layout", choose_blocked},
     {"plan values and views", plan_values_and_views},

@@ -260,10 +260,12 @@ Case attention(Draw& d, const std::string& op) {
 
 // The feature-pruning ops: AttentionKeep (each image's kept channels and positions),
 // ApplyKeep (x zeroed outside them) and PrunedConv (the conv of the zeroed map, with an
-// epilogue), keep drawn as AttentionKeep computes it.
+// epilogue), keep drawn as AttentionKeep computes it; and their channels-last forms (x and the
+// residual rotated), whose references are the NCHW ops'.
 Case feature_pruning(Draw& d, const std::string& op) {
-  const int64_t images = d.between(1, 3), channels = d.pick(std::vector<int64_t>{1, 3, 6, 8, 17, 40});
-  const Window2d g = window2d(d, {1, 3, 3}, true, false, 9);
+  const bool channels_last = op.ends_with("Nhwc");
+  const int64_t images = d.between(1, 3), channels = d.pick(std::vector<int64_t>{1, 3, 6, 8, 17, 40, 64});
+  const Window2d g = window2d(d, {1, 3, 3}, true, true, channels_last ? 15 : 9);
   const int64_t plane = g.h * g.w;
   const int64_t kept_channels = d.between(1, channels), kept_positions = d.between(1, plane);
   const Tensor x = d.f32({images, channels, g.h, g.w}, -1, 1);
@@ -272,18 +274,21 @@ Case feature_pruning(Draw& d, const std::string& op) {
   for (int64_t n = 0; n < images; ++n)
     attention_keep(x.data<float>() + n * channels * plane, channels, plane, kept_channels, kept_positions,
                    keep.data<int64_t>() + n * (kept_channels + kept_positions), scratch);
-  const bool is_keep = op.ends_with("AttentionKeep"), apply = op.ends_with("ApplyKeep");
+  auto image = [&](const Tensor& t) { return channels_last && !t.empty() ? nchw_to_nhwc(t) : t; };
+  const bool is_keep = op.ends_with("AttentionKeep") || op.ends_with("AttentionKeepNhwc");
+  const bool apply = op.ends_with("ApplyKeep") || op.ends_with("ApplyKeepNhwc");
   Case c{internal(op, is_keep ? 1 : apply ? 2 : 5), {}, {}, is_keep || apply ? 0 : 1e-4};
   set_attr(c.node, kAttrKeepChannels, kept_channels), set_attr(c.node, kAttrKeepPositions, kept_positions);
-  if (is_keep) return c.inputs = {x}, c.constant = {false}, c;
-  if (apply) return c.inputs = {x, keep}, c.constant = {false, false}, c;
-  const int64_t cout = d.pick(std::vector<int64_t>{1, 4, 5, 16, 33});
+  if (is_keep) return c.inputs = {image(x)}, c.constant = {false}, c;
+  if (apply) return c.inputs = {image(x), keep}, c.constant = {false, false}, c;
+  const int64_t cout = d.pick(std::vector<int64_t>{1, 4, 5, 16, 33, 64});
   set_attr(c.node, "strides", g.strides);
   set_attr(c.node, "pads", g.pads);
+  if (g.dilations != std::vector<int64_t>{1, 1}) set_attr(c.node, "dilations", g.dilations);
   const bool residual = d.chance(0.4);
   draw_epilogue(d, c.node.decisions, residual, {"", "relu", "relu", "clip"});
-  c.inputs = {x, d.f32({cout, channels, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({cout}) : Tensor(),
-              residual ? d.f32({images, cout, g.oh, g.ow}) : Tensor(), keep};
+  c.inputs = {image(x), d.f32({cout, channels, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({cout}) : Tensor(),
+              residual ? image(d.f32({images, cout, g.oh, g.ow})) : Tensor(), keep};
   c.constant = {false, true, true, false, false};
   return c;
 }
@@ -359,7 +364,10 @@ void add_fused_families(std::vector<Family>& families) {
   families.push_back({"ConvMaxPool", {g + "ConvMaxPoolNhwc"}, &conv_max_pool});
   families.push_back({"PoolNhwc", {g + "MaxPoolNhwc", g + "GlobalAveragePoolNhwc"}, &pool_nhwc});
   families.push_back({"FusedAttention", {g + "Attention"}, &attention});
-  families.push_back({"FeaturePruning", {g + "AttentionKeep", g + "ApplyKeep", g + "PrunedConv"}, &feature_pruning});
+  families.push_back({"FeaturePruning",
+                      {g + "AttentionKeep", g + "ApplyKeep", g + "PrunedConv", g + "AttentionKeepNhwc",
+                       g + "ApplyKeepNhwc", g + "PrunedConvNhwc"},
+                      &feature_pruning});
   families.push_back(
       {"QuantizedFused", {g + "ConvIntegerScaled", g + "QLinearAdd", g + "QLinearConvNhwc"}, &quantized_fused});
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "grove/session.h"
 #include "onnx/import.h"
@@ -203,18 +204,20 @@ TEST(ApplyKeep, TilesEqualTheReference) {
   EXPECT_GT(stats.tiles, 4u);
 }
 
-// A residual block: a2 feeds conv1 (as x) and, after conv2, the residual Add.
-test::OnnxBuilder residual_block(const std::string& metadata) {
+// A residual block of `width` channels: a2 feeds conv1 (as x) and, after conv2, the residual
+// Add. From 16 channels its convs run channels-last.
+test::OnnxBuilder residual_block(const std::string& metadata, int64_t width = 8) {
   test::OnnxBuilder b;
   b.input("x", onnx::TensorProto::FLOAT, {2, 2, 6, 6}).output("y", onnx::TensorProto::FLOAT, {2, 3});
   auto values = [](size_t n, uint32_t seed) {
     const Tensor t = random_f32({int64_t(n)}, seed);
     return std::vector<float>(t.data<float>(), t.data<float>() + n);
   };
-  b.initializer_f32("w0", {8, 2, 3, 3}, values(144, 1));
-  b.initializer_f32("w1", {8, 8, 3, 3}, values(576, 2));
-  b.initializer_f32("w2", {8, 8, 3, 3}, values(576, 3));
-  b.initializer_f32("fc", {3, 8}, values(24, 4));
+  const auto c = static_cast<size_t>(width);
+  b.initializer_f32("w0", {width, 2, 3, 3}, values(c * 18, 1));
+  b.initializer_f32("w1", {width, width, 3, 3}, values(c * c * 9, 2));
+  b.initializer_f32("w2", {width, width, 3, 3}, values(c * c * 9, 3));
+  b.initializer_f32("fc", {3, width}, values(c * 3, 4));
   test::OnnxBuilder::attr_ints(b.node("Conv", {"x", "w0"}, {"a0"}, "conv0"), "pads", {1, 1, 1, 1});
   b.node("Relu", {"a0"}, {"a2"}, "relu0");
   test::OnnxBuilder::attr_ints(b.node("Conv", {"a2", "w1"}, {"a3"}, "conv1"), "pads", {1, 1, 1, 1});
@@ -251,6 +254,37 @@ TEST(FeaturePruning, OtherReadersOfAPrunedMapReadItMasked) {
     changed |= std::fabs(unpruned.data<float>()[i] - want.data<float>()[i]) > 1e-3;
   }
   EXPECT_TRUE(changed);
+}
+
+// From 16 channels the block runs channels-last: the gate reads the map's channels-last copy,
+// conv1 becomes PrunedConvNhwc, and conv2, which reads the map as its fused residual, reads it
+// through ApplyKeepNhwc; nothing goes back to NCHW for the pruning.
+TEST(FeaturePruning, ChannelsLastMapsArePrunedChannelsLast) {
+  Engine engine({.threads = 2, .pin = false});
+  for (const char* metadata : {"prune a2 channels=0.5 positions=0.5", "prune a2 positions=0.25", "prune a2 channels=0.75"}) {
+    SCOPED_TRACE(metadata);
+    const Tensor x = random_f32({2, 2, 6, 6}, 23);
+    const auto bytes = residual_block(metadata, 16).bytes();
+    Session pruned(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.tiles_per_op = 3});
+    Session whole(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.feature_pruning = "off"});
+    const auto plan = plan_for(pruned, {{"x", x.shape()}});
+    ASSERT_TRUE(plan);
+    std::map<std::string, int> ops;
+    for (const Node& n : plan->graph.nodes) ++ops[n.op_type];
+    EXPECT_EQ(ops["AttentionKeepNhwc"], 1);
+    EXPECT_EQ(ops["PrunedConvNhwc"], 1);
+    EXPECT_EQ(ops["ApplyKeepNhwc"], 1);
+    EXPECT_EQ(ops["AttentionKeep"] + ops["PrunedConv"] + ops["ApplyKeep"] + ops["Transpose"], 0);
+    const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");
+    const Tensor got = pruned.run({{"x", x}}).at("y");
+    const Tensor unpruned = whole.run({{"x", x}}).at("y");
+    bool changed = false;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << i;
+      changed |= std::fabs(unpruned.data<float>()[i] - want.data<float>()[i]) > 1e-3;
+    }
+    EXPECT_TRUE(changed);
+  }
 }
 
 TEST(FeaturePruning, BadStatementsAreOneLineErrors) {

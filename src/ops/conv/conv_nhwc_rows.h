@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "kernels/gemm.h"
 
 namespace grove::tiling {
 
@@ -17,6 +18,9 @@ bool conv_nhwc_on_rows(const Node& conv, std::span<const ValueInfo> in);
 // The weights packed as the ConvNhwc rule packs them (what conv_nhwc_rows_f32 reads).
 std::shared_ptr<const void> conv_nhwc_pack(const Node& conv, const Tensor& w);
 int64_t conv_nhwc_packed_bytes(const void* packed);
+// Those weights as B: k x M, k ordered (kernel row, kernel column, channel), in panels of nr
+// output channels (a pruned conv gathers its kept channels' rows from them).
+const kernels::PackedB& conv_nhwc_packed_b(const void* packed);
 
 // Output rows [oy0, oy1) and channels [c0, c1) of image n of the conv, bias and activation
 // applied: pixel (oy, ox), channel c0 + j at y + ((oy - oy0) * OW + ox) * y_stride + j. The

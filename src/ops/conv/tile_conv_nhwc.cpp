@@ -654,6 +654,10 @@ int64_t conv_nhwc_packed_bytes(const void* packed) {
   return static_cast<int64_t>(static_cast<const NhwcConvWeights*>(packed)->w.bytes());
 }
 
+const kernels::PackedB& conv_nhwc_packed_b(const void* packed) {
+  return static_cast<const conv_nhwc_rule::NhwcConvWeights*>(packed)->w;
+}
+
 void conv_nhwc_rows_f32(const Node& conv, const Tensor& x, const Tensor& w, const Tensor* bias, const void* packed,
                         int64_t n, int64_t oy0, int64_t oy1, int64_t c0, int64_t c1, float* y, int64_t y_stride,
                         std::vector<float>& padded) {

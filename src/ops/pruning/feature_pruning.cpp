@@ -58,14 +58,32 @@ void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_p
 namespace {
 
 // Eight partial sums in a fixed order, so the compiler can keep them in vector lanes (one
-// running sum is a chain of dependent adds) and every call adds in the same order.
+// running sum is a chain of dependent adds) and every call adds in the same order: element i
+// goes to lane i % 8, each lane in increasing i, then the lanes pairwise.
+double combine(const double* lanes) {
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
 double sum(const float* x, int64_t count) {
   double lanes[8] = {};
   int64_t i = 0;
   for (; i + 8 <= count; i += 8)
     for (int j = 0; j < 8; ++j) lanes[j] += x[i + j];
   for (; i < count; ++i) lanes[i % 8] += x[i];
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  return combine(lanes);
+}
+
+// The `count` highest of scratch.score[0, size), ascending by index, into out; ties keep the
+// lower index.
+void top(AttentionKeepScratch& scratch, int64_t size, int64_t count, int64_t* out) {
+  std::vector<double>& score = scratch.score;
+  std::vector<int64_t>& order = scratch.order;
+  order.resize(static_cast<size_t>(size));
+  std::iota(order.begin(), order.end(), 0);
+  auto higher = [&](int64_t a, int64_t b) { return score[size_t(a)] > score[size_t(b)] || (score[size_t(a)] == score[size_t(b)] && a < b); };
+  std::nth_element(order.begin(), order.begin() + (count - 1), order.end(), higher);
+  std::sort(order.begin(), order.begin() + count);
+  std::copy(order.begin(), order.begin() + count, out);
 }
 
 }  // namespace
@@ -73,24 +91,39 @@ double sum(const float* x, int64_t count) {
 void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
                     int64_t* keep, AttentionKeepScratch& scratch) {
   std::vector<double>& score = scratch.score;
-  std::vector<int64_t>& order = scratch.order;
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
-  // The `count` highest of score[0, size), ascending by index, into out.
-  auto top = [&](int64_t size, int64_t count, int64_t* out) {
-    order.resize(static_cast<size_t>(size));
-    std::iota(order.begin(), order.end(), 0);
-    auto higher = [&](int64_t a, int64_t b) { return score[size_t(a)] > score[size_t(b)] || (score[size_t(a)] == score[size_t(b)] && a < b); };
-    std::nth_element(order.begin(), order.begin() + (count - 1), order.end(), higher);
-    std::sort(order.begin(), order.begin() + count);
-    std::copy(order.begin(), order.begin() + count, out);
-  };
   for (int64_t c = 0; c < channels; ++c) score[size_t(c)] = sum(x + c * plane, plane) / double(plane);
-  top(channels, keep_channels, keep);
+  top(scratch, channels, keep_channels, keep);
   std::fill(score.begin(), score.begin() + plane, 0.0);
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t p = 0; p < plane; ++p) score[size_t(p)] += x[c * plane + p];
   for (int64_t p = 0; p < plane; ++p) score[size_t(p)] /= double(channels);
-  top(plane, keep_positions, keep + keep_channels);
+  top(scratch, plane, keep_positions, keep + keep_channels);
+}
+
+void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_t keep_channels,
+                         int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch) {
+  std::vector<double>& score = scratch.score;
+  std::vector<double>& lanes = scratch.lanes;  // [8][channels]: sum()'s lanes, every channel at once
+  lanes.assign(static_cast<size_t>(8 * channels), 0.0);
+  for (int64_t p = 0; p < plane; ++p) {
+    double* lane = lanes.data() + (p % 8) * channels;
+    const float* pixel = x + p * channels;
+    for (int64_t c = 0; c < channels; ++c) lane[c] += pixel[c];
+  }
+  score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
+  double channel_lanes[8];
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t j = 0; j < 8; ++j) channel_lanes[j] = lanes[size_t(j * channels + c)];
+    score[size_t(c)] = combine(channel_lanes) / double(plane);
+  }
+  top(scratch, channels, keep_channels, keep);
+  for (int64_t p = 0; p < plane; ++p) {  // over the channels in order, as attention_keep adds them
+    double s = 0.0;
+    for (int64_t c = 0; c < channels; ++c) s += x[p * channels + c];
+    score[size_t(p)] = s / double(channels);
+  }
+  top(scratch, plane, keep_positions, keep + keep_channels);
 }
 
 namespace {

@@ -30,8 +30,17 @@ void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_p
 struct AttentionKeepScratch {
   std::vector<double> score;
   std::vector<int64_t> order;
+  std::vector<double> lanes;  // attention_keep_nhwc's partial sums per channel
 };
 void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
                     int64_t* keep, AttentionKeepScratch& scratch);
+// The same keep row from one channels-last image ([plane][channels]): every score is summed in
+// the order attention_keep sums it, so both layouts keep the same channels and positions.
+void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_t keep_channels,
+                         int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch);
+
+// The NCHW op a channels-last feature-pruning op computes on rotated tensors
+// (feature_pruning_nhwc.cpp): AttentionKeep for AttentionKeepNhwc, and so on.
+Node nchw_pruning_twin(const Node& node);
 
 }  // namespace grove
