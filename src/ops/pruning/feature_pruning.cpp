@@ -105,11 +105,30 @@ void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_
                          int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch) {
   std::vector<double>& score = scratch.score;
   std::vector<double>& lanes = scratch.lanes;  // [8][channels]: sum()'s lanes, every channel at once
+  std::vector<double>& positions = scratch.positions;
   lanes.assign(static_cast<size_t>(8 * channels), 0.0);
-  for (int64_t p = 0; p < plane; ++p) {
+  positions.resize(static_cast<size_t>(plane));
+  // One pass: position p adds into lane p % 8 of each channel, and its own sum goes over the
+  // channels in order, as attention_keep adds them. Eight positions at a time, so their eight
+  // sums are independent chains instead of one chain of dependent adds.
+  int64_t p = 0;
+  for (; p + 8 <= plane; p += 8) {
+    double sums[8] = {};
+    for (int64_t j = 0; j < 8; ++j) {
+      double* lane = lanes.data() + j * channels;
+      const float* pixel = x + (p + j) * channels;
+      for (int64_t c = 0; c < channels; ++c) lane[c] += pixel[c];
+    }
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t j = 0; j < 8; ++j) sums[j] += x[(p + j) * channels + c];
+    for (int64_t j = 0; j < 8; ++j) positions[size_t(p + j)] = sums[j] / double(channels);
+  }
+  for (; p < plane; ++p) {
     double* lane = lanes.data() + (p % 8) * channels;
     const float* pixel = x + p * channels;
-    for (int64_t c = 0; c < channels; ++c) lane[c] += pixel[c];
+    double sum = 0.0;
+    for (int64_t c = 0; c < channels; ++c) lane[c] += pixel[c], sum += pixel[c];
+    positions[size_t(p)] = sum / double(channels);
   }
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
   double channel_lanes[8];
@@ -118,11 +137,7 @@ void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_
     score[size_t(c)] = combine(channel_lanes) / double(plane);
   }
   top(scratch, channels, keep_channels, keep);
-  for (int64_t p = 0; p < plane; ++p) {  // over the channels in order, as attention_keep adds them
-    double s = 0.0;
-    for (int64_t c = 0; c < channels; ++c) s += x[p * channels + c];
-    score[size_t(p)] = s / double(channels);
-  }
+  std::copy(positions.begin(), positions.end(), score.begin());
   top(scratch, plane, keep_positions, keep + keep_channels);
 }
 

@@ -30,7 +30,7 @@ void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_p
 struct AttentionKeepScratch {
   std::vector<double> score;
   std::vector<int64_t> order;
-  std::vector<double> lanes;  // attention_keep_nhwc's partial sums per channel
+  std::vector<double> lanes, positions;  // attention_keep_nhwc's partial sums per channel, position scores
 };
 void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
                     int64_t* keep, AttentionKeepScratch& scratch);
