@@ -3,13 +3,15 @@
 FLOPs grove runs, and measured latency pruned vs unpruned (interleaved, same engine).
 
   /usr/bin/python3 bench/antidote.py --grove build/grove --models DIR --out antidote.json \
-      [--batch 8] [--threads 2] [--runs 200] [--layout nchw]
+      [--batch 8] [--threads 2] [--runs 200] [--layer-rounds 15] [--layout nchw]
   /usr/bin/python3 bench/antidote.py --plot antidote.json
 
 DIR holds what tools/dynamic/train_antidote.py wrote (NAME.onnx per setting, report.json). Each
 setting's model is timed with `grove bench --prune both`, so every pair is measured side by
 side; --layout nchw runs the dense convs on the same NCHW GEMM path as the pruned ones. "keep-all" prunes nothing
-(ratio 1 everywhere): what the decision tiles and the gathers cost by themselves.
+(ratio 1 everywhere): what the decision tiles and the gathers cost by themselves. The pruned
+layers' own time (the convs that read a pruned map, with the decision and mask nodes) comes
+from traced runs, pruned and unpruned alternating.
 """
 import argparse
 import json
@@ -33,6 +35,43 @@ def with_metadata(src, dst, text):
     onnx.save(m, str(dst))
 
 
+def tile_times(cmd, trace):
+    """Per node of one traced warm run: (op label, summed tile microseconds)."""
+    subprocess.run(cmd + ["--trace", str(trace)], check=True, capture_output=True, text=True)
+    t = json.loads(Path(trace).read_text())
+    events = t["traceEvents"] if isinstance(t, dict) else t
+    out = {}
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "tile":
+            continue
+        label = e["name"].rsplit(" #", 1)[0]
+        node = label.split(" (", 1)[0]
+        op = label[len(node) + 2:-1] if " (" in label else ""
+        prev = out.get(node, (op, 0.0))
+        out[node] = (op, prev[1] + e["dur"])
+    return out
+
+
+def layer_times(base_cmd, path, rounds):
+    """Summed tile time of the pruned layers (the convs that read a pruned map, the decision
+    and mask nodes), pruned and unpruned, from `rounds` traced runs of each, alternating;
+    medians. At 1 thread this is the layers' latency; at more, their CPU time."""
+    import statistics
+    import tempfile
+    dense, pruned, convs = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            off = tile_times(base_cmd + ["--prune", "off"], Path(tmp) / "off.json")
+            on = tile_times(base_cmd, Path(tmp) / "on.json")
+            conv_names = [n for n, (op, _) in on.items() if op.startswith("PrunedConv")]
+            gates = [n for n in on if "@attention" in n or "@mask" in n]
+            dense.append(sum(off[n][1] for n in conv_names))
+            convs.append(sum(on[n][1] for n in conv_names))
+            pruned.append(convs[-1] + sum(on[n][1] for n in gates))
+    return {"unpruned_us": statistics.median(dense), "pruned_us": statistics.median(pruned),
+            "pruned_convs_us": statistics.median(convs)}
+
+
 def measure(args):
     models = Path(args.models)
     report = json.loads((models / "report.json").read_text())
@@ -50,6 +89,10 @@ def measure(args):
         rows = {row["pruning"]: row for row in r["results"]}
         result["latency"][name] = {k: {"p50_ms": v["p50_ms"], "p90_ms": v["p90_ms"], "gflop": v["gflop"]}
                                    for k, v in rows.items()}
+        if args.layer_rounds:
+            base = [args.grove, "bench", str(path), "--runs", "20", "--threads", str(args.threads), "--shape",
+                    f"image={args.batch}x1x28x28"] + layout
+            result["latency"][name]["layers"] = layer_times(base, path, args.layer_rounds)
     return result
 
 
@@ -58,16 +101,20 @@ def table(r):
     lines = [f"Plain network: {rep['plain_accuracy']:.4f} on {rep['test_images']} test images. "
              f"Batch {r['batch']}, {r['threads']} threads, layout {r.get('layout') or 'default'}, p50 of interleaved runs.", "",
              "| setting | accuracy, plain net pruned | accuracy after targeted dropout | FLOPs kept | "
-             "latency unpruned ms | pruned ms | latency drop | half the FLOP drop |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "latency unpruned ms | pruned ms | latency drop | pruned layers, unpruned us | pruned us (convs + decisions) | layers' drop |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, lat in r["latency"].items():
         s = rep["settings"].get(name, {})
         kept = lat["pruned"]["gflop"] / lat["unpruned"]["gflop"]
         drop = 1 - lat["pruned"]["p50_ms"] / lat["unpruned"]["p50_ms"]
         acc_plain = f"{s['accuracy_plain']:.4f}" if s else "-"
         acc_ttd = f"{s['accuracy_ttd']:.4f}" if s and s.get("accuracy_ttd") is not None else "-"
+        layers = lat.get("layers")
+        cells = (f"{layers['unpruned_us']:.1f} | {layers['pruned_us']:.1f} ({layers['pruned_convs_us']:.1f} + "
+                 f"{layers['pruned_us'] - layers['pruned_convs_us']:.1f}) | "
+                 f"{100 * (1 - layers['pruned_us'] / layers['unpruned_us']):.1f}%") if layers else "- | - | -"
         lines.append(f"| {name} | {acc_plain} | {acc_ttd} | {kept:.2f} | {lat['unpruned']['p50_ms']:.3f} | "
-                     f"{lat['pruned']['p50_ms']:.3f} | {100 * drop:.1f}% | {50 * (1 - kept):.1f}% |")
+                     f"{lat['pruned']['p50_ms']:.3f} | {100 * drop:.1f}% | {cells} |")
     lines += ["", "Layer sensitivity (plain network, one map pruned alone, no retraining):", "",
               "| map | " + " | ".join(f"channels {k}" for k in rep["sensitivity"][0]["channels"]) + " | " +
               " | ".join(f"positions {k}" for k in rep["sensitivity"][0]["positions"]) + " |",
@@ -113,6 +160,8 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--layer-rounds", type=int, default=15,
+                    help="traced runs per setting and pruning for the pruned layers' own time (0: skip)")
     ap.add_argument("--layout", help="nchw: dense convs on the NCHW GEMM path too (default: grove's choice)")
     ap.add_argument("--plot")
     args = ap.parse_args()

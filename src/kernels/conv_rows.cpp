@@ -91,6 +91,9 @@ void conv_rows(const ConvRowCall& call) {
   if (per_word == 2 && (!call.x_bf16 || call.channels % 2 != 0 || call.pixel_floats % 2 != 0 ||
                         call.tap_row_floats % 2 != 0 || call.row_step_floats % 2 != 0))
     throw Error("conv_rows: bf16 needs bf16 rows and an even number of channels");
+  if (call.kept_channels && (per_word != 1 || call.kept == 0 || call.kept > call.channels ||
+                             call.kept_channels[call.kept - 1] >= call.channels))
+    throw Error("conv_rows: kept channels need f32 weights and indices below the channels");
   if (call.y_bf16 && (per_word != 2 || taps > kMaxTapsPerCall))
     throw Error("conv_rows: a bf16 y needs bf16 weights and at most " + std::to_string(kMaxTapsPerCall) + " taps");
   if (per_word == 2) {  // the same call in pair words
@@ -123,6 +126,8 @@ void rows_in_words(const ConvRowCall& call, size_t per_word) {
   t.c_bf16_stride = call.y_stride;
   t.residual_stride = call.y_stride;
   t.activation = call.activation;
+  t.k_steps = call.kept_channels;
+  t.k_step_count = call.kept;
   // A bf16 y holds no partial sums: every tap in one call.
   const size_t per_call =
       call.y_bf16 ? taps
@@ -133,7 +138,7 @@ void rows_in_words(const ConvRowCall& call, size_t per_word) {
   // With every tap in one call and no dilation, a kernel row's taps are one run: a position's
   // window row is kernel_w * channels floats in a row, and so are the row's weights. Fewer,
   // longer runs (a stem on 3 channels: 7 runs of 21 steps instead of 49 of 3).
-  if (per_call >= taps && call.dilation_w == 1 && pixel == tap_words) {
+  if (per_call >= taps && call.dilation_w == 1 && pixel == tap_words && !call.kept_channels) {
     t.kc = call.kernel_w * call.channels;
     t.taps = call.kernel_h;
     for (size_t ki = 0; ki < call.kernel_h; ++ki) offsets[ki] = ptrdiff_t(ki * call.tap_row_floats / per_word);

@@ -40,6 +40,11 @@ struct ConvRowCall {
   const float* bias = nullptr;      // for channel n0 on, or null
   ActivationParams activation;
   size_t taps_per_call = 0;  // taps one microkernel call adds up; 0: conv_rows_taps_per_call's
+  // f32 only: the channels to add up (increasing), the others skipped as if zero, their
+  // values in x never read and their weights never copied (a pruned conv,
+  // ops/pruning/tile_pruned_conv_nhwc.cpp). Null: every channel.
+  const uint32_t* kept_channels = nullptr;
+  size_t kept = 0;
 };
 
 // The most taps one microkernel call adds up.

@@ -20,6 +20,8 @@
 // has internal linkage so no AVX-512 code can leak into generic inline functions.
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "kernels/gemm_epilogue_avx512.h"
 #include "kernels/gemm_rows_avx512.h"
 
@@ -59,10 +61,61 @@ template <bool kPrefetch, int R, int NV, class Rows>
   return b;
 }
 
+// The same over only the steps `steps` names (GemmTileArgs::k_steps) of a run of kc; returns B
+// past the whole run.
+template <int R, int NV, class Rows>
+[[gnu::always_inline]] inline const float* chosen_steps(__m512 (&acc)[R][NV], const float* b, const char* next,
+                                                        const Rows& rows, const uint32_t* steps, size_t count, size_t kc) {
+  for (size_t p = 0; p < count; ++p) {
+    const size_t j = steps[p];
+    if (next) {
+      _mm_prefetch(next + j * 128, _MM_HINT_T1);
+      _mm_prefetch(next + j * 128 + 64, _MM_HINT_T1);
+    }
+    __m512 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + j * 16 * kNV + 16 * v);
+#pragma GCC unroll 32
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(rows.at(r)[j]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  return b + kc * 16 * kNV;
+}
+
 template <int R, int NV, class Rows>
 [[gnu::always_inline]] inline const float* add_steps(__m512 (&acc)[R][NV], const float* b, const char* next,
                                                      const Rows& rows, size_t kc) {
   return next ? steps_of<true>(acc, b, next, rows, kc) : steps_of<false>(acc, b, next, rows, kc);
+}
+
+// Every run (tap) of t into acc: all of each run's steps, or the ones t.k_steps names (A in
+// place only).
+template <int R, int NV, class Rows>
+[[gnu::always_inline]] inline void add_runs(__m512 (&acc)[R][NV], const GemmTileArgs& t, const Rows& rows) {
+  const char* next = reinterpret_cast<const char*>(t.b_next);
+  if constexpr (!std::is_same_v<Rows, Packed>) {
+    if (t.k_steps) {
+      const float* b = t.b;
+      for (size_t tap = 0; tap < t.taps; ++tap) {
+        b = chosen_steps(acc, b, next, t.tap_offsets ? rows.shifted(t.tap_offsets[tap]) : rows, t.k_steps,
+                         t.k_step_count, t.kc);
+        if (next) next += t.kc * 128;
+      }
+      return;
+    }
+  }
+  if (!t.tap_offsets) {
+    add_steps(acc, t.b, next, rows, t.kc);
+    return;
+  }
+  const float* b = t.b;
+  for (size_t tap = 0; tap < t.taps; ++tap) {
+    b = add_steps(acc, b, next, rows.shifted(t.tap_offsets[tap]), t.kc);
+    if (next) next += t.kc * 128;
+  }
 }
 
 // An R x 16 NV tile of a 32-column panel (NV = 1: its first 16 columns).
@@ -70,18 +123,7 @@ template <int R, int NV, class Rows>
 void tile(const GemmTileArgs& t, const Rows& rows) {
   __m512 acc[R][NV];
   start_tile(acc, t);
-
-  const char* next = reinterpret_cast<const char*>(t.b_next);
-  if (!t.tap_offsets) {
-    add_steps(acc, t.b, next, rows, t.kc);
-  } else {
-    const float* b = t.b;
-    for (size_t tap = 0; tap < t.taps; ++tap) {
-      b = add_steps(acc, b, next, rows.shifted(t.tap_offsets[tap]), t.kc);
-      if (next) next += t.kc * 128;
-    }
-  }
-
+  add_runs(acc, t, rows);
   store_tile(acc, t);
 }
 
@@ -89,7 +131,7 @@ void tile(const GemmTileArgs& t, const Rows& rows) {
 
 void f32_gemm_14x32_avx512(const GemmTileArgs& t) {
   if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, InPlace<2>(t)); });
-  else with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, Packed{t.a}); });
+  else with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, Packed{t.a}); });  // k_steps: A in place only
 }
 
 void f32_gemm_28x16_avx512(const GemmTileArgs& t) {

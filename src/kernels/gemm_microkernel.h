@@ -29,6 +29,12 @@ struct GemmTileArgs {
   // instead of in C (kernels/conv_rows.h). Null: one run from a.
   size_t taps = 1;
   const ptrdiff_t* tap_offsets = nullptr;
+  // A in place, f32 only: each run takes only these of its kc steps (increasing, each < kc),
+  // A at the step's index from the run's base and B at that row of the run's kc rows; B then
+  // goes on after the run's kc rows. A conv of an activation with channels pruned so skips
+  // them without copying the weights of the kept ones (kernels/conv_rows.h). Null: every step.
+  const uint32_t* k_steps = nullptr;
+  size_t k_step_count = 0;
   const float* b = nullptr;
   // The next B panel's kc x NR slice, or null: a kernel that streams its own slice from memory
   // (the first row tile of a panel) asks for this one into L2 meanwhile (the f32 AVX-512 one).

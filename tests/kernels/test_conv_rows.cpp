@@ -33,7 +33,9 @@ std::string name(const Case& c) {
 
 // precision bf16: x is given as bf16 rows and the weights packed bf16 (AVX512-BF16); the oracle
 // then multiplies the rounded operands.
-void check(const Case& c, unsigned seed, Precision precision = Precision::f32) {
+// kept: only these channels count (ConvRowCall::kept_channels); the others hold NaN in x, which
+// must never be read.
+void check(const Case& c, unsigned seed, Precision precision = Precision::f32, const std::vector<uint32_t>* kept = nullptr) {
   const bool bf16 = precision == Precision::bf16;
   auto operand = [&](float v) { return bf16 ? double(bf16_value(bf16_bits(v))) : double(v); };
   // Padded input rows: each output row steps stride_h input rows on, kernel row ki reads ki
@@ -41,7 +43,12 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32) {
   const size_t row_pixels = (c.out_w - 1) * c.stride_w + (c.kernel_w - 1) * c.dilation_w + 1;
   const size_t row_floats = row_pixels * c.channels, in_rows = (c.rows - 1) * c.stride_h + c.kernel_h;
   const size_t taps = c.kernel_h * c.kernel_w, k = taps * c.channels, m = c.out_channels;
-  const std::vector<float> x = random_values(in_rows * row_floats, seed);
+  std::vector<float> x = random_values(in_rows * row_floats, seed);
+  std::vector<bool> counts(c.channels, kept == nullptr);
+  if (kept)
+    for (uint32_t ch : *kept) counts[ch] = true;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!counts[i % c.channels]) x[i] = std::nanf("");
   const std::vector<float> w = random_values(k * m, seed + 1);  // k x m, k ordered (ki, kj, c)
   const std::vector<float> bias = random_values(m, seed + 2);
   const std::vector<float> residual = random_values(c.rows * c.out_w * m, seed + 3);
@@ -57,7 +64,7 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32) {
         for (size_t ki = 0; ki < c.kernel_h; ++ki)
           for (size_t kj = 0; kj < c.kernel_w; ++kj)
             for (size_t ci = 0; ci < c.channels; ++ci)
-              sum += operand(x[(r * c.stride_h + ki) * row_floats + (o * c.stride_w + kj * c.dilation_w) * c.channels + ci]) *
+              if (counts[ci]) sum += operand(x[(r * c.stride_h + ki) * row_floats + (o * c.stride_w + kj * c.dilation_w) * c.channels + ci]) *
                      operand(w[((ki * c.kernel_w + kj) * c.channels + ci) * m + n]);
         const size_t at = (r * c.out_w + o) * m + n;
         if (c.residual) sum += residual[at];
@@ -83,6 +90,7 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32) {
     call.bias = bias.data();
     if (c.relu) call.activation.kind = Activation::relu;
     call.taps_per_call = per_call;
+    if (kept) call.kept_channels = kept->data(), call.kept = kept->size();
     conv_rows(call);
     for (size_t i = 0; i < y.size(); ++i) {
       // bf16: products exact in float, sums in float in another order than the oracle's.
@@ -107,6 +115,27 @@ TEST(ConvRows, EveryGroupingOfTapsMatchesTheOracle) {
   };
   unsigned seed = 1;
   for (const Case& c : cases) check(c, seed += 10);
+}
+
+// Pruned channels are skipped: never read (NaN in x), and the sum over the kept ones only.
+TEST(ConvRows, KeptChannelsAloneAddUp) {
+  if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
+  const std::vector<Case> cases = {
+      {16, 64, 3, 3, 1, 1, 55, 2, false, true},
+      {5, 40, 3, 3, 2, 1, 9, 3, true, false},
+      {4, 33, 3, 3, 1, 2, 7, 2, true, true},
+      {64, 96, 1, 3, 1, 1, 30, 1, true, true},
+      {32, 64, 3, 3, 1, 1, 7, 7, true, true},
+      {8, 33, 1, 1, 1, 1, 7, 3, true, false, 3},
+  };
+  unsigned seed = 5;
+  for (const Case& c : cases) {
+    std::vector<uint32_t> every_other, last;
+    for (uint32_t ch = 0; ch < c.channels; ch += 2) every_other.push_back(ch);
+    last.push_back(uint32_t(c.channels - 1));
+    check(c, seed += 10, Precision::f32, &every_other);
+    check(c, seed += 10, Precision::f32, &last);
+  }
 }
 
 // The same on the AVX512-BF16 kernel, on cases of whole channel pairs (conv_rows refuses odd ones).

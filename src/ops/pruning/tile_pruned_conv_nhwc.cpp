@@ -1,18 +1,19 @@
 // Tile rules of the channels-last feature-pruning ops (feature_pruning_nhwc.cpp).
 //
 // PrunedConvNhwc (2-D, group 1, float32): cut by images, output rows and panels of output
-// channels, as ConvNhwc is. Per image, the tile
-//  1. copies the input rows its windows read into a compact map of the kept channels only,
-//     zero at pruned positions: channels-last, a kept position's kept channels are one run, so
-//     each window tap after that is one copy;
-//  2. lays out the windows of the output positions it computes (those whose window centre is
-//     kept, computed_outputs) as the rows of A, k ordered (kernel row, kernel column, kept
-//     channel), and runs one GEMM against the kept channels' rows of the packed weights
-//     (gathered per image: a kept channel's row of a panel is one run of nr floats);
-//  3. writes each computed row to its place in y with the fused epilogue, and 0 elsewhere.
-// Pruned positions so cost nothing in the GEMM, and pruned channels shorten its k. Where the
-// gathered weights would be used over too few positions to pay for their copy, the tile keeps
-// every channel (pruned ones as zeros in the map) and reads the packed weights as they are.
+// channels, as ConvNhwc is. Per image:
+//  - where the tile computes every output (no position pruned), it runs the dense conv's row
+//    path (kernels/conv_rows.h, AVX-512) on x's kept positions, the kernel adding up the kept
+//    channels only (ConvRowCall::kept_channels): pruned channels cost no products and no copy;
+//  - otherwise it copies the input rows its windows read into a compact map of the kept
+//    channels only, zero at pruned positions (channels-last, a kept position's kept channels
+//    are one run, so each window tap after that is one copy), lays out the windows of the
+//    outputs it computes (those whose window centre is kept, computed_outputs) as the rows of
+//    A, and runs one GEMM against the kept channels' rows of the packed weights (gathered per
+//    image: a kept channel's row of a panel is one run of nr floats); each computed row goes to
+//    its place in y with the fused epilogue, 0 elsewhere. Where the gathered weights would be
+//    used over too few positions to pay for their copy, it keeps every channel (pruned ones
+//    zero in the map) and reads the packed weights as they are.
 //
 // AttentionKeepNhwc: one tile per image (its consumers wait for that image's decision only).
 // ApplyKeepNhwc: cut by images and rows.
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <span>
 
+#include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "ops/conv/conv_geometry.h"
 #include "ops/conv/conv_gemm_forms.h"
@@ -82,7 +84,10 @@ struct Workspace {
   std::vector<unsigned char> kept_position, kept_channel;  // per input position / channel: 1 when kept
   std::vector<unsigned char> computed;                     // per output position: 1 when computed
   std::vector<uint32_t> outputs;                           // the tile's computed output positions
+  std::vector<uint32_t> pruned_channels;                   // without the gather: the channels to zero
+  std::vector<uint32_t> kept_channels;                     // the row path's channels to add up
   std::vector<float> map;                                  // the tile's input rows, [row][column][kept channel]
+  std::vector<float> padded;                               // the row path's padded input rows
   std::vector<float> a, c, residual;                       // windows [P][k], C and the residual [P][columns]
   kernels::PackedB b;                                      // the kept channels' weights, gathered
   kernels::GemmScratch scratch;
@@ -100,6 +105,58 @@ void gather_weights(kernels::PackedB& out, const kernels::PackedB& full, const i
     float* dst = out.panels.data() + j * k * nr;
     for (size_t t = 0; t < taps; ++t)
       for (size_t i = 0; i < kept; ++i, dst += nr) std::memcpy(dst, src + (t * channels + size_t(channels_kept[i])) * nr, nr * sizeof(float));
+  }
+}
+
+// Padded input rows per conv_rows call: the copy stays well inside L2 beside the weights.
+constexpr size_t kPaddedBytes = 256 * 1024;
+
+// Every output of output rows [oy0, oy1) of one image computed on the row path
+// (kernels/conv_rows.h), as the dense ConvNhwc runs where the CPU has it: the input rows the
+// windows read copied once, padded, zero at the padding and at pruned positions (`take(src,
+// position, dst)` copies a position's channels when it is kept), and the taps added up in
+// registers over call.kept_channels only: the pruned channels' values are never read and their
+// weights never copied. y_image and residual_image point at the first output channel.
+template <class Take>
+void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channels, int64_t oy0, int64_t oy1,
+              const kernels::PackedB& b, size_t n0, kernels::ConvRowCall call, float* y_image,
+              const float* residual_image, size_t m, Take take, std::vector<float>& padded) {
+  const size_t run = channels;
+  const int64_t wp = int64_t((s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1);
+  // A pixel stride that puts the rows one microkernel call reads (stride_w pixels apart) a
+  // multiple of 4 KiB apart would put them all in one L1 set: then a cache line more.
+  const int64_t pixel = int64_t(s.stride_w * run * sizeof(float)) % 4096 == 0 ? int64_t(run) + 16 : int64_t(run);
+  const int64_t row_floats = wp * pixel, span_h = int64_t((s.kernel_h - 1) * s.dilation_h + 1);
+  const int64_t fit = std::max<int64_t>(1, int64_t(kPaddedBytes / (size_t(row_floats) * sizeof(float))));
+  const int64_t group = std::max<int64_t>(1, (fit - span_h) / int64_t(s.stride_h) + 1);
+  call.channels = run;
+  call.pixel_floats = size_t(pixel);
+  call.tap_row_floats = s.dilation_h * size_t(row_floats);
+  call.kernel_h = s.kernel_h, call.kernel_w = s.kernel_w, call.stride_w = s.stride_w, call.dilation_w = s.dilation_w;
+  call.out_w = s.out_w;
+  call.row_step_floats = s.stride_h * size_t(row_floats);
+  call.w = &b;
+  call.n0 = n0;
+  call.y_stride = m;
+  for (int64_t first = oy0; first < oy1; first += group) {
+    const int64_t last = std::min(oy1, first + group), in_rows = (last - first - 1) * int64_t(s.stride_h) + span_h;
+    padded.assign(size_t(in_rows * row_floats), 0.0f);
+    for (int64_t r = 0; r < in_rows; ++r) {
+      const int64_t iy = first * int64_t(s.stride_h) - int64_t(s.pad_top) + r;
+      if (iy < 0 || iy >= int64_t(s.in_h)) continue;
+      for (int64_t j = 0; j < wp; ++j) {
+        const int64_t ix = j - int64_t(s.pad_left);
+        if (ix < 0 || ix >= int64_t(s.in_w)) continue;
+        take(x_image + (iy * int64_t(s.in_w) + ix) * int64_t(channels), iy * int64_t(s.in_w) + ix,
+             padded.data() + r * row_floats + j * pixel);
+      }
+    }
+    call.x = padded.data();
+    call.rows = size_t(last - first);
+    const size_t at = size_t(first) * s.out_w * m;
+    call.y = y_image + at;
+    call.residual = residual_image ? residual_image + at : nullptr;
+    kernels::conv_rows(call);
   }
 }
 
@@ -123,13 +180,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const size_t m = static_cast<size_t>(out[0]->dim(3));
   const size_t c0 = static_cast<size_t>(r[3].begin), c1 = static_cast<size_t>(r[3].end), columns = c1 - c0;
   const Range rows = window_input_range(g, 0, r[1]);
-  // Gathering the kept channels' weights costs a copy of each, and saves 2 x positions FLOPs
-  // per weight of a pruned channel. The GEMM's register tile does about 2 mr nr / (mr + nr)
-  // FLOPs per float it loads; below that many saved FLOPs per gathered weight the tile keeps
-  // every channel (the pruned ones zero in the map) and reads the packed weights as they are.
   const kernels::GemmBlocking blocking = kernels::gemm_blocking(kernels::active_isa());
   const double flops_per_load = 2.0 * double(blocking.mr * blocking.nr) / double(blocking.mr + blocking.nr);
   const auto activation = epilogue_activation(node);
+  const bool rows_path = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
     for (int64_t i = 0; i < kc + kp; ++i)
@@ -149,22 +203,51 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     }
     const size_t positions = ws.outputs.size();
     if (positions == 0) continue;
+    ws.pruned_channels.clear();
+    for (int64_t c = 0; c < channels; ++c)
+      if (!ws.kept_channel[size_t(c)]) ws.pruned_channels.push_back(static_cast<uint32_t>(c));
+    if (rows_path && positions == size_t(r[1].size()) * shape.out_w) {
+      // Every output computed: the row path over x's kept positions (padding and pruned
+      // positions zero), the kernel adding up the kept channels only, the weights as packed.
+      ws.kept_channels.resize(size_t(kc));
+      std::copy_n(kept, kc, ws.kept_channels.begin());  // ascending, as AttentionKeep writes them
+      kernels::ConvRowCall call;
+      call.n = columns;
+      call.bias = bias ? bias->data<float>() + c0 : nullptr;
+      call.activation = activation;
+      if (kc < channels) call.kept_channels = ws.kept_channels.data(), call.kept = size_t(kc);
+      const float* rn = residual ? residual->data<float>() + size_t(n) * out_plane * m + c0 : nullptr;
+      const float* xn = x.data<float>() + n * in_plane * channels;
+      auto take = [&](const float* src, int64_t p, float* dst) {
+        if (ws.kept_position[size_t(p)]) std::memcpy(dst, src, size_t(channels) * sizeof(float));
+      };
+      run_rows(shape, xn, size_t(channels), r[1].begin, r[1].end, full, c0, call, y + c0, rn, m, take, ws.padded);
+      continue;
+    }
+    // Otherwise one GEMM over the computed outputs' windows. Gathering the kept channels'
+    // weights costs a copy of each, and saves 2 x positions FLOPs per weight of a pruned
+    // channel. The GEMM's register tile does about 2 mr nr / (mr + nr) FLOPs per float it
+    // loads; below that many saved FLOPs per gathered weight the tile keeps every channel (the
+    // pruned ones zero in the map) and reads the packed weights as they are.
     const bool gather = kc < channels && 2.0 * double(positions) * double(channels - kc) >= flops_per_load * double(kc);
     const size_t run = gather ? size_t(kc) : size_t(channels), k = taps * run;
-    // 1. The input rows' kept channels, zero at pruned positions (and pruned channels).
+    if (gather) gather_weights(ws.b, full, kept, run, size_t(channels), taps, c0, c1);
+    const kernels::PackedB& b = gather ? ws.b : full;
+    // The input rows' kept channels, zero at pruned positions (and pruned channels). Without the
+    // gather a kept position is copied whole and its pruned channels zeroed after.
     ws.map.resize(size_t(rows.size() * width) * run);
     for (int64_t p = rows.begin * width; p < rows.end * width; ++p) {
       float* dst = ws.map.data() + size_t(p - rows.begin * width) * run;
       const float* src = x.data<float>() + (n * in_plane + p) * channels;
-      if (!ws.kept_position[size_t(p)]) std::fill_n(dst, run, 0.0f);
-      else if (gather)
+      if (!ws.kept_position[size_t(p)]) {
+        std::fill_n(dst, run, 0.0f);
+      } else if (gather) {
         for (size_t i = 0; i < run; ++i) dst[i] = src[kept[i]];
-      else
-        for (size_t c = 0; c < run; ++c) dst[c] = ws.kept_channel[c] ? src[c] : 0.0f;
+      } else {
+        std::memcpy(dst, src, run * sizeof(float));
+        for (uint32_t c : ws.pruned_channels) dst[c] = 0.0f;
+      }
     }
-    // 2. The weights: the kept channels' rows, or every row as packed.
-    if (gather) gather_weights(ws.b, full, kept, run, size_t(channels), taps, c0, c1);
-    const kernels::PackedB& b = gather ? ws.b : full;
     const size_t chunk = pixels_per_gemm_call(k, blocking.nr);
     for (size_t first = 0; first < positions; first += chunk) {
       const size_t count = std::min(chunk, positions - first);
