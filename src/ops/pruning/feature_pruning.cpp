@@ -4,8 +4,8 @@
 //    channels by their mean over H x W (channel attention) and the positions by their mean
 //    over C (spatial attention), and writes int64 [N, channels + positions]: the kept
 //    channel indices, then the kept position indices (h * W + w), each ascending. Ties keep
-//    the lower index. Means are summed in double so the choice does not depend on the order
-//    a kernel adds in.
+//    the lower index. Means are summed in double, in one fixed order of lanes
+//    (kernels/keep_scores.h), so every ISA and layout makes the same choice.
 //  - ApplyKeep(x, keep): x with every channel and position that keep does not name set to 0,
 //    for the map's readers that are not pruned convs (a residual Add, a pool);
 //  - PrunedConv(x, w, [bias], [residual], keep): the Conv (attributes and fused epilogue as
@@ -18,9 +18,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "graph/node_decisions.h"
+#include "kernels/keep_scores.h"
 #include "ops/conv/conv_gemm_forms.h"
 #include "ops/conv/conv_geometry.h"
 #include "ops/evaluate.h"
@@ -57,33 +59,33 @@ void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_p
 
 namespace {
 
-// Eight partial sums in a fixed order, so the compiler can keep them in vector lanes (one
-// running sum is a chain of dependent adds) and every call adds in the same order: element i
-// goes to lane i % 8, each lane in increasing i, then the lanes pairwise.
-double combine(const double* lanes) {
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
+// Eight partial sums in a fixed order (kernels/keep_scores.h): element i goes to lane i % 8,
+// each lane in increasing i, then the lanes pairwise. The vector units add the lanes at once,
+// and every call adds in the same order.
 double sum(const float* x, int64_t count) {
   double lanes[8] = {};
   int64_t i = 0;
   for (; i + 8 <= count; i += 8)
     for (int j = 0; j < 8; ++j) lanes[j] += x[i + j];
   for (; i < count; ++i) lanes[i % 8] += x[i];
-  return combine(lanes);
+  return kernels::combine_lanes(lanes);
 }
 
 // The `count` highest of scratch.score[0, size), ascending by index, into out; ties keep the
-// lower index.
+// lower index. The count-th highest score is the threshold: one pass then takes every index
+// above it, and those at it from the lowest, until there are `count` (no sort).
 void top(AttentionKeepScratch& scratch, int64_t size, int64_t count, int64_t* out) {
-  std::vector<double>& score = scratch.score;
-  std::vector<int64_t>& order = scratch.order;
-  order.resize(static_cast<size_t>(size));
-  std::iota(order.begin(), order.end(), 0);
-  auto higher = [&](int64_t a, int64_t b) { return score[size_t(a)] > score[size_t(b)] || (score[size_t(a)] == score[size_t(b)] && a < b); };
-  std::nth_element(order.begin(), order.begin() + (count - 1), order.end(), higher);
-  std::sort(order.begin(), order.begin() + count);
-  std::copy(order.begin(), order.begin() + count, out);
+  const std::vector<double>& score = scratch.score;
+  std::vector<double>& ranked = scratch.ranked;
+  ranked.assign(score.begin(), score.begin() + size);
+  std::nth_element(ranked.begin(), ranked.begin() + (count - 1), ranked.end(), std::greater<double>());
+  const double threshold = ranked[size_t(count - 1)];
+  int64_t at_threshold = count;  // how many of those at the threshold are kept
+  for (int64_t i = 0; i < size; ++i) at_threshold -= score[size_t(i)] > threshold;
+  for (int64_t i = 0, taken = 0; i < size && taken < count; ++i) {
+    const double v = score[size_t(i)];
+    if (v > threshold || (v == threshold && at_threshold-- > 0)) out[taken++] = i;
+  }
 }
 
 }  // namespace
@@ -94,50 +96,37 @@ void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t kee
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
   for (int64_t c = 0; c < channels; ++c) score[size_t(c)] = sum(x + c * plane, plane) / double(plane);
   top(scratch, channels, keep_channels, keep);
-  std::fill(score.begin(), score.begin() + plane, 0.0);
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t p = 0; p < plane; ++p) score[size_t(p)] += x[c * plane + p];
-  for (int64_t p = 0; p < plane; ++p) score[size_t(p)] /= double(channels);
+  // Positions: channel c goes to lane c % 8 of every position ([8][plane]), then the lanes pairwise.
+  std::vector<double>& lanes = scratch.lanes;
+  lanes.assign(static_cast<size_t>(8 * plane), 0.0);
+  for (int64_t c = 0; c < channels; ++c) {
+    double* lane = lanes.data() + (c % 8) * plane;
+    for (int64_t p = 0; p < plane; ++p) lane[p] += x[c * plane + p];
+  }
+  double position_lanes[8];
+  for (int64_t p = 0; p < plane; ++p) {
+    for (int64_t j = 0; j < 8; ++j) position_lanes[j] = lanes[size_t(j * plane + p)];
+    score[size_t(p)] = kernels::combine_lanes(position_lanes) / double(channels);
+  }
   top(scratch, plane, keep_positions, keep + keep_channels);
 }
 
 void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_t keep_channels,
                          int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch) {
-  std::vector<double>& score = scratch.score;
-  std::vector<double>& lanes = scratch.lanes;  // [8][channels]: sum()'s lanes, every channel at once
+  std::vector<double>& lanes = scratch.lanes;  // [8][channels]
   std::vector<double>& positions = scratch.positions;
   lanes.assign(static_cast<size_t>(8 * channels), 0.0);
   positions.resize(static_cast<size_t>(plane));
-  // One pass: position p adds into lane p % 8 of each channel, and its own sum goes over the
-  // channels in order, as attention_keep adds them. Eight positions at a time, so their eight
-  // sums are independent chains instead of one chain of dependent adds.
-  int64_t p = 0;
-  for (; p + 8 <= plane; p += 8) {
-    double sums[8] = {};
-    for (int64_t j = 0; j < 8; ++j) {
-      double* lane = lanes.data() + j * channels;
-      const float* pixel = x + (p + j) * channels;
-      for (int64_t c = 0; c < channels; ++c) lane[c] += pixel[c];
-    }
-    for (int64_t c = 0; c < channels; ++c)
-      for (int64_t j = 0; j < 8; ++j) sums[j] += x[(p + j) * channels + c];
-    for (int64_t j = 0; j < 8; ++j) positions[size_t(p + j)] = sums[j] / double(channels);
-  }
-  for (; p < plane; ++p) {
-    double* lane = lanes.data() + (p % 8) * channels;
-    const float* pixel = x + p * channels;
-    double sum = 0.0;
-    for (int64_t c = 0; c < channels; ++c) lane[c] += pixel[c], sum += pixel[c];
-    positions[size_t(p)] = sum / double(channels);
-  }
+  kernels::keep_sums_nhwc(x, size_t(channels), size_t(plane), lanes.data(), positions.data());
+  std::vector<double>& score = scratch.score;
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
   double channel_lanes[8];
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t j = 0; j < 8; ++j) channel_lanes[j] = lanes[size_t(j * channels + c)];
-    score[size_t(c)] = combine(channel_lanes) / double(plane);
+    score[size_t(c)] = kernels::combine_lanes(channel_lanes) / double(plane);
   }
   top(scratch, channels, keep_channels, keep);
-  std::copy(positions.begin(), positions.end(), score.begin());
+  for (int64_t p = 0; p < plane; ++p) score[size_t(p)] = positions[size_t(p)] / double(channels);
   top(scratch, plane, keep_positions, keep + keep_channels);
 }
 

@@ -26,11 +26,10 @@ void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_p
 
 // One image's keep row: the `keep_channels` channels of highest mean over the plane, then the
 // `keep_positions` positions of highest mean over the channels, each ascending, into keep.
-// `scratch` holds the scores and their order between calls (a worker's, or the caller's).
+// `scratch` holds the scores between calls (a worker's, or the caller's).
 struct AttentionKeepScratch {
-  std::vector<double> score;
-  std::vector<int64_t> order;
-  std::vector<double> lanes, positions;  // attention_keep_nhwc's partial sums per channel, position scores
+  std::vector<double> score, ranked;
+  std::vector<double> lanes, positions;  // partial sums in lanes (kernels/keep_scores.h), position sums
 };
 void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
                     int64_t* keep, AttentionKeepScratch& scratch);
