@@ -21,6 +21,11 @@ struct WinogradNhwcProbe {
   int64_t min_channels = kWinogradNhwcDefaultMinChannels;
   // Whether it also wins on a 14x14 plane (64 input channels), where a weight serves few blocks.
   bool small_planes = false;
+  // The kept-channel row GEMM's time over Winograd's on that 14x14 layer: how much faster
+  // Winograd runs a late layer than a pruned conv would without pruning anything (one that
+  // computes fewer than 1 / gain of its products beats it, plan/feature_pruning.h). 1 where
+  // there is no row GEMM to compare; 0: not measured.
+  double small_plane_gain = 0;
 };
 
 // Measured now: the row GEMM and Winograd run one 3x3 layer of 64 output channels on a 28x28
@@ -35,6 +40,9 @@ WinogradNhwcProbe measure_winograd_nhwc();
 // difference between their outputs (the same conv, so a probe that timed the wrong work shows).
 struct WinogradProbeTimes {
   double rows_us = 0, winograd_us = 0;
+  // The row GEMM adding up a list of kept channels (ConvRowCall::kept_channels), every one of
+  // them listed: the path a pruned conv takes (ops/pruning/tile_pruned_conv_nhwc.cpp).
+  double kept_rows_us = 0;
   double max_difference = 0;
 };
 WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane, int calls);

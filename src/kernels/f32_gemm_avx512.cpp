@@ -75,9 +75,11 @@ template <int R, int NV, class Rows>
     __m512 bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + j * 16 * kNV + 16 * v);
+    // The rows moved to step j once, so each broadcast folds its row's offset into its address.
+    const Rows at_step = rows.shifted(ptrdiff_t(j));
 #pragma GCC unroll 32
     for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(rows.at(r)[j]);
+      const __m512 av = _mm512_set1_ps(*at_step.at(r));
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }

@@ -87,6 +87,12 @@ bool prunable_conv(const Graph& g, const Node& n, const std::string& map, std::s
          !n.decisions.x_nchw;
 }
 
+// A conv the layout pass (or a tuning record) put on a channels-last Winograd.
+bool on_winograd(const Node& n) {
+  const ConvPrimitive p = conv_primitive_choice(n);
+  return p == ConvPrimitive::winograd || p == ConvPrimitive::winograd_nhwc || p == ConvPrimitive::winograd_f2x3_nhwc;
+}
+
 // Where a node (a gate, a mask) goes: after every node that writes one of `inputs`.
 size_t after_producers(const Graph& g, const std::vector<std::string>& inputs) {
   size_t at = 0;
@@ -102,7 +108,8 @@ size_t after_producers(const Graph& g, const std::vector<std::string>& inputs) {
 // ConvNhwc that the layout pass made), or both with a Transpose between them. The gate reads
 // the layout the map is computed in; each Conv or ConvNhwc reading the map as x becomes a
 // PrunedConv or PrunedConvNhwc; every other reader reads the map masked in its own layout.
-FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements) {
+FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements,
+                                           double winograd_gain) {
   FeaturePruningReport report;
   for (const FeatureMapPruning& s : statements) {
     const std::string where = std::string(kFeaturePruningKey) + " '" + s.value + "': ";
@@ -128,16 +135,23 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
     };
     const bool gate_nhwc = has_nhwc && !link(*producer(nhwc));
     const int64_t kc = kept_count(s.channels, x[1]), kp = kept_count(s.positions, x[2] * x[3]);
+    // The share of a stride-1 conv's products a pruned conv keeps: the outputs it computes are
+    // those at kept positions.
+    const double kept_share = double(kc) / double(x[1]) * double(kp) / double(x[2] * x[3]);
     const std::string keep = s.value + "@keep";
     const std::string masked = s.value + "@pruned", masked_nhwc = channels_last_name(masked);
     bool needs_masked = false, needs_masked_nhwc = false;
-    const int convs_before = report.pruned_convs;
+    const int convs_before = report.pruned_convs + report.winograd_kept;
     for (Node& n : graph.nodes) {
       if (link(n)) continue;
       const bool nchw_reader = reads(n, s.value), nhwc_reader = has_nhwc && reads(n, nhwc);
       if (!nchw_reader && !nhwc_reader) continue;
-      const bool conv = nchw_reader ? prunable_conv(graph, n, s.value, kConv, "")
-                                    : prunable_conv(graph, n, nhwc, kConvNhwc, kGroveDomain);
+      bool conv = nchw_reader ? prunable_conv(graph, n, s.value, kConv, "")
+                              : prunable_conv(graph, n, nhwc, kConvNhwc, kGroveDomain);
+      if (conv && nhwc_reader && on_winograd(n) && winograd_gain * kept_share >= 1) {
+        conv = false;  // Winograd on the whole (masked) map is faster than the pruned GEMM
+        ++report.winograd_kept;
+      }
       if (!conv || (nchw_reader && nhwc_reader)) {
         if (nchw_reader) std::replace(n.inputs.begin(), n.inputs.end(), s.value, masked);
         if (nhwc_reader) std::replace(n.inputs.begin(), n.inputs.end(), nhwc, masked_nhwc);
@@ -156,7 +170,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       report.kept_flops += node_flops(graph, n);
       ++report.pruned_convs;
     }
-    if (report.pruned_convs == convs_before)
+    if (report.pruned_convs + report.winograd_kept == convs_before)
       throw Error(where + "no 2-D Conv of one group reads it as x, so pruning it would skip nothing");
     Node gate;
     gate.name = s.value + "@attention";

@@ -27,6 +27,7 @@ std::vector<FeatureMapPruning> parse_feature_pruning(const std::string& text);
 struct FeaturePruningReport {
   int gates = 0;                  // AttentionKeep nodes inserted
   int pruned_convs = 0;           // Convs that now reduce over kept channels only
+  int winograd_kept = 0;          // Winograd convs left whole on the masked map (gain below)
   int64_t dense_flops = 0;        // what the pruned Convs count unpruned
   int64_t kept_flops = 0;         // and pruned
 };
@@ -36,6 +37,12 @@ struct FeaturePruningReport {
 // reads it through an ApplyKeep node (the map with the pruned channels and positions zeroed).
 // The value must be a float [N, C, H, W] map that at least one such Conv reads; a graph output
 // stays unpruned. Anything else is an Error naming it.
-FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements);
+// A channels-last conv the layout pass put on Winograd is pruned only where the products left
+// (the kept channels' share times the kept positions' share) times `winograd_gain` (how many
+// times faster Winograd runs than the row GEMM, MachineProfile::winograd_small_plane_gain) is
+// under 1: otherwise the pruned GEMM would be slower than Winograd on the whole map, and the
+// conv stays on Winograd reading the masked map. 0: every such conv is pruned.
+FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements,
+                                           double winograd_gain = 0);
 
 }  // namespace grove

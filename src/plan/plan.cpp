@@ -135,7 +135,9 @@ struct PlanBuild {
 // After the channels-last pass, so a pruned conv runs in the layout the dense plan gives it
 // (a pruned map's gate and convs read its channels-last copy where there is one), and before
 // the channels-last fusions, which then leave the pruned convs alone.
-void prune_feature_maps(PlanBuild& b) { b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning); }
+void prune_feature_maps(PlanBuild& b) {
+  b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning, b.options.machine.winograd_small_plane_gain);
+}
 
 // Before precision: bf16 skips Winograd layers.
 void apply_tuned_primitives(PlanBuild& b) {

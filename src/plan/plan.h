@@ -50,6 +50,10 @@ struct MachineProfile {
   // (kernels::measure_winograd_nhwc).
   int64_t winograd_nhwc_min_channels = kernels::kWinogradNhwcDefaultMinChannels;
   bool winograd_nhwc_small_planes = false;
+  // How many times faster the channels-last Winograd runs a 14x14 layer than the row GEMM
+  // (kernels::WinogradNhwcProbe::small_plane_gain); feature pruning keeps a Winograd conv
+  // whole where pruning leaves it more than 1 / gain of its products. 0: not measured (prune).
+  double winograd_small_plane_gain = 0;
   // For reports: where the values came from (the machine's stored file, or measured by this
   // process); "" when none were taken.
   std::string source;

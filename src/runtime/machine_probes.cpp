@@ -39,6 +39,9 @@ bool read_stored(const std::string& path, MachineProbes& probes) {
     } else if (key == "winograd_nhwc_small_planes") {
       if (!read.winograd_nhwc) read.winograd_nhwc.emplace();
       read.winograd_nhwc->small_planes = value != 0;
+    } else if (key == "winograd_nhwc_small_plane_gain") {
+      if (!read.winograd_nhwc) read.winograd_nhwc.emplace();
+      read.winograd_nhwc->small_plane_gain = value;
     } else return false;
   }
   probes.move_flops = read.move_flops;
@@ -61,7 +64,8 @@ void write_stored(const std::string& path, const MachineProbes& p) {
   if (p.transpose_flops > 0) out << "transpose_flops " << p.transpose_flops << "\n";
   if (p.winograd_nhwc)
     out << "winograd_nhwc_min_channels " << p.winograd_nhwc->min_channels << "\nwinograd_nhwc_small_planes "
-        << (p.winograd_nhwc->small_planes ? 1 : 0) << "\n";
+        << (p.winograd_nhwc->small_planes ? 1 : 0) << "\nwinograd_nhwc_small_plane_gain "
+        << p.winograd_nhwc->small_plane_gain << "\n";
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   const std::string temporary = path + ".tmp" + std::to_string(std::hash<std::string>{}(out.str()) ^
@@ -96,7 +100,9 @@ void take_machine_probes(MachineProbes& probes, const ProbeNeeds& needs, PlanOpt
   measure(needs.amx_flop_cost, probes.amx_flop_cost == 0, [&] { probes.amx_flop_cost = kernels::measure_amx_flop_cost(); });
   measure(needs.bf16_dot_gain, probes.bf16_dot_gain < 0, [&] { probes.bf16_dot_gain = kernels::measure_bf16_dot_gain(); });
   measure(needs.channels_last, probes.transpose_flops == 0, [&] { probes.transpose_flops = kernels::measure_transpose_flops(); });
-  measure(needs.winograd_nhwc, !probes.winograd_nhwc, [&] { probes.winograd_nhwc = kernels::measure_winograd_nhwc(); });
+  // A file from before the gain was stored lacks it: measured again.
+  measure(needs.winograd_nhwc, !probes.winograd_nhwc || probes.winograd_nhwc->small_plane_gain <= 0,
+          [&] { probes.winograd_nhwc = kernels::measure_winograd_nhwc(); });
   if (measured) {
     if (!path.empty()) write_stored(path, probes);
     // The same words whether this process or an earlier one measured: a plan's report is
@@ -110,6 +116,7 @@ void take_machine_probes(MachineProbes& probes, const ProbeNeeds& needs, PlanOpt
   if (probes.winograd_nhwc && needs.channels_last) {
     po.machine.winograd_nhwc_min_channels = probes.winograd_nhwc->min_channels;
     po.machine.winograd_nhwc_small_planes = probes.winograd_nhwc->small_planes;
+    po.machine.winograd_small_plane_gain = probes.winograd_nhwc->small_plane_gain;
   }
   po.machine.source = probes.source;
 }

@@ -161,6 +161,9 @@ std::vector<NodeChoice> predicted_choices(const Graph& graph, const PlanOptions&
   PlanOptions structure = options;
   structure.debug.prepare_weights = false;
   structure.choices.clear();
+  // The convs as the dense plan has them: feature pruning runs after the choices (plan.cpp)
+  // and keeps a chosen Winograd conv whole where that is faster than pruning it.
+  structure.feature_pruning.clear();
   const std::shared_ptr<const Plan> rules_plan = make_plan(graph, structure);
   PlanOptions nchw = structure;
   nchw.conv_layout = ConvLayout::nchw;

@@ -287,6 +287,59 @@ TEST(FeaturePruning, ChannelsLastMapsArePrunedChannelsLast) {
   }
 }
 
+// A channels-last map "a" read by a conv the layout pass put on Winograd: pruned where the
+// products it keeps times Winograd's measured gain are under 1, else left on Winograd reading
+// the masked map.
+Graph winograd_reader() {
+  Graph g;
+  auto conv = [&](const std::string& x, const std::string& w, const std::string& y, bool winograd) {
+    Node n;
+    n.name = y;
+    n.op_type = "ConvNhwc";
+    n.domain = kGroveDomain;
+    n.opset = 13;
+    n.inputs = {x, w};
+    n.outputs = {y};
+    n.attrs["pads"].kind = Attribute::Kind::ints;
+    n.attrs["pads"].ints = {1, 1, 1, 1};
+    if (winograd) n.decisions.conv = ConvPrimitive::winograd;
+    g.initializers[w] = random_f32({64, 64, 3, 3}, 31);
+    g.values[w] = ValueInfo{DType::f32, {64, 64, 3, 3}};
+    g.values[y] = ValueInfo{DType::f32, {1, 14, 14, 64}};
+    g.nodes.push_back(n);
+  };
+  g.inputs.push_back(ValueDecl{"x/nhwc"});
+  g.values["x/nhwc"] = ValueInfo{DType::f32, {1, 14, 14, 64}};
+  conv("x/nhwc", "w0", "a/nhwc", false);
+  conv("a/nhwc", "w1", "b/nhwc", true);
+  g.values["a"] = ValueInfo{DType::f32, {1, 64, 14, 14}};  // the NCHW value the statement names
+  g.outputs.push_back(ValueDecl{"b/nhwc"});
+  return g;
+}
+
+TEST(FeaturePruning, WinogradConvsArePrunedOnlyWherePruningBeatsWinograd) {
+  struct Expect {
+    const char* statement;
+    double gain;
+    bool pruned;
+  };
+  for (const Expect& e : {Expect{"prune a channels=0.75", 1.5, false}, Expect{"prune a channels=0.5", 1.5, true},
+                          Expect{"prune a positions=0.5", 1.5, true}, Expect{"prune a channels=0.75", 1.2, true},
+                          Expect{"prune a channels=0.75 positions=0.75", 2.0, false},
+                          Expect{"prune a channels=0.75", 0.0, true}}) {
+    SCOPED_TRACE(std::string(e.statement) + " gain " + std::to_string(e.gain));
+    Graph g = winograd_reader();
+    const FeaturePruningReport r = apply_feature_pruning(g, parse_feature_pruning(e.statement), e.gain);
+    const Node& conv = *std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.name == "b/nhwc"; });
+    EXPECT_EQ(r.gates, 1);
+    EXPECT_EQ(r.pruned_convs, e.pruned ? 1 : 0);
+    EXPECT_EQ(r.winograd_kept, e.pruned ? 0 : 1);
+    EXPECT_EQ(conv.op_type, e.pruned ? "PrunedConvNhwc" : "ConvNhwc");
+    EXPECT_EQ(conv.inputs[0], e.pruned ? "a/nhwc" : "a@pruned/nhwc");
+    EXPECT_EQ(conv_primitive_choice(conv), e.pruned ? ConvPrimitive::unset : ConvPrimitive::winograd);
+  }
+}
+
 TEST(FeaturePruning, BadStatementsAreOneLineErrors) {
   Engine engine({.threads = 1, .pin = false});
   const Shape x{2, 2, 6, 6};
