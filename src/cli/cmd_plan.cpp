@@ -90,6 +90,7 @@ std::string plan_json(const PlanCliOptions& o, const Plan& p) {
                          {"transpose_flops", p.options.machine.transpose_flops},
                          {"winograd_nhwc_min_channels", p.options.machine.winograd_nhwc_min_channels},
                          {"winograd_nhwc_small_planes", p.options.machine.winograd_nhwc_small_planes},
+                         {"winograd_small_plane_gain", p.options.machine.winograd_small_plane_gain},
                          {"bf16_dot_gain", p.options.machine.bf16_dot_gain},
                          {"amx_flop_cost", p.options.machine.amx_flop_cost}};
   j["tuning"] = p.options.choices_source;

@@ -169,6 +169,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       report.dense_flops += dense;
       report.kept_flops += node_flops(graph, n);
       ++report.pruned_convs;
+      report.pruned_nodes.insert(n.name);
     }
     if (report.pruned_convs + report.winograd_kept == convs_before)
       throw Error(where + "no 2-D Conv of one group reads it as x, so pruning it would skip nothing");

@@ -2,6 +2,7 @@
 // Dynamic feature-map pruning (Antidote, docs/dynamic.md): after a chosen feature map, a
 // decision node ranks its channels and positions per image, and every Conv that reads it
 // reduces over the kept ones only (ops/pruning/feature_pruning.h has the two ops).
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct FeaturePruningReport {
   int gates = 0;                  // AttentionKeep nodes inserted
   int pruned_convs = 0;           // Convs that now reduce over kept channels only
   int winograd_kept = 0;          // Winograd convs left whole on the masked map (gain below)
+  // The convs that became PrunedConv or PrunedConvNhwc: a tile grid a tuning choice gave the
+  // conv does not fit them (they keep their names).
+  std::set<std::string> pruned_nodes;
   int64_t dense_flops = 0;        // what the pruned Convs count unpruned
   int64_t kept_flops = 0;         // and pruned
 };

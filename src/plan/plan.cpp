@@ -187,7 +187,7 @@ void lower_to_tiles(PlanBuild& b) {
   const std::vector<int64_t>& chain_paths = plan->path_chain;
   std::map<std::string, const Shape*> chosen_extent;
   for (const NodeChoice& c : options.choices)
-    if (!c.extent.empty()) chosen_extent[c.node] = &c.extent;
+    if (!c.extent.empty() && !plan->pruning.pruned_nodes.count(c.node)) chosen_extent[c.node] = &c.extent;
   std::vector<NodeInfos>& infos = b.infos;
   infos.reserve(g.nodes.size());
   SharedPrepared own;

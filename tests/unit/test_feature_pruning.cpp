@@ -340,6 +340,25 @@ TEST(FeaturePruning, WinogradConvsArePrunedOnlyWherePruningBeatsWinograd) {
   }
 }
 
+// A tuning choice made for the dense conv (primitive and tile grid, predicted on the dense
+// graph) does not stop the conv from being pruned: its grid is the dense conv's, not the
+// pruned one's, and is left to the rule.
+TEST(FeaturePruning, AConvsChosenGridDoesNotBindItsPrunedForm) {
+  Engine engine({.threads = 2, .pin = false});
+  const Tensor x = random_f32({2, 2, 6, 6}, 24);
+  const auto bytes = residual_block("prune a2 channels=0.5 positions=0.5", 16).bytes();
+  SessionOptions options{.tiles_per_op = 0};
+  options.choices = {NodeChoice{"conv1", "nchwc", {1, 2, 3, 6, 8}}};
+  Session pruned(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), options);
+  const auto plan = plan_for(pruned, {{"x", x.shape()}});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->pruning.pruned_convs, 1);
+  EXPECT_EQ(plan->pruning.pruned_nodes.count("conv1"), 1u);
+  const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");
+  const Tensor got = pruned.run({{"x", x}}).at("y");
+  for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << i;
+}
+
 TEST(FeaturePruning, BadStatementsAreOneLineErrors) {
   Engine engine({.threads = 1, .pin = false});
   const Shape x{2, 2, 6, 6};
