@@ -38,8 +38,8 @@ void add_dwconv_nhwc_rules(RuleTable& t);      // tile_dwconv_nhwc.cpp: Depthwis
 void add_expand_depthwise_rules(RuleTable& t); // tile_expand_depthwise.cpp: ExpandDepthwiseNhwc, InvertedResidualNhwc
 void add_conv_max_pool_rules(RuleTable& t);    // tile_conv_max_pool.cpp: ConvMaxPoolNhwc
 void add_recurrent_rules(RuleTable& t);    // tile_recurrent.cpp
-void add_pruned_conv_rules(RuleTable& t);         // tile_pruned_conv.cpp: PrunedConv, AttentionKeep, ApplyKeep
-void add_pruned_conv_nhwc_rules(RuleTable& t);    // tile_pruned_conv_nhwc.cpp: their channels-last forms
+void add_pruned_conv_rules(RuleTable& t);         // tile_pruned_conv.cpp: PrunedConv, AttentionKeep(Nhwc), ApplyKeep(Nhwc)
+void add_pruned_conv_nhwc_rules(RuleTable& t);    // tile_pruned_conv_nhwc.cpp: PrunedConvNhwc
 void add_quant_elementwise_rules(RuleTable& t);    // tile_quant_elementwise.cpp: QLinearAdd, QuantizeLinear, DequantizeLinear
 void add_resize_rules(RuleTable& t);               // tile_resize.cpp: Resize, Upsample (bilinear)
 

@@ -168,6 +168,22 @@ test::OnnxBuilder chain(const std::string& metadata, int64_t batch = 2) {
   return b;
 }
 
+// The oracle of a pruned session: the plan's own rewritten graph on the reference executor
+// (the ops' references). The pruned run must give its numbers within `tolerance`, and they
+// must differ from the unpruned run's by more than `changed` somewhere, or the test cannot tell.
+void expect_pruned_run(Session& pruned, Session& whole, const Plan& plan, const Tensor& x, double tolerance,
+                       double changed_by) {
+  const Tensor want = model_from_graph(plan.graph).run_reference({{"x", x}}).at("y");
+  const Tensor got = pruned.run({{"x", x}}).at("y");
+  const Tensor unpruned = whole.run({{"x", x}}).at("y");
+  bool changed = false;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], tolerance) << i;
+    changed |= std::fabs(unpruned.data<float>()[i] - want.data<float>()[i]) > changed_by;
+  }
+  EXPECT_TRUE(changed);
+}
+
 TEST(FeaturePruning, MetadataPrunesTheRunAndThePlanSaysWhat) {
   Engine engine({.threads = 2, .pin = false});
   const Tensor x = random_f32({2, 2, 6, 6}, 9);
@@ -183,16 +199,7 @@ TEST(FeaturePruning, MetadataPrunesTheRunAndThePlanSaysWhat) {
   const int64_t relu = 2 * 6 * 6 * 6;
   EXPECT_EQ((plan->pruning.kept_flops - relu) * 4, plan->pruning.dense_flops - relu);
   EXPECT_EQ(plan_for(whole, {{"x", x.shape()}})->pruning.gates, 0);
-  // The oracle: the plan's own rewritten graph on the reference executor (the ops' references).
-  const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");
-  const Tensor got = pruned.run({{"x", x}}).at("y");
-  const Tensor unpruned = whole.run({{"x", x}}).at("y");
-  bool changed = false;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5) << i;
-    changed |= std::fabs(unpruned.data<float>()[i] - want.data<float>()[i]) > 1e-4;
-  }
-  EXPECT_TRUE(changed);
+  expect_pruned_run(pruned, whole, *plan, x, 1e-5, 1e-4);
 }
 
 TEST(ApplyKeep, TilesEqualTheReference) {
@@ -245,15 +252,7 @@ TEST(FeaturePruning, OtherReadersOfAPrunedMapReadItMasked) {
   const auto masks = std::count_if(plan->graph.nodes.begin(), plan->graph.nodes.end(),
                                    [](const Node& n) { return n.op_type == "ApplyKeep"; });
   EXPECT_EQ(masks, 1);  // the residual reads the masked map
-  const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");
-  const Tensor got = pruned.run({{"x", x}}).at("y");
-  const Tensor unpruned = whole.run({{"x", x}}).at("y");
-  bool changed = false;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << i;
-    changed |= std::fabs(unpruned.data<float>()[i] - want.data<float>()[i]) > 1e-3;
-  }
-  EXPECT_TRUE(changed);
+  expect_pruned_run(pruned, whole, *plan, x, 1e-4, 1e-3);
 }
 
 // From 16 channels the block runs channels-last: the gate reads the map's channels-last copy,
@@ -275,15 +274,7 @@ TEST(FeaturePruning, ChannelsLastMapsArePrunedChannelsLast) {
     EXPECT_EQ(ops["PrunedConvNhwc"], 1);
     EXPECT_EQ(ops["ApplyKeepNhwc"], 1);
     EXPECT_EQ(ops["AttentionKeep"] + ops["PrunedConv"] + ops["ApplyKeep"] + ops["Transpose"], 0);
-    const Tensor want = model_from_graph(plan->graph).run_reference({{"x", x}}).at("y");
-    const Tensor got = pruned.run({{"x", x}}).at("y");
-    const Tensor unpruned = whole.run({{"x", x}}).at("y");
-    bool changed = false;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << i;
-      changed |= std::fabs(unpruned.data<float>()[i] - want.data<float>()[i]) > 1e-3;
-    }
-    EXPECT_TRUE(changed);
+    expect_pruned_run(pruned, whole, *plan, x, 1e-4, 1e-3);
   }
 }
 

@@ -130,6 +130,17 @@ void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_
   top(scratch, plane, keep_positions, keep + keep_channels);
 }
 
+void keep_flags(const Node& node, const int64_t* keep, int64_t keep_channels, int64_t keep_positions, int64_t channels,
+                int64_t plane, KeepFlags& flags) {
+  flags.kept_channel.assign(size_t(channels), 0);
+  flags.kept_position.assign(size_t(plane), 0);
+  for (int64_t i = 0; i < keep_channels + keep_positions; ++i) {
+    const bool channel = i < keep_channels;
+    if (keep[i] < 0 || keep[i] >= (channel ? channels : plane)) throw Error(node.describe() + ": keep index out of range");
+    (channel ? flags.kept_channel : flags.kept_position)[size_t(keep[i])] = 1;
+  }
+}
+
 namespace {
 
 // x with the channels and positions keep does not name set to 0.

@@ -38,6 +38,15 @@ void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t kee
 void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_t keep_channels,
                          int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch);
 
+// One image's keep row as flags, 1 where kept: kept_channel per channel, kept_position per
+// position of the plane. An index out of range is an Error naming the node. The flags are a
+// worker's scratch in the tile rules.
+struct KeepFlags {
+  std::vector<unsigned char> kept_channel, kept_position;
+};
+void keep_flags(const Node& node, const int64_t* keep, int64_t keep_channels, int64_t keep_positions, int64_t channels,
+                int64_t plane, KeepFlags& flags);
+
 // The NCHW op a channels-last feature-pruning op computes on rotated tensors
 // (feature_pruning_nhwc.cpp): AttentionKeep for AttentionKeepNhwc, and so on.
 Node nchw_pruning_twin(const Node& node);

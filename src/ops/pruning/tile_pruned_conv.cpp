@@ -88,7 +88,7 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
 
 struct Workspace {
   std::vector<float> x;             // the kept channels of one image, [kept][H][W]
-  std::vector<unsigned char> kept;  // per position of the plane: 1 when kept
+  KeepFlags flags;                  // the image's kept channels and positions
   kernels::PackedA a;               // a block of the kept channels' weights, packed as A
   kernels::PackedB b_t;             // or as B of the transposed form
   std::vector<float> w;             // unpacked, when the weights are not constant
@@ -319,17 +319,14 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const bool gather = !packed || 2.0 * pixels * double(channels - kc) >= flops_per_load * double(kc);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
-    for (int64_t i = 0; i < kc + kp; ++i)
-      if (kept[i] < 0 || kept[i] >= (i < kc ? channels : in_plane)) throw Error(node.describe() + ": keep index out of range");
-    ws.kept.assign(static_cast<size_t>(in_plane), 0);
-    for (int64_t i = kc; i < kc + kp; ++i) ws.kept[size_t(kept[i])] = 1;
+    keep_flags(node, kept, kc, kp, channels, in_plane, ws.flags);
     const int64_t planes = gather ? kc : channels;
     ws.x.resize(static_cast<size_t>(planes * in_plane));
     if (!gather) std::fill(ws.x.begin(), ws.x.end(), 0.0f);
     for (int64_t i = 0; i < kc; ++i) {
       const float* src = x.data<float>() + (n * channels + kept[i]) * in_plane;
       float* dst = ws.x.data() + (gather ? i : kept[i]) * in_plane;
-      for (int64_t p = rows.begin * width; p < rows.end * width; ++p) dst[p] = ws.kept[size_t(p)] ? src[p] : 0.0f;
+      for (int64_t p = rows.begin * width; p < rows.end * width; ++p) dst[p] = ws.flags.kept_position[size_t(p)] ? src[p] : 0.0f;
     }
     const size_t image = static_cast<size_t>(n) * m * out_plane;
     const kernels::Conv2dShape used = gather ? shape : conv2d_shape_2d(g, channels);
@@ -338,7 +335,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
                          epilogue_activation(node), out[0]->data<float>() + image};
     if (skip_positions) {
       ws.computed.resize(out_plane);
-      computed_outputs(used, ws.kept.data(), ws.computed.data());
+      computed_outputs(used, ws.flags.kept_position.data(), ws.computed.data());
       ws.outputs.clear();
       for (size_t q = q0; q < q1; ++q)
         if (ws.computed[q]) ws.outputs.push_back(static_cast<uint32_t>(q));
@@ -355,8 +352,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
 }
 
-// AttentionKeep: one tile per image or block of images, so an image's consumer tiles wait
-// for that image's decision only.
+// AttentionKeep and AttentionKeepNhwc: one tile per image or block of images, so an image's
+// consumer tiles wait for that image's decision only.
 std::vector<int64_t> keep_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   std::vector<int64_t> blocks = none_cuttable(out[0].shape);
   if (in.size() == 1 && in[0].shape.size() == 4 && in[0].dtype == DType::f32) blocks[0] = 1;
@@ -375,14 +372,16 @@ void keep_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
-  const int64_t plane = x.dim(2) * x.dim(3);
+  const bool nhwc = node.op_type == "AttentionKeepNhwc";  // x [N, H, W, C]
+  const int64_t channels = nhwc ? x.dim(3) : x.dim(1), plane = nhwc ? x.dim(1) * x.dim(2) : x.dim(2) * x.dim(3);
+  const auto keep_row = nhwc ? &attention_keep_nhwc : &attention_keep;
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
-    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, kc, kp, out[0]->data<int64_t>() + n * (kc + kp),
-                   scratch.get<AttentionKeepScratch>());
+    keep_row(x.data<float>() + n * channels * plane, channels, plane, kc, kp, out[0]->data<int64_t>() + n * (kc + kp),
+             scratch.get<AttentionKeepScratch>());
 }
 
-// ApplyKeep: cut by images and channels; a tile copies its kept planes with the pruned
-// positions zeroed, and zeroes the rest.
+// ApplyKeep and ApplyKeepNhwc: cut by images and by the second dim (channels NCHW, rows
+// channels-last); a tile copies its kept channels at kept positions and zeroes the rest.
 std::vector<int64_t> mask_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
   std::vector<int64_t> blocks = none_cuttable(out[0].shape);
   if (in.size() == 2 && in[0].shape.size() == 4 && in[0].dtype == DType::f32) blocks[0] = blocks[1] = 1;
@@ -396,37 +395,33 @@ void mask_needs(const Node&, std::span<const ValueInfo> in, std::span<const Valu
   in_regions[1][0] = out_region[0];
 }
 
-// A worker's buffers for the mask rule: which channels and positions an image keeps.
-struct MaskScratch {
-  std::vector<unsigned char> kept_channel, kept_position;
-};
-
 void mask_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
               const void*, TileScratch& scratch) {
   const Tensor &x = *in[0], &keep = *in[1];
   if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
   check_region(node, r, out[0]->shape());
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
-  const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
-  MaskScratch& ms = scratch.get<MaskScratch>();
-  std::vector<unsigned char>& kept_channel = ms.kept_channel;
-  std::vector<unsigned char>& kept_position = ms.kept_position;
+  const bool nhwc = node.op_type == "ApplyKeepNhwc";  // x and y [N, H, W, C]
+  const int64_t channels = nhwc ? x.dim(3) : x.dim(1), plane = nhwc ? x.dim(1) * x.dim(2) : x.dim(2) * x.dim(3);
+  KeepFlags& flags = scratch.get<KeepFlags>();
+  const std::vector<unsigned char>& kept_channel = flags.kept_channel;
+  const std::vector<unsigned char>& kept_position = flags.kept_position;
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-    const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
-    kept_channel.assign(size_t(channels), 0);
-    kept_position.assign(size_t(plane), 0);
-    for (int64_t i = 0; i < kc + kp; ++i) {
-      if (k[i] < 0 || k[i] >= (i < kc ? channels : plane)) throw Error(node.describe() + ": keep index out of range");
-      (i < kc ? kept_channel : kept_position)[size_t(k[i])] = 1;
+    keep_flags(node, keep.data<int64_t>() + n * (kc + kp), kc, kp, channels, plane, flags);
+    const float* src = x.data<float>() + n * channels * plane;
+    float* dst = out[0]->data<float>() + n * channels * plane;
+    if (nhwc) {  // the tile's rows: a kept position's channels, or zeros
+      for (int64_t p = r[1].begin * x.dim(2); p < r[1].end * x.dim(2); ++p)
+        for (int64_t c = 0; c < channels; ++c)
+          dst[p * channels + c] = kept_position[size_t(p)] && kept_channel[size_t(c)] ? src[p * channels + c] : 0.0f;
+      continue;
     }
-    for (int64_t c = r[1].begin; c < r[1].end; ++c) {
-      const float* src = x.data<float>() + (n * channels + c) * plane;
-      float* dst = out[0]->data<float>() + (n * channels + c) * plane;
+    for (int64_t c = r[1].begin; c < r[1].end; ++c) {  // the tile's channels: a kept plane, or zeros
       if (!kept_channel[size_t(c)]) {
-        std::fill_n(dst, plane, 0.0f);
+        std::fill_n(dst + c * plane, plane, 0.0f);
         continue;
       }
-      for (int64_t p = 0; p < plane; ++p) dst[p] = kept_position[size_t(p)] ? src[p] : 0.0f;
+      for (int64_t p = 0; p < plane; ++p) dst[c * plane + p] = kept_position[size_t(p)] ? src[c * plane + p] : 0.0f;
     }
   }
 }
@@ -436,8 +431,10 @@ void mask_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
 void add_pruned_conv_rules(RuleTable& t) {
   using namespace pruned_conv_rule;
   t[internal_rule_key("ApplyKeep")] = TileRule{mask_cuttable, mask_needs, mask_run};
+  t[internal_rule_key("ApplyKeepNhwc")] = TileRule{mask_cuttable, mask_needs, mask_run};
   t[internal_rule_key("PrunedConv")] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
   t[internal_rule_key("AttentionKeep")] = TileRule{keep_cuttable, keep_needs, keep_run};
+  t[internal_rule_key("AttentionKeepNhwc")] = TileRule{keep_cuttable, keep_needs, keep_run};  // the same cut: images
 }
 
 }  // namespace grove::tiling

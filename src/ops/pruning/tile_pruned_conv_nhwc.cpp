@@ -1,4 +1,4 @@
-// Tile rules of the channels-last feature-pruning ops (feature_pruning_nhwc.cpp).
+// Tile rule of PrunedConvNhwc, the channels-last pruned conv (feature_pruning_nhwc.cpp).
 //
 // PrunedConvNhwc (2-D, group 1, float32): cut by images, output rows and panels of output
 // channels, as ConvNhwc is. Per image:
@@ -15,8 +15,7 @@
 //    used over too few positions to pay for their copy, it keeps every channel (pruned ones
 //    zero in the map) and reads the packed weights as they are.
 //
-// AttentionKeepNhwc: one tile per image (its consumers wait for that image's decision only).
-// ApplyKeepNhwc: cut by images and rows.
+// AttentionKeepNhwc and ApplyKeepNhwc share their NCHW twins' rules (tile_pruned_conv.cpp).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -81,7 +80,7 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
 
 // A worker's buffers for this rule.
 struct Workspace {
-  std::vector<unsigned char> kept_position, kept_channel;  // per input position / channel: 1 when kept
+  KeepFlags flags;                                         // the image's kept channels and positions
   std::vector<unsigned char> computed;                     // per output position: 1 when computed
   std::vector<uint32_t> outputs;                           // the tile's computed output positions
   std::vector<uint32_t> pruned_channels;                   // without the gather: the channels to zero
@@ -186,14 +185,10 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const bool rows_path = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
-    for (int64_t i = 0; i < kc + kp; ++i)
-      if (kept[i] < 0 || kept[i] >= (i < kc ? channels : in_plane)) throw Error(node.describe() + ": keep index out of range");
-    ws.kept_position.assign(size_t(in_plane), 0);
-    ws.kept_channel.assign(size_t(channels), 0);
-    for (int64_t i = 0; i < kc + kp; ++i) (i < kc ? ws.kept_channel : ws.kept_position)[size_t(kept[i])] = 1;
+    keep_flags(node, kept, kc, kp, channels, in_plane, ws.flags);
     // With every position kept, every output is computed (a window centred in the padding too).
     ws.computed.assign(out_plane, 1);
-    if (kp < in_plane) computed_outputs(shape, ws.kept_position.data(), ws.computed.data());
+    if (kp < in_plane) computed_outputs(shape, ws.flags.kept_position.data(), ws.computed.data());
     // Outputs not computed are 0; the computed ones are listed.
     float* y = out[0]->data<float>() + size_t(n) * out_plane * m;
     ws.outputs.clear();
@@ -205,7 +200,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     if (positions == 0) continue;
     ws.pruned_channels.clear();
     for (int64_t c = 0; c < channels; ++c)
-      if (!ws.kept_channel[size_t(c)]) ws.pruned_channels.push_back(static_cast<uint32_t>(c));
+      if (!ws.flags.kept_channel[size_t(c)]) ws.pruned_channels.push_back(static_cast<uint32_t>(c));
     if (rows_path && positions == size_t(r[1].size()) * shape.out_w) {
       // Every output computed: the row path over x's kept positions (padding and pruned
       // positions zero), the kernel adding up the kept channels only, the weights as packed.
@@ -219,7 +214,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       const float* rn = residual ? residual->data<float>() + size_t(n) * out_plane * m + c0 : nullptr;
       const float* xn = x.data<float>() + n * in_plane * channels;
       auto take = [&](const float* src, int64_t p, float* dst) {
-        if (ws.kept_position[size_t(p)]) std::memcpy(dst, src, size_t(channels) * sizeof(float));
+        if (ws.flags.kept_position[size_t(p)]) std::memcpy(dst, src, size_t(channels) * sizeof(float));
       };
       run_rows(shape, xn, size_t(channels), r[1].begin, r[1].end, full, c0, call, y + c0, rn, m, take, ws.padded);
       continue;
@@ -239,7 +234,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     for (int64_t p = rows.begin * width; p < rows.end * width; ++p) {
       float* dst = ws.map.data() + size_t(p - rows.begin * width) * run;
       const float* src = x.data<float>() + (n * in_plane + p) * channels;
-      if (!ws.kept_position[size_t(p)]) {
+      if (!ws.flags.kept_position[size_t(p)]) {
         std::fill_n(dst, run, 0.0f);
       } else if (gather) {
         for (size_t i = 0; i < run; ++i) dst[i] = src[kept[i]];
@@ -292,88 +287,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
 }
 
-// AttentionKeepNhwc: one tile per image or block of images.
-std::vector<int64_t> keep_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
-  std::vector<int64_t> blocks = none_cuttable(out[0].shape);
-  if (in.size() == 1 && in[0].shape.size() == 4 && in[0].dtype == DType::f32) blocks[0] = 1;
-  return blocks;
-}
-
-void keep_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
-                std::span<Region> in_regions) {
-  in_regions[0] = full_region(in[0].shape);
-  in_regions[0][0] = out_region[0];
-}
-
-void keep_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void*, TileScratch& scratch) {
-  const Tensor& x = *in[0];
-  if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
-  check_region(node, r, out[0]->shape());
-  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
-  const int64_t plane = x.dim(1) * x.dim(2), channels = x.dim(3);
-  for (int64_t n = r[0].begin; n < r[0].end; ++n)
-    attention_keep_nhwc(x.data<float>() + n * plane * channels, channels, plane, kc, kp,
-                        out[0]->data<int64_t>() + n * (kc + kp), scratch.get<AttentionKeepScratch>());
-}
-
-// ApplyKeepNhwc: cut by images and rows; a tile copies its kept positions' kept channels and
-// zeroes the rest.
-std::vector<int64_t> mask_cuttable(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo> out) {
-  std::vector<int64_t> blocks = none_cuttable(out[0].shape);
-  if (in.size() == 2 && in[0].shape.size() == 4 && in[0].dtype == DType::f32) blocks[0] = blocks[1] = 1;
-  return blocks;
-}
-
-void mask_needs(const Node&, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& out_region,
-                std::span<Region> in_regions) {
-  in_regions[0] = full_region(in[0].shape);
-  in_regions[0][0] = out_region[0];
-  in_regions[0][1] = out_region[1];
-  in_regions[1] = full_region(in[1].shape);
-  in_regions[1][0] = out_region[0];
-}
-
-// A worker's buffers for the mask rule: which channels and positions an image keeps.
-struct MaskScratch {
-  std::vector<unsigned char> kept_channel, kept_position;
-};
-
-void mask_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
-              const void*, TileScratch& scratch) {
-  const Tensor &x = *in[0], &keep = *in[1];
-  if (x.rank() != 4 || x.dtype() != DType::f32) return reference_whole(node, in, out, r);
-  check_region(node, r, out[0]->shape());
-  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
-  const int64_t width = x.dim(2), channels = x.dim(3), plane = x.dim(1) * width;
-  MaskScratch& ms = scratch.get<MaskScratch>();
-  for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-    const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
-    ms.kept_channel.assign(size_t(channels), 0);
-    ms.kept_position.assign(size_t(plane), 0);
-    for (int64_t i = 0; i < kc + kp; ++i) {
-      if (k[i] < 0 || k[i] >= (i < kc ? channels : plane)) throw Error(node.describe() + ": keep index out of range");
-      (i < kc ? ms.kept_channel : ms.kept_position)[size_t(k[i])] = 1;
-    }
-    for (int64_t p = r[1].begin * width; p < r[1].end * width; ++p) {
-      const float* src = x.data<float>() + (n * plane + p) * channels;
-      float* dst = out[0]->data<float>() + (n * plane + p) * channels;
-      if (!ms.kept_position[size_t(p)]) {
-        std::fill_n(dst, channels, 0.0f);
-        continue;
-      }
-      for (int64_t c = 0; c < channels; ++c) dst[c] = ms.kept_channel[size_t(c)] ? src[c] : 0.0f;
-    }
-  }
-}
-
 }  // namespace pruned_conv_nhwc_rule
 
 void add_pruned_conv_nhwc_rules(RuleTable& t) {
   using namespace pruned_conv_nhwc_rule;
-  t[internal_rule_key("ApplyKeepNhwc")] = TileRule{mask_cuttable, mask_needs, mask_run};
   t[internal_rule_key("PrunedConvNhwc")] = TileRule{cuttable, needs, run_tile, prepare, prepared_bytes};
-  t[internal_rule_key("AttentionKeepNhwc")] = TileRule{keep_cuttable, keep_needs, keep_run};
 }
 
 }  // namespace grove::tiling
