@@ -143,6 +143,18 @@ int run_plan(const PlanCliOptions& o) {
   options.max_tiles = o.limits.max_tiles;
   options.precision = parse_precision(o.precision);
   options.conv_layout = parse_layout(o.layout);
+  // Feature pruning as a session takes it: the model's grove.antidote metadata unless --prune.
+  {
+    const std::string asked = feature_pruning_option(o.prune);
+    const auto& metadata = imported_graph(model).metadata;
+    const auto meta = metadata.find(kFeaturePruningKey);
+    const std::string text = asked == "off" ? "" : !asked.empty() ? asked : meta != metadata.end() ? meta->second : "";
+    try {
+      options.feature_pruning = parse_feature_pruning(text);
+    } catch (const Error& e) {
+      throw e.prefixed(o.model + ": ");
+    }
+  }
   if (o.tile_counts == "tail") options.tile_counts = TileCounts::tail_aware;
   // The machine's measurements as every session takes them: stored once per machine.
   MachineProbes probes;
@@ -195,6 +207,14 @@ int run_plan(const PlanCliOptions& o) {
                 p.channels_last_convs, p.channels_last_convs == 1 ? "" : "s", transposes, transposes == 1 ? "" : "s",
                 double(moved) / 1e6, p.options.machine.transpose_flops, static_cast<long long>(p.options.machine.winograd_nhwc_min_channels),
                 p.options.machine.winograd_nhwc_small_planes ? ", also on 13x13 and 14x14 planes" : "");
+  }
+  if (p.pruning.gates > 0) {
+    std::printf("pruning: %d feature maps, %d convs reduce over kept channels and positions (their FLOPs: %.1f%% kept)",
+                p.pruning.gates, p.pruning.pruned_convs,
+                100.0 * double(p.pruning.kept_flops) / double(std::max<int64_t>(p.pruning.dense_flops, 1)));
+    if (p.pruning.winograd_kept > 0)
+      std::printf("; %d Winograd convs stay whole (faster than pruned at that share)", p.pruning.winograd_kept);
+    std::printf("\n");
   }
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
@@ -266,6 +286,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o) {
   add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
   add_tuning_option(cmd, o.tuning);
   add_layout_option(cmd, o.layout);
+  cmd->add_option("--prune", o.prune, kPruneHelp)->type_name("off|STATEMENTS");
   cmd->add_option("--min-tile-flops", o.min_tile_flops, "Smallest tile in FLOPs (0: by rule)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -68,6 +68,7 @@ struct PlanCliOptions {
   std::string tile_counts = "tail";  // fixed | tail
   std::string tuning = "auto";      // auto | off | a record file (docs/tuning.md)
   std::string layout = "nhwc";      // PlanOptions::conv_layout: nhwc | nchw
+  std::string prune;                // "" (the model's grove.antidote), "off", or statements
   bool totals_only = false;
   bool json = false;                // one JSON object: options, machine probes, per-node decisions
   std::string save_path;            // non-empty: write the TileGraph here

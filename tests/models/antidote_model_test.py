@@ -9,7 +9,9 @@
      not fail);
   3. statements that cannot be right (a ratio above 1, an unknown value, a map that no conv
      reads) fail with one line naming the problem, exit code 1, no crash;
-  4. `grove bench --prune both --json` times unpruned and pruned, with fewer FLOPs pruned.
+  4. `grove bench --prune both --json` times unpruned and pruned, with fewer FLOPs pruned;
+  5. `grove plan` shows the plan the metadata prunes (its decision and pruned conv nodes), and
+     `--prune off` the unpruned one.
 
 Usage: antidote_model_test.py --grove build/grove [--grove-args "--threads 2"] [--keep DIR]
 """
@@ -73,6 +75,21 @@ def main():
             print("bench --prune both: " + ", ".join(f"{row['pruning']} {row['p50_ms']:.3f} ms {row['gflop']:.4f} GFLOP" for row in rows))
     except (ValueError, KeyError) as err:
         failures.append(f"bench --prune both: {err}: {r.stdout} {r.stderr}")
+
+    def plan_ops(prune):
+        r = subprocess.run([args.grove, "plan", str(work / "antidote.onnx"), "--json", "--shape", "image=1x1x28x28"] +
+                           (["--prune", prune] if prune else []) + extra, capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"plan --prune {prune or '(metadata)'}: {r.stderr.strip()}")
+            return []
+        return [n["op"] for n in json.loads(r.stdout)["nodes"]]
+    pruned_ops, dense_ops = plan_ops(""), plan_ops("off")
+    if not any(op.startswith("AttentionKeep") for op in pruned_ops) or not any("PrunedConv" in op for op in pruned_ops):
+        failures.append(f"plan: the metadata's pruning is not in the plan: {pruned_ops}")
+    elif any(op.startswith("AttentionKeep") or "PrunedConv" in op for op in dense_ops):
+        failures.append(f"plan --prune off: pruned nodes in the plan: {dense_ops}")
+    else:
+        print("plan: pruned and --prune off plans as expected")
 
     if checked < len(settings):
         failures.append(f"only {checked} of {len(settings)} settings were compared")
