@@ -91,6 +91,7 @@ std::string plan_json(const PlanCliOptions& o, const Plan& p) {
                          {"winograd_nhwc_min_channels", p.options.machine.winograd_nhwc_min_channels},
                          {"winograd_nhwc_small_planes", p.options.machine.winograd_nhwc_small_planes},
                          {"winograd_small_plane_gain", p.options.machine.winograd_small_plane_gain},
+                         {"winograd_small_plane_half_kept", p.options.machine.winograd_small_plane_half_kept},
                          {"bf16_dot_gain", p.options.machine.bf16_dot_gain},
                          {"amx_flop_cost", p.options.machine.amx_flop_cost}};
   j["tuning"] = p.options.choices_source;
@@ -212,6 +213,8 @@ int run_plan(const PlanCliOptions& o) {
     std::printf("pruning: %d feature maps, %d convs reduce over kept channels and positions (their FLOPs: %.1f%% kept)",
                 p.pruning.gates, p.pruning.pruned_convs,
                 100.0 * double(p.pruning.kept_flops) / double(std::max<int64_t>(p.pruning.dense_flops, 1)));
+    if (p.pruning.pruned_winograd > 0)
+      std::printf("; %d of them on Winograd", p.pruning.pruned_winograd);
     if (p.pruning.winograd_kept > 0)
       std::printf("; %d Winograd convs stay whole (faster than pruned at that share)", p.pruning.winograd_kept);
     std::printf("\n");

@@ -186,6 +186,8 @@ int run_single(const RunOptions& o, LoadedModel m) {
       std::printf("pruning: %d feature maps, %d convs reduce over kept channels and positions (their FLOPs: %.1f%% kept)",
                   plan->pruning.gates, plan->pruning.pruned_convs,
                   100.0 * double(plan->pruning.kept_flops) / double(std::max<int64_t>(plan->pruning.dense_flops, 1)));
+      if (plan->pruning.pruned_winograd > 0)
+        std::printf("; %d of them on Winograd", plan->pruning.pruned_winograd);
       if (plan->pruning.winograd_kept > 0)
         std::printf("; %d Winograd convs stay whole (faster than pruned at that share)", plan->pruning.winograd_kept);
       std::printf("\n");

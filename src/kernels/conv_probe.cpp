@@ -78,8 +78,15 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane_siz
   ConvRowCall kept_rows = rows;
   kept_rows.kept_channels = every_channel.data();
   kept_rows.kept = c;
+  std::vector<uint32_t> every_other;
+  for (size_t ch = 0; ch < c; ch += 2) every_other.push_back(uint32_t(ch));
+  WinogradNhwcCall half_kept = winograd;
+  half_kept.kept_channels = every_other.data();
+  half_kept.kept = every_other.size();
+  std::vector<float> y_half(y_rows.size());
+  half_kept.y = y_half.data();
 
-  WinogradProbeTimes best{1e300, 1e300, 1e300, 0};
+  WinogradProbeTimes best{1e300, 1e300, 1e300, 1e300, 0};
   for (int i = 0; i < calls; ++i) {  // interleaved, so a slow moment of the machine hits all
     auto t = std::chrono::steady_clock::now();
     conv_rows(rows);
@@ -90,6 +97,9 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane_siz
     t = std::chrono::steady_clock::now();
     winograd_f4x3_nhwc_conv(winograd, winograd_w, scratch);
     best.winograd_us = std::min(best.winograd_us, elapsed_us(t));
+    t = std::chrono::steady_clock::now();
+    winograd_f4x3_nhwc_conv(half_kept, winograd_w, scratch);
+    best.winograd_half_kept_us = std::min(best.winograd_half_kept_us, elapsed_us(t));
   }
   for (size_t i = 0; i < y_rows.size(); ++i)
     best.max_difference = std::max(best.max_difference, double(std::abs(y_rows[i] - y_winograd[i])));
@@ -98,7 +108,7 @@ WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane_siz
 
 WinogradNhwcProbe measure_winograd_nhwc() {
   WinogradNhwcProbe probe;
-  probe.small_plane_gain = 1;
+  probe.small_plane_gain = 1, probe.small_plane_half_kept = 1;
   if (!conv_row_supported(active_isa(), Precision::f32)) return probe;
   // From the most channels down: the first count where the row GEMM holds its own ends it.
   for (auto it = std::rbegin(kWinogradProbeChannels); it != std::rend(kWinogradProbeChannels); ++it) {
@@ -110,7 +120,14 @@ WinogradNhwcProbe measure_winograd_nhwc() {
   const WinogradProbeTimes small = time_winograd_probe_layer(kSmallPlaneChannels, kSmallPlane, 4 * kCalls);
   probe.small_planes = winograd_wins(small);
   probe.small_plane_gain = small.winograd_us > 0 ? small.kept_rows_us / small.winograd_us : 1;
+  probe.small_plane_half_kept = small.winograd_us > 0 ? small.winograd_half_kept_us / small.winograd_us : 1;
   return probe;
+}
+
+double measure_winograd_half_kept() {
+  if (!conv_row_supported(active_isa(), Precision::f32)) return 1;
+  const WinogradProbeTimes small = time_winograd_probe_layer(kSmallPlaneChannels, kSmallPlane, 4 * kCalls);
+  return small.winograd_us > 0 ? small.winograd_half_kept_us / small.winograd_us : 1;
 }
 
 }  // namespace grove::kernels

@@ -26,6 +26,11 @@ struct WinogradNhwcProbe {
   // computes fewer than 1 / gain of its products beats it, plan/feature_pruning.h). 1 where
   // there is no row GEMM to compare; 0: not measured.
   double small_plane_gain = 0;
+  // Winograd's time on that layer adding up every other input channel (a pruned conv keeping
+  // half, WinogradNhwcCall::kept_channels) over its time adding up all: its transforms do not
+  // shrink with the kept channels, only its GEMMs, so this tells how much of Winograd's time a
+  // pruned conv keeps (plan/feature_pruning.h). 0: not measured.
+  double small_plane_half_kept = 0;
 };
 
 // Measured now: the row GEMM and Winograd run one 3x3 layer of 64 output channels on a 28x28
@@ -34,6 +39,9 @@ struct WinogradNhwcProbe {
 // at a count and at every larger one probed. Answers the defaults where it never does, or
 // where conv_row_supported is false.
 WinogradNhwcProbe measure_winograd_nhwc();
+// Only small_plane_half_kept (a millisecond or two): for a stored probe that lacks it, whose
+// other answers stay as they were measured.
+double measure_winograd_half_kept();
 
 // Microseconds of one probe layer (`channels` in, 64 out, on a plane x plane image) on each
 // primitive, the best of `calls` interleaved calls, for reports and tests; and the largest
@@ -43,6 +51,8 @@ struct WinogradProbeTimes {
   // The row GEMM adding up a list of kept channels (ConvRowCall::kept_channels), every one of
   // them listed: the path a pruned conv takes (ops/pruning/tile_pruned_conv_nhwc.cpp).
   double kept_rows_us = 0;
+  // Winograd adding up every other input channel.
+  double winograd_half_kept_us = 0;
   double max_difference = 0;
 };
 WinogradProbeTimes time_winograd_probe_layer(int64_t channels, int64_t plane, int calls);

@@ -452,6 +452,13 @@ void check_call(const GemmCall& call, const PackedB& b, bool need_a) {
   if ((need_a && call.a_stride < a_row) || call.c_stride < call.n) throw Error("gemm: row stride smaller than a row");
   if ((call.epilogue.residual || call.epilogue.residual_bf16) && call.epilogue.residual_stride < call.n)
     throw Error("gemm: residual row stride smaller than a row");
+  if (call.k_steps) {
+    if (!gemm_takes_k_steps(b.isa, b.precision) || !need_a || call.a_transposed || call.a_bf16 || call.c_bf16)
+      throw Error("gemm: k steps need float32 weights packed for AVX-512 and row-major float A");
+    for (size_t i = 0; i < call.k_step_count; ++i)
+      if (call.k_steps[i] >= b.k || (i > 0 && call.k_steps[i] <= call.k_steps[i - 1]))
+        throw Error("gemm: k steps must increase and stay below k = " + std::to_string(b.k));
+  }
   if (call.a_bf16 || call.c_bf16 || call.epilogue.residual_bf16) {
     if (b.precision == Precision::bf16) {
       // The dot-product kernel reads A's pairs in place: whole pairs, rows a whole number apart.
@@ -529,6 +536,21 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
     tile.kc = kc;
     tile.accumulate = call.accumulate || pc > 0;
     tile.finish = pc + kc >= k;
+    if (call.k_steps) {
+      // This block's steps, counted from its first (the kernel's A and B start there).
+      const uint32_t* end = call.k_steps + call.k_step_count;
+      const uint32_t* lo = std::lower_bound(call.k_steps, end, uint32_t(pc));
+      const uint32_t* hi = std::lower_bound(lo, end, uint32_t(pc + kc));
+      tile.k_step_count = size_t(hi - lo);
+      if (pc == 0) {
+        tile.k_steps = call.k_steps;
+      } else {
+        scratch->k_steps_block.assign(lo, hi);
+        for (uint32_t& j : scratch->k_steps_block) j -= uint32_t(pc);
+        // Never null: a block without a kept step adds nothing, not every step.
+        tile.k_steps = tile.k_step_count ? scratch->k_steps_block.data() : call.k_steps;
+      }
+    }
     const size_t m_blocks = m_blocks_of(call.m, mc_max, balanced);
     for (size_t block = 0; block < m_blocks; ++block) {
       const size_t ic = start(call.m, m_blocks, block, mc_max);
@@ -575,6 +597,10 @@ void gemm_loops(const GemmCall& call, const PackedB& b, const GemmConfig& config
 
 }  // namespace
 
+bool gemm_takes_k_steps(Isa isa, Precision precision) {
+  return precision == Precision::f32 && config_for(isa, precision).reads_a_unpacked;
+}
+
 void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   if (call.m == 0 || call.n == 0) return;
   check_call(call, b, true);
@@ -590,7 +616,8 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
     f32_call.n0 = 0;
     return gemm(f32_call, scratch.dequantized, scratch);
   }
-  if (call.few_rows && b.isa == Isa::avx512 && b.precision == Precision::f32 && !call.a_bf16 && !call.c_bf16)
+  if (call.few_rows && b.isa == Isa::avx512 && b.precision == Precision::f32 && !call.a_bf16 && !call.c_bf16 &&
+      !call.k_steps)
     return f32_gemv_avx512(call, b);
   if (call.few_rows && b.precision == Precision::bf16 && !call.a_transposed) {
     if (call.a_bf16)  // already rows of pairs
@@ -609,8 +636,8 @@ void gemm(const GemmCall& call, const PackedB& b, GemmScratch& scratch) {
   // window block is laid out just before); many panels read it often, and then packed A's one
   // stream beats 14 rows read in place (docs/kernels.md has the measurements).
   const bool tiles_first = config.reads_a_unpacked && !call.a_transposed && runs_tiles_first(call, b, config.blocking);
-  const bool reads_a_unpacked =
-      config.reads_a_unpacked && !call.a_transposed && (call.n <= kUnpackedAPanels * b.nr || tiles_first);
+  const bool reads_a_unpacked = config.reads_a_unpacked && !call.a_transposed &&
+                                (call.n <= kUnpackedAPanels * b.nr || tiles_first || call.k_steps);
   const size_t kc_block = std::min(std::max<size_t>(b.k, 1), kc_max);
   scratch.a_block.reserve(round_up(std::min(mc_max + mc_max / 2, call.m), mr) *
                           std::max(packed_steps(b.precision, kc_block), bf16 ? bf16_row_words(kc_block) : 0));
@@ -666,6 +693,7 @@ void gemm(const GemmCall& call, const PackedA& a, size_t row0, const PackedB& b,
   if (a.isa != b.isa) throw Error("gemm: A and B packed for different ISAs");
   if (a.precision != b.precision) throw Error("gemm: A and B packed in different precisions");
   if (a.k != b.k) throw Error("gemm: packed A and B differ in k");
+  if (call.k_steps) throw Error("gemm: k steps with prepacked A");
   if (a.mr == 0 || row0 % a.mr != 0) throw Error("gemm: first row of packed A is not on a tile boundary");
   if (row0 + call.m > a.m) throw Error("gemm: rows past the end of packed A");
   const GemmConfig config = config_for(b.isa, b.precision);

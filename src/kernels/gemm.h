@@ -13,6 +13,8 @@
 //   gemm({.m = rows, .a = x, .a_stride = k, .n0 = 0, .n = n, .c = y, .c_stride = n,
 //         .epilogue = {.bias = b, .activation = {Activation::relu}}}, w, scratch);
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "kernels/aligned_buffer.h"
 #include "kernels/epilogue.h"
@@ -121,6 +123,7 @@ struct GemmScratch {
   AlignedFloats a_block;
   AlignedFloats c_block;  // float partial sums of a bf16 C whose k spans several blocks
   PackedB dequantized;     // int8 weights turned back into f32 panels for the tile kernel
+  std::vector<uint32_t> k_steps_block;  // GemmCall::k_steps of one k block, counted from its first step
 };
 
 // The most rows a GemmCall::few_rows product may have.
@@ -151,7 +154,17 @@ struct GemmCall {
   // (bf16) a_bf16 needs an even k and a_stride, and the residual stays float.
   const uint16_t* a_bf16 = nullptr;
   uint16_t* c_bf16 = nullptr;
+  // The product over only these steps of k (increasing, each < b.k): A's other columns are
+  // never read and B's rows for them are skipped. Float32 where gemm_takes_k_steps says so
+  // (the kernel reads A in place), not with a_transposed, bf16 or prepacked A. A conv of a map
+  // whose channels are pruned so adds up the kept ones only (a pruned Winograd conv's GEMMs).
+  // Null: every step.
+  const uint32_t* k_steps = nullptr;
+  size_t k_step_count = 0;
 };
+
+// Whether gemm() takes GemmCall::k_steps on weights packed for this ISA and precision.
+bool gemm_takes_k_steps(Isa isa, Precision precision = Precision::f32);
 
 // Runs on the ISA and precision B was packed for (A is rounded to bf16 as it is packed when
 // B is bf16). Throws grove::Error on inconsistent arguments.

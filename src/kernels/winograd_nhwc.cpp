@@ -39,6 +39,9 @@ void check_call(const WinogradNhwcForm& f, const WinogradNhwcCall& call, const P
   if (call.row_begin > call.row_end || call.row_end > s.out_h) throw fail("rows past the output");
   if (!call.x || !call.y) throw fail("null input or output");
   if (call.y_stride != 0 && call.y_stride < cout) throw fail("y's pixels overlap");
+  for (size_t i = 0; call.kept_channels && i < call.kept; ++i)
+    if (call.kept_channels[i] >= cin || (i > 0 && call.kept_channels[i] <= call.kept_channels[i - 1]))
+      throw fail("kept channels must increase and stay below the input channels");
 }
 
 }  // namespace
@@ -68,6 +71,14 @@ void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call,
   std::fill_n(s.zeros.data(), cin, 0.0f);
   const float* zeros = s.zeros.data();
   const Epilogue& e = call.epilogue;
+  // Pruned channels: skipped by the GEMMs, or zeroed in V where the kernel cannot skip them.
+  const bool skip_steps = call.kept_channels && gemm_takes_k_steps(isa);
+  s.pruned.clear();
+  if (call.kept_channels && !skip_steps)
+    for (size_t c = 0, i = 0; c < cin; ++c) {
+      if (i < call.kept && call.kept_channels[i] == c) ++i;
+      else s.pruned.push_back(uint32_t(c));
+    }
 
   for (size_t b0 = 0; b0 < total; b0 += chunk) {
     const size_t nb = std::min(chunk, total - b0);
@@ -86,6 +97,8 @@ void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call,
       }
       for (size_t t = 0; t < positions; ++t) out[t] = v + (t * nb + i) * cin;
       f.input(patch, cin, out);
+      for (size_t t = 0; t < positions; ++t)
+        for (uint32_t c : s.pruned) out[t][c] = 0.0f;
     }
     for (size_t oc0 = call.oc_begin; oc0 < call.oc_end; oc0 += channel_block) {
       const size_t cols = std::min(channel_block, call.oc_end - oc0);
@@ -99,6 +112,7 @@ void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call,
         g.n = cols;
         g.c = m + t * nb * cols;
         g.c_stride = cols;
+        if (skip_steps) g.k_steps = call.kept_channels, g.k_step_count = call.kept;
         gemm(g, u[t], s.gemm);
       }
       for (size_t i = 0; i < nb; ++i) {

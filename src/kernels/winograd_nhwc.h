@@ -8,6 +8,8 @@
 // rows where F(4x4, 3x3) does 36: more products per output, but on a small plane its GEMMs
 // get rows enough to fill a register tile (docs/tuning.md).
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "kernels/epilogue.h"
 #include "kernels/gemm.h"
@@ -21,6 +23,7 @@ struct WinogradNhwcScratch {
   AlignedFloats m;      // positions x blocks x channels: the GEMMs' results
   AlignedFloats zeros;  // Cin zeros: the padding pixels of a patch
   GemmScratch gemm;
+  std::vector<uint32_t> pruned;  // the input channels not in WinogradNhwcCall::kept_channels
 };
 
 // One image: output rows [row_begin, row_end), full width, output channels [oc_begin, oc_end)
@@ -36,6 +39,12 @@ struct WinogradNhwcCall {
   size_t row_begin = 0, row_end = 0;
   Conv2dShape shape;  // channels = Cin; kernel 3x3, stride 1, dilation 1
   Epilogue epilogue;
+  // The input channels to add up (increasing, each < Cin), or null for all: the conv of x with
+  // every other channel taken as 0, their values never used (a pruned conv: Antidote). The
+  // GEMMs skip the others' steps where gemm_takes_k_steps; elsewhere their transformed values
+  // are zeroed before the GEMMs (the transform is linear per channel).
+  const uint32_t* kept_channels = nullptr;
+  size_t kept = 0;
 };
 
 // The transforms across channels, one build per ISA and form. With a = block + 2:

@@ -109,7 +109,7 @@ size_t after_producers(const Graph& g, const std::vector<std::string>& inputs) {
 // the layout the map is computed in; each Conv or ConvNhwc reading the map as x becomes a
 // PrunedConv or PrunedConvNhwc; every other reader reads the map masked in its own layout.
 FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements,
-                                           double winograd_gain) {
+                                           WinogradPruningCosts winograd) {
   FeaturePruningReport report;
   for (const FeatureMapPruning& s : statements) {
     const std::string where = std::string(kFeaturePruningKey) + " '" + s.value + "': ";
@@ -148,7 +148,14 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       if (!nchw_reader && !nhwc_reader) continue;
       bool conv = nchw_reader ? prunable_conv(graph, n, s.value, kConv, "")
                               : prunable_conv(graph, n, nhwc, kConvNhwc, kGroveDomain);
-      if (conv && nhwc_reader && on_winograd(n) && winograd_gain * kept_share >= 1) {
+      // Relative to Winograd on the whole map (feature_pruning.h): a Winograd conv with every
+      // position kept may stay on Winograd, its GEMMs adding up the kept channels only; with
+      // positions pruned Winograd would still compute every block.
+      const bool winograd_conv = conv && nhwc_reader && on_winograd(n);
+      const double fixed = winograd.half_kept > 0 ? std::clamp(2 * winograd.half_kept - 1, 0.0, 1.0) : 0.0;
+      const bool pruned_winograd = winograd_conv && kp == x[2] * x[3] && winograd.gain > 0 &&
+                                   fixed + (1 - fixed) * kept_share <= winograd.gain * kept_share;
+      if (winograd_conv && !pruned_winograd && winograd.gain * kept_share >= 1) {
         conv = false;  // Winograd on the whole (masked) map is faster than the pruned GEMM
         ++report.winograd_kept;
       }
@@ -161,7 +168,8 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       const int64_t dense = node_flops(graph, n);
       n.op_type = nchw_reader ? kPrunedConv : kPrunedConvNhwc;
       n.domain = kGroveDomain;
-      n.decisions.conv = ConvPrimitive::unset;  // a channels-last Winograd mark: the pruned GEMM replaces it
+      if (pruned_winograd) ++report.pruned_winograd;
+      else n.decisions.conv = ConvPrimitive::unset;  // a channels-last Winograd mark: the pruned GEMM replaces it
       n.inputs.resize(kPrunedConvKeepInput, "");
       n.inputs.push_back(keep);
       n.attrs[kAttrKeepChannels] = int_attr(kc);

@@ -29,6 +29,7 @@ struct FeaturePruningReport {
   int gates = 0;                  // AttentionKeep nodes inserted
   int pruned_convs = 0;           // Convs that now reduce over kept channels only
   int winograd_kept = 0;          // Winograd convs left whole on the masked map (gain below)
+  int pruned_winograd = 0;        // pruned convs on Winograd, adding up the kept channels only
   // The convs that became PrunedConv or PrunedConvNhwc: a tile grid a tuning choice gave the
   // conv does not fit them (they keep their names).
   std::set<std::string> pruned_nodes;
@@ -41,12 +42,26 @@ struct FeaturePruningReport {
 // reads it through an ApplyKeep node (the map with the pruned channels and positions zeroed).
 // The value must be a float [N, C, H, W] map that at least one such Conv reads; a graph output
 // stays unpruned. Anything else is an Error naming it.
-// A channels-last conv the layout pass put on Winograd is pruned only where the products left
-// (the kept channels' share times the kept positions' share) times `winograd_gain` (how many
-// times faster Winograd runs than the row GEMM, MachineProfile::winograd_small_plane_gain) is
-// under 1: otherwise the pruned GEMM would be slower than Winograd on the whole map, and the
-// conv stays on Winograd reading the masked map. 0: every such conv is pruned.
+// What the machine's probes say of a channels-last Winograd conv against the pruned row GEMM
+// (kernels::WinogradNhwcProbe, MachineProfile):
+struct WinogradPruningCosts {
+  // How many times faster Winograd runs a 14x14 layer than the row GEMM. 0: not measured.
+  double gain = 0;
+  // Winograd's time keeping half the input channels over its time keeping all. 0: not measured.
+  double half_kept = 0;
+};
+
+// A channels-last conv the layout pass put on Winograd, relative to Winograd's time on the
+// whole map:
+//  - channels pruned only: it stays on Winograd, adding up the kept channels (t + (1 - t) s
+//    for a kept share s, where t = 2 half_kept - 1 is the share of Winograd's time that does not
+//    shrink), or takes the row GEMM over the kept channels (gain s), whichever is less;
+//  - positions pruned too: Winograd would compute every block all the same, so it takes the
+//    pruned GEMM where gain s is under 1 (s: the kept channels' share times the kept
+//    positions'), and otherwise stays on Winograd whole, reading the masked map.
+// An unmeasured gain takes the pruned GEMM; an unmeasured half_kept counts Winograd's time as
+// shrinking with s.
 FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements,
-                                           double winograd_gain = 0);
+                                           WinogradPruningCosts winograd = {});
 
 }  // namespace grove

@@ -136,7 +136,9 @@ struct PlanBuild {
 // (a pruned map's gate and convs read its channels-last copy where there is one), and before
 // the channels-last fusions, which then leave the pruned convs alone.
 void prune_feature_maps(PlanBuild& b) {
-  b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning, b.options.machine.winograd_small_plane_gain);
+  b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning,
+                                            {b.options.machine.winograd_small_plane_gain,
+                                             b.options.machine.winograd_small_plane_half_kept});
 }
 
 // Before precision: bf16 skips Winograd layers.

@@ -54,6 +54,10 @@ struct MachineProfile {
   // (kernels::WinogradNhwcProbe::small_plane_gain); feature pruning keeps a Winograd conv
   // whole where pruning leaves it more than 1 / gain of its products. 0: not measured (prune).
   double winograd_small_plane_gain = 0;
+  // The channels-last Winograd's time keeping half the input channels over its time keeping all
+  // (kernels::WinogradNhwcProbe::small_plane_half_kept): with the gain, whether a pruned
+  // Winograd conv stays on Winograd or takes the row GEMM. 0: not measured (Winograd).
+  double winograd_small_plane_half_kept = 0;
   // For reports: where the values came from (the machine's stored file, or measured by this
   // process); "" when none were taken.
   std::string source;

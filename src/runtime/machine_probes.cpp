@@ -42,6 +42,9 @@ bool read_stored(const std::string& path, MachineProbes& probes) {
     } else if (key == "winograd_nhwc_small_plane_gain") {
       if (!read.winograd_nhwc) read.winograd_nhwc.emplace();
       read.winograd_nhwc->small_plane_gain = value;
+    } else if (key == "winograd_nhwc_small_plane_half_kept") {
+      if (!read.winograd_nhwc) read.winograd_nhwc.emplace();
+      read.winograd_nhwc->small_plane_half_kept = value;
     } else return false;
   }
   probes.move_flops = read.move_flops;
@@ -65,7 +68,8 @@ void write_stored(const std::string& path, const MachineProbes& p) {
   if (p.winograd_nhwc)
     out << "winograd_nhwc_min_channels " << p.winograd_nhwc->min_channels << "\nwinograd_nhwc_small_planes "
         << (p.winograd_nhwc->small_planes ? 1 : 0) << "\nwinograd_nhwc_small_plane_gain "
-        << p.winograd_nhwc->small_plane_gain << "\n";
+        << p.winograd_nhwc->small_plane_gain << "\nwinograd_nhwc_small_plane_half_kept "
+        << p.winograd_nhwc->small_plane_half_kept << "\n";
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   const std::string temporary = path + ".tmp" + std::to_string(std::hash<std::string>{}(out.str()) ^
@@ -103,6 +107,10 @@ void take_machine_probes(MachineProbes& probes, const ProbeNeeds& needs, PlanOpt
   // A file from before the gain was stored lacks it: measured again.
   measure(needs.winograd_nhwc, !probes.winograd_nhwc || probes.winograd_nhwc->small_plane_gain <= 0,
           [&] { probes.winograd_nhwc = kernels::measure_winograd_nhwc(); });
+  // A file from before the half-kept ratio was stored: only that is measured, the other
+  // answers (and so the plans' Winograd layers) stay as they were.
+  measure(needs.winograd_nhwc, probes.winograd_nhwc && probes.winograd_nhwc->small_plane_half_kept <= 0,
+          [&] { probes.winograd_nhwc->small_plane_half_kept = kernels::measure_winograd_half_kept(); });
   if (measured) {
     if (!path.empty()) write_stored(path, probes);
     // The same words whether this process or an earlier one measured: a plan's report is
@@ -117,6 +125,7 @@ void take_machine_probes(MachineProbes& probes, const ProbeNeeds& needs, PlanOpt
     po.machine.winograd_nhwc_min_channels = probes.winograd_nhwc->min_channels;
     po.machine.winograd_nhwc_small_planes = probes.winograd_nhwc->small_planes;
     po.machine.winograd_small_plane_gain = probes.winograd_nhwc->small_plane_gain;
+    po.machine.winograd_small_plane_half_kept = probes.winograd_nhwc->small_plane_half_kept;
   }
   po.machine.source = probes.source;
 }

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "cli_harness.h"
 #include "npy/npy.h"
@@ -104,6 +106,41 @@ TEST(CliPlan, JsonIsTheSameInTenProcesses) {
     if (entry.path().filename() == "machine.probes") write_bytes(entry.path(), "grove machine probes 1\nmachine x\n");
   Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json", "--threads", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
+  else unsetenv("GROVE_TUNE_DIR");
+}
+
+// A probes file from before the half-kept Winograd ratio was stored: only that ratio is measured
+// and added; the file's other Winograd answers (and so the plans' Winograd layers) stay.
+TEST(CliPlan, AProbesFileWithoutTheHalfKeptRatioKeepsItsWinogradAnswers) {
+  TempDir dir;
+  const char* before = std::getenv("GROVE_TUNE_DIR");
+  const std::string saved = before ? before : "";
+  setenv("GROVE_TUNE_DIR", (dir / "tune").c_str(), 1);
+  Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::path file;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
+    if (entry.path().filename() == "machine.probes") file = entry.path();
+  ASSERT_FALSE(file.empty());
+  std::istringstream lines(read_bytes(file));
+  std::string old_file;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("winograd_nhwc_small_plane_half_kept")) continue;
+    if (line.starts_with("winograd_nhwc_min_channels")) line = "winograd_nhwc_min_channels 16";
+    if (line.starts_with("winograd_nhwc_small_plane_gain")) line = "winograd_nhwc_small_plane_gain 1.25";
+    old_file += line + "\n";
+  }
+  write_bytes(file, old_file);
+  r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"winograd_nhwc_min_channels\": 16,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"winograd_small_plane_gain\": 1.25,"), std::string::npos) << r.out;
+  const std::string key = "\"winograd_small_plane_half_kept\": ";
+  const size_t at = r.out.find(key);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::stod(r.out.substr(at + key.size())), 0) << r.out;
+  EXPECT_NE(read_bytes(file).find("winograd_nhwc_small_plane_half_kept "), std::string::npos);
   if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
   else unsetenv("GROVE_TUNE_DIR");
 }

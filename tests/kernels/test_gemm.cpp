@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "gemm_tester.h"
@@ -241,6 +242,68 @@ TEST(GemmInt8Weights, ANonFiniteWeightMakesItsColumnNaN) {
           else EXPECT_FLOAT_EQ(c[i * n + j], 2.0f) << isa_name(isa) << " m " << m << " col " << j;
         }
     }
+  }
+}
+
+// Generated: GemmCall::k_steps adds up only the listed columns of A (the others NaN, so any
+// use of one shows), against a double reference; k past one k block (the steps counted from
+// each block's first), none listed, every one listed, few rows, narrow and wide outputs. Where
+// gemm_takes_k_steps is false the call is refused.
+TEST(GemmKSteps, OnlyTheListedStepsAddUp) {
+  std::mt19937 rng(57);
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (!isa_supported(isa)) continue;
+    const size_t kc = gemm_blocking(isa).kc;
+    for (int i = 0; i < 40; ++i) {
+      const size_t m = 1 + rng() % 40, n = 1 + rng() % 70;
+      const size_t k = i == 0 ? 2 * kc + 37 : i == 1 ? kc + 1 : 1 + rng() % 300;
+      std::vector<uint32_t> steps;
+      const unsigned share = i == 2 ? 0 : i == 3 ? 100 : rng() % 100;
+      for (uint32_t p = 0; p < k; ++p)
+        if (rng() % 100 < share) steps.push_back(p);
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      std::vector<float> a(m * k), b(k * n), bias(n), c(m * n, -7.0f);
+      for (float& v : b) v = dist(rng);
+      for (float& v : bias) v = dist(rng);
+      std::vector<bool> listed(k, false);
+      for (uint32_t p : steps) listed[p] = true;
+      for (size_t r = 0; r < m; ++r)
+        for (size_t p = 0; p < k; ++p) a[r * k + p] = listed[p] ? dist(rng) : std::numeric_limits<float>::quiet_NaN();
+      const PackedB packed = pack_b(b.data(), k, n, n, BLayout::k_by_n, isa);
+      GemmCall call;
+      call.m = m, call.a = a.data(), call.a_stride = k, call.n = n, call.c = c.data(), call.c_stride = n;
+      call.epilogue.bias = bias.data();
+      call.few_rows = m <= kFewRows && i % 2;
+      static const uint32_t none = 0;  // an empty list is a pointer all the same: null means every step
+      call.k_steps = steps.empty() ? &none : steps.data(), call.k_step_count = steps.size();
+      GemmScratch scratch;
+      if (!gemm_takes_k_steps(isa)) {
+        EXPECT_THROW(gemm(call, packed, scratch), grove::Error) << isa_name(isa);
+        continue;
+      }
+      gemm(call, packed, scratch);
+      for (size_t r = 0; r < m; ++r)
+        for (size_t j = 0; j < n; ++j) {
+          double want = bias[j], magnitude = std::abs(bias[j]);
+          for (uint32_t p : steps) {
+            want += double(a[r * k + p]) * b[p * n + j];
+            magnitude += std::abs(double(a[r * k + p]) * b[p * n + j]);
+          }
+          ASSERT_NEAR(c[r * n + j], want, 1e-5 * (magnitude + 1))
+              << isa_name(isa) << " m " << m << " n " << n << " k " << k << " steps " << steps.size() << " at " << r
+              << ", " << j;
+        }
+    }
+  }
+  // Steps out of order or past k are refused.
+  const PackedB packed = pack_b(std::vector<float>(8 * 16, 1.0f).data(), 8, 16, 16, BLayout::k_by_n, active_isa());
+  std::vector<float> a(8, 1.0f), c(16);
+  for (std::vector<uint32_t> bad : {std::vector<uint32_t>{3, 2}, std::vector<uint32_t>{8}}) {
+    GemmCall call;
+    call.m = 1, call.a = a.data(), call.a_stride = 8, call.n = 16, call.c = c.data(), call.c_stride = 16;
+    call.k_steps = bad.data(), call.k_step_count = bad.size();
+    GemmScratch scratch;
+    EXPECT_THROW(gemm(call, packed, scratch), grove::Error);
   }
 }
 

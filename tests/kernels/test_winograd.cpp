@@ -4,6 +4,7 @@
 // epilogue. Compared with a direct convolution within 1e-4 of the layer's largest output.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <tuple>
 #include <vector>
 
@@ -102,6 +103,26 @@ TEST_P(Winograd, DeepLayerAccuracy) {
   // ResNet-like depth: the error stays within the bound as Cin grows.
   const double worst = tester().cin(256).cout(16).height(14).width(14).pad(1).test();
   EXPECT_LT(worst, 1e-4);
+}
+
+// Generated: a pruned conv's Winograd (kernels/winograd_nhwc.h kept_channels) equals the conv
+// of x with the other channels 0, whose NaN values never reach an output: skipped by the
+// GEMMs' k steps on AVX-512, zeroed after the input transform elsewhere. Input channels past one
+// k block, none kept, all kept; output windows.
+TEST_P(Winograd, KeptChannelsAloneAddUp) {
+  if (!channels_last()) GTEST_SKIP() << "kept channels are channels-last";
+  std::mt19937 rng(59);
+  for (int i = 0; i < 24; ++i) {
+    const size_t cin = i == 0 ? 600 : 1 + rng() % 70, cout = 1 + rng() % 40, h = 3 + rng() % 12, w = 3 + rng() % 12;
+    std::vector<uint32_t> kept;
+    const unsigned share = i == 1 ? 0 : i == 2 ? 100 : 10 + rng() % 80;  // percent of channels kept
+    for (uint32_t c = 0; c < cin; ++c)
+      if (rng() % 100 < share) kept.push_back(c);
+    const size_t c0 = rng() % 2 ? window_start(0) : 0, oc1 = c0 + 1 + rng() % 20;
+    tester().cin(cin).cout(std::max(cout, oc1)).height(h).width(w).pad(rng() % 2).bias(i % 2).residual(i % 3 == 0)
+        .activation(Activation::relu).channels(c0, oc1).rows(rng() % 2, size_t(-1)).kept_channels(kept).seed(unsigned(i))
+        .test();
+  }
 }
 
 TEST_P(Winograd, RejectsBadCalls) {

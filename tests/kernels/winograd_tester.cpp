@@ -24,9 +24,21 @@ double WinogradTester::test() const {
     for (float& f : v) f = dist(rng);
     return v;
   };
-  const std::vector<float> x = random(cin_ * in_h_ * in_w_), w = random(cout_ * cin_ * 9), b = random(cout_),
-                           res = random(cout_ * oh_count * ow_count);
+  std::vector<float> x = random(cin_ * in_h_ * in_w_);
+  const std::vector<float> w = random(cout_ * cin_ * 9), b = random(cout_), res = random(cout_ * oh_count * ow_count);
   const size_t plane = oh_count * ow_count;
+  // A pruned case: the channels not kept are NaN in the call's x and 0 in the reference's.
+  std::vector<float> x_call = x;
+  if (pruned_) {
+    std::vector<bool> kept(cin_, false);
+    for (uint32_t c : kept_) kept[c] = true;
+    for (size_t c = 0; c < cin_; ++c)
+      if (!kept[c])
+        for (size_t p = 0; p < in_h_ * in_w_; ++p) {
+          x[c * in_h_ * in_w_ + p] = 0.0f;
+          x_call[c * in_h_ * in_w_ + p] = std::nanf("");
+        }
+  }
 
   // Direct convolution in double: the pre-activation value of every output.
   std::vector<double> pre(cout_ * plane);
@@ -71,13 +83,15 @@ double WinogradTester::test() const {
   if (channels_last_) {
     std::vector<float> x_hwc(x.size()), res_hwc(res.size());
     for (size_t c = 0; c < cin_; ++c)
-      for (size_t p = 0; p < in_h_ * in_w_; ++p) x_hwc[p * cin_ + c] = x[c * in_h_ * in_w_ + p];
+      for (size_t p = 0; p < in_h_ * in_w_; ++p) x_hwc[p * cin_ + c] = x_call[c * in_h_ * in_w_ + p];
     for (size_t c = 0; c < cout_; ++c)
       for (size_t p = 0; p < plane; ++p) res_hwc[p * cout_ + c] = res[c * plane + p];
     WinogradNhwcScratch scratch;
     WinogradNhwcCall call;
     fill(call, x_hwc.data(), res_hwc.data());
     call.epilogue.bias = bias_ ? b.data() : nullptr;  // per output channel, as the residual's layout
+    static const uint32_t none = 0;  // an empty list is a pointer all the same: null means every channel
+    if (pruned_) call.kept_channels = kept_.empty() ? &none : kept_.data(), call.kept = kept_.size();
     if (small_blocks_) {
       WinogradF2x3NhwcWeights weights;
       winograd_f2x3_nhwc_pack_weights(weights, w.data(), cout_, cin_, isa_);
@@ -88,6 +102,7 @@ double WinogradTester::test() const {
       winograd_f4x3_nhwc_conv(call, weights, scratch);
     }
   } else {
+    if (pruned_) ADD_FAILURE() << "kept channels are a channels-last case";
     WinogradF4x3Weights weights;
     winograd_f4x3_pack_weights(weights, w.data(), cout_, cin_, isa_);
     WinogradF4x3Scratch scratch;

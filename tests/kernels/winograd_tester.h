@@ -11,6 +11,9 @@
 // weights up to 8 and the products of one output position are spread over several, so
 // it is bounded relative to the magnitude of the layer's outputs, not of each output.
 #include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kernels/epilogue.h"
 #include "kernels/isa.h"
@@ -43,6 +46,10 @@ class WinogradTester {
   // F(2x2, 3x3) instead of F(4x4, 3x3); channels-last only (winograd_f2x3_nhwc.h).
   WinogradTester& small_blocks(bool v) { small_blocks_ = v; return *this; }
 
+  // Channels-last only: the call adds up these input channels (WinogradNhwcCall::kept_channels)
+  // and the others hold NaN, so any use of one shows; the reference takes them as 0.
+  WinogradTester& kept_channels(std::vector<uint32_t> v) { kept_ = std::move(v), pruned_ = true; return *this; }
+
   // Runs the case with gtest assertions; returns the largest error / scale seen.
   double test() const;
 
@@ -51,7 +58,8 @@ class WinogradTester {
   size_t cin_ = 16, cout_ = 16, in_h_ = 8, in_w_ = 8;
   size_t pt_ = 1, pl_ = 1, pb_ = 1, pr_ = 1;
   size_t row0_ = 0, row1_ = size_t(-1), oc0_ = 0, oc1_ = size_t(-1);
-  bool bias_ = false, residual_ = false, channels_last_ = false, small_blocks_ = false;
+  bool bias_ = false, residual_ = false, channels_last_ = false, small_blocks_ = false, pruned_ = false;
+  std::vector<uint32_t> kept_;
   ActivationParams activation_;
   unsigned seed_ = 1;
 };

@@ -264,11 +264,17 @@ Case attention(Draw& d, const std::string& op) {
 // residual rotated), whose references are the NCHW ops'.
 Case feature_pruning(Draw& d, const std::string& op) {
   const bool channels_last = op.ends_with("Nhwc");
-  const int64_t images = d.between(1, 3), channels = d.pick(std::vector<int64_t>{1, 3, 6, 8, 17, 40, 64});
-  const Window2d g = window2d(d, {1, 3, 3}, true, true, channels_last ? 15 : 9);
+  // A channels-last conv the plan left on Winograd, channels pruned only, runs Winograd adding up
+  // the kept channels (plan/feature_pruning.cpp): a third of PrunedConvNhwc's cases have its shape.
+  const bool winograd = op.ends_with("PrunedConvNhwc") && d.chance(0.35);
+  const int64_t images = d.between(1, 3);
+  const int64_t channels = d.pick(winograd ? std::vector<int64_t>{8, 17, 40, 64} : std::vector<int64_t>{1, 3, 6, 8, 17, 40, 64});
+  const Window2d g = window2d(d, winograd ? std::vector<int64_t>{3} : std::vector<int64_t>{1, 3, 3}, !winograd, !winograd,
+                              channels_last ? 15 : 9);
   const int64_t plane = g.h * g.w;
   // Every position kept often enough for the path that computes every output (channels pruned only).
-  const int64_t kept_channels = d.between(1, channels), kept_positions = d.chance(0.3) ? plane : d.between(1, plane);
+  const int64_t kept_channels = d.between(1, channels);
+  const int64_t kept_positions = winograd || d.chance(0.3) ? plane : d.between(1, plane);
   const Tensor x = d.f32({images, channels, g.h, g.w}, -1, 1);
   Tensor keep(DType::i64, {images, kept_channels + kept_positions});
   AttentionKeepScratch scratch;
@@ -282,13 +288,16 @@ Case feature_pruning(Draw& d, const std::string& op) {
   set_attr(c.node, kAttrKeepChannels, kept_channels), set_attr(c.node, kAttrKeepPositions, kept_positions);
   if (is_keep) return c.inputs = {image(x)}, c.constant = {false}, c;
   if (apply) return c.inputs = {image(x), keep}, c.constant = {false, false}, c;
-  const int64_t cout = d.pick(std::vector<int64_t>{1, 4, 5, 16, 33, 64});
+  const int64_t cout = d.pick(winograd ? std::vector<int64_t>{8, 16, 33, 64} : std::vector<int64_t>{1, 4, 5, 16, 33, 64});
   set_attr(c.node, "strides", g.strides);
   set_attr(c.node, "pads", g.pads);
   if (g.dilations != std::vector<int64_t>{1, 1}) set_attr(c.node, "dilations", g.dilations);
   const bool residual = d.chance(0.4);
   draw_epilogue(d, c.node.decisions, residual, {"", "relu", "relu", "clip"});
-  c.inputs = {image(x), d.f32({cout, channels, g.kernel[0], g.kernel[1]}, -0.5, 0.5), d.chance(0.8) ? d.f32({cout}) : Tensor(),
+  const Shape w = {cout, channels, g.kernel[0], g.kernel[1]};
+  if (winograd && tiling::conv_node_fits_winograd(pruned_conv_twin(c.node), {images, channels, g.h, g.w}, w))
+    c.node.decisions.conv = d.chance(0.5) ? ConvPrimitive::winograd : ConvPrimitive::winograd_f2x3_nhwc;
+  c.inputs = {image(x), d.f32(w, -0.5, 0.5), d.chance(0.8) ? d.f32({cout}) : Tensor(),
               residual ? image(d.f32({images, cout, g.oh, g.ow})) : Tensor(), keep};
   c.constant = {false, true, true, false, false};
   return c;

@@ -308,26 +308,39 @@ Graph winograd_reader() {
   return g;
 }
 
-TEST(FeaturePruning, WinogradConvsArePrunedOnlyWherePruningBeatsWinograd) {
+// A Winograd conv with channels pruned only stays on Winograd, its GEMMs adding up the kept
+// channels, where that costs less than the row GEMM over them (the probe's gain and half-kept
+// ratio); with positions pruned it becomes the pruned GEMM only where the kept share times
+// Winograd's gain is below 1, else Winograd runs whole on the masked map.
+TEST(FeaturePruning, WinogradConvsArePrunedOnWinogradOrWherePruningBeatsIt) {
   struct Expect {
     const char* statement;
-    double gain;
-    bool pruned;
+    double gain, half_kept;
+    bool pruned, on_winograd;
   };
-  for (const Expect& e : {Expect{"prune a channels=0.75", 1.5, false}, Expect{"prune a channels=0.5", 1.5, true},
-                          Expect{"prune a positions=0.5", 1.5, true}, Expect{"prune a channels=0.75", 1.2, true},
-                          Expect{"prune a channels=0.75 positions=0.75", 2.0, false},
-                          Expect{"prune a channels=0.75", 0.0, true}}) {
-    SCOPED_TRACE(std::string(e.statement) + " gain " + std::to_string(e.gain));
+  for (const Expect& e : {Expect{"prune a channels=0.75", 1.5, 0.75, true, true},   // 0.875 against 1.125
+                          Expect{"prune a channels=0.5", 1.5, 0.75, true, true},    // 0.75 against 0.75
+                          Expect{"prune a channels=0.25", 1.5, 0.75, true, false},  // 0.625 against 0.375
+                          Expect{"prune a channels=0.25", 3.0, 0.75, true, true},   // 0.625 against 0.75
+                          Expect{"prune a channels=0.75", 1.5, 0.0, true, true},    // unmeasured: 0.75
+                          Expect{"prune a channels=0.75", 0.0, 0.75, true, false},  // unmeasured gain: the GEMM
+                          Expect{"prune a positions=0.5", 1.5, 0.75, true, false},
+                          Expect{"prune a positions=0.75", 1.5, 0.75, false, true},
+                          Expect{"prune a channels=0.75 positions=0.75", 2.0, 0.75, false, true},
+                          Expect{"prune a channels=0.75 positions=0.75", 1.2, 0.75, true, false}}) {
+    SCOPED_TRACE(std::string(e.statement) + " gain " + std::to_string(e.gain) + " half kept " +
+                 std::to_string(e.half_kept));
     Graph g = winograd_reader();
-    const FeaturePruningReport r = apply_feature_pruning(g, parse_feature_pruning(e.statement), e.gain);
+    const FeaturePruningReport r =
+        apply_feature_pruning(g, parse_feature_pruning(e.statement), {e.gain, e.half_kept});
     const Node& conv = *std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.name == "b/nhwc"; });
     EXPECT_EQ(r.gates, 1);
     EXPECT_EQ(r.pruned_convs, e.pruned ? 1 : 0);
     EXPECT_EQ(r.winograd_kept, e.pruned ? 0 : 1);
+    EXPECT_EQ(r.pruned_winograd, e.pruned && e.on_winograd ? 1 : 0);
     EXPECT_EQ(conv.op_type, e.pruned ? "PrunedConvNhwc" : "ConvNhwc");
     EXPECT_EQ(conv.inputs[0], e.pruned ? "a/nhwc" : "a@pruned/nhwc");
-    EXPECT_EQ(conv_primitive_choice(conv), e.pruned ? ConvPrimitive::unset : ConvPrimitive::winograd);
+    EXPECT_EQ(conv_primitive_choice(conv), e.on_winograd ? ConvPrimitive::winograd : ConvPrimitive::unset);
   }
 }
 

@@ -80,11 +80,7 @@ WindowGeometry geometry_of(const Node& node, const Shape& x, const Shape& w) {
 // The layout pass marks it "winograd"; a tuning record's choice "winograd_nhwc" keeps its name.
 // Its block: output rows and columns per Winograd block, 4 for F(4x4, 3x3) and 2 for a tuning
 // record's "winograd_f2x3_nhwc" (F(2x2, 3x3)); 0 off Winograd.
-int64_t winograd_block(const Node& node) {
-  const ConvPrimitive p = conv_primitive_choice(node);
-  if (p == ConvPrimitive::winograd || p == ConvPrimitive::winograd_nhwc) return kWinogradRows;
-  return p == ConvPrimitive::winograd_f2x3_nhwc ? 2 : 0;
-}
+int64_t winograd_block(const Node& node) { return winograd_nhwc_block(node); }
 
 bool on_winograd(const Node& node) { return winograd_block(node) > 0; }
 

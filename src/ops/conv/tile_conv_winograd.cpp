@@ -1,5 +1,6 @@
 #include "ops/conv/tile_conv_winograd.h"
 
+#include "graph/node_decisions.h"
 #include "grove/error.h"
 #include "kernels/cpu_info.h"
 #include "kernels/winograd_f2x3_nhwc.h"
@@ -149,9 +150,16 @@ int64_t winograd_nhwc_prepared_bytes(const void* prepared) {
   return int64_t(static_cast<const WinogradNhwcPrepared*>(prepared)->bytes());
 }
 
+int64_t winograd_nhwc_block(const Node& node) {
+  const ConvPrimitive p = conv_primitive_choice(node);
+  if (p == ConvPrimitive::winograd || p == ConvPrimitive::winograd_nhwc) return kWinogradRows;
+  return p == ConvPrimitive::winograd_f2x3_nhwc ? 2 : 0;
+}
+
 void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w,
                              Tensor& y, int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue,
-                             const void* prepared, TileScratch& tile_scratch) {
+                             const void* prepared, TileScratch& tile_scratch, const uint32_t* kept_channels,
+                             size_t kept) {
   using namespace conv_winograd_rule;
   WinogradNhwcTileScratch& ws = tile_scratch.get<WinogradNhwcTileScratch>();
   const auto* weights = static_cast<const WinogradNhwcPrepared*>(prepared);
@@ -175,6 +183,7 @@ void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, c
     call.shape = shape;
     call.epilogue = epilogue;
     if (epilogue.residual) call.epilogue.residual = epilogue.residual + size_t(n) * out_image;
+    call.kept_channels = kept_channels, call.kept = kept;
     if (block == 2) kernels::winograd_f2x3_nhwc_conv(call, weights->f2x3, ws.transforms);
     else kernels::winograd_f4x3_nhwc_conv(call, weights->f4x3, ws.transforms);
   }

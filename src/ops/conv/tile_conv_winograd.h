@@ -61,15 +61,21 @@ void winograd_conv_tile(const kernels::Conv2dShape& shape, const Tensor& x, cons
 // kernels/winograd_f4x3_nhwc.h) or a tuning record puts on F(2x2, 3x3) ("winograd_f2x3_nhwc",
 // kernels/winograd_f2x3_nhwc.h). `block` (4 or 2) names the form: U_t packed as B.
 std::shared_ptr<const void> winograd_nhwc_prepare(const Tensor& w, int64_t block);
+// The block of the channels-last form a node's decision names: 4 for "winograd" and
+// "winograd_nhwc", 2 for "winograd_f2x3_nhwc", 0 for any other choice.
+int64_t winograd_nhwc_block(const Node& node);
 int64_t winograd_nhwc_prepared_bytes(const void* prepared);
 
 // Output region r (images, rows, all columns, channels starting on a panel boundary) of y
 // [N, OH, OW, M] from x [N, H, W, C]. `prepared` is what winograd_nhwc_prepare returned for
 // this `block`, or null. `epilogue.bias` is indexed by output channel; `epilogue.residual` points at image 0 of
 // a tensor [N, OH, OW, M]. y may be wider, a Concat's buffer [N, OH, OW, M'] whose channels
-// [y_channel, y_channel + M) are this conv's (then without a residual).
+// [y_channel, y_channel + M) are this conv's (then without a residual). With kept_channels,
+// every image's conv adds up only those input channels (kernels/winograd_nhwc.h): a pruned
+// conv's, whose keep row differs per image, so r covers one image then.
 void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w,
                              Tensor& y, int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue,
-                             const void* prepared, TileScratch& scratch);
+                             const void* prepared, TileScratch& scratch, const uint32_t* kept_channels = nullptr,
+                             size_t kept = 0);
 
 }  // namespace grove::tiling

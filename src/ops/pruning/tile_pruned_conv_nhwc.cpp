@@ -2,6 +2,9 @@
 //
 // PrunedConvNhwc (2-D, group 1, float32): cut by images, output rows and panels of output
 // channels, as ConvNhwc is. Per image:
+//  - where the plan left it on a channels-last Winograd and no position is pruned (the plan
+//    keeps the mark only then, plan/feature_pruning.cpp), it runs Winograd with the kept
+//    channels as the only steps of its GEMMs (kernels/winograd_nhwc.h kept_channels);
 //  - where the tile computes every output (no position pruned), it runs the dense conv's row
 //    path (kernels/conv_rows.h, AVX-512) on x's kept positions, the kernel adding up the kept
 //    channels only (ConvRowCall::kept_channels): pruned channels cost no products and no copy;
@@ -26,6 +29,7 @@
 #include "ops/conv/conv_geometry.h"
 #include "ops/conv/conv_gemm_forms.h"
 #include "ops/conv/conv_nhwc_rows.h"
+#include "ops/conv/tile_conv_winograd.h"
 #include "ops/fused_epilogue.h"
 #include "ops/op_util.h"
 #include "ops/pruning/feature_pruning.h"
@@ -45,6 +49,14 @@ WindowGeometry geometry(const Node& node, const Shape& x, const Shape& w) {
 
 size_t panel_width() { return kernels::gemm_blocking(kernels::active_isa()).nr; }
 
+// The Winograd block when the node runs on Winograd (a channels-last Winograd mark and every
+// position kept), else 0.
+int64_t winograd_block(const Node& node, std::span<const ValueInfo> in) {
+  const int64_t block = winograd_nhwc_block(node);
+  if (block == 0 || in.empty() || in[0].shape.size() != 4) return 0;
+  return node.attr_int(kAttrKeepPositions, 0) == in[0].shape[1] * in[0].shape[2] ? block : 0;
+}
+
 // Images, output rows and whole panels of output channels; output channels only where the
 // weights outweigh the windows (late layers: few positions, many channels), so each tile
 // gathers and streams its own slice of the weights, as the ConvNhwc rule cuts.
@@ -53,6 +65,11 @@ std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, s
   if (!claimed(node, in) || y.size() != 4) return none_cuttable(y);
   const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
   const auto block = static_cast<int64_t>(panel_width());
+  if (const int64_t b = winograd_block(node, in); b > 0) {  // as ConvNhwc cuts its Winograd
+    const WindowGeometry g = geometry(node, in[0].shape, in[1].shape);
+    if (winograd_cut_rows(conv2d_shape_2d(g, in[0].shape[3]))) return {1, b, 0, block};
+    return {1, 0, 0, y[0] > 1 ? 0 : block};
+  }
   if (cut_weights_first(k * y[3], 2 * k * y[1] * y[2])) return {1, 0, 0, block};
   return {1, 1, 0, block};
 }
@@ -62,8 +79,11 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   for (size_t i = 0; i < in.size(); ++i) in_regions[i] = in[i].present ? full_region(in[i].shape) : Region{};
   if (!claimed(node, in)) return;
   const WindowGeometry g = geometry(node, in[0].shape, in[1].shape);
+  Range rows = out_region[1];
+  if (const int64_t b = winograd_block(node, in); b > 0 && rows.size() > 0)  // the whole patches of the rows' blocks
+    rows = {rows.begin / b * b, (rows.end + b - 1) / b * b};
   in_regions[0][0] = out_region[0];
-  in_regions[0][1] = window_input_range(g, 0, out_region[1]);
+  in_regions[0][1] = window_input_range(g, 0, rows);
   if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;
   in_regions[kPrunedConvKeepInput][0] = out_region[0];
 }
@@ -71,10 +91,12 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
 std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
                                     std::span<const Tensor* const> constants) {
   if (!claimed(node, in) || constants.size() < 2 || !constants[1]) return nullptr;
+  if (const int64_t b = winograd_block(node, in); b > 0) return winograd_nhwc_prepare(*constants[1], b);
   return conv_nhwc_pack(node, *constants[1]);
 }
 
-int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prepared) {
+int64_t prepared_bytes(const Node& node, std::span<const ValueInfo> in, const void* prepared) {
+  if (winograd_block(node, in) > 0) return winograd_nhwc_prepared_bytes(prepared);
   return conv_nhwc_packed_bytes(prepared);
 }
 
@@ -112,14 +134,13 @@ constexpr size_t kPaddedBytes = 256 * 1024;
 
 // Every output of output rows [oy0, oy1) of one image computed on the row path
 // (kernels/conv_rows.h), as the dense ConvNhwc runs where the CPU has it: the input rows the
-// windows read copied once, padded, zero at the padding and at pruned positions (`take(src,
-// position, dst)` copies a position's channels when it is kept), and the taps added up in
-// registers over call.kept_channels only: the pruned channels' values are never read and their
-// weights never copied. y_image and residual_image point at the first output channel.
-template <class Take>
+// windows read copied once, padded, zero at the padding and at the positions not kept
+// (kept_position, one byte per input position), and the taps added up in registers over
+// call.kept_channels only: the pruned channels' values are never read and their weights never
+// copied. call.n0 names the first output channel; y_image and residual_image point at it.
 void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channels, int64_t oy0, int64_t oy1,
-              const kernels::PackedB& b, size_t n0, kernels::ConvRowCall call, float* y_image,
-              const float* residual_image, size_t m, Take take, std::vector<float>& padded) {
+              const kernels::PackedB& b, kernels::ConvRowCall call, float* y_image, const float* residual_image,
+              size_t m, const unsigned char* kept_position, std::vector<float>& padded) {
   const size_t run = channels;
   const int64_t wp = int64_t((s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1);
   // A pixel stride that puts the rows one microkernel call reads (stride_w pixels apart) a
@@ -135,7 +156,6 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
   call.out_w = s.out_w;
   call.row_step_floats = s.stride_h * size_t(row_floats);
   call.w = &b;
-  call.n0 = n0;
   call.y_stride = m;
   for (int64_t first = oy0; first < oy1; first += group) {
     const int64_t last = std::min(oy1, first + group), in_rows = (last - first - 1) * int64_t(s.stride_h) + span_h;
@@ -145,9 +165,9 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
       if (iy < 0 || iy >= int64_t(s.in_h)) continue;
       for (int64_t j = 0; j < wp; ++j) {
         const int64_t ix = j - int64_t(s.pad_left);
-        if (ix < 0 || ix >= int64_t(s.in_w)) continue;
-        take(x_image + (iy * int64_t(s.in_w) + ix) * int64_t(channels), iy * int64_t(s.in_w) + ix,
-             padded.data() + r * row_floats + j * pixel);
+        const int64_t p = iy * int64_t(s.in_w) + ix;
+        if (ix >= 0 && ix < int64_t(s.in_w) && kept_position[p])
+          std::memcpy(padded.data() + r * row_floats + j * pixel, x_image + p * int64_t(channels), channels * sizeof(float));
       }
     }
     call.x = padded.data();
@@ -170,7 +190,6 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const Tensor &x = *in[0], &keep = *in[kPrunedConvKeepInput];
   const Tensor* bias = optional_input(in, kEpilogueBiasInput);
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
-  const kernels::PackedB& full = conv_nhwc_packed_b(prepared);
   const WindowGeometry g = geometry(node, x.shape(), in[1]->shape());
   const kernels::Conv2dShape shape = conv2d_shape_2d(g, x.dim(3));
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
@@ -183,6 +202,24 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const double flops_per_load = 2.0 * double(blocking.mr * blocking.nr) / double(blocking.mr + blocking.nr);
   const auto activation = epilogue_activation(node);
   const bool rows_path = kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32);
+  if (const int64_t block = winograd_block(node, infos); block > 0) {
+    kernels::Epilogue e;
+    e.bias = bias ? bias->data<float>() : nullptr;
+    e.residual = residual ? residual->data<float>() : nullptr;
+    e.activation = activation;
+    for (int64_t n = r[0].begin; n < r[0].end; ++n) {
+      const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
+      keep_flags(node, kept, kc, kp, channels, in_plane, ws.flags);  // checks the row
+      ws.kept_channels.assign(kept, kept + kc);  // ascending, as AttentionKeep writes them
+      Region image = r;
+      image[0] = {n, n + 1};
+      static const uint32_t none = 0;  // no channel kept is still a list (null: every channel)
+      winograd_nhwc_conv_tile(block, shape, x, *in[1], *out[0], 0, image, e, prepared, scratch,
+                              kc > 0 ? ws.kept_channels.data() : &none, ws.kept_channels.size());
+    }
+    return;
+  }
+  const kernels::PackedB& full = conv_nhwc_packed_b(prepared);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
     keep_flags(node, kept, kc, kp, channels, in_plane, ws.flags);
@@ -198,25 +235,21 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     }
     const size_t positions = ws.outputs.size();
     if (positions == 0) continue;
-    ws.pruned_channels.clear();
-    for (int64_t c = 0; c < channels; ++c)
-      if (!ws.flags.kept_channel[size_t(c)]) ws.pruned_channels.push_back(static_cast<uint32_t>(c));
     if (rows_path && positions == size_t(r[1].size()) * shape.out_w) {
       // Every output computed: the row path over x's kept positions (padding and pruned
       // positions zero), the kernel adding up the kept channels only, the weights as packed.
       ws.kept_channels.resize(size_t(kc));
       std::copy_n(kept, kc, ws.kept_channels.begin());  // ascending, as AttentionKeep writes them
       kernels::ConvRowCall call;
+      call.n0 = c0;
       call.n = columns;
       call.bias = bias ? bias->data<float>() + c0 : nullptr;
       call.activation = activation;
       if (kc < channels) call.kept_channels = ws.kept_channels.data(), call.kept = size_t(kc);
       const float* rn = residual ? residual->data<float>() + size_t(n) * out_plane * m + c0 : nullptr;
       const float* xn = x.data<float>() + n * in_plane * channels;
-      auto take = [&](const float* src, int64_t p, float* dst) {
-        if (ws.flags.kept_position[size_t(p)]) std::memcpy(dst, src, size_t(channels) * sizeof(float));
-      };
-      run_rows(shape, xn, size_t(channels), r[1].begin, r[1].end, full, c0, call, y + c0, rn, m, take, ws.padded);
+      run_rows(shape, xn, size_t(channels), r[1].begin, r[1].end, full, call, y + c0, rn, m,
+               ws.flags.kept_position.data(), ws.padded);
       continue;
     }
     // Otherwise one GEMM over the computed outputs' windows. Gathering the kept channels'
@@ -226,6 +259,9 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     // pruned ones zero in the map) and reads the packed weights as they are.
     const bool gather = kc < channels && 2.0 * double(positions) * double(channels - kc) >= flops_per_load * double(kc);
     const size_t run = gather ? size_t(kc) : size_t(channels), k = taps * run;
+    ws.pruned_channels.clear();
+    for (int64_t c = 0; !gather && c < channels; ++c)
+      if (!ws.flags.kept_channel[size_t(c)]) ws.pruned_channels.push_back(static_cast<uint32_t>(c));
     if (gather) gather_weights(ws.b, full, kept, run, size_t(channels), taps, c0, c1);
     const kernels::PackedB& b = gather ? ws.b : full;
     // The input rows' kept channels, zero at pruned positions (and pruned channels). Without the
