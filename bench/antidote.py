@@ -3,8 +3,9 @@
 FLOPs grove runs, and measured latency pruned vs unpruned (interleaved, same engine).
 
   /usr/bin/python3 bench/antidote.py --grove build/grove --models DIR --out antidote.json \
-      [--batch 8] [--threads 2] [--runs 200] [--layer-rounds 15] [--layout nchw]
+      [--batch 8] [--threads 2] [--runs 200] [--layer-rounds 15] [--rounds 1] [--layout nchw]
   /usr/bin/python3 bench/antidote.py --plot antidote.json
+  /usr/bin/python3 bench/antidote.py --merge ROUND.json... --out antidote.json [--report report.json]
 
 DIR holds what tools/dynamic/train_antidote.py wrote (NAME.onnx per setting, report.json). Each
 setting's model is timed with `grove bench --prune both`, so every pair is measured side by
@@ -12,9 +13,17 @@ side; --layout nchw runs the dense convs on the same NCHW GEMM path as the prune
 (ratio 1 everywhere): what the decision tiles and the gathers cost by themselves. The pruned
 layers' own time (the convs that read a pruned map, with the decision and mask nodes) comes
 from traced runs, pruned and unpruned alternating.
+
+A process's timings can sit a few percent apart from another's of the same plan (on this VM
+c50's batch-1 drop moved from 2% to 9% between two processes), so --rounds repeats the whole
+measurement (new processes) and keeps each number's median over the rounds; --merge does the
+same for rounds measured apart, and --report takes the accuracies from another kit run's
+report.json (a run that trained longer than the networks timed: timing does not depend on the
+weights' values).
 """
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -56,7 +65,6 @@ def layer_times(base_cmd, path, rounds):
     """Summed tile time of the pruned layers (the convs that read a pruned map, the decision
     and mask nodes), pruned and unpruned, from `rounds` traced runs of each, alternating;
     medians. At 1 thread this is the layers' latency; at more, their CPU time."""
-    import statistics
     import tempfile
     dense, pruned, convs = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,6 +102,23 @@ def measure(args):
                     f"image={args.batch}x1x28x28"] + layout
             result["latency"][name]["layers"] = layer_times(base, path, args.layer_rounds)
     return result
+
+
+def merge(rounds):
+    """One result whose every latency is the median over rounds of the same measurement."""
+    if len(rounds) == 1:
+        return rounds[0]
+    out = json.loads(json.dumps(rounds[0]))
+    out["rounds"] = len(rounds)
+
+    def median_into(dst, srcs):
+        for k, v in dst.items():
+            if isinstance(v, dict):
+                median_into(v, [s[k] for s in srcs])
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                dst[k] = statistics.median(s[k] for s in srcs)
+    median_into(out["latency"], [r["latency"] for r in rounds])
+    return out
 
 
 def table(r):
@@ -163,6 +188,9 @@ def main():
     ap.add_argument("--layer-rounds", type=int, default=15,
                     help="traced runs per setting and pruning for the pruned layers' own time (0: skip)")
     ap.add_argument("--layout", help="nchw: dense convs on the NCHW GEMM path too (default: grove's choice)")
+    ap.add_argument("--rounds", type=int, default=1, help="whole measurements in new processes; each number's median")
+    ap.add_argument("--merge", nargs="+", help="round files to merge into --out (medians)")
+    ap.add_argument("--report", help="with --merge: the kit report whose accuracies the result carries")
     ap.add_argument("--plot")
     args = ap.parse_args()
     if args.plot:
@@ -170,7 +198,12 @@ def main():
         print(table(r))
         plot(r, Path(args.plot).with_suffix(".png"))
         return 0
-    r = measure(args)
+    if args.merge:
+        r = merge([json.loads(Path(f).read_text()) for f in args.merge])
+        if args.report:
+            r["report"] = json.loads(Path(args.report).read_text())
+    else:
+        r = merge([measure(args) for _ in range(args.rounds)])
     Path(args.out).write_text(json.dumps(r, indent=1))
     print(table(r))
     return 0

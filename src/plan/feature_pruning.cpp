@@ -5,9 +5,12 @@
 #include <sstream>
 
 #include "graph/node_decisions.h"
+#include "kernels/gemm.h"
+#include "kernels/im2col.h"
 #include "ops/pruning/feature_pruning.h"
 #include "ops/op.h"
 #include "ops/op_names.h"
+#include "ops/conv/tile_conv_winograd.h"
 #include "passes/flops.h"
 #include "passes/layout_nodes.h"
 
@@ -93,6 +96,21 @@ bool on_winograd(const Node& n) {
   return p == ConvPrimitive::winograd || p == ConvPrimitive::winograd_nhwc || p == ConvPrimitive::winograd_f2x3_nhwc;
 }
 
+// The tiles a Winograd conv of one image is cut into by output channels: on a small plane
+// (ops/conv/tile_conv_winograd.h winograd_cut_rows) at batch 1, as many as the threads and
+// the panels allow; each of them transforms the whole input. 1 where it is cut by rows or
+// images.
+double winograd_channel_tiles(const Graph& g, const Node& n, int threads) {
+  auto y = g.values.find(n.outputs.empty() ? "" : n.outputs[0]);
+  if (threads <= 1 || y == g.values.end() || y->second.shape.size() != 4 || y->second.shape[0] != 1) return 1;
+  const Shape& out = y->second.shape;  // [1, OH, OW, M]
+  kernels::Conv2dShape s;
+  s.out_h = size_t(out[1]), s.out_w = size_t(out[2]);
+  if (tiling::winograd_cut_rows(s)) return 1;
+  const int64_t nr = int64_t(kernels::gemm_blocking(kernels::active_isa()).nr);
+  return double(std::clamp<int64_t>((out[3] + nr - 1) / nr, 1, threads));
+}
+
 // Where a node (a gate, a mask) goes: after every node that writes one of `inputs`.
 size_t after_producers(const Graph& g, const std::vector<std::string>& inputs) {
   size_t at = 0;
@@ -153,8 +171,9 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       // positions pruned Winograd would still compute every block.
       const bool winograd_conv = conv && nhwc_reader && on_winograd(n);
       const double fixed = winograd.half_kept > 0 ? std::clamp(2 * winograd.half_kept - 1, 0.0, 1.0) : 0.0;
+      const double tiles = winograd_conv ? winograd_channel_tiles(graph, n, winograd.threads) : 1;
       const bool pruned_winograd = winograd_conv && kp == x[2] * x[3] && winograd.gain > 0 &&
-                                   fixed + (1 - fixed) * kept_share <= winograd.gain * kept_share;
+                                   fixed / 2 * (tiles + 1) + (1 - fixed) * kept_share <= winograd.gain * kept_share;
       if (winograd_conv && !pruned_winograd && winograd.gain * kept_share >= 1) {
         conv = false;  // Winograd on the whole (masked) map is faster than the pruned GEMM
         ++report.winograd_kept;

@@ -49,13 +49,18 @@ struct WinogradPruningCosts {
   double gain = 0;
   // Winograd's time keeping half the input channels over its time keeping all. 0: not measured.
   double half_kept = 0;
+  // The cores the plan's tiles are cut for (PlanOptions::threads).
+  int threads = 1;
 };
 
 // A channels-last conv the layout pass put on Winograd, relative to Winograd's time on the
 // whole map:
 //  - channels pruned only: it stays on Winograd, adding up the kept channels (t + (1 - t) s
 //    for a kept share s, where t = 2 half_kept - 1 is the share of Winograd's time that does not
-//    shrink), or takes the row GEMM over the kept channels (gain s), whichever is less;
+//    shrink), or takes the row GEMM over the kept channels (gain s), whichever is less. A
+//    small plane's Winograd is cut by output channels, and at batch 1 each of its k tiles
+//    (k <= threads) transforms the whole input again: half of t, counted as the input
+//    transform, then counts k times;
 //  - positions pruned too: Winograd would compute every block all the same, so it takes the
 //    pruned GEMM where gain s is under 1 (s: the kept channels' share times the kept
 //    positions'), and otherwise stays on Winograd whole, reading the masked map.

@@ -138,7 +138,7 @@ struct PlanBuild {
 void prune_feature_maps(PlanBuild& b) {
   b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning,
                                             {b.options.machine.winograd_small_plane_gain,
-                                             b.options.machine.winograd_small_plane_half_kept});
+                                             b.options.machine.winograd_small_plane_half_kept, b.options.threads});
 }
 
 // Before precision: bf16 skips Winograd layers.

@@ -317,6 +317,7 @@ TEST(FeaturePruning, WinogradConvsArePrunedOnWinogradOrWherePruningBeatsIt) {
     const char* statement;
     double gain, half_kept;
     bool pruned, on_winograd;
+    int threads = 1;
   };
   for (const Expect& e : {Expect{"prune a channels=0.75", 1.5, 0.75, true, true},   // 0.875 against 1.125
                           Expect{"prune a channels=0.5", 1.5, 0.75, true, true},    // 0.75 against 0.75
@@ -327,12 +328,16 @@ TEST(FeaturePruning, WinogradConvsArePrunedOnWinogradOrWherePruningBeatsIt) {
                           Expect{"prune a positions=0.5", 1.5, 0.75, true, false},
                           Expect{"prune a positions=0.75", 1.5, 0.75, false, true},
                           Expect{"prune a channels=0.75 positions=0.75", 2.0, 0.75, false, true},
-                          Expect{"prune a channels=0.75 positions=0.75", 1.2, 0.75, true, false}}) {
+                          Expect{"prune a channels=0.75 positions=0.75", 1.2, 0.75, true, false},
+                          // 2 threads: the 14x14 plane's Winograd is cut into 2 channel tiles, each
+                          // transforming the whole input: 0.25 x 3 + 0.25 against 0.75.
+                          Expect{"prune a channels=0.5", 1.5, 0.75, true, false, 2},
+                          Expect{"prune a channels=0.75", 1.5, 0.75, true, true, 2}}) {  // 0.9375 against 1.125
     SCOPED_TRACE(std::string(e.statement) + " gain " + std::to_string(e.gain) + " half kept " +
-                 std::to_string(e.half_kept));
+                 std::to_string(e.half_kept) + " threads " + std::to_string(e.threads));
     Graph g = winograd_reader();
     const FeaturePruningReport r =
-        apply_feature_pruning(g, parse_feature_pruning(e.statement), {e.gain, e.half_kept});
+        apply_feature_pruning(g, parse_feature_pruning(e.statement), {e.gain, e.half_kept, e.threads});
     const Node& conv = *std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.name == "b/nhwc"; });
     EXPECT_EQ(r.gates, 1);
     EXPECT_EQ(r.pruned_convs, e.pruned ? 1 : 0);
