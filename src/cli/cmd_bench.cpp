@@ -83,11 +83,11 @@ double peak_rss_mb() {
 }
 
 int run_bench(const BenchOptions& o) {
-  // Only the plain timing of one model traces its runs; elsewhere the option would do nothing.
-  if (!o.trace_path.empty() && (!o.workers_schedule.empty() || !o.subnet.empty() || o.latency_target_ms > 0 ||
-                                !o.co_run.empty() || o.models.size() > 1))
-    throw Error("--trace traces one model timed alone; it does not apply with --subnet, --latency-target-ms, "
-                "--co-run, --workers-schedule or several models");
+  // Only one model timed alone (or its sub-nets) traces its runs; elsewhere the option would do nothing.
+  if (!o.trace_path.empty() && (!o.workers_schedule.empty() || o.latency_target_ms > 0 || !o.co_run.empty() ||
+                                o.models.size() > 1))
+    throw Error("--trace traces one model timed alone (or its --subnet); it does not apply with "
+                "--latency-target-ms, --co-run, --workers-schedule or several models");
   if (!o.workers_schedule.empty()) return run_bench_elastic(o);
   if (!o.subnet.empty() || o.latency_target_ms > 0 || !o.co_run.empty()) return run_bench_dynamic(o);
   if (o.models.size() > 1) return o.mt_graph ? run_bench_mtgraph(o) : run_bench_coexec(o);
@@ -450,7 +450,7 @@ Examples:
       ->type_name("N:S,...");
   add_seed_option(cmd, o.seed);
   cmd->add_option("--trace", o.trace_path,
-                    "After the timed runs, one more warm run per schedule traced to this .json file (Chrome/Perfetto)")
+                    "After the timed runs, one more warm run per schedule (with --subnet: per sub-net) traced to this .json file (Chrome/Perfetto)")
       ->type_name("FILE");
 
   add_limit_options(cmd, o.limits);

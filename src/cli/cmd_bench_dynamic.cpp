@@ -51,6 +51,11 @@ int bench_subnets(const BenchOptions& o, Engine& engine, SubnetPick& pick, const
       d.run(inputs, r.index);
       r.ms.push_back(ms_since(t));
     }
+  if (!o.trace_path.empty()) {  // one more warm run of each sub-net, not one of the timed ones
+    engine.start_trace();
+    for (auto& r : rows) d.run(inputs, r.index);
+    write_trace(engine, o.trace_path, o.json ? stderr : stdout);  // --json keeps stdout one JSON object
+  }
   const double widest = percentile(rows.back().ms, 50);
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"threads\": %d, \"load_ms\": %.3f, \"subnets\": [", o.models[0].c_str(),

@@ -9,7 +9,8 @@
   3. metadata that cannot be right (a ratio above 1, more channels than a layer has, an
      unknown layer, a sub-net that would shrink the output) fails at load with one line
      naming the problem, exit code 1, no crash;
-  4. `grove bench --subnet all --json` reports every sub-net, FLOPs growing with width.
+  4. `grove bench --subnet all --json` reports every sub-net, FLOPs growing with width, and
+     `--subnet w25 --trace` writes that sub-net's tiles.
 
 Usage: dynamic_model_test.py --grove build/grove [--grove-args "--threads 2"] [--keep DIR]
 """
@@ -89,6 +90,21 @@ def main():
             print("bench --subnet all: " + ", ".join(f"{row['name']} {row['p50_ms']:.3f} ms" for row in rows))
     except (ValueError, KeyError) as err:
         failures.append(f"bench --subnet all: {err}: {r.stdout} {r.stderr}")
+
+    # --trace with one sub-net: the trace holds that sub-net's narrower convs' tiles.
+    trace = work / "w25.trace.json"
+    r = subprocess.run([args.grove, "bench", str(work / "uniform.onnx"), "--subnet", "w25", "--runs", "3", "--trace",
+                        str(trace), "--json"] + extra, capture_output=True, text=True)
+    try:
+        events = json.loads(trace.read_text())
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        tiles = [e for e in events if e.get("ph") == "X"]
+        if r.returncode != 0 or not tiles:
+            failures.append(f"bench --subnet w25 --trace: exit {r.returncode}, {len(tiles)} tile events: {r.stderr}")
+        else:
+            print(f"bench --subnet w25 --trace: {len(tiles)} tile events")
+    except (OSError, ValueError) as err:
+        failures.append(f"bench --subnet w25 --trace: {err}: {r.stderr}")
 
     if checked < 6:
         failures.append(f"only {checked} sub-nets were compared")
