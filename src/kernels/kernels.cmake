@@ -22,6 +22,9 @@ set_source_files_properties(${GROVE_KERNELS_AVX2} PROPERTIES
 # contraction into FMAs both forms round identically (winograd_f4x3_impl.h, winograd_f2x3_impl.h).
 file(GLOB GROVE_KERNELS_WINOGRAD CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/winograd_f?x3_*.cpp)
 set_property(SOURCE ${GROVE_KERNELS_WINOGRAD} APPEND PROPERTY COMPILE_OPTIONS "-ffp-contract=off")
+# The attention rows add in one order on every ISA (attention_rows.h).
+file(GLOB GROVE_KERNELS_ATTENTION_ROWS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/attention_rows_*.cpp)
+set_property(SOURCE ${GROVE_KERNELS_ATTENTION_ROWS} APPEND PROPERTY COMPILE_OPTIONS "-ffp-contract=off")
 # The quantized epilogues do the float32 steps of the ops they replace, in their order: an
 # FMA contraction would round once where the chain rounds twice (tests/unit/test_fuse_qdq.cpp).
 set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/qadd_avx512.cpp ${CMAKE_CURRENT_LIST_DIR}/requantize_avx512.cpp

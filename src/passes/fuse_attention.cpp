@@ -14,6 +14,8 @@
 // ops/attention/attention.h instead: it reads the rows (the Split's input) at column offsets and writes
 // [B, S, H, Dv], and those Split, Reshape and Transpose nodes go too. They were copies of
 // every Q, K, V and output element (GPT-2's Split and four Transposes per layer).
+// Otherwise, when KT is Transpose(perm 0 1 3 2) of K (a decoder's KT of its cache), the node
+// reads K and that Transpose goes (take_keys_as_rows).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -85,6 +87,23 @@ bool fits_scores(const ValueInfo* v, DType dtype, const Shape& scores) {
 }
 
 void to_sequence_major(const GraphIndex& ix, Node& fused, std::vector<size_t>& replaced);
+
+// When the head-major fused node's KT is Transpose(perm 0 1 3 2) of a 4-D K read by nothing
+// else, the node reads K itself (attribute key_rows, ops/attention/attention.h) and the
+// Transpose goes: a decoder's K is the whole cache, which the Transpose copied every step.
+void take_keys_as_rows(const GraphIndex& ix, Node& fused, std::vector<size_t>& replaced) {
+  size_t at = 0;
+  const Node* transpose = ix.link(fused.inputs[1], kTranspose, &at);
+  if (!transpose || transpose->inputs.size() != 1 || transpose->attr_ints("perm") != std::vector<int64_t>{0, 1, 3, 2})
+    return;
+  if (!is_4d(ix.info(transpose->inputs[0]), DType::f32)) return;
+  fused.inputs[1] = transpose->inputs[0];
+  Attribute a;
+  a.kind = Attribute::Kind::i;
+  a.i = 1;
+  fused.attrs["key_rows"] = a;
+  replaced.push_back(at);
+}
 
 // Tries to fuse the chain ending in the MatMul at `pv_index`; returns the fused node and
 // marks the nodes it replaces, or returns false with nothing changed.
@@ -163,6 +182,7 @@ bool match(const GraphIndex& ix, size_t pv_index, Node& fused, std::vector<size_
   fused.attrs["scale_op"] = a;
   replaced = chain;
   to_sequence_major(ix, fused, replaced);
+  if (!fused.attrs.count("heads")) take_keys_as_rows(ix, fused, replaced);
   return true;
 }
 

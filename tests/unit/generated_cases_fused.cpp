@@ -224,12 +224,14 @@ Case pool_nhwc(Draw& d, const std::string& op) {
   return c;
 }
 
-// Fused attention: head-major Q [B, H, S, D], KT [B, H, D, T], V [B, H, T, Dv], or
+// Fused attention: head-major Q [B, H, S, D], KT [B, H, D, T] (or K [B, H, T, D]), V [B, H, T, Dv], or
 // sequence-major Q, K, V [B, *, C] holding the heads side by side at offsets; an added mask
 // and a boolean keep, each broadcast to the scores.
 Case attention(Draw& d, const std::string& op) {
-  const int64_t batch = d.between(1, 2), heads = d.between(1, 4), queries = d.dim(17), keys = d.dim(17);
-  const int64_t head_dim = d.pick(std::vector<int64_t>{1, 3, 8, 16, 17}), value_dim = d.chance(0.7) ? head_dim : d.between(1, 9);
+  // One query row a quarter of the time: a decode step's, which reads K and V in place.
+  const int64_t batch = d.between(1, 2), heads = d.between(1, 4), queries = d.chance(0.25) ? 1 : d.dim(17);
+  const int64_t keys = d.chance(0.2) ? d.between(60, 150) : d.dim(17);
+  const int64_t head_dim = d.pick(std::vector<int64_t>{1, 3, 8, 16, 17, 64, 70}), value_dim = d.chance(0.7) ? head_dim : d.between(1, 9);
   const bool mask = d.chance(0.4), keep = d.chance(0.3);
   Case c{internal(op, 3 + (mask || keep) + keep), {}, {}, 1e-5};
   const bool divide = d.chance(0.3);
@@ -237,7 +239,11 @@ Case attention(Draw& d, const std::string& op) {
   set_attr(c.node, "scale", static_cast<float>(divide ? std::sqrt(double(head_dim)) : 1.0 / std::sqrt(double(head_dim))));
   if (keep) set_attr(c.node, "fill", d.chance(0.5) ? -10000.0f : -1e9f);
   if (d.chance(0.5)) {
-    c.inputs = {d.f32({batch, heads, queries, head_dim}), d.f32({batch, heads, head_dim, keys}),
+    // K itself instead of K^T a third of the time (a decoder's cache, read as rows).
+    const bool key_rows = d.chance(0.35);
+    if (key_rows) set_attr(c.node, "key_rows", int64_t{1});
+    c.inputs = {d.f32({batch, heads, queries, head_dim}),
+                d.f32(key_rows ? Shape{batch, heads, keys, head_dim} : Shape{batch, heads, head_dim, keys}),
                 d.f32({batch, heads, keys, value_dim})};
   } else {
     set_attr(c.node, "heads", heads), set_attr(c.node, "head_dim", head_dim), set_attr(c.node, "value_dim", value_dim);

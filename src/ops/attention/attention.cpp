@@ -2,7 +2,8 @@
 // fuse_attention (src/graph/fuse_attention.cpp) replaces by one node, so a tile can compute
 // a block of queries of one head without the whole score tensor.
 //
-//   inputs:  Q [B, H, S, D], KT [B, H, D, T] (K already transposed), V [B, H, T, Dv],
+//   inputs:  Q [B, H, S, D], KT [B, H, D, T] (K already transposed; K [B, H, T, D] with
+//            attribute key_rows 1), V [B, H, T, Dv],
 //            mask (optional, f32, broadcast to [B, H, S, T], added),
 //            keep (optional, bool, broadcast to [B, H, S, T]: where false the score is `fill`)
 //   attrs:   scale (f32), scale_op ("Mul" or "Div": how the model applied it), fill (f32)
@@ -104,22 +105,35 @@ void gather_heads(const float* src, const AttentionLayout::Operand& o, Tensor& d
           *d++ = src[o.offset + b * o.batch_stride + h * o.head_stride + i * o.row_stride + j];
 }
 
+// K [B, H, T, D] as KT [B, H, D, T] (the Transpose the key_rows and sequence-major forms absorbed).
+Tensor transposed_keys(const Tensor& k) {
+  const Shape& s = k.shape();
+  Tensor kt(DType::f32, {s[0], s[1], s[3], s[2]});
+  const int64_t keys = s[2], dim = s[3];
+  for (int64_t m = 0; m < s[0] * s[1]; ++m)
+    for (int64_t t = 0; t < keys; ++t)
+      for (int64_t d = 0; d < dim; ++d)
+        kt.data<float>()[(m * dim + d) * keys + t] = k.data<float>()[(m * keys + t) * dim + d];
+  return kt;
+}
+
 void attention_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor* mask = optional_input(in, 3);
   const Tensor* keep = optional_input(in, 4);
   const AttentionLayout l = attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape());
-  if (!l.sequence_major) return head_major_reference(node, *in[0], *in[1], *in[2], mask, keep, *out[0]);
+  if (!l.sequence_major && !l.keys_as_rows)
+    return head_major_reference(node, *in[0], *in[1], *in[2], mask, keep, *out[0]);
+  if (!l.sequence_major) {
+    const Tensor kt = transposed_keys(*in[1]);
+    return head_major_reference(node, *in[0], kt, *in[2], mask, keep, *out[0]);
+  }
   Tensor q(DType::f32, {l.batch, l.heads, l.queries, l.head_dim});
   Tensor k(DType::f32, {l.batch, l.heads, l.keys, l.head_dim});
   Tensor v(DType::f32, {l.batch, l.heads, l.keys, l.value_dim});
   gather_heads(in[0]->data<float>(), l.q, q);
   gather_heads(in[1]->data<float>(), l.k, k);
   gather_heads(in[2]->data<float>(), l.v, v);
-  Tensor kt(DType::f32, {l.batch, l.heads, l.head_dim, l.keys});
-  for (int64_t m = 0; m < l.batch * l.heads; ++m)
-    for (int64_t t = 0; t < l.keys; ++t)
-      for (int64_t d = 0; d < l.head_dim; ++d)
-        kt.data<float>()[(m * l.head_dim + d) * l.keys + t] = k.data<float>()[(m * l.keys + t) * l.head_dim + d];
+  const Tensor kt = transposed_keys(k);
   Tensor ctx(DType::f32, {l.batch, l.heads, l.queries, l.value_dim});
   head_major_reference(node, q, kt, v, mask, keep, ctx);
   const float* c = ctx.data<float>();
@@ -139,10 +153,12 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
     if (q.size() != 4 || k.size() != 4 || v.size() != 4)
       throw Error(node.describe() + ": Q, KT and V must be 4-D, got Q " + shape_str(q) + ", KT " + shape_str(k) +
                   ", V " + shape_str(v));
-    if (k[0] != q[0] || v[0] != q[0] || k[1] != q[1] || v[1] != q[1] || k[2] != q[3] || v[2] != k[3])
-      throw Error(node.describe() + ": shapes do not chain: Q " + shape_str(q) + ", KT " + shape_str(k) + ", V " +
-                  shape_str(v));
-    l.batch = q[0], l.heads = q[1], l.queries = q[2], l.keys = k[3], l.head_dim = q[3], l.value_dim = v[3];
+    l.keys_as_rows = node.attr_int("key_rows", 0) != 0;
+    const int64_t k_dim = l.keys_as_rows ? k[3] : k[2], k_keys = l.keys_as_rows ? k[2] : k[3];
+    if (k[0] != q[0] || v[0] != q[0] || k[1] != q[1] || v[1] != q[1] || k_dim != q[3] || v[2] != k_keys)
+      throw Error(node.describe() + ": shapes do not chain: Q " + shape_str(q) + (l.keys_as_rows ? ", K " : ", KT ") +
+                  shape_str(k) + ", V " + shape_str(v));
+    l.batch = q[0], l.heads = q[1], l.queries = q[2], l.keys = k_keys, l.head_dim = q[3], l.value_dim = v[3];
     const auto head_major = [](const Shape& s) {
       return AttentionLayout::Operand{0, s[1] * s[2] * s[3], s[2] * s[3], s[3]};
     };
@@ -158,6 +174,7 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
   if (k[0] != q[0] || v[0] != q[0] || v[1] != k[1])
     throw Error(node.describe() + ": shapes do not chain: Q " + shape_str(q) + ", K " + shape_str(k) + ", V " + shape_str(v));
   l.sequence_major = true;
+  l.keys_as_rows = true;
   l.batch = q[0], l.queries = q[1], l.keys = k[1];
   l.heads = positive_attr(node, "heads");
   l.head_dim = positive_attr(node, "head_dim");

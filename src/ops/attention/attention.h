@@ -1,7 +1,10 @@
 #pragma once
 // Where grove.internal Attention (ops/attention/attention.cpp) finds each head's operands. Two forms:
 //  - head-major (the default): Q [B, H, S, D], KT [B, H, D, T], V [B, H, T, Dv], output
-//    [B, H, S, Dv], as the MatMuls of the chain it replaced read and wrote them;
+//    [B, H, S, Dv], as the MatMuls of the chain it replaced read and wrote them; with attribute
+//    `key_rows` 1 the second input is K [B, H, T, D] itself (fuse_attention absorbed the
+//    Transpose that made K^T of it: a decoder's K is its cache, and transposing the cache
+//    every step copied it);
 //  - sequence-major (attribute `heads` set, by fuse_attention when it also absorbed the
 //    Split, Reshape and Transpose nodes around the chain): Q [B, S, Cq], K [B, T, Ck] (not
 //    transposed) and V [B, T, Cv] hold the heads side by side along their last axis, head h of
@@ -16,9 +19,10 @@ namespace grove {
 struct AttentionLayout {
   int64_t batch = 0, heads = 0, queries = 0, keys = 0, head_dim = 0, value_dim = 0;
   bool sequence_major = false;
+  bool keys_as_rows = false;  // key t's head dims are contiguous (sequence-major, or key_rows)
   // Element (b, h, i, d) of each operand is at b * batch_stride + h * head_stride + i *
-  // row_stride + d; KT's "rows" are keys in the sequence-major form (column t of KT is
-  // contiguous) and head dims in the head-major one.
+  // row_stride + d; KT's "rows" are keys when keys_as_rows (column t of KT is contiguous) and
+  // head dims otherwise.
   struct Operand {
     int64_t offset = 0, batch_stride = 0, head_stride = 0, row_stride = 0;
   };

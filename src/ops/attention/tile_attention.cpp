@@ -4,6 +4,8 @@
 // For each head it packs K^T and V for the GEMM, computes the scores of its query block into per-thread scratch
 // ([rows x T], never the whole [S x T] of every head), then scale, keep/fill, mask and the
 // softmax row by row (kernels/vmath.h), and the product with V straight into the output.
+// A tile of one or two query rows over K kept as rows (a decode step) packs nothing: its
+// products read K and V where they are (kernels/attention_rows.h).
 //
 // Marked bf16 by the plan (graph/node_decisions.h), both GEMMs round their operands to bf16
 // (the scores and the softmax stay float).
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/attention_rows.h"
 #include "kernels/gemm.h"
 #include "kernels/vmath.h"
 #include "ops/attention/attention.h"
@@ -51,13 +54,20 @@ void attention_needs(const Node& node, std::span<const ValueInfo> in, std::span<
     in_regions[2] = {blk.batch, {0, l.keys}, heads(l.v.offset, l.value_dim)};
   } else {
     in_regions[0] = {blk.batch, blk.heads, blk.queries, {0, l.head_dim}};
-    in_regions[1] = {blk.batch, blk.heads, {0, l.head_dim}, {0, l.keys}};
+    in_regions[1] = l.keys_as_rows ? Region{blk.batch, blk.heads, {0, l.keys}, {0, l.head_dim}}
+                                   : Region{blk.batch, blk.heads, {0, l.head_dim}, {0, l.keys}};
     in_regions[2] = {blk.batch, blk.heads, {0, l.keys}, {0, l.value_dim}};
   }
   const Region score_region{blk.batch, blk.heads, blk.queries, {0, l.keys}};
   for (size_t i = 3; i < in.size(); ++i)
     in_regions[i] = in[i].present ? broadcast_region(in[i].shape, score_region) : Region{};
 }
+
+// A tile of at most this many query rows over keys kept as rows runs kernels/attention_rows.h
+// on K and V in place. Packing costs one read and one write of K and V per tile whatever its
+// rows; the GEMM then reads the packed panels once per block of rows where the in-place
+// products read K and V once per row, so packing pays from a few rows on.
+constexpr int64_t kInPlaceRows = 2;
 
 // Per worker thread, reused across tiles so the hot path does not allocate.
 struct AttentionWorkspace {
@@ -94,15 +104,60 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const kernels::VMathKernels& vm = kernels::vmath();
   const kernels::Precision precision = gemm_precision(node);  // of Q.K^T and P.V; the softmax stays fp32
   // KT's rows are head dims (head-major) or keys (sequence-major: column t of KT contiguous).
-  const kernels::BLayout kt_layout = l.sequence_major ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n;
+  const kernels::BLayout kt_layout = l.keys_as_rows ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n;
+  // A tile of few query rows over keys kept as rows (a decode step's) reads K and V in place:
+  // packing them for the GEMM would copy all of both to use each byte once or twice.
+  const bool in_place = l.keys_as_rows && precision == kernels::Precision::f32 && blk.queries.size() <= kInPlaceRows;
   const auto at = [](const Tensor* t, const AttentionLayout::Operand& o, int64_t b, int64_t h, int64_t row) {
     return t->data<float>() + o.offset + b * o.batch_stride + h * o.head_stride + row * o.row_stride;
   };
   AttentionWorkspace& w = scratch.get<AttentionWorkspace>();
   const auto rows = static_cast<size_t>(blk.queries.size());
   w.scores.resize(rows * static_cast<size_t>(keys));
+  // Scale, keep/fill, mask and softmax of query row i's scores, in place.
+  const auto normalise = [&](int64_t b, int64_t h, int64_t i, float* row) {
+    const auto n = static_cast<size_t>(keys);
+    const bool* k = keep ? keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2] : nullptr;
+    // Keys past the last kept one (a causal row's future) all become `fill`: scale and
+    // keep only the live part, and let the softmax skip the tail's exps when they are 0.
+    const size_t live = k && ks[3] == 1 && !mask ? kept_prefix(k, n) : n;
+    vm.binary(divide ? kernels::BinaryOp::div : kernels::BinaryOp::mul, kernels::BinaryForm::vector_scalar, live, row,
+              &scale, row);
+    if (k) {
+      if (ks[3] == 1) {
+        vm.fill_unkept(live, k, fill, row);
+        std::fill(row + live, row + n, fill);
+      } else if (ks[3] == 0) {
+        if (!k[0]) std::fill(row, row + n, fill);  // one keep value for the whole row
+      } else {
+        for (int64_t j = 0; j < keys; ++j)
+          if (!k[j * ks[3]]) row[j] = fill;
+      }
+    }
+    if (mask) {
+      const float* m = mask->data<float>() + b * ms[0] + h * ms[1] + i * ms[2];
+      vm.binary(kernels::BinaryOp::add,
+                ms[3] == 1 ? kernels::BinaryForm::vector_vector : kernels::BinaryForm::vector_scalar, n, row, m, row);
+    }
+    if (live < n) vm.softmax_tail(n, live, fill, row, row);
+    else vm.softmax(n, row, row);
+  };
+  const auto out_row = [&](int64_t b, int64_t h, int64_t i) {
+    return out[0]->data<float>() + l.out.offset + b * l.out.batch_stride + h * l.out.head_stride + i * l.out.row_stride;
+  };
   for (int64_t b = blk.batch.begin; b < blk.batch.end; ++b)
     for (int64_t h = blk.heads.begin; h < blk.heads.end; ++h) {
+      if (in_place) {
+        for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i) {
+          float* row = w.scores.data() + (i - blk.queries.begin) * keys;
+          kernels::key_scores(at(in[0], l.q, b, h, i), at(in[1], l.k, b, h, 0), static_cast<size_t>(l.k.row_stride),
+                              static_cast<size_t>(keys), static_cast<size_t>(d), row);
+          normalise(b, h, i, row);
+          kernels::weighted_rows(row, at(in[2], l.v, b, h, 0), static_cast<size_t>(l.v.row_stride),
+                                 static_cast<size_t>(keys), static_cast<size_t>(dv), out_row(b, h, i));
+        }
+        continue;
+      }
       kernels::pack_b_into(w.kt, at(in[1], l.k, b, h, 0), static_cast<size_t>(d), static_cast<size_t>(keys),
                            static_cast<size_t>(l.k.row_stride), kt_layout, kernels::active_isa(), precision);
       kernels::GemmCall qk;
@@ -113,34 +168,8 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
       qk.c = w.scores.data();
       qk.c_stride = static_cast<size_t>(keys);
       kernels::gemm(qk, w.kt, w.scratch);
-      for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i) {
-        float* row = w.scores.data() + (i - blk.queries.begin) * keys;
-        const auto n = static_cast<size_t>(keys);
-        const bool* k = keep ? keep->data<bool>() + b * ks[0] + h * ks[1] + i * ks[2] : nullptr;
-        // Keys past the last kept one (a causal row's future) all become `fill`: scale and
-        // keep only the live part, and let the softmax skip the tail's exps when they are 0.
-        const size_t live = k && ks[3] == 1 && !mask ? kept_prefix(k, n) : n;
-        vm.binary(divide ? kernels::BinaryOp::div : kernels::BinaryOp::mul, kernels::BinaryForm::vector_scalar, live, row,
-                  &scale, row);
-        if (k) {
-          if (ks[3] == 1) {
-            vm.fill_unkept(live, k, fill, row);
-            std::fill(row + live, row + n, fill);
-          } else if (ks[3] == 0) {
-            if (!k[0]) std::fill(row, row + n, fill);  // one keep value for the whole row
-          } else {
-            for (int64_t j = 0; j < keys; ++j)
-              if (!k[j * ks[3]]) row[j] = fill;
-          }
-        }
-        if (mask) {
-          const float* m = mask->data<float>() + b * ms[0] + h * ms[1] + i * ms[2];
-          vm.binary(kernels::BinaryOp::add,
-                    ms[3] == 1 ? kernels::BinaryForm::vector_vector : kernels::BinaryForm::vector_scalar, n, row, m, row);
-        }
-        if (live < n) vm.softmax_tail(n, live, fill, row, row);
-        else vm.softmax(n, row, row);
-      }
+      for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i)
+        normalise(b, h, i, w.scores.data() + (i - blk.queries.begin) * keys);
       kernels::pack_b_into(w.v, at(in[2], l.v, b, h, 0), static_cast<size_t>(keys), static_cast<size_t>(dv),
                            static_cast<size_t>(l.v.row_stride), kernels::BLayout::k_by_n, kernels::active_isa(),
                            precision);
@@ -149,8 +178,7 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
       pv.a = w.scores.data();
       pv.a_stride = static_cast<size_t>(keys);
       pv.n = static_cast<size_t>(dv);
-      pv.c = out[0]->data<float>() + l.out.offset + b * l.out.batch_stride + h * l.out.head_stride +
-             blk.queries.begin * l.out.row_stride;
+      pv.c = out_row(b, h, blk.queries.begin);
       pv.c_stride = static_cast<size_t>(l.out.row_stride);
       kernels::gemm(pv, w.v, w.scratch);
     }
