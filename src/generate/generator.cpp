@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "generate/decoder_step.h"
 #include "generate/kv_cache.h"
 #include "grove/error.h"
 #include "grove/generate.h"
@@ -28,7 +29,7 @@ Tensor integers(const ValueSpec& spec, Shape shape, const std::vector<int64_t>& 
 
 // The first capacity of min_capacity, growing by a quarter (at least min_capacity) at a time,
 // that holds `positions`. A step's work grows with the capacity, not the filled positions (its
-// attention reads every slot, the model's Concat copies them into the presents), so a
+// attention reads every slot), so a
 // doubling capacity ran a GPT-2 step at 1,000 positions at the speed of 1,024 from position
 // 513 on; quarters waste at most a fifth of the slots for about 10 shapes planned per 1,000
 // tokens instead of 5.
@@ -61,6 +62,11 @@ std::vector<int64_t> Generator::generate(const std::vector<int64_t>& prompt, con
   }
   generate::KvCache cache(cache_specs, axes);
   const bool masked = io_.can_mask();
+  // A masked cache is stepped by the session whose outputs are only the new positions (no
+  // present copies the cache: decoder_step.h). Unmasked, each present becomes the cache.
+  const generate::DecoderStep step =
+      masked ? generate::decoder_step(*session_, io_)
+             : generate::DecoderStep{session_, std::vector<std::string>(io_.cache.size())};
   uint64_t rng = options.sampling.seed;
   std::set<std::pair<int64_t, int64_t>> planned;  // (capacity, new tokens) of the shapes run so far
   GenerateStats local;
@@ -93,11 +99,14 @@ std::vector<int64_t> Generator::generate(const std::vector<int64_t>& prompt, con
                       std::to_string(options.max_new_tokens) + " new tokens",
                   Error::Kind::cancelled);
     const auto t0 = std::chrono::steady_clock::now();
-    TensorMap result = session_->run(feed, nullptr, options.cancel);
+    TensorMap result = step.session->run(feed, nullptr, options.cancel);
     for (size_t i = 0; i < io_.cache.size(); ++i) {
-      const auto found = result.find(io_.cache[i].present);
-      if (found == result.end()) throw Error("decoder step returned no '" + io_.cache[i].present + "'");
-      if (masked) cache.append(i, found->second, capacity, s);
+      const std::string& fresh = step.new_positions[i];
+      const std::string& name = fresh.empty() ? io_.cache[i].present : fresh;
+      const auto found = result.find(name);
+      if (found == result.end()) throw Error("decoder step returned no '" + name + "'");
+      if (!fresh.empty()) cache.append(i, found->second, 0, s);
+      else if (masked) cache.append(i, found->second, capacity, s);
       else cache.adopt(i, std::move(found->second));
     }
     cache.advance(s);

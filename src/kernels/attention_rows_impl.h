@@ -28,10 +28,12 @@ inline void key_scores_impl(const float* q, const float* k, size_t row_stride, s
   }
 }
 
-inline void weighted_rows_impl(const float* p, const float* v, size_t row_stride, size_t keys, size_t dim, float* out) {
+inline void weighted_rows_impl(const float* p, const float* v, size_t row_stride, size_t keys, size_t dim, float* out,
+                               bool add_to_out) {
   size_t j0 = 0;
   for (; j0 + kColumns <= dim; j0 += kColumns) {
-    float acc[kColumns] = {};
+    float acc[kColumns];
+    for (size_t j = 0; j < kColumns; ++j) acc[j] = add_to_out ? out[j0 + j] : 0.0f;
     for (size_t t = 0; t < keys; ++t) {
       const float* row = v + t * row_stride + j0;
       for (size_t j = 0; j < kColumns; ++j) acc[j] += p[t] * row[j];
@@ -39,7 +41,8 @@ inline void weighted_rows_impl(const float* p, const float* v, size_t row_stride
     for (size_t j = 0; j < kColumns; ++j) out[j0 + j] = acc[j];
   }
   if (j0 == dim) return;
-  for (size_t j = j0; j < dim; ++j) out[j] = 0;
+  if (!add_to_out)
+    for (size_t j = j0; j < dim; ++j) out[j] = 0;
   for (size_t t = 0; t < keys; ++t) {
     const float* row = v + t * row_stride;
     for (size_t j = j0; j < dim; ++j) out[j] += p[t] * row[j];

@@ -7,8 +7,9 @@ void key_scores_scalar(const float* q, const float* k, size_t row_stride, size_t
   key_scores_impl(q, k, row_stride, keys, dim, scores);
 }
 
-void weighted_rows_scalar(const float* p, const float* v, size_t row_stride, size_t keys, size_t dim, float* out) {
-  weighted_rows_impl(p, v, row_stride, keys, dim, out);
+void weighted_rows_scalar(const float* p, const float* v, size_t row_stride, size_t keys, size_t dim, float* out,
+                          bool add_to_out) {
+  weighted_rows_impl(p, v, row_stride, keys, dim, out, add_to_out);
 }
 
 }  // namespace grove::kernels

@@ -15,7 +15,9 @@
 // [B, S, H, Dv], and those Split, Reshape and Transpose nodes go too. They were copies of
 // every Q, K, V and output element (GPT-2's Split and four Transposes per layer).
 // Otherwise, when KT is Transpose(perm 0 1 3 2) of K (a decoder's KT of its cache), the node
-// reads K and that Transpose goes (take_keys_as_rows).
+// reads K and that Transpose goes (take_keys_as_rows); and when K and V are then each a Concat
+// of two parts along the keys (the cache and the new tokens) read only here, it reads the parts
+// and the Concats go (take_cache_parts).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -88,6 +90,39 @@ bool fits_scores(const ValueInfo* v, DType dtype, const Shape& scores) {
 
 void to_sequence_major(const GraphIndex& ix, Node& fused, std::vector<size_t>& replaced);
 
+// The two inputs of `value` when it is Concat(first, second) along axis 2 of a 4-D value and
+// read only by the chain; else nullopt.
+std::optional<std::pair<std::string, std::string>> concat_parts(const GraphIndex& ix, const std::string& value,
+                                                                size_t& at) {
+  const Node* concat = ix.link(value, kConcat, &at);
+  if (!concat || concat->inputs.size() != 2 || concat->inputs[0].empty() || concat->inputs[1].empty()) return std::nullopt;
+  const int64_t axis = concat->attr_int("axis", 0);
+  if ((axis != 2 && axis != -2) || !is_4d(ix.info(value), DType::f32)) return std::nullopt;
+  return std::make_pair(concat->inputs[0], concat->inputs[1]);
+}
+
+// When the key_rows node's K and V are each Concat(cache, new) along the keys, read by nothing
+// else, the node reads the four parts (inputs 1, 2, 5, 6) and both Concats go: a decoder whose
+// presents are not graph outputs (the Generator's step, src/generate/decoder_step.h) then never
+// copies its cache.
+void take_cache_parts(const GraphIndex& ix, Node& fused, std::vector<size_t>& replaced) {
+  size_t k_at = 0, v_at = 0;
+  const auto k = concat_parts(ix, fused.inputs[1], k_at);
+  const auto v = concat_parts(ix, fused.inputs[2], v_at);
+  if (!k || !v) return;
+  const ValueInfo *kp = ix.info(k->first), *vp = ix.info(v->first), *kn = ix.info(k->second), *vn = ix.info(v->second);
+  if (!is_4d(kp, DType::f32) || !is_4d(vp, DType::f32) || !is_4d(kn, DType::f32) || !is_4d(vn, DType::f32) ||
+      kp->shape[2] != vp->shape[2] || kn->shape[2] != vn->shape[2])
+    return;
+  fused.inputs[1] = k->first;
+  fused.inputs[2] = v->first;
+  fused.inputs.resize(5);
+  fused.inputs.push_back(k->second);
+  fused.inputs.push_back(v->second);
+  replaced.push_back(k_at);
+  replaced.push_back(v_at);
+}
+
 // When the head-major fused node's KT is Transpose(perm 0 1 3 2) of a 4-D K read by nothing
 // else, the node reads K itself (attribute key_rows, ops/attention/attention.h) and the
 // Transpose goes: a decoder's K is the whole cache, which the Transpose copied every step.
@@ -103,6 +138,7 @@ void take_keys_as_rows(const GraphIndex& ix, Node& fused, std::vector<size_t>& r
   a.i = 1;
   fused.attrs["key_rows"] = a;
   replaced.push_back(at);
+  take_cache_parts(ix, fused, replaced);
 }
 
 // Tries to fuse the chain ending in the MatMul at `pv_index`; returns the fused node and

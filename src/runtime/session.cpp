@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <memory>
 #include <cstdlib>
 #include <mutex>
@@ -120,6 +121,10 @@ struct Session::Impl {
   // The job for one inference, or null when the shapes cannot be planned ahead.
   std::shared_ptr<PlannedRun> make_job(TensorMap inputs, const CancelToken& cancel);
 
+  // Sessions made from this one (SessionInternals::derived), by purpose; guarded by derived_mutex.
+  std::mutex derived_mutex;
+  std::map<std::string, std::unique_ptr<Session>> derived;
+
   // Submitted runs that work on a thread of their own (a chain of segments, the reference
   // executor) read this Impl until they return: ~Session and move assignment join them first.
   // Declared last, so that it also goes first if the Impl is destroyed another way.
@@ -179,6 +184,14 @@ std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const S
 }
 
 const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
+
+Session& SessionInternals::derived(Session& session, const std::string& key, const std::function<Model()>& make) {
+  Session::Impl& s = *session.impl_;
+  std::lock_guard<std::mutex> lock(s.derived_mutex);
+  std::unique_ptr<Session>& made = s.derived[key];
+  if (!made) made = std::make_unique<Session>(make_session(s.engine, make(), s.options, s.debug));
+  return *made;
+}
 
 size_t SessionInternals::cached_plan_count(Session& session) {
   std::lock_guard<std::mutex> lock(session.impl_->mutex);

@@ -2,7 +2,9 @@
 // Session is public (include/grove/session.h) and names nothing of the library's insides. The
 // library's tools (CLI, tests, benchmarks) also look at its plan and the graph, and tests run
 // it with switches no user should set; that access lives here, where users cannot include it.
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "grove/grove.h"
 #include "plan/plan.h"
@@ -27,6 +29,7 @@ struct SessionInternals {
   static Session make(Engine& engine, Model model, const SessionOptions& options, const SessionDebugOptions& debug);
   static std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& shapes, const CancelToken& cancel);
   static const SessionDebugOptions& debug(const Session& session);
+  static Session& derived(Session& session, const std::string& key, const std::function<Model()>& make);
   static int64_t largest_unplanned_peak(const Session& session);
   static size_t cached_plan_count(Session& session);
   static ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats,
@@ -58,6 +61,12 @@ inline size_t cached_plan_count(Session& session) { return SessionInternals::cac
 inline ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats, const CancelToken& cancel,
                                   int64_t held_outside) {
   return SessionInternals::run_values_within(session, inputs, stats, cancel, held_outside);
+}
+// A session the library makes from `session` for one purpose (`key`): its model from `make`
+// (called once, under a lock), the same engine, options and test switches; kept with
+// `session` and destroyed with it. The Generator's step session (generate/decoder_step.h) is one.
+inline Session& derived_session(Session& session, const std::string& key, const std::function<Model()>& make) {
+  return SessionInternals::derived(session, key, make);
 }
 // The test switches the session runs with (GROVE_POISON_BUFFERS included).
 inline const SessionDebugOptions& session_debug(const Session& session) { return SessionInternals::debug(session); }

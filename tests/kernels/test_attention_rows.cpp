@@ -43,19 +43,25 @@ TEST(AttentionRows, KeyScoresOnEveryIsaAddInTheDocumentedOrder) {
     }
 }
 
-TEST(AttentionRows, WeightedRowsOnEveryIsaAddInKeyOrder) {
+TEST(AttentionRows, WeightedRowsOnEveryIsaAddInKeyOrderInOneCallOrTwo) {
   for (size_t dim : {1, 7, 16, 64, 70, 130})
     for (size_t keys : {1, 5, 33}) {
       const size_t stride = dim + 5;
       const std::vector<float> p = spread(keys, unsigned(keys)), v = spread(keys * stride, unsigned(keys * 100 + dim));
+      // Two calls, the second going on from the first's sums, add as one call over all the keys.
+      const size_t first = keys / 3;
       std::vector<float> want(dim, 0.0f);
       for (size_t t = 0; t < keys; ++t)
         for (size_t j = 0; j < dim; ++j) want[j] += p[t] * v[t * stride + j];
       for (Isa isa : supported_isas()) {
-        std::vector<float> got(dim, -1.0f);
-        weighted_rows(p.data(), v.data(), stride, keys, dim, got.data(), isa);
-        for (size_t j = 0; j < dim; ++j)
+        std::vector<float> got(dim, -1.0f), parts(dim, -1.0f);
+        weighted_rows(p.data(), v.data(), stride, keys, dim, got.data(), false, isa);
+        weighted_rows(p.data(), v.data(), stride, first, dim, parts.data(), false, isa);
+        weighted_rows(p.data() + first, v.data() + first * stride, stride, keys - first, dim, parts.data(), true, isa);
+        for (size_t j = 0; j < dim; ++j) {
           ASSERT_EQ(got[j], want[j]) << isa_name(isa) << " dim " << dim << " keys " << keys << " column " << j;
+          ASSERT_EQ(parts[j], want[j]) << isa_name(isa) << " in two parts, dim " << dim << " keys " << keys << " column " << j;
+        }
       }
     }
 }

@@ -233,18 +233,20 @@ Case attention(Draw& d, const std::string& op) {
   const int64_t keys = d.chance(0.2) ? d.between(60, 150) : d.dim(17);
   const int64_t head_dim = d.pick(std::vector<int64_t>{1, 3, 8, 16, 17, 64, 70}), value_dim = d.chance(0.7) ? head_dim : d.between(1, 9);
   const bool mask = d.chance(0.4), keep = d.chance(0.3);
-  Case c{internal(op, 3 + (mask || keep) + keep), {}, {}, 1e-5};
+  // Head-major with K as rows a third of the time (a decoder's cache), and of those half with
+  // K and V in two parts along the keys (the cache, then the new tokens: inputs 5 and 6).
+  const bool head_major = d.chance(0.5), key_rows = head_major && d.chance(0.35), parts = key_rows && d.chance(0.5);
+  const int64_t past = parts ? d.between(0, keys) : keys;
+  Case c{internal(op, parts ? 7 : 3 + (mask || keep) + keep), {}, {}, 1e-5};
   const bool divide = d.chance(0.3);
   if (divide || d.chance(0.3)) set_attr(c.node, "scale_op", std::string(divide ? "Div" : "Mul"));
   set_attr(c.node, "scale", static_cast<float>(divide ? std::sqrt(double(head_dim)) : 1.0 / std::sqrt(double(head_dim))));
   if (keep) set_attr(c.node, "fill", d.chance(0.5) ? -10000.0f : -1e9f);
-  if (d.chance(0.5)) {
-    // K itself instead of K^T a third of the time (a decoder's cache, read as rows).
-    const bool key_rows = d.chance(0.35);
+  if (head_major) {
     if (key_rows) set_attr(c.node, "key_rows", int64_t{1});
     c.inputs = {d.f32({batch, heads, queries, head_dim}),
-                d.f32(key_rows ? Shape{batch, heads, keys, head_dim} : Shape{batch, heads, head_dim, keys}),
-                d.f32({batch, heads, keys, value_dim})};
+                d.f32(key_rows ? Shape{batch, heads, past, head_dim} : Shape{batch, heads, head_dim, keys}),
+                d.f32({batch, heads, past, value_dim})};
   } else {
     set_attr(c.node, "heads", heads), set_attr(c.node, "head_dim", head_dim), set_attr(c.node, "value_dim", value_dim);
     const auto width = [&](int64_t columns, const char* offset) {
@@ -259,6 +261,11 @@ Case attention(Draw& d, const std::string& op) {
   const Shape scores = {batch, heads, queries, keys};
   if (mask || keep) c.inputs.push_back(mask ? d.f32(broadcast_from(d, scores), -3, 0) : Tensor());
   if (keep) c.inputs.push_back(d.booleans(broadcast_from(d, scores)));
+  if (parts) {
+    c.inputs.resize(5);
+    c.inputs.push_back(d.f32({batch, heads, keys - past, head_dim}));
+    c.inputs.push_back(d.f32({batch, heads, keys - past, value_dim}));
+  }
   c.constant.assign(c.inputs.size(), false);
   if (mask) c.constant[3] = d.chance(0.5);
   return c;

@@ -189,20 +189,22 @@ TEST(FuseAttention, FlopsOfTheFusedGraphEqualTheUnfused) {
 }
 
 // A decoder step's attention as torch.onnx writes it: the presents are Concat(past, new) along
-// the positions (graph outputs), K^T a Transpose of the key present. The fused node reads the
-// present K itself (key_rows) and the Transpose goes; one query row (a decode step) reads K
-// and V in place, several (a prompt) through the GEMM.
-std::string cached_attention_bytes(int64_t queries, int64_t past) {
+// the positions, K^T a Transpose of the key present. The fused node reads the present K itself
+// (key_rows) and the Transpose goes; when the presents are not graph outputs (the Generator's
+// step) it reads the past and new parts and the Concats go too. One query row (a decode step)
+// reads K and V in place, several (a prompt) through the GEMM.
+std::string cached_attention_bytes(int64_t queries, int64_t past, bool presents_are_outputs) {
   OnnxBuilder b(17);
   const int64_t heads = 3, dim = 20, total = past + queries;
   b.input("q", kFloat, {1, heads, queries, dim}).input("mask", kFloat, {1, 1, queries, total});
   for (const char* kv : {"k", "v"})
     b.input(std::string("past_") + kv, kFloat, {1, heads, past, dim}).input(std::string("new_") + kv, kFloat, {1, heads, queries, dim});
   b.output("out", kFloat, {1, heads, queries, dim});
-  b.output("present_k", kFloat, {1, heads, total, dim}).output("present_v", kFloat, {1, heads, total, dim});
+  if (presents_are_outputs)
+    b.output("present_k", kFloat, {1, heads, total, dim}).output("present_v", kFloat, {1, heads, total, dim});
   b.initializer_f32("scale", {}, {0.125f});
   OnnxBuilder::attr_int(b.node("Concat", {"past_k", "new_k"}, {"present_k"}, "cat_k"), "axis", 2);
-  OnnxBuilder::attr_int(b.node("Concat", {"past_v", "new_v"}, {"present_v"}, "cat_v"), "axis", 2);
+  OnnxBuilder::attr_int(b.node("Concat", {"past_v", "new_v"}, {"present_v"}, "cat_v"), "axis", -2);
   OnnxBuilder::attr_ints(b.node("Transpose", {"present_k"}, {"kt"}, "kt"), "perm", {0, 1, 3, 2});
   b.node("MatMul", {"q", "kt"}, {"scores"}, "qk");
   b.node("Mul", {"scores", "scale"}, {"scaled"}, "scale");
@@ -212,28 +214,34 @@ std::string cached_attention_bytes(int64_t queries, int64_t past) {
   return b.bytes();
 }
 
-TEST(FuseAttention, ADecodersKeyCacheIsReadAsRowsWithoutItsTranspose) {
-  for (int64_t queries : {1, 2, 7}) {
-    const int64_t past = 37;
-    const std::string bytes = cached_attention_bytes(queries, past);
-    Model model = model_from_graph(load_onnx_bytes(bytes, "cached.onnx"));
-    const Graph& g = bound_graph(model);
-    EXPECT_EQ(histogram(g), (std::map<std::string, int>{{"grove.internal:Attention", 1}, {"Concat", 2}})) << queries;
-    for (const Node& n : g.nodes)
-      if (n.op_type == "Attention") {
-        EXPECT_EQ(n.attr_int("key_rows", 0), 1);
-        EXPECT_EQ(n.inputs[1], "present_k");
+TEST(FuseAttention, ADecodersCacheIsReadInPlaceWithoutItsTransposeOrConcats) {
+  for (bool presents_are_outputs : {true, false})
+    for (int64_t queries : {1, 2, 7}) {
+      const int64_t past = 37;
+      const std::string what = "cached_q" + std::to_string(queries) + (presents_are_outputs ? "_presents" : "");
+      const std::string bytes = cached_attention_bytes(queries, past, presents_are_outputs);
+      Model model = model_from_graph(load_onnx_bytes(bytes, "cached.onnx"));
+      const Graph& g = bound_graph(model);
+      std::map<std::string, int> want{{"grove.internal:Attention", 1}};
+      if (presents_are_outputs) want["Concat"] = 2;
+      EXPECT_EQ(histogram(g), want) << what;
+      for (const Node& n : g.nodes)
+        if (n.op_type == "Attention") {
+          EXPECT_EQ(n.attr_int("key_rows", 0), 1);
+          const std::vector<std::string> parts{"q", "past_k", "past_v", "mask", "", "new_k", "new_v"};
+          if (presents_are_outputs) EXPECT_EQ(n.inputs[1], "present_k") << what;
+          else EXPECT_EQ(n.inputs, parts) << what;
+        }
+      Tensor mask(DType::f32, {1, 1, queries, past + queries});
+      for (int64_t i = 0; i < mask.numel(); ++i) mask.data<float>()[i] = i % 5 == 2 ? -10000.f : 0.f;  // empty slots
+      TensorMap in{{"q", random_tensor({1, 3, queries, 20}, 1, 2.f)}, {"mask", mask}};
+      uint32_t seed = 2;
+      for (const char* kv : {"k", "v"}) {
+        in[std::string("past_") + kv] = random_tensor({1, 3, past, 20}, seed++);
+        in[std::string("new_") + kv] = random_tensor({1, 3, queries, 20}, seed++);
       }
-    Tensor mask(DType::f32, {1, 1, queries, past + queries});
-    for (int64_t i = 0; i < mask.numel(); ++i) mask.data<float>()[i] = i % 5 == 2 ? -10000.f : 0.f;  // empty slots
-    TensorMap in{{"q", random_tensor({1, 3, queries, 20}, 1, 2.f)}, {"mask", mask}};
-    uint32_t seed = 2;
-    for (const char* kv : {"k", "v"}) {
-      in[std::string("past_") + kv] = random_tensor({1, 3, past, 20}, seed++);
-      in[std::string("new_") + kv] = random_tensor({1, 3, queries, 20}, seed++);
+      expect_tiles_match_unfused(bytes, in, what);
     }
-    expect_tiles_match_unfused(bytes, in, "cached_q" + std::to_string(queries));
-  }
 }
 
 // A sequence-major node (from a model or plan file naming grove.internal) whose attributes do

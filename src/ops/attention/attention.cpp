@@ -10,7 +10,8 @@
 //   output:  softmax(where(keep, (Q . KT) scale_op scale, fill) + mask, last axis) . V
 // or, in the sequence-major form (ops/attention/attention.h: attributes heads, head_dim, value_dim,
 // q_offset, k_offset, v_offset), Q, K and V as [B, S, C] with the heads side by side and the
-// output [B, S, H, Dv].
+// output [B, S, H, Dv]. With key_rows, inputs 5 and 6 (optional, together) are more keys and
+// values [B, H, N, D|Dv] after those of inputs 1 and 2 (ops/attention/attention.h).
 //
 // The reference runs the builtin references of the ops it replaces (MatMul, Mul/Div, Where,
 // Add, Softmax, MatMul) in that order on whole tensors: exactly the unfused math, with the
@@ -39,10 +40,15 @@ int64_t offset_attr(const Node& node, const char* key, int64_t width, int64_t co
 }
 
 void attention_infer(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
-  require_inputs(node, in.size(), 3, 5);
-  for (size_t i = 0; i < 3; ++i)
-    if (in[i].dtype != DType::f32) throw Error(node.describe() + ": Q, K and V must be float32");
-  const AttentionLayout l = attention_layout(node, in[0].shape, in[1].shape, in[2].shape);
+  require_inputs(node, in.size(), 3, 7);
+  const bool parts = has_input(in, 5) || has_input(in, 6);
+  if (parts && !(has_input(in, 5) && has_input(in, 6)))
+    throw Error(node.describe() + ": new keys (input 5) and new values (input 6) come together");
+  for (size_t i : {0, 1, 2, 5, 6})
+    if (i < in.size() && in[i].present && in[i].dtype != DType::f32)
+      throw Error(node.describe() + ": Q, K and V must be float32");
+  const AttentionLayout l = attention_layout(node, in[0].shape, in[1].shape, in[2].shape, parts ? &in[5].shape : nullptr,
+                                             parts ? &in[6].shape : nullptr);
   const Shape scores = l.scores();
   if (in.size() > 3 && in[3].present &&
       (in[3].dtype != DType::f32 || broadcast_shapes(node, in[3].shape, scores) != scores))
@@ -117,13 +123,33 @@ Tensor transposed_keys(const Tensor& k) {
   return kt;
 }
 
+// [B, H, T1, D] then [B, H, T2, D] along the keys: the Concat the parts form absorbed.
+Tensor keys_after(const Tensor& first, const Tensor& second) {
+  const Shape& a = first.shape();
+  const int64_t heads = a[0] * a[1], n1 = a[2] * a[3], n2 = second.shape()[2] * a[3];
+  Tensor both(DType::f32, {a[0], a[1], a[2] + second.shape()[2], a[3]});
+  float* d = both.data<float>();
+  for (int64_t m = 0; m < heads; ++m) {
+    d = std::copy_n(first.data<float>() + m * n1, n1, d);
+    d = std::copy_n(second.data<float>() + m * n2, n2, d);
+  }
+  return both;
+}
+
 void attention_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor* mask = optional_input(in, 3);
   const Tensor* keep = optional_input(in, 4);
-  const AttentionLayout l = attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape());
+  const Tensor* k_new = optional_input(in, 5);
+  const Tensor* v_new = optional_input(in, 6);
+  const AttentionLayout l = attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape(),
+                                             k_new ? &k_new->shape() : nullptr, v_new ? &v_new->shape() : nullptr);
   if (!l.sequence_major && !l.keys_as_rows)
     return head_major_reference(node, *in[0], *in[1], *in[2], mask, keep, *out[0]);
   if (!l.sequence_major) {
+    if (l.parts) {
+      const Tensor k = keys_after(*in[1], *k_new), v = keys_after(*in[2], *v_new);
+      return head_major_reference(node, *in[0], transposed_keys(k), v, mask, keep, *out[0]);
+    }
     const Tensor kt = transposed_keys(*in[1]);
     return head_major_reference(node, *in[0], kt, *in[2], mask, keep, *out[0]);
   }
@@ -147,8 +173,11 @@ void attention_reference(const Node& node, std::span<const Tensor* const> in, st
 
 }  // namespace
 
-AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& k, const Shape& v) {
+AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& k, const Shape& v, const Shape* k_new,
+                                 const Shape* v_new) {
   AttentionLayout l;
+  if ((k_new || v_new) && (!k_new || !v_new || node.attr_int("heads", 0) != 0 || node.attr_int("key_rows", 0) == 0))
+    throw Error(node.describe() + ": new keys and values (inputs 5 and 6) come together, in the key_rows form only");
   if (node.attr_int("heads", 0) == 0) {
     if (q.size() != 4 || k.size() != 4 || v.size() != 4)
       throw Error(node.describe() + ": Q, KT and V must be 4-D, got Q " + shape_str(q) + ", KT " + shape_str(k) +
@@ -166,6 +195,18 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
     l.k = head_major(k);
     l.v = head_major(v);
     l.out = head_major({l.batch, l.heads, l.queries, l.value_dim});
+    l.past_keys = l.keys;
+    if (k_new) {
+      const Shape &kn = *k_new, &vn = *v_new;
+      if (kn.size() != 4 || vn.size() != 4 || kn[0] != q[0] || kn[1] != q[1] || kn[3] != q[3] || vn[0] != q[0] ||
+          vn[1] != q[1] || vn[2] != kn[2] || vn[3] != v[3])
+        throw Error(node.describe() + ": new keys " + shape_str(kn) + " and values " + shape_str(vn) +
+                    " do not follow K " + shape_str(k) + " and V " + shape_str(v));
+      l.parts = true;
+      l.keys += kn[2];
+      l.k_new = head_major(kn);
+      l.v_new = head_major(vn);
+    }
     return l;
   }
   if (q.size() != 3 || k.size() != 3 || v.size() != 3)
@@ -189,6 +230,7 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
   l.k = operand(k, "k_offset", l.head_dim);
   l.v = operand(v, "v_offset", l.value_dim);
   l.out = {0, l.queries * l.heads * l.value_dim, l.value_dim, l.heads * l.value_dim};
+  l.past_keys = l.keys;
   return l;
 }
 
@@ -199,9 +241,11 @@ static int64_t attention_flops(const Node& n, std::span<const ValueInfo> in, std
   const Shape* k = known_shape(in, 1);
   const Shape* v = known_shape(in, 2);
   if (!q || !k || !v) return 0;
+  const Shape* k_new = known_shape(in, 5);
+  const Shape* v_new = known_shape(in, 6);
   AttentionLayout l;
   try {
-    l = attention_layout(n, *q, *k, *v);
+    l = attention_layout(n, *q, *k, *v, k_new, v_new);
   } catch (const Error&) {
     return 0;
   }

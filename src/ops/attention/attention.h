@@ -4,7 +4,7 @@
 //    [B, H, S, Dv], as the MatMuls of the chain it replaced read and wrote them; with attribute
 //    `key_rows` 1 the second input is K [B, H, T, D] itself (fuse_attention absorbed the
 //    Transpose that made K^T of it: a decoder's K is its cache, and transposing the cache
-//    every step copied it);
+//    every step copied it), and K and V may come in two parts (below);
 //  - sequence-major (attribute `heads` set, by fuse_attention when it also absorbed the
 //    Split, Reshape and Transpose nodes around the chain): Q [B, S, Cq], K [B, T, Ck] (not
 //    transposed) and V [B, T, Cv] hold the heads side by side along their last axis, head h of
@@ -27,12 +27,20 @@ struct AttentionLayout {
     int64_t offset = 0, batch_stride = 0, head_stride = 0, row_stride = 0;
   };
   Operand q, k, v, out;
+  // Key_rows with inputs 5 and 6 (new keys, new values [B, H, N, D|Dv]): K and V are each two
+  // parts along the keys, inputs 1 then 5 and 2 then 6. A decoder's cache and its new tokens,
+  // read where they are: the model's Concat of them copied the whole cache every step. The
+  // first part holds past_keys of the keys (all of them without parts).
+  bool parts = false;
+  int64_t past_keys = 0;
+  Operand k_new, v_new;
 
   Shape scores() const { return {batch, heads, queries, keys}; }
 };
 
-// The layout of `node` for inputs of these shapes; an Error naming the node when they do not
-// fit it.
-AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& k, const Shape& v);
+// The layout of `node` for inputs of these shapes (k_new and v_new: inputs 5 and 6, when
+// present); an Error naming the node when they do not fit it.
+AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& k, const Shape& v,
+                                 const Shape* k_new = nullptr, const Shape* v_new = nullptr);
 
 }  // namespace grove

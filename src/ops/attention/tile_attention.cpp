@@ -5,7 +5,8 @@
 // ([rows x T], never the whole [S x T] of every head), then scale, keep/fill, mask and the
 // softmax row by row (kernels/vmath.h), and the product with V straight into the output.
 // A tile of one or two query rows over K kept as rows (a decode step) packs nothing: its
-// products read K and V where they are (kernels/attention_rows.h).
+// products read K and V where they are (kernels/attention_rows.h), each in its two parts (the
+// cache, the new tokens) when the node has them.
 //
 // Marked bf16 by the plan (graph/node_decisions.h), both GEMMs round their operands to bf16
 // (the scores and the softmax stay float).
@@ -41,9 +42,22 @@ Block block_of(const AttentionLayout& l, const Region& r) {
   return l.sequence_major ? Block{r[0], r[2], r[1]} : Block{r[0], r[1], r[2]};
 }
 
+AttentionLayout layout_of(const Node& node, std::span<const ValueInfo> in) {
+  const bool parts = in.size() > 6 && in[5].present;
+  return attention_layout(node, in[0].shape, in[1].shape, in[2].shape, parts ? &in[5].shape : nullptr,
+                          parts ? &in[6].shape : nullptr);
+}
+
+AttentionLayout layout_of(const Node& node, std::span<const Tensor* const> in) {
+  const Tensor* k_new = optional_input(in, 5);
+  const Tensor* v_new = optional_input(in, 6);
+  return attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape(), k_new ? &k_new->shape() : nullptr,
+                          v_new ? &v_new->shape() : nullptr);
+}
+
 void attention_needs(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>, const Region& r,
                      std::span<Region> in_regions) {
-  const AttentionLayout l = attention_layout(node, in[0].shape, in[1].shape, in[2].shape);
+  const AttentionLayout l = layout_of(node, in);
   const Block blk = block_of(l, r);
   if (l.sequence_major) {
     const auto heads = [&](int64_t offset, int64_t width) {
@@ -54,12 +68,16 @@ void attention_needs(const Node& node, std::span<const ValueInfo> in, std::span<
     in_regions[2] = {blk.batch, {0, l.keys}, heads(l.v.offset, l.value_dim)};
   } else {
     in_regions[0] = {blk.batch, blk.heads, blk.queries, {0, l.head_dim}};
-    in_regions[1] = l.keys_as_rows ? Region{blk.batch, blk.heads, {0, l.keys}, {0, l.head_dim}}
+    in_regions[1] = l.keys_as_rows ? Region{blk.batch, blk.heads, {0, l.past_keys}, {0, l.head_dim}}
                                    : Region{blk.batch, blk.heads, {0, l.head_dim}, {0, l.keys}};
-    in_regions[2] = {blk.batch, blk.heads, {0, l.keys}, {0, l.value_dim}};
+    in_regions[2] = {blk.batch, blk.heads, {0, l.past_keys}, {0, l.value_dim}};
+    if (l.parts) {
+      in_regions[5] = {blk.batch, blk.heads, {0, l.keys - l.past_keys}, {0, l.head_dim}};
+      in_regions[6] = {blk.batch, blk.heads, {0, l.keys - l.past_keys}, {0, l.value_dim}};
+    }
   }
   const Region score_region{blk.batch, blk.heads, blk.queries, {0, l.keys}};
-  for (size_t i = 3; i < in.size(); ++i)
+  for (size_t i = 3; i < std::min<size_t>(in.size(), 5); ++i)
     in_regions[i] = in[i].present ? broadcast_region(in[i].shape, score_region) : Region{};
 }
 
@@ -73,6 +91,7 @@ constexpr int64_t kInPlaceRows = 2;
 struct AttentionWorkspace {
   kernels::PackedB kt, v;
   kernels::GemmScratch scratch;
+  std::vector<float> k_rows, v_rows;  // one head's K and V parts side by side, for packing
   std::vector<float> scores;
 };
 // One past the last true byte of keep[0, n) (0 when none is).
@@ -90,7 +109,7 @@ size_t kept_prefix(const bool* keep, size_t n) {
 void attention_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
                    const void*, TileScratch& scratch) {
   check_region(node, r, out[0]->shape());
-  const AttentionLayout l = attention_layout(node, in[0]->shape(), in[1]->shape(), in[2]->shape());
+  const AttentionLayout l = layout_of(node, in);
   const Block blk = block_of(l, r);
   const int64_t d = l.head_dim, keys = l.keys, dv = l.value_dim;
   const Shape scores = l.scores();
@@ -113,6 +132,15 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
   };
   AttentionWorkspace& w = scratch.get<AttentionWorkspace>();
   const auto rows = static_cast<size_t>(blk.queries.size());
+  const auto past = static_cast<size_t>(l.past_keys), fresh = static_cast<size_t>(keys - l.past_keys);
+  // The rows of one head's two parts, `width` floats each, copied one after the other into `buf`.
+  const auto joined = [&](std::vector<float>& buf, const float* first, size_t first_stride, const float* second,
+                          size_t second_stride, size_t width) {
+    buf.resize(static_cast<size_t>(keys) * width);
+    for (size_t t = 0; t < past; ++t) std::copy_n(first + t * first_stride, width, buf.data() + t * width);
+    for (size_t t = 0; t < fresh; ++t) std::copy_n(second + t * second_stride, width, buf.data() + (past + t) * width);
+    return static_cast<const float*>(buf.data());
+  };
   w.scores.resize(rows * static_cast<size_t>(keys));
   // Scale, keep/fill, mask and softmax of query row i's scores, in place.
   const auto normalise = [&](int64_t b, int64_t h, int64_t i, float* row) {
@@ -151,15 +179,32 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
         for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i) {
           float* row = w.scores.data() + (i - blk.queries.begin) * keys;
           kernels::key_scores(at(in[0], l.q, b, h, i), at(in[1], l.k, b, h, 0), static_cast<size_t>(l.k.row_stride),
-                              static_cast<size_t>(keys), static_cast<size_t>(d), row);
+                              past, static_cast<size_t>(d), row);
+          if (l.parts)
+            kernels::key_scores(at(in[0], l.q, b, h, i), at(in[5], l.k_new, b, h, 0),
+                                static_cast<size_t>(l.k_new.row_stride), fresh, static_cast<size_t>(d), row + past);
           normalise(b, h, i, row);
-          kernels::weighted_rows(row, at(in[2], l.v, b, h, 0), static_cast<size_t>(l.v.row_stride),
-                                 static_cast<size_t>(keys), static_cast<size_t>(dv), out_row(b, h, i));
+          kernels::weighted_rows(row, at(in[2], l.v, b, h, 0), static_cast<size_t>(l.v.row_stride), past,
+                                 static_cast<size_t>(dv), out_row(b, h, i));
+          if (l.parts)
+            kernels::weighted_rows(row + past, at(in[6], l.v_new, b, h, 0), static_cast<size_t>(l.v_new.row_stride),
+                                   fresh, static_cast<size_t>(dv), out_row(b, h, i), /*add_to_out=*/true);
         }
         continue;
       }
-      kernels::pack_b_into(w.kt, at(in[1], l.k, b, h, 0), static_cast<size_t>(d), static_cast<size_t>(keys),
-                           static_cast<size_t>(l.k.row_stride), kt_layout, kernels::active_isa(), precision);
+      // In two parts, the GEMM path (a prompt's many query rows) packs from one copy of both.
+      const float* k_head = at(in[1], l.k, b, h, 0);
+      const float* v_head = at(in[2], l.v, b, h, 0);
+      size_t k_stride = static_cast<size_t>(l.k.row_stride), v_stride = static_cast<size_t>(l.v.row_stride);
+      if (l.parts) {
+        k_head = joined(w.k_rows, k_head, k_stride, at(in[5], l.k_new, b, h, 0), static_cast<size_t>(l.k_new.row_stride),
+                        static_cast<size_t>(d));
+        v_head = joined(w.v_rows, v_head, v_stride, at(in[6], l.v_new, b, h, 0), static_cast<size_t>(l.v_new.row_stride),
+                        static_cast<size_t>(dv));
+        k_stride = static_cast<size_t>(d), v_stride = static_cast<size_t>(dv);
+      }
+      kernels::pack_b_into(w.kt, k_head, static_cast<size_t>(d), static_cast<size_t>(keys), k_stride, kt_layout,
+                           kernels::active_isa(), precision);
       kernels::GemmCall qk;
       qk.m = rows;
       qk.a = at(in[0], l.q, b, h, blk.queries.begin);
@@ -170,9 +215,8 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
       kernels::gemm(qk, w.kt, w.scratch);
       for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i)
         normalise(b, h, i, w.scores.data() + (i - blk.queries.begin) * keys);
-      kernels::pack_b_into(w.v, at(in[2], l.v, b, h, 0), static_cast<size_t>(keys), static_cast<size_t>(dv),
-                           static_cast<size_t>(l.v.row_stride), kernels::BLayout::k_by_n, kernels::active_isa(),
-                           precision);
+      kernels::pack_b_into(w.v, v_head, static_cast<size_t>(keys), static_cast<size_t>(dv), v_stride,
+                           kernels::BLayout::k_by_n, kernels::active_isa(), precision);
       kernels::GemmCall pv;
       pv.m = rows;
       pv.a = w.scores.data();
