@@ -12,12 +12,12 @@
 // Default-domain (ONNX) ops.
 #define GROVE_ONNX_OP_NAMES(X)                                                                        \
   X(Add) X(BatchNormalization) X(Cast) X(Concat) X(Conv) X(ConvInteger) X(DequantizeLinear) X(Div)    \
-  X(Dropout) X(Erf) X(Flatten) X(Gemm) X(GlobalAveragePool) X(Identity) X(If) X(LayerNormalization)  \
+  X(Dropout) X(Erf) X(Expand) X(Flatten) X(Gemm) X(GlobalAveragePool) X(Identity) X(If) X(LayerNormalization)  \
   X(Log) X(LogSoftmax) X(Loop) X(MatMul) X(MatMulInteger) X(MaxPool) X(Mul) X(Pow) X(QLinearConv)     \
   X(QLinearMatMul) X(QuantizeLinear) X(RMSNormalization) X(Reciprocal) X(ReduceMean) X(Relu)          \
   X(Reshape)                                                                                          \
   X(SequenceMap) X(Shape) X(Sigmoid) X(Size) X(Slice) X(Softmax) X(Split) X(Sqrt) X(Sub) X(Tanh)      \
-  X(Transpose) X(Where)
+  X(Transpose) X(Unsqueeze) X(Where)
 
 // grove.internal ops (kGroveDomain), which only passes create.
 #define GROVE_INTERNAL_OP_NAMES(X)                                                                 \

@@ -15,9 +15,10 @@
 // [B, S, H, Dv], and those Split, Reshape and Transpose nodes go too. They were copies of
 // every Q, K, V and output element (GPT-2's Split and four Transposes per layer).
 // Otherwise, when KT is Transpose(perm 0 1 3 2) of K (a decoder's KT of its cache), the node
-// reads K and that Transpose goes (take_keys_as_rows); and when K and V are then each a Concat
-// of two parts along the keys (the cache and the new tokens) read only here, it reads the parts
-// and the Concats go (take_cache_parts).
+// reads K and that Transpose goes (take_keys_as_rows); when K and V are grouped-query
+// attention's repeats of fewer heads, it reads those (take_kv_groups); and when K and V are
+// then each a Concat of two parts along the keys (the cache and the new tokens) read only
+// here, it reads the parts and the Concats go (take_cache_parts).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -77,6 +78,13 @@ std::optional<size_t> only_reader(const GraphIndex& ix, const std::string& value
   return std::nullopt;
 }
 
+void set_int(Node& n, const char* key, int64_t value) {
+  Attribute a;
+  a.kind = Attribute::Kind::i;
+  a.i = value;
+  n.attrs[key] = a;
+}
+
 bool is_4d(const ValueInfo* v, DType dtype) { return v && v->dtype == dtype && v->shape.size() == 4; }
 
 // A [.., rank <= 4] operand that broadcasts into `scores` without widening it.
@@ -123,6 +131,48 @@ void take_cache_parts(const GraphIndex& ix, Node& fused, std::vector<size_t>& re
   replaced.push_back(v_at);
 }
 
+// Grouped-query attention's repeat of the key/value heads, as the exporters write it:
+// Reshape([B, G * n, T, D]) of Expand([B, G, n, T, D]) of Unsqueeze (a 1 inserted at axis 2) of
+// x [B, G, T, D], each link read only by the next. Returns x and sets `group` to n; nullopt
+// otherwise. Query head h then reads x's head h / n.
+std::optional<std::string> repeated_heads(const GraphIndex& ix, const std::string& value, int64_t& group,
+                                          std::vector<size_t>& nodes) {
+  size_t reshape_at = 0, expand_at = 0, unsqueeze_at = 0;
+  const Node* reshape = ix.link(value, kReshape, &reshape_at);
+  if (!reshape || reshape->inputs.empty()) return std::nullopt;
+  const Node* expand = ix.link(reshape->inputs[0], kExpand, &expand_at);
+  if (!expand || expand->inputs.empty()) return std::nullopt;
+  const Node* unsqueeze = ix.link(expand->inputs[0], kUnsqueeze, &unsqueeze_at);
+  if (!unsqueeze || unsqueeze->inputs.empty()) return std::nullopt;
+  const ValueInfo *x = ix.info(unsqueeze->inputs[0]), *u = ix.info(unsqueeze->outputs[0]),
+                  *e = ix.info(expand->outputs[0]), *r = ix.info(value);
+  if (!is_4d(x, DType::f32) || !is_4d(r, DType::f32) || !u || !e || u->shape.size() != 5 || e->shape.size() != 5)
+    return std::nullopt;
+  const Shape &xs = x->shape, &us = u->shape, &es = e->shape, &rs = r->shape;
+  const Shape unsqueezed{xs[0], xs[1], 1, xs[2], xs[3]};
+  const Shape expanded{xs[0], xs[1], es[2], xs[2], xs[3]};
+  if (us != unsqueezed || es != expanded || es[2] < 1 || rs != Shape{xs[0], xs[1] * es[2], xs[2], xs[3]})
+    return std::nullopt;
+  group = es[2];
+  nodes.insert(nodes.end(), {reshape_at, expand_at, unsqueeze_at});
+  return unsqueeze->inputs[0];
+}
+
+// When the key_rows node's K and V are each grouped-query attention's repeat of fewer heads
+// (the same number of times), the node reads the unrepeated K and V (attribute kv_group) and
+// the repeats go: they copied the cache once per query head of a group, every step.
+void take_kv_groups(const GraphIndex& ix, Node& fused, std::vector<size_t>& replaced) {
+  int64_t k_group = 0, v_group = 0;
+  std::vector<size_t> nodes;
+  const auto k = repeated_heads(ix, fused.inputs[1], k_group, nodes);
+  const auto v = repeated_heads(ix, fused.inputs[2], v_group, nodes);
+  if (!k || !v || k_group != v_group || k_group < 2) return;
+  fused.inputs[1] = *k;
+  fused.inputs[2] = *v;
+  set_int(fused, "kv_group", k_group);
+  replaced.insert(replaced.end(), nodes.begin(), nodes.end());
+}
+
 // When the head-major fused node's KT is Transpose(perm 0 1 3 2) of a 4-D K read by nothing
 // else, the node reads K itself (attribute key_rows, ops/attention/attention.h) and the
 // Transpose goes: a decoder's K is the whole cache, which the Transpose copied every step.
@@ -138,6 +188,7 @@ void take_keys_as_rows(const GraphIndex& ix, Node& fused, std::vector<size_t>& r
   a.i = 1;
   fused.attrs["key_rows"] = a;
   replaced.push_back(at);
+  take_kv_groups(ix, fused, replaced);
   take_cache_parts(ix, fused, replaced);
 }
 
@@ -270,13 +321,6 @@ bool head_rows(const GraphIndex& ix, const std::string& value, const std::vector
     offset += part->shape[2];
   }
   return true;
-}
-
-void set_int(Node& n, const char* key, int64_t value) {
-  Attribute a;
-  a.kind = Attribute::Kind::i;
-  a.i = value;
-  n.attrs[key] = a;
 }
 
 // Turns the head-major `fused` (inputs Q, KT, V, [mask], [keep]) into the sequence-major form

@@ -237,6 +237,8 @@ Case attention(Draw& d, const std::string& op) {
   // K and V in two parts along the keys (the cache, then the new tokens: inputs 5 and 6).
   const bool head_major = d.chance(0.5), key_rows = head_major && d.chance(0.35), parts = key_rows && d.chance(0.5);
   const int64_t past = parts ? d.between(0, keys) : keys;
+  // Grouped-query attention: each key/value head read by `group` query heads.
+  const int64_t group = key_rows && d.chance(0.4) ? d.between(2, 3) : 1, query_heads = heads * group;
   Case c{internal(op, parts ? 7 : 3 + (mask || keep) + keep), {}, {}, 1e-5};
   const bool divide = d.chance(0.3);
   if (divide || d.chance(0.3)) set_attr(c.node, "scale_op", std::string(divide ? "Div" : "Mul"));
@@ -244,7 +246,8 @@ Case attention(Draw& d, const std::string& op) {
   if (keep) set_attr(c.node, "fill", d.chance(0.5) ? -10000.0f : -1e9f);
   if (head_major) {
     if (key_rows) set_attr(c.node, "key_rows", int64_t{1});
-    c.inputs = {d.f32({batch, heads, queries, head_dim}),
+    if (group > 1) set_attr(c.node, "kv_group", group);
+    c.inputs = {d.f32({batch, query_heads, queries, head_dim}),
                 d.f32(key_rows ? Shape{batch, heads, past, head_dim} : Shape{batch, heads, head_dim, keys}),
                 d.f32({batch, heads, past, value_dim})};
   } else {
@@ -258,7 +261,7 @@ Case attention(Draw& d, const std::string& op) {
                 d.f32({batch, keys, width(heads * head_dim, "k_offset")}),
                 d.f32({batch, keys, width(heads * value_dim, "v_offset")})};
   }
-  const Shape scores = {batch, heads, queries, keys};
+  const Shape scores = {batch, query_heads, queries, keys};
   if (mask || keep) c.inputs.push_back(mask ? d.f32(broadcast_from(d, scores), -3, 0) : Tensor());
   if (keep) c.inputs.push_back(d.booleans(broadcast_from(d, scores)));
   if (parts) {

@@ -192,34 +192,51 @@ TEST(FuseAttention, FlopsOfTheFusedGraphEqualTheUnfused) {
 // the positions, K^T a Transpose of the key present. The fused node reads the present K itself
 // (key_rows) and the Transpose goes; when the presents are not graph outputs (the Generator's
 // step) it reads the past and new parts and the Concats go too. One query row (a decode step)
-// reads K and V in place, several (a prompt) through the GEMM.
-std::string cached_attention_bytes(int64_t queries, int64_t past, bool presents_are_outputs) {
+// reads K and V in place, several (a prompt) through the GEMM. With group > 1 the key and value
+// heads are repeated for grouped-query attention (Unsqueeze, Expand, Reshape), and the node
+// reads the unrepeated ones (kv_group).
+std::string cached_attention_bytes(int64_t queries, int64_t past, bool presents_are_outputs, int64_t group = 1) {
   OnnxBuilder b(17);
-  const int64_t heads = 3, dim = 20, total = past + queries;
+  const int64_t heads = 6, kv_heads = heads / group, dim = 20, total = past + queries;
   b.input("q", kFloat, {1, heads, queries, dim}).input("mask", kFloat, {1, 1, queries, total});
   for (const char* kv : {"k", "v"})
-    b.input(std::string("past_") + kv, kFloat, {1, heads, past, dim}).input(std::string("new_") + kv, kFloat, {1, heads, queries, dim});
+    b.input(std::string("past_") + kv, kFloat, {1, kv_heads, past, dim})
+        .input(std::string("new_") + kv, kFloat, {1, kv_heads, queries, dim});
   b.output("out", kFloat, {1, heads, queries, dim});
   if (presents_are_outputs)
-    b.output("present_k", kFloat, {1, heads, total, dim}).output("present_v", kFloat, {1, heads, total, dim});
+    b.output("present_k", kFloat, {1, kv_heads, total, dim}).output("present_v", kFloat, {1, kv_heads, total, dim});
   b.initializer_f32("scale", {}, {0.125f});
   OnnxBuilder::attr_int(b.node("Concat", {"past_k", "new_k"}, {"present_k"}, "cat_k"), "axis", 2);
   OnnxBuilder::attr_int(b.node("Concat", {"past_v", "new_v"}, {"present_v"}, "cat_v"), "axis", -2);
-  OnnxBuilder::attr_ints(b.node("Transpose", {"present_k"}, {"kt"}, "kt"), "perm", {0, 1, 3, 2});
+  std::string k = "present_k", v = "present_v";
+  if (group > 1) {  // grouped-query attention's repeat of the key/value heads, as LLaMA's exports write it
+    b.initializer_i64("axis2", {1}, {2});
+    b.initializer_i64("expanded", {5}, {1, kv_heads, group, total, dim});
+    b.initializer_i64("repeated", {4}, {1, heads, total, dim});
+    for (std::string* x : {&k, &v}) {
+      b.node("Unsqueeze", {*x, "axis2"}, {*x + "_u"});
+      b.node("Expand", {*x + "_u", "expanded"}, {*x + "_e"});
+      b.node("Reshape", {*x + "_e", "repeated"}, {*x + "_r"});
+      *x += "_r";
+    }
+  }
+  OnnxBuilder::attr_ints(b.node("Transpose", {k}, {"kt"}, "kt"), "perm", {0, 1, 3, 2});
   b.node("MatMul", {"q", "kt"}, {"scores"}, "qk");
   b.node("Mul", {"scores", "scale"}, {"scaled"}, "scale");
   b.node("Add", {"scaled", "mask"}, {"masked"}, "mask");
   OnnxBuilder::attr_int(b.node("Softmax", {"masked"}, {"probs"}, "softmax"), "axis", -1);
-  b.node("MatMul", {"probs", "present_v"}, {"out"}, "pv");
+  b.node("MatMul", {"probs", v}, {"out"}, "pv");
   return b.bytes();
 }
 
 TEST(FuseAttention, ADecodersCacheIsReadInPlaceWithoutItsTransposeOrConcats) {
+  for (int64_t group : {1, 3})
   for (bool presents_are_outputs : {true, false})
     for (int64_t queries : {1, 2, 7}) {
-      const int64_t past = 37;
-      const std::string what = "cached_q" + std::to_string(queries) + (presents_are_outputs ? "_presents" : "");
-      const std::string bytes = cached_attention_bytes(queries, past, presents_are_outputs);
+      const int64_t past = 37, kv_heads = 6 / group;
+      const std::string what = "cached_q" + std::to_string(queries) + (presents_are_outputs ? "_presents" : "") +
+                               "_group" + std::to_string(group);
+      const std::string bytes = cached_attention_bytes(queries, past, presents_are_outputs, group);
       Model model = model_from_graph(load_onnx_bytes(bytes, "cached.onnx"));
       const Graph& g = bound_graph(model);
       std::map<std::string, int> want{{"grove.internal:Attention", 1}};
@@ -228,17 +245,18 @@ TEST(FuseAttention, ADecodersCacheIsReadInPlaceWithoutItsTransposeOrConcats) {
       for (const Node& n : g.nodes)
         if (n.op_type == "Attention") {
           EXPECT_EQ(n.attr_int("key_rows", 0), 1);
+          EXPECT_EQ(n.attr_int("kv_group", 1), group) << what;
           const std::vector<std::string> parts{"q", "past_k", "past_v", "mask", "", "new_k", "new_v"};
           if (presents_are_outputs) EXPECT_EQ(n.inputs[1], "present_k") << what;
           else EXPECT_EQ(n.inputs, parts) << what;
         }
       Tensor mask(DType::f32, {1, 1, queries, past + queries});
       for (int64_t i = 0; i < mask.numel(); ++i) mask.data<float>()[i] = i % 5 == 2 ? -10000.f : 0.f;  // empty slots
-      TensorMap in{{"q", random_tensor({1, 3, queries, 20}, 1, 2.f)}, {"mask", mask}};
+      TensorMap in{{"q", random_tensor({1, 6, queries, 20}, 1, 2.f)}, {"mask", mask}};
       uint32_t seed = 2;
       for (const char* kv : {"k", "v"}) {
-        in[std::string("past_") + kv] = random_tensor({1, 3, past, 20}, seed++);
-        in[std::string("new_") + kv] = random_tensor({1, 3, queries, 20}, seed++);
+        in[std::string("past_") + kv] = random_tensor({1, kv_heads, past, 20}, seed++);
+        in[std::string("new_") + kv] = random_tensor({1, kv_heads, queries, 20}, seed++);
       }
       expect_tiles_match_unfused(bytes, in, what);
     }

@@ -136,6 +136,18 @@ Tensor keys_after(const Tensor& first, const Tensor& second) {
   return both;
 }
 
+// [B, G, T, D] as [B, G * n, T, D], head h a copy of head h / n: the Unsqueeze, Expand and
+// Reshape the kv_group form absorbed.
+Tensor repeated_heads(const Tensor& x, int64_t n) {
+  const Shape& s = x.shape();
+  Tensor out(DType::f32, {s[0], s[1] * n, s[2], s[3]});
+  const int64_t head = s[2] * s[3];
+  float* d = out.data<float>();
+  for (int64_t m = 0; m < s[0] * s[1]; ++m)
+    for (int64_t r = 0; r < n; ++r) d = std::copy_n(x.data<float>() + m * head, head, d);
+  return out;
+}
+
 void attention_reference(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
   const Tensor* mask = optional_input(in, 3);
   const Tensor* keep = optional_input(in, 4);
@@ -146,12 +158,9 @@ void attention_reference(const Node& node, std::span<const Tensor* const> in, st
   if (!l.sequence_major && !l.keys_as_rows)
     return head_major_reference(node, *in[0], *in[1], *in[2], mask, keep, *out[0]);
   if (!l.sequence_major) {
-    if (l.parts) {
-      const Tensor k = keys_after(*in[1], *k_new), v = keys_after(*in[2], *v_new);
-      return head_major_reference(node, *in[0], transposed_keys(k), v, mask, keep, *out[0]);
-    }
-    const Tensor kt = transposed_keys(*in[1]);
-    return head_major_reference(node, *in[0], kt, *in[2], mask, keep, *out[0]);
+    Tensor k = l.parts ? keys_after(*in[1], *k_new) : *in[1], v = l.parts ? keys_after(*in[2], *v_new) : *in[2];
+    if (l.kv_group > 1) k = repeated_heads(k, l.kv_group), v = repeated_heads(v, l.kv_group);
+    return head_major_reference(node, *in[0], transposed_keys(k), v, mask, keep, *out[0]);
   }
   Tensor q(DType::f32, {l.batch, l.heads, l.queries, l.head_dim});
   Tensor k(DType::f32, {l.batch, l.heads, l.keys, l.head_dim});
@@ -183,8 +192,13 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
       throw Error(node.describe() + ": Q, KT and V must be 4-D, got Q " + shape_str(q) + ", KT " + shape_str(k) +
                   ", V " + shape_str(v));
     l.keys_as_rows = node.attr_int("key_rows", 0) != 0;
+    l.kv_group = node.attr_int("kv_group", 1);
+    if (l.kv_group < 1 || (l.kv_group > 1 && !l.keys_as_rows) || q[1] % l.kv_group != 0)
+      throw Error(node.describe() + ": kv_group " + std::to_string(l.kv_group) + " must be positive, divide the " +
+                  std::to_string(q[1]) + " query heads and come with key_rows");
     const int64_t k_dim = l.keys_as_rows ? k[3] : k[2], k_keys = l.keys_as_rows ? k[2] : k[3];
-    if (k[0] != q[0] || v[0] != q[0] || k[1] != q[1] || v[1] != q[1] || k_dim != q[3] || v[2] != k_keys)
+    const int64_t kv_heads = q[1] / l.kv_group;
+    if (k[0] != q[0] || v[0] != q[0] || k[1] != kv_heads || v[1] != kv_heads || k_dim != q[3] || v[2] != k_keys)
       throw Error(node.describe() + ": shapes do not chain: Q " + shape_str(q) + (l.keys_as_rows ? ", K " : ", KT ") +
                   shape_str(k) + ", V " + shape_str(v));
     l.batch = q[0], l.heads = q[1], l.queries = q[2], l.keys = k_keys, l.head_dim = q[3], l.value_dim = v[3];
@@ -198,8 +212,8 @@ AttentionLayout attention_layout(const Node& node, const Shape& q, const Shape& 
     l.past_keys = l.keys;
     if (k_new) {
       const Shape &kn = *k_new, &vn = *v_new;
-      if (kn.size() != 4 || vn.size() != 4 || kn[0] != q[0] || kn[1] != q[1] || kn[3] != q[3] || vn[0] != q[0] ||
-          vn[1] != q[1] || vn[2] != kn[2] || vn[3] != v[3])
+      if (kn.size() != 4 || vn.size() != 4 || kn[0] != q[0] || kn[1] != kv_heads || kn[3] != q[3] || vn[0] != q[0] ||
+          vn[1] != kv_heads || vn[2] != kn[2] || vn[3] != v[3])
         throw Error(node.describe() + ": new keys " + shape_str(kn) + " and values " + shape_str(vn) +
                     " do not follow K " + shape_str(k) + " and V " + shape_str(v));
       l.parts = true;

@@ -4,7 +4,7 @@
 //    [B, H, S, Dv], as the MatMuls of the chain it replaced read and wrote them; with attribute
 //    `key_rows` 1 the second input is K [B, H, T, D] itself (fuse_attention absorbed the
 //    Transpose that made K^T of it: a decoder's K is its cache, and transposing the cache
-//    every step copied it), and K and V may come in two parts (below);
+//    every step copied it), K and V may come in two parts and have fewer heads (below);
 //  - sequence-major (attribute `heads` set, by fuse_attention when it also absorbed the
 //    Split, Reshape and Transpose nodes around the chain): Q [B, S, Cq], K [B, T, Ck] (not
 //    transposed) and V [B, T, Cv] hold the heads side by side along their last axis, head h of
@@ -34,6 +34,9 @@ struct AttentionLayout {
   bool parts = false;
   int64_t past_keys = 0;
   Operand k_new, v_new;
+  // Key_rows with attribute kv_group n: K and V (and their new parts) have heads / n heads, and
+  // query head h reads their head h / n (grouped-query attention, its repeat absorbed).
+  int64_t kv_group = 1;
 
   Shape scores() const { return {batch, heads, queries, keys}; }
 };

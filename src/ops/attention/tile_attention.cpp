@@ -68,12 +68,14 @@ void attention_needs(const Node& node, std::span<const ValueInfo> in, std::span<
     in_regions[2] = {blk.batch, {0, l.keys}, heads(l.v.offset, l.value_dim)};
   } else {
     in_regions[0] = {blk.batch, blk.heads, blk.queries, {0, l.head_dim}};
-    in_regions[1] = l.keys_as_rows ? Region{blk.batch, blk.heads, {0, l.past_keys}, {0, l.head_dim}}
+    // The key/value heads the query heads read (query head h reads h / kv_group).
+    const Range kv{blk.heads.begin / l.kv_group, (blk.heads.end - 1) / l.kv_group + 1};
+    in_regions[1] = l.keys_as_rows ? Region{blk.batch, kv, {0, l.past_keys}, {0, l.head_dim}}
                                    : Region{blk.batch, blk.heads, {0, l.head_dim}, {0, l.keys}};
-    in_regions[2] = {blk.batch, blk.heads, {0, l.past_keys}, {0, l.value_dim}};
+    in_regions[2] = {blk.batch, kv, {0, l.past_keys}, {0, l.value_dim}};
     if (l.parts) {
-      in_regions[5] = {blk.batch, blk.heads, {0, l.keys - l.past_keys}, {0, l.head_dim}};
-      in_regions[6] = {blk.batch, blk.heads, {0, l.keys - l.past_keys}, {0, l.value_dim}};
+      in_regions[5] = {blk.batch, kv, {0, l.keys - l.past_keys}, {0, l.head_dim}};
+      in_regions[6] = {blk.batch, kv, {0, l.keys - l.past_keys}, {0, l.value_dim}};
     }
   }
   const Region score_region{blk.batch, blk.heads, blk.queries, {0, l.keys}};
@@ -175,31 +177,32 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
   };
   for (int64_t b = blk.batch.begin; b < blk.batch.end; ++b)
     for (int64_t h = blk.heads.begin; h < blk.heads.end; ++h) {
+      const int64_t g = h / l.kv_group;  // the key/value head of query head h
       if (in_place) {
         for (int64_t i = blk.queries.begin; i < blk.queries.end; ++i) {
           float* row = w.scores.data() + (i - blk.queries.begin) * keys;
-          kernels::key_scores(at(in[0], l.q, b, h, i), at(in[1], l.k, b, h, 0), static_cast<size_t>(l.k.row_stride),
+          kernels::key_scores(at(in[0], l.q, b, h, i), at(in[1], l.k, b, g, 0), static_cast<size_t>(l.k.row_stride),
                               past, static_cast<size_t>(d), row);
           if (l.parts)
-            kernels::key_scores(at(in[0], l.q, b, h, i), at(in[5], l.k_new, b, h, 0),
+            kernels::key_scores(at(in[0], l.q, b, h, i), at(in[5], l.k_new, b, g, 0),
                                 static_cast<size_t>(l.k_new.row_stride), fresh, static_cast<size_t>(d), row + past);
           normalise(b, h, i, row);
-          kernels::weighted_rows(row, at(in[2], l.v, b, h, 0), static_cast<size_t>(l.v.row_stride), past,
+          kernels::weighted_rows(row, at(in[2], l.v, b, g, 0), static_cast<size_t>(l.v.row_stride), past,
                                  static_cast<size_t>(dv), out_row(b, h, i));
           if (l.parts)
-            kernels::weighted_rows(row + past, at(in[6], l.v_new, b, h, 0), static_cast<size_t>(l.v_new.row_stride),
+            kernels::weighted_rows(row + past, at(in[6], l.v_new, b, g, 0), static_cast<size_t>(l.v_new.row_stride),
                                    fresh, static_cast<size_t>(dv), out_row(b, h, i), /*add_to_out=*/true);
         }
         continue;
       }
       // In two parts, the GEMM path (a prompt's many query rows) packs from one copy of both.
-      const float* k_head = at(in[1], l.k, b, h, 0);
-      const float* v_head = at(in[2], l.v, b, h, 0);
+      const float* k_head = at(in[1], l.k, b, g, 0);
+      const float* v_head = at(in[2], l.v, b, g, 0);
       size_t k_stride = static_cast<size_t>(l.k.row_stride), v_stride = static_cast<size_t>(l.v.row_stride);
       if (l.parts) {
-        k_head = joined(w.k_rows, k_head, k_stride, at(in[5], l.k_new, b, h, 0), static_cast<size_t>(l.k_new.row_stride),
+        k_head = joined(w.k_rows, k_head, k_stride, at(in[5], l.k_new, b, g, 0), static_cast<size_t>(l.k_new.row_stride),
                         static_cast<size_t>(d));
-        v_head = joined(w.v_rows, v_head, v_stride, at(in[6], l.v_new, b, h, 0), static_cast<size_t>(l.v_new.row_stride),
+        v_head = joined(w.v_rows, v_head, v_stride, at(in[6], l.v_new, b, g, 0), static_cast<size_t>(l.v_new.row_stride),
                         static_cast<size_t>(dv));
         k_stride = static_cast<size_t>(d), v_stride = static_cast<size_t>(dv);
       }
