@@ -134,7 +134,9 @@ std::shared_ptr<InferenceServer::Generation> InferenceServer::start_generation(S
   auto g = std::make_shared<Generation>(*this, model);
 
   // The cache at its last capacity, a present of it per step and the model's own copy into
-  // the presents: three times the cache, plus a step's other activations.
+  // the presents: three times the cache, plus a step's other activations. (A decoder whose
+  // presents the step session drops, generate/decoder_step.h, holds one cache: the bound
+  // stays the worst case, for models whose presents are copied.)
   const int64_t positions = static_cast<int64_t>(prompt.size()) + o.max_new_tokens;
   const int64_t need = 3 * bytes_per_position(model.inputs, generator->io()) * (positions + positions / 4 + 64) + kStepBytes;
   o.cancel = CancelToken::after(options_.request_timeout_s);
