@@ -124,7 +124,7 @@ void attention_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const float fill = node.attr_float("fill", 0.0f);
   const kernels::VMathKernels& vm = kernels::vmath();
   const kernels::Precision precision = gemm_precision(node);  // of Q.K^T and P.V; the softmax stays fp32
-  // KT's rows are head dims (head-major) or keys (sequence-major: column t of KT contiguous).
+  // KT's rows are keys where keys_as_rows (column t of KT contiguous), else head dims.
   const kernels::BLayout kt_layout = l.keys_as_rows ? kernels::BLayout::n_by_k : kernels::BLayout::k_by_n;
   // A tile of few query rows over keys kept as rows (a decode step's) reads K and V in place:
   // packing them for the GEMM would copy all of both to use each byte once or twice.
