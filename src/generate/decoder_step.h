@@ -21,8 +21,8 @@ struct DecoderStep {
 };
 
 // The step session of `session`, made once and kept with it (runtime/session.h's derived
-// sessions); `session` itself, with every new_positions "", when some present is not such a
-// Concat of a graph output (nothing changes: the generator copies out of the presents).
+// sessions); `session` itself, with every new_positions "", when some present is not
+// Concat(past, new) of its past input (nothing changes: the generator copies out of the presents).
 DecoderStep decoder_step(Session& session, const DecoderIo& io);
 
 }  // namespace grove::generate

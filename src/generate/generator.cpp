@@ -29,9 +29,8 @@ Tensor integers(const ValueSpec& spec, Shape shape, const std::vector<int64_t>& 
 
 // The first capacity of min_capacity, growing by a quarter (at least min_capacity) at a time,
 // that holds `positions`. A step's work grows with the capacity, not the filled positions (its
-// attention reads every slot), so a
-// doubling capacity ran a GPT-2 step at 1,000 positions at the speed of 1,024 from position
-// 513 on; quarters waste at most a fifth of the slots for about 10 shapes planned per 1,000
+// attention reads every slot), so a doubling capacity ran a GPT-2 step at 1,000 positions at
+// the speed of 1,024 from position 513 on; quarters waste at most a fifth of the slots for about 10 shapes planned per 1,000
 // tokens instead of 5.
 int64_t bucket(int64_t positions, int64_t min_capacity) {
   const int64_t step = std::max<int64_t>(1, min_capacity);
