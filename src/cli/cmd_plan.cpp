@@ -209,16 +209,7 @@ int run_plan(const PlanCliOptions& o) {
                 double(moved) / 1e6, p.options.machine.transpose_flops, static_cast<long long>(p.options.machine.winograd_nhwc_min_channels),
                 p.options.machine.winograd_nhwc_small_planes ? ", also on 13x13 and 14x14 planes" : "");
   }
-  if (p.pruning.gates > 0) {
-    std::printf("pruning: %d feature maps, %d convs reduce over kept channels and positions (their FLOPs: %.1f%% kept)",
-                p.pruning.gates, p.pruning.pruned_convs,
-                100.0 * double(p.pruning.kept_flops) / double(std::max<int64_t>(p.pruning.dense_flops, 1)));
-    if (p.pruning.pruned_winograd > 0)
-      std::printf("; %d of them on Winograd", p.pruning.pruned_winograd);
-    if (p.pruning.winograd_kept > 0)
-      std::printf("; %d Winograd convs stay whole (faster than pruned at that share)", p.pruning.winograd_kept);
-    std::printf("\n");
-  }
+  if (p.pruning.gates > 0) std::printf("%s\n", pruning_summary(p.pruning).c_str());
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
   if (!o.totals_only) {

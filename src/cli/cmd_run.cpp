@@ -182,16 +182,7 @@ int run_single(const RunOptions& o, LoadedModel m) {
     double plan_s = seconds_since(t0);
     if (plan && o.precision != "fp32") std::printf("precision: %s\n", plan->precision.note.c_str());
     if (plan && !plan->options.choices_source.empty()) std::printf("tuning: %s\n", plan->options.choices_source.c_str());
-    if (plan && plan->pruning.gates > 0) {
-      std::printf("pruning: %d feature maps, %d convs reduce over kept channels and positions (their FLOPs: %.1f%% kept)",
-                  plan->pruning.gates, plan->pruning.pruned_convs,
-                  100.0 * double(plan->pruning.kept_flops) / double(std::max<int64_t>(plan->pruning.dense_flops, 1)));
-      if (plan->pruning.pruned_winograd > 0)
-        std::printf("; %d of them on Winograd", plan->pruning.pruned_winograd);
-      if (plan->pruning.winograd_kept > 0)
-        std::printf("; %d Winograd convs stay whole (faster than pruned at that share)", plan->pruning.winograd_kept);
-      std::printf("\n");
-    }
+    if (plan && plan->pruning.gates > 0) std::printf("%s\n", pruning_summary(plan->pruning).c_str());
     if (!o.trace_path.empty()) engine.start_trace();
     RunStats stats;
     auto t1 = Clock::now();

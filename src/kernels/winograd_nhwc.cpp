@@ -57,7 +57,29 @@ void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call,
   const size_t y_stride = call.y_stride ? call.y_stride : cout;
   const size_t blocks_w = (out_w + block - 1) / block;
   const size_t br0 = call.row_begin / block, br1 = (call.row_end + block - 1) / block;
-  const size_t total = (br1 - br0) * blocks_w;
+  // The blocks to compute, in row-major order; the call's outputs of every other block are 0.
+  auto mine = [&](size_t oh, size_t ow) { return oh >= call.row_begin && oh < call.row_end && ow < out_w; };
+  const size_t cols_all = call.oc_end - call.oc_begin;
+  s.blocks.clear();
+  for (size_t br = br0; br < br1; ++br)
+    for (size_t bc = 0; bc < blocks_w; ++bc) {
+      bool any = !call.computed;
+      for (size_t r = 0; r < block && !any; ++r)
+        for (size_t c = 0; c < block && !any; ++c) {
+          const size_t oh = br * block + r, ow = bc * block + c;
+          any = mine(oh, ow) && call.computed[oh * out_w + ow];
+        }
+      if (any) {
+        s.blocks.push_back(uint32_t(br * blocks_w + bc));
+        continue;
+      }
+      for (size_t r = 0; r < block; ++r)
+        for (size_t c = 0; c < block; ++c)
+          if (mine(br * block + r, bc * block + c))
+            std::fill_n(call.y + ((br * block + r) * out_w + bc * block + c) * y_stride + call.oc_begin, cols_all, 0.0f);
+    }
+  const size_t total = s.blocks.size();
+  if (total == 0) return;
   const GemmBlocking blocking = gemm_blocking(isa);
   // Blocks per chunk: V in a quarter of L2, in whole register tiles of rows; then output
   // channels per GEMM round: M in another quarter, in whole panels.
@@ -84,15 +106,17 @@ void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call,
     const size_t nb = std::min(chunk, total - b0);
     float* v = s.v.data();
     for (size_t i = 0; i < nb; ++i) {
-      const size_t br = br0 + (b0 + i) / blocks_w, bc = (b0 + i) % blocks_w;
+      const size_t br = s.blocks[b0 + i] / blocks_w, bc = s.blocks[b0 + i] % blocks_w;
       const float* patch[kMaxPatch];
       float* out[kMaxPatch];
       for (size_t r = 0; r < side; ++r) {
         const int64_t ih = int64_t(br * block + r) - int64_t(sh.pad_top);
         for (size_t c = 0; c < side; ++c) {
           const int64_t iw = int64_t(bc * block + c) - int64_t(sh.pad_left);
-          const bool inside = ih >= 0 && ih < int64_t(in_h) && iw >= 0 && iw < int64_t(in_w);
-          patch[r * side + c] = inside ? call.x + (size_t(ih) * in_w + size_t(iw)) * cin : zeros;
+          const size_t p = size_t(ih) * in_w + size_t(iw);
+          const bool inside = ih >= 0 && ih < int64_t(in_h) && iw >= 0 && iw < int64_t(in_w) &&
+                              (!call.kept_positions || call.kept_positions[p]);
+          patch[r * side + c] = inside ? call.x + p * cin : zeros;
         }
       }
       for (size_t t = 0; t < positions; ++t) out[t] = v + (t * nb + i) * cin;
@@ -116,7 +140,7 @@ void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call,
         gemm(g, u[t], s.gemm);
       }
       for (size_t i = 0; i < nb; ++i) {
-        const size_t br = br0 + (b0 + i) / blocks_w, bc = (b0 + i) % blocks_w;
+        const size_t br = s.blocks[b0 + i] / blocks_w, bc = s.blocks[b0 + i] % blocks_w;
         const float* mt[kMaxPatch];
         for (size_t t = 0; t < positions; ++t) mt[t] = m + (t * nb + i) * cols;
         float* out[kMaxPatch];
@@ -124,10 +148,12 @@ void winograd_nhwc_conv(const WinogradNhwcForm& f, const WinogradNhwcCall& call,
         for (size_t r = 0; r < block; ++r)
           for (size_t c = 0; c < block; ++c) {
             const size_t oh = br * block + r, ow = bc * block + c;
-            const bool mine = oh >= call.row_begin && oh < call.row_end && ow < out_w;
+            const bool write = mine(oh, ow), compute = write && (!call.computed || call.computed[oh * out_w + ow]);
             const size_t at = (oh * out_w + ow) * cout + oc0;
-            out[r * block + c] = mine ? call.y + (oh * out_w + ow) * y_stride + oc0 : nullptr;
-            residual[r * block + c] = mine && e.residual ? e.residual + at : nullptr;
+            float* to = write ? call.y + (oh * out_w + ow) * y_stride + oc0 : nullptr;
+            if (write && !compute) std::fill_n(to, cols, 0.0f);
+            out[r * block + c] = compute ? to : nullptr;
+            residual[r * block + c] = compute && e.residual ? e.residual + at : nullptr;
           }
         f.output(mt, cols, e.bias ? e.bias + oc0 : nullptr, e.residual ? residual : nullptr, e.activation, out);
       }

@@ -24,6 +24,7 @@ struct WinogradNhwcScratch {
   AlignedFloats zeros;  // Cin zeros: the padding pixels of a patch
   GemmScratch gemm;
   std::vector<uint32_t> pruned;  // the input channels not in WinogradNhwcCall::kept_channels
+  std::vector<uint32_t> blocks;  // the call's blocks that compute an output (WinogradNhwcCall::computed)
 };
 
 // One image: output rows [row_begin, row_end), full width, output channels [oc_begin, oc_end)
@@ -45,6 +46,14 @@ struct WinogradNhwcCall {
   // are zeroed before the GEMMs (the transform is linear per channel).
   const uint32_t* kept_channels = nullptr;
   size_t kept = 0;
+  // The input positions to read, one byte per pixel of x's plane (0: taken as 0, never read),
+  // or null for all: a pruned conv's masked map without the masked copy.
+  const unsigned char* kept_positions = nullptr;
+  // The outputs to compute, one byte per pixel of y's plane, or null for all. The others are
+  // written 0 (no epilogue); a block with none of the call's outputs to compute is skipped
+  // whole (its transforms and its rows of the GEMMs), which is where a pruned conv whose kept
+  // positions come in whole blocks (Antidote's block=) saves Winograd's work.
+  const unsigned char* computed = nullptr;
 };
 
 // The transforms across channels, one build per ISA and form. With a = block + 2:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "graph/node_decisions.h"
@@ -31,6 +32,20 @@ double parse_ratio(const std::string& text, int line, const std::string& key) {
   return r;
 }
 
+int64_t parse_block(const std::string& text, int line) {
+  std::size_t used = 0;
+  long long b = 0;
+  try {
+    b = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || b < 1 || b > 64)
+    throw Error(std::string(kFeaturePruningKey) + " line " + std::to_string(line) + ": block=" + text +
+                " is not a whole number of positions from 1 to 64");
+  return b;
+}
+
 // int(r * total), as the training kit's Python computes it, and at least one.
 int64_t kept_count(double r, int64_t total) { return std::clamp<int64_t>(static_cast<int64_t>(r * double(total)), 1, total); }
 
@@ -53,7 +68,8 @@ std::vector<FeatureMapPruning> parse_feature_pruning(const std::string& text) {
     std::string word;
     if (!(words >> word)) continue;
     const std::string where = std::string(kFeaturePruningKey) + " line " + std::to_string(number) + ": ";
-    if (word != "prune") throw Error(where + "expected 'prune VALUE [channels=R] [positions=R]', not '" + word + "'");
+    if (word != "prune")
+      throw Error(where + "expected 'prune VALUE [channels=R] [positions=R] [block=B]', not '" + word + "'");
     FeatureMapPruning p;
     if (!(words >> p.value)) throw Error(where + "'prune' needs the name of a feature map");
     while (words >> word) {
@@ -61,12 +77,23 @@ std::vector<FeatureMapPruning> parse_feature_pruning(const std::string& text) {
       const std::string key = word.substr(0, eq), value = eq == std::string::npos ? "" : word.substr(eq + 1);
       if (key == "channels") p.channels = parse_ratio(value, number, key);
       else if (key == "positions") p.positions = parse_ratio(value, number, key);
-      else throw Error(where + "unknown setting '" + word + "' (channels=R or positions=R)");
+      else if (key == "block") p.block = parse_block(value, number);
+      else throw Error(where + "unknown setting '" + word + "' (channels=R, positions=R or block=B)");
     }
     for (const FeatureMapPruning& q : out)
       if (q.value == p.value) throw Error(where + "'" + p.value + "' is pruned twice");
     out.push_back(p);
   }
+  return out;
+}
+
+std::string pruning_summary(const FeaturePruningReport& r) {
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "pruning: %d feature maps, %d convs reduce over kept channels and positions (their FLOPs: %.1f%% kept)",
+                r.gates, r.pruned_convs, 100.0 * double(r.kept_flops) / double(std::max<int64_t>(r.dense_flops, 1)));
+  std::string out = line;
+  if (r.pruned_winograd > 0) out += "; " + std::to_string(r.pruned_winograd) + " of them on Winograd";
   return out;
 }
 
@@ -111,6 +138,22 @@ double winograd_channel_tiles(const Graph& g, const Node& n, int threads) {
   return double(std::clamp<int64_t>((out[3] + nr - 1) / nr, 1, threads));
 }
 
+// The share of a Winograd conv's output blocks that compute an output when a share `kept` of
+// the positions (or of the blocks of `block` x `block` positions) is kept: a block of b x b
+// outputs is skipped only where none of their centres is kept. Kept blocks that are whole
+// Winograd blocks (a multiple of b, and the windows centred at the outputs, pads 1 of a 3x3)
+// skip all the others; positions kept one by one skip few; blocks that straddle Winograd's
+// touch up to four of them each.
+double winograd_blocks_computed(const Node& n, double kept, int64_t block) {
+  const int64_t b = std::max<int64_t>(tiling::winograd_nhwc_block(n), 1);
+  const std::vector<int64_t> pads = n.attr_ints("pads");
+  const bool centred = pads.size() == 4 && pads[0] == 1 && pads[1] == 1;
+  if (kept >= 1) return 1.0;
+  if (block > 1 && block % b == 0 && centred) return kept;
+  const double units = block > 1 ? 4.0 : double(b * b);
+  return 1.0 - std::pow(1.0 - kept, units);
+}
+
 // Where a node (a gate, a mask) goes: after every node that writes one of `inputs`.
 size_t after_producers(const Graph& g, const std::vector<std::string>& inputs) {
   size_t at = 0;
@@ -152,31 +195,31 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
              ((n.inputs[0] == s.value && n.outputs[0] == nhwc) || (n.inputs[0] == nhwc && n.outputs[0] == s.value));
     };
     const bool gate_nhwc = has_nhwc && !link(*producer(nhwc));
-    const int64_t kc = kept_count(s.channels, x[1]), kp = kept_count(s.positions, x[2] * x[3]);
+    const int64_t units = keep_units(x[2], x[3], s.block);
+    const int64_t kc = kept_count(s.channels, x[1]), kp = kept_count(s.positions, units);
     // The share of a stride-1 conv's products a pruned conv keeps: the outputs it computes are
-    // those at kept positions.
-    const double kept_share = double(kc) / double(x[1]) * double(kp) / double(x[2] * x[3]);
+    // those at kept positions (about as many as the kept blocks' share).
+    const double kept_channels = double(kc) / double(x[1]), kept_positions = double(kp) / double(units);
+    const double kept_share = kept_channels * kept_positions;
     const std::string keep = s.value + "@keep";
     const std::string masked = s.value + "@pruned", masked_nhwc = channels_last_name(masked);
     bool needs_masked = false, needs_masked_nhwc = false;
-    const int convs_before = report.pruned_convs + report.winograd_kept;
+    const int convs_before = report.pruned_convs;
     for (Node& n : graph.nodes) {
       if (link(n)) continue;
       const bool nchw_reader = reads(n, s.value), nhwc_reader = has_nhwc && reads(n, nhwc);
       if (!nchw_reader && !nhwc_reader) continue;
-      bool conv = nchw_reader ? prunable_conv(graph, n, s.value, kConv, "")
+      const bool conv = nchw_reader ? prunable_conv(graph, n, s.value, kConv, "")
                               : prunable_conv(graph, n, nhwc, kConvNhwc, kGroveDomain);
-      // Relative to Winograd on the whole map (feature_pruning.h): a Winograd conv with every
-      // position kept may stay on Winograd, its GEMMs adding up the kept channels only; with
-      // positions pruned Winograd would still compute every block.
-      const bool winograd_conv = conv && nhwc_reader && on_winograd(n);
-      const double fixed = winograd.half_kept > 0 ? std::clamp(2 * winograd.half_kept - 1, 0.0, 1.0) : 0.0;
-      const double tiles = winograd_conv ? winograd_channel_tiles(graph, n, winograd.threads) : 1;
-      const bool pruned_winograd = winograd_conv && kp == x[2] * x[3] && winograd.gain > 0 &&
-                                   fixed / 2 * (tiles + 1) + (1 - fixed) * kept_share <= winograd.gain * kept_share;
-      if (winograd_conv && !pruned_winograd && winograd.gain * kept_share >= 1) {
-        conv = false;  // Winograd on the whole (masked) map is faster than the pruned GEMM
-        ++report.winograd_kept;
+      // Relative to Winograd on the whole map (feature_pruning.h): a Winograd conv may stay on
+      // Winograd, its GEMMs adding up the kept channels and its blocks with no kept centre
+      // skipped, or take the pruned GEMM, whichever costs less.
+      bool pruned_winograd = false;
+      if (conv && nhwc_reader && on_winograd(n) && winograd.gain > 0) {
+        const double fixed = winograd.half_kept > 0 ? std::clamp(2 * winograd.half_kept - 1, 0.0, 1.0) : 0.0;
+        const double tiles = winograd_channel_tiles(graph, n, winograd.threads);
+        const double blocks = winograd_blocks_computed(n, kept_positions, s.block);
+        pruned_winograd = blocks * (fixed / 2 * (tiles + 1) + (1 - fixed) * kept_channels) <= winograd.gain * kept_share;
       }
       if (!conv || (nchw_reader && nhwc_reader)) {
         if (nchw_reader) std::replace(n.inputs.begin(), n.inputs.end(), s.value, masked);
@@ -193,12 +236,13 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       n.inputs.push_back(keep);
       n.attrs[kAttrKeepChannels] = int_attr(kc);
       n.attrs[kAttrKeepPositions] = int_attr(kp);
+      if (s.block > 1) n.attrs[kAttrKeepBlock] = int_attr(s.block);
       report.dense_flops += dense;
       report.kept_flops += node_flops(graph, n);
       ++report.pruned_convs;
       report.pruned_nodes.insert(n.name);
     }
-    if (report.pruned_convs + report.winograd_kept == convs_before)
+    if (report.pruned_convs == convs_before)
       throw Error(where + "no 2-D Conv of one group reads it as x, so pruning it would skip nothing");
     Node gate;
     gate.name = s.value + "@attention";
@@ -208,6 +252,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
     gate.outputs = {keep};
     gate.attrs[kAttrKeepChannels] = int_attr(kc);
     gate.attrs[kAttrKeepPositions] = int_attr(kp);
+    if (s.block > 1) gate.attrs[kAttrKeepBlock] = int_attr(s.block);
     graph.values[keep] = ValueInfo{DType::i64, {x[0], kc + kp}};
     graph.nodes.insert(graph.nodes.begin() + std::ptrdiff_t(after_producers(graph, gate.inputs)), gate);
     // The masked map in each layout some reader reads it in, after the map and the gate.

@@ -13,12 +13,15 @@ namespace grove {
 // The model metadata key that carries the statements below.
 inline constexpr const char* kFeaturePruningKey = "grove.antidote";
 
-// One statement "prune VALUE [channels=R] [positions=R]": of feature map VALUE, keep
-// int(R * C) channels and int(R * H * W) positions per image (at least one; R in (0, 1]).
+// One statement "prune VALUE [channels=R] [positions=R] [block=B]": of feature map VALUE, keep
+// int(R * C) channels and int(R * H * W) positions per image (at least one; R in (0, 1]); with
+// block=B, int(R * blocks) blocks of B x B positions (ops/pruning/feature_pruning.h
+// kAttrKeepBlock: a conv on Winograd skips the blocks of outputs centred on pruned ones).
 struct FeatureMapPruning {
   std::string value;
   double channels = 1.0;
   double positions = 1.0;
+  int64_t block = 1;
 };
 
 // One statement per line; blank lines and lines from '#' are skipped. Bad text is an Error
@@ -28,14 +31,16 @@ std::vector<FeatureMapPruning> parse_feature_pruning(const std::string& text);
 struct FeaturePruningReport {
   int gates = 0;                  // AttentionKeep nodes inserted
   int pruned_convs = 0;           // Convs that now reduce over kept channels only
-  int winograd_kept = 0;          // Winograd convs left whole on the masked map (gain below)
-  int pruned_winograd = 0;        // pruned convs on Winograd, adding up the kept channels only
+  int pruned_winograd = 0;        // pruned convs on Winograd (kept channels, blocks with a kept centre)
   // The convs that became PrunedConv or PrunedConvNhwc: a tile grid a tuning choice gave the
   // conv does not fit them (they keep their names).
   std::set<std::string> pruned_nodes;
   int64_t dense_flops = 0;        // what the pruned Convs count unpruned
   int64_t kept_flops = 0;         // and pruned
 };
+
+// One line for the CLI: "pruning: 3 feature maps, 3 convs reduce over ... (2 on Winograd)".
+std::string pruning_summary(const FeaturePruningReport& report);
 
 // Rewrites a bound graph (the plan's own copy): after each named value an AttentionKeep
 // node; each 2-D group-1 Conv reading it as x becomes a PrunedConv, and every other reader
@@ -53,19 +58,16 @@ struct WinogradPruningCosts {
   int threads = 1;
 };
 
-// A channels-last conv the layout pass put on Winograd, relative to Winograd's time on the
-// whole map:
-//  - channels pruned only: it stays on Winograd, adding up the kept channels (t + (1 - t) s
-//    for a kept share s, where t = 2 half_kept - 1 is the share of Winograd's time that does not
-//    shrink), or takes the row GEMM over the kept channels (gain s), whichever is less. A
-//    small plane's Winograd is cut by output channels, and at batch 1 each of its k tiles
-//    (k <= threads) transforms the whole input again: half of t, counted as the input
-//    transform, then counts k times;
-//  - positions pruned too: Winograd would compute every block all the same, so it takes the
-//    pruned GEMM where gain s is under 1 (s: the kept channels' share times the kept
-//    positions'), and otherwise stays on Winograd whole, reading the masked map.
-// An unmeasured gain takes the pruned GEMM; an unmeasured half_kept counts Winograd's time as
-// shrinking with s.
+// A channels-last conv the layout pass put on Winograd stays on Winograd where that costs less
+// than the pruned GEMM over the kept channels and positions (gain s, s the kept channels'
+// share times the kept positions'). Relative to Winograd's time on the whole map, pruned
+// Winograd costs b (t + (1 - t) c): c the kept channels' share; t = 2 half_kept - 1 the share
+// of Winograd's time that does not shrink with them (its transforms); b the share of its
+// output blocks that hold a kept centre (the others are skipped whole). A small plane's
+// Winograd is cut by output channels, and at batch 1 each of its k tiles (k <= threads)
+// transforms the whole input again: half of t, counted as the input transform, then counts k
+// times. An unmeasured gain takes the pruned GEMM; an unmeasured half_kept counts Winograd's
+// time as shrinking with c.
 FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<FeatureMapPruning>& statements,
                                            WinogradPruningCosts winograd = {});
 

@@ -125,6 +125,40 @@ TEST_P(Winograd, KeptChannelsAloneAddUp) {
   }
 }
 
+// Generated: a pruned conv's positions (kernels/winograd_nhwc.h kept_positions, computed) as
+// a pruned conv passes them, kept one by one or in square blocks on the output grid (Antidote's
+// block=, where whole Winograd blocks are skipped): the pruned positions hold NaN and are never
+// read, the outputs not computed are 0, the others the conv of x with the pruned positions 0.
+TEST_P(Winograd, KeptPositionsAreReadAndComputedOutputsAloneWritten) {
+  if (!channels_last()) GTEST_SKIP() << "kept positions are channels-last";
+  std::mt19937 rng(61);
+  for (int i = 0; i < 24; ++i) {
+    const size_t cin = 1 + rng() % 40, cout = 1 + rng() % 40, h = 3 + rng() % 14, w = 3 + rng() % 14;
+    const size_t pad = i % 4 == 3 ? 0 : 1, oh = h + 2 * pad - 2, ow = w + 2 * pad - 2;
+    const size_t grain = i % 3 == 0 ? 1 : 2 + rng() % 4;  // positions kept one by one, or in blocks
+    const unsigned share = i == 1 ? 0 : i == 2 ? 100 : 10 + rng() % 80;
+    std::vector<unsigned char> kept_blocks((h / grain + 1) * (w / grain + 1));
+    for (unsigned char& k : kept_blocks) k = rng() % 100 < share;
+    std::vector<unsigned char> positions(h * w), computed(oh * ow);
+    const size_t per_row = w / grain + 1;
+    for (size_t p = 0; p < h * w; ++p) positions[p] = kept_blocks[p / w / grain * per_row + p % w / grain];
+    for (size_t q = 0; q < oh * ow; ++q) {  // centred on a kept position, as computed_outputs says
+      const size_t ch = q / ow + 1 - pad, cw = q % ow + 1 - pad;
+      computed[q] = ch < h && cw < w && positions[ch * w + cw];
+    }
+    std::vector<uint32_t> kept;
+    for (uint32_t c = 0; c < cin; ++c)
+      if (rng() % 4) kept.push_back(c);
+    const size_t c0 = rng() % 2 ? window_start(0) : 0, oc1 = c0 + 1 + rng() % 20;
+    WinogradTester t = tester();
+    t.cin(cin).cout(std::max(cout, oc1)).height(h).width(w).pad(pad).bias(i % 2).residual(i % 3 == 0)
+        .activation(Activation::relu).channels(c0, oc1).rows(rng() % 3, size_t(-1)).kept_positions(positions)
+        .computed(computed).seed(unsigned(i));
+    if (i % 2) t.kept_channels(kept);
+    t.test();
+  }
+}
+
 TEST_P(Winograd, RejectsBadCalls) {
   const std::vector<float> weights(40 * 3 * 9, 1.0f), x(3 * 16, 1.0f);
   std::vector<float> y(40 * 16);

@@ -39,6 +39,9 @@ double WinogradTester::test() const {
           x_call[c * in_h_ * in_w_ + p] = std::nanf("");
         }
   }
+  for (size_t p = 0; p < kept_positions_.size(); ++p)
+    if (!kept_positions_[p])
+      for (size_t c = 0; c < cin_; ++c) x[c * in_h_ * in_w_ + p] = 0.0f, x_call[c * in_h_ * in_w_ + p] = std::nanf("");
 
   // Direct convolution in double: the pre-activation value of every output.
   std::vector<double> pre(cout_ * plane);
@@ -92,6 +95,8 @@ double WinogradTester::test() const {
     call.epilogue.bias = bias_ ? b.data() : nullptr;  // per output channel, as the residual's layout
     static const uint32_t none = 0;  // an empty list is a pointer all the same: null means every channel
     if (pruned_) call.kept_channels = kept_.empty() ? &none : kept_.data(), call.kept = kept_.size();
+    if (!kept_positions_.empty()) call.kept_positions = kept_positions_.data();
+    if (!computed_.empty()) call.computed = computed_.data();
     if (small_blocks_) {
       WinogradF2x3NhwcWeights weights;
       winograd_f2x3_nhwc_pack_weights(weights, w.data(), cout_, cin_, isa_);
@@ -102,7 +107,7 @@ double WinogradTester::test() const {
       winograd_f4x3_nhwc_conv(call, weights, scratch);
     }
   } else {
-    if (pruned_) ADD_FAILURE() << "kept channels are a channels-last case";
+    if (pruned_ || !kept_positions_.empty() || !computed_.empty()) ADD_FAILURE() << "pruning is a channels-last case";
     WinogradF4x3Weights weights;
     winograd_f4x3_pack_weights(weights, w.data(), cout_, cin_, isa_);
     WinogradF4x3Scratch scratch;
@@ -125,7 +130,8 @@ double WinogradTester::test() const {
             ADD_FAILURE() << isa_name(isa_) << (small_blocks_ ? " F(2x2)" : "") << (channels_last_ ? " channels-last" : "") << " wrote outside the call at (" << oc << ", " << oh << ", " << ow << ")";
           continue;
         }
-        const double expected = reference_activation(pre[oc * plane + oh * ow_count + ow], activation_);
+        const bool skipped = !computed_.empty() && !computed_[oh * ow_count + ow];
+        const double expected = skipped ? 0.0 : reference_activation(pre[oc * plane + oh * ow_count + ow], activation_);
         const double error = std::abs(double(y[i]) - expected) / std::max(scale, 1e-30);
         worst = std::max(worst, error);
         if (!(error <= 1e-4) && ++failures <= 5)

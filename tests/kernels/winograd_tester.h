@@ -49,6 +49,11 @@ class WinogradTester {
   // Channels-last only: the call adds up these input channels (WinogradNhwcCall::kept_channels)
   // and the others hold NaN, so any use of one shows; the reference takes them as 0.
   WinogradTester& kept_channels(std::vector<uint32_t> v) { kept_ = std::move(v), pruned_ = true; return *this; }
+  // Channels-last only: the positions of x to read, one byte per pixel (WinogradNhwcCall::
+  // kept_positions; the others hold NaN, the reference takes them as 0), and the outputs to
+  // compute, one byte per output pixel (WinogradNhwcCall::computed; the others must be 0).
+  WinogradTester& kept_positions(std::vector<unsigned char> v) { kept_positions_ = std::move(v); return *this; }
+  WinogradTester& computed(std::vector<unsigned char> v) { computed_ = std::move(v); return *this; }
 
   // Runs the case with gtest assertions; returns the largest error / scale seen.
   double test() const;
@@ -60,6 +65,7 @@ class WinogradTester {
   size_t row0_ = 0, row1_ = size_t(-1), oc0_ = 0, oc1_ = size_t(-1);
   bool bias_ = false, residual_ = false, channels_last_ = false, small_blocks_ = false, pruned_ = false;
   std::vector<uint32_t> kept_;
+  std::vector<unsigned char> kept_positions_, computed_;
   ActivationParams activation_;
   unsigned seed_ = 1;
 };

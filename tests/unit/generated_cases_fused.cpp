@@ -280,28 +280,32 @@ Case attention(Draw& d, const std::string& op) {
 // residual rotated), whose references are the NCHW ops'.
 Case feature_pruning(Draw& d, const std::string& op) {
   const bool channels_last = op.ends_with("Nhwc");
-  // A channels-last conv the plan left on Winograd, channels pruned only, runs Winograd adding up
-  // the kept channels (plan/feature_pruning.cpp): a third of PrunedConvNhwc's cases have its shape.
+  // A channels-last conv the plan left on Winograd runs Winograd adding up the kept channels,
+  // reading the kept positions and computing the outputs centred on them (plan/
+  // feature_pruning.cpp): a third of PrunedConvNhwc's cases have its shape.
   const bool winograd = op.ends_with("PrunedConvNhwc") && d.chance(0.35);
   const int64_t images = d.between(1, 3);
   const int64_t channels = d.pick(winograd ? std::vector<int64_t>{8, 17, 40, 64} : std::vector<int64_t>{1, 3, 6, 8, 17, 40, 64});
   const Window2d g = window2d(d, winograd ? std::vector<int64_t>{3} : std::vector<int64_t>{1, 3, 3}, !winograd, !winograd,
                               channels_last ? 15 : 9);
-  const int64_t plane = g.h * g.w;
+  // Positions one by one, or in blocks (kAttrKeepBlock: a Winograd conv skips blocks of outputs).
+  const int64_t block = d.chance(0.6) ? 1 : d.between(2, 5), plane = g.h * g.w;
+  const int64_t units = keep_units(g.h, g.w, block);
   // Every position kept often enough for the path that computes every output (channels pruned only).
   const int64_t kept_channels = d.between(1, channels);
-  const int64_t kept_positions = winograd || d.chance(0.3) ? plane : d.between(1, plane);
+  const int64_t kept_positions = d.chance(0.3) ? units : d.between(1, units);
   const Tensor x = d.f32({images, channels, g.h, g.w}, -1, 1);
   Tensor keep(DType::i64, {images, kept_channels + kept_positions});
   AttentionKeepScratch scratch;
   for (int64_t n = 0; n < images; ++n)
-    attention_keep(x.data<float>() + n * channels * plane, channels, plane, kept_channels, kept_positions,
-                   keep.data<int64_t>() + n * (kept_channels + kept_positions), scratch);
+    attention_keep(x.data<float>() + n * channels * plane, channels, g.h, g.w, kept_channels, kept_positions,
+                   keep.data<int64_t>() + n * (kept_channels + kept_positions), scratch, block);
   auto image = [&](const Tensor& t) { return channels_last && !t.empty() ? nchw_to_nhwc(t) : t; };
   const bool is_keep = op.ends_with("AttentionKeep") || op.ends_with("AttentionKeepNhwc");
   const bool apply = op.ends_with("ApplyKeep") || op.ends_with("ApplyKeepNhwc");
   Case c{internal(op, is_keep ? 1 : apply ? 2 : 5), {}, {}, is_keep || apply ? 0 : 1e-4};
   set_attr(c.node, kAttrKeepChannels, kept_channels), set_attr(c.node, kAttrKeepPositions, kept_positions);
+  if (block > 1) set_attr(c.node, kAttrKeepBlock, block);
   if (is_keep) return c.inputs = {image(x)}, c.constant = {false}, c;
   if (apply) return c.inputs = {image(x), keep}, c.constant = {false, false}, c;
   const int64_t cout = d.pick(winograd ? std::vector<int64_t>{8, 16, 33, 64} : std::vector<int64_t>{1, 4, 5, 16, 33, 64});

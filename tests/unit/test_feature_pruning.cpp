@@ -38,11 +38,31 @@ TEST(AttentionKeep, KeepsTheHighestMeansAndTiesGoToTheLowerIndex) {
   const Tensor x = optest::f32({1, 3, 2, 2}, {1, 1, 1, 1, 3, 0, 0, 1, 0, 0, 0, 0});
   std::vector<int64_t> keep(4);
   AttentionKeepScratch scratch;
-  attention_keep(x.data<float>(), 3, 4, 2, 2, keep.data(), scratch);
+  attention_keep(x.data<float>(), 3, 2, 2, 2, 2, keep.data(), scratch);
   EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 0, 3}));
   keep.assign(4, -1);
-  attention_keep(x.data<float>(), 3, 4, 1, 3, keep.data(), scratch);
+  attention_keep(x.data<float>(), 3, 2, 2, 1, 3, keep.data(), scratch);
   EXPECT_EQ(keep, (std::vector<int64_t>{0, 0, 1, 3}));  // positions 1 and 2 tie: 1 is kept
+}
+
+// Blocks of 2 x 2 on a 3 x 3 plane: blocks 0 (the top left 2 x 2), 1 (the right column's top
+// two), 2 (the bottom row's left two) and 3 (the corner), each scored by its positions' mean.
+TEST(AttentionKeep, KeepsTheHighestBlocksAndTheirPositions) {
+  const Tensor x = optest::f32({1, 1, 3, 3}, {1, 0, 5, 1, 0, 5, 0, 0, 2});  // block means 0.5, 5, 0, 2
+  std::vector<int64_t> keep(3, -1);
+  AttentionKeepScratch scratch;
+  attention_keep(x.data<float>(), 1, 3, 3, 1, 2, keep.data(), scratch, 2);
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 3}));
+  keep.assign(3, -1);
+  attention_keep_nhwc(x.data<float>(), 1, 3, 3, 1, 2, keep.data(), scratch, 2);  // one channel: the same bytes
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 3}));
+  NodeBuilder b("ApplyKeep", 13, 2);
+  b.i(kAttrKeepChannels, 1).i(kAttrKeepPositions, 2).i(kAttrKeepBlock, 2);
+  KeepFlags flags;
+  keep_flags(b.node, keep.data(), 1, 2, 1, 3, 3, flags);
+  EXPECT_EQ(flags.kept_position, (std::vector<unsigned char>{0, 0, 1, 0, 0, 1, 0, 0, 1}));
+  keep[2] = 4;  // past the 4 blocks
+  EXPECT_THROW(keep_flags(b.node, keep.data(), 1, 2, 1, 3, 3, flags), Error);
 }
 
 TEST(AttentionKeep, TilesOfImagesEqualTheReference) {
@@ -68,7 +88,7 @@ Tensor keep_of(const Tensor& x, int64_t channels, int64_t positions) {
   Tensor keep(DType::i64, {x.dim(0), channels + positions});
   AttentionKeepScratch scratch;
   for (int64_t n = 0; n < x.dim(0); ++n)
-    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, channels, positions,
+    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), x.dim(2), x.dim(3), channels, positions,
                    keep.data<int64_t>() + n * (channels + positions), scratch);
   return keep;
 }
@@ -278,9 +298,7 @@ TEST(FeaturePruning, ChannelsLastMapsArePrunedChannelsLast) {
   }
 }
 
-// A channels-last map "a" read by a conv the layout pass put on Winograd: pruned where the
-// products it keeps times Winograd's measured gain are under 1, else left on Winograd reading
-// the masked map.
+// A channels-last map "a" read by a conv the layout pass put on Winograd.
 Graph winograd_reader() {
   Graph g;
   auto conv = [&](const std::string& x, const std::string& w, const std::string& y, bool winograd) {
@@ -299,7 +317,7 @@ Graph winograd_reader() {
     g.values[y] = ValueInfo{DType::f32, {1, 14, 14, 64}};
     g.nodes.push_back(n);
   };
-  g.inputs.push_back(ValueDecl{"x/nhwc"});
+  g.inputs.push_back(ValueDecl{"x/nhwc", DType::f32});
   g.values["x/nhwc"] = ValueInfo{DType::f32, {1, 14, 14, 64}};
   conv("x/nhwc", "w0", "a/nhwc", false);
   conv("a/nhwc", "w1", "b/nhwc", true);
@@ -308,44 +326,49 @@ Graph winograd_reader() {
   return g;
 }
 
-// A Winograd conv with channels pruned only stays on Winograd, its GEMMs adding up the kept
-// channels, where that costs less than the row GEMM over them (the probe's gain and half-kept
-// ratio); with positions pruned it becomes the pruned GEMM only where the kept share times
-// Winograd's gain is below 1, else Winograd runs whole on the masked map.
+// A Winograd conv is always pruned: it stays on Winograd (its GEMMs adding up the kept
+// channels, blocks with no kept centre skipped) where that costs less than the pruned GEMM
+// over the kept share at the probe's gain, and the rewritten graph computes what the pruned
+// conv computes either way: the zeroed outputs at pruned centres too (a conv left whole on the
+// masked map would not).
 TEST(FeaturePruning, WinogradConvsArePrunedOnWinogradOrWherePruningBeatsIt) {
   struct Expect {
     const char* statement;
     double gain, half_kept;
-    bool pruned, on_winograd;
+    bool on_winograd;
     int threads = 1;
   };
-  for (const Expect& e : {Expect{"prune a channels=0.75", 1.5, 0.75, true, true},   // 0.875 against 1.125
-                          Expect{"prune a channels=0.5", 1.5, 0.75, true, true},    // 0.75 against 0.75
-                          Expect{"prune a channels=0.25", 1.5, 0.75, true, false},  // 0.625 against 0.375
-                          Expect{"prune a channels=0.25", 3.0, 0.75, true, true},   // 0.625 against 0.75
-                          Expect{"prune a channels=0.75", 1.5, 0.0, true, true},    // unmeasured: 0.75
-                          Expect{"prune a channels=0.75", 0.0, 0.75, true, false},  // unmeasured gain: the GEMM
-                          Expect{"prune a positions=0.5", 1.5, 0.75, true, false},
-                          Expect{"prune a positions=0.75", 1.5, 0.75, false, true},
-                          Expect{"prune a channels=0.75 positions=0.75", 2.0, 0.75, false, true},
-                          Expect{"prune a channels=0.75 positions=0.75", 1.2, 0.75, true, false},
+  const Tensor x = random_f32({1, 14, 14, 64}, 32);
+  auto reference = [&](const Graph& g) { return model_from_graph(g).run_reference({{"x/nhwc", x}}).at("b/nhwc"); };
+  for (const Expect& e : {Expect{"prune a channels=0.75", 1.5, 0.75, true},   // 0.875 against 1.125
+                          Expect{"prune a channels=0.5", 1.5, 0.75, true},    // 0.75 against 0.75
+                          Expect{"prune a channels=0.25", 1.5, 0.75, false},  // 0.625 against 0.375
+                          Expect{"prune a channels=0.25", 3.0, 0.75, true},   // 0.625 against 0.75
+                          Expect{"prune a channels=0.75", 1.5, 0.0, true},    // unmeasured: 0.75
+                          Expect{"prune a channels=0.75", 0.0, 0.75, false},  // unmeasured gain: the GEMM
+                          Expect{"prune a positions=0.5", 1.5, 0.75, false},  // nearly every block: 1 against 0.75
+                          Expect{"prune a positions=0.75", 1.5, 0.75, true},  // 1 against 1.125
+                          Expect{"prune a channels=0.75 positions=0.75", 2.0, 0.75, true},
+                          Expect{"prune a channels=0.75 positions=0.75", 1.2, 0.75, false},
                           // 2 threads: the 14x14 plane's Winograd is cut into 2 channel tiles, each
                           // transforming the whole input: 0.25 x 3 + 0.25 against 0.75.
-                          Expect{"prune a channels=0.5", 1.5, 0.75, true, false, 2},
-                          Expect{"prune a channels=0.75", 1.5, 0.75, true, true, 2}}) {  // 0.9375 against 1.125
+                          Expect{"prune a channels=0.5", 1.5, 0.75, false, 2},
+                          Expect{"prune a channels=0.75", 1.5, 0.75, true, 2}}) {  // 1.125 against 1.125
     SCOPED_TRACE(std::string(e.statement) + " gain " + std::to_string(e.gain) + " half kept " +
                  std::to_string(e.half_kept) + " threads " + std::to_string(e.threads));
-    Graph g = winograd_reader();
+    Graph g = winograd_reader(), gemm = winograd_reader();
     const FeaturePruningReport r =
         apply_feature_pruning(g, parse_feature_pruning(e.statement), {e.gain, e.half_kept, e.threads});
+    apply_feature_pruning(gemm, parse_feature_pruning(e.statement), {});
     const Node& conv = *std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.name == "b/nhwc"; });
     EXPECT_EQ(r.gates, 1);
-    EXPECT_EQ(r.pruned_convs, e.pruned ? 1 : 0);
-    EXPECT_EQ(r.winograd_kept, e.pruned ? 0 : 1);
-    EXPECT_EQ(r.pruned_winograd, e.pruned && e.on_winograd ? 1 : 0);
-    EXPECT_EQ(conv.op_type, e.pruned ? "PrunedConvNhwc" : "ConvNhwc");
-    EXPECT_EQ(conv.inputs[0], e.pruned ? "a/nhwc" : "a@pruned/nhwc");
+    EXPECT_EQ(r.pruned_convs, 1);
+    EXPECT_EQ(r.pruned_winograd, e.on_winograd ? 1 : 0);
+    EXPECT_EQ(conv.op_type, "PrunedConvNhwc");
+    EXPECT_EQ(conv.inputs[0], "a/nhwc");
     EXPECT_EQ(conv_primitive_choice(conv), e.on_winograd ? ConvPrimitive::winograd : ConvPrimitive::unset);
+    const Tensor want = reference(gemm), got = reference(g);
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
   }
 }
 

@@ -158,8 +158,7 @@ int64_t winograd_nhwc_block(const Node& node) {
 
 void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w,
                              Tensor& y, int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue,
-                             const void* prepared, TileScratch& tile_scratch, const uint32_t* kept_channels,
-                             size_t kept) {
+                             const void* prepared, TileScratch& tile_scratch, const WinogradNhwcKeep& keep) {
   using namespace conv_winograd_rule;
   WinogradNhwcTileScratch& ws = tile_scratch.get<WinogradNhwcTileScratch>();
   const auto* weights = static_cast<const WinogradNhwcPrepared*>(prepared);
@@ -183,7 +182,8 @@ void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, c
     call.shape = shape;
     call.epilogue = epilogue;
     if (epilogue.residual) call.epilogue.residual = epilogue.residual + size_t(n) * out_image;
-    call.kept_channels = kept_channels, call.kept = kept;
+    call.kept_channels = keep.channels, call.kept = keep.kept;
+    call.kept_positions = keep.positions, call.computed = keep.computed;
     if (block == 2) kernels::winograd_f2x3_nhwc_conv(call, weights->f2x3, ws.transforms);
     else kernels::winograd_f4x3_nhwc_conv(call, weights->f4x3, ws.transforms);
   }

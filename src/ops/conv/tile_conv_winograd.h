@@ -70,12 +70,18 @@ int64_t winograd_nhwc_prepared_bytes(const void* prepared);
 // [N, OH, OW, M] from x [N, H, W, C]. `prepared` is what winograd_nhwc_prepare returned for
 // this `block`, or null. `epilogue.bias` is indexed by output channel; `epilogue.residual` points at image 0 of
 // a tensor [N, OH, OW, M]. y may be wider, a Concat's buffer [N, OH, OW, M'] whose channels
-// [y_channel, y_channel + M) are this conv's (then without a residual). With kept_channels,
-// every image's conv adds up only those input channels (kernels/winograd_nhwc.h): a pruned
-// conv's, whose keep row differs per image, so r covers one image then.
+// [y_channel, y_channel + M) are this conv's (then without a residual). With `keep`, every
+// image's conv is a pruned conv's (kernels/winograd_nhwc.h: it adds up the kept channels, reads
+// the kept positions and computes the outputs flagged computed); its keep row differs per
+// image, so r covers one image then.
+struct WinogradNhwcKeep {
+  const uint32_t* channels = nullptr;  // WinogradNhwcCall::kept_channels (null: every channel)
+  size_t kept = 0;
+  const unsigned char* positions = nullptr;  // WinogradNhwcCall::kept_positions
+  const unsigned char* computed = nullptr;   // WinogradNhwcCall::computed
+};
 void winograd_nhwc_conv_tile(int64_t block, const kernels::Conv2dShape& shape, const Tensor& x, const Tensor& w,
                              Tensor& y, int64_t y_channel, const Region& r, const kernels::Epilogue& epilogue,
-                             const void* prepared, TileScratch& scratch, const uint32_t* kept_channels = nullptr,
-                             size_t kept = 0);
+                             const void* prepared, TileScratch& scratch, const WinogradNhwcKeep& keep = {});
 
 }  // namespace grove::tiling

@@ -3,8 +3,9 @@
 //  - AttentionKeep(x) -> keep: x is a float [N, C, H, W] feature map. Per image it ranks the
 //    channels by their mean over H x W (channel attention) and the positions by their mean
 //    over C (spatial attention), and writes int64 [N, channels + positions]: the kept
-//    channel indices, then the kept position indices (h * W + w), each ascending. Ties keep
-//    the lower index. Means are summed in double, in one fixed order of lanes
+//    channel indices, then the kept position indices (h * W + w), each ascending; with an
+//    attribute block = B > 1, kept blocks of B x B positions instead (the block's score is the
+//    mean of its positions' means; index row * ceil(W / B) + column). Ties keep the lower index. Means are summed in double, in one fixed order of lanes
 //    (kernels/keep_scores.h), so every ISA and layout makes the same choice.
 //  - ApplyKeep(x, keep): x with every channel and position that keep does not name set to 0,
 //    for the map's readers that are not pruned convs (a residual Add, a pool);
@@ -39,8 +40,19 @@ Node pruned_conv_twin(const Node& node) {
   while (!twin.inputs.empty() && twin.inputs.back().empty()) twin.inputs.pop_back();
   twin.attrs.erase(kAttrKeepChannels);
   twin.attrs.erase(kAttrKeepPositions);
+  twin.attrs.erase(kAttrKeepBlock);
   twin.opset = std::max(node.opset, 11);
   return twin;
+}
+
+int64_t keep_units(int64_t height, int64_t width, int64_t block) {
+  return (height + block - 1) / block * ((width + block - 1) / block);
+}
+
+int64_t keep_block(const Node& node) {
+  const int64_t block = node.attr_int(kAttrKeepBlock, 1);
+  if (block < 1) throw Error(node.describe() + ": block must be at least 1, not " + std::to_string(block));
+  return block;
 }
 
 void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_position, unsigned char* computed) {
@@ -88,10 +100,32 @@ void top(AttentionKeepScratch& scratch, int64_t size, int64_t count, int64_t* ou
   }
 }
 
+// The position part of a keep row from score[p] = position p's mean: the top positions, or with
+// block > 1 the top blocks, each block's score the sum of its positions' scores in row-major
+// order over their count (score[0, plane) is overwritten).
+void top_positions(AttentionKeepScratch& scratch, int64_t height, int64_t width, int64_t block, int64_t count,
+                   int64_t* out) {
+  if (block <= 1) return top(scratch, height * width, count, out);
+  std::vector<double>& score = scratch.score;
+  std::vector<double>& position = scratch.positions;
+  position.assign(score.begin(), score.begin() + height * width);
+  const int64_t per_row = (width + block - 1) / block, units = keep_units(height, width, block);
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t r0 = u / per_row * block, c0 = u % per_row * block;
+    const int64_t r1 = std::min(height, r0 + block), c1 = std::min(width, c0 + block);
+    double sum = 0;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = c0; c < c1; ++c) sum += position[size_t(r * width + c)];
+    score[size_t(u)] = sum / double((r1 - r0) * (c1 - c0));
+  }
+  top(scratch, units, count, out);
+}
+
 }  // namespace
 
-void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
-                    int64_t* keep, AttentionKeepScratch& scratch) {
+void attention_keep(const float* x, int64_t channels, int64_t height, int64_t width, int64_t keep_channels,
+                    int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch, int64_t block) {
+  const int64_t plane = height * width;
   std::vector<double>& score = scratch.score;
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
   for (int64_t c = 0; c < channels; ++c) score[size_t(c)] = sum(x + c * plane, plane) / double(plane);
@@ -108,11 +142,12 @@ void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t kee
     for (int64_t j = 0; j < 8; ++j) position_lanes[j] = lanes[size_t(j * plane + p)];
     score[size_t(p)] = kernels::combine_lanes(position_lanes) / double(channels);
   }
-  top(scratch, plane, keep_positions, keep + keep_channels);
+  top_positions(scratch, height, width, block, keep_positions, keep + keep_channels);
 }
 
-void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_t keep_channels,
-                         int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch) {
+void attention_keep_nhwc(const float* x, int64_t channels, int64_t height, int64_t width, int64_t keep_channels,
+                         int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch, int64_t block) {
+  const int64_t plane = height * width;
   std::vector<double>& lanes = scratch.lanes;  // [8][channels]
   std::vector<double>& positions = scratch.positions;
   lanes.assign(static_cast<size_t>(8 * channels), 0.0);
@@ -127,17 +162,25 @@ void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_
   }
   top(scratch, channels, keep_channels, keep);
   for (int64_t p = 0; p < plane; ++p) score[size_t(p)] = positions[size_t(p)] / double(channels);
-  top(scratch, plane, keep_positions, keep + keep_channels);
+  top_positions(scratch, height, width, block, keep_positions, keep + keep_channels);
 }
 
 void keep_flags(const Node& node, const int64_t* keep, int64_t keep_channels, int64_t keep_positions, int64_t channels,
-                int64_t plane, KeepFlags& flags) {
+                int64_t height, int64_t width, KeepFlags& flags) {
+  const int64_t block = keep_block(node), per_row = (width + block - 1) / block;
+  const int64_t units = keep_units(height, width, block);
   flags.kept_channel.assign(size_t(channels), 0);
-  flags.kept_position.assign(size_t(plane), 0);
+  flags.kept_position.assign(size_t(height * width), 0);
   for (int64_t i = 0; i < keep_channels + keep_positions; ++i) {
     const bool channel = i < keep_channels;
-    if (keep[i] < 0 || keep[i] >= (channel ? channels : plane)) throw Error(node.describe() + ": keep index out of range");
-    (channel ? flags.kept_channel : flags.kept_position)[size_t(keep[i])] = 1;
+    if (keep[i] < 0 || keep[i] >= (channel ? channels : units)) throw Error(node.describe() + ": keep index out of range");
+    if (channel) {
+      flags.kept_channel[size_t(keep[i])] = 1;
+      continue;
+    }
+    const int64_t r0 = keep[i] / per_row * block, c0 = keep[i] % per_row * block;
+    for (int64_t r = r0; r < std::min(height, r0 + block); ++r)
+      std::fill(flags.kept_position.begin() + r * width + c0, flags.kept_position.begin() + r * width + std::min(width, c0 + block), 1);
   }
 }
 
@@ -148,14 +191,13 @@ Tensor masked_map(const Node& node, const Tensor& x, const Tensor& keep) {
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
   const int64_t channels = x.dim(1), plane = x.dim(2) * x.dim(3);
   Tensor masked(DType::f32, x.shape());  // zero-filled
+  KeepFlags flags;
   for (int64_t n = 0; n < x.dim(0); ++n) {
-    const int64_t* k = keep.data<int64_t>() + n * (kc + kp);
-    for (int64_t i = 0; i < kc; ++i)
-      for (int64_t j = 0; j < kp; ++j) {
-        const int64_t c = k[i], p = k[kc + j];
-        if (c < 0 || c >= channels || p < 0 || p >= plane) throw Error(node.describe() + ": keep index out of range");
-        masked.data<float>()[(n * channels + c) * plane + p] = x.data<float>()[(n * channels + c) * plane + p];
-      }
+    keep_flags(node, keep.data<int64_t>() + n * (kc + kp), kc, kp, channels, x.dim(2), x.dim(3), flags);
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t p = 0; p < plane; ++p)
+        if (flags.kept_channel[size_t(c)] && flags.kept_position[size_t(p)])
+          masked.data<float>()[(n * channels + c) * plane + p] = x.data<float>()[(n * channels + c) * plane + p];
   }
   return masked;
 }
@@ -163,9 +205,11 @@ Tensor masked_map(const Node& node, const Tensor& x, const Tensor& keep) {
 void check_counts(const Node& node, const Shape& x) {
   if (x.size() != 4) throw Error(node.describe() + ": x must be a 4-D [N, C, H, W] feature map, not " + shape_str(x));
   const int64_t c = node.attr_int(kAttrKeepChannels, 0), p = node.attr_int(kAttrKeepPositions, 0);
+  const int64_t block = keep_block(node), units = keep_units(x[2], x[3], block);
   if (c < 1 || c > x[1]) throw Error(node.describe() + ": keeps " + std::to_string(c) + " of " + std::to_string(x[1]) + " channels");
-  if (p < 1 || p > x[2] * x[3])
-    throw Error(node.describe() + ": keeps " + std::to_string(p) + " of " + std::to_string(x[2] * x[3]) + " positions");
+  if (p < 1 || p > units)
+    throw Error(node.describe() + ": keeps " + std::to_string(p) + " of " + std::to_string(units) +
+                (block > 1 ? " blocks" : " positions"));
 }
 
 void infer_keep(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
@@ -181,8 +225,8 @@ void reference_keep(const Node& node, std::span<const Tensor* const> in, std::sp
   const int64_t plane = x.dim(2) * x.dim(3);
   AttentionKeepScratch scratch;
   for (int64_t n = 0; n < x.dim(0); ++n)
-    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), plane, c, p, out[0]->data<int64_t>() + n * (c + p),
-                   scratch);
+    attention_keep(x.data<float>() + n * x.dim(1) * plane, x.dim(1), x.dim(2), x.dim(3), c, p,
+                   out[0]->data<int64_t>() + n * (c + p), scratch, keep_block(node));
 }
 
 void infer_apply_keep(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
@@ -226,18 +270,17 @@ void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, 
   // Pruned positions: the outputs whose window centre is pruned are 0.
   const Tensor& x = *in[0];
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
-  const int64_t plane = x.dim(2) * x.dim(3);
-  if (kp >= plane) return;
+  if (kp >= keep_units(x.dim(2), x.dim(3), keep_block(node))) return;
   const Shape& w = in[1]->shape();
   const kernels::Conv2dShape s =
       tiling::conv2d_shape_2d(window_geometry(node, std::span<const int64_t>(x.shape().data() + 2, 2), {w[2], w[3]}, false), x.dim(1));
   const int64_t out_plane = out[0]->dim(2) * out[0]->dim(3), m = out[0]->dim(1);
-  std::vector<unsigned char> kept(static_cast<size_t>(plane)), computed(static_cast<size_t>(out_plane));
+  std::vector<unsigned char> computed(static_cast<size_t>(out_plane));
+  KeepFlags flags;
   for (int64_t n = 0; n < x.dim(0); ++n) {
-    std::fill(kept.begin(), kept.end(), 0);
-    const int64_t* k = in[kPrunedConvKeepInput]->data<int64_t>() + n * (kc + kp);
-    for (int64_t j = 0; j < kp; ++j) kept[size_t(k[kc + j])] = 1;  // in range: masked_map checked
-    computed_outputs(s, kept.data(), computed.data());
+    keep_flags(node, in[kPrunedConvKeepInput]->data<int64_t>() + n * (kc + kp), kc, kp, x.dim(1), x.dim(2), x.dim(3),
+               flags);
+    computed_outputs(s, flags.kept_position.data(), computed.data());
     float* yn = out[0]->data<float>() + n * m * out_plane;
     for (int64_t o = 0; o < m; ++o)
       for (int64_t q = 0; q < out_plane; ++q)
@@ -265,9 +308,10 @@ void register_feature_pruning_ops(OpRegistry& r) {
                                   if (!y || !w || !x || w->size() != 4 || x->size() != 4) return int64_t{0};
                                   const int64_t all = checked_mul(checked_mul(2, numel(*y)),
                                                                   checked_mul(node.attr_int("channels", 0), checked_mul((*w)[2], (*w)[3])));
-                                  const int64_t plane = (*x)[2] * (*x)[3], kept = node.attr_int(kAttrKeepPositions, plane);
-                                  if (plane <= 0 || kept >= plane) return all;
-                                  return static_cast<int64_t>(static_cast<double>(all) * static_cast<double>(kept) / static_cast<double>(plane));
+                                  const int64_t units = keep_units((*x)[2], (*x)[3], std::max<int64_t>(node.attr_int(kAttrKeepBlock, 1), 1));
+                                  const int64_t kept = node.attr_int(kAttrKeepPositions, units);
+                                  if (units <= 0 || kept >= units) return all;
+                                  return static_cast<int64_t>(static_cast<double>(all) * static_cast<double>(kept) / static_cast<double>(units));
                                 }});
   r.add_internal("ApplyKeep", OpSpec{&infer_apply_keep, &reference_apply_keep});
 }

@@ -12,6 +12,18 @@ namespace grove {
 inline constexpr size_t kPrunedConvKeepInput = 4;  // after x, w, bias and the fused residual
 inline constexpr const char* kAttrKeepChannels = "channels";
 inline constexpr const char* kAttrKeepPositions = "positions";
+// Positions ranked and kept in square blocks of this many rows and columns, on a grid anchored
+// at (0, 0) (the last row and column of blocks may be cut short): a block's score is the mean
+// of its positions' means, and the keep row lists kept blocks (row * blocks per row + column).
+// 1 (the default): positions one by one. Blocks that match a Winograd conv's output blocks let
+// it skip whole blocks (kernels/winograd_nhwc.h computed).
+inline constexpr const char* kAttrKeepBlock = "block";
+
+// What a keep row's position part ranks: the positions of an H x W plane (block 1), or its
+// blocks of `block` x `block`.
+int64_t keep_units(int64_t height, int64_t width, int64_t block);
+// The node's block attribute (1 where absent), checked to be at least 1.
+int64_t keep_block(const Node& node);
 
 // The Conv a PrunedConv is when nothing is pruned (its reference runs that on masked x).
 Node pruned_conv_twin(const Node& node);
@@ -25,27 +37,28 @@ Node pruned_conv_twin(const Node& node);
 void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_position, unsigned char* computed);
 
 // One image's keep row: the `keep_channels` channels of highest mean over the plane, then the
-// `keep_positions` positions of highest mean over the channels, each ascending, into keep.
-// `scratch` holds the scores between calls (a worker's, or the caller's).
+// `keep_positions` positions (or blocks, kAttrKeepBlock) of highest mean over the channels,
+// each ascending, into keep. `scratch` holds the scores between calls (a worker's, or the
+// caller's).
 struct AttentionKeepScratch {
   std::vector<double> score, ranked;
   std::vector<double> lanes, positions;  // partial sums in lanes (kernels/keep_scores.h), position sums
 };
-void attention_keep(const float* x, int64_t channels, int64_t plane, int64_t keep_channels, int64_t keep_positions,
-                    int64_t* keep, AttentionKeepScratch& scratch);
+void attention_keep(const float* x, int64_t channels, int64_t height, int64_t width, int64_t keep_channels,
+                    int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch, int64_t block = 1);
 // The same keep row from one channels-last image ([plane][channels]): every score is summed in
 // the order attention_keep sums it, so both layouts keep the same channels and positions.
-void attention_keep_nhwc(const float* x, int64_t channels, int64_t plane, int64_t keep_channels,
-                         int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch);
+void attention_keep_nhwc(const float* x, int64_t channels, int64_t height, int64_t width, int64_t keep_channels,
+                         int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch, int64_t block = 1);
 
 // One image's keep row as flags, 1 where kept: kept_channel per channel, kept_position per
-// position of the plane. An index out of range is an Error naming the node. The flags are a
-// worker's scratch in the tile rules.
+// position of the H x W plane (a kept block's positions, where the node has a block). An index
+// out of range is an Error naming the node. The flags are a worker's scratch in the tile rules.
 struct KeepFlags {
   std::vector<unsigned char> kept_channel, kept_position;
 };
 void keep_flags(const Node& node, const int64_t* keep, int64_t keep_channels, int64_t keep_positions, int64_t channels,
-                int64_t plane, KeepFlags& flags);
+                int64_t height, int64_t width, KeepFlags& flags);
 
 // The NCHW op a channels-last feature-pruning op computes on rotated tensors
 // (feature_pruning_nhwc.cpp): AttentionKeep for AttentionKeepNhwc, and so on.

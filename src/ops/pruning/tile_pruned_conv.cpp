@@ -313,13 +313,14 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   // channel on the zeroed map instead (the deep layers' few pixels per image).
   const kernels::GemmBlocking blocking = kernels::gemm_blocking(kernels::active_isa());
   const double flops_per_load = 2.0 * double(blocking.mr * blocking.nr) / double(blocking.mr + blocking.nr);
-  // With positions pruned, the pixels a tile computes are about kp / in_plane of its own.
-  const bool skip_positions = kp < in_plane;
-  const double pixels = skip_positions ? double(q1 - q0) * double(kp) / double(in_plane) : double(q1 - q0);
+  // With positions pruned, the pixels a tile computes are about kp / units of its own.
+  const int64_t units = keep_units(x.dim(2), width, keep_block(node));
+  const bool skip_positions = kp < units;
+  const double pixels = skip_positions ? double(q1 - q0) * double(kp) / double(units) : double(q1 - q0);
   const bool gather = !packed || 2.0 * pixels * double(channels - kc) >= flops_per_load * double(kc);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
-    keep_flags(node, kept, kc, kp, channels, in_plane, ws.flags);
+    keep_flags(node, kept, kc, kp, channels, x.dim(2), width, ws.flags);
     const int64_t planes = gather ? kc : channels;
     ws.x.resize(static_cast<size_t>(planes * in_plane));
     if (!gather) std::fill(ws.x.begin(), ws.x.end(), 0.0f);
@@ -373,11 +374,12 @@ void keep_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   check_region(node, r, out[0]->shape());
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
   const bool nhwc = node.op_type == "AttentionKeepNhwc";  // x [N, H, W, C]
-  const int64_t channels = nhwc ? x.dim(3) : x.dim(1), plane = nhwc ? x.dim(1) * x.dim(2) : x.dim(2) * x.dim(3);
+  const int64_t channels = nhwc ? x.dim(3) : x.dim(1), height = nhwc ? x.dim(1) : x.dim(2);
+  const int64_t width = nhwc ? x.dim(2) : x.dim(3), plane = height * width, block = keep_block(node);
   const auto keep_row = nhwc ? &attention_keep_nhwc : &attention_keep;
   for (int64_t n = r[0].begin; n < r[0].end; ++n)
-    keep_row(x.data<float>() + n * channels * plane, channels, plane, kc, kp, out[0]->data<int64_t>() + n * (kc + kp),
-             scratch.get<AttentionKeepScratch>());
+    keep_row(x.data<float>() + n * channels * plane, channels, height, width, kc, kp,
+             out[0]->data<int64_t>() + n * (kc + kp), scratch.get<AttentionKeepScratch>(), block);
 }
 
 // ApplyKeep and ApplyKeepNhwc: cut by images and by the second dim (channels NCHW, rows
@@ -402,12 +404,13 @@ void mask_run(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   check_region(node, r, out[0]->shape());
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
   const bool nhwc = node.op_type == "ApplyKeepNhwc";  // x and y [N, H, W, C]
-  const int64_t channels = nhwc ? x.dim(3) : x.dim(1), plane = nhwc ? x.dim(1) * x.dim(2) : x.dim(2) * x.dim(3);
+  const int64_t channels = nhwc ? x.dim(3) : x.dim(1), height = nhwc ? x.dim(1) : x.dim(2);
+  const int64_t width = nhwc ? x.dim(2) : x.dim(3), plane = height * width;
   KeepFlags& flags = scratch.get<KeepFlags>();
   const std::vector<unsigned char>& kept_channel = flags.kept_channel;
   const std::vector<unsigned char>& kept_position = flags.kept_position;
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-    keep_flags(node, keep.data<int64_t>() + n * (kc + kp), kc, kp, channels, plane, flags);
+    keep_flags(node, keep.data<int64_t>() + n * (kc + kp), kc, kp, channels, height, width, flags);
     const float* src = x.data<float>() + n * channels * plane;
     float* dst = out[0]->data<float>() + n * channels * plane;
     if (nhwc) {  // the tile's rows: a kept position's channels, or zeros

@@ -2,9 +2,11 @@
 //
 // PrunedConvNhwc (2-D, group 1, float32): cut by images, output rows and panels of output
 // channels, as ConvNhwc is. Per image:
-//  - where the plan left it on a channels-last Winograd and no position is pruned (the plan
-//    keeps the mark only then, plan/feature_pruning.cpp), it runs Winograd with the kept
-//    channels as the only steps of its GEMMs (kernels/winograd_nhwc.h kept_channels);
+//  - where the plan left it on a channels-last Winograd (plan/feature_pruning.cpp keeps the
+//    mark where that costs less than the pruned GEMM), it runs Winograd with the kept channels
+//    as the only steps of its GEMMs, the pruned positions read as 0 and only the outputs
+//    centred on kept positions computed: a block of outputs with none computed is skipped
+//    (kernels/winograd_nhwc.h kept_channels, kept_positions, computed);
 //  - where the tile computes every output (no position pruned), it runs the dense conv's row
 //    path (kernels/conv_rows.h, AVX-512) on x's kept positions, the kernel adding up the kept
 //    channels only (ConvRowCall::kept_channels): pruned channels cost no products and no copy;
@@ -49,12 +51,9 @@ WindowGeometry geometry(const Node& node, const Shape& x, const Shape& w) {
 
 size_t panel_width() { return kernels::gemm_blocking(kernels::active_isa()).nr; }
 
-// The Winograd block when the node runs on Winograd (a channels-last Winograd mark and every
-// position kept), else 0.
+// The Winograd block when the node runs on Winograd (a channels-last Winograd mark), else 0.
 int64_t winograd_block(const Node& node, std::span<const ValueInfo> in) {
-  const int64_t block = winograd_nhwc_block(node);
-  if (block == 0 || in.empty() || in[0].shape.size() != 4) return 0;
-  return node.attr_int(kAttrKeepPositions, 0) == in[0].shape[1] * in[0].shape[2] ? block : 0;
+  return in.empty() || in[0].shape.size() != 4 ? 0 : winograd_nhwc_block(node);
 }
 
 // Images, output rows and whole panels of output channels; output channels only where the
@@ -194,6 +193,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const kernels::Conv2dShape shape = conv2d_shape_2d(g, x.dim(3));
   const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
   const int64_t channels = x.dim(3), width = x.dim(2), in_plane = x.dim(1) * width;
+  const bool positions_pruned = kp < keep_units(x.dim(1), width, keep_block(node));
   const size_t taps = shape.kernel_h * shape.kernel_w, out_plane = shape.out_h * shape.out_w;
   const size_t m = static_cast<size_t>(out[0]->dim(3));
   const size_t c0 = static_cast<size_t>(r[3].begin), c1 = static_cast<size_t>(r[3].end), columns = c1 - c0;
@@ -209,23 +209,28 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     e.activation = activation;
     for (int64_t n = r[0].begin; n < r[0].end; ++n) {
       const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
-      keep_flags(node, kept, kc, kp, channels, in_plane, ws.flags);  // checks the row
+      keep_flags(node, kept, kc, kp, channels, x.dim(1), width, ws.flags);  // checks the row
       ws.kept_channels.assign(kept, kept + kc);  // ascending, as AttentionKeep writes them
       Region image = r;
       image[0] = {n, n + 1};
       static const uint32_t none = 0;  // no channel kept is still a list (null: every channel)
-      winograd_nhwc_conv_tile(block, shape, x, *in[1], *out[0], 0, image, e, prepared, scratch,
-                              kc > 0 ? ws.kept_channels.data() : &none, ws.kept_channels.size());
+      WinogradNhwcKeep k{kc > 0 ? ws.kept_channels.data() : &none, ws.kept_channels.size()};
+      if (positions_pruned) {
+        ws.computed.resize(out_plane);
+        computed_outputs(shape, ws.flags.kept_position.data(), ws.computed.data());
+        k.positions = ws.flags.kept_position.data(), k.computed = ws.computed.data();
+      }
+      winograd_nhwc_conv_tile(block, shape, x, *in[1], *out[0], 0, image, e, prepared, scratch, k);
     }
     return;
   }
   const kernels::PackedB& full = conv_nhwc_packed_b(prepared);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
     const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
-    keep_flags(node, kept, kc, kp, channels, in_plane, ws.flags);
+    keep_flags(node, kept, kc, kp, channels, x.dim(1), width, ws.flags);
     // With every position kept, every output is computed (a window centred in the padding too).
     ws.computed.assign(out_plane, 1);
-    if (kp < in_plane) computed_outputs(shape, ws.flags.kept_position.data(), ws.computed.data());
+    if (positions_pruned) computed_outputs(shape, ws.flags.kept_position.data(), ws.computed.data());
     // Outputs not computed are 0; the computed ones are listed.
     float* y = out[0]->data<float>() + size_t(n) * out_plane * m;
     ws.outputs.clear();
