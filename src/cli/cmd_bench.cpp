@@ -370,7 +370,7 @@ Examples:
   cmd->add_option("--tiles-per-op", o.tiles_per_op, "Target tiles per op (0: by rule)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--tile-counts", o.tile_counts,
-                    "Tiles per op when --tiles-per-op is 0: fixed (about 2 per thread), tail (TA-DNN's staircase: "
+                    "Tiles per op when --tiles-per-op is 0: fixed (one per thread), tail (TA-DNN's staircase: "
                     "the count whose waves on the threads cost least, docs/scaling.md), or both (interleaved)")
       ->capture_default_str()->check(CLI::IsMember({"fixed", "tail", "both"}));
   cmd->add_option("--precision", o.precision,

@@ -73,6 +73,7 @@ int run_generate(const GenerateCliOptions& o) {
   SessionOptions options{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
                          .precision = parse_precision(o.precision),
                          .tuning = o.tuning};
+  options.tiles_per_op = o.tiles_per_op;
   options.cached_plans = 32;  // a prompt shape and one shape per cache capacity
   Session session(engine, model_from_graph(load_onnx(o.model, o.limits), {}, o.limits), options);
   Generator generator(session);
@@ -154,6 +155,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCliOptions& o) {
                   "Untimed generations first (the same prompt and settings), so the timed one finds its shapes planned")
       ->capture_default_str()->check(CLI::Range(0, 100));
   add_threads_option(cmd, o.threads);
+  cmd->add_option("--tiles-per-op", o.tiles_per_op, "Target tiles per op (0: by rule)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   add_schedule_option(cmd, o.schedule, "aspen or barrier");
   add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8w"});
   add_tuning_option(cmd, o.tuning);

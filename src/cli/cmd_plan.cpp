@@ -189,7 +189,7 @@ int run_plan(const PlanCliOptions& o) {
                                                                                   kernels::precision_supported(kernels::Precision::bf16_amx, kernels::active_isa())
                                                                               ? strf(", %g per AMX FLOP", options.machine.amx_flop_cost).c_str()
                                                                               : "").c_str()
-                                                                   : "about 2 per thread");
+                                                                   : "one per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());
   if (!p.options.machine.source.empty()) std::printf("machine probes: %s\n", p.options.machine.source.c_str());
@@ -274,7 +274,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o) {
   add_shape_option(cmd, o.shapes);
   add_threads_option(cmd, o.threads, "Cores to cut tiles for (0: the cores this process may use)");
   cmd->add_option("--tiles-per-op", o.tiles_per_op,
-                   "Target tiles per op (0: about 2 per thread, none under 1 MFLOP)")
+                   "Target tiles per op (0: one per thread, none under 1 MFLOP)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
   add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8"});
@@ -285,7 +285,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanCliOptions& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--tile-counts", o.tile_counts,
-                   "Tiles per op when --tiles-per-op is 0: fixed (about 2 per thread) or tail (TA-DNN's staircase, "
+                   "Tiles per op when --tiles-per-op is 0: fixed (one per thread) or tail (TA-DNN's staircase, "
                    "with what finer tiles repeat priced at this machine's measured cost per moved element)")
       ->capture_default_str()->check(CLI::IsMember({"fixed", "tail"}));
   add_schedule_option(cmd, o.schedule, "aspen (tile dataflow) or barrier (op by op)");

@@ -225,7 +225,7 @@ Examples:
   cmd->add_option("--schedule", o.schedule, "aspen, barrier, or both")
       ->capture_default_str()->check(CLI::IsMember({"aspen", "barrier", "both"}));
   cmd->add_option("--tile-counts", o.tile_counts,
-                       "Tiles per op when not forced: fixed (about 2 per thread), tail (TA-DNN's staircase), or both")
+                       "Tiles per op when not forced: fixed (one per thread), tail (TA-DNN's staircase), or both")
       ->capture_default_str()->check(CLI::IsMember({"fixed", "tail", "both"}));
   cmd->add_option("--runs,-r", o.runs, "Traced one-thread runs per plan (median per tile)")
       ->capture_default_str()->check(CLI::Range(1, 1000));

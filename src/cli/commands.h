@@ -203,6 +203,7 @@ struct GenerateCliOptions {
   int64_t min_capacity = 64;        // GenerateOptions::min_capacity
   int warmup = 0;                   // untimed generations before the timed one
   int threads = 0;
+  int tiles_per_op = 0;             // 0: by rule
   std::string schedule = "aspen";
   std::string precision = "fp32";
   std::string tuning = "auto";

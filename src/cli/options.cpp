@@ -8,7 +8,7 @@ const char* const kShapeHelp =
 
 const char* const kPruneHelp =
     "Dynamic feature-map pruning (Antidote, docs/dynamic.md): by default a model's grove.antidote metadata "
-    "applies; 'off' runs it unpruned; or statements such as 'prune relu1.out channels=0.5 positions=0.75', "
+    "applies; 'off' runs it unpruned; or statements such as 'prune relu1.out channels=0.5 positions=0.75' (block=4: positions kept in 4x4 blocks), "
     "several separated by ';'";
 
 const char* const kPrecisionHelp =

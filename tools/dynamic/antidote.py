@@ -3,7 +3,9 @@ on Fashion-MNIST, with the exact semantics grove runs (docs/dynamic.md):
 
   per image, of feature map F [C, H, W]: keep the int(pc * C) channels of highest mean over
   H x W and the int(ps * H * W) positions of highest mean over C (at least one of each), and
-  zero everything else before the next conv; that conv computes only the outputs whose
+  zero everything else before the next conv (with block=B: the int(ps * blocks) blocks of B x B
+  positions, on a grid from (0, 0), of highest mean of their positions' means, and every
+  position in them); that conv computes only the outputs whose
   window centre is a kept position (for its 3x3 windows of pad 1 and stride s: output (i, j)
   is centred on (i * s, j * s)), and its other outputs are 0.
 
@@ -37,20 +39,38 @@ def _top(scores, k):
     return torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]
 
 
-def keep_masks(f, pc: float, ps: float):
+def block_means(scores, block: int):
+    """[N, H, W] -> [N, ceil(H / B), ceil(W / B)]: each block's mean of its positions' scores
+    (the last row and column of blocks may be cut short)."""
+    n, h, w = scores.shape
+    bh, bw = -(-h // block), -(-w // block)
+    pad = (0, bw * block - w, 0, bh * block - h)
+    sums = F.pad(scores, pad).view(n, bh, block, bw, block).sum((2, 4))
+    counts = F.pad(torch.ones(1, h, w, dtype=scores.dtype), pad).view(1, bh, block, bw, block).sum((2, 4))
+    return sums / counts
+
+
+def keep_masks(f, pc: float, ps: float, block: int = 1):
     """The 0/1 masks of F [N, C, H, W] that the AttentionKeep decision keeps: of channels and
     positions together [N, C, H, W], and of positions alone [N, 1, H, W]."""
     n, c, h, w = f.shape
     d = f.detach().double()
     chan = _top(d.mean((2, 3)), kept(pc, c))
-    spat = _top(d.mean(1).flatten(1), kept(ps, h * w))
     mc = torch.zeros(n, c, dtype=f.dtype).scatter_(1, chan, 1.0)
-    ms = torch.zeros(n, h * w, dtype=f.dtype).scatter_(1, spat, 1.0).view(n, 1, h, w)
+    if block > 1:
+        scores = block_means(d.mean(1), block)
+        bh, bw = scores.shape[1:]
+        spat = _top(scores.flatten(1), kept(ps, bh * bw))
+        mb = torch.zeros(n, bh * bw, dtype=f.dtype).scatter_(1, spat, 1.0).view(n, 1, bh, bw)
+        ms = mb.repeat_interleave(block, 2).repeat_interleave(block, 3)[:, :, :h, :w]
+    else:
+        spat = _top(d.mean(1).flatten(1), kept(ps, h * w))
+        ms = torch.zeros(n, h * w, dtype=f.dtype).scatter_(1, spat, 1.0).view(n, 1, h, w)
     return mc[:, :, None, None] * ms, ms
 
 
 class PlainNet(nn.Module):
-    """conv3x3-BN-ReLU x 5 (LAYERS), global average pool, linear. `keep[l]` = (pc, ps) prunes
+    """conv3x3-BN-ReLU x 5 (LAYERS), global average pool, linear. `keep[l]` = (pc, ps[, block]) prunes
     the output of layer l (l < PRUNABLE) before layer l + 1 reads it, and layer l + 1 computes
     only the outputs centred on kept positions; None leaves it whole. Training with masks is
     the targeted dropout (TTD) of the thesis: the gradient flows through the kept entries only."""
@@ -87,12 +107,14 @@ class PlainNet(nn.Module):
         positions give."""
         total, size, cin = 0, IMAGE, 1
         for layer, (w, s) in enumerate(zip(self.widths, self.strides)):
-            plane = size * size
+            in_size, plane = size, size * size
             size = (size + 2 - 3) // s + 1
             reads, share = cin, 1.0
             if keep and layer > 0 and keep[layer - 1] is not None:
-                reads = kept(keep[layer - 1][0], cin)
-                share = kept(keep[layer - 1][1], plane) / plane
+                k = keep[layer - 1]
+                units = (-(-in_size // (k[2] if len(k) > 2 else 1))) ** 2  # positions, or blocks
+                reads = kept(k[0], cin)
+                share = kept(k[1], units) / units
             total += int(2 * w * reads * 9 * size * size * share)
             cin = w
         return total + 2 * cin * CLASSES
@@ -106,7 +128,8 @@ def metadata(keep) -> str:
     lines = []
     for layer, k in enumerate(keep or []):
         if k is not None:
-            lines.append(f"prune {value_name(layer)} channels={k[0]:g} positions={k[1]:g}")
+            block = f" block={k[2]}" if len(k) > 2 and k[2] > 1 else ""
+            lines.append(f"prune {value_name(layer)} channels={k[0]:g} positions={k[1]:g}{block}")
     return "\n".join(lines)
 
 

@@ -92,6 +92,7 @@ def main():
     ap.add_argument("--width-mult", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="tiny widths, few epochs: for tests")
+    ap.add_argument("--settings", help="only these keep settings, comma-separated (default: all)")
     args = ap.parse_args()
     if args.quick:
         args.epochs, args.ttd_epochs, args.width_mult, args.train_limit = 2, 1, 0.25, 2000
@@ -129,8 +130,8 @@ def main():
 
     # Settings: channels only, positions only, and both, on every map but the first (the most
     # sensitive one, and its consumer's input is the widest plane).
-    def every_map_but_the_first(pc, ps):
-        return [None] + [(pc, ps)] * (PRUNABLE - 1)
+    def every_map_but_the_first(pc, ps, block=1):
+        return [None] + [(pc, ps, block)] * (PRUNABLE - 1)
 
     settings = {
         "c75": every_map_but_the_first(0.75, 1.0),
@@ -138,7 +139,18 @@ def main():
         "p50": every_map_but_the_first(1.0, 0.5),
         "c75p75": every_map_but_the_first(0.75, 0.75),
         "c50p50": every_map_but_the_first(0.5, 0.5),
+        # Positions kept in blocks of 4 x 4, the output blocks of Winograd F(4x4, 3x3): a pruned
+        # conv on Winograd skips the others whole.
+        "p50b4": every_map_but_the_first(1.0, 0.5, 4),
+        "c50p50b4": every_map_but_the_first(0.5, 0.5, 4),
     }
+    # Each setting's seed is its place in the full list, so --settings trains it as the full run does.
+    seeds = {name: args.seed + 1 + i for i, name in enumerate(settings)}
+    if args.settings:
+        unknown = [n for n in args.settings.split(",") if n not in settings]
+        if unknown:
+            sys.exit(f"unknown settings {unknown}; the kit has {list(settings)}")
+        settings = {n: settings[n] for n in args.settings.split(",")}
     before = {name: accuracy(net, test_data, keep) for name, keep in settings.items()}
     flops = {name: net.flops(keep) for name, keep in settings.items()}
     flops["none"] = net.flops()
@@ -154,13 +166,13 @@ def main():
         def keep_at(epoch):
             t = min(1.0, (epoch + 1) / max(1.0, 0.6 * args.ttd_epochs))
             step = lambda r: 1.0 - round((1.0 - r) * t / 0.05) * 0.05  # noqa: E731
-            return [None if k is None else (max(k[0], step(k[0])), max(k[1], step(k[1]))) for k in target]
+            return [None if k is None else (max(k[0], step(k[0])), max(k[1], step(k[1])), *k[2:]) for k in target]
         return keep_at
 
     after, states = {}, {}
-    for i, (name, keep) in enumerate(settings.items()):
+    for name, keep in settings.items():
         net.load_state_dict(plain_state)
-        fit(net, train_data, args.ttd_epochs, args.seed + 1 + i, keep_at=ascent_to(keep), teacher=teacher)
+        fit(net, train_data, args.ttd_epochs, seeds[name], keep_at=ascent_to(keep), teacher=teacher)
         after[name] = accuracy(net, test_data, keep)
         states[name] = {k: v.clone() for k, v in net.state_dict().items()}
         antidote.export(net, str(args.out / f"{name}.onnx"), keep, batch="N")

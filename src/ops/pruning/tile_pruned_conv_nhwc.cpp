@@ -106,6 +106,7 @@ struct Workspace {
   std::vector<uint32_t> outputs;                           // the tile's computed output positions
   std::vector<uint32_t> pruned_channels;                   // without the gather: the channels to zero
   std::vector<uint32_t> kept_channels;                     // the row path's channels to add up
+  std::vector<uint32_t> k_steps;                           // the GEMM's steps: kept channels of every tap
   std::vector<float> map;                                  // the tile's input rows, [row][column][kept channel]
   std::vector<float> padded;                               // the row path's padded input rows
   std::vector<float> a, c, residual;                       // windows [P][k], C and the residual [P][columns]
@@ -257,20 +258,28 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
                ws.flags.kept_position.data(), ws.padded);
       continue;
     }
-    // Otherwise one GEMM over the computed outputs' windows. Gathering the kept channels'
-    // weights costs a copy of each, and saves 2 x positions FLOPs per weight of a pruned
-    // channel. The GEMM's register tile does about 2 mr nr / (mr + nr) FLOPs per float it
-    // loads; below that many saved FLOPs per gathered weight the tile keeps every channel (the
-    // pruned ones zero in the map) and reads the packed weights as they are.
-    const bool gather = kc < channels && 2.0 * double(positions) * double(channels - kc) >= flops_per_load * double(kc);
+    // Otherwise one GEMM over the computed outputs' windows. Where the GEMM takes a list of k
+    // steps, the windows are copied whole and the GEMM adds up the kept channels' steps of the
+    // packed weights as they are: no weights copied, no product of a pruned channel. Elsewhere
+    // gathering the kept channels' weights costs a copy of each, and saves 2 x positions FLOPs
+    // per weight of a pruned channel. The GEMM's register tile does about 2 mr nr / (mr + nr)
+    // FLOPs per float it loads; below that many saved FLOPs per gathered weight the tile keeps
+    // every channel (the pruned ones zero in the map) and reads the packed weights as they are.
+    const bool steps = kc < channels && kernels::gemm_takes_k_steps(kernels::active_isa());
+    const bool gather = !steps && kc < channels &&
+                        2.0 * double(positions) * double(channels - kc) >= flops_per_load * double(kc);
     const size_t run = gather ? size_t(kc) : size_t(channels), k = taps * run;
     ws.pruned_channels.clear();
-    for (int64_t c = 0; !gather && c < channels; ++c)
+    for (int64_t c = 0; !gather && !steps && c < channels; ++c)
       if (!ws.flags.kept_channel[size_t(c)]) ws.pruned_channels.push_back(static_cast<uint32_t>(c));
+    ws.k_steps.clear();
+    for (size_t t = 0; steps && t < taps; ++t)
+      for (int64_t i = 0; i < kc; ++i) ws.k_steps.push_back(uint32_t(t * size_t(channels) + size_t(kept[i])));
     if (gather) gather_weights(ws.b, full, kept, run, size_t(channels), taps, c0, c1);
     const kernels::PackedB& b = gather ? ws.b : full;
-    // The input rows' kept channels, zero at pruned positions (and pruned channels). Without the
-    // gather a kept position is copied whole and its pruned channels zeroed after.
+    // The input rows' kept channels, zero at pruned positions. Without the gather a kept
+    // position is copied whole, and its pruned channels zeroed after where the GEMM adds up
+    // every step.
     ws.map.resize(size_t(rows.size() * width) * run);
     for (int64_t p = rows.begin * width; p < rows.end * width; ++p) {
       float* dst = ws.map.data() + size_t(p - rows.begin * width) * run;
@@ -310,6 +319,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       call.n = columns;
       call.c = ws.c.data();
       call.c_stride = columns;
+      if (steps) call.k_steps = ws.k_steps.data(), call.k_step_count = ws.k_steps.size();
       call.epilogue.bias = bias ? bias->data<float>() + c0 : nullptr;
       call.epilogue.activation = activation;
       if (residual) {
