@@ -18,6 +18,8 @@ namespace grove::kernels {
 inline double combine_lanes(const double* l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); }
 
 // lanes: 8 * channels doubles, added to (zero them first); position_sums: plane doubles, written.
+// Either may be null: those sums are skipped (a decision that keeps every channel, or every
+// position, needs no scores for them).
 void keep_sums_nhwc(const float* x, size_t channels, size_t plane, double* lanes, double* position_sums,
                     Isa isa = active_isa());
 

@@ -13,8 +13,11 @@ inline void keep_sums_nhwc_impl(const float* x, size_t channels, size_t plane, d
   const size_t whole = channels / 8 * 8;
   for (size_t p = 0; p < plane; ++p) {
     const float* pixel = x + p * channels;
-    double* lane = lanes + (p % 8) * channels;
-    for (size_t c = 0; c < channels; ++c) lane[c] += double(pixel[c]);
+    if (lanes) {
+      double* lane = lanes + (p % 8) * channels;
+      for (size_t c = 0; c < channels; ++c) lane[c] += double(pixel[c]);
+    }
+    if (!position_sums) continue;
     double sum[8] = {};
     for (size_t c = 0; c < whole; c += 8)
       for (size_t j = 0; j < 8; ++j) sum[j] += double(pixel[c + j]);

@@ -35,6 +35,12 @@ TEST(KeepSums, EveryIsaAddsInTheDocumentedOrder) {
           ASSERT_EQ(lanes[i], want_lanes[i]) << isa_name(isa) << " " << channels << "x" << plane << " lane " << i;
         for (size_t p = 0; p < plane; ++p)
           ASSERT_EQ(positions[p], want_positions[p]) << isa_name(isa) << " " << channels << "x" << plane << " position " << p;
+        // Either kind alone (the other null, skipped): the same sums.
+        std::vector<double> lanes_alone(8 * channels, 0.0), positions_alone(plane, -1.0);
+        keep_sums_nhwc(x.data(), channels, plane, lanes_alone.data(), nullptr, isa);
+        keep_sums_nhwc(x.data(), channels, plane, nullptr, positions_alone.data(), isa);
+        ASSERT_EQ(lanes_alone, lanes) << isa_name(isa);
+        ASSERT_EQ(positions_alone, positions) << isa_name(isa);
       }
     }
 }

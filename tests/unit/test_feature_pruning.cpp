@@ -11,6 +11,7 @@
 #include "grove/session.h"
 #include "onnx/import.h"
 #include "onnx_builder.h"
+#include "ops/conv/channels_last.h"
 #include "ops/pruning/feature_pruning.h"
 #include "ops/op.h"
 #include "plan/feature_pruning.h"
@@ -43,6 +44,20 @@ TEST(AttentionKeep, KeepsTheHighestMeansAndTiesGoToTheLowerIndex) {
   keep.assign(4, -1);
   attention_keep(x.data<float>(), 3, 2, 2, 1, 3, keep.data(), scratch);
   EXPECT_EQ(keep, (std::vector<int64_t>{0, 0, 1, 3}));  // positions 1 and 2 tie: 1 is kept
+  // Every channel or every position kept: all of them, ascending (their sums are skipped).
+  keep.assign(5, -1);
+  attention_keep(x.data<float>(), 3, 2, 2, 3, 2, keep.data(), scratch);
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 2, 0, 3}));
+  keep.assign(6, -1);
+  attention_keep(x.data<float>(), 3, 2, 2, 2, 4, keep.data(), scratch);
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 0, 1, 2, 3}));
+  const Tensor x_nhwc = nchw_to_nhwc(x);
+  keep.assign(5, -1);
+  attention_keep_nhwc(x_nhwc.data<float>(), 3, 2, 2, 3, 2, keep.data(), scratch);
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 2, 0, 3}));
+  keep.assign(6, -1);
+  attention_keep_nhwc(x_nhwc.data<float>(), 3, 2, 2, 2, 4, keep.data(), scratch);
+  EXPECT_EQ(keep, (std::vector<int64_t>{0, 1, 0, 1, 2, 3}));
 }
 
 // Blocks of 2 x 2 on a 3 x 3 plane: blocks 0 (the top left 2 x 2), 1 (the right column's top

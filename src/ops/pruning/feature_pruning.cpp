@@ -128,8 +128,17 @@ void attention_keep(const float* x, int64_t channels, int64_t height, int64_t wi
   const int64_t plane = height * width;
   std::vector<double>& score = scratch.score;
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
-  for (int64_t c = 0; c < channels; ++c) score[size_t(c)] = sum(x + c * plane, plane) / double(plane);
-  top(scratch, channels, keep_channels, keep);
+  // Keeping all of one kind keeps them whatever their scores: those sums are skipped.
+  if (keep_channels >= channels) {
+    std::iota(keep, keep + channels, int64_t{0});
+  } else {
+    for (int64_t c = 0; c < channels; ++c) score[size_t(c)] = sum(x + c * plane, plane) / double(plane);
+    top(scratch, channels, keep_channels, keep);
+  }
+  if (keep_positions >= keep_units(height, width, block)) {
+    std::iota(keep + keep_channels, keep + keep_channels + keep_positions, int64_t{0});
+    return;
+  }
   // Positions: channel c goes to lane c % 8 of every position ([8][plane]), then the lanes pairwise.
   std::vector<double>& lanes = scratch.lanes;
   lanes.assign(static_cast<size_t>(8 * plane), 0.0);
@@ -148,19 +157,32 @@ void attention_keep(const float* x, int64_t channels, int64_t height, int64_t wi
 void attention_keep_nhwc(const float* x, int64_t channels, int64_t height, int64_t width, int64_t keep_channels,
                          int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch, int64_t block) {
   const int64_t plane = height * width;
+  const bool all_channels = keep_channels >= channels;
+  const bool all_positions = keep_positions >= keep_units(height, width, block);
   std::vector<double>& lanes = scratch.lanes;  // [8][channels]
   std::vector<double>& positions = scratch.positions;
-  lanes.assign(static_cast<size_t>(8 * channels), 0.0);
-  positions.resize(static_cast<size_t>(plane));
-  kernels::keep_sums_nhwc(x, size_t(channels), size_t(plane), lanes.data(), positions.data());
+  lanes.assign(all_channels ? 0 : static_cast<size_t>(8 * channels), 0.0);
+  positions.resize(all_positions ? 0 : static_cast<size_t>(plane));
+  // Keeping all of one kind keeps them whatever their scores: those sums are skipped.
+  if (!all_channels || !all_positions)
+    kernels::keep_sums_nhwc(x, size_t(channels), size_t(plane), all_channels ? nullptr : lanes.data(),
+                            all_positions ? nullptr : positions.data());
   std::vector<double>& score = scratch.score;
   score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
-  double channel_lanes[8];
-  for (int64_t c = 0; c < channels; ++c) {
-    for (int64_t j = 0; j < 8; ++j) channel_lanes[j] = lanes[size_t(j * channels + c)];
-    score[size_t(c)] = kernels::combine_lanes(channel_lanes) / double(plane);
+  if (all_channels) {
+    std::iota(keep, keep + channels, int64_t{0});
+  } else {
+    double channel_lanes[8];
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t j = 0; j < 8; ++j) channel_lanes[j] = lanes[size_t(j * channels + c)];
+      score[size_t(c)] = kernels::combine_lanes(channel_lanes) / double(plane);
+    }
+    top(scratch, channels, keep_channels, keep);
   }
-  top(scratch, channels, keep_channels, keep);
+  if (all_positions) {
+    std::iota(keep + keep_channels, keep + keep_channels + keep_positions, int64_t{0});
+    return;
+  }
   for (int64_t p = 0; p < plane; ++p) score[size_t(p)] = positions[size_t(p)] / double(channels);
   top_positions(scratch, height, width, block, keep_positions, keep + keep_channels);
 }
