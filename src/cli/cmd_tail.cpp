@@ -218,8 +218,8 @@ int run_tail(const TailOptions& o) {
     if (layer_of(g, node) && (o.only.empty() || node.name == o.only)) ++candidates;
   if (candidates == 0) throw Error(o.model + ": no Conv (one group), MatMul or Gemm with constant weights" +
                                    (o.only.empty() ? std::string() : " named '" + o.only + "'"));
-  std::fprintf(stderr, "timing %zu layers alone on %d threads, %d widths each...\n", candidates, engine.threads(),
-               2 * o.span / o.step + 1);
+  std::fprintf(stderr, "timing %zu layers alone on %d threads, %lld widths each...\n", candidates, engine.threads(),
+               (long long)(2 * o.span / o.step + 1));
   const auto start = Clock::now();
   for (const Node& node : g.nodes) {
     const std::optional<Layer> l = layer_of(g, node);
