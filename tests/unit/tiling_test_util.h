@@ -133,8 +133,11 @@ inline bool in_region(size_t flat, const Shape& shape, const Region& r) {
 // `inputs`: an empty Tensor marks a missing optional input. `tol` 0 asks for exact results.
 // `finer_blocks`, when given, replaces the rule's block sizes: a tile must be right for any
 // region, also ones the planner would not cut (unaligned channel ranges of a Conv).
+// `shared`, when given, is the worker scratch the tiles run with, carried over from other
+// calls: on an engine one worker's scratch serves every node of an op type, so a tile must not
+// read what a node of another shape left there.
 inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& inputs, double tol,
-                              const std::vector<int64_t>* finer_blocks = nullptr) {
+                              const std::vector<int64_t>* finer_blocks = nullptr, TileScratch* shared = nullptr) {
   TileStats stats;
   std::vector<const Tensor*> in;
   std::vector<ValueInfo> infos;
@@ -166,8 +169,9 @@ inline TileStats check_tiling(const Node& node, const std::vector<Tensor>& input
   std::vector<std::vector<const Tensor*>> constant_sets = {std::vector<const Tensor*>(in.size(), nullptr)};
   if (rule->prepare) constant_sets.push_back(in);
   // One worker's scratch for every tile, as on an engine: a tile must not depend on what the
-  // tiles before it (other grids, other regions) left in it.
-  TileScratch scratch;
+  // tiles before it (other grids, other regions, other calls' nodes) left in it.
+  TileScratch own;
+  TileScratch& scratch = shared ? *shared : own;
   for (const auto& constants : constant_sets)
   for (const auto& sizes : grids_for(ref.shape(), blocks)) {
     const std::shared_ptr<const void> prepared_holder = rule->prepare ? rule->prepare(node, infos, constants) : nullptr;

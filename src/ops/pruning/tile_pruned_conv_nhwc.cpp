@@ -135,7 +135,7 @@ constexpr size_t kPaddedBytes = 256 * 1024;
 // Every output of output rows [oy0, oy1) of one image computed on the row path
 // (kernels/conv_rows.h), as the dense ConvNhwc runs where the CPU has it: the input rows the
 // windows read copied once, padded, zero at the padding and at the positions not kept
-// (kept_position, one byte per input position), and the taps added up in registers over
+// (kept_position, one byte per input position, or null for all), and the taps added up in registers over
 // call.kept_channels only: the pruned channels' values are never read and their weights never
 // copied. call.n0 names the first output channel; y_image and residual_image point at it.
 void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channels, int64_t oy0, int64_t oy1,
@@ -159,15 +159,28 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
   call.y_stride = m;
   for (int64_t first = oy0; first < oy1; first += group) {
     const int64_t last = std::min(oy1, first + group), in_rows = (last - first - 1) * int64_t(s.stride_h) + span_h;
-    padded.assign(size_t(in_rows * row_floats), 0.0f);
+    padded.resize(size_t(in_rows * row_floats));
+    // The input columns that land in a padded row: pixels [left + from, left + to) of it.
+    const int64_t left = int64_t(s.pad_left), from = std::max<int64_t>(0, -left);
+    const int64_t to = std::min<int64_t>(int64_t(s.in_w), wp - left);
     for (int64_t r = 0; r < in_rows; ++r) {
       const int64_t iy = first * int64_t(s.stride_h) - int64_t(s.pad_top) + r;
-      if (iy < 0 || iy >= int64_t(s.in_h)) continue;
-      for (int64_t j = 0; j < wp; ++j) {
-        const int64_t ix = j - int64_t(s.pad_left);
-        const int64_t p = iy * int64_t(s.in_w) + ix;
-        if (ix >= 0 && ix < int64_t(s.in_w) && kept_position[p])
-          std::memcpy(padded.data() + r * row_floats + j * pixel, x_image + p * int64_t(channels), channels * sizeof(float));
+      float* dst = padded.data() + r * row_floats;
+      if (iy < 0 || iy >= int64_t(s.in_h) || to <= from) {
+        std::fill_n(dst, row_floats, 0.0f);
+        continue;
+      }
+      std::fill(dst, dst + (left + from) * pixel, 0.0f);
+      std::fill(dst + (left + to) * pixel, dst + row_floats, 0.0f);
+      const float* src = x_image + (iy * int64_t(s.in_w) + from) * int64_t(channels);
+      if (!kept_position && pixel == int64_t(channels)) {  // every position: the row's pixels are one run
+        std::memcpy(dst + (left + from) * pixel, src, size_t(to - from) * channels * sizeof(float));
+        continue;
+      }
+      for (int64_t ix = from; ix < to; ++ix, src += channels) {
+        float* at = dst + (left + ix) * pixel;
+        if (!kept_position || kept_position[iy * int64_t(s.in_w) + ix]) std::memcpy(at, src, channels * sizeof(float));
+        else std::fill_n(at, channels, 0.0f);
       }
     }
     call.x = padded.data();
@@ -214,8 +227,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       ws.kept_channels.assign(kept, kept + kc);  // ascending, as AttentionKeep writes them
       Region image = r;
       image[0] = {n, n + 1};
-      static const uint32_t none = 0;  // no channel kept is still a list (null: every channel)
-      WinogradNhwcKeep k{kc > 0 ? ws.kept_channels.data() : &none, ws.kept_channels.size()};
+      // Every channel kept: no list, so the GEMMs take every k step on their plain path (a
+      // list of all of them costs the step-by-step loads). No channel kept is still a list.
+      static const uint32_t none = 0;
+      WinogradNhwcKeep k;
+      if (kc < channels) k.channels = kc > 0 ? ws.kept_channels.data() : &none, k.kept = ws.kept_channels.size();
       if (positions_pruned) {
         ws.computed.resize(out_plane);
         computed_outputs(shape, ws.flags.kept_position.data(), ws.computed.data());
@@ -255,7 +271,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       const float* rn = residual ? residual->data<float>() + size_t(n) * out_plane * m + c0 : nullptr;
       const float* xn = x.data<float>() + n * in_plane * channels;
       run_rows(shape, xn, size_t(channels), r[1].begin, r[1].end, full, call, y + c0, rn, m,
-               ws.flags.kept_position.data(), ws.padded);
+               positions_pruned ? ws.flags.kept_position.data() : nullptr, ws.padded);
       continue;
     }
     // Otherwise one GEMM over the computed outputs' windows. Where the GEMM takes a list of k
