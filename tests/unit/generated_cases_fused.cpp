@@ -292,7 +292,9 @@ Case feature_pruning(Draw& d, const std::string& op) {
   const int64_t block = d.chance(0.6) ? 1 : d.between(2, 5), plane = g.h * g.w;
   const int64_t units = keep_units(g.h, g.w, block);
   // Every position kept often enough for the path that computes every output (channels pruned only).
-  const int64_t kept_channels = d.between(1, channels);
+  // The edges a third of the time: every channel (the dense paths), all but one, and one.
+  const int64_t kept_channels = d.chance(0.35) ? d.pick(std::vector<int64_t>{channels, std::max<int64_t>(1, channels - 1), 1})
+                                               : d.between(1, channels);
   const int64_t kept_positions = d.chance(0.3) ? units : d.between(1, units);
   const Tensor x = d.f32({images, channels, g.h, g.w}, -1, 1);
   Tensor keep(DType::i64, {images, kept_channels + kept_positions});
