@@ -124,16 +124,16 @@ bool on_winograd(const Node& n) {
 }
 
 // The tiles a Winograd conv of one image is cut into by output channels: on a small plane
-// (ops/conv/tile_conv_winograd.h winograd_cut_rows) at batch 1, as many as the threads and
-// the panels allow; each of them transforms the whole input. 1 where it is cut by rows or
-// images.
+// with many channels for its blocks (ops/conv/tile_conv_winograd.h winograd_nhwc_cut_rows) at
+// batch 1, as many as the threads and the panels allow; each of them transforms the whole
+// input. 1 where it is cut by rows or images.
 double winograd_channel_tiles(const Graph& g, const Node& n, int threads) {
   auto y = g.values.find(n.outputs.empty() ? "" : n.outputs[0]);
   if (threads <= 1 || y == g.values.end() || y->second.shape.size() != 4 || y->second.shape[0] != 1) return 1;
   const Shape& out = y->second.shape;  // [1, OH, OW, M]
   kernels::Conv2dShape s;
   s.out_h = size_t(out[1]), s.out_w = size_t(out[2]);
-  if (tiling::winograd_cut_rows(s)) return 1;
+  if (tiling::winograd_nhwc_cut_rows(s, out[3], 1)) return 1;
   const int64_t nr = int64_t(kernels::gemm_blocking(kernels::active_isa()).nr);
   return double(std::clamp<int64_t>((out[3] + nr - 1) / nr, 1, threads));
 }

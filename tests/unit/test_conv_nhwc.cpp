@@ -90,7 +90,8 @@ TEST(ConvNhwc, WinogradTileRuleMatchesReference) {
       {{1, 46, 45, 16}, {40, 16, 3, 3}, 1, 1, true, true, true},  // 12 x 12 blocks: cut by rows
       {{2, 26, 26, 24}, {33, 24, 3, 3}, 0, 1, true, false, false},
       {{1, 27, 31, 9}, {64, 9, 3, 3}, 1, 0, false, true, true},
-      {{1, 9, 9, 70}, {70, 70, 3, 3}, 1, 1, true, true, false},
+      {{1, 9, 9, 70}, {70, 70, 3, 3}, 1, 1, true, true, false},  // one image, few channels a block: rows
+      {{1, 9, 9, 16}, {160, 16, 3, 3}, 1, 1, false, true, true},  // many channels a block: channels only
   };
   uint32_t seed = 90;
   for (const ConvPrimitive form : {ConvPrimitive::winograd, ConvPrimitive::winograd_f2x3_nhwc})
@@ -103,6 +104,35 @@ TEST(ConvNhwc, WinogradTileRuleMatchesReference) {
       node.epilogue(c.residual ? (c.relu ? "Add+Relu" : "Add") : "Relu", c.relu ? FusedActivation::relu : FusedActivation::none);
     const auto stats = tiletest::check_tiling(node, conv_inputs(node, c.x, c.w, c.bias, c.residual, seed), 1e-4);
     EXPECT_GT(stats.tiles, 1u) << conv_primitive_name(form) << " " << shape_str(c.x);
+  }
+}
+
+// Which dims a small plane's Winograd conv may be cut along: rows of whole blocks for one
+// image with few output channels per GEMM column (so the input is transformed once, not once per
+// channel tile), output channels for one image with many, images (only) for several.
+TEST(ConvNhwc, WinogradSmallPlaneCutFollowsChannelsPerBlock) {
+  struct Case { Shape x, w; std::vector<int64_t> cuttable; };
+  const std::vector<Case> cases = {
+      {{1, 14, 14, 64}, {64, 64, 3, 3}, {1, 4, 0, 16}},      // 20 columns, 3.2 channels each
+      {{1, 28, 28, 128}, {128, 128, 3, 3}, {1, 4, 0, 16}},   // 56 columns, 2.3
+      {{1, 14, 14, 256}, {256, 256, 3, 3}, {1, 0, 0, 16}},   // 12.8
+      {{2, 14, 14, 64}, {64, 64, 3, 3}, {1, 0, 0, 0}},       // two images
+      {{1, 56, 56, 256}, {256, 256, 3, 3}, {1, 4, 0, 16}},   // a large plane: rows anyway
+  };
+  for (const Case& c : cases) {
+    NodeBuilder node("ConvNhwc", 13, 3);
+    node.node.domain = kGroveDomain;
+    node.ints("pads", {1, 1, 1, 1});
+    node.primitive(ConvPrimitive::winograd);
+    uint32_t seed = 5;
+    const std::vector<Tensor> inputs = conv_inputs(node, c.x, c.w, true, false, seed);
+    std::vector<ValueInfo> infos;
+    for (const Tensor& t : inputs) infos.push_back(ValueInfo{t.dtype(), t.shape(), &t, true});
+    const TileRule* rule = find_tile_rule(node);
+    ASSERT_NE(rule, nullptr);
+    std::vector<int64_t> want = c.cuttable;
+    if (want[3] > 0) want[3] = int64_t(kernels::gemm_blocking(kernels::active_isa()).nr);
+    EXPECT_EQ(rule->cuttable(node, infos, infer_node(node, infos)), want) << shape_str(c.x) << " " << shape_str(c.w);
   }
 }
 

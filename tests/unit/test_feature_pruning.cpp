@@ -313,8 +313,9 @@ TEST(FeaturePruning, ChannelsLastMapsArePrunedChannelsLast) {
   }
 }
 
-// A channels-last map "a" read by a conv the layout pass put on Winograd.
-Graph winograd_reader() {
+// A channels-last map "a" (plane x plane, 64 channels) read by a conv the layout pass put on
+// Winograd.
+Graph winograd_reader(int64_t plane = 14) {
   Graph g;
   auto conv = [&](const std::string& x, const std::string& w, const std::string& y, bool winograd) {
     Node n;
@@ -329,14 +330,14 @@ Graph winograd_reader() {
     if (winograd) n.decisions.conv = ConvPrimitive::winograd;
     g.initializers[w] = random_f32({64, 64, 3, 3}, 31);
     g.values[w] = ValueInfo{DType::f32, {64, 64, 3, 3}};
-    g.values[y] = ValueInfo{DType::f32, {1, 14, 14, 64}};
+    g.values[y] = ValueInfo{DType::f32, {1, plane, plane, 64}};
     g.nodes.push_back(n);
   };
   g.inputs.push_back(ValueDecl{"x/nhwc", DType::f32});
-  g.values["x/nhwc"] = ValueInfo{DType::f32, {1, 14, 14, 64}};
+  g.values["x/nhwc"] = ValueInfo{DType::f32, {1, plane, plane, 64}};
   conv("x/nhwc", "w0", "a/nhwc", false);
   conv("a/nhwc", "w1", "b/nhwc", true);
-  g.values["a"] = ValueInfo{DType::f32, {1, 64, 14, 14}};  // the NCHW value the statement names
+  g.values["a"] = ValueInfo{DType::f32, {1, 64, plane, plane}};  // the NCHW value the statement names
   g.outputs.push_back(ValueDecl{"b/nhwc"});
   return g;
 }
@@ -352,9 +353,8 @@ TEST(FeaturePruning, WinogradConvsArePrunedOnWinogradOrWherePruningBeatsIt) {
     double gain, half_kept;
     bool on_winograd;
     int threads = 1;
+    int64_t plane = 14;
   };
-  const Tensor x = random_f32({1, 14, 14, 64}, 32);
-  auto reference = [&](const Graph& g) { return model_from_graph(g).run_reference({{"x/nhwc", x}}).at("b/nhwc"); };
   for (const Expect& e : {Expect{"prune a channels=0.75", 1.5, 0.75, true},   // 0.875 against 1.125
                           Expect{"prune a channels=0.5", 1.5, 0.75, true},    // 0.75 against 0.75
                           Expect{"prune a channels=0.25", 1.5, 0.75, false},  // 0.625 against 0.375
@@ -365,13 +365,18 @@ TEST(FeaturePruning, WinogradConvsArePrunedOnWinogradOrWherePruningBeatsIt) {
                           Expect{"prune a positions=0.75", 1.5, 0.75, true},  // 1 against 1.125
                           Expect{"prune a channels=0.75 positions=0.75", 2.0, 0.75, true},
                           Expect{"prune a channels=0.75 positions=0.75", 1.2, 0.75, false},
-                          // 2 threads: the 14x14 plane's Winograd is cut into 2 channel tiles, each
+                          // 2 threads: the 14x14 plane (3.2 channels per GEMM column) is cut by rows,
+                          // as at 1 thread; the 6x6 plane (10.7) into 2 channel tiles, each
                           // transforming the whole input: 0.25 x 3 + 0.25 against 0.75.
-                          Expect{"prune a channels=0.5", 1.5, 0.75, false, 2},
-                          Expect{"prune a channels=0.75", 1.5, 0.75, true, 2}}) {  // 1.125 against 1.125
+                          Expect{"prune a channels=0.5", 1.5, 0.75, true, 2},
+                          Expect{"prune a channels=0.5", 1.5, 0.75, false, 2, 6},
+                          Expect{"prune a channels=0.75", 1.5, 0.75, true, 2, 6}}) {  // 1.125 against 1.125
     SCOPED_TRACE(std::string(e.statement) + " gain " + std::to_string(e.gain) + " half kept " +
-                 std::to_string(e.half_kept) + " threads " + std::to_string(e.threads));
-    Graph g = winograd_reader(), gemm = winograd_reader();
+                 std::to_string(e.half_kept) + " threads " + std::to_string(e.threads) + " plane " +
+                 std::to_string(e.plane));
+    const Tensor x = random_f32({1, e.plane, e.plane, 64}, 32);
+    auto reference = [&](const Graph& g) { return model_from_graph(g).run_reference({{"x/nhwc", x}}).at("b/nhwc"); };
+    Graph g = winograd_reader(e.plane), gemm = winograd_reader(e.plane);
     const FeaturePruningReport r =
         apply_feature_pruning(g, parse_feature_pruning(e.statement), {e.gain, e.half_kept, e.threads});
     apply_feature_pruning(gemm, parse_feature_pruning(e.statement), {});

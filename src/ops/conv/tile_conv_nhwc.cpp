@@ -143,11 +143,12 @@ std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, s
   const int64_t k = numel(in[1].shape) / std::max<int64_t>(in[1].shape[0], 1);
   const auto block = static_cast<int64_t>(panel_width(node));
   const WindowGeometry g = geometry_of(node, in[0].shape, in[1].shape);
-  // Winograd: rows in whole blocks on large planes; on small ones output channels only
-  // (images first when there are several), so each tile's GEMMs keep all the plane's blocks,
-  // as on the NCHW path (ops/conv/tile_conv.cpp).
+  // Winograd: rows in whole blocks on large planes, and on small planes of one image whose
+  // weights are few for their blocks (winograd_nhwc_cut_rows); else output channels only
+  // (images first when there are several), so each tile's GEMMs keep all the plane's blocks.
   if (on_winograd(node)) {
-    if (winograd_cut_rows(conv2d_shape_2d(g, channels_of(node, in[0].shape)))) return {1, winograd_block(node), 0, block};
+    if (winograd_nhwc_cut_rows(conv2d_shape_2d(g, channels_of(node, in[0].shape)), y[3], y[0]))
+      return {1, winograd_block(node), 0, block};
     return {1, 0, 0, y[0] > 1 ? 0 : block};
   }
   const auto windows = static_cast<int64_t>(window_elements(node, g, channels_of(node, in[0].shape), k, double(y[1])));

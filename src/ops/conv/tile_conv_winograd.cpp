@@ -27,6 +27,15 @@ namespace conv_winograd_rule {
 // streamed for little work: beyond half the last-level cache they come from memory on every
 // run. Those layers stay on the row GEMM, which also bounds the memory the choice adds
 // (YOLOv3's 13 x 13 layers of 512 -> 1024 channels would add 380 MiB).
+// A channel tile transforms the whole input again; a row tile reads all the transformed
+// weights again (36 x Cin x Cout) where a channel tile reads its own slice. The first repeat
+// grows with Cin x columns, the second with Cin x Cout, so Cout per column decides. Traced at
+// batch 1, 2 threads, 2 tiles (AMD EPYC Zen 5; span of the layer, channel cut -> row cut):
+// 14x14 planes (20 columns) of 64 channels 55 -> 40 us, 128: 130 -> 105, 192: 260 -> 215-260,
+// 256 (ResNet-18's layer3) 480 -> 655; 28x28 (56 columns) of 128 (ResNet-18's layer2) 365 ->
+// 320, 256: 1260 -> 1210, 384: 2800 -> 2830. Rows win up to about 6.4 channels per column,
+// are level to 9.6 and lose at 12.8.
+constexpr int64_t kRowCutChannelsPerColumn = 8;
 constexpr size_t kMinChannels = 8;
 constexpr size_t kMinGemmColumns = 48;
 constexpr size_t kMinChannelsLastGemmColumns = 16;
@@ -96,6 +105,12 @@ bool winograd_channels_last_by_rule(const kernels::Conv2dShape& s, int64_t group
 bool winograd_cut_rows(const kernels::Conv2dShape& s) {
   using namespace conv_winograd_rule;
   return gemm_columns(s) >= kRowCutGemmColumns;
+}
+
+bool winograd_nhwc_cut_rows(const kernels::Conv2dShape& s, int64_t out_channels, int64_t images) {
+  using namespace conv_winograd_rule;
+  if (winograd_cut_rows(s)) return true;
+  return images == 1 && out_channels <= kRowCutChannelsPerColumn * static_cast<int64_t>(gemm_columns(s));
 }
 
 std::shared_ptr<const void> winograd_prepare(const Tensor& w) {

@@ -27,6 +27,11 @@ int64_t winograd_transformed_weight_bytes(const kernels::Conv2dShape& shape, int
 // Whether a Winograd conv is cut by rows (planes of >= 128 GEMM columns) or, on smaller
 // planes, by output channels only, so every tile's GEMMs keep the whole plane's columns.
 bool winograd_cut_rows(const kernels::Conv2dShape& shape);
+// The channels-last forms also cut one image's small plane by rows where its weights are few
+// for its columns (at most kRowCutChannelsPerColumn output channels per GEMM column), so the
+// input transform is done once, not once per channel tile (ops/conv/tile_conv_winograd.cpp
+// says what was measured). `images`: the output's batch; several are cut by images instead.
+bool winograd_nhwc_cut_rows(const kernels::Conv2dShape& shape, int64_t out_channels, int64_t images);
 
 // Whether a Conv node (input X, weights W of these shapes) takes the Winograd path. Winograd
 // runs in fp32 only: the plan leaves such layers out of bf16 (plan/precision.cpp says why).

@@ -66,7 +66,7 @@ std::vector<int64_t> cuttable(const Node& node, std::span<const ValueInfo> in, s
   const auto block = static_cast<int64_t>(panel_width());
   if (const int64_t b = winograd_block(node, in); b > 0) {  // as ConvNhwc cuts its Winograd
     const WindowGeometry g = geometry(node, in[0].shape, in[1].shape);
-    if (winograd_cut_rows(conv2d_shape_2d(g, in[0].shape[3]))) return {1, b, 0, block};
+    if (winograd_nhwc_cut_rows(conv2d_shape_2d(g, in[0].shape[3]), y[3], y[0])) return {1, b, 0, block};
     return {1, 0, 0, y[0] > 1 ? 0 : block};
   }
   if (cut_weights_first(k * y[3], 2 * k * y[1] * y[2])) return {1, 0, 0, block};
