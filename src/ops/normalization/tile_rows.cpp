@@ -132,8 +132,28 @@ void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
   const double epsilon = node.attr_float("epsilon", 1e-5f);
   const Tensor* scale = in[1];
   const Tensor* bias = optional_input(in, 2);
-  // Scale and B may broadcast along any dim: an offset per row start and per row element.
   const std::vector<int64_t> x_strides = strides_of(shape);
+  const float *x = in[0]->data<float>(), *w = scale->data<float>(), *b = bias ? bias->data<float>() : nullptr;
+  float* y = out[0]->data<float>();
+  const kernels::VMathKernels& k = kernels::vmath();
+  // Scale and B shaped like one row (the normalised dims, leading 1s allowed), as every
+  // transformer's are: the vector kernel straight away. Walking a row's offsets element by
+  // element below cost 10-70 us per tile for GPT-2's 768-wide rows, ten times the norm.
+  auto one_row = [&](const Tensor& t) {
+    const std::vector<int64_t> strides = broadcast_strides(t.shape(), shape);
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1 && strides[d] != (d < rd.first ? 0 : x_strides[d])) return false;
+    return true;
+  };
+  if (rd.last == shape.size() && one_row(*scale) && (!bias || one_row(*bias))) {
+    int64_t cols = 1;
+    for (size_t d = rd.first; d < rd.last; ++d) cols *= shape[d];
+    for_each_row_start(shape, r, rd, [&](int64_t base, const std::vector<int64_t>&) {
+      k.layernorm(static_cast<size_t>(cols), x + base, w, b, static_cast<float>(epsilon), y + base);
+    });
+    return;
+  }
+  // Scale and B may broadcast along any dim: an offset per row start and per row element.
   auto row_offsets = [&](const Tensor& t) {
     std::vector<int64_t> s = broadcast_strides(t.shape(), shape);
     std::vector<int64_t> within;
@@ -153,16 +173,13 @@ void layernorm_run(const Node& node, std::span<const Tensor* const> in, std::spa
   std::tie(scale_strides, scale_within) = row_offsets(*scale);
   if (bias) std::tie(bias_strides, bias_within) = row_offsets(*bias);
   const int64_t cols = static_cast<int64_t>(scale_within.size());
-  const float *x = in[0]->data<float>(), *w = scale->data<float>(), *b = bias ? bias->data<float>() : nullptr;
-  float* y = out[0]->data<float>();
-  // Scale and B laid out like one row (the usual [C] over the last axis): the vector kernel.
+  // Scale and B laid out like one row in another shape: the vector kernel.
   auto row_contiguous = [](const std::vector<int64_t>& within) {
     for (size_t j = 0; j < within.size(); ++j)
       if (within[j] != static_cast<int64_t>(j)) return false;
     return true;
   };
   const bool vector_rows = row_contiguous(scale_within) && (!b || row_contiguous(bias_within));
-  const kernels::VMathKernels& k = kernels::vmath();
   for_each_row_start(shape, r, rd, [&](int64_t base, const std::vector<int64_t>& index) {
     int64_t w_base = 0, b_base = 0;
     for (size_t d = 0; d < rd.first; ++d) {
