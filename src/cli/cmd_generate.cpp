@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -68,6 +69,8 @@ std::string join(const std::vector<int64_t>& v) {
 
 int run_generate(const GenerateCliOptions& o) {
   const std::vector<int64_t> prompt = parse_ids(o.prompt_ids);
+  // A path that cannot be written fails now, not after the whole generation.
+  if (!o.trace_path.empty() && !std::ofstream(o.trace_path)) throw Error(o.trace_path + ": cannot write the trace file");
   const auto t0 = std::chrono::steady_clock::now();
   Engine engine({.threads = o.threads});
   SessionOptions options{.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
@@ -104,6 +107,15 @@ int run_generate(const GenerateCliOptions& o) {
   }
   GenerateStats st;
   const std::vector<int64_t> tokens = generator.generate(prompt, g, &st);
+  // Untimed, like a warm-up (tracing costs a little per tile), after the timed report.
+  auto trace_once = [&] {
+    if (o.trace_path.empty()) return;
+    GenerateOptions quiet = g;
+    quiet.on_token = nullptr;
+    engine.start_trace();
+    generator.generate(prompt, quiet);
+    write_trace(engine, o.trace_path, o.json ? stderr : stdout);  // --json keeps stdout one JSON object
+  };
 
   // Steady decode: the steps that did not plan a new shape.
   std::vector<double> steady;
@@ -121,6 +133,8 @@ int run_generate(const GenerateCliOptions& o) {
                 "\"cache_bytes\":%lld,\"threads\":%d}\n",
                 planned, per_token, per_token > 0 ? 1000.0 / per_token : 0.0,
                 static_cast<long long>(st.cache_capacity), static_cast<long long>(st.cache_bytes), engine.threads());
+    std::fflush(stdout);
+    trace_once();
     return 0;
   }
   std::printf("\n");
@@ -133,6 +147,7 @@ int run_generate(const GenerateCliOptions& o) {
   std::printf("cache: %lld positions, %.1f MB; %d thread%s, %s schedule, %s\n",
               static_cast<long long>(st.cache_capacity), st.cache_bytes / 1e6, engine.threads(),
               engine.threads() == 1 ? "" : "s", o.schedule.c_str(), o.precision.c_str());
+  trace_once();
   return 0;
 }
 
@@ -161,6 +176,9 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCliOptions& o) {
   add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8w"});
   add_tuning_option(cmd, o.tuning);
   cmd->add_flag("--json", o.json, "Print one JSON object: tokens, prefill and per-step milliseconds, tokens/s");
+  cmd->add_option("--trace", o.trace_path,
+                  "After the timed generation, one more (untimed, the same settings) traced to this .json file "
+                  "(Chrome/Perfetto): its prefill and every decode step, tile by tile");
   add_limit_options(cmd, o.limits);
   return cmd;
 }

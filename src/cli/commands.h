@@ -208,6 +208,7 @@ struct GenerateCliOptions {
   std::string precision = "fp32";
   std::string tuning = "auto";
   bool json = false;
+  std::string trace_path;           // one more generation, traced to this file
   Limits limits;
 };
 

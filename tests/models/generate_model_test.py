@@ -7,7 +7,8 @@
   2. grove's tokens must equal PyTorch's: with the masked cache of spare capacity (first
      capacity 1, 4 and 64: the capacity doubles several times, once, or never), and on the
      model without attention_mask/position_ids (the cache grows by a position per step);
-  3. sampling with a seed repeats itself, and another seed gives other tokens.
+  3. sampling with a seed repeats itself, and another seed gives other tokens;
+  4. --trace leaves stdout one JSON object with the same tokens and writes the tiles' trace.
 
 Usage: generate_model_test.py --grove build/grove [--grove-args "--threads 2"]
 """
@@ -62,6 +63,20 @@ def main():
             failures.append(f"sampling with seed 5 twice gave {sampled[0]} and {sampled[1]}")
         if sampled[0] == sampled[2]:
             failures.append(f"seeds 5 and 6 gave the same {NEW_TOKENS} tokens {sampled[0]}")
+        # --trace: stdout stays one JSON object with the same tokens; the file holds the tiles of
+        # one more generation (its prefill and every step), each layer's ops among them.
+        trace = work / "generate.trace.json"
+        plain = generate(a.grove, model, prompt, extra)["tokens"]
+        traced = generate(a.grove, model, prompt, extra + ["--trace", str(trace)])["tokens"]
+        events = json.loads(trace.read_text())
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        names = " ".join(e.get("name", "") for e in events if e.get("ph") == "X")
+        if traced != plain:
+            failures.append(f"--trace changed the tokens: {traced} against {plain}")
+        elif "LayerNormalization" not in names or "MatMul" not in names:
+            failures.append(f"the trace of a generation holds no LayerNormalization or MatMul tile: {names[:200]}")
+        else:
+            print(f"ok: --trace keeps the tokens and writes {len(events)} events")
     for f in failures:
         print("FAIL:", f)
     sys.exit(1 if failures else 0)
