@@ -13,8 +13,8 @@
 // view's last consumer is done. Not a view: a graph output of a value something else reads
 // or of a graph input (it would share a buffer with an input or another output that callers
 // may write to), a view of an initializer (constant folding already handled those), or a
-// dtype change. A graph output is a view of an intermediate value that only it reads: the
-// caller then holds that buffer alone, and the pool takes it back only once the caller drops
+// dtype change. A graph output is a view of an intermediate value that only it reads (or of
+// a chain of views, each read only by the next): the caller then holds that buffer alone, and the pool takes it back only once the caller drops
 // it (GPT-2's logits Reshape was a 51 MB copy, 5% of a bf16 run).
 //
 // Slices go the other way: a channels-last Concat's inputs written by their producers straight
@@ -53,6 +53,19 @@ bool relabels(const Node& node, const Shape& in) {
   return true;
 }
 
+// Whether a graph output made from value v may share v's buffer: v, and each value it is a
+// view of in turn, is read only by the next link of the chain, is no graph output, and the
+// chain ends at a value a node makes (not a graph input). A decoder step's new keys come
+// out of Split -> Reshape -> Transpose (moving the one new position): two views.
+bool read_only_here(const Plan& plan, const std::vector<int32_t>& readers, int32_t v) {
+  for (; v >= 0; v = plan.values[static_cast<size_t>(v)].view_of) {
+    const PlannedValue& x = plan.values[static_cast<size_t>(v)];
+    if (x.is_output || readers[static_cast<size_t>(v)] != 1) return false;
+    if (x.view_of < 0) return x.producer >= 0;
+  }
+  return false;
+}
+
 }  // namespace
 
 void mark_views(Plan& plan) {
@@ -67,8 +80,7 @@ void mark_views(Plan& plan) {
     if (base < 0 || out < 0) continue;
     const PlannedValue &b = plan.values[base], &v = plan.values[out];
     if (b.dtype != v.dtype || numel(b.shape) != numel(v.shape)) continue;
-    if (v.is_output && (b.producer < 0 || b.is_output || b.view_of >= 0 || readers[static_cast<size_t>(base)] != 1))
-      continue;
+    if (v.is_output && !read_only_here(plan, readers, base)) continue;
     if (relabels(node, b.shape)) plan.values[out].view_of = base;
   }
 }

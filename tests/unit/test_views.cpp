@@ -134,6 +134,43 @@ TEST(PlannedRun, AnOutputReshapeOfAValueOnlyItReadsIsAView) {
   EXPECT_TRUE(view_ops(*make_plan(bound_graph(two), tiles(3))).empty());
 }
 
+// A chain of views ending in a graph output (a decoder step's new keys: Split -> Reshape ->
+// Transpose moving the one new position) is views all the way when each link is read only by
+// the next; a second reader of the middle link makes the output a copy again.
+TEST(PlannedRun, AnOutputAtTheEndOfAChainOfViewsIsAView) {
+  for (const bool middle_read : {false, true}) {
+    OnnxBuilder b(13);
+    b.input("x", kF32, {1, 1, 48}).output("y", kF32, {1, 6, 1, 8});
+    if (middle_read) b.output("z", kF32, {1, 1, 6, 8});
+    b.initializer_i64("s", {4}, {1, 1, 6, 8});
+    b.node("Relu", {"x"}, {"a"}, "relu");
+    b.node("Reshape", {"a", "s"}, {"r"}, "reshape");
+    OnnxBuilder::attr_ints(b.node("Transpose", {"r"}, {"y"}, "transpose"), "perm", {0, 2, 1, 3});
+    if (middle_read) b.node("Neg", {"r"}, {"z"}, "neg");
+    TestModel m{"output_chain", b.bytes(), {{"x", seeded_tensor({1, 1, 48}, 9)}}};
+    Model model = load_test_model(m);
+    const std::vector<std::string> want_views =
+        middle_read ? std::vector<std::string>{"reshape"} : std::vector<std::string>{"reshape", "transpose"};
+    EXPECT_EQ(view_ops(*make_plan(bound_graph(model), tiles(2))), want_views) << "middle read " << middle_read;
+    const TensorMap want_first = model.run_reference(m.inputs);
+    const TensorMap second_inputs = {{"x", seeded_tensor({1, 1, 48}, 10)}};
+    const TensorMap want_second = model.run_reference(second_inputs);
+    Engine engine(EngineOptions{.threads = 2});
+    Session session(engine, model_from_graph(load_onnx_bytes(m.bytes, "output_chain.onnx")), {.tiles_per_op = 2});
+    const TensorMap first = session.run(m.inputs);
+    for (int i = 0; i < 3; ++i) expect_close(session.run(second_inputs), want_second, 0, "later run");
+    expect_close(first, want_first, 0, "the first run's outputs, held across later runs");
+  }
+  // A chain that starts at a graph input would give the caller its own input's buffer back.
+  OnnxBuilder b(13);
+  b.input("x", kF32, {1, 1, 48}).output("y", kF32, {1, 6, 1, 8});
+  b.initializer_i64("s", {4}, {1, 1, 6, 8});
+  b.node("Reshape", {"x", "s"}, {"r"}, "reshape");
+  OnnxBuilder::attr_ints(b.node("Transpose", {"r"}, {"y"}, "transpose"), "perm", {0, 2, 1, 3});
+  Model from_input = model_from_graph(load_onnx_bytes(b.bytes(), "input_chain.onnx"));
+  EXPECT_EQ(view_ops(*make_plan(bound_graph(from_input), tiles(2))), (std::vector<std::string>{"reshape"}));
+}
+
 // Slices, the other way round (plan_views.cpp): a SqueezeNet fire module, channels-last, and a
 // second Concat one of whose inputs has another reader. The first Concat's expands write straight into its buffer (slices, plan/plan_views.cpp) and the
 // Concat copies nothing; the second copies as before. Either way the outputs are the
