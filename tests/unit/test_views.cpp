@@ -102,6 +102,18 @@ TEST(PlannedRun, ViewsShareTheirBaseBuffer) {
   }
 }
 
+// The caller holds an output view's buffer alone: later runs through the same session (its
+// buffer pool) must not write into the first run's outputs the caller still holds.
+void expect_outputs_outlive_later_runs(const TestModel& m, Model& model, const TensorMap& second_inputs, int threads) {
+  const TensorMap want_first = model.run_reference(m.inputs);
+  const TensorMap want_second = model.run_reference(second_inputs);
+  Engine engine(EngineOptions{.threads = threads});
+  Session session(engine, model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")), {.tiles_per_op = threads});
+  const TensorMap first = session.run(m.inputs);
+  for (int i = 0; i < 3; ++i) expect_close(session.run(second_inputs), want_second, 0, "later run");
+  expect_close(first, want_first, 0, "the first run's outputs, held across later runs");
+}
+
 // A graph output that relabels a value only it reads (GPT-2's logits Reshape of the LM head's
 // Gemm) is a view: no copy. The caller holds that buffer alone: a later run through the same
 // session (its buffer pool) must not write into the outputs the caller still holds.
@@ -115,14 +127,7 @@ TEST(PlannedRun, AnOutputReshapeOfAValueOnlyItReadsIsAView) {
   Model model = load_test_model(m);
   auto plan = make_plan(bound_graph(model), tiles(3));
   EXPECT_EQ(view_ops(*plan), (std::vector<std::string>{"reshape"}));
-  const TensorMap want_first = model.run_reference(m.inputs);
-  const TensorMap second_inputs = {{"x", seeded_tensor({4, 6, 8}, 8)}};
-  const TensorMap want_second = model.run_reference(second_inputs);
-  Engine engine(EngineOptions{.threads = 3});
-  Session session(engine, model_from_graph(load_onnx_bytes(m.bytes, "output_view.onnx")), {.tiles_per_op = 3});
-  const TensorMap first = session.run(m.inputs);
-  for (int i = 0; i < 3; ++i) expect_close(session.run(second_inputs), want_second, 0, "later run");
-  expect_close(first, want_first, 0, "the first run's output, held across later runs");
+  expect_outputs_outlive_later_runs(m, model, {{"x", seeded_tensor({4, 6, 8}, 8)}}, 3);
   // Read by another node as well, the value is not given to the caller: the output is copied.
   OnnxBuilder shared(13);
   shared.input("x", kF32, {4, 6, 8}).output("y", kF32, {24, 8}).output("z", kF32, {4, 6, 8});
@@ -152,14 +157,7 @@ TEST(PlannedRun, AnOutputAtTheEndOfAChainOfViewsIsAView) {
     const std::vector<std::string> want_views =
         middle_read ? std::vector<std::string>{"reshape"} : std::vector<std::string>{"reshape", "transpose"};
     EXPECT_EQ(view_ops(*make_plan(bound_graph(model), tiles(2))), want_views) << "middle read " << middle_read;
-    const TensorMap want_first = model.run_reference(m.inputs);
-    const TensorMap second_inputs = {{"x", seeded_tensor({1, 1, 48}, 10)}};
-    const TensorMap want_second = model.run_reference(second_inputs);
-    Engine engine(EngineOptions{.threads = 2});
-    Session session(engine, model_from_graph(load_onnx_bytes(m.bytes, "output_chain.onnx")), {.tiles_per_op = 2});
-    const TensorMap first = session.run(m.inputs);
-    for (int i = 0; i < 3; ++i) expect_close(session.run(second_inputs), want_second, 0, "later run");
-    expect_close(first, want_first, 0, "the first run's outputs, held across later runs");
+    expect_outputs_outlive_later_runs(m, model, {{"x", seeded_tensor({1, 1, 48}, 10)}}, 2);
   }
   // A chain that starts at a graph input would give the caller its own input's buffer back.
   OnnxBuilder b(13);
