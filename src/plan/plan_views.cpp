@@ -14,8 +14,9 @@
 // or of a graph input (it would share a buffer with an input or another output that callers
 // may write to), a view of an initializer (constant folding already handled those), or a
 // dtype change. A graph output is a view of an intermediate value that only it reads (or of
-// a chain of views, each read only by the next): the caller then holds that buffer alone, and the pool takes it back only once the caller drops
-// it (GPT-2's logits Reshape was a 51 MB copy, 5% of a bf16 run).
+// a chain of views, each read only by the next): the caller then holds that buffer alone,
+// and the pool takes it back only once the caller drops it (GPT-2's logits Reshape was a
+// 51 MB copy, 5% of a bf16 run).
 //
 // Slices go the other way: a channels-last Concat's inputs written by their producers straight
 // into channel slices of the Concat's buffer, so the Concat copies nothing (SqueezeNet's fire
