@@ -73,6 +73,15 @@ struct TileRule {
   TileWork (*tile_work)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
                         const Shape& extent) = nullptr;
 
+  // Optional: elements of its inputs the op reads from memory with little arithmetic on each
+  // (attention over a decoder's key/value cache: 2 FLOPs per element). Such an op runs at the
+  // memory's speed, not its FLOPs', so the planner counts each element at the machine's price
+  // of a moved element (MachineProfile::move_flops) when it decides how many tiles the op is
+  // worth: by its FLOPs alone, a decode step's attention over 64 cached positions is under
+  // the minimum tile and runs on one core while the others wait for it.
+  int64_t (*streamed_elements)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) =
+      nullptr;
+
   // Optional: G > 1 when output 0 splits along dim 1 into G independent paths, block g of
   // the output reading only block g of input 0 along its dim 1 (a grouped Conv's groups).
   // Consecutive ops of the same G are cut along their paths first (DCCNN, plan.cpp).

@@ -211,6 +211,11 @@ void lower_to_tiles(PlanBuild& b) {
       throw Error(node.describe() + ": the model's FLOP count overflows int64");
     Shape out_shape = infos.back().out.empty() || !infos.back().out[0].present ? Shape{} : infos.back().out[0].shape;
     int64_t work = std::max(flops, numel(out_shape));
+    if (rule && rule->streamed_elements) {
+      const double streamed = options.machine.move_flops * static_cast<double>(rule->streamed_elements(
+                                                              node, infos.back().in, infos.back().out));
+      if (streamed > static_cast<double>(work)) work = static_cast<int64_t>(std::min(streamed, 0x1p62));
+    }
     int64_t producer_tiles = 1;
     for (int32_t v : plan->node_inputs[n]) {
       while (v >= 0 && plan->values[v].view_of >= 0) v = plan->values[v].view_of;  // cut like the base

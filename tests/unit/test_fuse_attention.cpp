@@ -10,6 +10,7 @@
 #include "ops/op.h"
 #include "passes/flops.h"
 #include "passes/passes.h"
+#include "plan/plan.h"
 #include "runtime/session.h"
 #include "onnx/import.h"
 #include "graph_test_util.h"
@@ -260,6 +261,36 @@ TEST(FuseAttention, ADecodersCacheIsReadInPlaceWithoutItsTransposeOrConcats) {
       }
       expect_tiles_match_unfused(bytes, in, what);
     }
+}
+
+// A decode step's attention does 2 FLOPs per cached key or value it reads: by its FLOPs it is
+// under the minimum tile, yet it runs at the memory's speed, and as one tile it kept one core
+// waiting for it in every layer. The plan counts what it reads at the machine's price of a
+// moved element and cuts it by heads across the threads; a prompt's attention (the GEMM path,
+// 7 query rows) and a short cache stay one tile.
+TEST(FuseAttention, ADecodeStepsAttentionIsCutAcrossThreadsByWhatItReads) {
+  const auto attention_tiles = [](int64_t queries, int64_t past, int threads) {
+    const Model model = model_from_graph(load_onnx_bytes(cached_attention_bytes(queries, past, false), "c.onnx"));
+    const Graph& g = bound_graph(model);
+    PlanOptions options;
+    options.threads = threads;
+    options.machine.move_flops = 32;
+    auto plan = make_plan(g, options);
+    for (size_t n = 0; n < plan->graph.nodes.size(); ++n)
+      if (plan->graph.nodes[n].op_type == "Attention") {
+        EXPECT_LT(node_flops(plan->graph, plan->graph.nodes[n]), int64_t{1} << 20);
+        return plan->tiles.tile_count[n];
+      }
+    ADD_FAILURE() << "no Attention node";
+    return 0;
+  };
+  // 6 heads x 281 keys x 40 floats of K and V: 67,440 elements, 2.2 MFLOPs at 32 a moved element
+  // (its own FLOPs: 1.0 M).
+  EXPECT_EQ(attention_tiles(1, 280, 2), 2);
+  EXPECT_EQ(attention_tiles(1, 280, 3), 2);  // each tile at least the minimum
+  EXPECT_EQ(attention_tiles(1, 280, 1), 1);
+  EXPECT_EQ(attention_tiles(1, 20, 2), 1);
+  EXPECT_EQ(attention_tiles(7, 280, 2), 1);
 }
 
 // A sequence-major node (from a model or plan file naming grove.internal) whose attributes do

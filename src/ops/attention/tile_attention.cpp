@@ -108,6 +108,14 @@ size_t kept_prefix(const bool* keep, size_t n) {
   return n;
 }
 
+// A tile of few query rows over keys kept as rows reads every key and value of its heads once
+// and does 2 FLOPs on each: it runs at the memory's speed (tiling.h, streamed_elements).
+int64_t attention_streamed(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo>) {
+  const AttentionLayout l = layout_of(node, in);
+  if (!l.keys_as_rows || l.queries > kInPlaceRows) return 0;
+  return l.batch * l.heads * l.keys * (l.head_dim + l.value_dim);
+}
+
 void attention_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r,
                    const void*, TileScratch& scratch) {
   check_region(node, r, out[0]->shape());
@@ -243,7 +251,9 @@ std::string internal_rule_key(const std::string& op_type) {
 
 void add_attention_rules(RuleTable& t) {
   using namespace attention_rule;
-  t[internal_rule_key("Attention")] = {attention_cuttable, attention_needs, attention_run};
+  TileRule rule{attention_cuttable, attention_needs, attention_run};
+  rule.streamed_elements = attention_streamed;
+  t[internal_rule_key("Attention")] = rule;
 }
 
 }  // namespace grove::tiling
