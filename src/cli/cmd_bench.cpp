@@ -205,7 +205,8 @@ int run_bench(const BenchOptions& o) {
   if (tty) std::fprintf(stderr, "\r%40s\r", "");
   if (!o.trace_path.empty()) {  // warm, like the timed runs, but not one of them: tracing costs a little
     engine.start_trace();
-    for (auto& x : series) x.session->run(inputs);
+    for (int i = 0; i < o.trace_runs; ++i)
+      for (auto& x : series) x.session->run(inputs);
     write_trace(engine, o.trace_path, o.json ? stderr : stdout);  // --json keeps stdout one JSON object
   }
 
@@ -449,9 +450,14 @@ Examples:
       ->capture_default_str()
       ->type_name("N:S,...");
   add_seed_option(cmd, o.seed);
-  cmd->add_option("--trace", o.trace_path,
-                    "After the timed runs, one more warm run per schedule (with --subnet: per sub-net) traced to this .json file (Chrome/Perfetto)")
+  CLI::Option* trace = cmd->add_option("--trace", o.trace_path,
+                    "After the timed runs, --trace-runs more warm runs per schedule (with --subnet: per sub-net) traced to this .json file (Chrome/Perfetto); each run's tiles carry its job id")
       ->type_name("FILE");
+  cmd->add_option("--trace-runs", o.trace_runs,
+                  "Runs traced with --trace, per schedule or sub-net, interleaved like the timed runs. A run of a few hundred microseconds is a sample of one: trace many and take medians per tile (scripts/trace_op_times.py does)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str()
+      ->needs(trace);
 
   add_limit_options(cmd, o.limits);
   return cmd;

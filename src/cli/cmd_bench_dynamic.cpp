@@ -51,9 +51,10 @@ int bench_subnets(const BenchOptions& o, Engine& engine, SubnetPick& pick, const
       d.run(inputs, r.index);
       r.ms.push_back(ms_since(t));
     }
-  if (!o.trace_path.empty()) {  // one more warm run of each sub-net, not one of the timed ones
+  if (!o.trace_path.empty()) {  // more warm runs of each sub-net, not among the timed ones
     engine.start_trace();
-    for (auto& r : rows) d.run(inputs, r.index);
+    for (int i = 0; i < o.trace_runs; ++i)
+      for (auto& r : rows) d.run(inputs, r.index);
     write_trace(engine, o.trace_path, o.json ? stderr : stdout);  // --json keeps stdout one JSON object
   }
   const double widest = percentile(rows.back().ms, 50);

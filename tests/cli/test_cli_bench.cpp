@@ -4,6 +4,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <set>
 
 #include "cli_harness.h"
 #include "kernels/gemm.h"
@@ -78,6 +81,24 @@ TEST(CliBench, CoExecutionRejectsBothSchedulesAndUnnamedInputs) {
   Result traced = run_grove({"bench", kModel, kModel, "--trace", "/tmp/grove_unused_trace.json"});
   EXPECT_EQ(traced.exit_code, 1);
   EXPECT_NE(traced.err.find("--trace"), std::string::npos) << traced.err;
+}
+
+// --trace-runs traces that many warm runs, each tile tagged with its run's job id, so a short
+// model's trace is more than a sample of one; without --trace it is an error, not ignored.
+TEST(CliBench, TraceRunsTracesThatManyRunsEachWithItsJob) {
+  const std::string path = ::testing::TempDir() + "grove_trace_runs.json";
+  Result r = run_grove({"bench", kModel, "--runs", "2", "--warmup", "0", "--threads", "2", "--input", kInput,
+                        "--trace", path, "--trace-runs", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(path);
+  const std::string trace((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::set<long> jobs;
+  for (size_t at = trace.find("\"job\":"); at != std::string::npos; at = trace.find("\"job\":", at + 1))
+    jobs.insert(std::strtol(trace.c_str() + at + 6, nullptr, 10));
+  EXPECT_EQ(jobs.size(), 4u) << trace.substr(0, 400);
+  Result alone = run_grove({"bench", kModel, "--runs", "1", "--trace-runs", "3"});
+  EXPECT_EQ(alone.exit_code, 2);  // a usage error
+  EXPECT_NE(alone.err.find("--trace-runs requires --trace"), std::string::npos) << alone.err;
 }
 
 }  // namespace
