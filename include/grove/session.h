@@ -55,6 +55,10 @@ struct SessionOptions {
   // is ignored, and the plan says why); "off" plans by the rules; anything else is the path of
   // a record to use, and one that does not fit is an Error.
   std::string tuning = "auto";
+  // A tile that streams weights (a decode step's products) runs in pieces that an idle core
+  // can join, so a core slower than the others does not hold half of every op
+  // (docs/runtime.md); false runs every tile whole, for comparisons.
+  bool tile_pieces = true;
   // Explicit per-node choices (for tools, such as grove tune's profiler); no record is read.
   std::vector<NodeChoice> choices;
 };

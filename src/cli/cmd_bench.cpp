@@ -31,6 +31,7 @@ struct Series {
   std::string pruning;  // with --prune both: "unpruned" | "pruned"
   std::string tuning;   // with --tuning both or compare: "untuned" | "tuned" | "model" | "record"
   std::string layout;   // with --layout both: "nchw" | "nhwc"
+  std::string pieces;   // with --pieces both: "whole" | "pieces"
   std::unique_ptr<Session> session;
   double gflop = 0;     // of its plan (pruned convs count their kept channels only)
   std::vector<double> ms;
@@ -129,12 +130,17 @@ int run_bench(const BenchOptions& o) {
   const bool layout_both = o.layout == "both";
   if (layout_both && (o.schedule == "both" || several_precisions || o.tile_counts == "both" || prune_both || tuning_both))
     throw Error("--layout both compares one schedule, precision, tile count, pruning and tuning; give each one value");
+  const bool pieces_both = o.pieces == "both";
+  if (pieces_both && (o.schedule == "both" || several_precisions || o.tile_counts == "both" || prune_both || tuning_both ||
+                      layout_both))
+    throw Error("--pieces both compares one schedule, precision, tile count, pruning, tuning and layout; give each one value");
   // Series with their SessionOptions::tuning: by the rules, and tuned (both: the record, or the
   // model without one; compare: the model and the record apart).
   const std::vector<std::pair<std::string, std::string>> tunings =
       o.tuning == "both"      ? std::vector<std::pair<std::string, std::string>>{{"untuned", "off"}, {"tuned", "auto"}}
       : o.tuning == "compare" ? std::vector<std::pair<std::string, std::string>>{{"untuned", "off"}, {"model", "model"}, {"record", "record"}}
                               : std::vector<std::pair<std::string, std::string>>{{"", o.tuning}};
+  for (const std::string pieces : {"whole", "pieces"})
   for (const std::string layout : {"nchw", "nhwc"})
   for (const auto& [tuning, tuning_option] : tunings)
   for (const std::string pruning : {"unpruned", "pruned"})
@@ -143,7 +149,8 @@ int run_bench(const BenchOptions& o) {
         for (const std::string p : {"fp32", "bf16", "int8", "int8w"}) {
           if ((o.schedule != "both" && o.schedule != s) || !wanted(p) ||
               (o.tile_counts != "both" && o.tile_counts != c) || (!prune_both && pruning == "unpruned") ||
-              (o.layout != "both" && o.layout != layout))
+              (o.layout != "both" && o.layout != layout) ||
+              (!pieces_both && (pieces == "pieces") != (o.pieces == "on")))
             continue;
           Series x;
           x.schedule = s;
@@ -152,6 +159,7 @@ int run_bench(const BenchOptions& o) {
           x.pruning = prune_both ? pruning : "";
           x.tuning = tuning;
           x.layout = layout_both ? layout : "";
+          x.pieces = pieces_both ? pieces : "";
           x.session = std::make_unique<Session>(
               engine, model_from_graph(p == "int8" ? int8->graph : imported, resolved, o.limits),
               SessionOptions{.schedule = s == "barrier" ? Schedule::barrier : Schedule::aspen,
@@ -162,7 +170,8 @@ int run_bench(const BenchOptions& o) {
                              .feature_pruning = pruning == "unpruned" ? "off"
                                                 : prune_both          ? ""
                                                                       : feature_pruning_option(o.prune),
-                             .tuning = tuning_option});
+                             .tuning = tuning_option,
+                             .tile_pieces = pieces == "pieces"});
           // A model with control flow plans each segment on its first run: that run counts as loading.
           if (auto planned = plan_for(*x.session, resolved)) {
             x.gflop = double(planned->total_flops) / 1e9;
@@ -293,7 +302,7 @@ int run_bench(const BenchOptions& o) {
     double p50 = percentile(x.ms, 50);
     const std::string label =
         x.schedule + (x.precision == "fp32" ? "" : "/" + x.precision) + (x.counts == "fixed" ? "/fixed" : "") +
-        (x.pruning.empty() ? "" : "/" + x.pruning) + (x.tuning.empty() ? "" : "/" + x.tuning) + (x.layout.empty() ? "" : "/" + x.layout);
+        (x.pruning.empty() ? "" : "/" + x.pruning) + (x.tuning.empty() ? "" : "/" + x.tuning) + (x.layout.empty() ? "" : "/" + x.layout) + (x.pieces.empty() ? "" : "/" + x.pieces);
     std::printf("%-16s %6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f %9.2f %12.2f %8.2f\n", label.c_str(), x.ms.size(),
                 percentile(x.ms, 0), p50, percentile(x.ms, 90), percentile(x.ms, 99), percentile(x.ms, 100),
                 1e3 / p50, (x.gflop > 0 ? x.gflop : gflop) / (p50 / 1e3), x.peak_activation_bytes / 1e6, pool_bytes(x) / 1e6);
@@ -313,6 +322,8 @@ int run_bench(const BenchOptions& o) {
   for (size_t k = 1; tuning_both && k < series.size(); ++k)
     std::printf("tuning speedup (p50 untuned / p50 %s): %.3fx\n", series[k].tuning.c_str(),
                 percentile(series[0].ms, 50) / percentile(series[k].ms, 50));
+  if (pieces_both)
+    std::printf("pieces speedup (p50 whole / p50 pieces): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (layout_both)
     std::printf("channels-last speedup (p50 nchw / p50 nhwc): %.3fx\n", percentile(series[0].ms, 50) / percentile(series[1].ms, 50));
   if (prune_both)
@@ -450,6 +461,12 @@ Examples:
       ->capture_default_str()
       ->type_name("N:S,...");
   add_seed_option(cmd, o.seed);
+  cmd->add_option("--pieces", o.pieces,
+                  "on: a tile that streams weights (a decode step's products) runs in pieces an idle core can join, so a "
+                  "slower core does not hold half of every op; off: every tile whole; both: the two interleaved "
+                  "(docs/runtime.md)")
+      ->check(CLI::IsMember({"on", "off", "both"}))
+      ->capture_default_str();
   CLI::Option* trace = cmd->add_option("--trace", o.trace_path,
                     "After the timed runs, --trace-runs more warm runs per schedule (with --subnet: per sub-net) traced to this .json file (Chrome/Perfetto); each run's tiles carry its job id")
       ->type_name("FILE");

@@ -29,6 +29,14 @@ struct TileWork {
   double amx_flops = 0;
 };
 
+// How one tile may run in pieces (Job::pieces, runtime/help_board.h): runs of `size`
+// elements along output dim `dim`, `size` a multiple of that dim's cuttable block, so each
+// piece computes its elements bit for bit as the whole tile would. dim -1: no pieces.
+struct TilePieces {
+  int dim = -1;
+  int64_t size = 0;
+};
+
 // A GEMM tile's work on the unit its precision runs on. On AMX the products are so cheap that
 // streaming the weights again, which a finer cut of the other dim makes every tile do, is
 // no longer hidden under them: those `weights` count as moves there.
@@ -81,6 +89,13 @@ struct TileRule {
   // the minimum tile and runs on one core while the others wait for it.
   int64_t (*streamed_elements)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out) =
       nullptr;
+
+  // Optional: how one tile may run in pieces that idle cores join (TilePieces), given the
+  // bytes of its inputs a piece should stream at least (PlanOptions::piece_bytes): only where
+  // pieces repeat nothing, as a weight stream's output columns do. Without it, or with dim -1,
+  // a tile runs whole on the core that took it.
+  TilePieces (*pieces)(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                       int64_t piece_bytes) = nullptr;
 
   // Optional: G > 1 when output 0 splits along dim 1 into G independent paths, block g of
   // the output reading only block g of input 0 along its dim 1 (a grouped Conv's groups).

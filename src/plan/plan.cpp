@@ -232,6 +232,17 @@ void lower_to_tiles(PlanBuild& b) {
 
     plan->rules.push_back(rule);
     plan->tile_extent.push_back(extent);
+    TilePieces pieces;
+    if (rule && rule->pieces && options.threads > 1 && options.tile_pieces)
+      pieces = rule->pieces(node, infos.back().in, infos.back().out,
+                            options.piece_bytes > 0 ? options.piece_bytes : kDefaultPieceBytes);
+    if (pieces.dim >= 0) {  // whole blocks of a dim the rule cuts, or the pieces would not sum alike
+      const std::vector<int64_t> blocks = rule->cuttable(node, infos.back().in, infos.back().out);
+      if (static_cast<size_t>(pieces.dim) >= blocks.size() || blocks[static_cast<size_t>(pieces.dim)] <= 0 ||
+          pieces.size <= 0 || pieces.size % blocks[static_cast<size_t>(pieces.dim)] != 0)
+        throw Error(node.describe() + ": tile rule gives pieces that are not whole blocks of a cut dim");
+    }
+    plan->pieces.push_back(pieces);
     SharedPrepared::Result prepared;
     if (rule && rule->prepare && options.debug.prepare_weights) prepared = prepare_node(g, node, *rule, infos.back(), shared);
     plan->prepared.push_back(prepared.prepared);
@@ -301,6 +312,7 @@ std::shared_ptr<const Plan> make_plan(const Graph& bound, const PlanOptions& opt
   if (options.threads < 1) throw Error("plan: threads must be at least 1");
   if (options.tiles_per_op < 0) throw Error("plan: tiles per op must not be negative");
   if (options.min_tile_flops < 0) throw Error("plan: the minimum tile FLOPs must not be negative");
+  if (options.piece_bytes < 0) throw Error("plan: the bytes of a tile's piece must not be negative");
   auto plan = std::make_shared<Plan>();
   plan->graph = bound;
   plan->options = options;

@@ -89,6 +89,10 @@ struct PlanOptions {
   int threads = 1;              // the cores the tiles are cut for
   int tiles_per_op = 0;         // target tiles per op; 0 chooses by rule (enough for every core, each big enough)
   int64_t min_tile_flops = 0;   // 0 chooses by rule (kDefaultMinTileFlops when tiles_per_op is 0, else no minimum)
+  // Bytes a tile's piece streams at least (TileRule::pieces); 0: kDefaultPieceBytes. With one
+  // thread no tile is cut in pieces: there is no other core to take one.
+  int64_t piece_bytes = 0;
+  bool tile_pieces = true;  // false: every tile runs whole (SessionOptions::tile_pieces)
   Schedule schedule = Schedule::aspen;
   TileCounts tile_counts = TileCounts::fixed;  // when tiles_per_op is 0
   // Bound on the TileGraph, from Limits::max_tiles (a hostile model with many big ops must not
@@ -126,6 +130,10 @@ inline constexpr int64_t kDefaultMinTileFlops = 1 << 20;
 // TileCounts::tail_aware: what one more tile is taken to cost, in FLOPs of work (its
 // scheduling; what it packs or streams again is the rule's TileWork::moves).
 inline constexpr int64_t kTileOverheadFlops = 1 << 18;
+// PlanOptions::piece_bytes by default. Taking a piece costs a compare-exchange and the
+// kernel's set-up, about 0.1 us; at the 20-40 GB/s one core streams, 256 KiB take 6-13 us, so
+// that stays near 1%, while a core that finishes its share early waits at most one piece.
+inline constexpr int64_t kDefaultPieceBytes = int64_t{256} << 10;
 
 // Per value that a run computes (everything but initializers): where consumers find it, and
 // when its buffer can be released.
@@ -163,6 +171,8 @@ struct Plan {
   // per dim of output 0 (a regular grid; the last tile along a dim may be smaller).
   std::vector<const TileRule*> rules;
   std::vector<Shape> tile_extent;
+  // Per node: how its tiles may run in pieces that idle cores join (dim -1: whole).
+  std::vector<TilePieces> pieces;
   // Per node: the number of independent paths of the chain it is on (DCCNN: grouped convs of
   // the same group count feeding each other, cut path by path when there is a core per path),
   // 0 when it is on none. A grid chosen for it later must keep its tiles within paths.

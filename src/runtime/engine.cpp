@@ -24,7 +24,8 @@ struct Engine::Impl {
         debug(debug),
         n_threads(std::max(options.max_threads, options.threads > 0 ? options.threads : available_cores())),
         pool(n_threads + 1, options.priority),
-        tracer(n_threads + 1) {
+        tracer(n_threads + 1),
+        help(n_threads + 1) {
     roster.active.store(std::min(n_threads, options.threads > 0 ? options.threads : available_cores()));
     roster.caller_works = options.caller_works;
     // Spinning workers beyond the cores would take them from working ones.
@@ -41,6 +42,7 @@ struct Engine::Impl {
   int n_threads;
   ReadyPool pool;
   Tracer tracer;
+  HelpBoard help;  // tiles running in pieces, one slot per worker slot (runtime/help_board.h)
   JobTracker tracker;
   int64_t busy_spin_ns = 0;  // WorkerContext::busy_spin_ns
   std::atomic<bool> stopping{false};
@@ -67,6 +69,7 @@ void Engine::Impl::start_workers() {
       worker.counters = &counters[static_cast<size_t>(i)];
       worker.jobs = &tracker;
       worker.busy_spin_ns = busy_spin_ns;
+      worker.help = &help;
       // Clamped: an infinite or absurd factor would spin a worker for good.
       if (i == 0 && std::isfinite(debug.slow_worker)) worker.slowdown = std::clamp(debug.slow_worker, 1.0, 1000.0);
       // The last worker makes room for run_job's caller (see EngineInternals::run).
@@ -180,6 +183,7 @@ void EngineInternals::run(Engine& engine, std::shared_ptr<Job> job) {
   caller.counters = &impl.counters[static_cast<size_t>(impl.n_threads)];
   caller.jobs = &impl.tracker;
   caller.busy_spin_ns = impl.busy_spin_ns;
+  caller.help = &impl.help;
   work_until(caller, done);
   future.get();
 }

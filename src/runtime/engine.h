@@ -44,6 +44,17 @@ class Job {
   virtual ~Job() = default;
   virtual DagView dag() const = 0;
   virtual void run_tile(int32_t tile, int worker) = 0;
+  // Pieces (runtime/help_board.h): a tile for which pieces(tile) > 1 is run instead as
+  // begin_pieces, then run_pieces over consecutive runs [first, end) of its pieces that
+  // together cover [0, pieces) once, by the worker that took the tile and by idle workers
+  // that join it (so runs of one tile go on at once, each with its own `worker`), then
+  // end_pieces, by the worker that took the tile, after every run has returned. A run that
+  // throws fails the job as a tile would, the runs not started are skipped, and end_pieces
+  // still runs. Pieces must compute their elements bit for bit as run_tile would.
+  virtual int pieces(int32_t tile) const { return 1; }
+  virtual void begin_pieces(int32_t tile, int worker) {}
+  virtual void run_pieces(int32_t tile, int first, int end, int pieces, int worker) {}
+  virtual void end_pieces(int32_t tile, int worker) {}
   // For traces: a short label of a tile ("conv1 #3").
   virtual std::string tile_label(int32_t tile) const { return std::to_string(tile); }
   // Called once, by the thread that finishes the job (or by submit() for an empty DAG),

@@ -1,5 +1,6 @@
 #include "runtime/planned_run.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <span>
@@ -9,6 +10,7 @@
 #include "graph/node_decisions.h"
 #include "ops/evaluate.h"
 #include "ops/op.h"
+#include "runtime/help_board.h"
 
 namespace grove {
 namespace {
@@ -173,9 +175,68 @@ void PlannedRun::run_tile(int32_t tile, int worker) {
   tiles_done_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+// The plan's TilePieces for the node (plan/plan.h): the tile's range along that dim as
+// `units` runs of `size` (the last one shorter), dealt evenly to at most kMaxTilePieces
+// pieces.
+namespace {
+
+struct PieceRuns {
+  int dim = -1;
+  int64_t size = 0, units = 0;
+  int count = 1;
+};
+
+PieceRuns piece_runs(const Plan& p, int32_t tile) {
+  const int32_t n = p.tiles.node[static_cast<size_t>(tile)];
+  if (n < 0 || static_cast<size_t>(n) >= p.pieces.size()) return {};
+  const TilePieces& tp = p.pieces[static_cast<size_t>(n)];
+  if (tp.dim < 0 || tp.size <= 0) return {};
+  const int64_t units = (p.tiles.region[static_cast<size_t>(tile)][static_cast<size_t>(tp.dim)].size() + tp.size - 1) / tp.size;
+  if (units <= 1) return {};
+  return {tp.dim, tp.size, units, static_cast<int>(std::min<int64_t>(units, kMaxTilePieces))};
+}
+
+}  // namespace
+
+int PlannedRun::pieces(int32_t tile) const { return piece_runs(*plan_, tile).count; }
+
+void PlannedRun::begin_pieces(int32_t tile, int) {
+  const int32_t n = plan_->tiles.node.at(tile);
+  try {
+    if (!take_operands(n)) throw Error("a view or gathered node has no pieces");
+  } catch (...) {
+    rethrow_for(plan_->graph, plan_->graph.nodes[n]);
+  }
+}
+
+void PlannedRun::run_pieces(int32_t tile, int first_piece, int end_piece, int, int worker) {
+  const int32_t n = plan_->tiles.node.at(tile);
+  const PieceRuns runs = piece_runs(*plan_, tile);
+  Region region = plan_->tiles.region[static_cast<size_t>(tile)];
+  Range& r = region[static_cast<size_t>(runs.dim)];
+  const int64_t first = runs.units * first_piece / runs.count, last = runs.units * end_piece / runs.count;
+  r.end = std::min(r.end, r.begin + last * runs.size);
+  r.begin += first * runs.size;
+  try {
+    compute(n, region, options_.scratch->of(worker));
+  } catch (...) {
+    rethrow_for(plan_->graph, plan_->graph.nodes[n]);
+  }
+}
+
+void PlannedRun::end_pieces(int32_t tile, int) {
+  release_operands(plan_->tiles.node.at(tile));
+  tiles_done_.fetch_add(1, std::memory_order_acq_rel);
+}
+
 void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
+  if (!take_operands(n)) return;
+  compute(n, plan_->tiles.region[static_cast<size_t>(tile)], scratch);
+  release_operands(n);
+}
+
+bool PlannedRun::take_operands(int32_t n) {
   const Plan& p = *plan_;
-  const Node& node = p.graph.nodes[n];
   const auto& ins = p.node_inputs[n];
   const auto& outs = p.node_outputs[n];
   for (int32_t v : outs)
@@ -184,30 +245,33 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
     for (size_t i = 1; i < ins.size(); ++i)
       if (ins[i] >= 0) release_use(ins[i]);
     release_use(outs[0]);
-    return;
+    return false;
   }
   if (is_gathered_node(p, n)) {  // the producers wrote every input into the output already
     for (int32_t v : ins) release_use(v);
     release_use(outs[0]);
-    return;
+    return false;
   }
+  for (int32_t v : ins)
+    if (v >= 0) allocate(v);  // a tile that reads nothing of a producer may run before it
+  return true;
+}
+
+void PlannedRun::compute(int32_t n, const Region& region, TileScratch& scratch) {
+  const Plan& p = *plan_;
+  const Node& node = p.graph.nodes[n];
+  const auto& ins = p.node_inputs[n];
+  const auto& outs = p.node_outputs[n];
   // The operands' pointers live on the stack for the usual few: a tile allocates nothing
   // of its own on the run path.
   OperandPointers<const Tensor> in(ins.size());
-  for (size_t i = 0; i < ins.size(); ++i) {
-    if (ins[i] >= 0) {
-      allocate(ins[i]);  // a tile that reads nothing of a producer may run before it
-      in[i] = &slots_[ins[i]].tensor;
-    } else {
-      in[i] = p.node_constants[n][i];
-    }
-  }
+  for (size_t i = 0; i < ins.size(); ++i) in[i] = ins[i] >= 0 ? &slots_[ins[i]].tensor : p.node_constants[n][i];
   OperandPointers<Tensor> out(outs.size());
   for (size_t k = 0; k < outs.size(); ++k)
     if (outs[k] >= 0) out[k] = &slots_[outs[k]].tensor;
 
   if (const TileRule* rule = p.rules[n]) {
-    rule->run_tile(node, in.span(), out.span(), p.tiles.region[tile],
+    rule->run_tile(node, in.span(), out.span(), region,
                    n < static_cast<int32_t>(p.prepared.size()) ? p.prepared[n].get() : nullptr, scratch);
   } else {
     const OpSpec* def = OpRegistry::builtin().find(node);
@@ -232,9 +296,12 @@ void PlannedRun::run_node_tile(int32_t n, int32_t tile, TileScratch& scratch) {
     def->reference(node, in.span(), out.span());
   }
 
-  for (int32_t v : ins)
+}
+
+void PlannedRun::release_operands(int32_t n) {
+  for (int32_t v : plan_->node_inputs[n])
     if (v >= 0) release_use(v);
-  for (int32_t v : outs)
+  for (int32_t v : plan_->node_outputs[n])
     if (v >= 0) release_use(v);
 }
 

@@ -44,6 +44,10 @@ class PlannedRun : public Job {
 
   DagView dag() const override;
   void run_tile(int32_t tile, int worker) override;
+  int pieces(int32_t tile) const override;
+  void begin_pieces(int32_t tile, int worker) override;
+  void run_pieces(int32_t tile, int first, int end, int pieces, int worker) override;
+  void end_pieces(int32_t tile, int worker) override;
   std::string tile_label(int32_t tile) const override;
 
   // The graph outputs by name; throws if some tile has not run.
@@ -74,6 +78,11 @@ class PlannedRun : public Job {
   void fill(int32_t value);
   void release_use(int32_t value);
   void run_node_tile(int32_t node, int32_t tile, TileScratch& scratch);
+  // run_node_tile in three steps: the node's values allocated (false: a view or gathered node,
+  // already done), its rule (or reference) run over `region`, its uses released.
+  bool take_operands(int32_t node);
+  void compute(int32_t node, const Region& region, TileScratch& scratch);
+  void release_operands(int32_t node);
 
   std::shared_ptr<const Plan> plan_;
   PlannedRunOptions options_;

@@ -327,6 +327,7 @@ std::shared_ptr<const Plan> Session::Impl::make_plan(const Graph& graph) {
   po.threads = options.plan_threads > 0 ? options.plan_threads : engine.max_threads();
   po.tiles_per_op = options.tiles_per_op;
   po.tile_counts = options.tile_counts;
+  po.tile_pieces = options.tile_pieces;
   // The machine's measurements: taken at the first plan that asks, on this engine, and kept
   // for every session on it, so that they all price and choose alike (runtime/machine_probes.h).
   MachineProbes& probes = machine_probes(engine);

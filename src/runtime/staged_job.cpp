@@ -116,6 +116,27 @@ void StagedJob::run_tile(int32_t tile, int worker) {
   if (m >= 0) runs_[static_cast<size_t>(m)]->run_tile(tile - dag_->offset[static_cast<size_t>(m)], worker);
 }
 
+// Pieces go to the model's run, as tiles do; a stage gate has none.
+int StagedJob::pieces(int32_t tile) const {
+  const int m = model_of(tile);
+  return m < 0 ? 1 : runs_[static_cast<size_t>(m)]->pieces(tile - dag_->offset[static_cast<size_t>(m)]);
+}
+
+void StagedJob::begin_pieces(int32_t tile, int worker) {
+  const int m = model_of(tile);
+  runs_[static_cast<size_t>(m)]->begin_pieces(tile - dag_->offset[static_cast<size_t>(m)], worker);
+}
+
+void StagedJob::run_pieces(int32_t tile, int first, int end, int pieces, int worker) {
+  const int m = model_of(tile);
+  runs_[static_cast<size_t>(m)]->run_pieces(tile - dag_->offset[static_cast<size_t>(m)], first, end, pieces, worker);
+}
+
+void StagedJob::end_pieces(int32_t tile, int worker) {
+  const int m = model_of(tile);
+  runs_[static_cast<size_t>(m)]->end_pieces(tile - dag_->offset[static_cast<size_t>(m)], worker);
+}
+
 std::string StagedJob::tile_label(int32_t tile) const {
   int m = model_of(tile);
   if (m < 0) return "stage gate";

@@ -41,6 +41,10 @@ class StagedJob : public Job {
 
   DagView dag() const override;
   void run_tile(int32_t tile, int worker) override;
+  int pieces(int32_t tile) const override;
+  void begin_pieces(int32_t tile, int worker) override;
+  void run_pieces(int32_t tile, int first, int end, int pieces, int worker) override;
+  void end_pieces(int32_t tile, int worker) override;
   std::string tile_label(int32_t tile) const override;
   void finished(std::exception_ptr error) noexcept override;
   CancelToken cancel_token() const override { return cancel_; }

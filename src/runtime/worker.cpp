@@ -10,14 +10,17 @@ namespace grove {
 
 namespace {
 
-void run_one(WorkerContext& w, JobState& job, int32_t tile) {
-  if constexpr (kAdversarial) w.adversary.delay();
+using Clock = std::chrono::steady_clock;
+
+// Runs `work` (a tile, or a piece of one) as this worker: traced, stretched by its slowdown.
+template <class Work>
+void timed(WorkerContext& w, JobState& job, int32_t tile, Work&& work) {
   const bool tracing = w.tracer.on();
   const bool slowed = w.slowdown > 1.0;
   Tracer::Clock::time_point start;
   if (tracing || slowed) start = Tracer::Clock::now();
   try {
-    job.job->run_tile(tile, w.id);
+    work();
   } catch (...) {
     job.fail(std::current_exception());
   }
@@ -26,7 +29,66 @@ void run_one(WorkerContext& w, JobState& job, int32_t tile) {
     while (Tracer::Clock::now() < until) cpu_relax();
   }
   if (tracing) w.tracer.record(w.id, job, tile, start, Tracer::Clock::now());
+}
+
+void run_pieces(WorkerContext& w, JobState& job, int32_t tile, const HelpClaim& c) {
   if constexpr (kAdversarial) w.adversary.delay();
+  if (!job.cancelled()) timed(w, job, tile, [&] { job.job->run_pieces(tile, c.first, c.end, c.pieces, w.id); });
+  HelpBoard::done(c);
+}
+
+// A tile in pieces: offered on this worker's slot, its pieces run here until none is left to
+// take, then a wait for those other workers took (the last takes are one piece each, a few
+// microseconds).
+void run_in_pieces(WorkerContext& w, JobState& job, int32_t tile, int pieces) {
+  try {
+    job.job->begin_pieces(tile, w.id);
+  } catch (...) {
+    job.fail(std::current_exception());
+    return;
+  }
+  HelpSlot& slot = w.help->slot(w.id);
+  HelpBoard::offer(slot, ++w.help_generation, &job, tile, pieces);
+  HelpClaim c;
+  while (HelpBoard::take(slot, c)) run_pieces(w, job, tile, c);
+  while (!HelpBoard::all_done(slot, pieces)) cpu_relax();
+  HelpBoard::withdraw(slot);
+  try {
+    job.job->end_pieces(tile, w.id);
+  } catch (...) {
+    job.fail(std::current_exception());
+  }
+}
+
+void run_one(WorkerContext& w, JobState& job, int32_t tile) {
+  if constexpr (kAdversarial) w.adversary.delay();
+  const int pieces = w.help && !job.cancelled() ? std::min(job.job->pieces(tile), kMaxTilePieces) : 1;
+  if (pieces > 1) run_in_pieces(w, job, tile, pieces);
+  else timed(w, job, tile, [&] { job.job->run_tile(tile, w.id); });
+  if constexpr (kAdversarial) w.adversary.delay();
+}
+
+// With nothing in the pool: a piece of a tile another worker is running, if one is offered.
+bool help_once(WorkerContext& w) {
+  if (!w.help || (w.roster && w.roster->benched(w.id))) return false;
+  const int slots = w.help->size();
+  for (int i = 1; i < slots; ++i) {
+    HelpSlot& slot = w.help->slot((w.id + i) % slots);
+    HelpClaim c;
+    if (!HelpBoard::take(slot, c)) continue;
+    // The offer's fields are stable until this piece is done (help_board.h).
+    JobState& job = *slot.job;
+    const int32_t tile = slot.tile;
+    Clock::time_point start = w.counters ? Clock::now() : Clock::time_point{};
+    run_pieces(w, job, tile, c);
+    if (w.counters) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+      w.counters->busy_ns.store(w.counters->busy_ns.load(std::memory_order_relaxed) + static_cast<uint64_t>(ns),
+                                std::memory_order_relaxed);
+    }
+    return true;
+  }
+  return false;
 }
 
 // Algorithm 1, lines 11-20: runs `ready` (unless its job failed or was cancelled), releases its
@@ -107,6 +169,11 @@ bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
     for (int scan = 0; scan < kSpinScans; ++scan) {
       if (quit.load(std::memory_order_acquire)) return false;
       if (try_pop(w, out)) return true;
+      if (help_once(w)) {
+        idle_since = {};
+        scan = -1;  // busy again: a full spin before parking
+        continue;
+      }
       for (int i = 0; i < kPausesPerScan; ++i) cpu_relax();
     }
     // A job in flight pushes its next tiles within microseconds, sooner than a parked core

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/adversary.h"
+#include "runtime/help_board.h"
 #include "runtime/ready_pool.h"
 #include "runtime/roster.h"
 #include "runtime/trace.h"
@@ -44,6 +45,10 @@ struct WorkerContext {
   const JobTracker* jobs = nullptr;
   int64_t busy_spin_ns = 0;
   double slowdown = 1.0;         // > 1: stretch each tile to this many times its time (EngineDebugOptions::slow_worker)
+  // The engine's board of running tiles offered in pieces: this worker offers its own on slot
+  // `id` and takes pieces of others' when the pool is empty. Null: tiles run whole.
+  HelpBoard* help = nullptr;
+  uint32_t help_generation = 0;  // of this worker's last offer
   Adversary adversary;           // used only in the adversarial build
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
 };

@@ -83,6 +83,19 @@ TEST(CliBench, CoExecutionRejectsBothSchedulesAndUnnamedInputs) {
   EXPECT_NE(traced.err.find("--trace"), std::string::npos) << traced.err;
 }
 
+// --pieces both times tiles whole and in pieces side by side (one schedule and precision).
+TEST(CliBench, PiecesBothTimesWholeAndPiecesSideBySide) {
+  Result r = run_grove({"bench", kModel, "--runs", "2", "--warmup", "0", "--threads", "2", "--input", kInput,
+                        "--pieces", "both"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("aspen/whole"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aspen/pieces"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pieces speedup"), std::string::npos) << r.out;
+  Result both = run_grove({"bench", kModel, "--runs", "1", "--pieces", "both", "--schedule", "both"});
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("--pieces both compares one schedule"), std::string::npos) << both.err;
+}
+
 // --trace-runs traces that many warm runs, each tile tagged with its run's job id, so a short
 // model's trace is more than a sample of one; without --trace it is an error, not ignored.
 TEST(CliBench, TraceRunsTracesThatManyRunsEachWithItsJob) {

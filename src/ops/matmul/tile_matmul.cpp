@@ -302,6 +302,36 @@ std::vector<int64_t> gemm_cuttable(const Node&, std::span<const ValueInfo> in, s
   return weight_aware_cuttable(in[0], in[1], out[0].shape);
 }
 
+// A decode step's product (at most kFewRows rows against a constant B bigger than A) is a
+// stream of the packed weights, column panel by column panel; a run of whole panels
+// computes its columns as the whole tile would and re-reads only A's few rows. So its tiles
+// run in pieces of about `piece_bytes` of weights, which an idle core can join.
+TilePieces weight_stream_pieces(const Node& node, const ValueInfo& a, const ValueInfo& b, const Shape& out, int64_t m,
+                                int64_t k, int64_t piece_bytes) {
+  if (out.size() < 2 || k <= 0 || m > static_cast<int64_t>(kernels::kFewRows)) return {};
+  const std::vector<int64_t> blocks = weight_aware_cuttable(a, b, out);
+  const size_t last = out.size() - 1;
+  if (blocks[last - 1] != 0 || blocks[last] <= 0) return {};  // not cut as a weight stream
+  const kernels::Precision precision = gemm_precision(node);
+  const int64_t weight_bytes = precision == kernels::Precision::f32 ? 4 : 2;
+  const int64_t columns = std::max<int64_t>(1, piece_bytes / (k * weight_bytes));
+  return {static_cast<int>(last), (columns + blocks[last] - 1) / blocks[last] * blocks[last]};
+}
+
+TilePieces matmul_pieces(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                         int64_t piece_bytes) {
+  if (in.size() < 2 || out.empty() || !all_f32(in)) return {};
+  const MatMulDims d = matmul_dims(node, in[0].shape, in[1].shape);
+  return weight_stream_pieces(node, in[0], in[1], out[0].shape, d.m, d.k, piece_bytes);
+}
+
+TilePieces gemm_pieces(const Node& node, std::span<const ValueInfo> in, std::span<const ValueInfo> out,
+                       int64_t piece_bytes) {
+  if (in.size() < 2 || out.empty() || !all_f32(in)) return {};
+  const GemmDims d = gemm_dims(node, in[0].shape, in[1].shape);
+  return weight_stream_pieces(node, in[0], in[1], out[0].shape, d.m, d.k, piece_bytes);
+}
+
 }  // namespace matmul_rule
 
 void add_matmul_rules(RuleTable& t) {
@@ -311,6 +341,8 @@ void add_matmul_rules(RuleTable& t) {
   // B's panels depend on B, its shape and the node's precision only.
   t["MatMul"].prepare_ignores_other_shapes = true;
   t["Gemm"].prepare_ignores_other_shapes = true;
+  t["MatMul"].pieces = matmul_pieces;
+  t["Gemm"].pieces = gemm_pieces;
 }
 
 }  // namespace grove::tiling
