@@ -313,7 +313,9 @@ TilePieces weight_stream_pieces(const Node& node, const ValueInfo& a, const Valu
   const size_t last = out.size() - 1;
   if (blocks[last - 1] != 0 || blocks[last] <= 0) return {};  // not cut as a weight stream
   const kernels::Precision precision = gemm_precision(node);
-  const int64_t weight_bytes = precision == kernels::Precision::f32 ? 4 : 2;
+  const int64_t weight_bytes = precision == kernels::Precision::f32            ? 4
+                               : precision == kernels::Precision::int8_weights ? 1
+                                                                               : 2;
   const int64_t columns = std::max<int64_t>(1, piece_bytes / (k * weight_bytes));
   return {static_cast<int>(last), (columns + blocks[last] - 1) / blocks[last] * blocks[last]};
 }
