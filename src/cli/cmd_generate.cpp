@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -77,6 +78,7 @@ int run_generate(const GenerateCliOptions& o) {
                          .precision = parse_precision(o.precision),
                          .tuning = o.tuning};
   options.tiles_per_op = o.tiles_per_op;
+  options.tile_pieces = o.pieces;
   options.cached_plans = 32;  // a prompt shape and one shape per cache capacity
   Session session(engine, model_from_graph(load_onnx(o.model, o.limits), {}, o.limits), options);
   Generator generator(session);
@@ -172,6 +174,11 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCliOptions& o) {
   add_threads_option(cmd, o.threads);
   cmd->add_option("--tiles-per-op", o.tiles_per_op, "Target tiles per op (0: by rule)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--pieces", o.pieces,
+                  "on: a weight op's tiles run in pieces the faster core takes from the slower one's (docs/runtime.md); "
+                  "off: every tile whole, for comparisons")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->default_str("on");
   add_schedule_option(cmd, o.schedule, "aspen or barrier");
   add_precision_option(cmd, o.precision, {"fp32", "bf16", "int8w"});
   add_tuning_option(cmd, o.tuning);

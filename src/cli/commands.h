@@ -206,6 +206,7 @@ struct GenerateCliOptions {
   int warmup = 0;                   // untimed generations before the timed one
   int threads = 0;
   int tiles_per_op = 0;             // 0: by rule
+  bool pieces = true;               // SessionOptions::tile_pieces
   std::string schedule = "aspen";
   std::string precision = "fp32";
   std::string tuning = "auto";

@@ -8,7 +8,8 @@
      capacity 1, 4 and 64: the capacity doubles several times, once, or never), and on the
      model without attention_mask/position_ids (the cache grows by a position per step);
   3. sampling with a seed repeats itself, and another seed gives other tokens;
-  4. --trace leaves stdout one JSON object with the same tokens and writes the tiles' trace.
+  4. --trace leaves stdout one JSON object with the same tokens and writes the tiles' trace;
+     --pieces off (every tile whole) gives the same tokens.
 
 Usage: generate_model_test.py --grove build/grove [--grove-args "--threads 2"]
 """
@@ -71,6 +72,9 @@ def main():
         events = json.loads(trace.read_text())
         events = events["traceEvents"] if isinstance(events, dict) else events
         names = " ".join(e.get("name", "") for e in events if e.get("ph") == "X")
+        whole = generate(a.grove, model, prompt, extra + ["--pieces", "off"])["tokens"]
+        if whole != plain:
+            failures.append(f"--pieces off changed the tokens: {whole} against {plain}")
         if traced != plain:
             failures.append(f"--trace changed the tokens: {traced} against {plain}")
         elif "LayerNormalization" not in names or "MatMul" not in names:
