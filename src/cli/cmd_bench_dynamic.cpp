@@ -20,11 +20,23 @@
 namespace grove::cli {
 namespace {
 
+// Every sub-net runs with the plan options the command line gives; the ones that compare two
+// plans side by side ('both') time plain models only.
 SessionOptions session_options(const BenchOptions& o) {
+  const std::pair<const char*, std::string> compared[] = {
+      {"--tile-counts", o.tile_counts}, {"--layout", o.layout}, {"--pieces", o.pieces}, {"--tuning", o.tuning}};
+  for (const auto& [flag, value] : compared)
+    if (value == "both" || value == "compare")
+      throw Error(std::string(flag) + " " + value + " compares two plans of a plain model; with --subnet or " +
+                  "--latency-target-ms give one value");
   return {.schedule = o.schedule == "barrier" ? Schedule::barrier : Schedule::aspen,
           .tiles_per_op = o.tiles_per_op,
+          .tile_counts = o.tile_counts == "fixed" ? TileCounts::fixed : TileCounts::tail_aware,
           .precision = parse_precision(o.precision),
-          .urgent = o.urgent};
+          .conv_layout = o.layout == "nchw" ? ConvLayout::nchw : ConvLayout::channels_last,
+          .urgent = o.urgent,
+          .tuning = o.tuning,
+          .tile_pieces = o.pieces == "on"};
 }
 
 int bench_subnets(const BenchOptions& o, Engine& engine, SubnetPick& pick, const TensorMap& inputs, double load_ms) {

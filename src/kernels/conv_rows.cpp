@@ -12,8 +12,11 @@ namespace grove::kernels {
 
 namespace {
 constexpr size_t kMaxTapsPerCall = kConvRowsMaxTaps;
-// Output rows of this width go two to a 14-row tile, a group of 7 rows each (run_rows).
+// Output rows of this width go two to a 14-row tile, a group of 7 rows each (run_rows), or
+// four to a 28-row tile on panels of at most 16 columns.
 constexpr size_t kRowPairWidth = 7;
+// Positions one call of the 28 x 16 kernel computes (f32_gemm_28x16_avx512).
+constexpr size_t kNarrowRows = 28;
 }  // namespace
 
 size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr) {
@@ -37,7 +40,46 @@ void set_c(const ConvRowCall& call, GemmTileArgs& t, size_t at) {
   else t.c = call.y + at;
 }
 
+// The same for a panel of at most 16 columns (a conv of 16 output channels or fewer, or a
+// conv's last panel) on the float 28 x 16 kernel, where the 14 x 32 tile would spend half its
+// FMAs on empty lanes: positions in blocks of up to 28; 7- and 14-wide rows four and two to a
+// tile, each row's groups of 7 from its own input row.
+void run_rows_narrow(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t jr) {
+  if (call.out_w == kRowPairWidth || call.out_w == 2 * kRowPairWidth) {
+    const size_t rows_per_call = kNarrowRows / call.out_w;
+    t.a_group_stride = ptrdiff_t(call.row_step_floats);
+    t.a_groups_per_stride = call.out_w / kRowPairWidth;
+    for (size_t row = 0; row < call.rows; row += rows_per_call) {
+      const size_t y0 = row * call.out_w;
+      t.m = std::min(rows_per_call, call.rows - row) * call.out_w;
+      t.b_next = next;
+      t.a = call.x + row * call.row_step_floats;
+      t.c = call.y + y0 * call.y_stride + jr;
+      t.residual = call.residual ? call.residual + y0 * call.y_stride + jr : nullptr;
+      f32_gemm_28x16_avx512(t);
+    }
+    t.a_group_stride = 0;
+    t.a_groups_per_stride = 1;
+    return;
+  }
+  const size_t blocks = (call.out_w + kNarrowRows - 1) / kNarrowRows;
+  for (size_t row = 0; row < call.rows; ++row) {
+    const float* x = call.x + row * call.row_step_floats;
+    const size_t y0 = row * call.out_w;
+    for (size_t block = 0; block < blocks; ++block) {
+      const size_t o0 = call.out_w * block / blocks, o1 = call.out_w * (block + 1) / blocks;
+      t.m = o1 - o0;
+      t.b_next = row == 0 && block == 0 ? next : nullptr;
+      t.a = x + o0 * t.a_stride;
+      t.c = call.y + (y0 + o0) * call.y_stride + jr;
+      t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
+      f32_gemm_28x16_avx512(t);
+    }
+  }
+}
+
 void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t blocks, size_t jr) {
+  if (t.n <= 16 && call.w->precision == Precision::f32 && !call.y_bf16) return run_rows_narrow(call, t, next, jr);
   const GemmMicrokernel kernel = call.w->precision == Precision::bf16 ? bf16_gemm_14x32_avx512bf16 : f32_gemm_14x32_avx512;
   if (call.out_w == kRowPairWidth) {
     t.a_group_stride = ptrdiff_t(call.row_step_floats);

@@ -24,6 +24,9 @@ struct GemmTileArgs {
   // base); 0: 7 * a_stride, one even stride. Two output rows of a 7-wide plane fill one 14-row
   // tile (kernels/conv_rows.cpp).
   ptrdiff_t a_group_stride = 0;
+  // With a_group_stride: groups per stride, each 7 * a_stride floats after the one before (four
+  // 14-wide output rows' groups in a 28-row tile: 2). 1: one group per stride.
+  size_t a_groups_per_stride = 1;
   // A in place only: k runs as `taps` runs of kc steps, run i reading A from a + tap_offsets[i]
   // (floats) while B goes on from one run to the next. A conv's taps so add up in registers
   // instead of in C (kernels/conv_rows.h). Null: one run from a.

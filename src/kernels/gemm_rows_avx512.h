@@ -37,7 +37,8 @@ struct RowsInPlace {
   explicit RowsInPlace(const GemmTileArgs& t)
       : s1(ptrdiff_t(t.a_stride)), s2(2 * s1), s3(3 * s1), s5(5 * s1) {
     const ptrdiff_t group = t.a_group_stride ? t.a_group_stride : 7 * s1;
-    for (int g = 0; g < Groups; ++g) base[g] = reinterpret_cast<const T*>(t.a) + g * group;
+    const int per = t.a_group_stride && t.a_groups_per_stride > 1 ? int(t.a_groups_per_stride) : 1;
+    for (int g = 0; g < Groups; ++g) base[g] = reinterpret_cast<const T*>(t.a) + (g / per) * group + (g % per) * 7 * s1;
   }
   RowsInPlace shifted(ptrdiff_t offset) const {
     RowsInPlace r = *this;

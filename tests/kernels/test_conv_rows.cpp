@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,12 +24,16 @@ struct Case {
   size_t channels, out_channels, kernel_h, kernel_w, stride_w, dilation_w, out_w, rows;
   bool residual, relu;
   size_t stride_h = 1;  // input rows from one output row's window to the next one's
+  // The call's output channels [n0, n0 + n) (a tile's; n0 a multiple of the panel width,
+  // n 0: to the last); the others must be left as they were.
+  size_t n0 = 0, n = 0;
 };
 
 std::string name(const Case& c) {
   return std::to_string(c.channels) + "->" + std::to_string(c.out_channels) + " k" + std::to_string(c.kernel_h) + "x" +
          std::to_string(c.kernel_w) + " s" + std::to_string(c.stride_w) + " d" + std::to_string(c.dilation_w) + " w" +
-         std::to_string(c.out_w) + " rows " + std::to_string(c.rows) + " row step " + std::to_string(c.stride_h);
+         std::to_string(c.out_w) + " rows " + std::to_string(c.rows) + " row step " + std::to_string(c.stride_h) +
+         " channels from " + std::to_string(c.n0) + (c.n ? " count " + std::to_string(c.n) : std::string());
 }
 
 // precision bf16: x is given as bf16 rows and the weights packed bf16 (AVX512-BF16); the oracle
@@ -71,6 +76,7 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32, c
         expect[at] = c.relu ? std::max(sum, 0.0) : sum;
       }
 
+  const size_t n0 = c.n0, n = c.n ? c.n : m - c.n0;
   for (size_t per_call : {size_t{1}, size_t{2}, taps, size_t{0}}) {
     std::vector<float> y(c.rows * c.out_w * m, 1234.5f);
     ConvRowCall call;
@@ -83,11 +89,12 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32, c
     call.rows = c.rows;
     call.row_step_floats = c.stride_h * row_floats;
     call.w = &packed;
-    call.n = m;
-    call.y = y.data();
+    call.n0 = n0;
+    call.n = n;
+    call.y = y.data() + n0;
     call.y_stride = m;
-    call.residual = c.residual ? residual.data() : nullptr;
-    call.bias = bias.data();
+    call.residual = c.residual ? residual.data() + n0 : nullptr;
+    call.bias = bias.data() + n0;
     if (c.relu) call.activation.kind = Activation::relu;
     call.taps_per_call = per_call;
     if (kept) call.kept_channels = kept->data(), call.kept = kept->size();
@@ -95,6 +102,10 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32, c
     for (size_t i = 0; i < y.size(); ++i) {
       // bf16: products exact in float, sums in float in another order than the oracle's.
       const double tol = (bf16 ? 2e-4 : 1e-4) * (1.0 + std::sqrt(double(k)));
+      if (i % m < n0 || i % m >= n0 + n) {
+        ASSERT_EQ(y[i], 1234.5f) << name(c) << ", taps per call " << per_call << ": element " << i << " is not the call's";
+        continue;
+      }
       ASSERT_NEAR(y[i], expect[i], tol) << name(c) << ", taps per call " << per_call << ", element " << i;
     }
   }
@@ -115,6 +126,42 @@ TEST(ConvRows, EveryGroupingOfTapsMatchesTheOracle) {
   };
   unsigned seed = 1;
   for (const Case& c : cases) check(c, seed += 10);
+}
+
+// Cases drawn at random: channels, output channels (a panel of 16 or fewer runs on the narrow
+// kernel, also as a wide conv's last panel or a tile's), kernel sizes, strides, dilations, row
+// widths (7 and 14 wide rows are grouped across rows), rows, a tile's window of channels, the
+// residual and the activation, each with every grouping of taps; and the same over kept channels.
+TEST(ConvRows, GeneratedCasesMatchTheOracle) {
+  if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
+  std::mt19937 rng(20261205);
+  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  const size_t widths[] = {7, 14, 28, 1, 5, 13, 29, 56};
+  for (int i = 0; i < 60; ++i) {
+    Case c{};
+    c.channels = pick(1, 40);
+    c.out_channels = pick(0, 2) == 0 ? pick(1, 16) : pick(1, 80);
+    c.kernel_h = pick(1, 3), c.kernel_w = pick(1, 3);
+    c.stride_w = pick(1, 2), c.dilation_w = pick(1, 2);
+    c.out_w = pick(0, 1) ? widths[pick(0, 2)] : widths[pick(3, 7)];
+    c.rows = pick(1, 6);
+    c.residual = pick(0, 1), c.relu = pick(0, 1);
+    c.stride_h = pick(1, 2);
+    if (c.out_channels > 32 && pick(0, 1)) {  // a tile's channels: from a panel boundary on
+      c.n0 = 32 * pick(1, (c.out_channels - 1) / 32);
+      c.n = pick(1, c.out_channels - c.n0);
+    }
+    check(c, unsigned(100 + i));
+    if (::testing::Test::HasFatalFailure()) return;
+    if (c.channels > 1 && i % 3 == 0) {
+      std::vector<uint32_t> kept;
+      for (uint32_t ch = 0; ch < c.channels; ++ch)
+        if (pick(0, 2) != 0) kept.push_back(ch);
+      if (kept.empty()) kept.push_back(0);
+      check(c, unsigned(200 + i), Precision::f32, &kept);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
 }
 
 // Pruned channels are skipped: never read (NaN in x), and the sum over the kept ones only.

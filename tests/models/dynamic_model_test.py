@@ -106,6 +106,23 @@ def main():
     except (OSError, ValueError) as err:
         failures.append(f"bench --subnet w25 --trace: {err}: {r.stderr}")
 
+    # The plan options reach the sub-nets: a tuning record that is not there is an error naming
+    # it (an option left behind would run the default plan), and a comparison of two plans is
+    # refused by name.
+    missing = work / "no.record"
+    r = subprocess.run([args.grove, "bench", str(work / "uniform.onnx"), "--subnet", "w25", "--runs", "3", "--tuning",
+                        str(missing)] + extra, capture_output=True, text=True)
+    if r.returncode == 0 or str(missing) not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
+        failures.append(f"bench --subnet w25 --tuning MISSING: exit {r.returncode}, stderr {r.stderr.strip()!r}")
+    else:
+        print(f"bench --subnet w25 --tuning MISSING: {r.stderr.strip()}")
+    r = subprocess.run([args.grove, "bench", str(work / "uniform.onnx"), "--subnet", "all", "--runs", "3", "--tuning",
+                        "both"] + extra, capture_output=True, text=True)
+    if r.returncode == 0 or "--tuning both" not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
+        failures.append(f"bench --subnet all --tuning both: exit {r.returncode}, stderr {r.stderr.strip()!r}")
+    else:
+        print(f"bench --subnet all --tuning both: refused: {r.stderr.strip()}")
+
     if checked < 6:
         failures.append(f"only {checked} sub-nets were compared")
     for f in failures:

@@ -88,7 +88,20 @@ Case transpose(Draw& d, const std::string& op) {
   if (d.chance(0.8) && !s.empty()) {
     std::vector<int64_t> perm(s.size());
     std::iota(perm.begin(), perm.end(), 0);
-    for (size_t i = perm.size(); i-- > 1;) std::swap(perm[i], perm[static_cast<size_t>(d.between(0, static_cast<int64_t>(i)))]);
+    if (d.chance(0.5)) {
+      for (size_t i = perm.size(); i-- > 1;) std::swap(perm[i], perm[static_cast<size_t>(d.between(0, static_cast<int64_t>(i)))]);
+    } else {
+      // Runs of adjacent dims moved whole, as the layout reorders do ([N, H, W, C/b, b] ->
+      // [N, C/b, H, W, b]): the tile rule merges such runs into fewer dims.
+      std::vector<std::vector<int64_t>> runs;
+      for (int64_t dim : perm) {
+        if (runs.empty() || d.chance(0.4)) runs.emplace_back();
+        runs.back().push_back(dim);
+      }
+      for (size_t i = runs.size(); i-- > 1;) std::swap(runs[i], runs[static_cast<size_t>(d.between(0, static_cast<int64_t>(i)))]);
+      perm.clear();
+      for (const auto& run : runs) perm.insert(perm.end(), run.begin(), run.end());
+    }
     set_attr(c.node, "perm", perm);
   }
   return c;

@@ -120,19 +120,18 @@ void transpose_needs(const Node& node, std::span<const ValueInfo> in, std::span<
   in_regions[0] = x;
 }
 
-// A 4-D transpose of 1-byte or 4-byte elements (the layout changes around channels-last int8
-// and float ops). Where one
-// output dim is read contiguously and the last dim (written contiguously) is not, both at
-// least kBlock long, the two are walked in kBlock x kBlock blocks, so each block reads kBlock
-// short contiguous runs and writes kBlock (NCHW <-> NHWC with many channels: a per-element
-// gather down the channels otherwise). Else one tight loop along the longer of the two.
+// A 4-D transpose of 1-byte or 4-byte elements (the layout changes around channels-last and
+// channel-blocked ops, after merged_dims). strides: per output dim, the input's stride;
+// out_strides: the output's. Where one output dim is read contiguously and the last dim
+// (written contiguously) is not, both at least kBlock long, the two are walked in kBlock x
+// kBlock blocks, so each block reads kBlock short contiguous runs and writes kBlock (NCHW <->
+// NHWC with many channels: a per-element gather down the channels otherwise). Else one tight
+// loop along the longer of the two.
 constexpr int64_t kBlock = 16;
 
 template <class T>
-void transpose_4d(const Tensor& x, Tensor& y, const Region& r, const std::vector<int64_t>& strides) {
-  const std::vector<int64_t> out_strides = strides_of(y.shape());
-  const auto* src = reinterpret_cast<const T*>(x.raw());
-  auto* dst = reinterpret_cast<T*>(y.raw());
+void transpose_4d(const T* src, T* dst, const std::array<int64_t, 4>& strides, const std::array<int64_t, 4>& out_strides,
+                  const Region& r) {
   size_t read = 4;  // the output dim read contiguously, if any but the last
   for (size_t j = 0; j < 3; ++j)
     if (strides[j] == 1) read = j;
@@ -177,15 +176,64 @@ void transpose_4d(const Tensor& x, Tensor& y, const Region& r, const std::vector
       }
 }
 
+// A tile of a transpose as at most 4 dims, or false where it needs more: output dims of size
+// 1 dropped, and an output dim merged into the one before it where the input holds the two
+// adjacent and in the same order (one run of the input) and the tile's region stays one range
+// (the inner dim whole, or one index of the outer). The channel-blocked layout's 5-D reorders
+// ([N, H, W, C/b, b] -> [N, C/b, H, W, b] and back from NCHW) so run as 4-D transposes, not
+// one element at a time.
+struct MergedDims {
+  std::array<int64_t, 4> strides{}, out_strides{};
+  Region region = Region(4, Range{0, 1});
+};
+
+bool merged_dims(const Shape& out_shape, const std::vector<int64_t>& strides, const Region& r, MergedDims& m) {
+  const std::vector<int64_t> out_strides = strides_of(out_shape);
+  std::vector<int64_t> size, stride, out_stride;
+  Region region;
+  for (size_t j = 0; j < out_shape.size(); ++j) {
+    if (out_shape[j] == 1) continue;
+    const int64_t n = out_shape[j];
+    if (!size.empty() && stride.back() == strides[j] * n &&
+        ((r[j].begin == 0 && r[j].end == n) || region.back().size() == 1)) {
+      region.back() = {region.back().begin * n + r[j].begin, (region.back().end - 1) * n + r[j].end};
+      size.back() *= n;
+      stride.back() = strides[j];
+      out_stride.back() = out_strides[j];
+      continue;
+    }
+    size.push_back(n);
+    stride.push_back(strides[j]);
+    out_stride.push_back(out_strides[j]);
+    region.push_back(r[j]);
+  }
+  if (size.size() > 4) return false;
+  const size_t pad = 4 - size.size();  // leading dims of size 1
+  for (size_t j = 0; j < size.size(); ++j) {
+    m.strides[pad + j] = stride[j];
+    m.out_strides[pad + j] = out_stride[j];
+    m.region[pad + j] = region[j];
+  }
+  return true;
+}
+
 void transpose_run(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out, const Region& r, const void*, TileScratch&) {
   std::vector<int64_t> perm = perm_of(node, in[0]->shape().size());
   std::vector<int64_t> in_strides = strides_of(in[0]->shape()), strides(perm.size());
   for (size_t j = 0; j < perm.size(); ++j) strides[j] = in_strides[static_cast<size_t>(perm[j])];
   const size_t element = dtype_size(in[0]->dtype());
-  if (perm.size() == 4 && (element == 1 || element == 4)) {
-    check_region(node, r, out[0]->shape());
-    return element == 1 ? transpose_4d<uint8_t>(*in[0], *out[0], r, strides)
-                        : transpose_4d<uint32_t>(*in[0], *out[0], r, strides);
+  check_region(node, r, out[0]->shape());
+  for (const Range& range : r)
+    if (range.size() <= 0) return;
+  // A last dim the input holds in order too (a block's 16 channels) is copied as runs, which
+  // gather_region does; the 4-D walk is for the others, which it would gather one by one.
+  MergedDims m;
+  if ((element == 1 || element == 4) && merged_dims(out[0]->shape(), strides, r, m) && m.strides[3] != 1) {
+    if (element == 1)
+      return transpose_4d(reinterpret_cast<const uint8_t*>(in[0]->raw()), reinterpret_cast<uint8_t*>(out[0]->raw()),
+                          m.strides, m.out_strides, m.region);
+    return transpose_4d(reinterpret_cast<const uint32_t*>(in[0]->raw()), reinterpret_cast<uint32_t*>(out[0]->raw()),
+                        m.strides, m.out_strides, m.region);
   }
   gather_region(node, *in[0], *out[0], r, 0, strides);
 }
