@@ -135,14 +135,10 @@ TensorMap DynamicSession::run(const TensorMap& inputs, int subnet, RunStats* sta
 
 TensorMap DynamicSession::Impl::run_timed(const TensorMap& inputs, int subnet, int64_t others, RunStats* stats,
                                           const CancelToken& cancel) {
-  Session& session = sessions[static_cast<size_t>(subnet)];
-  // A run while the sub-net's plan is on trial (runtime/plan_trial.h) may be on either plan,
-  // and each plan's first run is cold: the controller learns the sub-net from the kept plan.
-  const bool on_trial = plan_on_trial(session);
   const auto start = std::chrono::steady_clock::now();
-  TensorMap out = session.run(inputs, stats, cancel);
+  TensorMap out = sessions[static_cast<size_t>(subnet)].run(inputs, stats, cancel);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!on_trial) controller->observe(subnet, others, ms, now_s());
+  controller->observe(subnet, others, ms, now_s());
   return out;
 }
 
