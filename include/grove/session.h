@@ -52,10 +52,8 @@ struct SessionOptions {
   std::string feature_pruning;
   // Tuning records (docs/tuning.md): "auto" plans with the record `grove tune` wrote for this
   // model, machine, thread count and precision when there is one (a record that does not fit
-  // is ignored, and the plan says why), else with a performance model's choices, which the
-  // first runs of each input shape try against the rules' plan before one is kept; "model"
-  // takes a performance model's choices untried; "record" only a record; "off" plans by the
-  // rules; anything else is the path of a record to use, and one that does not fit is an Error.
+  // is ignored, and the plan says why); "off" plans by the rules; anything else is the path of
+  // a record to use, and one that does not fit is an Error.
   std::string tuning = "auto";
   // A tile that streams weights (a decode step's products) runs in pieces that an idle core
   // can join, so a core slower than the others does not hold half of every op

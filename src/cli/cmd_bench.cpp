@@ -294,12 +294,8 @@ int run_bench(const BenchOptions& o) {
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
               milliseconds(load_plan_s).c_str(), peak_rss_mb(), packed / 1e6);
   if (!precision_note.empty()) std::printf("precision: %s\n", precision_note.c_str());
-  for (const auto& x : series) {
-    if (x.choices_source.empty()) continue;
-    const std::string trial = plan_trial_verdict(*x.session);
-    std::printf("tuning%s: %s%s\n", x.tuning.empty() ? "" : (" (" + x.tuning + ")").c_str(), x.choices_source.c_str(),
-                trial.empty() ? "" : ("; " + trial).c_str());
-  }
+  for (const auto& x : series)
+    if (!x.choices_source.empty()) std::printf("tuning%s: %s\n", x.tuning.empty() ? "" : (" (" + x.tuning + ")").c_str(), x.choices_source.c_str());
   std::printf("%-16s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {

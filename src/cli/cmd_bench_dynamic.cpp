@@ -16,7 +16,6 @@
 #include "cli/subnets.h"
 #include "graph/error.h"
 #include "onnx/import.h"
-#include "runtime/session.h"
 
 namespace grove::cli {
 namespace {
@@ -191,14 +190,9 @@ int bench_target(const BenchOptions& o, Engine& engine, SubnetPick& pick, const 
   const auto phases = parse_phases(o.co_run_schedule, "--co-run-schedule", 0);
   std::unique_ptr<Loaded> co;
   if (!o.co_run.empty()) co = std::make_unique<Loaded>(load_for_coexec(engine, o, o.co_run, parse_shape_options(o.shapes)));
-  // Warm-up: every sub-net alone, which also gives the controller each one's base latency
-  // (its fastest run). A sub-net whose plan is on trial (runtime/plan_trial.h) runs until the
-  // trial ends: its first runs of each plan are cold, and a base taken from those alone would
-  // keep the controller off that sub-net.
+  // Warm-up: every sub-net alone, which also gives the controller each one's base latency.
   for (int w = 0; w < std::max(o.warmup, 1); ++w)
     for (int i = 0; i < static_cast<int>(d.subnets().size()); ++i) d.run(inputs, i);
-  for (int i = 0; i < static_cast<int>(d.subnets().size()); ++i)
-    for (int n = 0; n < 64 && plan_on_trial(d.session(i)); ++n) d.run(inputs, i);
   if (!o.json) std::fprintf(stderr, "controller pass over the load schedule...\n");
   const auto controlled = windows_of(drive(d, inputs, o.latency_target_ms, true, co.get(), phases), phases);
   if (!o.json) std::fprintf(stderr, "fixed full-model pass...\n");

@@ -311,8 +311,6 @@ std::future<TensorMap> PlannedRun::result() {
 }
 
 void PlannedRun::finished(std::exception_ptr error) noexcept {
-  if (!error && options_.on_finished)
-    options_.on_finished(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - made_).count());
   if (!result_wanted_) return;
   try {
     if (error) std::rethrow_exception(error);

@@ -5,9 +5,7 @@
 // outputs are kept). A view (PlannedValue::view_of) shares its base's buffer and holds one
 // use of the base until the view is released. Current and peak activation bytes are tracked.
 #include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -34,9 +32,6 @@ struct PlannedRunOptions {
   std::shared_ptr<WorkerScratch> scratch;
   bool urgent = false;  // Job::urgent(): SessionOptions::urgent
   CancelToken cancel;   // Job::cancel_token(): the run's, from Session::run or submit
-  // Called by the worker that ends a run without error, with the milliseconds from the
-  // PlannedRun's making to its end (a plan on trial, runtime/plan_trial.h). Must not throw.
-  std::function<void(double)> on_finished;
 };
 
 class PlannedRun : public Job {
@@ -90,7 +85,6 @@ class PlannedRun : public Job {
   void release_operands(int32_t node);
 
   std::shared_ptr<const Plan> plan_;
-  std::chrono::steady_clock::time_point made_ = std::chrono::steady_clock::now();
   PlannedRunOptions options_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<int64_t> current_bytes_{0};

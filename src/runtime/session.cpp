@@ -17,7 +17,6 @@
 #include "ops/op_names.h"
 #include "runtime/machine_probes.h"
 #include "ops/control_flow/control_flow.h"
-#include "runtime/plan_trial.h"
 #include "runtime/planned_run.h"
 #include "runtime/run_threads.h"
 #include "runtime/segmented_graph.h"
@@ -55,14 +54,6 @@ struct Session::Impl {
   struct Cached {
     std::shared_ptr<const Plan> plan;
     std::shared_ptr<BufferPool> buffers;
-    // A plan of a performance model's choices on trial against the rules' (plan_trial.h);
-    // `plan` is then the model's. Null once no trial is wanted.
-    std::shared_ptr<PlanTrial> trial;
-  };
-  // A plan and, where a performance model chose its convs (tuning "auto"), the rules' plan of
-  // the same graph to try it against.
-  struct Planned {
-    std::shared_ptr<const Plan> plan, rules;
   };
   std::vector<Cached> plans;
   std::shared_ptr<WorkerScratch> scratch;  // the tile rules' working memory, per worker slot, for every run
@@ -102,9 +93,9 @@ struct Session::Impl {
   // A cached plan of `shapes`, moved to the front (most recent); null when none. Mutex held.
   Cached cached_locked(const ShapeMap& shapes);
   // Plans the bound `graph`: no lock held, so every member it reads is fixed after construction.
-  Planned make_plan(const Graph& graph);
+  std::shared_ptr<const Plan> make_plan(const Graph& graph);
   // Keeps a finished plan in the cache and takes its shapes off `planning`. Mutex held.
-  Cached keep_locked(const ShapeMap& shapes, Planned planned);
+  Cached keep_locked(const ShapeMap& shapes, std::shared_ptr<const Plan> plan);
   void drop_planning_locked(const ShapeMap& shapes);     // takes `shapes` off `planning`
   void note_unplannable_locked(const ShapeMap& shapes);  // shapes that depend on input values
   // run, without the bad_alloc net; `held_outside` as for run_values_within (runtime/session.h)
@@ -189,24 +180,7 @@ const SessionOptions& Session::options() const { return impl_->options; }
 
 std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const ShapeMap& shapes, const CancelToken& cancel) {
   Session::Impl& s = *session.impl_;
-  return out_of_memory_is_an_error(s.model.path(), "planning", [&] {
-    Session::Impl::Cached c = s.plan_for(shapes, cancel);
-    return c.trial ? c.trial->current().plan : c.plan;
-  });
-}
-
-bool SessionInternals::plan_on_trial(Session& session) {
-  Session::Impl& s = *session.impl_;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return !s.plans.empty() && s.plans.front().trial && !s.plans.front().trial->decided();
-}
-
-std::string SessionInternals::plan_trial_verdict(Session& session) {
-  Session::Impl& s = *session.impl_;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.plans.empty() || !s.plans.front().trial) return "";
-  const std::string verdict = s.plans.front().trial->verdict();
-  return verdict.empty() ? "on trial against the rules' plan" : verdict;
+  return out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.plan_for(shapes, cancel).plan; });
 }
 
 const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
@@ -237,12 +211,8 @@ Session::Impl::Cached Session::Impl::cached_locked(const ShapeMap& shapes) {
   return {};
 }
 
-Session::Impl::Cached Session::Impl::keep_locked(const ShapeMap& shapes, Planned planned) {
-  Cached c{std::move(planned.plan), std::make_shared<BufferPool>(), nullptr};
-  if (planned.rules)
-    c.trial = std::make_shared<PlanTrial>(PlanTrial::Candidate{c.plan, c.buffers},
-                                          PlanTrial::Candidate{std::move(planned.rules), std::make_shared<BufferPool>()});
-  plans.insert(plans.begin(), std::move(c));
+Session::Impl::Cached Session::Impl::keep_locked(const ShapeMap& shapes, std::shared_ptr<const Plan> plan) {
+  plans.insert(plans.begin(), Cached{std::move(plan), std::make_shared<BufferPool>()});
   if (plans.size() > static_cast<size_t>(std::max(1, options.cached_plans))) plans.pop_back();
   drop_planning_locked(shapes);
   return plans.front();
@@ -293,9 +263,9 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
     std::promise<Cached> promise;
     planning.push_back({shapes, promise.get_future().share()});
     lock.unlock();
-    Planned planned;
+    std::shared_ptr<const Plan> plan;
     try {
-      planned = make_plan(graph);
+      plan = make_plan(graph);
     } catch (...) {
       lock.lock();
       drop_planning_locked(shapes);
@@ -303,7 +273,7 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
       throw;
     }
     lock.lock();
-    Cached c = keep_locked(shapes, std::move(planned));
+    Cached c = keep_locked(shapes, std::move(plan));
     promise.set_value(c);
     return c;
   }
@@ -312,12 +282,12 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
     try {
       done = threads
                  .start([this, shapes]() -> Cached {
-                   Planned planned;
+                   std::shared_ptr<const Plan> plan;
                    try {
-                     planned = out_of_memory_is_an_error(model.path(), "planning", [&]() -> Planned {
+                     plan = out_of_memory_is_an_error(model.path(), "planning", [&]() -> std::shared_ptr<const Plan> {
                        // Bound on a copy: the model stays as it is for the runs and plans beside.
                        std::optional<Graph> graph = ModelInternals::bound_copy(model, shapes);
-                       return graph ? make_plan(*graph) : Planned{};
+                       return graph ? make_plan(*graph) : nullptr;
                      });
                    } catch (...) {
                      std::lock_guard<std::mutex> relock(mutex);
@@ -329,7 +299,7 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
                    std::lock_guard<std::mutex> relock(mutex);
                    --background_plans;
                    plan_slot_free.notify_all();
-                   if (planned.plan) return keep_locked(shapes, std::move(planned));
+                   if (plan) return keep_locked(shapes, std::move(plan));
                    drop_planning_locked(shapes);
                    note_unplannable_locked(shapes);
                    return {};
@@ -351,7 +321,7 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
   return done.get();
 }
 
-Session::Impl::Planned Session::Impl::make_plan(const Graph& graph) {
+std::shared_ptr<const Plan> Session::Impl::make_plan(const Graph& graph) {
   PlanOptions po;
   // An elastic engine's plans are cut for the most workers it can have.
   po.threads = options.plan_threads > 0 ? options.plan_threads : engine.max_threads();
@@ -381,18 +351,12 @@ Session::Impl::Planned Session::Impl::make_plan(const Graph& graph) {
   std::shared_ptr<const Plan> plan;
   try {
     plan = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
-    // Choices a performance model predicted, with no one asking for them by name: tried
-    // against the rules' plan on the first runs (plan_trial.h). A record, measured by grove
-    // tune on this machine, and --tuning model are taken as they are.
-    if (options.tuning == "auto" && options.choices.empty() && plan->options.choices_from == DecisionSource::model &&
-        !plan->options.choices.empty())
-      return {plan, tune::plan_with_tuning(graph, po, "off", {})};
   } catch (const Error& e) {
     const std::string& path = model.path();
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
     throw e.prefixed(path + ": ");
   }
-  return {plan, nullptr};
+  return plan;
 }
 
 BufferStats Session::buffer_stats() {
@@ -402,11 +366,7 @@ BufferStats Session::buffer_stats() {
 
 void Session::release_free_buffers() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  for (Impl::Cached& c : impl_->plans) {
-    c.buffers->trim();
-    if (c.trial)
-      if (const PlanTrial::Candidate kept = c.trial->current(); kept.buffers) kept.buffers->trim();
-  }
+  for (Impl::Cached& c : impl_->plans) c.buffers->trim();
 }
 
 std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs, const CancelToken& cancel) {
@@ -417,14 +377,7 @@ std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs, const Canc
   Cached c = plan_for(shapes, CancelToken{});
   if (!c.plan) return nullptr;
   PlannedRunOptions run_options{.poison_buffers = debug.poison_buffers, .buffers = std::move(c.buffers),
-                                .scratch = scratch, .urgent = options.urgent, .cancel = cancel, .on_finished = {}};
-  if (c.trial) {
-    PlanTrial::Turn turn = c.trial->next();
-    c.plan = std::move(turn.candidate.plan);
-    run_options.buffers = std::move(turn.candidate.buffers);
-    if (turn.index >= 0)
-      run_options.on_finished = [trial = c.trial, index = turn.index](double ms) { trial->record(index, ms); };
-  }
+                                .scratch = scratch, .urgent = options.urgent, .cancel = cancel};
   return std::make_shared<PlannedRun>(std::move(c.plan), std::move(inputs), run_options);
 }
 
