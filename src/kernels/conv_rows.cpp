@@ -29,72 +29,34 @@ size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr) {
 
 namespace {
 
-// Every output row of the call against panel jr, in blocks of positions; the first call
-// streams the panel's weights and asks for `next` meanwhile. Rows half a tile wide (a 7x7
-// plane) go two to a tile, each half from its own input row: a tile of one such row left half
-// the register tile idle. Their few calls per slice (four on a 7x7 plane) each ask for the
-// next slice again: weights that large come from memory, and a line the first call could not
-// get in flight is asked for again (docs/kernels.md).
+// C of the call's position `at`: float, or bf16 rounded once.
 void set_c(const ConvRowCall& call, GemmTileArgs& t, size_t at) {
   if (call.y_bf16) t.c_bf16 = call.y_bf16 + at;
   else t.c = call.y + at;
 }
 
-// The same for a panel of at most 16 columns (a conv of 16 output channels or fewer, or a
-// conv's last panel) on the float 28 x 16 kernel, where the 14 x 32 tile would spend half its
-// FMAs on empty lanes: positions in blocks of up to 28; 7- and 14-wide rows four and two to a
-// tile, each row's groups of 7 from its own input row.
-void run_rows_narrow(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t jr) {
-  if (call.out_w == kRowPairWidth || call.out_w == 2 * kRowPairWidth) {
-    const size_t rows_per_call = kNarrowRows / call.out_w;
-    t.a_group_stride = ptrdiff_t(call.row_step_floats);
-    t.a_groups_per_stride = call.out_w / kRowPairWidth;
-    for (size_t row = 0; row < call.rows; row += rows_per_call) {
-      const size_t y0 = row * call.out_w;
-      t.m = std::min(rows_per_call, call.rows - row) * call.out_w;
-      t.b_next = next;
-      t.a = call.x + row * call.row_step_floats;
-      t.c = call.y + y0 * call.y_stride + jr;
-      t.residual = call.residual ? call.residual + y0 * call.y_stride + jr : nullptr;
-      f32_gemm_28x16_avx512(t);
-    }
-    t.a_group_stride = 0;
-    t.a_groups_per_stride = 1;
-    return;
-  }
-  const size_t blocks = (call.out_w + kNarrowRows - 1) / kNarrowRows;
-  for (size_t row = 0; row < call.rows; ++row) {
-    const float* x = call.x + row * call.row_step_floats;
+// Whole output rows, `per_call` to a kernel call, each row's groups of 7 positions from its
+// own input row (rows 7 or 14 wide).
+void run_grouped_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t jr, size_t per_call,
+                      GemmMicrokernel kernel) {
+  t.a_group_stride = ptrdiff_t(call.row_step_floats);
+  t.a_groups_per_stride = call.out_w / kRowPairWidth;
+  for (size_t row = 0; row < call.rows; row += per_call) {
     const size_t y0 = row * call.out_w;
-    for (size_t block = 0; block < blocks; ++block) {
-      const size_t o0 = call.out_w * block / blocks, o1 = call.out_w * (block + 1) / blocks;
-      t.m = o1 - o0;
-      t.b_next = row == 0 && block == 0 ? next : nullptr;
-      t.a = x + o0 * t.a_stride;
-      t.c = call.y + (y0 + o0) * call.y_stride + jr;
-      t.residual = call.residual ? call.residual + (y0 + o0) * call.y_stride + jr : nullptr;
-      f32_gemm_28x16_avx512(t);
-    }
+    t.m = std::min(per_call, call.rows - row) * call.out_w;
+    t.b_next = next;
+    t.a = call.x + row * call.row_step_floats;
+    set_c(call, t, y0 * call.y_stride + jr);
+    t.residual = call.residual ? call.residual + y0 * call.y_stride + jr : nullptr;
+    kernel(t);
   }
+  t.a_group_stride = 0;
+  t.a_groups_per_stride = 1;
 }
 
-void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t blocks, size_t jr) {
-  if (t.n <= 16 && call.w->precision == Precision::f32 && !call.y_bf16) return run_rows_narrow(call, t, next, jr);
-  const GemmMicrokernel kernel = call.w->precision == Precision::bf16 ? bf16_gemm_14x32_avx512bf16 : f32_gemm_14x32_avx512;
-  if (call.out_w == kRowPairWidth) {
-    t.a_group_stride = ptrdiff_t(call.row_step_floats);
-    for (size_t row = 0; row < call.rows; row += 2) {
-      const size_t y0 = row * call.out_w;
-      t.m = std::min<size_t>(2, call.rows - row) * call.out_w;
-      t.b_next = next;
-      t.a = call.x + row * call.row_step_floats;
-      set_c(call, t, y0 * call.y_stride + jr);
-      t.residual = call.residual ? call.residual + y0 * call.y_stride + jr : nullptr;
-      kernel(t);
-    }
-    t.a_group_stride = 0;
-    return;
-  }
+// Each output row in `blocks` blocks of positions of nearly equal height, one kernel call each.
+void run_blocks(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t jr, size_t blocks,
+                GemmMicrokernel kernel) {
   for (size_t row = 0; row < call.rows; ++row) {
     const float* x = call.x + row * call.row_step_floats;
     const size_t y0 = row * call.out_w;
@@ -108,6 +70,27 @@ void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_
       kernel(t);
     }
   }
+}
+
+// Every output row of the call against panel jr, in blocks of positions; the first call
+// streams the panel's weights and asks for `next` meanwhile. Rows half a tile wide (a 7x7
+// plane) go two to a tile, each half from its own input row: a tile of one such row left half
+// the register tile idle. Their few calls per slice (four on a 7x7 plane) each ask for the
+// next slice again: weights that large come from memory, and a line the first call could not
+// get in flight is asked for again (docs/kernels.md).
+// A panel of at most 16 columns (a conv of 16 output channels or fewer, or a conv's or a
+// tile's last panel) runs on the float 28 x 16 kernel, where the 14 x 32 tile would spend half
+// its FMAs on empty lanes: positions in blocks of up to 28, rows 7 and 14 wide four and two to
+// a call.
+void run_rows(const ConvRowCall& call, GemmTileArgs& t, const float* next, size_t blocks, size_t jr) {
+  if (t.n <= 16 && call.w->precision == Precision::f32 && !call.y_bf16) {
+    if (call.out_w == kRowPairWidth || call.out_w == 2 * kRowPairWidth)
+      return run_grouped_rows(call, t, next, jr, kNarrowRows / call.out_w, f32_gemm_28x16_avx512);
+    return run_blocks(call, t, next, jr, (call.out_w + kNarrowRows - 1) / kNarrowRows, f32_gemm_28x16_avx512);
+  }
+  const GemmMicrokernel kernel = call.w->precision == Precision::bf16 ? bf16_gemm_14x32_avx512bf16 : f32_gemm_14x32_avx512;
+  if (call.out_w == kRowPairWidth) return run_grouped_rows(call, t, next, jr, 2, kernel);
+  run_blocks(call, t, next, jr, blocks, kernel);
 }
 
 }  // namespace
