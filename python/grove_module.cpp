@@ -522,8 +522,8 @@ PYBIND11_MODULE(_grove, m) {
            "prune: dynamic feature-map pruning, '' as the model's grove.antidote metadata says, 'off', or "
            "statements 'prune VALUE channels=R positions=R [block=B]' one per line (docs/dynamic.md). tile_counts: 'tail' "
            "(coarser tiles where a finer cut repeats work) or 'fixed' (one per thread; docs/scaling.md). tuning: "
-           "'auto' plans with the tuning record grove tune wrote for this model and CPU (or this CPU's performance "
-           "model), 'off' by the hand rules, 'model', 'record', or a record file (docs/tuning.md). layout: 'nhwc' "
+           "'auto' plans with the tuning record grove tune wrote for this model and CPU, else with a performance "
+           "model's choices tried against the rules' plan before the first run (the verdict kept as a record), 'off' by the hand rules, 'model', 'record', or a record file (docs/tuning.md). layout: 'nhwc' "
            "runs chains of float convs channels-last where the rule takes them, 'nchw' every conv as written "
            "(docs/layout.md).")
       .def("run",

@@ -52,8 +52,11 @@ struct SessionOptions {
   std::string feature_pruning;
   // Tuning records (docs/tuning.md): "auto" plans with the record `grove tune` wrote for this
   // model, machine, thread count and precision when there is one (a record that does not fit
-  // is ignored, and the plan says why); "off" plans by the rules; anything else is the path of
-  // a record to use, and one that does not fit is an Error.
+  // is ignored, and the plan says why), else with a performance model's choices, which are
+  // tried against the rules' plan before the first run of each input shape, the verdict kept
+  // as this machine's record of the model (so every later process plans alike); "model"
+  // takes a performance model's choices untried; "record" only a record; "off" plans by the
+  // rules; anything else is the path of a record to use, and one that does not fit is an Error.
   std::string tuning = "auto";
   // A tile that streams weights (a decode step's products) runs in pieces that an idle core
   // can join, so a core slower than the others does not hold half of every op

@@ -175,8 +175,10 @@ int run_bench(const BenchOptions& o) {
           // A model with control flow plans each segment on its first run: that run counts as loading.
           if (auto planned = plan_for(*x.session, resolved)) {
             x.gflop = double(planned->total_flops) / 1e9;
-            x.choices_source = planned->options.choices_source;
-            if ((tuning == "tuned" || tuning == "record") && planned->options.choices_source.empty())
+            // A performance model's plan tried against the rules' says so, whichever was kept.
+            const std::string trial = plan_trial_verdict(*x.session);
+            x.choices_source = trial.empty() ? planned->options.choices_source : trial;
+            if ((tuning == "tuned" || tuning == "record") && x.choices_source.empty())
               throw Error(o.models[0] + ": --tuning " + o.tuning + " needs a tuning record for this model at " +
                           std::to_string(planned->options.threads) + " threads (run grove tune first)");
           }

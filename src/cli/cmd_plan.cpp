@@ -192,6 +192,10 @@ int run_plan(const PlanCliOptions& o) {
                                                                    : "one per thread");
   if (!p.precision.note.empty()) std::printf("precision: %s\n", p.precision.note.c_str());
   if (!p.options.choices_source.empty()) std::printf("tuning: %s\n", p.options.choices_source.c_str());
+  // A session does not take these on trust: it tries them first (runtime/plan_trial.h).
+  if (o.tuning == "auto" && p.options.choices_from == DecisionSource::model && !p.options.choices.empty())
+    std::printf("tuning: a session tries the model's choices against the rules' plan before its first run, "
+                "and keeps the verdict as this machine's record of the model\n");
   if (!p.options.machine.source.empty()) std::printf("machine probes: %s\n", p.options.machine.source.c_str());
   if (p.options.conv_layout == ConvLayout::nchw) {
     std::printf("layout: NCHW (--layout nchw)\n");

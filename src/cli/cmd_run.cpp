@@ -181,7 +181,9 @@ int run_single(const RunOptions& o, LoadedModel m) {
     auto plan = plan_for(*session, m.shapes);
     double plan_s = seconds_since(t0);
     if (plan && o.precision != "fp32") std::printf("precision: %s\n", plan->precision.note.c_str());
-    if (plan && !plan->options.choices_source.empty()) std::printf("tuning: %s\n", plan->options.choices_source.c_str());
+    const std::string tried = plan_trial_verdict(*session);  // a model's plan tried against the rules'
+    if (!tried.empty()) std::printf("tuning: %s\n", tried.c_str());
+    else if (plan && !plan->options.choices_source.empty()) std::printf("tuning: %s\n", plan->options.choices_source.c_str());
     if (plan && plan->pruning.gates > 0) std::printf("%s\n", pruning_summary(plan->pruning).c_str());
     if (!o.trace_path.empty()) engine.start_trace();
     RunStats stats;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -17,9 +18,11 @@
 #include "ops/op_names.h"
 #include "runtime/machine_probes.h"
 #include "ops/control_flow/control_flow.h"
+#include "runtime/plan_trial.h"
 #include "runtime/planned_run.h"
 #include "runtime/run_threads.h"
 #include "runtime/segmented_graph.h"
+#include "tune/record.h"
 #include "tune/tuned_plan.h"
 
 namespace grove {
@@ -54,7 +57,19 @@ struct Session::Impl {
   struct Cached {
     std::shared_ptr<const Plan> plan;
     std::shared_ptr<BufferPool> buffers;
+    std::string trial_verdict;  // how a performance model's plan fared on trial (plan_trial.h), if it was
   };
+  // A plan with the pool its trial runs warmed (or none), and the trial's verdict.
+  struct Planned {
+    std::shared_ptr<const Plan> plan;
+    std::shared_ptr<BufferPool> buffers;
+    std::string trial_verdict;
+  };
+  // A performance model's plan and the rules' plan of the same graph run in turns on inputs of
+  // the bound shapes until the trial keeps one (runtime/plan_trial.h). No lock held.
+  // `graph` planned with `po` is the model whose record keeps the verdict.
+  Planned settle(const Graph& graph, const PlanOptions& po, std::shared_ptr<const Plan> model_plan,
+                 std::shared_ptr<const Plan> rules_plan);
   std::vector<Cached> plans;
   std::shared_ptr<WorkerScratch> scratch;  // the tile rules' working memory, per worker slot, for every run
   // Packed weights the plans of every input shape share (plan/shared_weights.h).
@@ -93,9 +108,9 @@ struct Session::Impl {
   // A cached plan of `shapes`, moved to the front (most recent); null when none. Mutex held.
   Cached cached_locked(const ShapeMap& shapes);
   // Plans the bound `graph`: no lock held, so every member it reads is fixed after construction.
-  std::shared_ptr<const Plan> make_plan(const Graph& graph);
+  Planned make_plan(const Graph& graph);
   // Keeps a finished plan in the cache and takes its shapes off `planning`. Mutex held.
-  Cached keep_locked(const ShapeMap& shapes, std::shared_ptr<const Plan> plan);
+  Cached keep_locked(const ShapeMap& shapes, Planned planned);
   void drop_planning_locked(const ShapeMap& shapes);     // takes `shapes` off `planning`
   void note_unplannable_locked(const ShapeMap& shapes);  // shapes that depend on input values
   // run, without the bad_alloc net; `held_outside` as for run_values_within (runtime/session.h)
@@ -183,6 +198,12 @@ std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const S
   return out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.plan_for(shapes, cancel).plan; });
 }
 
+std::string SessionInternals::plan_trial_verdict(Session& session) {
+  Session::Impl& s = *session.impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.plans.empty() ? "" : s.plans.front().trial_verdict;
+}
+
 const SessionDebugOptions& SessionInternals::debug(const Session& session) { return session.impl_->debug; }
 
 Session& SessionInternals::derived(Session& session, const std::string& key, const std::function<Model()>& make) {
@@ -211,8 +232,10 @@ Session::Impl::Cached Session::Impl::cached_locked(const ShapeMap& shapes) {
   return {};
 }
 
-Session::Impl::Cached Session::Impl::keep_locked(const ShapeMap& shapes, std::shared_ptr<const Plan> plan) {
-  plans.insert(plans.begin(), Cached{std::move(plan), std::make_shared<BufferPool>()});
+Session::Impl::Cached Session::Impl::keep_locked(const ShapeMap& shapes, Planned planned) {
+  plans.insert(plans.begin(), Cached{std::move(planned.plan),
+                                     planned.buffers ? std::move(planned.buffers) : std::make_shared<BufferPool>(),
+                                     std::move(planned.trial_verdict)});
   if (plans.size() > static_cast<size_t>(std::max(1, options.cached_plans))) plans.pop_back();
   drop_planning_locked(shapes);
   return plans.front();
@@ -263,9 +286,9 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
     std::promise<Cached> promise;
     planning.push_back({shapes, promise.get_future().share()});
     lock.unlock();
-    std::shared_ptr<const Plan> plan;
+    Planned planned;
     try {
-      plan = make_plan(graph);
+      planned = make_plan(graph);
     } catch (...) {
       lock.lock();
       drop_planning_locked(shapes);
@@ -273,7 +296,7 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
       throw;
     }
     lock.lock();
-    Cached c = keep_locked(shapes, std::move(plan));
+    Cached c = keep_locked(shapes, std::move(planned));
     promise.set_value(c);
     return c;
   }
@@ -282,12 +305,12 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
     try {
       done = threads
                  .start([this, shapes]() -> Cached {
-                   std::shared_ptr<const Plan> plan;
+                   Planned planned;
                    try {
-                     plan = out_of_memory_is_an_error(model.path(), "planning", [&]() -> std::shared_ptr<const Plan> {
+                     planned = out_of_memory_is_an_error(model.path(), "planning", [&]() -> Planned {
                        // Bound on a copy: the model stays as it is for the runs and plans beside.
                        std::optional<Graph> graph = ModelInternals::bound_copy(model, shapes);
-                       return graph ? make_plan(*graph) : nullptr;
+                       return graph ? make_plan(*graph) : Planned{};
                      });
                    } catch (...) {
                      std::lock_guard<std::mutex> relock(mutex);
@@ -299,7 +322,7 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
                    std::lock_guard<std::mutex> relock(mutex);
                    --background_plans;
                    plan_slot_free.notify_all();
-                   if (plan) return keep_locked(shapes, std::move(plan));
+                   if (planned.plan) return keep_locked(shapes, std::move(planned));
                    drop_planning_locked(shapes);
                    note_unplannable_locked(shapes);
                    return {};
@@ -321,7 +344,7 @@ Session::Impl::Cached Session::Impl::plan_for(const ShapeMap& shapes, const Canc
   return done.get();
 }
 
-std::shared_ptr<const Plan> Session::Impl::make_plan(const Graph& graph) {
+Session::Impl::Planned Session::Impl::make_plan(const Graph& graph) {
   PlanOptions po;
   // An elastic engine's plans are cut for the most workers it can have.
   po.threads = options.plan_threads > 0 ? options.plan_threads : engine.max_threads();
@@ -351,12 +374,77 @@ std::shared_ptr<const Plan> Session::Impl::make_plan(const Graph& graph) {
   std::shared_ptr<const Plan> plan;
   try {
     plan = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
+    // Choices a performance model predicted, with no one asking for them by name: tried
+    // against the rules' plan before the first run (plan_trial.h), and the verdict kept as
+    // this machine's record of the model. A record, measured by grove tune or by an earlier
+    // trial, and --tuning model are taken as they are.
+    if (options.tuning == "auto" && options.choices.empty() && plan->options.choices_from == DecisionSource::model &&
+        !plan->options.choices.empty()) {
+      const std::string record = tune::record_path(graph, po);
+      // One process at a time tries a model on this machine; one that waited here finds the
+      // verdict the other wrote, and plans by it.
+      tune::RecordLock trying(record);
+      std::error_code ec;
+      if (!record.empty() && std::filesystem::exists(record, ec)) {
+        auto recorded = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
+        if (recorded->options.choices_from == DecisionSource::record) return {recorded, nullptr, ""};
+      }
+      return settle(graph, po, plan, tune::plan_with_tuning(graph, po, "off", {}));
+    }
   } catch (const Error& e) {
     const std::string& path = model.path();
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
     throw e.prefixed(path + ": ");
   }
-  return plan;
+  return {plan, nullptr, ""};
+}
+
+Session::Impl::Planned Session::Impl::settle(const Graph& graph, const PlanOptions& po,
+                                             std::shared_ptr<const Plan> model_plan,
+                                             std::shared_ptr<const Plan> rules_plan) {
+  // Inputs of the bound shapes: 0.5 in floats (no denormals on the way), zeros elsewhere (valid
+  // indices). Only tensors: a model with sequence inputs keeps the model's plan untried.
+  TensorMap inputs;
+  for (const ValueDecl& in : model_plan->graph.inputs) {
+    auto shape = model_plan->graph.bound_inputs.find(in.name);
+    if (in.kind != ValueKind::tensor || shape == model_plan->graph.bound_inputs.end())
+      return {model_plan, nullptr, ""};
+    Tensor t(in.dtype, shape->second);
+    if (in.dtype == DType::f32) std::fill_n(t.data<float>(), t.numel(), 0.5f);
+    inputs[in.name] = std::move(t);
+  }
+  const PlanTrial::Candidate model_run{model_plan, std::make_shared<BufferPool>()};
+  auto timed_run = [&](const PlanTrial::Candidate& candidate) {
+    const auto start = std::chrono::steady_clock::now();
+    auto job = std::make_shared<PlannedRun>(
+        candidate.plan, inputs,
+        PlannedRunOptions{.poison_buffers = false, .buffers = candidate.buffers, .scratch = scratch,
+                          .urgent = options.urgent, .cancel = {}});
+    run_job(engine, job);
+    job->outputs();  // a run that failed throws here
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::optional<PlanTrial> trial;
+  try {
+    // A first run of the model's plan (its buffers filled) sets how many runs each plan gets:
+    // about 0.2 s of them, 5 to 21, so a quick model's medians are not a few runs' noise.
+    const double first_ms = timed_run(model_run);
+    const int runs = std::clamp(static_cast<int>(200.0 / std::max(first_ms, 1e-3)), 5, 21);
+    trial.emplace(model_run, PlanTrial::Candidate{std::move(rules_plan), std::make_shared<BufferPool>()}, 1, runs);
+    while (!trial->decided()) {
+      const PlanTrial::Turn turn = trial->next();
+      trial->record(turn.index, timed_run(turn.candidate));
+    }
+  } catch (const Error&) {
+    return {model_plan, nullptr, ""};  // a real run meets the same error, and says so
+  }
+  const PlanTrial::Candidate kept = trial->current();
+  std::string verdict = model_plan->options.choices_source + "; tried against the rules' plan: " + trial->verdict();
+  const std::string unkept =
+      tune::keep_trial_verdict(graph, po, model_plan->options.choices, trial->kept() == PlanTrial::kModel,
+                               trial->median_ms(PlanTrial::kModel), trial->median_ms(PlanTrial::kRules));
+  if (!unkept.empty()) verdict += " (not kept for later processes: " + unkept + ")";
+  return {kept.plan, kept.buffers, verdict};
 }
 
 BufferStats Session::buffer_stats() {

@@ -32,6 +32,7 @@ struct SessionInternals {
   static Session& derived(Session& session, const std::string& key, const std::function<Model()>& make);
   static int64_t largest_unplanned_peak(const Session& session);
   static size_t cached_plan_count(Session& session);
+  static std::string plan_trial_verdict(Session& session);
   static ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats,
                                     const CancelToken& cancel, int64_t held_outside);
 };
@@ -56,6 +57,10 @@ inline std::shared_ptr<const Plan> plan_for(Session& session, const ShapeMap& sh
 inline int64_t largest_unplanned_peak(const Session& session) { return SessionInternals::largest_unplanned_peak(session); }
 // How many input shapes the session holds a finished plan for (at most cached_plans).
 inline size_t cached_plan_count(Session& session) { return SessionInternals::cached_plan_count(session); }
+// For the shapes planned last: where a performance model's plan was tried against the
+// rules' (runtime/plan_trial.h), the model's choices and which plan was kept, with both
+// times; empty where there was no trial.
+inline std::string plan_trial_verdict(Session& session) { return SessionInternals::plan_trial_verdict(session); }
 // Session::run_values for a subgraph's session: its Loops and Scans charge what they collect
 // on top of `held_outside`, what the runs around it hold (RunBody in ops/control_flow/control_flow.h).
 inline ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats, const CancelToken& cancel,

@@ -1,5 +1,6 @@
 #include "tune/record.h"
 
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -7,6 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "graph/error.h"
 #include "graph/graph_hash.h"
@@ -70,6 +75,7 @@ std::string save_record(const TuningRecord& r) {
         << (i < r.node_us.size() ? r.node_us[i] : 0) << " " << (i < r.rule_us.size() ? r.rule_us[i] : 0) << " "
         << c.node << "\n";
   }
+  if (!r.measured_by.empty()) out << "measured_by " << r.measured_by << "\n";
   return out.str();
 }
 
@@ -103,7 +109,8 @@ TuningRecord parse_record(std::string_view text, const std::string& source) {
   r.model = next("model");
   r.threads = static_cast<int>(count(next("threads"), 1 << 16));
   r.precision = next("precision");
-  if (r.precision != "fp32" && r.precision != "bf16") throw fail("precision '" + r.precision + "' is not fp32 or bf16");
+  if (r.precision != "fp32" && r.precision != "bf16" && r.precision != "int8w")
+    throw fail("precision '" + r.precision + "' is not fp32, bf16 or int8w");
   r.default_ms = number(next("default_ms"));
   r.tuned_ms = number(next("tuned_ms"));
   const size_t choices = count(next("choices"), kMaxChoices);
@@ -125,6 +132,11 @@ TuningRecord parse_record(std::string_view text, const std::string& source) {
     r.choices.push_back(std::move(c));
     r.node_us.push_back(number(node_us));
     r.rule_us.push_back(number(rule_us));
+  }
+  // Optional, after the choices: a record without it is grove tune's.
+  if (std::getline(in, line) && (++line_no, !line.empty())) {
+    if (line.rfind("measured_by ", 0) != 0) throw fail("expected 'measured_by ...' or the end");
+    r.measured_by = line.substr(12);
   }
   return r;
 }
@@ -151,6 +163,26 @@ void write_record_file(const TuningRecord& record, const std::string& path) {
   }
   std::filesystem::rename(temporary, path, ec);
   if (ec) throw Error(path + ": cannot write the tuning record (" + ec.message() + ")");
+}
+
+RecordLock::RecordLock(const std::string& record_path) {
+  if (record_path.empty()) return;
+  std::error_code ec;
+  const std::filesystem::path p(record_path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  fd_ = ::open((record_path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return;
+  int rc;
+  do rc = ::flock(fd_, LOCK_EX);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+RecordLock::~RecordLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
 }
 
 std::string record_mismatch(const TuningRecord& r, const std::string& model, int threads, const std::string& precision) {

@@ -24,7 +24,13 @@ struct TuningRecord {
   std::vector<NodeChoice> choices;  // empty when nothing measured faster than the rules
   std::vector<double> node_us;      // per choice: the node's tile time per run as chosen
   std::vector<double> rule_us;      // per choice: the same node's tile time planned by the rules
+  // kMeasuredByTrial for a session's plan trial (runtime/plan_trial.h): default_ms is then the
+  // rules' plan, tuned_ms the performance model's, and the choices the model's where its plan
+  // was kept. Empty for grove tune's.
+  std::string measured_by;
 };
+
+inline constexpr const char* kMeasuredByTrial = "plan-trial";
 
 // The planned graph's structure: nodes, attributes, value shapes and dtypes, initializer
 // shapes and dtypes, but not weight values (a retrained model of one architecture keeps its
@@ -42,6 +48,21 @@ std::string save_record(const TuningRecord& record);
 TuningRecord parse_record(std::string_view text, const std::string& source);
 TuningRecord load_record_file(const std::string& path);
 void write_record_file(const TuningRecord& record, const std::string& path);
+
+// Held while a process settles what the record at `record_path` will say (a plan trial): a
+// second process asking for the same record waits here, then reads what the first wrote, so
+// every process plans the model alike. A no-op where the lock file cannot be made (no cache
+// folder, a read-only one).
+class RecordLock {
+ public:
+  explicit RecordLock(const std::string& record_path);
+  ~RecordLock();
+  RecordLock(const RecordLock&) = delete;
+  RecordLock& operator=(const RecordLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // Why `record` may not be used for this plan ("" when it may): a different machine, model,
 // thread count or precision.

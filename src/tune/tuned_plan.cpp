@@ -6,6 +6,7 @@
 #include <iterator>
 #include <optional>
 
+#include "kernels/cpu_info.h"
 #include "kernels/isa.h"
 #include "tune/perf_select.h"
 #include "tune/record.h"
@@ -79,7 +80,51 @@ TuningDecisions model_decisions(const Graph& graph, const PlanOptions& po, bool 
   }
 }
 
+// What a plan with `record` says of its choices.
+std::string record_source(const TuningRecord& record, const std::string& path) {
+  const std::string n = std::to_string(record.choices.size());
+  if (record.measured_by != kMeasuredByTrial) return "tuning record " + path + " (" + n + " choices)";
+  char times[96];
+  std::snprintf(times, sizeof times, "%.3f ms against %.3f ms", record.choices.empty() ? record.default_ms : record.tuned_ms,
+                record.choices.empty() ? record.tuned_ms : record.default_ms);
+  return "tuning record " + path + " (a plan trial kept " +
+         (record.choices.empty() ? "the rules' plan over the performance model's: "
+                                 : "the performance model's " + n + " choices over the rules' plan: ") +
+         times + ")";
+}
+
 }  // namespace
+
+std::string record_path(const Graph& graph, const PlanOptions& po) {
+  const std::string dir = machine_tuning_dir();
+  if (dir.empty()) return "";
+  return dir + "/" + record_file_name(model_key(graph), po.threads, precision_name(po.precision));
+}
+
+std::string keep_trial_verdict(const Graph& graph, const PlanOptions& po, const std::vector<NodeChoice>& choices,
+                               bool model_kept, double model_ms, double rules_ms) {
+  const std::string path = record_path(graph, po);
+  if (path.empty()) return "no cache folder to keep it in";
+  TuningRecord r;
+  r.machine = kernels::machine_key();
+  r.model = model_key(graph);
+  r.threads = po.threads;
+  r.precision = precision_name(po.precision);
+  r.default_ms = rules_ms;
+  r.tuned_ms = model_ms;
+  if (model_kept) {
+    r.choices = choices;
+    r.node_us.assign(choices.size(), 0);
+    r.rule_us.assign(choices.size(), 0);
+  }
+  r.measured_by = kMeasuredByTrial;
+  try {
+    write_record_file(r, path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 TuningDecisions model_choices(const Graph& graph, const PlanOptions& po, const PerfModel& model, const std::string& name,
                               double min_gain, const PerfModel* layout_model) {
@@ -113,11 +158,10 @@ TuningDecisions tuning_decisions(const Graph& graph, const PlanOptions& po, cons
     tune::TuningRecord record = tune::load_record_file(tuning);
     if (std::string why = tune::record_mismatch(record, key, po.threads, precision); !why.empty())
       throw Error(tuning + ": this tuning record does not fit: " + why);
-    const std::string source = "tuning record " + tuning + " (" + std::to_string(record.choices.size()) + " choices)";
-    return {std::move(record.choices), source, DecisionSource::record};
+    std::string source = record_source(record, tuning);  // before the choices move out
+    return {std::move(record.choices), std::move(source), DecisionSource::record};
   }
-  const std::string dir = tune::machine_tuning_dir();
-  const std::string path = dir.empty() ? "" : dir + "/" + tune::record_file_name(key, po.threads, precision);
+  const std::string path = record_path(graph, po);
   std::error_code ec;
   if (tuning == "model") return model_decisions(graph, po, true);
   if (path.empty() || !std::filesystem::exists(path, ec))
@@ -125,8 +169,8 @@ TuningDecisions tuning_decisions(const Graph& graph, const PlanOptions& po, cons
   try {
     tune::TuningRecord record = tune::load_record_file(path);
     if (std::string why = tune::record_mismatch(record, key, po.threads, precision); !why.empty()) throw Error(why);
-    const std::string source = "tuning record " + path + " (" + std::to_string(record.choices.size()) + " choices)";
-    return {std::move(record.choices), source, DecisionSource::record};
+    std::string source = record_source(record, path);  // before the choices move out
+    return {std::move(record.choices), std::move(source), DecisionSource::record};
   } catch (const Error& e) {
     return {{}, "tuning record " + path + " ignored: " + e.what(), DecisionSource::record};
   }

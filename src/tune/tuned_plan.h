@@ -31,6 +31,17 @@ struct TuningDecisions {
 TuningDecisions tuning_decisions(const Graph& graph, const PlanOptions& po, const std::string& tuning,
                                  const std::vector<NodeChoice>& choices);
 
+// Where the record for `graph` planned with `po` is kept in this machine's folder; "" when
+// there is no cache folder.
+std::string record_path(const Graph& graph, const PlanOptions& po);
+
+// Writes a plan trial's verdict (runtime/plan_trial.h) as the record for `graph` at `po`, so
+// that every later plan of it on this machine takes the kept plan without a trial: the
+// performance model's `choices` when `model_kept`, else none (the rules). Returns "" or why
+// it could not be written (the verdict then holds for this process only).
+std::string keep_trial_verdict(const Graph& graph, const PlanOptions& po, const std::vector<NodeChoice>& choices,
+                               bool model_kept, double model_ms, double rules_ms);
+
 // The choices `model` prices lowest (source `name`), with layout changes priced by
 // `layout_model` where given, or none where its plan is predicted to save less than
 // `min_gain` of the priced convs' time (the source then says so).

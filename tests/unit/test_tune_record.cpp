@@ -49,6 +49,20 @@ TEST(TuneRecord, SavedTextReadsBackTheSame) {
   }
 }
 
+// A plan trial's verdict (runtime/plan_trial.h) is a record that says so; grove tune's says
+// nothing, and reads back without it.
+TEST(TuneRecord, APlanTrialsRecordSaysItWasOne) {
+  tune::TuningRecord r = sample_record();
+  EXPECT_EQ(tune::parse_record(tune::save_record(r), "test").measured_by, "");
+  r.measured_by = tune::kMeasuredByTrial;
+  const tune::TuningRecord back = tune::parse_record(tune::save_record(r), "test");
+  EXPECT_EQ(back.measured_by, tune::kMeasuredByTrial);
+  EXPECT_EQ(back.choices.size(), 3u);
+  std::string bad = tune::save_record(r);
+  bad.replace(bad.find("measured_by"), 11, "measured_at");
+  EXPECT_THROW(tune::parse_record(bad, "test"), Error);
+}
+
 TEST(TuneRecord, DamagedTextIsAnErrorNamingTheLine) {
   const std::string good = tune::save_record(sample_record());
   auto refused = [](const std::string& text, const std::string& says) {

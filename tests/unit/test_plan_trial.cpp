@@ -1,0 +1,255 @@
+// A performance model's plan on trial against the rules' (runtime/plan_trial.h): the two take
+// turns, the first runs of each are untimed, the faster by median is kept (the model's on a
+// tie) and the other released; a Session settles it before its first run of a shape.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "onnx/import.h"
+#include "runtime/plan_trial.h"
+#include "runtime/session.h"
+#include "tune/record.h"
+#include "tune/tuned_plan.h"
+#include "taught_perf_model.h"
+
+namespace grove {
+namespace {
+
+PlanTrial::Candidate candidate() { return {std::make_shared<const Plan>(), nullptr}; }
+
+// Runs `trial` to its verdict: each turn's run takes what `ms` says for its plan.
+void run_trial(PlanTrial& trial, double model_ms, double rules_ms, int runs) {
+  for (int i = 0; i < runs; ++i) {
+    const PlanTrial::Turn turn = trial.next();
+    if (turn.index >= 0) trial.record(turn.index, turn.index == PlanTrial::kModel ? model_ms : rules_ms);
+  }
+}
+
+TEST(PlanTrial, TurnsAlternateFromTheModelsPlan) {
+  const PlanTrial::Candidate model = candidate(), rules = candidate();
+  PlanTrial trial(model, rules, 1, 2);
+  for (int i = 0; i < 6; ++i) {
+    const PlanTrial::Turn turn = trial.next();
+    EXPECT_EQ(turn.index, i % 2 == 0 ? PlanTrial::kModel : PlanTrial::kRules) << "turn " << i;
+    EXPECT_EQ(turn.candidate.plan, i % 2 == 0 ? model.plan : rules.plan);
+  }
+  // Every trial run started, none ended: the model's plan, untimed.
+  const PlanTrial::Turn waiting = trial.next();
+  EXPECT_EQ(waiting.index, -1);
+  EXPECT_EQ(waiting.candidate.plan, model.plan);
+  EXPECT_FALSE(trial.decided());
+  EXPECT_TRUE(trial.verdict().empty());
+}
+
+TEST(PlanTrial, TheFasterPlanIsKeptAndTheOtherReleased) {
+  std::weak_ptr<const Plan> model_plan, rules_plan;
+  {
+    PlanTrial::Candidate model = candidate(), rules = candidate();
+    model_plan = model.plan, rules_plan = rules.plan;
+    PlanTrial trial(std::move(model), std::move(rules), 1, 5);
+    // Warm runs are not timed: a slow first run of the rules' plan changes nothing.
+    {
+      const int first = trial.next().index, second = trial.next().index;
+      trial.record(first, 1.0);
+      trial.record(second, 100.0);
+    }
+    run_trial(trial, 2.0, 1.0, 9);
+    EXPECT_FALSE(trial.decided()) << "decided before each plan had five timed runs";
+    run_trial(trial, 2.0, 1.0, 1);
+    ASSERT_TRUE(trial.decided());
+    EXPECT_EQ(trial.current().plan, rules_plan.lock());
+    EXPECT_TRUE(model_plan.expired()) << "the plan not kept is still held";
+    EXPECT_NE(trial.verdict().find("the rules' plan kept: 1.000 ms against 2.000 ms"), std::string::npos)
+        << trial.verdict();
+    const PlanTrial::Turn after = trial.next();
+    EXPECT_EQ(after.index, -1);
+    EXPECT_EQ(after.candidate.plan, rules_plan.lock());
+    trial.record(PlanTrial::kModel, 0.1);  // a late run changes nothing
+    EXPECT_EQ(trial.current().plan, rules_plan.lock());
+  }
+  EXPECT_TRUE(rules_plan.expired());
+}
+
+// The model's plan stays on a tie and when it is slower by less than a quarter: timings of a
+// few runs move by that much, and a near tie must not pick plans at random.
+TEST(PlanTrial, ANearTieKeepsTheModelsPlan) {
+  for (double model_ms : {1.5, 1.8, 1.87}) {
+    const PlanTrial::Candidate model = candidate(), rules = candidate();
+    PlanTrial trial(model, rules, 0, 3);
+    run_trial(trial, model_ms, 1.5, 6);
+    ASSERT_TRUE(trial.decided());
+    EXPECT_EQ(trial.current().plan, model.plan) << model_ms << " ms against 1.5";
+  }
+  const PlanTrial::Candidate model = candidate(), rules = candidate();
+  PlanTrial trial(model, rules, 0, 3);
+  run_trial(trial, 1.9, 1.5, 6);
+  EXPECT_EQ(trial.current().plan, rules.plan) << "1.9 ms against 1.5";
+}
+
+// Runs in flight side by side (a server's): turns and records from several threads decide
+// once, on each plan's timed runs.
+TEST(PlanTrial, RunsFromSeveralThreadsDecideOnce) {
+  const PlanTrial::Candidate model = candidate(), rules = candidate();
+  PlanTrial trial(model, rules, 1, 5);
+  std::atomic<int> model_runs{0}, rules_runs{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        const PlanTrial::Turn turn = trial.next();
+        (turn.candidate.plan == model.plan ? model_runs : rules_runs).fetch_add(1);
+        if (turn.index >= 0) trial.record(turn.index, turn.index == PlanTrial::kModel ? 3.0 : 1.0);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(trial.decided());
+  EXPECT_EQ(trial.current().plan, rules.plan);
+  EXPECT_EQ(rules_runs.load(), 200 - model_runs.load());
+  EXPECT_GE(rules_runs.load(), 6);  // its trial runs, then every run after the verdict
+}
+
+// GROVE_TUNE_DIR at a fresh directory for one test (plans read this machine's models there).
+class TuneDir {
+ public:
+  TuneDir() : path_(std::filesystem::temp_directory_path() / ("grove_trial_" + std::to_string(::getpid()))) {
+    if (const char* old = std::getenv("GROVE_TUNE_DIR")) old_ = old;
+    std::filesystem::remove_all(path_);
+    ::setenv("GROVE_TUNE_DIR", path_.c_str(), 1);
+  }
+  ~TuneDir() {
+    if (old_) ::setenv("GROVE_TUNE_DIR", old_->c_str(), 1);
+    else ::unsetenv("GROVE_TUNE_DIR");
+    std::filesystem::remove_all(path_);
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::optional<std::string> old_;
+};
+
+// A machine whose performance model says the rule's primitive for one_conv's conv is ten
+// times slower than another: the session plans that choice, tries it against the rules' plan
+// before its first run and keeps one; every run then gives the reference's numbers, the same
+// bits each time, and the plan it reports is the kept one (a plan without choices when the
+// rules' won).
+TEST(PlanTrial, ASessionTriesAModelsChoicesBeforeItsFirstRun) {
+  TuneDir dir;
+  const TestModel m = one_conv();
+  const Graph g = unfused_graph(m);
+  PlanOptions structure;
+  structure.debug.prepare_weights = false;
+  const std::string rule = tune::rule_choice(*make_plan(g, structure), 0).primitive;
+  std::vector<double> factor(kPrimitives.size(), 1.0);
+  for (size_t k = 0; k < kPrimitives.size(); ++k)
+    if (kPrimitives[k] == rule) factor[k] = 10.0;
+  const std::string path = tune::perf_model_path();
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << taught(factor).save();
+  const TensorMap want = model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")).run_reference(m.inputs);
+
+  // Asked for by name, the model's choices run untried: they are what the model chose.
+  Engine engine({.threads = 1, .pin = false});
+  Session asked(engine, model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")), {.tuning = "model"});
+  ShapeMap shapes;
+  for (const auto& [name, t] : m.inputs) shapes[name] = t.shape();
+  ASSERT_FALSE(plan_for(asked, shapes)->options.choices.empty()) << "the taught model chose nothing";
+  EXPECT_EQ(plan_trial_verdict(asked), "");
+
+  Session session(engine, model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")));
+  const std::shared_ptr<const Plan> kept = plan_for(session, shapes);
+  const std::string verdict = plan_trial_verdict(session);
+  ASSERT_NE(verdict.find("plan kept"), std::string::npos) << verdict;
+  EXPECT_EQ(verdict.find("the model's plan kept") != std::string::npos, !kept->options.choices.empty()) << verdict;
+  const TensorMap first = session.run(m.inputs);
+  expect_close(first, want, 1e-4, "first run");
+  for (int run = 0; run < 5; ++run) {
+    const TensorMap again = session.run(m.inputs);
+    for (const auto& [name, t] : first)
+      EXPECT_EQ(std::memcmp(t.raw(), again.at(name).raw(), t.bytes()), 0) << "run " << run << " changed " << name;
+  }
+  EXPECT_EQ(plan_for(session, shapes), kept);
+
+  // The verdict is this machine's record of the model now: a later session (another process
+  // alike) plans by it without a trial, the same plan, so its outputs are the same bits.
+  const std::string record = tune::record_path(kept->graph, kept->options);
+  ASSERT_TRUE(std::filesystem::exists(record)) << record;
+  const tune::TuningRecord r = tune::load_record_file(record);
+  EXPECT_EQ(r.measured_by, tune::kMeasuredByTrial);
+  EXPECT_EQ(r.choices.size(), kept->options.choices.size());
+  Engine engine2({.threads = 1, .pin = false});
+  Session later(engine2, model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")));
+  const std::shared_ptr<const Plan> replanned = plan_for(later, shapes);
+  EXPECT_EQ(plan_trial_verdict(later), "") << "tried again with a verdict on record";
+  EXPECT_EQ(replanned->options.choices_from, DecisionSource::record);
+  EXPECT_NE(replanned->options.choices_source.find("a plan trial kept"), std::string::npos)
+      << replanned->options.choices_source;
+  ASSERT_EQ(replanned->options.choices.size(), kept->options.choices.size());
+  for (size_t i = 0; i < kept->options.choices.size(); ++i) {
+    EXPECT_EQ(replanned->options.choices[i].node, kept->options.choices[i].node);
+    EXPECT_EQ(replanned->options.choices[i].primitive, kept->options.choices[i].primitive);
+    EXPECT_EQ(replanned->options.choices[i].extent, kept->options.choices[i].extent);
+  }
+  const TensorMap later_out = later.run(m.inputs);
+  for (const auto& [name, t] : first)
+    EXPECT_EQ(std::memcmp(t.raw(), later_out.at(name).raw(), t.bytes()), 0) << "a later session changed " << name;
+}
+
+// Sessions planning one model side by side, in one process or several, try it once: while
+// one tries it, the others wait on the record's lock and then plan by the verdict it leaves.
+// Here the test holds the lock, as a process mid-trial would, and leaves a verdict for the
+// rules' plan: no session may try the model again.
+TEST(PlanTrial, SessionsWaitingOnATrialPlanByItsVerdict) {
+  TuneDir dir;
+  const TestModel m = one_conv();
+  const Graph g = unfused_graph(m);
+  PlanOptions structure;
+  structure.debug.prepare_weights = false;
+  const std::string rule = tune::rule_choice(*make_plan(g, structure), 0).primitive;
+  std::vector<double> factor(kPrimitives.size(), 1.0);
+  for (size_t k = 0; k < kPrimitives.size(); ++k)
+    if (kPrimitives[k] == rule) factor[k] = 10.0;
+  const std::string path = tune::perf_model_path();
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << taught(factor).save();
+  ShapeMap shapes;
+  for (const auto& [name, t] : m.inputs) shapes[name] = t.shape();
+
+  constexpr int kSessions = 3;
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < kSessions; ++i) {
+    engines.push_back(std::make_unique<Engine>(EngineOptions{.threads = 1, .pin = false}));
+    sessions.push_back(std::make_unique<Session>(*engines.back(), model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx"))));
+  }
+  std::vector<std::shared_ptr<const Plan>> plans(kSessions);
+  std::vector<std::string> verdicts(kSessions);
+  std::vector<std::thread> threads;
+  {
+    const std::shared_ptr<const Plan> model_plan = tune::plan_with_tuning(g, {}, "model", {});
+    ASSERT_FALSE(model_plan->options.choices.empty()) << "the taught model chose nothing";
+    std::optional<tune::RecordLock> trying;
+    trying.emplace(tune::record_path(g, {}));
+    for (int i = 0; i < kSessions; ++i)
+      threads.emplace_back([&, i] {
+        plans[i] = plan_for(*sessions[i], shapes);
+        verdicts[i] = plan_trial_verdict(*sessions[i]);
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the sessions reach the lock
+    ASSERT_EQ(tune::keep_trial_verdict(g, {}, model_plan->options.choices, false, 9.0, 1.0), "");
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kSessions; ++i) {
+    EXPECT_EQ(verdicts[i], "") << "session " << i << " tried the model again";
+    EXPECT_TRUE(plans[i]->options.choices.empty()) << "session " << i << " kept the model's plan";
+    EXPECT_NE(plans[i]->options.choices_source.find("kept the rules' plan"), std::string::npos)
+        << plans[i]->options.choices_source;
+  }
+}
+
+}  // namespace
+}  // namespace grove
