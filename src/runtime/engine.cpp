@@ -204,6 +204,23 @@ EngineStats Engine::stats() const {
   return s;
 }
 
+namespace {
+// Tiles named by their numbers, with the depths of the job's DAG.
+class NumberedTiles : public TileNames {
+ public:
+  explicit NumberedTiles(std::span<const int32_t> depth) : depth_(depth.begin(), depth.end()) {}
+  std::string label(int32_t tile) const override { return std::to_string(tile); }
+  int32_t depth(int32_t tile) const override {
+    return tile >= 0 && static_cast<size_t>(tile) < depth_.size() ? depth_[static_cast<size_t>(tile)] : -1;
+  }
+
+ private:
+  std::vector<int32_t> depth_;
+};
+}  // namespace
+
+std::shared_ptr<const TileNames> Job::tile_names() const { return std::make_shared<NumberedTiles>(dag().depth); }
+
 void Engine::start_trace() { impl_->tracer.start(); }
 
 std::vector<TileTiming> Engine::stop_trace_timings() { return impl_->tracer.stop_timings(); }

@@ -87,15 +87,27 @@ DagView PlannedRun::dag() const {
   return {tg.n_parents, tg.child_begin, tg.children, tg.depth, tg.sources, tg.place};
 }
 
-std::string PlannedRun::tile_label(int32_t tile) const {
-  int32_t n = plan_->tiles.node.at(tile);
-  if (n < 0) return "barrier";
-  const Node& node = plan_->graph.nodes[n];
-  // A fused node shows what it does: "conv1 (Conv+Add+Relu) #3".
-  std::string label = node.name.empty() ? op_label(node) : node.name;
-  if (!node.name.empty() && has_fused_epilogue(node)) label += " (" + op_label(node) + ")";
-  return label + " #" + std::to_string(tile - plan_->tiles.first_tile[n]);
-}
+namespace {
+// A plan's tiles by node: "conv1 #3"; a fused node shows what it does: "conv1 (Conv+Add+Relu) #3".
+class PlanTileNames : public TileNames {
+ public:
+  explicit PlanTileNames(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+  std::string label(int32_t tile) const override {
+    int32_t n = plan_->tiles.node.at(tile);
+    if (n < 0) return "barrier";
+    const Node& node = plan_->graph.nodes[n];
+    std::string label = node.name.empty() ? op_label(node) : node.name;
+    if (!node.name.empty() && has_fused_epilogue(node)) label += " (" + op_label(node) + ")";
+    return label + " #" + std::to_string(tile - plan_->tiles.first_tile[n]);
+  }
+  int32_t depth(int32_t tile) const override { return plan_->tiles.depth.at(tile); }
+
+ private:
+  std::shared_ptr<const Plan> plan_;
+};
+}  // namespace
+
+std::shared_ptr<const TileNames> PlannedRun::tile_names() const { return std::make_shared<PlanTileNames>(plan_); }
 
 void PlannedRun::allocate(int32_t v) {
   Slot& slot = slots_[v];

@@ -48,7 +48,7 @@ class PlannedRun : public Job {
   void begin_pieces(int32_t tile, int worker) override;
   void run_pieces(int32_t tile, int first, int end, int pieces, int worker) override;
   void end_pieces(int32_t tile, int worker) override;
-  std::string tile_label(int32_t tile) const override;
+  std::shared_ptr<const TileNames> tile_names() const override;
 
   // The graph outputs by name; throws if some tile has not run.
   TensorMap outputs() const;

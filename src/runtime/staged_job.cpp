@@ -105,11 +105,33 @@ DagView StagedJob::dag() const {
   return {dag_->n_parents, dag_->child_begin, dag_->children, dag_->depth, dag_->sources, {}};  // no places
 }
 
-int StagedJob::model_of(int32_t tile) const {
-  const int32_t gates_start = static_cast<int32_t>(dag_->n_parents.size()) - dag_->gates;
+namespace {
+// The model owning combined tile `tile` of `dag`, or -1 for a gate.
+int model_of(const StagedDag& dag, int32_t tile) {
+  const int32_t gates_start = static_cast<int32_t>(dag.n_parents.size()) - dag.gates;
   if (tile >= gates_start) return -1;
-  return static_cast<int>(std::upper_bound(dag_->offset.begin(), dag_->offset.end(), tile) - dag_->offset.begin()) - 1;
+  return static_cast<int>(std::upper_bound(dag.offset.begin(), dag.offset.end(), tile) - dag.offset.begin()) - 1;
 }
+
+// A staged DAG's tiles: "m1 conv1 #3" by the model's own names, "stage gate" for the gates.
+class StagedTileNames : public TileNames {
+ public:
+  StagedTileNames(std::shared_ptr<const StagedDag> dag, std::vector<std::shared_ptr<const TileNames>> models)
+      : dag_(std::move(dag)), models_(std::move(models)) {}
+  std::string label(int32_t tile) const override {
+    const int m = model_of(*dag_, tile);
+    if (m < 0) return "stage gate";
+    return "m" + std::to_string(m) + " " + models_.at(static_cast<size_t>(m))->label(tile - dag_->offset[static_cast<size_t>(m)]);
+  }
+  int32_t depth(int32_t tile) const override { return dag_->depth.at(static_cast<size_t>(tile)); }
+
+ private:
+  std::shared_ptr<const StagedDag> dag_;
+  std::vector<std::shared_ptr<const TileNames>> models_;
+};
+}  // namespace
+
+int StagedJob::model_of(int32_t tile) const { return grove::model_of(*dag_, tile); }
 
 void StagedJob::run_tile(int32_t tile, int worker) {
   int m = model_of(tile);
@@ -137,10 +159,10 @@ void StagedJob::end_pieces(int32_t tile, int worker) {
   runs_[static_cast<size_t>(m)]->end_pieces(tile - dag_->offset[static_cast<size_t>(m)], worker);
 }
 
-std::string StagedJob::tile_label(int32_t tile) const {
-  int m = model_of(tile);
-  if (m < 0) return "stage gate";
-  return "m" + std::to_string(m) + " " + runs_[static_cast<size_t>(m)]->tile_label(tile - dag_->offset[static_cast<size_t>(m)]);
+std::shared_ptr<const TileNames> StagedJob::tile_names() const {
+  std::vector<std::shared_ptr<const TileNames>> models;
+  for (const auto& run : runs_) models.push_back(run->tile_names());
+  return std::make_shared<StagedTileNames>(dag_, std::move(models));
 }
 
 void StagedJob::finished(std::exception_ptr error) noexcept {

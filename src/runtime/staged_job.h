@@ -45,7 +45,7 @@ class StagedJob : public Job {
   void begin_pieces(int32_t tile, int worker) override;
   void run_pieces(int32_t tile, int first, int end, int pieces, int worker) override;
   void end_pieces(int32_t tile, int worker) override;
-  std::string tile_label(int32_t tile) const override;
+  std::shared_ptr<const TileNames> tile_names() const override;
   void finished(std::exception_ptr error) noexcept override;
   CancelToken cancel_token() const override { return cancel_; }
 

@@ -62,7 +62,14 @@ void Tracer::record(int track, const JobState& job, int32_t tile, Clock::time_po
   int64_t origin = origin_ns_.load(std::memory_order_relaxed);
   std::lock_guard lock(t.mutex);
   // Consecutive tiles mostly belong to one job: remember it once per run of tiles.
-  if (t.jobs.empty() || t.jobs.back().id != job.id) t.jobs.push_back({job.id, job.job});
+  if (t.jobs.empty() || t.jobs.back().id != job.id) {
+    std::shared_ptr<const TileNames> names;
+    try {
+      names = job.job->tile_names();
+    } catch (...) {  // the tiles then show as numbers
+    }
+    t.jobs.push_back({job.id, std::move(names)});
+  }
   t.events.push_back({static_cast<uint32_t>(t.jobs.size() - 1), tile, ns_since_epoch(start) - origin,
                       ns_since_epoch(end) - origin});
 }
@@ -89,14 +96,19 @@ std::string Tracer::stop_json(const std::vector<std::string>& track_names) {
            ",\"args\":{\"name\":" + json_quote(name) + "}}";
     for (const Event& e : events) {
       const TracedJob& job = jobs[e.job];
-      std::string label;
-      try {
-        label = job.job->tile_label(e.tile);
-      } catch (...) {
-        label = std::to_string(e.tile);  // a label is not worth losing the trace for
+      // A name is not worth losing the trace for: a tile without one shows its number.
+      std::string label = std::to_string(e.tile);
+      int32_t depth = -1;
+      if (job.names) {
+        try {
+          label = job.names->label(e.tile);
+        } catch (...) {
+        }
+        try {
+          depth = job.names->depth(e.tile);
+        } catch (...) {
+        }
       }
-      DagView dag = job.job->dag();
-      int32_t depth = static_cast<size_t>(e.tile) < dag.depth.size() ? dag.depth[static_cast<size_t>(e.tile)] : -1;
       separator();
       out += "{\"name\":" + json_quote(label) + ",\"cat\":\"tile\",\"ph\":\"X\",\"pid\":1,\"tid\":" +
              std::to_string(track) + ",\"ts\":" + microseconds(e.start_ns) +

@@ -12,7 +12,7 @@
 
 namespace grove {
 
-class Job;
+class TileNames;
 struct TileTiming;
 struct JobState;
 
@@ -26,7 +26,7 @@ class Tracer {
   // Clears what an earlier trace left and starts recording.
   void start();
   // Stops recording and renders everything recorded since start(). `track_names[i]` names
-  // track i ("worker 0", ...). Labels come from Job::tile_label, called here.
+  // track i ("worker 0", ...). Labels come from the jobs' Job::tile_names, called here.
   std::string stop_json(const std::vector<std::string>& track_names);
 
   // Stops recording and returns what was recorded since start(), sorted by start time.
@@ -42,7 +42,7 @@ class Tracer {
   };
   struct TracedJob {
     uint64_t id;
-    std::shared_ptr<Job> job;  // kept alive (with its DAG) for labels and depths at stop time
+    std::shared_ptr<const TileNames> names;  // Job::tile_names: labels and depths at stop time, without the job
   };
   struct alignas(64) Track {
     std::mutex mutex;  // uncontended: only this track's worker and start/stop take it

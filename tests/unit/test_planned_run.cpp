@@ -111,7 +111,7 @@ TEST(PlannedRun, RejectsBadInputsAndEarlyOutputs) {
   EXPECT_THROW(PlannedRun(plan, {{"x", seeded_tensor({1, 4, 12, 12}, 1)}, {"nope", Tensor()}}), Error);
   PlannedRun run(plan, m.inputs);
   EXPECT_THROW(run.outputs(), Error);
-  const std::string label = run.tile_label(plan->tiles.first_tile[0] + 1);  // "conv1 (Conv+Relu) #1" when fused
+  const std::string label = run.tile_names()->label(plan->tiles.first_tile[0] + 1);  // "conv1 (Conv+Relu) #1" when fused
   EXPECT_EQ(label.rfind("conv1", 0), 0u) << label;
   EXPECT_EQ(label.substr(label.size() - 3), " #1") << label;
 }
