@@ -132,15 +132,9 @@ class TuneDir {
   std::optional<std::string> old_;
 };
 
-// A machine whose performance model says the rule's primitive for one_conv's conv is ten
-// times slower than another: the session plans that choice, tries it against the rules' plan
-// before its first run and keeps one; every run then gives the reference's numbers, the same
-// bits each time, and the plan it reports is the kept one (a plan without choices when the
-// rules' won).
-TEST(PlanTrial, ASessionTriesAModelsChoicesBeforeItsFirstRun) {
-  TuneDir dir;
-  const TestModel m = one_conv();
-  const Graph g = unfused_graph(m);
+// Installs, as this machine's performance model, one that prices the rule's primitive for
+// `g`'s first conv ten times slower than the others, so a plan of `g` takes a model's choice.
+void install_model_against_the_rule(const Graph& g) {
   PlanOptions structure;
   structure.debug.prepare_weights = false;
   const std::string rule = tune::rule_choice(*make_plan(g, structure), 0).primitive;
@@ -150,6 +144,18 @@ TEST(PlanTrial, ASessionTriesAModelsChoicesBeforeItsFirstRun) {
   const std::string path = tune::perf_model_path();
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path) << taught(factor).save();
+}
+
+// A machine whose performance model says the rule's primitive for one_conv's conv is ten
+// times slower than another: the session plans that choice, tries it against the rules' plan
+// before its first run and keeps one; every run then gives the reference's numbers, the same
+// bits each time, and the plan it reports is the kept one (a plan without choices when the
+// rules' won).
+TEST(PlanTrial, ASessionTriesAModelsChoicesBeforeItsFirstRun) {
+  TuneDir dir;
+  const TestModel m = one_conv();
+  const Graph g = unfused_graph(m);
+  install_model_against_the_rule(g);
   const TensorMap want = model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")).run_reference(m.inputs);
 
   // Asked for by name, the model's choices run untried: they are what the model chose.
@@ -210,15 +216,7 @@ TEST(PlanTrial, SessionsWaitingOnATrialPlanByItsVerdict) {
   TuneDir dir;
   const TestModel m = one_conv();
   const Graph g = unfused_graph(m);
-  PlanOptions structure;
-  structure.debug.prepare_weights = false;
-  const std::string rule = tune::rule_choice(*make_plan(g, structure), 0).primitive;
-  std::vector<double> factor(kPrimitives.size(), 1.0);
-  for (size_t k = 0; k < kPrimitives.size(); ++k)
-    if (kPrimitives[k] == rule) factor[k] = 10.0;
-  const std::string path = tune::perf_model_path();
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream(path) << taught(factor).save();
+  install_model_against_the_rule(g);
   ShapeMap shapes;
   for (const auto& [name, t] : m.inputs) shapes[name] = t.shape();
 
