@@ -10,7 +10,8 @@ accuracy it delivered.
 
 DIR holds what tools/dynamic/train_fashion.py wrote (fashion.onnx, report.json). The
 controller runs at --batch images per run; without --target-ms the target is 1.5 x the full
-sub-net's P99 alone, measured first. The load defaults to the embedded default model.
+sub-net's P99 alone, measured first (the median of three processes). The load defaults to the
+embedded default model.
 """
 import argparse
 import json
@@ -34,9 +35,11 @@ def measure(args):
     fixed = str(with_batch(models / "fashion.onnx", args.batch))
     target = args.target_ms
     if not target:
-        alone = grove_json([args.grove, "bench", fixed, "--subnet", "w100", "--runs", str(args.runs),
-                            "--threads", "2", "--json"])
-        target = round(1.5 * alone["subnets"][0]["p99_ms"], 3)
+        # The median of three processes' P99: one stall of a VM's core moves a single P99 of
+        # 1,000 sub-millisecond runs several-fold (7.7 and 10.4 ms targets against 1.6).
+        p99 = sorted(grove_json([args.grove, "bench", fixed, "--subnet", "w100", "--runs", str(args.runs),
+                                 "--threads", "2", "--json"])["subnets"][0]["p99_ms"] for _ in range(3))
+        target = round(1.5 * p99[1], 3)
     load = args.load or str(ROOT / "models" / "default.onnx")
     for key, extra in (("controller", []), ("controller_urgent", ["--urgent"])):
         result[key] = grove_json([args.grove, "bench", fixed, "--latency-target-ms", str(target),
