@@ -1,6 +1,7 @@
 // A performance model's plan on trial against the rules' (runtime/plan_trial.h): the two take
-// turns, the first runs of each are untimed, the faster by median is kept (the model's on a
-// tie) and the other released; a Session settles it before its first run of a shape.
+// turns, the first runs of each are untimed, the model's is kept unless its median is more
+// than 1.05x the rules' and the other released; a Session settles it before its first run of a
+// shape and keeps the verdict as the machine's record, which later sessions plan by.
 #include <gtest/gtest.h>
 
 #include <atomic>
