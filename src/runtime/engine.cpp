@@ -115,6 +115,7 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
           {s, tile, pool.column_for(dag.depth[static_cast<size_t>(tile)], max_depth, s->urgent)});
     // Once the first batch is pushed the job may run, finish and be deleted: use only locals.
     for (size_t k = 0; k < by_row.size(); ++k) pool.push(static_cast<int>(k), by_row[k]);
+    if (!done_flag) roster.changed();  // a worker a run() caller stood in for may sleep (Roster::caller_left)
     return future;
   }
   std::vector<std::vector<ReadyTile>> per_row(static_cast<size_t>(std::min<size_t>(rows, dag.sources.size())));
@@ -125,6 +126,7 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
   // Once the first batch is pushed the job may run, finish and be deleted: use only locals.
   for (size_t k = 0; k < per_row.size(); ++k)
     pool.push(static_cast<int>((first_row + k) % static_cast<uint32_t>(rows)), per_row[k]);
+  if (!done_flag) roster.changed();  // a worker a run() caller stood in for may sleep (Roster::caller_left)
   return future;
 }
 
@@ -167,14 +169,15 @@ void EngineInternals::run(Engine& engine, std::shared_ptr<Job> job) {
   }
   // The caller takes the place of the last worker, which stands aside until it is done: with
   // threads = N, N threads run tiles (N + 1 oversubscribed the cores; 2 cores, --threads 2).
-  impl.roster.changed();
+  // Benching needs no wake: a worker checks benched() before each tile it takes.
   struct Release {
     Roster& roster;
+    const JobTracker& jobs;
+    // The caller's own job has left in_flight() (JobTracker::finishing) by now.
     ~Release() {
-      roster.caller_busy.store(false, std::memory_order_release);
-      roster.changed();
+      roster.caller_left([this] { return jobs.in_flight() > 0; });
     }
-  } release{impl.roster};
+  } release{impl.roster, impl.tracker};
   std::atomic<bool> done{false};
   std::future<void> future = impl.submit(std::move(job), &done);
   WorkerContext caller(impl.n_threads, impl.n_threads, impl.pool, impl.tracer);

@@ -2,8 +2,8 @@
 // Which worker threads may take tiles now (Engine::set_workers, and run()'s caller taking a
 // worker's place). Worker i is benched while i >= active, or while run()'s caller works and
 // i is the last active worker. A benched worker finishes the tile in hand, hands the child
-// it would have followed back to the pool and waits on `generation`, which every change
-// bumps, so a wait never misses the change that ends it.
+// it would have followed back to the pool and waits on `generation`, which every change that
+// may end a bench bumps, so a wait never misses the change that ends it.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -33,6 +33,20 @@ struct Roster {
   void changed() {
     generation.fetch_add(1, std::memory_order_acq_rel);
     generation.notify_all();
+  }
+  // After run()'s caller stops working: the worker it stood in for may take tiles again. It is
+  // woken only if `work_waiting()` (jobs in flight beside the caller's); otherwise it sleeps on
+  // until the next change, so a caller running job after job wakes no thread between them (a
+  // futex wake and a spinning core per run). Engine's submit() calls changed() after its
+  // pushes. Why no job is stranded: the bumps of `generation` are read-modify-writes, so they
+  // are ordered. If the submitter's bump comes first, this one reads it and work_waiting()
+  // sees the job. If it comes second, the submitter wakes the worker after both bumps, and
+  // the worker finds caller_busy lowered.
+  template <class WorkWaiting>
+  void caller_left(WorkWaiting work_waiting) {
+    caller_busy.store(false, std::memory_order_release);
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    if (work_waiting()) generation.notify_all();
   }
   // Blocks while `worker` is benched and `quit` is not raised.
   void wait_while_benched(int worker, const std::atomic<bool>& quit) const {

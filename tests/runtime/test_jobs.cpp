@@ -265,6 +265,55 @@ TEST(Jobs, CallerOfRunTakesAWorkersPlaceInsteadOfOversubscribing) {
   }
 }
 
+// The worker a run() caller stands in for is not woken when the caller leaves with nothing
+// else in flight (Roster::caller_left). Jobs submitted during or after such a run must still
+// reach it: at 1 thread there is no other worker to run them.
+void expect_ready_or_nudge(Engine& engine, std::future<void>& f, int round) {
+  if (f.wait_for(std::chrono::seconds(10)) == std::future_status::ready) return;
+  ADD_FAILURE() << "round " << round << ": a job was left in the pool with its worker asleep";
+  engine.set_workers(1);  // wakes the worker, so the engine can drain and be destroyed
+  f.wait();
+}
+
+TEST(Jobs, AJobSubmittedDuringOrAfterARunStillRunsAtOneThread) {
+  // One tile that holds the run until the test lets it go.
+  struct Gate : Job {
+    TestDag d = single_tile();
+    std::atomic<bool> entered{false}, open{false};
+    DagView dag() const override { return d.view(); }
+    void run_tile(int32_t, int) override {
+      entered.store(true);
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!open.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    }
+  };
+  TestDag dag = diamond();
+  Engine engine(EngineOptions{.threads = 1});
+  for (int round = 0; round < 5; ++round) {
+    // During: the caller's job ends after the other job is queued, and the caller stops
+    // without running it.
+    auto gate = std::make_shared<Gate>();
+    std::thread caller([&] { run_job(engine, gate); });
+    while (!gate->entered.load()) std::this_thread::yield();
+    auto during = std::make_shared<CheckingJob>(dag, worker_slots(engine));
+    std::future<void> f = submit_job(engine, during);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the worker back asleep, benched
+    gate->open.store(true);
+    caller.join();
+    expect_ready_or_nudge(engine, f, round);
+    EXPECT_EQ(during->tiles_not_run_once(), 0);
+    // After: a run long enough for the worker to fall asleep benched, which leaves with
+    // nothing else in flight, then a submit.
+    const TestDag one = single_tile();
+    run_job(engine, std::make_shared<SlowJob>(one, std::chrono::milliseconds(10)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto after = std::make_shared<CheckingJob>(dag, worker_slots(engine));
+    f = submit_job(engine, after);
+    expect_ready_or_nudge(engine, f, round);
+    EXPECT_EQ(after->tiles_not_run_once(), 0);
+  }
+}
+
 TEST(Jobs, EngineDropsItsJobReferenceBeforeTheFutureIsReady) {
   TestDag dag = diamond();
   Engine engine(EngineOptions{.threads = 2});
