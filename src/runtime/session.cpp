@@ -413,8 +413,16 @@ Session::Impl::Planned Session::Impl::settle(const Graph& graph, const PlanOptio
     if (in.dtype == DType::f32) std::fill_n(t.data<float>(), t.numel(), 0.5f);
     inputs[in.name] = std::move(t);
   }
-  const PlanTrial::Candidate model_run{model_plan, std::make_shared<BufferPool>()};
-  auto timed_run = [&](const PlanTrial::Candidate& candidate) {
+  // Each plan runs on buffers of its own; the plan not kept goes, with the weights only it
+  // packed, when this returns.
+  struct Candidate {
+    std::shared_ptr<const Plan> plan;
+    std::shared_ptr<BufferPool> buffers;
+  };
+  const Candidate candidates[2] = {{model_plan, std::make_shared<BufferPool>()},
+                                   {std::move(rules_plan), std::make_shared<BufferPool>()}};
+  auto timed_run = [&](int index) {
+    const Candidate& candidate = candidates[index];
     const auto start = std::chrono::steady_clock::now();
     auto job = std::make_shared<PlannedRun>(
         candidate.plan, inputs,
@@ -424,25 +432,20 @@ Session::Impl::Planned Session::Impl::settle(const Graph& graph, const PlanOptio
     job->outputs();  // a run that failed throws here
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
-  std::optional<PlanTrial> trial;
+  PlanTrialVerdict trial;
   try {
     // A first run of the model's plan (its buffers filled) sets how many runs each plan gets:
     // about 0.2 s of them, 5 to 21, so a quick model's medians are not a few runs' noise.
-    const double first_ms = timed_run(model_run);
+    const double first_ms = timed_run(kTrialModel);
     const int runs = std::clamp(static_cast<int>(200.0 / std::max(first_ms, 1e-3)), 5, 21);
-    trial.emplace(model_run, PlanTrial::Candidate{std::move(rules_plan), std::make_shared<BufferPool>()}, 1, runs);
-    while (!trial->decided()) {
-      const PlanTrial::Turn turn = trial->next();
-      trial->record(turn.index, timed_run(turn.candidate));
-    }
+    trial = run_plan_trial(timed_run, 1, runs);
   } catch (const Error&) {
     return {model_plan, nullptr, ""};  // a real run meets the same error, and says so
   }
-  const PlanTrial::Candidate kept = trial->current();
-  std::string verdict = model_plan->options.choices_source + "; tried against the rules' plan: " + trial->verdict();
-  const std::string unkept =
-      tune::keep_trial_verdict(graph, po, model_plan->options.choices, trial->kept() == PlanTrial::kModel,
-                               trial->median_ms(PlanTrial::kModel), trial->median_ms(PlanTrial::kRules));
+  const Candidate& kept = candidates[trial.model_kept ? kTrialModel : kTrialRules];
+  std::string verdict = model_plan->options.choices_source + "; tried against the rules' plan: " + trial.line;
+  const std::string unkept = tune::keep_trial_verdict(graph, po, model_plan->options.choices, trial.model_kept,
+                                                      trial.model_ms, trial.rules_ms);
   if (!unkept.empty()) verdict += " (not kept for later processes: " + unkept + ")";
   return {kept.plan, kept.buffers, verdict};
 }

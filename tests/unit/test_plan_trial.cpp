@@ -1,7 +1,7 @@
 // A performance model's plan on trial against the rules' (runtime/plan_trial.h): the two take
 // turns, the first runs of each are untimed, the model's is kept unless its median is more
-// than 1.05x the rules' and the other released; a Session settles it before its first run of a
-// shape and keeps the verdict as the machine's record, which later sessions plan by.
+// than 1.05x the rules'; a Session settles it before its first run of a shape and keeps the
+// verdict as the machine's record, which later sessions plan by.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,97 +21,42 @@
 namespace grove {
 namespace {
 
-PlanTrial::Candidate candidate() { return {std::make_shared<const Plan>(), nullptr}; }
-
-// Runs `trial` to its verdict: each turn's run takes what `ms` says for its plan.
-void run_trial(PlanTrial& trial, double model_ms, double rules_ms, int runs) {
-  for (int i = 0; i < runs; ++i) {
-    const PlanTrial::Turn turn = trial.next();
-    if (turn.index >= 0) trial.record(turn.index, turn.index == PlanTrial::kModel ? model_ms : rules_ms);
-  }
-}
-
 TEST(PlanTrial, TurnsAlternateFromTheModelsPlan) {
-  const PlanTrial::Candidate model = candidate(), rules = candidate();
-  PlanTrial trial(model, rules, 1, 2);
-  for (int i = 0; i < 6; ++i) {
-    const PlanTrial::Turn turn = trial.next();
-    EXPECT_EQ(turn.index, i % 2 == 0 ? PlanTrial::kModel : PlanTrial::kRules) << "turn " << i;
-    EXPECT_EQ(turn.candidate.plan, i % 2 == 0 ? model.plan : rules.plan);
-  }
-  // Every trial run started, none ended: the model's plan, untimed.
-  const PlanTrial::Turn waiting = trial.next();
-  EXPECT_EQ(waiting.index, -1);
-  EXPECT_EQ(waiting.candidate.plan, model.plan);
-  EXPECT_FALSE(trial.decided());
-  EXPECT_TRUE(trial.verdict().empty());
+  std::vector<int> order;
+  run_plan_trial(
+      [&](int plan) {
+        order.push_back(plan);
+        return 1.0;
+      },
+      1, 2);
+  EXPECT_EQ(order, (std::vector<int>{kTrialModel, kTrialRules, kTrialModel, kTrialRules, kTrialModel, kTrialRules}));
 }
 
-TEST(PlanTrial, TheFasterPlanIsKeptAndTheOtherReleased) {
-  std::weak_ptr<const Plan> model_plan, rules_plan;
-  {
-    PlanTrial::Candidate model = candidate(), rules = candidate();
-    model_plan = model.plan, rules_plan = rules.plan;
-    PlanTrial trial(std::move(model), std::move(rules), 1, 5);
-    // Warm runs are not timed: a slow first run of the rules' plan changes nothing.
-    {
-      const int first = trial.next().index, second = trial.next().index;
-      trial.record(first, 1.0);
-      trial.record(second, 100.0);
-    }
-    run_trial(trial, 2.0, 1.0, 9);
-    EXPECT_FALSE(trial.decided()) << "decided before each plan had five timed runs";
-    run_trial(trial, 2.0, 1.0, 1);
-    ASSERT_TRUE(trial.decided());
-    EXPECT_EQ(trial.current().plan, rules_plan.lock());
-    EXPECT_TRUE(model_plan.expired()) << "the plan not kept is still held";
-    EXPECT_NE(trial.verdict().find("the rules' plan kept: 1.000 ms against 2.000 ms"), std::string::npos)
-        << trial.verdict();
-    const PlanTrial::Turn after = trial.next();
-    EXPECT_EQ(after.index, -1);
-    EXPECT_EQ(after.candidate.plan, rules_plan.lock());
-    trial.record(PlanTrial::kModel, 0.1);  // a late run changes nothing
-    EXPECT_EQ(trial.current().plan, rules_plan.lock());
-  }
-  EXPECT_TRUE(rules_plan.expired());
+TEST(PlanTrial, TheFasterPlanIsKeptOnTimedRunsOnly) {
+  // The first run of each is untimed: a slow first run of the rules' plan changes nothing.
+  int runs[2] = {0, 0};
+  const PlanTrialVerdict v = run_plan_trial(
+      [&](int plan) {
+        const bool first = runs[plan]++ == 0;
+        return plan == kTrialModel ? 2.0 : first ? 100.0 : 1.0;
+      },
+      1, 5);
+  EXPECT_EQ(runs[kTrialModel], 6);
+  EXPECT_EQ(runs[kTrialRules], 6);
+  EXPECT_FALSE(v.model_kept);
+  EXPECT_EQ(v.model_ms, 2.0);
+  EXPECT_EQ(v.rules_ms, 1.0);
+  EXPECT_NE(v.line.find("the rules' plan kept: 1.000 ms against 2.000 ms for the model's (medians of 5 runs each)"),
+            std::string::npos)
+      << v.line;
 }
 
 // The model's plan stays on a tie and when it is slower by 5% or less (interleaved medians
 // hold their ratio to a few percent), and goes when it is slower by more.
 TEST(PlanTrial, ANearTieKeepsTheModelsPlan) {
-  for (double model_ms : {1.5, 1.55, 1.575}) {
-    const PlanTrial::Candidate model = candidate(), rules = candidate();
-    PlanTrial trial(model, rules, 0, 3);
-    run_trial(trial, model_ms, 1.5, 6);
-    ASSERT_TRUE(trial.decided());
-    EXPECT_EQ(trial.current().plan, model.plan) << model_ms << " ms against 1.5";
-  }
-  const PlanTrial::Candidate model = candidate(), rules = candidate();
-  PlanTrial trial(model, rules, 0, 3);
-  run_trial(trial, 1.6, 1.5, 6);
-  EXPECT_EQ(trial.current().plan, rules.plan) << "1.6 ms against 1.5";
-}
-
-// Runs in flight side by side (a server's): turns and records from several threads decide
-// once, on each plan's timed runs.
-TEST(PlanTrial, RunsFromSeveralThreadsDecideOnce) {
-  const PlanTrial::Candidate model = candidate(), rules = candidate();
-  PlanTrial trial(model, rules, 1, 5);
-  std::atomic<int> model_runs{0}, rules_runs{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&] {
-      for (int i = 0; i < 50; ++i) {
-        const PlanTrial::Turn turn = trial.next();
-        (turn.candidate.plan == model.plan ? model_runs : rules_runs).fetch_add(1);
-        if (turn.index >= 0) trial.record(turn.index, turn.index == PlanTrial::kModel ? 3.0 : 1.0);
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  ASSERT_TRUE(trial.decided());
-  EXPECT_EQ(trial.current().plan, rules.plan);
-  EXPECT_EQ(rules_runs.load(), 200 - model_runs.load());
-  EXPECT_GE(rules_runs.load(), 6);  // its trial runs, then every run after the verdict
+  for (double model_ms : {1.5, 1.55, 1.575})
+    EXPECT_TRUE(decide_plan_trial({model_ms, model_ms, 9.0}, {1.5, 1.5, 0.1}).model_kept) << model_ms << " ms against 1.5";
+  EXPECT_FALSE(decide_plan_trial({1.6, 1.6, 1.6}, {1.5, 1.5, 1.5}).model_kept) << "1.6 ms against 1.5";
 }
 
 // GROVE_TUNE_DIR at a fresh directory for one test (plans read this machine's models there).
