@@ -115,7 +115,7 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
           {s, tile, pool.column_for(dag.depth[static_cast<size_t>(tile)], max_depth, s->urgent)});
     // Once the first batch is pushed the job may run, finish and be deleted: use only locals.
     for (size_t k = 0; k < by_row.size(); ++k) pool.push(static_cast<int>(k), by_row[k]);
-    if (!done_flag) roster.changed();  // a worker a run() caller stood in for may sleep (Roster::caller_left)
+    roster.work_arrived();  // after the pushes: a worker may sleep (Roster::caller_left)
     return future;
   }
   std::vector<std::vector<ReadyTile>> per_row(static_cast<size_t>(std::min<size_t>(rows, dag.sources.size())));
@@ -126,7 +126,7 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
   // Once the first batch is pushed the job may run, finish and be deleted: use only locals.
   for (size_t k = 0; k < per_row.size(); ++k)
     pool.push(static_cast<int>((first_row + k) % static_cast<uint32_t>(rows)), per_row[k]);
-  if (!done_flag) roster.changed();  // a worker a run() caller stood in for may sleep (Roster::caller_left)
+  roster.work_arrived();  // after the pushes: a worker may sleep (Roster::caller_left)
   return future;
 }
 

@@ -37,16 +37,21 @@ struct Roster {
   // After run()'s caller stops working: the worker it stood in for may take tiles again. It is
   // woken only if `work_waiting()` (jobs in flight beside the caller's); otherwise it sleeps on
   // until the next change, so a caller running job after job wakes no thread between them (a
-  // futex wake and a spinning core per run). Engine's submit() calls changed() after its
-  // pushes. Why no job is stranded: the bumps of `generation` are read-modify-writes, so they
-  // are ordered. If the submitter's bump comes first, this one reads it and work_waiting()
-  // sees the job. If it comes second, the submitter wakes the worker after both bumps, and
-  // the worker finds caller_busy lowered.
+  // futex wake and a spinning core per run). submit() calls work_arrived() after its pushes.
   template <class WorkWaiting>
   void caller_left(WorkWaiting work_waiting) {
     caller_busy.store(false, std::memory_order_release);
     generation.fetch_add(1, std::memory_order_acq_rel);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with work_arrived's
     if (work_waiting()) generation.notify_all();
+  }
+  // After a submit's pushes (its job already counted in flight): wakes the worker caller_left
+  // may have left asleep, unless a caller still works, whose caller_left will see the job. Why
+  // no job is stranded: of the two seq_cst fences one comes first. If caller_left's does, this
+  // reads caller_busy lowered and wakes; if this one does, work_waiting() sees the job.
+  void work_arrived() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!caller_busy.load(std::memory_order_relaxed)) changed();
   }
   // Blocks while `worker` is benched and `quit` is not raised.
   void wait_while_benched(int worker, const std::atomic<bool>& quit) const {
