@@ -37,6 +37,7 @@ struct Series {
   std::vector<double> ms;
   int64_t peak_activation_bytes = 0;
   std::string choices_source;  // the plan's tuning record, or why it was ignored
+  std::string alone;           // how its plan chose to run alone on the caller or shared (run_alone_verdict)
   RunStats last;  // of the last run: whether it went through segments or the reference executor
 };
 
@@ -171,13 +172,15 @@ int run_bench(const BenchOptions& o) {
                                                 : prune_both          ? ""
                                                                       : feature_pruning_option(o.prune),
                              .tuning = tuning_option,
-                             .tile_pieces = pieces == "pieces"});
+                             .tile_pieces = pieces == "pieces",
+                             .run_alone = o.run_alone});
           // A model with control flow plans each segment on its first run: that run counts as loading.
           if (auto planned = plan_for(*x.session, resolved)) {
             x.gflop = double(planned->total_flops) / 1e9;
             // A performance model's plan tried against the rules' says so, whichever was kept.
             const std::string trial = plan_trial_verdict(*x.session);
             x.choices_source = trial.empty() ? planned->options.choices_source : trial;
+            x.alone = run_alone_verdict(*x.session);
             if ((tuning == "tuned" || tuning == "record") && x.choices_source.empty())
               throw Error(o.models[0] + ": --tuning " + o.tuning + " needs a tuning record for this model at " +
                           std::to_string(planned->options.threads) + " threads (run grove tune first)");
@@ -296,8 +299,10 @@ int run_bench(const BenchOptions& o) {
   std::printf("threads: %d   load + plan: %s   peak RSS: %.1f MB   packed weights: %.1f MB\n", engine.threads(),
               milliseconds(load_plan_s).c_str(), peak_rss_mb(), packed / 1e6);
   if (!precision_note.empty()) std::printf("precision: %s\n", precision_note.c_str());
-  for (const auto& x : series)
+  for (const auto& x : series) {
     if (!x.choices_source.empty()) std::printf("tuning%s: %s\n", x.tuning.empty() ? "" : (" (" + x.tuning + ")").c_str(), x.choices_source.c_str());
+    if (!x.alone.empty()) std::printf("%s\n", x.alone.c_str());
+  }
   std::printf("%-16s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
   for (const auto& x : series) {
@@ -463,6 +468,12 @@ Examples:
       ->capture_default_str()
       ->type_name("N:S,...");
   add_seed_option(cmd, o.seed);
+  cmd->add_option("--run-alone", o.run_alone,
+                  "auto: a plan whose run is short is timed running on the calling thread alone and shared across the "
+                  "workers before its first run, and the faster kept (tiny models, where handing tiles between cores costs "
+                  "more than they take); on: always alone; off: always shared (docs/runtime.md)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--pieces", o.pieces,
                   "on: a tile that streams weights (a decode step's products) runs in pieces an idle core can join, so a "
                   "slower core does not hold half of every op; off: every tile whole; both: the two interleaved "

@@ -101,6 +101,7 @@ struct BenchOptions {
   std::string trace_path;           // empty: no trace; else trace_runs more runs, traced, after the timed ones
   int trace_runs = 1;               // runs traced per schedule (or sub-net), interleaved as the timed runs
   std::string pieces = "on";        // SessionOptions::tile_pieces: on, off, or both (interleaved)
+  std::string run_alone = "auto";   // SessionOptions::run_alone: auto, on or off
   double slow_worker = 1;           // EngineDebugOptions::slow_worker: worker 0 this many times slower (uneven cores)
   std::string workers_schedule;     // "1:2s,2:2s,1:2s": elastic workers, throughput per phase
   // Dynamic models (docs/dynamic.md): time these sub-nets (cli/subnets.h), or run under a

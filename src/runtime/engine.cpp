@@ -34,6 +34,8 @@ struct Engine::Impl {
   }
 
   std::future<void> submit(std::shared_ptr<Job> job, std::atomic<bool>* done_flag);
+  // run()'s job that runs alone (Job::alone), on `caller`: returns once every tile has run.
+  std::future<void> start_alone(std::shared_ptr<Job> job, WorkerContext& caller);
   void start_workers();
   void stop_workers();
 
@@ -130,6 +132,21 @@ std::future<void> Engine::Impl::submit(std::shared_ptr<Job> job, std::atomic<boo
   return future;
 }
 
+std::future<void> Engine::Impl::start_alone(std::shared_ptr<Job> job, WorkerContext& caller) {
+  if (!job) throw Error("engine: run() got a null job");
+  DagView dag = job->dag();
+  int32_t max_depth = validate_dag(dag);
+  uint64_t id = next_job_id.fetch_add(1, std::memory_order_relaxed);
+  auto state = std::make_unique<JobState>(std::move(job), dag, max_depth, id);
+  state->parker = &pool.parker();
+  state->tracker = &tracker;
+  std::future<void> future = state->promise.get_future();
+  tracker.add();
+  if (dag.n_parents.empty()) JobState::complete(state.release());
+  else run_alone(caller, *state.release());
+  return future;
+}
+
 Engine::Engine(EngineOptions options) : Engine(std::make_unique<Impl>(options, EngineDebugOptions{})) {}
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->start_workers(); }
@@ -178,15 +195,22 @@ void EngineInternals::run(Engine& engine, std::shared_ptr<Job> job) {
       roster.caller_left([this] { return jobs.in_flight() > 0; });
     }
   } release{impl.roster, impl.tracker};
-  std::atomic<bool> done{false};
-  std::future<void> future = impl.submit(std::move(job), &done);
   WorkerContext caller(impl.n_threads, impl.n_threads, impl.pool, impl.tracer);
   caller.shares = &impl.roster;
   caller.caller_row = impl.n_threads;
   caller.counters = &impl.counters[static_cast<size_t>(impl.n_threads)];
   caller.jobs = &impl.tracker;
   caller.busy_spin_ns = impl.busy_spin_ns;
+  if (job && job->alone()) {
+    // Nothing goes to the pool, so no worker is woken or takes a tile; no tile is offered in
+    // pieces either, with no one to take them.
+    std::future<void> future = impl.start_alone(std::move(job), caller);
+    future.get();
+    return;
+  }
   caller.help = &impl.help;
+  std::atomic<bool> done{false};
+  std::future<void> future = impl.submit(std::move(job), &done);
   work_until(caller, done);
   future.get();
 }

@@ -83,6 +83,12 @@ class Job {
   // skips it (as after a failing tile) and the job ends with an Error of kind `cancelled`
   // naming why; tiles already running finish.
   virtual CancelToken cancel_token() const { return {}; }
+  // Read once, by run_job: true runs every tile on run_job's calling thread, none through the
+  // pool, so no other worker is woken for the job or takes one of its tiles. For a job so small
+  // that handing tiles between cores costs more than they take (a tiny model; Session measures
+  // which, SessionOptions::run_alone). run_job runs it shared after all while another caller
+  // works in the engine; submit() always shares.
+  virtual bool alone() const { return false; }
 };
 
 // Switches for tests and benchmarks, not for production: set only through make_engine.

@@ -31,6 +31,7 @@ struct PlannedRunOptions {
   // with kOwnScratchSlots slots.
   std::shared_ptr<WorkerScratch> scratch;
   bool urgent = false;  // Job::urgent(): SessionOptions::urgent
+  bool alone = false;   // Job::alone(): the session's measure of the plan (SessionOptions::run_alone)
   CancelToken cancel;   // Job::cancel_token(): the run's, from Session::run or submit
 };
 
@@ -58,6 +59,7 @@ class PlannedRun : public Job {
   std::future<TensorMap> result();
   void finished(std::exception_ptr error) noexcept override;
   bool urgent() const override { return options_.urgent; }
+  bool alone() const override { return options_.alone; }
   CancelToken cancel_token() const override { return options_.cancel; }
 
   int64_t activation_bytes() const { return current_bytes_.load(std::memory_order_relaxed); }

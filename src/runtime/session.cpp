@@ -18,6 +18,7 @@
 #include "ops/op_names.h"
 #include "runtime/machine_probes.h"
 #include "ops/control_flow/control_flow.h"
+#include "runtime/alone_trial.h"
 #include "runtime/plan_trial.h"
 #include "runtime/planned_run.h"
 #include "runtime/run_threads.h"
@@ -58,6 +59,7 @@ struct Session::Impl {
     std::shared_ptr<const Plan> plan;
     std::shared_ptr<BufferPool> buffers;
     std::string trial_verdict;  // how a performance model's plan fared on trial (plan_trial.h), if it was
+    std::shared_ptr<AloneTrial> alone;  // whether its runs run alone on their caller (alone_trial.h)
   };
   // A plan with the pool its trial runs warmed (or none), and the trial's verdict.
   struct Planned {
@@ -134,7 +136,14 @@ struct Session::Impl {
     return measured_reference(stats, [&](Model& m, int64_t* peak) { return ModelInternals::run_reference(m, inputs, cancel, peak); });
   }
   // The job for one inference, or null when the shapes cannot be planned ahead.
-  std::shared_ptr<PlannedRun> make_job(TensorMap inputs, const CancelToken& cancel);
+  // A run of `inputs`' plan; null when the shapes cannot be planned. With `way`, a run that
+  // run_job's caller works on: it runs alone or shared as the plan's AloneTrial says, and
+  // `way` says how (to record the run's time); without, a submitted run, always shared.
+  struct RunWay {
+    std::shared_ptr<AloneTrial> trial;
+    AloneTrial::Turn turn;
+  };
+  std::shared_ptr<PlannedRun> make_job(TensorMap inputs, const CancelToken& cancel, RunWay* way = nullptr);
 
   // Sessions made from this one (SessionInternals::derived), by purpose; guarded by derived_mutex.
   std::mutex derived_mutex;
@@ -157,6 +166,9 @@ Session SessionInternals::make(Engine& engine, Model model, const SessionOptions
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   if (std::getenv("GROVE_POISON_BUFFERS")) impl_->debug.poison_buffers = true;
   const Model& m = impl_->model;
+  const std::string& alone = impl_->options.run_alone;
+  if (alone != "auto" && alone != "on" && alone != "off")
+    throw Error("run_alone must be auto, on or off, not '" + alone + "'");
   const Graph& imported = imported_graph(m);
   const std::string& asked = impl_->options.feature_pruning;
   auto meta = imported.metadata.find(kFeaturePruningKey);
@@ -198,6 +210,12 @@ std::shared_ptr<const Plan> SessionInternals::plan_for(Session& session, const S
   return out_of_memory_is_an_error(s.model.path(), "planning", [&] { return s.plan_for(shapes, cancel).plan; });
 }
 
+std::string SessionInternals::run_alone_verdict(Session& session) {
+  Session::Impl& s = *session.impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.plans.empty() ? "" : s.plans.front().alone->verdict();
+}
+
 std::string SessionInternals::plan_trial_verdict(Session& session) {
   Session::Impl& s = *session.impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -233,9 +251,16 @@ Session::Impl::Cached Session::Impl::cached_locked(const ShapeMap& shapes) {
 }
 
 Session::Impl::Cached Session::Impl::keep_locked(const ShapeMap& shapes, Planned planned) {
+  // One thread has no one to share with; a larger plan has work enough for every core.
+  const std::string& mode = options.run_alone;
+  const AloneTrial::Mode alone = mode == "on"    ? AloneTrial::Mode::alone
+                                 : mode == "off" ? AloneTrial::Mode::shared
+                                 : engine.threads() > 1 && planned.plan->total_flops <= AloneTrial::kMaxFlops
+                                     ? AloneTrial::Mode::learn
+                                     : AloneTrial::Mode::shared;
   plans.insert(plans.begin(), Cached{std::move(planned.plan),
                                      planned.buffers ? std::move(planned.buffers) : std::make_shared<BufferPool>(),
-                                     std::move(planned.trial_verdict)});
+                                     std::move(planned.trial_verdict), std::make_shared<AloneTrial>(alone)});
   if (plans.size() > static_cast<size_t>(std::max(1, options.cached_plans))) plans.pop_back();
   drop_planning_locked(shapes);
   return plans.front();
@@ -460,15 +485,17 @@ void Session::release_free_buffers() {
   for (Impl::Cached& c : impl_->plans) c.buffers->trim();
 }
 
-std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs, const CancelToken& cancel) {
+std::shared_ptr<PlannedRun> Session::Impl::make_job(TensorMap inputs, const CancelToken& cancel, RunWay* way) {
   ShapeMap shapes;
   for (const auto& [name, t] : inputs) shapes[name] = t.shape();
   // Planned on this thread: a run's caller waits for its planning, as a control-flow segment's
   // run must (the server plans new shapes first, with plan_for's token, and leaves at its deadline).
   Cached c = plan_for(shapes, CancelToken{});
   if (!c.plan) return nullptr;
+  if (way) way->trial = c.alone, way->turn = c.alone->next();
   PlannedRunOptions run_options{.poison_buffers = debug.poison_buffers, .buffers = std::move(c.buffers),
-                                .scratch = scratch, .urgent = options.urgent, .cancel = cancel};
+                                .scratch = scratch, .urgent = options.urgent,
+                                .alone = way && way->turn.alone, .cancel = cancel};
   return std::make_shared<PlannedRun>(std::move(c.plan), std::move(inputs), run_options);
 }
 
@@ -485,7 +512,8 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats,
     return run_reference(inputs, stats, cancel);
   }
   // First as one TileGraph: binding inlines each If whose condition folds to a constant.
-  std::shared_ptr<PlannedRun> job = make_job(inputs, cancel);
+  RunWay way;
+  std::shared_ptr<PlannedRun> job = make_job(inputs, cancel, &way);
   if (!job && segmented) {
     RunStats counted;
     ValueMap outputs = segmented->run(to_values(inputs), &counted, cancel, held_outside);
@@ -497,6 +525,14 @@ TensorMap Session::Impl::run_unchecked(const TensorMap& inputs, RunStats* stats,
     // Shapes that depend on input values cannot be planned ahead; the reference executor
     // infers them node by node.
     return run_reference(inputs, stats, cancel);
+  }
+  if (way.turn.timed) {
+    const auto start = std::chrono::steady_clock::now();
+    run_job(engine, job);
+    TensorMap outputs = job->outputs();  // a run that failed throws here, untimed
+    way.trial->record(way.turn, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (stats) *stats = RunStats{job->peak_activation_bytes(), false};
+    return outputs;
   }
   run_job(engine, job);
   if (stats) *stats = RunStats{job->peak_activation_bytes(), false};

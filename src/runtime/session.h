@@ -33,6 +33,9 @@ struct SessionInternals {
   static int64_t largest_unplanned_peak(const Session& session);
   static size_t cached_plan_count(Session& session);
   static std::string plan_trial_verdict(Session& session);
+  // How the plan used last chose between running alone on its caller and shared
+  // (SessionOptions::run_alone): "" when it was not timed and runs shared.
+  static std::string run_alone_verdict(Session& session);
   static ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats,
                                     const CancelToken& cancel, int64_t held_outside);
 };
@@ -61,6 +64,7 @@ inline size_t cached_plan_count(Session& session) { return SessionInternals::cac
 // rules' (runtime/plan_trial.h), the model's choices and which plan was kept, with both
 // times; empty where there was no trial.
 inline std::string plan_trial_verdict(Session& session) { return SessionInternals::plan_trial_verdict(session); }
+inline std::string run_alone_verdict(Session& session) { return SessionInternals::run_alone_verdict(session); }
 // Session::run_values for a subgraph's session: its Loops and Scans charge what they collect
 // on top of `held_outside`, what the runs around it hold (RunBody in ops/control_flow/control_flow.h).
 inline ValueMap run_values_within(Session& session, const ValueMap& inputs, RunStats* stats, const CancelToken& cancel,

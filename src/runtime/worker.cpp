@@ -230,4 +230,36 @@ void work_until(WorkerContext& w, const std::atomic<bool>& quit) {
   }
 }
 
+void run_alone(WorkerContext& w, JobState& job) {
+  const DagView& dag = job.dag;
+  const int64_t tiles = static_cast<int64_t>(dag.n_parents.size());
+  std::vector<int32_t>& ready = w.alone_ready;
+  ready.assign(dag.sources.rbegin(), dag.sources.rend());  // the first source on top
+  Clock::time_point start = w.counters ? Clock::now() : Clock::time_point{};
+  while (!ready.empty()) {
+    const int32_t tile = ready.back();
+    ready.pop_back();
+    if (!job.cancelled()) run_one(w, job, tile);
+    const size_t t = static_cast<size_t>(tile);
+    // Children readied here go on top in reverse, so the first runs next.
+    const size_t first_ready = ready.size();
+    for (int64_t e = dag.child_begin[t]; e < dag.child_begin[t + 1]; ++e) {
+      const int32_t child = dag.children[static_cast<size_t>(e)];
+      if (job.parent_finished(child)) ready.push_back(child);
+    }
+    std::reverse(ready.begin() + static_cast<std::ptrdiff_t>(first_ready), ready.end());
+    if (job.tile_finished()) {
+      JobState::complete(&job);  // the last tile: nothing is left on `ready`
+      break;
+    }
+  }
+  if (w.counters) {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    w.counters->tiles.store(w.counters->tiles.load(std::memory_order_relaxed) + static_cast<uint64_t>(tiles),
+                            std::memory_order_relaxed);
+    w.counters->busy_ns.store(w.counters->busy_ns.load(std::memory_order_relaxed) + static_cast<uint64_t>(ns),
+                              std::memory_order_relaxed);
+  }
+}
+
 }  // namespace grove

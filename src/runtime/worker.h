@@ -51,6 +51,7 @@ struct WorkerContext {
   uint32_t help_generation = 0;  // of this worker's last offer
   Adversary adversary;           // used only in the adversarial build
   std::vector<ReadyTile> batch;  // children readied by one tile, pushed in one go
+  std::vector<int32_t> alone_ready;  // run_alone's ready tiles
 };
 
 // An idle worker spins this many pool scans, with kPausesPerScan pauses after each, before it
@@ -68,5 +69,11 @@ inline void cpu_relax() {
 
 // Runs tiles until `quit` is raised and the worker finds no tile to run.
 void work_until(WorkerContext& worker, const std::atomic<bool>& quit);
+
+class JobState;
+// Runs every tile of `job` on this thread, none through the pool (Job::alone): a ready child
+// is run next, depth first, as a worker follows one. Completes the job (JobState::complete)
+// with its last tile; `job` is gone when this returns.
+void run_alone(WorkerContext& worker, JobState& job);
 
 }  // namespace grove

@@ -314,6 +314,91 @@ TEST(Jobs, AJobSubmittedDuringOrAfterARunStillRunsAtOneThread) {
   }
 }
 
+// A job that asks to run alone (Job::alone): every tile on run()'s calling thread, whose
+// worker slot is the last, each once and after its parents; none through the pool.
+class AloneJob : public CheckingJob {
+ public:
+  AloneJob(const TestDag& dag, int worker_slots) : CheckingJob(dag, worker_slots), slots_(worker_slots) {}
+  bool alone() const override { return true; }
+  void run_tile(int32_t tile, int worker) override {
+    CheckingJob::run_tile(tile, worker);
+    if (worker != slots_ - 1 || std::this_thread::get_id() != caller_) elsewhere_.fetch_add(1);
+  }
+  std::thread::id caller_ = std::this_thread::get_id();
+  int32_t elsewhere() const { return elsewhere_.load(); }
+
+ private:
+  int slots_;
+  std::atomic<int32_t> elsewhere_{0};
+};
+
+TEST(Jobs, AnAloneJobRunsEveryTileOnTheCallerOnce) {
+  std::vector<TestDag> dags = all_shapes();
+  dags.push_back(TestDag{.name = "empty", .child_begin = {0}});  // no tiles at all
+  for (int threads : {1, 2, 3}) {
+    Engine engine(EngineOptions{.threads = threads});
+    const int64_t submitted = engine.stats().jobs_submitted;
+    for (const TestDag& dag : dags) {
+      auto job = std::make_shared<AloneJob>(dag, worker_slots(engine));
+      run_job(engine, job);
+      EXPECT_EQ(job->tiles_not_run_once(), 0) << dag.name << ", threads = " << threads;
+      EXPECT_EQ(job->early(), 0) << dag.name;
+      EXPECT_EQ(job->elsewhere(), 0) << dag.name << ": tiles ran off the caller";
+    }
+    EXPECT_EQ(engine.stats().jobs_submitted - submitted, static_cast<int64_t>(dags.size()));
+    EXPECT_EQ(engine.stats().jobs_in_flight, 0);
+    // submit() never runs a job alone: its caller waits, and the workers run every tile.
+    auto shared = std::make_shared<AloneJob>(dags[0], worker_slots(engine));
+    submit_job(engine, shared).get();
+    EXPECT_EQ(shared->tiles_not_run_once(), 0);
+    EXPECT_EQ(shared->elsewhere(), dags[0].size()) << "a submitted job's tiles ran on its caller";
+  }
+}
+
+TEST(Jobs, AnAloneJobThatThrowsSkipsTheRestAndRethrows) {
+  TestDag dag = chain(100);
+  struct AloneThrowing : ThrowingJob {
+    using ThrowingJob::ThrowingJob;
+    bool alone() const override { return true; }
+  };
+  Engine engine(EngineOptions{.threads = 2});
+  auto job = std::make_shared<AloneThrowing>(dag, 10);
+  EXPECT_THROW(run_job(engine, job), std::runtime_error);
+  EXPECT_EQ(job->ran(), 11);
+  EXPECT_EQ(engine.stats().jobs_in_flight, 0);
+}
+
+// While one run() caller works, another's alone job falls back to the pool, shared, and still
+// runs every tile once.
+TEST(Jobs, AnAloneJobWhileAnotherCallerWorksRunsShared) {
+  TestDag dag = fan_out_in(64);
+  Engine engine(EngineOptions{.threads = 2});
+  std::promise<void> entered, release;
+  struct Gate : Job {
+    std::promise<void>* entered;
+    std::shared_future<void> release;
+    TestDag one = chain(1);
+    DagView dag() const override { return one.view(); }
+    void run_tile(int32_t, int) override {
+      entered->set_value();
+      release.wait();
+    }
+  };
+  auto gate = std::make_shared<Gate>();
+  gate->entered = &entered;
+  gate->release = release.get_future().share();
+  std::thread holder([&] { run_job(engine, gate); });
+  entered.get_future().wait();  // the holder is the engine's working caller now
+  auto job = std::make_shared<AloneJob>(dag, worker_slots(engine));
+  std::thread other([&] { run_job(engine, job); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  release.set_value();
+  other.join();
+  holder.join();
+  EXPECT_EQ(job->tiles_not_run_once(), 0);
+  EXPECT_EQ(job->early(), 0);
+}
+
 TEST(Jobs, EngineDropsItsJobReferenceBeforeTheFutureIsReady) {
   TestDag dag = diamond();
   Engine engine(EngineOptions{.threads = 2});
