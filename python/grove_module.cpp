@@ -194,9 +194,11 @@ grove::ConvLayout layout_of(const std::string& s) {
 PySession make_session(const std::string& path, std::shared_ptr<grove::Engine> engine, int threads,
                        const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& schedule,
                        int64_t max_memory, const std::string& precision, const std::string& prune,
-                       const std::string& tile_counts, const std::string& tuning, const std::string& layout) {
+                       const std::string& tile_counts, const std::string& tuning, const std::string& layout,
+                       const std::string& run_alone) {
   grove::SessionOptions options;
   options.tuning = tuning;
+  options.run_alone = run_alone;
   options.conv_layout = layout_of(layout);
   options.schedule = schedule_of(schedule);
   options.tile_counts = tile_counts_of(tile_counts);
@@ -513,7 +515,7 @@ PYBIND11_MODULE(_grove, m) {
       .def(py::init(&make_session), py::arg("path"), py::arg("engine") = nullptr, py::arg("threads") = 0,
            py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("schedule") = "aspen",
            py::arg("max_memory") = 0, py::arg("precision") = "fp32", py::arg("prune") = "", py::arg("tile_counts") = "tail",
-           py::arg("tuning") = "auto", py::arg("layout") = "nhwc",
+           py::arg("tuning") = "auto", py::arg("layout") = "nhwc", py::arg("run_alone") = "auto",
            "Loads PATH. engine: share an Engine with other sessions (else one of `threads` workers is made). "
            "shapes: {input: [dims]} for dynamic inputs. schedule: 'aspen' (barrier-free) or 'barrier'. "
            "max_memory: bytes a model may declare (0: half the RAM). precision: 'fp32', 'bf16' for "
@@ -525,7 +527,9 @@ PYBIND11_MODULE(_grove, m) {
            "'auto' plans with the tuning record grove tune wrote for this model and CPU, else with a performance "
            "model's choices tried against the rules' plan before the first run (the verdict kept as a record), 'off' by the hand rules, 'model', 'record', or a record file (docs/tuning.md). layout: 'nhwc' "
            "runs chains of float convs channels-last where the rule takes them, 'nchw' every conv as written "
-           "(docs/layout.md).")
+           "(docs/layout.md). run_alone: 'auto' runs a tiny plan on the calling thread alone where its first runs "
+           "measure that faster than sharing it across the engine's workers, 'on' always, 'off' never "
+           "(docs/runtime.md).")
       .def("run",
            [](PySession& s, const py::dict& feeds) {
              BorrowedInputs in = borrow_inputs(feeds);

@@ -37,7 +37,6 @@ struct Series {
   std::vector<double> ms;
   int64_t peak_activation_bytes = 0;
   std::string choices_source;  // the plan's tuning record, or why it was ignored
-  std::string alone;           // how its plan chose to run alone on the caller or shared (run_alone_verdict)
   RunStats last;  // of the last run: whether it went through segments or the reference executor
 };
 
@@ -180,7 +179,6 @@ int run_bench(const BenchOptions& o) {
             // A performance model's plan tried against the rules' says so, whichever was kept.
             const std::string trial = plan_trial_verdict(*x.session);
             x.choices_source = trial.empty() ? planned->options.choices_source : trial;
-            x.alone = run_alone_verdict(*x.session);
             if ((tuning == "tuned" || tuning == "record") && x.choices_source.empty())
               throw Error(o.models[0] + ": --tuning " + o.tuning + " needs a tuning record for this model at " +
                           std::to_string(planned->options.threads) + " threads (run grove tune first)");
@@ -261,6 +259,8 @@ int run_bench(const BenchOptions& o) {
       if (!x.pruning.empty()) std::printf(", \"pruning\": \"%s\", \"gflop\": %.6f", x.pruning.c_str(), x.gflop);
       if (!x.tuning.empty()) std::printf(", \"tuning\": \"%s\"", x.tuning.c_str());
       if (!x.layout.empty()) std::printf(", \"layout\": \"%s\"", x.layout.c_str());
+      if (const std::string alone = run_alone_verdict(*x.session); !alone.empty())
+        std::printf(", \"run_alone\": \"%s\"", alone.c_str());
       std::printf(", \"ms\": [");  // every timed run, in order: a suite pools them across rounds
       for (size_t i = 0; i < x.ms.size(); ++i) std::printf("%s%.4f", i ? ", " : "", x.ms[i]);
       std::printf("]}");
@@ -301,7 +301,8 @@ int run_bench(const BenchOptions& o) {
   if (!precision_note.empty()) std::printf("precision: %s\n", precision_note.c_str());
   for (const auto& x : series) {
     if (!x.choices_source.empty()) std::printf("tuning%s: %s\n", x.tuning.empty() ? "" : (" (" + x.tuning + ")").c_str(), x.choices_source.c_str());
-    if (!x.alone.empty()) std::printf("%s\n", x.alone.c_str());
+    // Learnt from the plan's first runs (SessionOptions::run_alone), so known by now.
+    if (const std::string alone = run_alone_verdict(*x.session); !alone.empty()) std::printf("%s\n", alone.c_str());
   }
   std::printf("%-16s %6s %10s %10s %10s %10s %10s %10s %9s %12s %8s\n", "schedule", "runs", "min ms", "p50 ms", "p90 ms",
               "p99 ms", "max ms", "runs/s", "GFLOP/s", "peak act MB", "pool MB");
