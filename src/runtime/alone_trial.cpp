@@ -30,12 +30,9 @@ AloneTrial::Turn AloneTrial::next() {
   const int decided = decided_.load(std::memory_order_acquire);
   if (decided != kUndecided) return {decided == 1, false};
   std::lock_guard<std::mutex> lock(mutex_);
-  const int way = turns_++ % 2;  // shared first
-  if (warm_[way] == 0) {
-    warm_[way] = 1;
-    return {way == 1, false};
-  }
-  return {way == 1, true};
+  const int turn = turns_++;
+  const int way = (turn / kBlockRuns) % 2;  // shared first
+  return {way == 1, turn % kBlockRuns != 0};
 }
 
 void AloneTrial::record(const Turn& turn, double ms) {

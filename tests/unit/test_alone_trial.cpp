@@ -1,7 +1,7 @@
 // A plan's runs alone on their caller or shared (runtime/alone_trial.h): its first runs take
-// turns, shared first, each way's first run untimed; after AloneTrial::kTimedRuns timed runs
-// of each the faster way runs every later run, alone only when it is at most kAloneAtMost of
-// shared's median. A Session learns it from its own runs, whose outputs are the same bits
+// turns in blocks, shared first, each block's first run untimed; after AloneTrial::kTimedRuns
+// timed runs of each the faster way runs every later run, alone only when it is at most
+// kAloneAtMost of shared's median. A Session learns it from its own runs, whose outputs are the same bits
 // either way.
 #include <gtest/gtest.h>
 
@@ -25,28 +25,20 @@ std::vector<AloneTrial::Turn> play(AloneTrial& trial, double shared_ms, double a
   return turns;
 }
 
-TEST(AloneTrial, TurnsAlternateFromSharedAndEachWaysFirstRunIsUntimed) {
+TEST(AloneTrial, WaysTakeTurnsInBlocksFromSharedEachBlocksFirstRunUntimed) {
   AloneTrial trial(AloneTrial::Mode::learn);
   const std::vector<AloneTrial::Turn> turns = play(trial, 2.0, 1.0);
-  ASSERT_EQ(turns.size(), size_t(2 * (AloneTrial::kTimedRuns + 1)));
+  size_t timed[2] = {0, 0};
   for (size_t i = 0; i < turns.size(); ++i) {
-    EXPECT_EQ(turns[i].alone, i % 2 == 1) << i;
-    EXPECT_EQ(turns[i].timed, i >= 2) << i;
+    EXPECT_EQ(turns[i].alone, (i / AloneTrial::kBlockRuns) % 2 == 1) << i;
+    EXPECT_EQ(turns[i].timed, i % AloneTrial::kBlockRuns != 0) << i;
+    timed[turns[i].alone] += turns[i].timed;
   }
+  EXPECT_EQ(timed[0], 3 * size_t(AloneTrial::kBlockRuns - 1)) << "shared's third block completes before alone's";
+  EXPECT_EQ(timed[1], size_t(AloneTrial::kTimedRuns)) << "decided at alone's 16th timed run";
   EXPECT_TRUE(trial.next().alone);
   EXPECT_FALSE(trial.next().timed) << "a decided trial times no more runs";
   EXPECT_EQ(trial.verdict(), "runs alone: 1.000 ms alone on the caller against 2.000 ms shared (medians of 16 runs each)");
-}
-
-// A slow first run of either way (filling buffers) is not counted: untimed runs are not recorded.
-TEST(AloneTrial, UntimedRunsDoNotCount) {
-  AloneTrial trial(AloneTrial::Mode::learn);
-  for (int i = 0; i < 2; ++i) {
-    const AloneTrial::Turn t = trial.next();
-    trial.record(t, t.alone ? 1000.0 : 1.0);
-  }
-  play(trial, 2.0, 1.0);
-  EXPECT_TRUE(trial.next().alone);
 }
 
 // Alone must be clearly faster: at kAloneAtMost of shared's median or less.
@@ -85,7 +77,7 @@ test::TestModel tiny_convs() {
 }
 
 // Learning alternates the two ways on real runs: every run gives the same bits, the verdict
-// comes after 2 (kTimedRuns + 1) runs, and "on" and "off" give those bits too (the same
+// comes after a known number of runs, and "on" and "off" give those bits too (the same
 // plan). At 1 thread nothing is learnt; an unknown mode is an error.
 TEST(AloneTrial, ASessionLearnsFromItsRunsAndEveryRunGivesTheSameBits) {
   const test::TestModel m = tiny_convs();
@@ -99,10 +91,9 @@ TEST(AloneTrial, ASessionLearnsFromItsRunsAndEveryRunGivesTheSameBits) {
   auto same = [&](const TensorMap& out, const std::string& what) {
     for (const auto& [name, t] : first) EXPECT_EQ(std::memcmp(t.raw(), out.at(name).raw(), t.bytes()), 0) << what;
   };
-  for (int run = 1; run < 2 * (AloneTrial::kTimedRuns + 1); ++run) {
-    EXPECT_EQ(run_alone_verdict(session), "") << "decided after " << run << " runs";
-    same(session.run(m.inputs), "run " + std::to_string(run));
-  }
+  int runs = 1;
+  for (; run_alone_verdict(session).empty() && runs < 100; ++runs) same(session.run(m.inputs), "run " + std::to_string(runs));
+  EXPECT_EQ(runs, 5 * AloneTrial::kBlockRuns + 3) << "runs before the verdict: shared's 3 blocks, alone's 16 timed";
   EXPECT_EQ(run_alone_verdict(session).rfind("runs ", 0), 0u) << run_alone_verdict(session);
   same(session.run(m.inputs), "a run after the verdict");
   for (const char* mode : {"on", "off"}) {
@@ -112,7 +103,7 @@ TEST(AloneTrial, ASessionLearnsFromItsRunsAndEveryRunGivesTheSameBits) {
   }
   Engine one({.threads = 1, .pin = false});
   Session alone_engine(one, model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")));
-  for (int run = 0; run < 2 * (AloneTrial::kTimedRuns + 1); ++run) alone_engine.run(m.inputs);  // a plan of its own
+  for (int run = 0; run < 100; ++run) alone_engine.run(m.inputs);  // a plan of its own
   EXPECT_EQ(run_alone_verdict(alone_engine), "") << "one thread has nothing to learn";
   EXPECT_THROW(Session(engine, model_from_graph(load_onnx_bytes(m.bytes, m.name + ".onnx")), {.run_alone = "maybe"}),
                Error);
