@@ -192,6 +192,18 @@ def test_layout_nchw_gives_the_same_numbers(engine, session):
         grove.Session(MODEL, engine=engine, layout="nchwc")
 
 
+def test_run_alone_gives_the_same_bits(engine, session):
+    # run_alone="on" runs every tile on the calling thread, "off" shares them: the same plan,
+    # so the same bits as the default session, whichever way it learnt.
+    name = input_name(session)
+    a = next(iter(session.run({name: X}).values()))
+    for mode in ("on", "off"):
+        b = next(iter(grove.Session(MODEL, engine=engine, run_alone=mode).run({name: X}).values()))
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(grove.Error, match="run_alone"):
+        grove.Session(MODEL, engine=engine, run_alone="maybe")
+
+
 def test_bench(session):
     r = session.bench(runs=3, warmup=1)
     assert r["runs"] == 3 and len(r["times_ms"]) == 3
