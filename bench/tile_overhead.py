@@ -72,19 +72,23 @@ def main():
     model(chain(args.ops), work / "chain.onnx")
     model(fan(args.ops), work / "fan.onnx")
     loop_model(args.ops, work / "loop.onnx")
-    print(f"| model | threads | barrier-free ns per op | barrier ns per op | barrier / barrier-free |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| model | threads | barrier-free ns per op | barrier ns per op | barrier / barrier-free | shared, barrier-free ns per op |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name in ("chain", "fan", "loop"):
         for threads in (1, 2):
-            r = subprocess.run([args.grove, "bench", str(work / f"{name}.onnx"), "--schedule", "both", "--threads",
-                                str(threads), "--runs", str(args.runs), "--json"], capture_output=True, text=True)
-            if r.returncode:
-                print(f"| {name} | {threads} | failed: {r.stderr.strip()} | | |")
-                continue
-            rows = {row["schedule"]: row for row in json.loads(r.stdout)["results"]}
-            a, b = rows["aspen"]["p50_ms"], rows["barrier"]["p50_ms"]
-            print(f"| {name} | {threads} | {a * 1e6 / args.ops:.0f} | {b * 1e6 / args.ops:.0f} | {b / a:.2f} |")
-
+            ns = {}
+            for mode in ("auto", "off"):  # as learnt (alone on the caller, for these), and shared through the pool
+                r = subprocess.run([args.grove, "bench", str(work / f"{name}.onnx"), "--schedule", "both", "--threads",
+                                    str(threads), "--runs", str(args.runs), "--run-alone", mode, "--json"],
+                                   capture_output=True, text=True)
+                if r.returncode:
+                    print(f"| {name} | {threads} | failed: {r.stderr.strip()} | | | |")
+                    break
+                rows = {row["schedule"]: row for row in json.loads(r.stdout)["results"]}
+                ns[mode] = (rows["aspen"]["p50_ms"] * 1e6 / args.ops, rows["barrier"]["p50_ms"] * 1e6 / args.ops)
+            else:
+                (a, b), shared = ns["auto"], ns["off"][0]
+                print(f"| {name} | {threads} | {a:.0f} | {b:.0f} | {b / a:.2f} | {shared:.0f} |")
 
 if __name__ == "__main__":
     sys.exit(main())

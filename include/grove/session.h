@@ -64,9 +64,9 @@ struct SessionOptions {
   bool tile_pieces = true;
   // A plan so small that handing its tiles between cores costs more than they take runs on
   // run()'s calling thread alone, none of its tiles through the engine's pool (a tiny model,
-  // a control-flow model's small segments; docs/runtime.md): "auto" times both ways before the
-  // first run of each input shape, for plans whose run is short on an engine of several
-  // threads, and keeps the faster; "on" always; "off" never. submit() always shares its tiles.
+  // a control-flow model's small segments; docs/runtime.md): "auto" learns which way is
+  // faster from each small plan's first runs (alone and shared in turns, timed) and keeps
+  // it; "on" always alone; "off" never. submit() always shares its tiles.
   std::string run_alone = "auto";
   // Explicit per-node choices (for tools, such as grove tune's profiler); no record is read.
   std::vector<NodeChoice> choices;

@@ -3,7 +3,8 @@
 // workers, learnt from the plan's own first runs (SessionOptions::run_alone "auto").
 //
 // Why: on a tiny model, handing tiles between cores costs more than the tiles take (a push,
-// a wake, a cache line that moves), so one core alone beats two. Which models are tiny depends
+// a wake, a cache line that moves), so one core alone beats two; and alone, even at one
+// thread, the caller skips the pool's pushes and pops. Which models are tiny depends
 // on the machine, so it is measured, not set: the first runs of a plan take turns, shared and
 // alone, timed, and once each way has kTimedRuns the faster runs every later run. The
 // two ways run the same plan, so the outputs are the same bits either way; no extra run is

@@ -251,13 +251,13 @@ Session::Impl::Cached Session::Impl::cached_locked(const ShapeMap& shapes) {
 }
 
 Session::Impl::Cached Session::Impl::keep_locked(const ShapeMap& shapes, Planned planned) {
-  // One thread has no one to share with; a larger plan has work enough for every core.
+  // A larger plan has work enough for every core. One thread learns too: alone, its caller
+  // skips the pool's pushes and pops.
   const std::string& mode = options.run_alone;
   const AloneTrial::Mode alone = mode == "on"    ? AloneTrial::Mode::alone
                                  : mode == "off" ? AloneTrial::Mode::shared
-                                 : engine.threads() > 1 && planned.plan->total_flops <= AloneTrial::kMaxFlops
-                                     ? AloneTrial::Mode::learn
-                                     : AloneTrial::Mode::shared;
+                                 : planned.plan->total_flops <= AloneTrial::kMaxFlops ? AloneTrial::Mode::learn
+                                                                                        : AloneTrial::Mode::shared;
   plans.insert(plans.begin(), Cached{std::move(planned.plan),
                                      planned.buffers ? std::move(planned.buffers) : std::make_shared<BufferPool>(),
                                      std::move(planned.trial_verdict), std::make_shared<AloneTrial>(alone)});
