@@ -87,7 +87,8 @@ class Job {
   // pool, so no other worker is woken for the job or takes one of its tiles. For a job so small
   // that handing tiles between cores costs more than they take (a tiny model; Session measures
   // which, SessionOptions::run_alone). run_job runs it shared after all while another caller
-  // works in the engine; submit() always shares.
+  // works in the engine; submit() always shares. Urgent jobs' tiles waiting in the pool are
+  // run by the caller between the job's own.
   virtual bool alone() const { return false; }
 };
 

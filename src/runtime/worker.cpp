@@ -230,6 +230,19 @@ void work_until(WorkerContext& w, const std::atomic<bool>& quit) {
   }
 }
 
+namespace {
+
+// Runs urgent tiles from the pool, each with the path it readies, while any wait.
+void run_urgent(WorkerContext& w) {
+  ReadyTile tile;
+  while (w.pool.urgent_waiting() && try_pop(w, tile)) {
+    ReadyTile next;
+    while (run_and_release(w, tile, next)) tile = next;
+  }
+}
+
+}  // namespace
+
 void run_alone(WorkerContext& w, JobState& job) {
   const DagView& dag = job.dag;
   const int64_t tiles = static_cast<int64_t>(dag.n_parents.size());
@@ -237,6 +250,10 @@ void run_alone(WorkerContext& w, JobState& job) {
   ready.assign(dag.sources.rbegin(), dag.sources.rend());  // the first source on top
   Clock::time_point start = w.counters ? Clock::now() : Clock::time_point{};
   while (!ready.empty()) {
+    // Urgent jobs' tiles go first, as the pool would hand them out (Job::urgent): this thread
+    // runs them, and the paths they ready, between its own tiles. On one thread no one else
+    // would until the job ends.
+    if (!job.urgent && w.pool.urgent_waiting()) run_urgent(w);
     const int32_t tile = ready.back();
     ready.pop_back();
     if (!job.cancelled()) run_one(w, job, tile);

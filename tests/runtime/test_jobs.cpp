@@ -399,6 +399,49 @@ TEST(Jobs, AnAloneJobWhileAnotherCallerWorksRunsShared) {
   EXPECT_EQ(job->early(), 0);
 }
 
+// An urgent job submitted while a caller runs alone is not held until the caller's job ends:
+// at one thread no worker is free (the caller stands in for it), so the caller runs the urgent
+// tiles between its own.
+TEST(Jobs, AnUrgentJobSubmittedDuringAnAloneRunRunsBeforeItEnds) {
+  const TestDag long_chain = chain(60), short_chain = chain(3);
+  struct Slow : Job {
+    const TestDag* d;
+    std::promise<void> started;
+    std::atomic<bool>* urgent_done;
+    bool urgent_done_before_last = false;
+    DagView dag() const override { return d->view(); }
+    bool alone() const override { return true; }
+    void run_tile(int32_t tile, int) override {
+      if (tile == 0) started.set_value();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (tile == d->size() - 1) urgent_done_before_last = urgent_done->load();
+    }
+  };
+  struct Urgent : Job {
+    const TestDag* d;
+    std::atomic<bool>* done;
+    DagView dag() const override { return d->view(); }
+    bool urgent() const override { return true; }
+    void run_tile(int32_t, int) override {}
+    void finished(std::exception_ptr) noexcept override { done->store(true); }
+  };
+  Engine engine(EngineOptions{.threads = 1});
+  std::atomic<bool> urgent_done{false};
+  auto slow = std::make_shared<Slow>();
+  slow->d = &long_chain;
+  slow->urgent_done = &urgent_done;
+  std::future<void> started = slow->started.get_future();
+  std::thread caller([&] { run_job(engine, slow); });
+  started.wait();
+  auto urgent = std::make_shared<Urgent>();
+  urgent->d = &short_chain;
+  urgent->done = &urgent_done;
+  std::future<void> f = submit_job(engine, urgent);
+  caller.join();
+  f.get();
+  EXPECT_TRUE(slow->urgent_done_before_last) << "the urgent job waited for the whole alone run";
+}
+
 TEST(Jobs, EngineDropsItsJobReferenceBeforeTheFutureIsReady) {
   TestDag dag = diamond();
   Engine engine(EngineOptions{.threads = 2});
