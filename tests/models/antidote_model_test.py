@@ -11,7 +11,9 @@
      reads) fail with one line naming the problem, exit code 1, no crash;
   4. `grove bench --prune both --json` times unpruned and pruned, with fewer FLOPs pruned;
   5. `grove plan` shows the plan the metadata prunes (its decision and pruned conv nodes), and
-     `--prune off` the unpruned one.
+     `--prune off` the unpruned one;
+  6. bench/antidote_blocks.py counts the Winograd blocks holding a kept position: keeping one
+     position, exactly one block per map holds it.
 
 Usage: antidote_model_test.py --grove build/grove [--grove-args "--threads 2"] [--keep DIR]
 """
@@ -90,6 +92,25 @@ def main():
         failures.append(f"plan --prune off: pruned nodes in the plan: {dense_ops}")
     else:
         print("plan: pruned and --prune off plans as expected")
+
+    # One position kept: one block of each map holds it, whatever the image (16 blocks of 4 and
+    # 49 of 2 on the 14 x 14 map, 4 and 16 on the 7 x 7 one).
+    r = subprocess.run(["/usr/bin/python3", "bench/antidote_blocks.py", "--model", str(work / "plain.onnx"),
+                        "--positions", "0.001", "--images", "20", "--out", str(work / "blocks.json")],
+                       capture_output=True, text=True)
+    want = {"relu1.out": {"block4": 1 / 16, "block2": 1 / 49}, "relu3.out": {"block4": 1 / 4, "block2": 1 / 16}}
+    try:
+        got = json.loads((work / "blocks.json").read_text())["maps"]
+        before = len(failures)
+        for m, blocks in want.items():
+            for b, share in blocks.items():
+                row = got[m][b]
+                if not all(abs(row[k] - share) < 1e-6 for k in ("median", "p10", "p90")):
+                    failures.append(f"antidote_blocks.py: {m} {b}: {row}, want {share}")
+        if len(failures) == before:
+            print("antidote_blocks.py: one kept position, one block per map")
+    except (OSError, ValueError, KeyError) as err:
+        failures.append(f"antidote_blocks.py: {err}: {r.stdout} {r.stderr}")
 
     if checked < len(settings):
         failures.append(f"only {checked} of {len(settings)} settings were compared")
