@@ -144,3 +144,40 @@ TEST(CliPlan, AProbesFileWithoutTheHalfKeptRatioKeepsItsWinogradAnswers) {
   if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
   else unsetenv("GROVE_TUNE_DIR");
 }
+
+// A probes file of an earlier version timed kernels this grove no longer runs: it is measured
+// again and rewritten, not read (its answers would price the new kernels by the old ones).
+TEST(CliPlan, AProbesFileOfAnotherVersionIsMeasuredAgain) {
+  TempDir dir;
+  const char* before = std::getenv("GROVE_TUNE_DIR");
+  const std::string saved = before ? before : "";
+  setenv("GROVE_TUNE_DIR", (dir / "tune").c_str(), 1);
+  Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::path file;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
+    if (entry.path().filename() == "machine.probes") file = entry.path();
+  ASSERT_FALSE(file.empty());
+  std::istringstream lines(read_bytes(file));
+  std::string current_header, old_file;
+  for (std::string line; std::getline(lines, line);) {
+    if (current_header.empty()) {
+      current_header = line;
+      line = "grove machine probes 1";  // the same machine and fields, an earlier version
+    }
+    if (line.starts_with("winograd_nhwc_min_channels")) line = "winograd_nhwc_min_channels 16";
+    if (line.starts_with("winograd_nhwc_small_plane_gain")) line = "winograd_nhwc_small_plane_gain 1.25";
+    old_file += line + "\n";
+  }
+  ASSERT_NE(current_header, "grove machine probes 1");
+  write_bytes(file, old_file);
+  r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("\"winograd_small_plane_gain\": 1.25,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"winograd_nhwc_min_channels\": 16,"), std::string::npos) << r.out;
+  const std::string stored = read_bytes(file);
+  EXPECT_TRUE(stored.starts_with(current_header + "\n")) << stored;
+  EXPECT_EQ(stored.find("winograd_nhwc_small_plane_gain 1.25"), std::string::npos) << stored;
+  if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
+  else unsetenv("GROVE_TUNE_DIR");
+}
