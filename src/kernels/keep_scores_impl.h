@@ -1,7 +1,8 @@
 #pragma once
-// keep_sums_nhwc's loops (keep_scores.h), written once and compiled per ISA by
-// keep_scores_{scalar,avx2,avx512}.cpp: every addition is of independent lanes, so the
-// compiler vectorises them without changing any sum's order. Included by those files only.
+// keep_sums_nhwc's loops (keep_scores.h), written once and compiled by keep_scores_scalar.cpp
+// and keep_scores_avx2.cpp: every addition is of independent lanes, so the compiler vectorises
+// them without changing any sum's order. Included by those files only (keep_scores_avx512.cpp
+// keeps its sums in registers with loops of its own, in the same order).
 #include <cstddef>
 
 #include "kernels/keep_scores.h"
