@@ -3,9 +3,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_harness.h"
 #include "npy/npy.h"
@@ -14,6 +16,59 @@ using namespace grove;
 using namespace grove::cli_test;
 
 namespace {
+
+// GROVE_TUNE_DIR pointed at a test's own folder while it lives, then put back.
+class TuneDirFor {
+ public:
+  explicit TuneDirFor(const TempDir& dir) {
+    if (const char* before = std::getenv("GROVE_TUNE_DIR")) saved_ = before;
+    setenv("GROVE_TUNE_DIR", (dir / "tune").c_str(), 1);
+  }
+  ~TuneDirFor() {
+    if (saved_) setenv("GROVE_TUNE_DIR", saved_->c_str(), 1);
+    else unsetenv("GROVE_TUNE_DIR");
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+// The machine.probes file the first plan of the default model stores under dir's tune folder,
+// and that file's lines; an empty path where the plan failed or stored none.
+std::filesystem::path probes_file_after_a_plan(const TempDir& dir, std::vector<std::string>& lines) {
+  const Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::path file;
+  if (std::filesystem::exists(dir / "tune"))
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
+      if (entry.path().filename() == "machine.probes") file = entry.path();
+  std::istringstream in(file.empty() ? "" : read_bytes(file));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return file;
+}
+
+// What a test plants in a stored probes file before planning again.
+struct PlantedProbes {
+  std::string header;  // the first line, where not empty
+  std::string min_channels, gain;
+  bool drop_half_kept = false;
+};
+
+// Rewrites the probes file from `lines` with `planted`, then plans the default model again.
+Result plan_with_planted_probes(const std::filesystem::path& file, const std::vector<std::string>& lines,
+                                const PlantedProbes& planted) {
+  std::string text;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string line = lines[i];
+    if (i == 0 && !planted.header.empty()) line = planted.header;
+    if (planted.drop_half_kept && line.starts_with("winograd_nhwc_small_plane_half_kept")) continue;
+    if (line.starts_with("winograd_nhwc_min_channels")) line = "winograd_nhwc_min_channels " + planted.min_channels;
+    if (line.starts_with("winograd_nhwc_small_plane_gain")) line = "winograd_nhwc_small_plane_gain " + planted.gain;
+    text += line + "\n";
+  }
+  write_bytes(file, text);
+  return run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+}
 
 std::vector<float> values(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -82,9 +137,7 @@ TEST(CliCheck, BadArgumentsAreOneLineErrors) {
 // way in every process, the first (which measures) included.
 TEST(CliPlan, JsonIsTheSameInTenProcesses) {
   TempDir dir;
-  const char* before = std::getenv("GROVE_TUNE_DIR");
-  const std::string saved = before ? before : "";
-  setenv("GROVE_TUNE_DIR", (dir / "tune").c_str(), 1);
+  TuneDirFor tune(dir);
   for (const char* threads : {"1", "2"}) {
     std::string first;
     for (int i = 0; i < 10; ++i) {
@@ -106,33 +159,27 @@ TEST(CliPlan, JsonIsTheSameInTenProcesses) {
     if (entry.path().filename() == "machine.probes") write_bytes(entry.path(), "grove machine probes 1\nmachine x\n");
   Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json", "--threads", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
-  else unsetenv("GROVE_TUNE_DIR");
 }
+
+namespace {
+
+// A tuning folder of its own, with the probes file its first plan stored (file, its lines).
+class StoredProbes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    file = probes_file_after_a_plan(dir, lines);
+    ASSERT_FALSE(file.empty());
+  }
+  TempDir dir;
+  TuneDirFor tune{dir};
+  std::vector<std::string> lines;
+  std::filesystem::path file;
+};
 
 // A probes file from before the half-kept Winograd ratio was stored: only that ratio is measured
 // and added; the file's other Winograd answers (and so the plans' Winograd layers) stay.
-TEST(CliPlan, AProbesFileWithoutTheHalfKeptRatioKeepsItsWinogradAnswers) {
-  TempDir dir;
-  const char* before = std::getenv("GROVE_TUNE_DIR");
-  const std::string saved = before ? before : "";
-  setenv("GROVE_TUNE_DIR", (dir / "tune").c_str(), 1);
-  Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::filesystem::path file;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
-    if (entry.path().filename() == "machine.probes") file = entry.path();
-  ASSERT_FALSE(file.empty());
-  std::istringstream lines(read_bytes(file));
-  std::string old_file;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with("winograd_nhwc_small_plane_half_kept")) continue;
-    if (line.starts_with("winograd_nhwc_min_channels")) line = "winograd_nhwc_min_channels 16";
-    if (line.starts_with("winograd_nhwc_small_plane_gain")) line = "winograd_nhwc_small_plane_gain 1.25";
-    old_file += line + "\n";
-  }
-  write_bytes(file, old_file);
-  r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+TEST_F(StoredProbes, AFileWithoutTheHalfKeptRatioKeepsItsWinogradAnswers) {
+  const Result r = plan_with_planted_probes(file, lines, {.min_channels = "16", .gain = "1.25", .drop_half_kept = true});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"winograd_nhwc_min_channels\": 16,"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"winograd_small_plane_gain\": 1.25,"), std::string::npos) << r.out;
@@ -141,45 +188,24 @@ TEST(CliPlan, AProbesFileWithoutTheHalfKeptRatioKeepsItsWinogradAnswers) {
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_GT(std::stod(r.out.substr(at + key.size())), 0) << r.out;
   EXPECT_NE(read_bytes(file).find("winograd_nhwc_small_plane_half_kept "), std::string::npos);
-  if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
-  else unsetenv("GROVE_TUNE_DIR");
 }
 
 // A probes file of an earlier version timed kernels this grove no longer runs: it is measured
 // again and rewritten, not read (its answers would price the new kernels by the old ones).
-TEST(CliPlan, AProbesFileOfAnotherVersionIsMeasuredAgain) {
-  TempDir dir;
-  const char* before = std::getenv("GROVE_TUNE_DIR");
-  const std::string saved = before ? before : "";
-  setenv("GROVE_TUNE_DIR", (dir / "tune").c_str(), 1);
-  Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::filesystem::path file;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
-    if (entry.path().filename() == "machine.probes") file = entry.path();
-  ASSERT_FALSE(file.empty());
-  std::istringstream lines(read_bytes(file));
-  std::string current_header, old_file;
-  for (std::string line; std::getline(lines, line);) {
-    if (current_header.empty()) {
-      current_header = line;
-      line = "grove machine probes 1";  // the same machine and fields, an earlier version
-    }
-    // Answers no measurement gives (the probe answers a count it times, or 64; a gain near 1),
-    // so the test cannot pass by a new measurement that happens to agree.
-    if (line.starts_with("winograd_nhwc_min_channels")) line = "winograd_nhwc_min_channels 7";
-    if (line.starts_with("winograd_nhwc_small_plane_gain")) line = "winograd_nhwc_small_plane_gain 1234.5";
-    old_file += line + "\n";
-  }
+TEST_F(StoredProbes, AFileOfAnotherVersionIsMeasuredAgain) {
+  const std::string current_header = lines.front();
   ASSERT_NE(current_header, "grove machine probes 1");
-  write_bytes(file, old_file);
-  r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json"});
+  // The same machine and fields, an earlier version, and answers no measurement gives (the
+  // probe answers a count it times, or 64; a gain near 1), so the test cannot pass by a new
+  // measurement that happens to agree.
+  const Result r =
+      plan_with_planted_probes(file, lines, {.header = "grove machine probes 1", .min_channels = "7", .gain = "1234.5"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("\"winograd_small_plane_gain\": 1234.5,"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\"winograd_nhwc_min_channels\": 7,"), std::string::npos) << r.out;
   const std::string stored = read_bytes(file);
   EXPECT_TRUE(stored.starts_with(current_header + "\n")) << stored;
   EXPECT_EQ(stored.find("winograd_nhwc_small_plane_gain 1234.5"), std::string::npos) << stored;
-  if (before) setenv("GROVE_TUNE_DIR", saved.c_str(), 1);
-  else unsetenv("GROVE_TUNE_DIR");
 }
+
+}  // namespace
