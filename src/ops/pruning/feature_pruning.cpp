@@ -192,15 +192,26 @@ void keep_flags(const Node& node, const int64_t* keep, int64_t keep_channels, in
   const int64_t block = keep_block(node), per_row = (width + block - 1) / block;
   const int64_t units = keep_units(height, width, block);
   flags.kept_channel.assign(size_t(channels), 0);
+  for (int64_t i = 0; i < keep_channels; ++i) {
+    if (keep[i] < 0 || keep[i] >= channels) throw Error(node.describe() + ": keep index out of range");
+    flags.kept_channel[size_t(keep[i])] = 1;
+  }
+  const int64_t* positions = keep + keep_channels;
+  // Every position kept (a row of 0, 1, ..., units - 1): one fill. Each tile of a gated conv
+  // reads its image's row, and setting the flags one index at a time cost about 4 us per tile
+  // on a 28 x 28 map (Zen 5), more than a decision that keeps every position.
+  bool every = keep_positions == units;
+  for (int64_t i = 0; every && i < keep_positions; ++i) every = positions[i] == i;
+  if (every) return void(flags.kept_position.assign(size_t(height * width), 1));
   flags.kept_position.assign(size_t(height * width), 0);
-  for (int64_t i = 0; i < keep_channels + keep_positions; ++i) {
-    const bool channel = i < keep_channels;
-    if (keep[i] < 0 || keep[i] >= (channel ? channels : units)) throw Error(node.describe() + ": keep index out of range");
-    if (channel) {
-      flags.kept_channel[size_t(keep[i])] = 1;
+  for (int64_t i = 0; i < keep_positions; ++i) {
+    const int64_t u = positions[i];
+    if (u < 0 || u >= units) throw Error(node.describe() + ": keep index out of range");
+    if (block == 1) {
+      flags.kept_position[size_t(u)] = 1;
       continue;
     }
-    const int64_t r0 = keep[i] / per_row * block, c0 = keep[i] % per_row * block;
+    const int64_t r0 = u / per_row * block, c0 = u % per_row * block;
     for (int64_t r = r0; r < std::min(height, r0 + block); ++r)
       std::fill(flags.kept_position.begin() + r * width + c0, flags.kept_position.begin() + r * width + std::min(width, c0 + block), 1);
   }
