@@ -101,6 +101,7 @@ bool conv_row_supported(Isa isa, Precision precision) {
 
 namespace {
 void rows_in_words(const ConvRowCall& call, size_t per_word);
+void listed_outputs(const ConvRowCall& call);
 }  // namespace
 
 void conv_rows(const ConvRowCall& call) {
@@ -121,6 +122,13 @@ void conv_rows(const ConvRowCall& call) {
     throw Error("conv_rows: kept channels need f32 weights and indices below the channels");
   if (call.y_bf16 && (per_word != 2 || taps > kMaxTapsPerCall))
     throw Error("conv_rows: a bf16 y needs bf16 weights and at most " + std::to_string(kMaxTapsPerCall) + " taps");
+  if (call.outputs) {
+    if (per_word != 1 || call.y_bf16) throw Error("conv_rows: listed outputs need f32 weights and a float y");
+    for (size_t i = 0; i < call.output_count; ++i)
+      if (call.outputs[i] >= call.rows * call.out_w || (i > 0 && call.outputs[i] <= call.outputs[i - 1]))
+        throw Error("conv_rows: listed outputs must increase and stay below rows x out_w");
+    return listed_outputs(call);
+  }
   if (per_word == 2) {  // the same call in pair words
     ConvRowCall words = call;
     words.x = reinterpret_cast<const float*>(call.x_bf16);
@@ -195,6 +203,62 @@ void rows_in_words(const ConvRowCall& call, size_t per_word) {
       t.accumulate = tap0 > 0;
       t.finish = tap0 + t.taps == taps;
       run_rows(call, t, next, blocks, jr);
+    }
+  }
+}
+
+// call.outputs only: per panel, the listed outputs up to 14 to a call, each row of A at its
+// own window (GemmTileArgs::a_rows). C goes to a tile on the stack and then to each output's
+// place, and so does the residual the other way; every tap adds up in registers (in calls of
+// at most kMaxTapsPerCall that accumulate in the stack tile).
+void listed_outputs(const ConvRowCall& call) {
+  const PackedB& w = *call.w;
+  const size_t taps = call.kernel_h * call.kernel_w, nr = w.nr;
+  const size_t mr = gemm_blocking(w.isa, w.precision).mr;
+  constexpr size_t kMaxMR = 14, kMaxNR = 32;
+  if (mr > kMaxMR || nr > kMaxNR) throw Error("conv_rows: listed outputs need the 14 x 32 kernel");
+  const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
+  alignas(64) float c[kMaxMR * kMaxNR];
+  alignas(64) float residual[kMaxMR * kMaxNR];
+  const float* rows[kMaxMR];
+  std::array<ptrdiff_t, kMaxTapsPerCall> offsets{};
+  GemmTileArgs t;
+  t.kc = call.channels;
+  t.a_rows = rows;
+  t.tap_offsets = offsets.data();
+  t.k_steps = call.kept_channels;
+  t.k_step_count = call.kept;
+  t.c = c;
+  t.c_stride = nr;
+  t.residual_stride = nr;
+  t.activation = call.activation;
+  for (size_t jr = 0; jr < call.n; jr += nr) {
+    t.n = std::min(nr, call.n - jr);
+    const float* panel = w.panel((call.n0 + jr) / nr);
+    const float* next_panel = jr + nr < call.n ? w.panel((call.n0 + jr + nr) / nr) : nullptr;
+    t.bias = call.bias ? call.bias + jr : nullptr;
+    for (size_t i0 = 0; i0 < call.output_count; i0 += mr) {
+      t.m = std::min(mr, call.output_count - i0);
+      for (size_t r = 0; r < t.m; ++r) {
+        const size_t q = call.outputs[i0 + r], row = q / call.out_w, o = q % call.out_w;
+        rows[r] = call.x + row * call.row_step_floats + o * call.stride_w * pixel;
+        if (call.residual) std::copy_n(call.residual + q * call.y_stride + jr, t.n, residual + r * nr);
+      }
+      t.residual = call.residual ? residual : nullptr;
+      for (size_t tap0 = 0; tap0 < taps; tap0 += kMaxTapsPerCall) {
+        t.taps = std::min(kMaxTapsPerCall, taps - tap0);
+        for (size_t i = 0; i < t.taps; ++i) {
+          const size_t ki = (tap0 + i) / call.kernel_w, kj = (tap0 + i) % call.kernel_w;
+          offsets[i] = ptrdiff_t(ki * call.tap_row_floats + kj * call.dilation_w * pixel);
+        }
+        t.b = panel + tap0 * call.channels * nr;
+        // The panel's first call streams its weights and asks for the next panel's.
+        t.b_next = i0 == 0 && tap0 + t.taps == taps ? next_panel : nullptr;
+        t.accumulate = tap0 > 0;
+        t.finish = tap0 + t.taps == taps;
+        f32_gemm_14x32_avx512(t);
+      }
+      for (size_t r = 0; r < t.m; ++r) std::copy_n(c + r * nr, t.n, call.y + call.outputs[i0 + r] * call.y_stride + jr);
     }
   }
 }

@@ -45,6 +45,13 @@ struct ConvRowCall {
   // ops/pruning/tile_pruned_conv_nhwc.cpp). Null: every channel.
   const uint32_t* kept_channels = nullptr;
   size_t kept = 0;
+  // f32 only: the output positions to compute (increasing, each below rows * out_w, counted
+  // from y's position 0), or null for every one. The others in y (and the residual) are neither
+  // read nor written. A pruned conv computes only the outputs centred on kept positions
+  // (ops/pruning/tile_pruned_conv_nhwc.cpp): up to 14 of them go to one microkernel call, each
+  // row of A read where its window lies (GemmTileArgs::a_rows), so no window is laid out.
+  const uint32_t* outputs = nullptr;
+  size_t output_count = 0;
 };
 
 // The most taps one microkernel call adds up.
@@ -57,7 +64,7 @@ size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr);
 // Whether conv_row runs on this ISA and precision (a microkernel that reads A in place).
 bool conv_row_supported(Isa isa, Precision precision);
 
-// The call's output rows: every position, every channel. Per panel of output channels, all the
+// The call's output rows: every position (or call.outputs), every channel. Per panel of output channels, all the
 // rows run over the panel's weights of every tap (read from memory once for the rows, then from
 // cache); partial sums stay in registers, not in y. Throws grove::Error where
 // conv_row_supported is false or the weights do not match.

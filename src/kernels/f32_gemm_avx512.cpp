@@ -34,6 +34,7 @@ constexpr int kMR = kRowsMR;
 using Packed = PackedRows<float>;
 template <int Groups>
 using InPlace = RowsInPlace<float, Groups>;
+using ByPointer = RowsByPointer<float>;
 
 // kc steps of k from A rows `rows` and B at b; returns B past them. With kPrefetch, one step
 // of the next panel (2 lines of 64 bytes) is asked for per step of this one; the two loops are
@@ -132,7 +133,8 @@ void tile(const GemmTileArgs& t, const Rows& rows) {
 }  // namespace
 
 void f32_gemm_14x32_avx512(const GemmTileArgs& t) {
-  if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, InPlace<2>(t)); });
+  if (t.a_rows) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, ByPointer{t.a_rows}); });
+  else if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, InPlace<2>(t)); });
   else with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, Packed{t.a}); });  // k_steps: A in place only
 }
 

@@ -38,6 +38,11 @@ struct GemmTileArgs {
   // them without copying the weights of the kept ones (kernels/conv_rows.h). Null: every step.
   const uint32_t* k_steps = nullptr;
   size_t k_step_count = 0;
+  // A by row, f32_gemm_14x32_avx512 only: row r of step p at a_rows[r][p] (with tap_offsets and
+  // k_steps as for A in place), a_stride and a unused. The rows of a conv's outputs that are not
+  // next to each other (a pruned conv's computed outputs, kernels/conv_rows.h) are read where
+  // they lie, no window laid out. Null: A packed or in place.
+  const float* const* a_rows = nullptr;
   const float* b = nullptr;
   // The next B panel's kc x NR slice, or null: a kernel that streams its own slice from memory
   // (the first row tile of a panel) asks for this one into L2 meanwhile (the f32 AVX-512 one).

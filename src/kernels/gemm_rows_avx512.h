@@ -65,5 +65,20 @@ struct RowsInPlace {
   }
 };
 
+// Each row from its own base (GemmTileArgs::a_rows): one load of the row's base per broadcast,
+// which the loads ports take beside the FMAs (28 FMAs and 16 loads a step before it).
+template <class T>
+struct RowsByPointer {
+  const T* const* row;
+  ptrdiff_t step = 0;
+  const T* at(int r) const { return row[r] + step; }
+  void next() { ++step; }
+  RowsByPointer shifted(ptrdiff_t offset) const {
+    RowsByPointer r = *this;
+    r.step += offset;
+    return r;
+  }
+};
+
 }  // namespace
 }  // namespace grove::kernels

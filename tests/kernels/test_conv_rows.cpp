@@ -39,8 +39,10 @@ std::string name(const Case& c) {
 // precision bf16: x is given as bf16 rows and the weights packed bf16 (AVX512-BF16); the oracle
 // then multiplies the rounded operands.
 // kept: only these channels count (ConvRowCall::kept_channels); the others hold NaN in x, which
-// must never be read.
-void check(const Case& c, unsigned seed, Precision precision = Precision::f32, const std::vector<uint32_t>* kept = nullptr) {
+// must never be read. listed: only these output positions are computed (ConvRowCall::outputs);
+// the others must be left as they were.
+void check(const Case& c, unsigned seed, Precision precision = Precision::f32, const std::vector<uint32_t>* kept = nullptr,
+           const std::vector<uint32_t>* listed = nullptr) {
   const bool bf16 = precision == Precision::bf16;
   auto operand = [&](float v) { return bf16 ? double(bf16_value(bf16_bits(v))) : double(v); };
   // Padded input rows: each output row steps stride_h input rows on, kernel row ki reads ki
@@ -98,11 +100,16 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32, c
     if (c.relu) call.activation.kind = Activation::relu;
     call.taps_per_call = per_call;
     if (kept) call.kept_channels = kept->data(), call.kept = kept->size();
+    static const uint32_t none = 0;  // an empty list is not null: no output computed
+    if (listed) call.outputs = listed->empty() ? &none : listed->data(), call.output_count = listed->size();
     conv_rows(call);
+    std::vector<bool> computed(c.rows * c.out_w, listed == nullptr);
+    if (listed)
+      for (uint32_t q : *listed) computed[q] = true;
     for (size_t i = 0; i < y.size(); ++i) {
       // bf16: products exact in float, sums in float in another order than the oracle's.
       const double tol = (bf16 ? 2e-4 : 1e-4) * (1.0 + std::sqrt(double(k)));
-      if (i % m < n0 || i % m >= n0 + n) {
+      if (i % m < n0 || i % m >= n0 + n || !computed[i / m]) {
         ASSERT_EQ(y[i], 1234.5f) << name(c) << ", taps per call " << per_call << ": element " << i << " is not the call's";
         continue;
       }
@@ -162,6 +169,63 @@ TEST(ConvRows, GeneratedCasesMatchTheOracle) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+// Listed outputs (a pruned conv's computed ones): each read where its window lies, the others
+// untouched; over cases drawn as above, lists drawn at random (a few outputs, most of them,
+// every one, none), with and without kept channels, and with more taps than one call adds up.
+TEST(ConvRows, ListedOutputsAloneMatchTheOracle) {
+  if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
+  std::mt19937 rng(20261206);
+  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  const size_t widths[] = {7, 14, 28, 1, 5, 13, 29};
+  for (int i = 0; i < 60; ++i) {
+    Case c{};
+    c.channels = pick(1, 40);
+    c.out_channels = pick(1, 80);
+    c.kernel_h = pick(1, 3), c.kernel_w = pick(1, 3);
+    if (i == 0) c.kernel_h = c.kernel_w = 9;  // 81 taps: two calls accumulate in the stack tile
+    c.stride_w = pick(1, 2), c.dilation_w = pick(1, 2);
+    c.out_w = widths[pick(0, 6)];
+    c.rows = pick(1, 6);
+    c.residual = pick(0, 1), c.relu = pick(0, 1);
+    c.stride_h = pick(1, 2);
+    if (c.out_channels > 32 && pick(0, 1)) {
+      c.n0 = 32 * pick(1, (c.out_channels - 1) / 32);
+      c.n = pick(1, c.out_channels - c.n0);
+    }
+    const size_t share = pick(0, 3);  // of 4: a quarter to every output; 0: none
+    std::vector<uint32_t> listed;
+    for (uint32_t q = 0; q < c.rows * c.out_w; ++q)
+      if (pick(1, 4) <= share) listed.push_back(q);
+    check(c, unsigned(300 + i), Precision::f32, nullptr, &listed);
+    if (::testing::Test::HasFatalFailure()) return;
+    if (c.channels > 1 && i % 2 == 0) {
+      std::vector<uint32_t> kept;
+      for (uint32_t ch = 0; ch < c.channels; ++ch)
+        if (pick(0, 2) != 0) kept.push_back(ch);
+      if (kept.empty()) kept.push_back(0);
+      check(c, unsigned(400 + i), Precision::f32, &kept, &listed);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(ConvRows, ListedOutputsMustIncrease) {
+  if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
+  const std::vector<float> x(4 * 9, 1.0f), w(9 * 4 * 8, 1.0f);
+  const PackedB packed = pack_b(w.data(), 36, 8, 8, BLayout::k_by_n, Isa::avx512, Precision::f32);
+  std::vector<float> y(4 * 8);
+  const uint32_t backwards[] = {2, 1}, past[] = {0, 4};
+  ConvRowCall call;
+  call.x = x.data();
+  call.channels = 4, call.kernel_h = 3, call.kernel_w = 3, call.out_w = 2, call.rows = 2;
+  call.tap_row_floats = 4 * 4, call.row_step_floats = 4 * 4;
+  call.w = &packed, call.n = 8, call.y = y.data(), call.y_stride = 8;
+  call.outputs = backwards, call.output_count = 2;
+  EXPECT_THROW(conv_rows(call), Error);
+  call.outputs = past;
+  EXPECT_THROW(conv_rows(call), Error);
 }
 
 // Pruned channels are skipped: never read (NaN in x), and the sum over the kept ones only.

@@ -104,6 +104,7 @@ struct Workspace {
   KeepFlags flags;                                         // the image's kept channels and positions
   std::vector<unsigned char> computed;                     // per output position: 1 when computed
   std::vector<uint32_t> outputs;                           // the tile's computed output positions
+  std::vector<uint32_t> listed;                            // a row group's, counted from its first row
   std::vector<uint32_t> pruned_channels;                   // without the gather: the channels to zero
   std::vector<uint32_t> kept_channels;                     // the row path's channels to add up
   std::vector<uint32_t> k_steps;                           // the GEMM's steps: kept channels of every tap
@@ -132,15 +133,18 @@ void gather_weights(kernels::PackedB& out, const kernels::PackedB& full, const i
 // Padded input rows per conv_rows call: the copy stays well inside L2 beside the weights.
 constexpr size_t kPaddedBytes = 256 * 1024;
 
-// Every output of output rows [oy0, oy1) of one image computed on the row path
+// The outputs of output rows [oy0, oy1) of one image computed on the row path
 // (kernels/conv_rows.h), as the dense ConvNhwc runs where the CPU has it: the input rows the
 // windows read copied once, padded, zero at the padding and at the positions not kept
 // (kept_position, one byte per input position, or null for all), and the taps added up in registers over
 // call.kept_channels only: the pruned channels' values are never read and their weights never
 // copied. call.n0 names the first output channel; y_image and residual_image point at it.
+// outputs (increasing positions of the image's output plane, within the rows) lists the
+// outputs to compute, each read where its window lies in the copy; null: every one.
 void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channels, int64_t oy0, int64_t oy1,
               const kernels::PackedB& b, kernels::ConvRowCall call, float* y_image, const float* residual_image,
-              size_t m, const unsigned char* kept_position, std::vector<float>& padded) {
+              size_t m, const unsigned char* kept_position, std::vector<float>& padded,
+              const std::vector<uint32_t>* outputs = nullptr, std::vector<uint32_t>* listed = nullptr) {
   const size_t run = channels;
   const int64_t wp = int64_t((s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1);
   // A pixel stride that puts the rows one microkernel call reads (stride_w pixels apart) a
@@ -185,6 +189,15 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
     }
     call.x = padded.data();
     call.rows = size_t(last - first);
+    if (outputs) {  // the group's outputs, counted from its first row
+      const auto from_q = uint32_t(size_t(first) * s.out_w), to_q = uint32_t(size_t(last) * s.out_w);
+      listed->clear();
+      for (auto q = std::lower_bound(outputs->begin(), outputs->end(), from_q); q != outputs->end() && *q < to_q; ++q)
+        listed->push_back(*q - from_q);
+      if (listed->empty()) continue;
+      call.outputs = listed->data();
+      call.output_count = listed->size();
+    }
     const size_t at = size_t(first) * s.out_w * m;
     call.y = y_image + at;
     call.residual = residual_image ? residual_image + at : nullptr;
@@ -257,9 +270,11 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     }
     const size_t positions = ws.outputs.size();
     if (positions == 0) continue;
-    if (rows_path && positions == size_t(r[1].size()) * shape.out_w) {
-      // Every output computed: the row path over x's kept positions (padding and pruned
-      // positions zero), the kernel adding up the kept channels only, the weights as packed.
+    if (rows_path) {
+      // The row path over x's kept positions (padding and pruned positions zero), the kernel
+      // adding up the kept channels only, the weights as packed; with positions pruned, only
+      // the computed outputs, each read where its window lies.
+      const bool every = positions == size_t(r[1].size()) * shape.out_w;
       ws.kept_channels.resize(size_t(kc));
       std::copy_n(kept, kc, ws.kept_channels.begin());  // ascending, as AttentionKeep writes them
       kernels::ConvRowCall call;
@@ -271,7 +286,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       const float* rn = residual ? residual->data<float>() + size_t(n) * out_plane * m + c0 : nullptr;
       const float* xn = x.data<float>() + n * in_plane * channels;
       run_rows(shape, xn, size_t(channels), r[1].begin, r[1].end, full, call, y + c0, rn, m,
-               positions_pruned ? ws.flags.kept_position.data() : nullptr, ws.padded);
+               positions_pruned ? ws.flags.kept_position.data() : nullptr, ws.padded, every ? nullptr : &ws.outputs,
+               &ws.listed);
       continue;
     }
     // Otherwise one GEMM over the computed outputs' windows. Where the GEMM takes a list of k
