@@ -218,12 +218,16 @@ void listed_outputs(const ConvRowCall& call) {
   constexpr size_t kMaxMR = 14, kMaxNR = 32;
   if (mr > kMaxMR || nr > kMaxNR) throw Error("conv_rows: listed outputs need the 14 x 32 kernel");
   const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
+  // As rows_in_words: with no dilation, pixels one run of channels and every channel kept, a
+  // kernel row's taps are one run of kernel_w * channels steps.
+  const bool row_runs = call.dilation_w == 1 && pixel == call.channels && !call.kept_channels;
+  const size_t runs = row_runs ? call.kernel_h : taps, run_steps = row_runs ? call.kernel_w * call.channels : call.channels;
   alignas(64) float c[kMaxMR * kMaxNR];
   alignas(64) float residual[kMaxMR * kMaxNR];
   const float* rows[kMaxMR];
   std::array<ptrdiff_t, kMaxTapsPerCall> offsets{};
   GemmTileArgs t;
-  t.kc = call.channels;
+  t.kc = run_steps;
   t.a_rows = rows;
   t.tap_offsets = offsets.data();
   t.k_steps = call.kept_channels;
@@ -245,17 +249,17 @@ void listed_outputs(const ConvRowCall& call) {
         if (call.residual) std::copy_n(call.residual + q * call.y_stride + jr, t.n, residual + r * nr);
       }
       t.residual = call.residual ? residual : nullptr;
-      for (size_t tap0 = 0; tap0 < taps; tap0 += kMaxTapsPerCall) {
-        t.taps = std::min(kMaxTapsPerCall, taps - tap0);
+      for (size_t run0 = 0; run0 < runs; run0 += kMaxTapsPerCall) {
+        t.taps = std::min(kMaxTapsPerCall, runs - run0);
         for (size_t i = 0; i < t.taps; ++i) {
-          const size_t ki = (tap0 + i) / call.kernel_w, kj = (tap0 + i) % call.kernel_w;
+          const size_t ki = row_runs ? run0 + i : (run0 + i) / call.kernel_w, kj = row_runs ? 0 : (run0 + i) % call.kernel_w;
           offsets[i] = ptrdiff_t(ki * call.tap_row_floats + kj * call.dilation_w * pixel);
         }
-        t.b = panel + tap0 * call.channels * nr;
+        t.b = panel + run0 * run_steps * nr;
         // The panel's first call streams its weights and asks for the next panel's.
-        t.b_next = i0 == 0 && tap0 + t.taps == taps ? next_panel : nullptr;
-        t.accumulate = tap0 > 0;
-        t.finish = tap0 + t.taps == taps;
+        t.b_next = i0 == 0 && run0 + t.taps == runs ? next_panel : nullptr;
+        t.accumulate = run0 > 0;
+        t.finish = run0 + t.taps == runs;
         f32_gemm_14x32_avx512(t);
       }
       for (size_t r = 0; r < t.m; ++r) std::copy_n(c + r * nr, t.n, call.y + call.outputs[i0 + r] * call.y_stride + jr);
