@@ -7,10 +7,12 @@
 //    as the only steps of its GEMMs, the pruned positions read as 0 and only the outputs
 //    centred on kept positions computed: a block of outputs with none computed is skipped
 //    (kernels/winograd_nhwc.h kept_channels, kept_positions, computed);
-//  - where the tile computes every output (no position pruned), it runs the dense conv's row
-//    path (kernels/conv_rows.h, AVX-512) on x's kept positions, the kernel adding up the kept
-//    channels only (ConvRowCall::kept_channels): pruned channels cost no products and no copy;
-//  - otherwise it copies the input rows its windows read into a compact map of the kept
+//  - on AVX-512 it runs the dense conv's row path (kernels/conv_rows.h) on x's kept positions
+//    (pruned ones zero in the padded copy), the kernel adding up the kept channels only
+//    (ConvRowCall::kept_channels): pruned channels cost no products and no copy. With
+//    positions pruned it computes only the outputs centred on kept positions, each window
+//    read where it lies in the copy (ConvRowCall::outputs);
+//  - elsewhere it copies the input rows its windows read into a compact map of the kept
 //    channels only, zero at pruned positions (channels-last, a kept position's kept channels
 //    are one run, so each window tap after that is one copy), lays out the windows of the
 //    outputs it computes (those whose window centre is kept, computed_outputs) as the rows of
