@@ -64,10 +64,10 @@ size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr);
 // Whether conv_row runs on this ISA and precision (a microkernel that reads A in place).
 bool conv_row_supported(Isa isa, Precision precision);
 
-// The call's output rows: every position (or call.outputs), every channel. Per panel of output channels, all the
-// rows run over the panel's weights of every tap (read from memory once for the rows, then from
-// cache); partial sums stay in registers, not in y. Throws grove::Error where
-// conv_row_supported is false or the weights do not match.
+// The call's output rows: every position (or call.outputs), every channel. Per panel of output
+// channels, all the rows run over the panel's weights of every tap (read from memory once for
+// the rows, then from cache); partial sums stay in registers, not in y. Throws grove::Error
+// where conv_row_supported is false or the weights do not match.
 void conv_rows(const ConvRowCall& call);
 
 }  // namespace grove::kernels

@@ -66,7 +66,7 @@ struct RowsInPlace {
 };
 
 // Each row from its own base (GemmTileArgs::a_rows): one load of the row's base per broadcast,
-// which the loads ports take beside the FMAs (28 FMAs and 16 loads a step before it).
+// which the load ports take beside the FMAs (28 FMAs and 16 loads a step before it).
 template <class T>
 struct RowsByPointer {
   const T* const* row;

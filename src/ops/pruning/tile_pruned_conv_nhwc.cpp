@@ -165,6 +165,15 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
   call.y_stride = m;
   for (int64_t first = oy0; first < oy1; first += group) {
     const int64_t last = std::min(oy1, first + group), in_rows = (last - first - 1) * int64_t(s.stride_h) + span_h;
+    if (outputs) {  // the group's outputs, counted from its first row
+      const auto from_q = uint32_t(size_t(first) * s.out_w), to_q = uint32_t(size_t(last) * s.out_w);
+      listed->clear();
+      for (auto q = std::lower_bound(outputs->begin(), outputs->end(), from_q); q != outputs->end() && *q < to_q; ++q)
+        listed->push_back(*q - from_q);
+      if (listed->empty()) continue;
+      call.outputs = listed->data();
+      call.output_count = listed->size();
+    }
     padded.resize(size_t(in_rows * row_floats));
     // The input columns that land in a padded row: pixels [left + from, left + to) of it.
     const int64_t left = int64_t(s.pad_left), from = std::max<int64_t>(0, -left);
@@ -191,15 +200,6 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
     }
     call.x = padded.data();
     call.rows = size_t(last - first);
-    if (outputs) {  // the group's outputs, counted from its first row
-      const auto from_q = uint32_t(size_t(first) * s.out_w), to_q = uint32_t(size_t(last) * s.out_w);
-      listed->clear();
-      for (auto q = std::lower_bound(outputs->begin(), outputs->end(), from_q); q != outputs->end() && *q < to_q; ++q)
-        listed->push_back(*q - from_q);
-      if (listed->empty()) continue;
-      call.outputs = listed->data();
-      call.output_count = listed->size();
-    }
     const size_t at = size_t(first) * s.out_w * m;
     call.y = y_image + at;
     call.residual = residual_image ? residual_image + at : nullptr;
