@@ -135,16 +135,15 @@ TEST(ConvRows, EveryGroupingOfTapsMatchesTheOracle) {
   for (const Case& c : cases) check(c, seed += 10);
 }
 
-// Cases drawn at random: channels, output channels (a panel of 16 or fewer runs on the narrow
-// kernel, also as a wide conv's last panel or a tile's), kernel sizes, strides, dilations, row
-// widths (7 and 14 wide rows are grouped across rows), rows, a tile's window of channels, the
-// residual and the activation, each with every grouping of taps; and the same over kept channels.
-TEST(ConvRows, GeneratedCasesMatchTheOracle) {
-  if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
-  std::mt19937 rng(20261205);
-  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
-  const size_t widths[] = {7, 14, 28, 1, 5, 13, 29, 56};
-  for (int i = 0; i < 60; ++i) {
+// Draws the generated tests' cases: channels, output channels (a panel of 16 or fewer runs on
+// the narrow kernel, also as a wide conv's last panel or a tile's), kernel sizes, strides,
+// dilations, row widths (7 and 14 wide rows are grouped across rows), rows, a tile's window of
+// channels, the residual and the activation; and lists of kept channels.
+struct CaseDraws {
+  std::mt19937 rng;
+  size_t pick(size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); }
+  Case next() {
+    static const size_t widths[] = {7, 14, 28, 1, 5, 13, 29, 56};
     Case c{};
     c.channels = pick(1, 40);
     c.out_channels = pick(0, 2) == 0 ? pick(1, 16) : pick(1, 80);
@@ -158,13 +157,28 @@ TEST(ConvRows, GeneratedCasesMatchTheOracle) {
       c.n0 = 32 * pick(1, (c.out_channels - 1) / 32);
       c.n = pick(1, c.out_channels - c.n0);
     }
+    return c;
+  }
+  // About two thirds of the channels, at least one.
+  std::vector<uint32_t> kept_channels(size_t channels) {
+    std::vector<uint32_t> kept;
+    for (uint32_t ch = 0; ch < channels; ++ch)
+      if (pick(0, 2) != 0) kept.push_back(ch);
+    if (kept.empty()) kept.push_back(0);
+    return kept;
+  }
+};
+
+// Drawn cases, each with every grouping of taps; and the same over kept channels.
+TEST(ConvRows, GeneratedCasesMatchTheOracle) {
+  if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
+  CaseDraws draws{std::mt19937(20261205)};
+  for (int i = 0; i < 60; ++i) {
+    const Case c = draws.next();
     check(c, unsigned(100 + i));
     if (::testing::Test::HasFatalFailure()) return;
     if (c.channels > 1 && i % 3 == 0) {
-      std::vector<uint32_t> kept;
-      for (uint32_t ch = 0; ch < c.channels; ++ch)
-        if (pick(0, 2) != 0) kept.push_back(ch);
-      if (kept.empty()) kept.push_back(0);
+      const std::vector<uint32_t> kept = draws.kept_channels(c.channels);
       check(c, unsigned(200 + i), Precision::f32, &kept);
       if (::testing::Test::HasFatalFailure()) return;
     }
@@ -172,39 +186,22 @@ TEST(ConvRows, GeneratedCasesMatchTheOracle) {
 }
 
 // Listed outputs (a pruned conv's computed ones): each read where its window lies, the others
-// untouched; over cases drawn as above, lists drawn at random (a few outputs, most of them,
-// every one, none), with and without kept channels, and with more taps than one call adds up.
+// untouched; over drawn cases, lists drawn at random (a few outputs, most of them, every one,
+// none), with and without kept channels, and with more taps than one call adds up.
 TEST(ConvRows, ListedOutputsAloneMatchTheOracle) {
   if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
-  std::mt19937 rng(20261206);
-  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
-  const size_t widths[] = {7, 14, 28, 1, 5, 13, 29};
+  CaseDraws draws{std::mt19937(20261206)};
   for (int i = 0; i < 60; ++i) {
-    Case c{};
-    c.channels = pick(1, 40);
-    c.out_channels = pick(1, 80);
-    c.kernel_h = pick(1, 3), c.kernel_w = pick(1, 3);
+    Case c = draws.next();
     if (i == 0) c.kernel_h = c.kernel_w = 9;  // 81 taps: two calls accumulate in the stack tile
-    c.stride_w = pick(1, 2), c.dilation_w = pick(1, 2);
-    c.out_w = widths[pick(0, 6)];
-    c.rows = pick(1, 6);
-    c.residual = pick(0, 1), c.relu = pick(0, 1);
-    c.stride_h = pick(1, 2);
-    if (c.out_channels > 32 && pick(0, 1)) {
-      c.n0 = 32 * pick(1, (c.out_channels - 1) / 32);
-      c.n = pick(1, c.out_channels - c.n0);
-    }
-    const size_t share = pick(0, 3);  // of 4: a quarter to every output; 0: none
+    const size_t share = draws.pick(0, 3);    // of 4: a quarter to every output; 0: none
     std::vector<uint32_t> listed;
     for (uint32_t q = 0; q < c.rows * c.out_w; ++q)
-      if (pick(1, 4) <= share) listed.push_back(q);
+      if (draws.pick(1, 4) <= share) listed.push_back(q);
     check(c, unsigned(300 + i), Precision::f32, nullptr, &listed);
     if (::testing::Test::HasFatalFailure()) return;
     if (c.channels > 1 && i % 2 == 0) {
-      std::vector<uint32_t> kept;
-      for (uint32_t ch = 0; ch < c.channels; ++ch)
-        if (pick(0, 2) != 0) kept.push_back(ch);
-      if (kept.empty()) kept.push_back(0);
+      const std::vector<uint32_t> kept = draws.kept_channels(c.channels);
       check(c, unsigned(400 + i), Precision::f32, &kept, &listed);
       if (::testing::Test::HasFatalFailure()) return;
     }
