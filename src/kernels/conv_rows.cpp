@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 #include <string>
 
 #include "grove/error.h"
@@ -102,6 +103,9 @@ bool conv_row_supported(Isa isa, Precision precision) {
 namespace {
 void rows_in_words(const ConvRowCall& call, size_t per_word);
 void listed_outputs(const ConvRowCall& call);
+using TapCounts = std::array<size_t, kMaxTapsPerCall>;
+TapCounts kept_taps(const ConvRowCall& call);
+void tap_by_tap(const ConvRowCall& call, const TapCounts& kept);
 }  // namespace
 
 void conv_rows(const ConvRowCall& call) {
@@ -127,6 +131,17 @@ void conv_rows(const ConvRowCall& call) {
     for (size_t i = 0; i < call.output_count; ++i)
       if (call.outputs[i] >= call.rows * call.out_w || (i > 0 && call.outputs[i] <= call.outputs[i - 1]))
         throw Error("conv_rows: listed outputs must increase and stay below rows x out_w");
+    if (call.kept_pixels) {
+      const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
+      if (!call.scratch || call.row_step_floats % pixel != 0 || call.tap_row_floats % pixel != 0)
+        throw Error("conv_rows: kept pixels need a scratch and rows a whole number of pixels apart");
+      if (taps <= kMaxTapsPerCall) {
+        const TapCounts kept = kept_taps(call);
+        const size_t pairs = std::accumulate(kept.begin(), kept.end(), size_t{0});
+        if (double(pairs) <= (1.0 - kConvRowsSkippedTapShare) * double(call.output_count * taps))
+          return tap_by_tap(call, kept);
+      }
+    }
     return listed_outputs(call);
   }
   if (per_word == 2) {  // the same call in pair words
@@ -263,6 +278,125 @@ void listed_outputs(const ConvRowCall& call) {
         f32_gemm_14x32_avx512(t);
       }
       for (size_t r = 0; r < t.m; ++r) std::copy_n(c + r * nr, t.n, call.y + call.outputs[i0 + r] * call.y_stride + jr);
+    }
+  }
+}
+
+// scratch.windows: the listed outputs' windows, as pixels from x (the pixel of a window's tap
+// of kernel row 0, column 0), without a division per output: outputs increase, so their row
+// only moves on.
+void list_windows(const ConvRowCall& call, size_t pixel) {
+  std::vector<uint32_t>& windows = call.scratch->windows;
+  windows.resize(call.output_count);
+  const size_t row_pixels = call.row_step_floats / pixel;
+  size_t row_end = call.out_w, row_at = 0;  // the first output past the current row, and its row's window 0
+  for (size_t i = 0; i < call.output_count; ++i) {
+    const size_t q = call.outputs[i];
+    while (q >= row_end) row_end += call.out_w, row_at += row_pixels;
+    windows[i] = uint32_t(row_at + (q - (row_end - call.out_w)) * call.stride_w);
+  }
+}
+
+// Pixels from a window to its tap `tap`.
+size_t tap_pixels(const ConvRowCall& call, size_t tap, size_t pixel) {
+  return tap / call.kernel_w * (call.tap_row_floats / pixel) + tap % call.kernel_w * call.dilation_w;
+}
+
+// Per tap (at most kMaxTapsPerCall), the listed outputs whose tap reads a kept pixel; lists
+// their windows in scratch.windows.
+TapCounts kept_taps(const ConvRowCall& call) {
+  const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels, taps = call.kernel_h * call.kernel_w;
+  std::array<size_t, kMaxTapsPerCall> offsets{};
+  for (size_t tap = 0; tap < taps; ++tap) offsets[tap] = tap_pixels(call, tap, pixel);
+  TapCounts kept{};
+  list_windows(call, pixel);
+  for (const uint32_t at : call.scratch->windows) {
+    const unsigned char* window = call.kept_pixels + at;
+    for (size_t tap = 0; tap < taps; ++tap) kept[tap] += window[offsets[tap]];
+  }
+  return kept;
+}
+
+// call.outputs with call.kept_pixels, tap by tap: per panel, the listed outputs' sums start at 0
+// in scratch.sums (one row of nr per output); per tap, the outputs whose tap reads a kept pixel go
+// up to 14 to a call that adds that tap's products to their rows where they lie
+// (GemmTileArgs::c_rows). A last pass of calls with no k steps
+// adds the bias and residual, applies the activation and sends each output to its place in y.
+void tap_by_tap(const ConvRowCall& call, const TapCounts& kept) {
+  const PackedB& w = *call.w;
+  const size_t taps = call.kernel_h * call.kernel_w, nr = w.nr, count = call.output_count;
+  const size_t mr = gemm_blocking(w.isa, w.precision).mr;
+  constexpr size_t kMaxMR = 14, kMaxNR = 32;
+  if (mr > kMaxMR || nr > kMaxNR) throw Error("conv_rows: listed outputs need the 14 x 32 kernel");
+  const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
+  const std::vector<uint32_t>& windows = call.scratch->windows;  // listed by kept_taps
+  call.scratch->sums.resize(count * nr);
+  float* partial = call.scratch->sums.data();
+  alignas(64) float residual[kMaxMR * kMaxNR];
+  const float* rows[kMaxMR];
+  float* c_rows[kMaxMR];
+  GemmTileArgs t;
+  t.a_rows = rows;
+  t.c_stride = nr;
+  t.residual_stride = nr;
+  t.activation = call.activation;
+  t.accumulate = true;
+  for (size_t jr = 0; jr < call.n; jr += nr) {
+    t.n = std::min(nr, call.n - jr);
+    const float* panel = w.panel((call.n0 + jr) / nr);
+    const float* next_panel = jr + nr < call.n ? w.panel((call.n0 + jr + nr) / nr) : nullptr;
+    std::fill_n(partial, count * nr, 0.0f);
+    t.kc = call.channels;
+    t.k_steps = call.kept_channels;
+    t.k_step_count = call.kept;
+    t.finish = false;
+    t.bias = nullptr;
+    t.residual = nullptr;
+    t.c_rows = c_rows;
+    for (size_t tap = 0; tap < taps; ++tap) {
+      const size_t offset = tap_pixels(call, tap, pixel);
+      t.b = panel + tap * call.channels * nr;
+      // The tap's first call streams its weights and asks for the next tap's (or panel's).
+      const float* next = tap + 1 < taps ? t.b + call.channels * nr : next_panel;
+      // The tap's outputs in blocks of nearly equal height: a short last block (one row of 14)
+      // would wait on its FMAs' latency.
+      size_t blocks = (kept[tap] + mr - 1) / mr, left = kept[tap], m = 0;
+      const auto height = [&] { return blocks ? (left + blocks - 1) / blocks : 0; };
+      size_t rows_now = height();
+      const auto run = [&] {
+        t.m = m;
+        t.b_next = next;
+        next = nullptr;
+        f32_gemm_14x32_avx512(t);
+        left -= m, --blocks, m = 0;
+        rows_now = height();
+      };
+      for (size_t i = 0; i < count; ++i) {
+        const size_t from = windows[i] + offset;
+        if (!call.kept_pixels[from]) continue;
+        rows[m] = call.x + from * pixel;
+        c_rows[m] = partial + i * nr;
+        if (++m == rows_now) run();
+      }
+    }
+    // The epilogue: C as the sums, no k steps.
+    t.c_rows = nullptr;
+    t.kc = 0;
+    t.k_steps = nullptr;
+    t.k_step_count = 0;
+    t.b_next = nullptr;
+    t.finish = true;
+    t.bias = call.bias ? call.bias + jr : nullptr;
+    for (size_t i0 = 0; i0 < count; i0 += mr) {
+      t.m = std::min(mr, count - i0);
+      t.c = partial + i0 * nr;
+      if (call.residual) {
+        for (size_t r = 0; r < t.m; ++r)
+          std::copy_n(call.residual + call.outputs[i0 + r] * call.y_stride + jr, t.n, residual + r * nr);
+        t.residual = residual;
+      }
+      f32_gemm_14x32_avx512(t);
+      for (size_t r = 0; r < t.m; ++r) std::copy_n(t.c + r * nr, t.n, call.y + call.outputs[i0 + r] * call.y_stride + jr);
     }
   }
 }

@@ -7,11 +7,18 @@
 // starts at row t * channels.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/epilogue.h"
 #include "kernels/gemm.h"
 
 namespace grove::kernels {
+
+// A worker's buffers for conv_rows' tap-by-tap path (ConvRowCall::kept_pixels).
+struct ConvRowScratch {
+  std::vector<float> sums;         // a row of partial sums per listed output
+  std::vector<uint32_t> windows;   // each listed output's window, in pixels from x
+};
 
 struct ConvRowCall {
   // Input pixel p of the padded row a tap of kernel row 0 reads, at x + p * channels; kernel row
@@ -52,7 +59,25 @@ struct ConvRowCall {
   // row of A read where its window lies (GemmTileArgs::a_rows), so no window is laid out.
   const uint32_t* outputs = nullptr;
   size_t output_count = 0;
+  // With outputs only: one byte per pixel of the padded copy (the pixel at x + i * pixel_floats
+  // is byte i), 0 where that pixel is all zeros (a pruned position, padding). A tap that reads
+  // a zero pixel adds nothing to its output. Where such taps are at least
+  // kConvRowsSkippedTapShare of the listed outputs' taps, the call runs tap by tap over only the
+  // (output, tap) pairs that read a kept pixel, its partial sums in scratch instead of
+  // registers: a conv of a map with positions pruned, whose outputs are centred on kept
+  // positions, so skips about half of their other taps too.
+  const unsigned char* kept_pixels = nullptr;
+  ConvRowScratch* scratch = nullptr;  // needed with kept_pixels
 };
+
+// The share of a call's listed taps that must read zero pixels before it runs tap by tap
+// (ConvRowCall::kept_pixels): going through C in memory per tap, and the short register tiles
+// of each tap's last block, cost about that much of the taps it computes (docs/kernels.md).
+inline constexpr double kConvRowsSkippedTapShare = 0.15;
+// What a tap costs tap by tap, relative to one added up in registers: a 14 x 64 x 64 conv with
+// 45% of its listed taps kept ran in 0.61-0.72 of the register path's time (Zen 5), its C going
+// through memory once per tap and its blocks shorter. The plan prices the path with it.
+inline constexpr double kConvRowsTapByTapCost = 1.4;
 
 // The most taps one microkernel call adds up.
 inline constexpr size_t kConvRowsMaxTaps = 64;

@@ -49,6 +49,10 @@ struct GemmTileArgs {
   const float* b_next = nullptr;
   float* c = nullptr;
   size_t c_stride = 0;
+  // Float C by row, the AVX-512 kernels only: row r at c_rows[r], c and c_stride unused. A conv
+  // that adds up one tap at a time for scattered outputs (kernels/conv_rows.cpp) adds to their
+  // rows where they lie. Null: C at c.
+  float* const* c_rows = nullptr;
   size_t m = 0;             // valid rows, 1..MR
   size_t n = 0;             // valid columns, 1..NR
   bool accumulate = false;  // add the products to C instead of overwriting it

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "graph/node_decisions.h"
+#include "kernels/conv_rows.h"
 #include "kernels/gemm.h"
 #include "kernels/im2col.h"
 #include "ops/pruning/feature_pruning.h"
@@ -154,6 +155,33 @@ double winograd_blocks_computed(const Node& n, double kept, int64_t block) {
   return 1.0 - std::pow(1.0 - kept, units);
 }
 
+// The share of a computed output's taps that read a kept position, for a conv of kh x kw taps
+// over a map whose positions are kept at the share `kept`, one by one or in blocks of `block` x
+// `block`: a tap that stays in its output's block reads a kept position (the centre always
+// does), any other one does at `kept`.
+double kept_tap_share(int64_t kh, int64_t kw, double kept, int64_t block) {
+  const int64_t b = std::max<int64_t>(block, 1);
+  auto staying = [&](int64_t k) {  // per dimension: the share of (output, tap) pairs in one block
+    int64_t in = 0;
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t d = -(k / 2); d < k - k / 2; ++d) in += i + d >= 0 && i + d < b;
+    return double(in) / double(b * k);
+  };
+  const double stay = staying(kh) * staying(kw);
+  return stay + (1 - stay) * kept;
+}
+
+// The row path's time over the kept products, relative to its time on them all in registers:
+// where enough of the computed outputs' taps read pruned positions, it runs tap by tap over the
+// others (kernels/conv_rows.h) at kConvRowsTapByTapCost each.
+double row_path_tap_cost(const Graph& g, const Node& n, double kept_positions, int64_t block) {
+  if (kept_positions >= 1 || !kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32)) return 1;
+  auto w = g.values.find(n.inputs.size() > 1 ? n.inputs[1] : "");
+  if (w == g.values.end() || w->second.shape.size() != 4) return 1;
+  const double taps = kept_tap_share(w->second.shape[2], w->second.shape[3], kept_positions, block);
+  return taps <= 1 - kernels::kConvRowsSkippedTapShare ? std::min(1.0, kernels::kConvRowsTapByTapCost * taps) : 1;
+}
+
 // Where a node (a gate, a mask) goes: after every node that writes one of `inputs`.
 size_t after_producers(const Graph& g, const std::vector<std::string>& inputs) {
   size_t at = 0;
@@ -219,7 +247,8 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
         const double fixed = winograd.half_kept > 0 ? std::clamp(2 * winograd.half_kept - 1, 0.0, 1.0) : 0.0;
         const double tiles = winograd_channel_tiles(graph, n, winograd.threads);
         const double blocks = winograd_blocks_computed(n, kept_positions, s.block);
-        pruned_winograd = blocks * (fixed / 2 * (tiles + 1) + (1 - fixed) * kept_channels) <= winograd.gain * kept_share;
+        const double rows = winograd.gain * kept_share * row_path_tap_cost(graph, n, kept_positions, s.block);
+        pruned_winograd = blocks * (fixed / 2 * (tiles + 1) + (1 - fixed) * kept_channels) <= rows;
       }
       if (!conv || (nchw_reader && nhwc_reader)) {
         if (nchw_reader) std::replace(n.inputs.begin(), n.inputs.end(), s.value, masked);

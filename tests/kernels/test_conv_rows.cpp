@@ -40,9 +40,11 @@ std::string name(const Case& c) {
 // then multiplies the rounded operands.
 // kept: only these channels count (ConvRowCall::kept_channels); the others hold NaN in x, which
 // must never be read. listed: only these output positions are computed (ConvRowCall::outputs);
-// the others must be left as they were.
+// the others must be left as they were. zero_share (with listed): about that share of the input
+// pixels is zero and marked so (ConvRowCall::kept_pixels), so the taps that read them may be
+// skipped.
 void check(const Case& c, unsigned seed, Precision precision = Precision::f32, const std::vector<uint32_t>* kept = nullptr,
-           const std::vector<uint32_t>* listed = nullptr) {
+           const std::vector<uint32_t>* listed = nullptr, double zero_share = 0.0) {
   const bool bf16 = precision == Precision::bf16;
   auto operand = [&](float v) { return bf16 ? double(bf16_value(bf16_bits(v))) : double(v); };
   // Padded input rows: each output row steps stride_h input rows on, kernel row ki reads ki
@@ -56,6 +58,15 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32, c
     for (uint32_t ch : *kept) counts[ch] = true;
   for (size_t i = 0; i < x.size(); ++i)
     if (!counts[i % c.channels]) x[i] = std::nanf("");
+  std::vector<unsigned char> kept_pixels(in_rows * row_pixels, 1);
+  std::mt19937 zeros(seed + 4);
+  for (size_t p = 0; zero_share > 0 && p < kept_pixels.size(); ++p) {
+    if (std::uniform_real_distribution<double>(0, 1)(zeros) >= zero_share) continue;
+    kept_pixels[p] = 0;
+    for (size_t ci = 0; ci < c.channels; ++ci)
+      if (counts[ci]) x[p * c.channels + ci] = 0.0f;
+  }
+  ConvRowScratch scratch;
   const std::vector<float> w = random_values(k * m, seed + 1);  // k x m, k ordered (ki, kj, c)
   const std::vector<float> bias = random_values(m, seed + 2);
   const std::vector<float> residual = random_values(c.rows * c.out_w * m, seed + 3);
@@ -102,6 +113,7 @@ void check(const Case& c, unsigned seed, Precision precision = Precision::f32, c
     if (kept) call.kept_channels = kept->data(), call.kept = kept->size();
     static const uint32_t none = 0;  // an empty list is not null: no output computed
     if (listed) call.outputs = listed->empty() ? &none : listed->data(), call.output_count = listed->size();
+    if (zero_share > 0) call.kept_pixels = kept_pixels.data(), call.scratch = &scratch;
     conv_rows(call);
     std::vector<bool> computed(c.rows * c.out_w, listed == nullptr);
     if (listed)
@@ -203,6 +215,31 @@ TEST(ConvRows, ListedOutputsAloneMatchTheOracle) {
     if (c.channels > 1 && i % 2 == 0) {
       const std::vector<uint32_t> kept = draws.kept_channels(c.channels);
       check(c, unsigned(400 + i), Precision::f32, &kept, &listed);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// Listed outputs over an input with zero pixels marked (a pruned conv's map): a call whose
+// outputs read enough zero pixels runs tap by tap over the taps that read kept ones, with its
+// sums in the scratch. Drawn cases and lists, a quarter to three quarters of the pixels zero,
+// with and without kept channels; a kernel of 81 taps stays in registers.
+TEST(ConvRows, ListedOutputsSkipTheTapsOfZeroPixels) {
+  if (!conv_row_supported(active_isa(), Precision::f32)) GTEST_SKIP() << "no in-place A kernel on this CPU";
+  CaseDraws draws{std::mt19937(20261207)};
+  for (int i = 0; i < 60; ++i) {
+    Case c = draws.next();
+    if (i == 0) c.kernel_h = c.kernel_w = 9;
+    std::vector<uint32_t> listed;
+    const size_t share = draws.pick(1, 4);  // of 4 outputs listed
+    for (uint32_t q = 0; q < c.rows * c.out_w; ++q)
+      if (draws.pick(1, 4) <= share) listed.push_back(q);
+    const double zeros = 0.25 * double(draws.pick(1, 3));
+    check(c, unsigned(500 + i), Precision::f32, nullptr, &listed, zeros);
+    if (::testing::Test::HasFatalFailure()) return;
+    if (c.channels > 1 && i % 2 == 0) {
+      const std::vector<uint32_t> kept = draws.kept_channels(c.channels);
+      check(c, unsigned(600 + i), Precision::f32, &kept, &listed, zeros);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }

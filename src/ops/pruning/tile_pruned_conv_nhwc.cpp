@@ -112,6 +112,8 @@ struct Workspace {
   std::vector<uint32_t> k_steps;                           // the GEMM's steps: kept channels of every tap
   std::vector<float> map;                                  // the tile's input rows, [row][column][kept channel]
   std::vector<float> padded;                               // the row path's padded input rows
+  std::vector<unsigned char> kept_pixels;                  // per pixel of padded: 0 where it is all zeros
+  kernels::ConvRowScratch rows;                            // the row path's tap-by-tap sums
   std::vector<float> a, c, residual;                       // windows [P][k], C and the residual [P][columns]
   kernels::PackedB b;                                      // the kept channels' weights, gathered
   kernels::GemmScratch scratch;
@@ -142,11 +144,17 @@ constexpr size_t kPaddedBytes = 256 * 1024;
 // call.kept_channels only: the pruned channels' values are never read and their weights never
 // copied. call.n0 names the first output channel; y_image and residual_image point at it.
 // outputs (increasing positions of the image's output plane, within the rows) lists the
-// outputs to compute, each read where its window lies in the copy; null: every one.
+// outputs to compute, each read where its window lies in the copy; null: every one. The copy
+// is ws.padded; with outputs listed and positions pruned, ws.kept_pixels marks its nonzero
+// pixels, so the kernel can skip the taps that read a zero one (tap by tap in ws.rows).
 void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channels, int64_t oy0, int64_t oy1,
               const kernels::PackedB& b, kernels::ConvRowCall call, float* y_image, const float* residual_image,
-              size_t m, const unsigned char* kept_position, std::vector<float>& padded,
-              const std::vector<uint32_t>* outputs = nullptr, std::vector<uint32_t>* listed = nullptr) {
+              size_t m, const unsigned char* kept_position, Workspace& ws, const std::vector<uint32_t>* outputs = nullptr) {
+  std::vector<float>& padded = ws.padded;
+  std::vector<uint32_t>* listed = &ws.listed;
+  // With outputs listed and positions pruned, the copy's zero pixels are marked, so an output's
+  // taps that read one are skipped where they are enough of them (ConvRowCall::kept_pixels).
+  const bool mark = outputs && kept_position;
   const size_t run = channels;
   const int64_t wp = int64_t((s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1);
   // A pixel stride that puts the rows one microkernel call reads (stride_w pixels apart) a
@@ -175,6 +183,11 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
       call.output_count = listed->size();
     }
     padded.resize(size_t(in_rows * row_floats));
+    if (mark) {
+      ws.kept_pixels.assign(size_t(in_rows * wp), 0);
+      call.kept_pixels = ws.kept_pixels.data();
+      call.scratch = &ws.rows;
+    }
     // The input columns that land in a padded row: pixels [left + from, left + to) of it.
     const int64_t left = int64_t(s.pad_left), from = std::max<int64_t>(0, -left);
     const int64_t to = std::min<int64_t>(int64_t(s.in_w), wp - left);
@@ -194,8 +207,12 @@ void run_rows(const kernels::Conv2dShape& s, const float* x_image, size_t channe
       }
       for (int64_t ix = from; ix < to; ++ix, src += channels) {
         float* at = dst + (left + ix) * pixel;
-        if (!kept_position || kept_position[iy * int64_t(s.in_w) + ix]) std::memcpy(at, src, channels * sizeof(float));
-        else std::fill_n(at, channels, 0.0f);
+        if (!kept_position || kept_position[iy * int64_t(s.in_w) + ix]) {
+          std::memcpy(at, src, channels * sizeof(float));
+          if (mark) ws.kept_pixels[size_t(r * wp + left + ix)] = 1;
+        } else {
+          std::fill_n(at, channels, 0.0f);
+        }
       }
     }
     call.x = padded.data();
@@ -288,8 +305,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
       const float* rn = residual ? residual->data<float>() + size_t(n) * out_plane * m + c0 : nullptr;
       const float* xn = x.data<float>() + n * in_plane * channels;
       run_rows(shape, xn, size_t(channels), r[1].begin, r[1].end, full, call, y + c0, rn, m,
-               positions_pruned ? ws.flags.kept_position.data() : nullptr, ws.padded, every ? nullptr : &ws.outputs,
-               &ws.listed);
+               positions_pruned ? ws.flags.kept_position.data() : nullptr, ws, every ? nullptr : &ws.outputs);
       continue;
     }
     // Otherwise one GEMM over the computed outputs' windows. Where the GEMM takes a list of k
