@@ -61,7 +61,7 @@ struct ConvRowCall {
   size_t output_count = 0;
   // With outputs only: one byte per pixel of the padded copy (the pixel at x + i * pixel_floats
   // is byte i), 0 where that pixel is all zeros (a pruned position, padding). A tap that reads
-  // a zero pixel adds nothing to its output. Where such taps are at least
+  // a zero pixel adds nothing to its output. Where such taps are more than
   // kConvRowsSkippedTapShare of the listed outputs' taps, the call runs tap by tap over only the
   // (output, tap) pairs that read a kept pixel, its partial sums in scratch instead of
   // registers: a conv of a map with positions pruned, whose outputs are centred on kept
@@ -71,12 +71,12 @@ struct ConvRowCall {
 };
 
 // The share of a call's listed taps that must read zero pixels before it runs tap by tap
-// (ConvRowCall::kept_pixels): going through C in memory per tap, and the short register tiles
-// of each tap's last block, cost about that much of the taps it computes (docs/kernels.md).
-inline constexpr double kConvRowsSkippedTapShare = 0.15;
-// What a tap costs tap by tap, relative to one added up in registers: a 14 x 64 x 64 conv with
-// 45% of its listed taps kept ran in 0.61-0.72 of the register path's time (Zen 5), its C going
-// through memory once per tap and its blocks shorter. The plan prices the path with it.
+// (ConvRowCall::kept_pixels), and what a tap costs there relative to one added up in
+// registers: its C goes through memory once per tap and its blocks are shorter. A 14 x 64 x 64
+// conv (hot weights, Zen 5) ran tap by tap in 0.63 of the register path's time with 45% of its
+// listed taps kept at random, 0.81 with 65% kept in clusters, and 1.07 with 76%. The plan prices
+// the path with the cost (plan/feature_pruning.cpp).
+inline constexpr double kConvRowsSkippedTapShare = 0.3;
 inline constexpr double kConvRowsTapByTapCost = 1.4;
 
 // The most taps one microkernel call adds up.
