@@ -103,9 +103,7 @@ bool conv_row_supported(Isa isa, Precision precision) {
 namespace {
 void rows_in_words(const ConvRowCall& call, size_t per_word);
 void listed_outputs(const ConvRowCall& call);
-using TapCounts = std::array<size_t, kMaxTapsPerCall>;
-TapCounts kept_taps(const ConvRowCall& call);
-void tap_by_tap(const ConvRowCall& call, const TapCounts& kept);
+void split_by_kept_taps(const ConvRowCall& call);
 }  // namespace
 
 void conv_rows(const ConvRowCall& call) {
@@ -135,12 +133,7 @@ void conv_rows(const ConvRowCall& call) {
       const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
       if (!call.scratch || call.row_step_floats % pixel != 0 || call.tap_row_floats % pixel != 0)
         throw Error("conv_rows: kept pixels need a scratch and rows a whole number of pixels apart");
-      if (taps <= kMaxTapsPerCall) {
-        const TapCounts kept = kept_taps(call);
-        const size_t pairs = std::accumulate(kept.begin(), kept.end(), size_t{0});
-        if (double(pairs) <= (1.0 - kConvRowsSkippedTapShare) * double(call.output_count * taps))
-          return tap_by_tap(call, kept);
-      }
+      if (taps <= kMaxTapsPerCall) return split_by_kept_taps(call);
     }
     return listed_outputs(call);
   }
@@ -302,19 +295,44 @@ size_t tap_pixels(const ConvRowCall& call, size_t tap, size_t pixel) {
   return tap / call.kernel_w * (call.tap_row_floats / pixel) + tap % call.kernel_w * call.dilation_w;
 }
 
-// Per tap (at most kMaxTapsPerCall), the listed outputs whose tap reads a kept pixel; lists
-// their windows in scratch.windows.
-TapCounts kept_taps(const ConvRowCall& call) {
+using TapCounts = std::array<size_t, kMaxTapsPerCall>;
+void tap_by_tap(const ConvRowCall& call, const TapCounts& kept);
+
+// call.outputs with call.kept_pixels (at most kMaxTapsPerCall taps): an output whose taps that
+// read kept pixels cost less tap by tap (kConvRowsTapByTapCost each) than all of its taps in
+// registers goes tap by tap; the others stay in registers (listed_outputs).
+void split_by_kept_taps(const ConvRowCall& call) {
   const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels, taps = call.kernel_h * call.kernel_w;
   std::array<size_t, kMaxTapsPerCall> offsets{};
   for (size_t tap = 0; tap < taps; ++tap) offsets[tap] = tap_pixels(call, tap, pixel);
-  TapCounts kept{};
+  ConvRowScratch& scratch = *call.scratch;
   list_windows(call, pixel);
-  for (const uint32_t at : call.scratch->windows) {
-    const unsigned char* window = call.kept_pixels + at;
+  scratch.in_registers.clear();
+  scratch.by_tap.clear();
+  TapCounts kept{};
+  size_t sparse = 0;
+  for (size_t i = 0; i < call.output_count; ++i) {
+    const unsigned char* window = call.kept_pixels + scratch.windows[i];
+    size_t count = 0;
+    for (size_t tap = 0; tap < taps; ++tap) count += window[offsets[tap]];
+    if (double(count) * kConvRowsTapByTapCost >= double(taps)) {
+      scratch.in_registers.push_back(call.outputs[i]);
+      continue;
+    }
     for (size_t tap = 0; tap < taps; ++tap) kept[tap] += window[offsets[tap]];
+    scratch.by_tap.push_back(call.outputs[i]);
+    scratch.windows[sparse++] = scratch.windows[i];  // i >= sparse: not read again
   }
-  return kept;
+  scratch.windows.resize(sparse);
+  ConvRowCall part = call;
+  if (!scratch.in_registers.empty()) {
+    part.outputs = scratch.in_registers.data(), part.output_count = scratch.in_registers.size();
+    listed_outputs(part);
+  }
+  if (sparse > 0) {
+    part.outputs = scratch.by_tap.data(), part.output_count = sparse;
+    tap_by_tap(part, kept);
+  }
 }
 
 // call.outputs with call.kept_pixels, tap by tap: per panel, the listed outputs' sums start at 0
@@ -329,7 +347,7 @@ void tap_by_tap(const ConvRowCall& call, const TapCounts& kept) {
   constexpr size_t kMaxMR = 14, kMaxNR = 32;
   if (mr > kMaxMR || nr > kMaxNR) throw Error("conv_rows: listed outputs need the 14 x 32 kernel");
   const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
-  const std::vector<uint32_t>& windows = call.scratch->windows;  // listed by kept_taps
+  const std::vector<uint32_t>& windows = call.scratch->windows;  // listed by split_by_kept_taps
   call.scratch->sums.resize(count * nr);
   float* partial = call.scratch->sums.data();
   alignas(64) float residual[kMaxMR * kMaxNR];
@@ -376,8 +394,9 @@ void tap_by_tap(const ConvRowCall& call, const TapCounts& kept) {
         if (!call.kept_pixels[from]) continue;
         rows[m] = call.x + from * pixel;
         c_rows[m] = partial + i * nr;
-        if (++m == rows_now) run();
+        if (++m == rows_now || m == mr) run();
       }
+      if (m > 0) run();  // none where the counts are right
     }
     // The epilogue: C as the sums, no k steps.
     t.c_rows = nullptr;

@@ -16,8 +16,10 @@ namespace grove::kernels {
 
 // A worker's buffers for conv_rows' tap-by-tap path (ConvRowCall::kept_pixels).
 struct ConvRowScratch {
-  std::vector<float> sums;         // a row of partial sums per listed output
-  std::vector<uint32_t> windows;   // each listed output's window, in pixels from x
+  std::vector<float> sums;              // a row of partial sums per output computed tap by tap
+  std::vector<uint32_t> windows;        // each listed output's window, in pixels from x
+  std::vector<uint32_t> in_registers;   // the listed outputs computed in registers
+  std::vector<uint32_t> by_tap;         // and those computed tap by tap
 };
 
 struct ConvRowCall {
@@ -61,22 +63,20 @@ struct ConvRowCall {
   size_t output_count = 0;
   // With outputs only: one byte per pixel of the padded copy (the pixel at x + i * pixel_floats
   // is byte i), 0 where that pixel is all zeros (a pruned position, padding). A tap that reads
-  // a zero pixel adds nothing to its output. Where such taps are more than
-  // kConvRowsSkippedTapShare of the listed outputs' taps, the call runs tap by tap over only the
-  // (output, tap) pairs that read a kept pixel, its partial sums in scratch instead of
-  // registers: a conv of a map with positions pruned, whose outputs are centred on kept
-  // positions, so skips about half of their other taps too.
+  // a zero pixel adds nothing to its output: an output whose other taps cost less tap by tap
+  // (kConvRowsTapByTapCost each) than all of them in registers is computed tap by tap, with the
+  // other such outputs, over only its taps that read kept pixels, its partial sums in scratch. A
+  // conv of a map with positions pruned, whose outputs are centred on kept positions, so skips
+  // about half of their other taps too.
   const unsigned char* kept_pixels = nullptr;
   ConvRowScratch* scratch = nullptr;  // needed with kept_pixels
 };
 
-// The share of a call's listed taps that must read zero pixels before it runs tap by tap
-// (ConvRowCall::kept_pixels), and what a tap costs there relative to one added up in
+// What a tap costs tap by tap (ConvRowCall::kept_pixels), relative to one added up in
 // registers: its C goes through memory once per tap and its blocks are shorter. A 14 x 64 x 64
-// conv (hot weights, Zen 5) ran tap by tap in 0.63 of the register path's time with 45% of its
-// listed taps kept at random, 0.81 with 65% kept in clusters, and 1.07 with 76%. The plan prices
-// the path with the cost (plan/feature_pruning.cpp).
-inline constexpr double kConvRowsSkippedTapShare = 0.3;
+// conv (hot weights, Zen 5) ran every listed output tap by tap in 0.63 of the register path's
+// time with 45% of their taps kept at random, 0.81 with 65% kept in clusters, and 1.07 with 76%.
+// The plan prices the path with it too (plan/feature_pruning.cpp).
 inline constexpr double kConvRowsTapByTapCost = 1.4;
 
 // The most taps one microkernel call adds up.

@@ -172,14 +172,14 @@ double kept_tap_share(int64_t kh, int64_t kw, double kept, int64_t block) {
 }
 
 // The row path's time over the kept products, relative to its time on them all in registers:
-// where enough of the computed outputs' taps read pruned positions, it runs tap by tap over the
-// others (kernels/conv_rows.h) at kConvRowsTapByTapCost each.
+// where few enough of the computed outputs' taps read kept positions, it runs tap by tap over
+// those (kernels/conv_rows.h) at kConvRowsTapByTapCost each.
 double row_path_tap_cost(const Graph& g, const Node& n, double kept_positions, int64_t block) {
   if (kept_positions >= 1 || !kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32)) return 1;
   auto w = g.values.find(n.inputs.size() > 1 ? n.inputs[1] : "");
   if (w == g.values.end() || w->second.shape.size() != 4) return 1;
   const double taps = kept_tap_share(w->second.shape[2], w->second.shape[3], kept_positions, block);
-  return taps <= 1 - kernels::kConvRowsSkippedTapShare ? std::min(1.0, kernels::kConvRowsTapByTapCost * taps) : 1;
+  return std::min(1.0, kernels::kConvRowsTapByTapCost * taps);
 }
 
 // Where a node (a gate, a mask) goes: after every node that writes one of `inputs`.
