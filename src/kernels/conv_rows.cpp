@@ -28,6 +28,8 @@ size_t conv_rows_taps_per_call(size_t channels, size_t taps, size_t nr) {
   return taps * channels * nr * sizeof(float) <= budget ? std::min(taps, kMaxTapsPerCall) : 1;
 }
 
+double conv_rows_tap_by_tap_cost(size_t steps) { return 1.15 + 14.0 / double(std::max<size_t>(steps, 1)); }
+
 namespace {
 
 // C of the call's position `at`: float, or bf16 rounded once.
@@ -299,13 +301,14 @@ using TapCounts = std::array<size_t, kMaxTapsPerCall>;
 void tap_by_tap(const ConvRowCall& call, const TapCounts& kept);
 
 // call.outputs with call.kept_pixels (at most kMaxTapsPerCall taps): an output whose taps that
-// read kept pixels cost less tap by tap (kConvRowsTapByTapCost each) than all of its taps in
+// read kept pixels cost less tap by tap (conv_rows_tap_by_tap_cost each) than all of its taps in
 // registers goes tap by tap; the others stay in registers (listed_outputs).
 void split_by_kept_taps(const ConvRowCall& call) {
   const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels, taps = call.kernel_h * call.kernel_w;
   std::array<size_t, kMaxTapsPerCall> offsets{};
   for (size_t tap = 0; tap < taps; ++tap) offsets[tap] = tap_pixels(call, tap, pixel);
   ConvRowScratch& scratch = *call.scratch;
+  const double cost = conv_rows_tap_by_tap_cost(call.kept_channels ? call.kept : call.channels);
   list_windows(call, pixel);
   scratch.in_registers.clear();
   scratch.by_tap.clear();
@@ -315,7 +318,7 @@ void split_by_kept_taps(const ConvRowCall& call) {
     const unsigned char* window = call.kept_pixels + scratch.windows[i];
     size_t count = 0;
     for (size_t tap = 0; tap < taps; ++tap) count += window[offsets[tap]];
-    if (double(count) * kConvRowsTapByTapCost >= double(taps)) {
+    if (double(count) * cost >= double(taps)) {
       scratch.in_registers.push_back(call.outputs[i]);
       continue;
     }
@@ -348,7 +351,7 @@ void tap_by_tap(const ConvRowCall& call, const TapCounts& kept) {
   if (mr > kMaxMR || nr > kMaxNR) throw Error("conv_rows: listed outputs need the 14 x 32 kernel");
   const size_t pixel = call.pixel_floats ? call.pixel_floats : call.channels;
   const std::vector<uint32_t>& windows = call.scratch->windows;  // listed by split_by_kept_taps
-  call.scratch->sums.resize(count * nr);
+  call.scratch->sums.reserve(count * nr);
   float* partial = call.scratch->sums.data();
   alignas(64) float residual[kMaxMR * kMaxNR];
   const float* rows[kMaxMR];

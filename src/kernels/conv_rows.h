@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/aligned_buffer.h"
 #include "kernels/epilogue.h"
 #include "kernels/gemm.h"
 
@@ -16,7 +17,7 @@ namespace grove::kernels {
 
 // A worker's buffers for conv_rows' tap-by-tap path (ConvRowCall::kept_pixels).
 struct ConvRowScratch {
-  std::vector<float> sums;              // a row of partial sums per output computed tap by tap
+  AlignedFloats sums;                   // a row of partial sums per output computed tap by tap (rows on cache lines)
   std::vector<uint32_t> windows;        // each listed output's window, in pixels from x
   std::vector<uint32_t> in_registers;   // the listed outputs computed in registers
   std::vector<uint32_t> by_tap;         // and those computed tap by tap
@@ -64,7 +65,7 @@ struct ConvRowCall {
   // With outputs only: one byte per pixel of the padded copy (the pixel at x + i * pixel_floats
   // is byte i), 0 where that pixel is all zeros (a pruned position, padding). A tap that reads
   // a zero pixel adds nothing to its output: an output whose other taps cost less tap by tap
-  // (kConvRowsTapByTapCost each) than all of them in registers is computed tap by tap, with the
+  // (conv_rows_tap_by_tap_cost each) than all of them in registers is computed tap by tap, with the
   // other such outputs, over only its taps that read kept pixels, its partial sums in scratch. A
   // conv of a map with positions pruned, whose outputs are centred on kept positions, so skips
   // about half of their other taps too.
@@ -73,11 +74,12 @@ struct ConvRowCall {
 };
 
 // What a tap costs tap by tap (ConvRowCall::kept_pixels), relative to one added up in
-// registers: its C goes through memory once per tap and its blocks are shorter. A 14 x 64 x 64
-// conv (hot weights, Zen 5) ran every listed output tap by tap in 0.63 of the register path's
-// time with 45% of their taps kept at random, 0.81 with 65% kept in clusters, and 1.07 with 76%.
-// The plan prices the path with it too (plan/feature_pruning.cpp).
-inline constexpr double kConvRowsTapByTapCost = 1.4;
+// registers, for taps of `steps` k steps (the kept channels): its C goes through memory once
+// per tap, each call has a fixed cost, and its blocks are shorter. Fitted to a 14 x 64 x 64
+// conv with half its positions kept at random (hot weights, Zen 5): every listed output tap by
+// tap ran in 0.62 of the register path's time with every channel kept (64 steps) and 0.72 with
+// half (31); 1.15 + 14 / steps. The plan prices the path with it too (plan/feature_pruning.cpp).
+double conv_rows_tap_by_tap_cost(size_t steps);
 
 // The most taps one microkernel call adds up.
 inline constexpr size_t kConvRowsMaxTaps = 64;

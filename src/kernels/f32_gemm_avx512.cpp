@@ -121,19 +121,21 @@ template <int R, int NV, class Rows>
   }
 }
 
-// An R x 16 NV tile of a 32-column panel (NV = 1: its first 16 columns).
-template <int R, int NV, class Rows>
+// An R x 16 NV tile of a 32-column panel (NV = 1: its first 16 columns); with kCRows, C's rows
+// at t.c_rows.
+template <int R, int NV, class Rows, bool kCRows = false>
 void tile(const GemmTileArgs& t, const Rows& rows) {
   __m512 acc[R][NV];
-  start_tile(acc, t);
+  start_tile<R, NV, kCRows>(acc, t);
   add_runs(acc, t, rows);
-  store_tile(acc, t);
+  store_tile<R, NV, kCRows>(acc, t);
 }
 
 }  // namespace
 
 void f32_gemm_14x32_avx512(const GemmTileArgs& t) {
-  if (t.a_rows) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, ByPointer{t.a_rows}); });
+  if (t.a_rows && t.c_rows) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV, ByPointer, true>(t, ByPointer{t.a_rows}); });
+  else if (t.a_rows) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, ByPointer{t.a_rows}); });
   else if (t.a_stride) with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, InPlace<2>(t)); });
   else with_rows<kMR>(t.m, [&](auto rows) { tile<rows(), kNV>(t, Packed{t.a}); });  // k_steps: A in place only
 }

@@ -96,23 +96,29 @@ template <int R, int NV>
 #undef GROVE_EACH
 }
 
-// Row r of the float C (GemmTileArgs::c_rows where set).
-inline float* c_row(const GemmTileArgs& t, int r) { return t.c_rows ? t.c_rows[r] : t.c + r * t.c_stride; }
+// Row r of the float C: at t.c_rows[r] for a kernel instantiated with kCRows (a tile whose C
+// rows lie apart), else t.c + r * t.c_stride. A template argument, not a test of t.c_rows, so
+// the common kernels' epilogue stays as it was.
+template <bool kCRows>
+[[gnu::always_inline]] inline float* c_row(const GemmTileArgs& t, int r) {
+  if constexpr (kCRows) return t.c_rows[r];
+  else return t.c + r * t.c_stride;
+}
 
 // Zeroes the accumulators and, since the C tile (and the residual of a last k block) is read
 // or written only after the k loop, starts pulling its lines in now so the epilogue does not
 // wait on scattered rows.
-template <int R, int NV>
+template <int R, int NV, bool kCRows = false>
 [[gnu::always_inline]] inline void start_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
 #pragma GCC unroll 32
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  if (t.c || t.c_rows) {  // neither where a bf16 C takes the whole k in one block
+  if (kCRows || t.c) {  // null where a bf16 C takes the whole k in one block
 #pragma GCC unroll 32
     for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(c_row(t, r)), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(c_row(t, r) + 16 * NV - 1), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c_row<kCRows>(t, r)), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c_row<kCRows>(t, r) + 16 * NV - 1), _MM_HINT_T0);
     }
   }
   if (t.residual && t.finish) {
@@ -127,7 +133,7 @@ template <int R, int NV>
 // Finishes a tile whose products over this k block are in acc (see the header comment).
 // Inlined into the kernel, so the accumulators stay in registers from the first k step to
 // the store.
-template <int R, int NV>
+template <int R, int NV, bool kCRows = false>
 [[gnu::always_inline]] inline void store_tile(__m512 (&acc)[R][NV], const GemmTileArgs& t) {
   __mmask16 mask[NV];
   for (int v = 0; v < NV; ++v) {
@@ -139,7 +145,7 @@ template <int R, int NV>
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
-        acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(mask[v], c_row(t, r) + 16 * v));
+        acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(mask[v], c_row<kCRows>(t, r) + 16 * v));
   }
   if (t.finish) {
     if (t.bias) {
@@ -182,7 +188,7 @@ template <int R, int NV>
 #pragma GCC unroll 32
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(c_row(t, r) + 16 * v, mask[v], acc[r][v]);
+    for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(c_row<kCRows>(t, r) + 16 * v, mask[v], acc[r][v]);
 }
 
 // Calls f(std::integral_constant<int, m>) for m in 1..Max (nothing for another m), so a kernel

@@ -49,7 +49,8 @@ struct GemmTileArgs {
   const float* b_next = nullptr;
   float* c = nullptr;
   size_t c_stride = 0;
-  // Float C by row, the AVX-512 kernels only: row r at c_rows[r], c and c_stride unused. A conv
+  // Float C by row, f32_gemm_14x32_avx512 with a_rows only: row r at c_rows[r], c and c_stride
+  // unused. A conv
   // that adds up one tap at a time for scattered outputs (kernels/conv_rows.cpp) adds to their
   // rows where they lie. Null: C at c.
   float* const* c_rows = nullptr;

@@ -173,13 +173,13 @@ double kept_tap_share(int64_t kh, int64_t kw, double kept, int64_t block) {
 
 // The row path's time over the kept products, relative to its time on them all in registers:
 // where few enough of the computed outputs' taps read kept positions, it runs tap by tap over
-// those (kernels/conv_rows.h) at kConvRowsTapByTapCost each.
-double row_path_tap_cost(const Graph& g, const Node& n, double kept_positions, int64_t block) {
+// those (kernels/conv_rows.h) at conv_rows_tap_by_tap_cost each.
+double row_path_tap_cost(const Graph& g, const Node& n, int64_t kept_channels, double kept_positions, int64_t block) {
   if (kept_positions >= 1 || !kernels::conv_row_supported(kernels::active_isa(), kernels::Precision::f32)) return 1;
   auto w = g.values.find(n.inputs.size() > 1 ? n.inputs[1] : "");
   if (w == g.values.end() || w->second.shape.size() != 4) return 1;
   const double taps = kept_tap_share(w->second.shape[2], w->second.shape[3], kept_positions, block);
-  return std::min(1.0, kernels::kConvRowsTapByTapCost * taps);
+  return std::min(1.0, kernels::conv_rows_tap_by_tap_cost(size_t(kept_channels)) * taps);
 }
 
 // Where a node (a gate, a mask) goes: after every node that writes one of `inputs`.
@@ -247,7 +247,7 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
         const double fixed = winograd.half_kept > 0 ? std::clamp(2 * winograd.half_kept - 1, 0.0, 1.0) : 0.0;
         const double tiles = winograd_channel_tiles(graph, n, winograd.threads);
         const double blocks = winograd_blocks_computed(n, kept_positions, s.block);
-        const double rows = winograd.gain * kept_share * row_path_tap_cost(graph, n, kept_positions, s.block);
+        const double rows = winograd.gain * kept_share * row_path_tap_cost(graph, n, kc, kept_positions, s.block);
         pruned_winograd = blocks * (fixed / 2 * (tiles + 1) + (1 - fixed) * kept_channels) <= rows;
       }
       if (!conv || (nchw_reader && nhwc_reader)) {

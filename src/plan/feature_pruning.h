@@ -61,7 +61,7 @@ struct WinogradPruningCosts {
 // A channels-last conv the layout pass put on Winograd stays on Winograd where that costs less
 // than the pruned GEMM over the kept channels and positions (gain s r, s the kept channels'
 // share times the kept positions', r the row path's cost of their taps: 1 in registers, or
-// kConvRowsTapByTapCost times the share of the computed outputs' taps that read kept positions
+// conv_rows_tap_by_tap_cost (of the kept channels) times the share of the computed outputs' taps that read kept positions
 // where it runs tap by tap, kernels/conv_rows.h). Relative to Winograd's time on the whole map, pruned
 // Winograd costs b (t + (1 - t) c): c the kept channels' share; t = 2 half_kept - 1 the share
 // of Winograd's time that does not shrink with them (its transforms); b the share of its
