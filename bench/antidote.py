@@ -158,15 +158,26 @@ def plot(r, path):
     fig, ax = plt.subplots(figsize=(6.4, 4))
     base = next(iter(r["latency"].values()))["unpruned"]["p50_ms"]
     ax.scatter([base], [rep["plain_accuracy"]], color="black", label="unpruned")
-    for i, (name, lat) in enumerate(r["latency"].items()):
+    # Labels below their points, each pushed further down while it would overlap one already
+    # placed near it (settings of nearly the same latency), with a line back to its point.
+    points = []
+    for name, lat in r["latency"].items():
         s = rep["settings"].get(name)
-        if not s or s.get("accuracy_ttd") is None:
-            continue
-        ax.scatter([lat["pruned"]["p50_ms"]], [s["accuracy_ttd"]], color="tab:blue")
-        ax.scatter([lat["pruned"]["p50_ms"]], [s["accuracy_plain"]], color="tab:orange", marker="x")
-        ax.annotate(f"{name} ({lat['pruned']['gflop'] / lat['unpruned']['gflop']:.2f} FLOPs)",
-                    (lat["pruned"]["p50_ms"], s["accuracy_ttd"]), fontsize=8, xytext=(4, -12 - 11 * (i % 3)),
-                    textcoords="offset points")
+        if s and s.get("accuracy_ttd") is not None:
+            points.append((lat["pruned"]["p50_ms"], s, name, lat))
+    xs = [p[0] for p in points] + [base]
+    span = max(xs) - min(xs) or 1.0
+    placed = []  # (x, label y in points below the point's accuracy, accuracy)
+    for x, s, name, lat in sorted(points, key=lambda p: (p[0], -p[1]["accuracy_ttd"])):
+        ax.scatter([x], [s["accuracy_ttd"]], color="tab:blue")
+        ax.scatter([x], [s["accuracy_plain"]], color="tab:orange", marker="x")
+        dy = -12
+        while any(abs(x - px) < 0.25 * span and abs((s["accuracy_ttd"] - pa) * 400 + dy - pdy) < 10 for px, pdy, pa in placed):
+            dy -= 11
+        placed.append((x, dy, s["accuracy_ttd"]))
+        ax.annotate(f"{name} ({lat['pruned']['gflop'] / lat['unpruned']['gflop']:.2f} FLOPs)", (x, s["accuracy_ttd"]),
+                    fontsize=8, xytext=(4, dy), textcoords="offset points",
+                    arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if dy < -12 else None)
     ax.scatter([], [], color="tab:blue", label="after targeted dropout")
     ax.scatter([], [], color="tab:orange", marker="x", label="plain network, pruned")
     ax.set_xlabel(f"grove p50 latency, ms (batch {r['batch']}, {r['threads']} threads)")

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """How many Winograd output blocks hold a kept position when Antidote keeps positions one by one,
-on real Fashion-MNIST test images (docs/dynamic.md, "Antidote").
+and how many of a computed output's taps read kept positions, on real Fashion-MNIST test images
+(docs/dynamic.md, "Antidote").
 
   /usr/bin/python3 bench/antidote_blocks.py --model DIR/plain.onnx [--positions 0.5] [--images 500] [--out F.json]
 
@@ -11,6 +12,10 @@ real images keeps the object's positions, which cluster, so fewer blocks might h
 measures it on the maps that the kit network's stride-1 3x3 convs read (relu1.out, 14 x 14, and
 relu3.out, 7 x 7), for blocks of 4 (F(4x4, 3x3)) and 2 (F(2x2, 3x3)): per image, the share of
 blocks holding a kept centre; the median and the 10th and 90th percentiles over the images.
+On the row path a pruned conv computes the outputs centred on kept positions, and skips the
+taps that read pruned ones (kernels/conv_rows.h, kept_pixels): per image, the share of a
+computed output's 3 x 3 taps that read kept positions (padding counts as pruned), against
+1/9 + 8/9 p for positions kept at random.
 
 MODEL is the kit's plain network (tools/dynamic/train_antidote.py writes DIR/plain.onnx); the
 keep decision is the kit's (tools/dynamic/antidote.py keep_masks), the one grove runs. The model
@@ -57,6 +62,14 @@ def block_shares(mask, block):
     return padded.view(n, bh, block, bw, block).amax((2, 4)).flatten(1).mean(1)
 
 
+def kept_tap_shares(mask):
+    """[N, H, W] 0/1 -> per image, the share of the kept positions' 3 x 3 taps (pad 1) that
+    read kept positions."""
+    m = mask.unsqueeze(1).float()
+    neighbours = F.conv2d(m, torch.ones(1, 1, 3, 3), padding=1)
+    return (neighbours * m).flatten(1).sum(1) / (9 * m.flatten(1).sum(1))
+
+
 def measure(args):
     net = load_plain(args.model)
     _, (x, _) = load_fashion_mnist(1, args.images)
@@ -79,6 +92,12 @@ def measure(args):
                 print(f"{name} {kept.shape[1]}x{kept.shape[2]}, blocks of {block}: blocks holding a kept centre "
                       f"median {row['median']:.3f} (p10 {row['p10']:.3f}, p90 {row['p90']:.3f}); "
                       f"positions at random: {row['uniform']:.3f}")
+            s = kept_tap_shares(kept)
+            row = {"median": float(s.median()), "p10": float(s.quantile(0.1)), "p90": float(s.quantile(0.9)),
+                   "uniform": (1 + 8 * args.positions) / 9}
+            out["maps"][name]["kept_taps"] = row
+            print(f"{name}: a computed output's taps reading kept positions median {row['median']:.3f} "
+                  f"(p10 {row['p10']:.3f}, p90 {row['p90']:.3f}); positions at random: {row['uniform']:.3f}")
     return out
 
 

@@ -12,8 +12,9 @@
   4. `grove bench --prune both --json` times unpruned and pruned, with fewer FLOPs pruned;
   5. `grove plan` shows the plan the metadata prunes (its decision and pruned conv nodes), and
      `--prune off` the unpruned one;
-  6. bench/antidote_blocks.py counts the Winograd blocks holding a kept position: keeping one
-     position, exactly one block per map holds it.
+  6. bench/antidote_blocks.py counts the Winograd blocks holding a kept position and the taps
+     that read kept positions: keeping one position, exactly one block per map holds it, and
+     only its centre tap of 9 reads a kept position.
 
 Usage: antidote_model_test.py --grove build/grove [--grove-args "--threads 2"] [--keep DIR]
 """
@@ -94,11 +95,13 @@ def main():
         print("plan: pruned and --prune off plans as expected")
 
     # One position kept: one block of each map holds it, whatever the image (16 blocks of 4 and
-    # 49 of 2 on the 14 x 14 map, 4 and 16 on the 7 x 7 one).
+    # 49 of 2 on the 14 x 14 map, 4 and 16 on the 7 x 7 one), and of its 9 taps only the centre
+    # reads a kept position.
     r = subprocess.run(["/usr/bin/python3", "bench/antidote_blocks.py", "--model", str(work / "plain.onnx"),
                         "--positions", "0.001", "--images", "20", "--out", str(work / "blocks.json")],
                        capture_output=True, text=True)
-    want = {"relu1.out": {"block4": 1 / 16, "block2": 1 / 49}, "relu3.out": {"block4": 1 / 4, "block2": 1 / 16}}
+    want = {"relu1.out": {"block4": 1 / 16, "block2": 1 / 49, "kept_taps": 1 / 9},
+            "relu3.out": {"block4": 1 / 4, "block2": 1 / 16, "kept_taps": 1 / 9}}
     try:
         got = json.loads((work / "blocks.json").read_text())["maps"]
         before = len(failures)
@@ -108,7 +111,7 @@ def main():
                 if not all(abs(row[k] - share) < 1e-6 for k in ("median", "p10", "p90")):
                     failures.append(f"antidote_blocks.py: {m} {b}: {row}, want {share}")
         if len(failures) == before:
-            print("antidote_blocks.py: one kept position, one block per map")
+            print("antidote_blocks.py: one kept position, one block per map, its centre tap alone")
     except (OSError, ValueError, KeyError) as err:
         failures.append(f"antidote_blocks.py: {err}: {r.stdout} {r.stderr}")
 
