@@ -64,7 +64,8 @@ def tile_times(cmd, trace):
 def layer_times(base_cmd, path, rounds):
     """Summed tile time of the pruned layers (the convs that read a pruned map, the decision
     and mask nodes), pruned and unpruned, from `rounds` traced runs of each, alternating;
-    medians. At 1 thread this is the layers' latency; at more, their CPU time."""
+    medians. At 1 thread this is the layers' latency; at more, their CPU time with every run
+    shared across the workers."""
     import tempfile
     dense, pruned, convs = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,8 +99,11 @@ def measure(args):
         result["latency"][name] = {k: {"p50_ms": v["p50_ms"], "p90_ms": v["p90_ms"], "gflop": v["gflop"]}
                                    for k, v in rows.items()}
         if args.layer_rounds:
+            # Shared across the workers always: a plan's first runs try it alone on one core too
+            # (--run-alone auto), and a traced run of one way against one of the other compares
+            # one core's time with two cores' CPU time.
             base = [args.grove, "bench", str(path), "--runs", "20", "--threads", str(args.threads), "--shape",
-                    f"image={args.batch}x1x28x28"] + layout
+                    f"image={args.batch}x1x28x28", "--run-alone", "off"] + layout
             result["latency"][name]["layers"] = layer_times(base, path, args.layer_rounds)
     return result
 
