@@ -6,7 +6,7 @@
 //  - channel c: element (p, c) goes to lane p % 8 (lanes[(p % 8) * channels + c]), each lane
 //    adding in increasing p; the channel's sum is combine_lanes of its 8 lanes;
 //  - position p: element (p, c) goes to lane c % 8, each lane adding in increasing c;
-//    position_sums[p] is combine_lanes of those 8 lanes.
+//    position p's sum is combine_lanes of those 8 lanes.
 // The vector builds add eight lanes at once; the order of every addition stays the same.
 #include <cstddef>
 
@@ -17,14 +17,19 @@ namespace grove::kernels {
 // The 8 lanes of a sum, pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
 inline double combine_lanes(const double* l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); }
 
-// lanes: 8 * channels doubles, added to (zero them first); position_sums: plane doubles, written.
-// Either may be null: those sums are skipped (a decision that keeps every channel, or every
-// position, needs no scores for them).
-void keep_sums_nhwc(const float* x, size_t channels, size_t plane, double* lanes, double* position_sums,
-                    Isa isa = active_isa());
+// The means the decision ranks, from the sums above: channel_means[c] = channel c's sum /
+// plane, position_means[p] = position p's sum / channels (IEEE division rounds the same in every
+// build). Either output may be null: those sums are skipped (a decision that keeps every
+// channel, or every position, needs no scores for them). lanes: 8 * channels doubles of
+// scratch for the channel lanes, needed with channel_means.
+void keep_means_nhwc(const float* x, size_t channels, size_t plane, double* lanes, double* channel_means,
+                     double* position_means, Isa isa = active_isa());
 
-void keep_sums_nhwc_scalar(const float* x, size_t channels, size_t plane, double* lanes, double* position_sums);
-void keep_sums_nhwc_avx2(const float* x, size_t channels, size_t plane, double* lanes, double* position_sums);
-void keep_sums_nhwc_avx512(const float* x, size_t channels, size_t plane, double* lanes, double* position_sums);
+void keep_means_nhwc_scalar(const float* x, size_t channels, size_t plane, double* lanes, double* channel_means,
+                            double* position_means);
+void keep_means_nhwc_avx2(const float* x, size_t channels, size_t plane, double* lanes, double* channel_means,
+                          double* position_means);
+void keep_means_nhwc_avx512(const float* x, size_t channels, size_t plane, double* lanes, double* channel_means,
+                            double* position_means);
 
 }  // namespace grove::kernels

@@ -151,6 +151,15 @@ bool try_pop(WorkerContext& w, ReadyTile& out) {
   return w.pool.try_pop(w.row, out);
 }
 
+// A popped tile this worker may run. benched() was read before the spin began, and run()'s
+// caller may have taken this worker's place since: then the tile goes back to the pool (N
+// threads, not N + 1, share N cores).
+bool keep_popped(WorkerContext& w, ReadyTile& out) {
+  if (!w.roster || !w.roster->benched(w.id)) return true;
+  w.pool.push(w.row, {&out, 1});
+  return false;
+}
+
 // Algorithm 1, line 9, with idling: spin a little, then park until a push or `quit`.
 bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
   using Clock = std::chrono::steady_clock;
@@ -166,9 +175,14 @@ bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
     }
     // quit before pop: run()'s caller must return once its job is done, even while other
     // jobs keep the pool busy.
-    for (int scan = 0; scan < kSpinScans; ++scan) {
+    bool put_back = false;
+    for (int scan = 0; scan < kSpinScans && !put_back; ++scan) {
       if (quit.load(std::memory_order_acquire)) return false;
-      if (try_pop(w, out)) return true;
+      if (try_pop(w, out)) {
+        if (keep_popped(w, out)) return true;
+        put_back = true;
+        continue;
+      }
       if (help_once(w)) {
         idle_since = {};
         scan = -1;  // busy again: a full spin before parking
@@ -176,6 +190,7 @@ bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
       }
       for (int i = 0; i < kPausesPerScan; ++i) cpu_relax();
     }
+    if (put_back) continue;  // benched: wait at the top
     // A job in flight pushes its next tiles within microseconds, sooner than a parked core
     // wakes up: keep spinning (benched and quit are checked on each round).
     if (w.busy_spin_ns > 0 && w.jobs && w.jobs->busy()) {
@@ -191,7 +206,8 @@ bool acquire(WorkerContext& w, ReadyTile& out, const std::atomic<bool>& quit) {
     }
     if (try_pop(w, out)) {
       parker.cancel();
-      return true;
+      if (keep_popped(w, out)) return true;
+      continue;
     }
     parker.wait(epoch);
   }

@@ -159,31 +159,22 @@ void attention_keep_nhwc(const float* x, int64_t channels, int64_t height, int64
   const int64_t plane = height * width;
   const bool all_channels = keep_channels >= channels;
   const bool all_positions = keep_positions >= keep_units(height, width, block);
-  std::vector<double>& lanes = scratch.lanes;  // [8][channels]
+  std::vector<double>& score = scratch.score;  // the channel means, then the position means
   std::vector<double>& positions = scratch.positions;
-  lanes.assign(all_channels ? 0 : static_cast<size_t>(8 * channels), 0.0);
+  scratch.lanes.resize(all_channels ? 0 : static_cast<size_t>(8 * channels));
+  score.resize(static_cast<size_t>(std::max(channels, plane)));
   positions.resize(all_positions ? 0 : static_cast<size_t>(plane));
   // Keeping all of one kind keeps them whatever their scores: those sums are skipped.
   if (!all_channels || !all_positions)
-    kernels::keep_sums_nhwc(x, size_t(channels), size_t(plane), all_channels ? nullptr : lanes.data(),
-                            all_positions ? nullptr : positions.data());
-  std::vector<double>& score = scratch.score;
-  score.assign(static_cast<size_t>(std::max(channels, plane)), 0.0);
-  if (all_channels) {
-    std::iota(keep, keep + channels, int64_t{0});
-  } else {
-    double channel_lanes[8];
-    for (int64_t c = 0; c < channels; ++c) {
-      for (int64_t j = 0; j < 8; ++j) channel_lanes[j] = lanes[size_t(j * channels + c)];
-      score[size_t(c)] = kernels::combine_lanes(channel_lanes) / double(plane);
-    }
-    top(scratch, channels, keep_channels, keep);
-  }
+    kernels::keep_means_nhwc(x, size_t(channels), size_t(plane), scratch.lanes.data(),
+                             all_channels ? nullptr : score.data(), all_positions ? nullptr : positions.data());
+  if (all_channels) std::iota(keep, keep + channels, int64_t{0});
+  else top(scratch, channels, keep_channels, keep);
   if (all_positions) {
     std::iota(keep + keep_channels, keep + keep_channels + keep_positions, int64_t{0});
     return;
   }
-  for (int64_t p = 0; p < plane; ++p) score[size_t(p)] = positions[size_t(p)] / double(channels);
+  std::copy(positions.begin(), positions.end(), score.begin());
   top_positions(scratch, height, width, block, keep_positions, keep + keep_channels);
 }
 

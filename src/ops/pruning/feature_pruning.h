@@ -42,7 +42,7 @@ void computed_outputs(const kernels::Conv2dShape& s, const unsigned char* kept_p
 // caller's).
 struct AttentionKeepScratch {
   std::vector<double> score, ranked;
-  std::vector<double> lanes, positions;  // partial sums in lanes (kernels/keep_scores.h), position sums
+  std::vector<double> lanes, positions;  // the channels' lanes (kernels/keep_scores.h), the position means
 };
 void attention_keep(const float* x, int64_t channels, int64_t height, int64_t width, int64_t keep_channels,
                     int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch, int64_t block = 1);
