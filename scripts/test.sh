@@ -49,16 +49,19 @@ stage_done "installing dependencies"
 # Runs a gtest binary as four shards per core, as many at a time as there are cores (the
 # sanitizer builds run their tests one thread at a time): gtest deals tests to shards in turn,
 # so with one shard per core a few long tests on one shard left the other core idle for a
-# minute. Each shard's output goes to BIN.shardN.log and is shown if that shard fails.
+# minute. Each shard's output goes to BIN.shardN.log and is shown if that shard fails; its
+# tests' times go to BIN.shardN.json, and the five slowest of all shards are printed, which
+# says where a stage's time goes.
 run_sharded() {
   local bin=$1 shards=$((jobs * 4)) running=0 status=0 i
-  rm -f "$bin".shard*.log
+  rm -f "$bin".shard*.log "$bin".shard*.json
   for ((i = 0; i < shards; i++)); do
     if ((running == jobs)); then
       wait -n || status=1
       running=$((running - 1))
     fi
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin" --gtest_brief=1 > "$bin.shard$i.log" 2>&1 &
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin" --gtest_brief=1 --gtest_output="json:$bin.shard$i.json" \
+      > "$bin.shard$i.log" 2>&1 &
     running=$((running + 1))
   done
   while ((running > 0)); do
@@ -69,6 +72,7 @@ run_sharded() {
     grep -q "^\[  PASSED  \]" "$bin.shard$i.log" && ! grep -q "^\[  FAILED  \]" "$bin.shard$i.log" || cat "$bin.shard$i.log"
   done
   echo "$(basename "$bin"): $(awk '/^\[  PASSED  \]/ {n += $4} END {print n + 0}' "$bin".shard*.log) tests passed in $shards shards"
+  /usr/bin/python3 scripts/slowest_tests.py "$bin".shard*.json || true
   grep -h "^\[  FAILED  \]" "$bin".shard*.log || true
   return "$status"
 }
