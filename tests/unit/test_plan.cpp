@@ -376,6 +376,38 @@ TEST(Plan, CheapOpsOnSmallPlanesAreCutAlongChannelsNotRows) {
   EXPECT_EQ(extent_of({1, 2048, 7, 7}, 4), (Shape{1, 2048, 2, 7}));
 }
 
+TEST(Plan, ABatchThatSplitsEvenlyOverTheThreadsIsCutByImagesFirst) {
+  // Each core then takes whole images through every layer: a conv tile reads only the rows its
+  // own core wrote for the same images. Batch 1, a batch that does not split evenly, and a
+  // tile count given in the options cut rows first.
+  auto extent_of = [](Shape shape, int threads, int tiles_per_op) {
+    OnnxBuilder b;
+    b.input("x", kF32, shape).output("y", kF32, {shape[0], 16, shape[2], shape[3]});
+    weight(b, "w", {16, shape[1], 3, 3}, 1);
+    OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
+    Model model = model_from_graph(load_onnx_bytes(b.bytes(), "conv.onnx"));
+    PlanOptions o;
+    o.threads = threads;
+    o.min_tile_flops = 1;
+    o.tiles_per_op = tiles_per_op;
+    auto plan = make_plan(bound_graph(model), o);
+    for (size_t n = 0; n < plan->graph.nodes.size(); ++n)
+      if (plan->graph.nodes[n].name == "conv") return plan->tile_extent[n];
+    ADD_FAILURE() << "no node named conv in the plan";
+    return Shape{};
+  };
+  EXPECT_EQ(extent_of({4, 8, 16, 16}, 2, 0)[0], 2);
+  EXPECT_EQ(extent_of({8, 8, 16, 16}, 4, 0)[0], 2);
+  EXPECT_EQ(extent_of({2, 8, 16, 16}, 4, 0)[0], 2);  // fewer images than threads: rows first
+  EXPECT_EQ(extent_of({3, 8, 16, 16}, 2, 0)[0], 3);
+  EXPECT_EQ(extent_of({1, 8, 16, 16}, 2, 0)[0], 1);
+  EXPECT_EQ(extent_of({4, 8, 16, 16}, 2, 2)[0], 4);
+  // Every image's rows whole where it is cut by images (rank 4 [N, C, H, W] or channels-last).
+  const Shape by_images = extent_of({4, 8, 16, 16}, 2, 0);
+  EXPECT_EQ(by_images[by_images.size() - 2] * by_images[by_images.size() - 1] * by_images[1], 16 * 16 * 16)
+      << shape_str(by_images);
+}
+
 TEST(Plan, TailAwareTileCountsKeepGridsThatRepeatNothing) {
   // 7 rows cut by the fixed rule into 4 tiles (2, 2, 2, 1 rows) at 4 threads leave a tail,
   // which the barrier-free schedule fills with the next ops' tiles: a MatMul row cut repeats
