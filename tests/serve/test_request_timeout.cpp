@@ -29,7 +29,7 @@ HttpRequest binary_request(const std::string& model, const std::vector<int64_t>&
   size_t n = 1;
   for (int64_t d : shape) n *= static_cast<size_t>(d);
   json header{{"inputs",
-               {{{"name", "x"}, {"shape", shape}, {"datatype", "FP32"}, {"parameters", {{"binary_data_size", n * 4}}}}}}};
+               {{{"name", "x"}, {"shape", shape}, {"datatype", "FP32"}, {"parameters", {{"binary_data_size", n * sizeof(float)}}}}}}};
   if (!parameters.empty()) header["parameters"] = parameters;
   HttpRequest r{"POST", "/v2/models/" + model + "/infer", {}, header.dump()};
   r.headers["inference-header-content-length"] = std::to_string(r.body.size());

@@ -394,7 +394,7 @@ TEST(Plan, ABatchThatSplitsEvenlyOverTheThreadsIsCutByImagesFirst) {
     for (size_t n = 0; n < plan->graph.nodes.size(); ++n)
       if (plan->graph.nodes[n].name == "conv") return plan->tile_extent[n];
     ADD_FAILURE() << "no node named conv in the plan";
-    return Shape{};
+    return Shape(shape.size(), 0);
   };
   EXPECT_EQ(extent_of({4, 8, 16, 16}, 2, 0)[0], 2);
   EXPECT_EQ(extent_of({8, 8, 16, 16}, 4, 0)[0], 2);
