@@ -259,7 +259,12 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
       const int64_t dense = node_flops(graph, n);
       n.op_type = nchw_reader ? kPrunedConv : kPrunedConvNhwc;
       n.domain = kGroveDomain;
-      if (pruned_winograd) ++report.pruned_winograd;
+      if (pruned_winograd) {
+        ++report.pruned_winograd;
+        auto y = graph.values.find(n.outputs.empty() ? "" : n.outputs[0]);
+        const int64_t images = y == graph.values.end() || y->second.shape.empty() ? 1 : y->second.shape[0];
+        if (winograd.threads > 1 && images % winograd.threads != 0) ++report.winograd_sharing_images;
+      }
       else n.decisions.conv = ConvPrimitive::unset;  // a channels-last Winograd mark: the pruned GEMM replaces it
       n.inputs.resize(kPrunedConvKeepInput, "");
       n.inputs.push_back(keep);

@@ -137,7 +137,7 @@ struct PlanBuild {
 // the channels-last fusions, which then leave the pruned convs alone.
 void prune_feature_maps(PlanBuild& b) {
   b.plan.pruning = apply_feature_pruning(b.plan.graph, b.options.feature_pruning,
-                                            {b.options.machine.winograd_small_plane_gain,
+                                            {b.options.pruned_winograd ? b.options.machine.winograd_small_plane_gain : 0,
                                              b.options.machine.winograd_small_plane_half_kept, b.options.threads});
 }
 

@@ -102,6 +102,10 @@ struct PlanOptions {
   Precision precision = Precision::fp32;  // the GEMM ops' arithmetic (plan/precision.h)
   ConvLayout conv_layout = ConvLayout::channels_last;  // float convs' activation layout (passes/layout_f32.cpp)
   std::vector<FeatureMapPruning> feature_pruning;  // dynamic feature-map pruning (plan/feature_pruning.h)
+  // A pruned conv the layout pass put on Winograd stays on it where the machine's probes price
+  // that cheaper than the pruned GEMM (apply_feature_pruning); false: every pruned conv takes
+  // the pruned GEMM (the alternative a session's pruning trial times, runtime/pruning_trial.h).
+  bool pruned_winograd = true;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;
   std::string choices_source;  // for reports: where `choices` came from ("" when there are none)

@@ -72,6 +72,18 @@ struct Session::Impl {
   // `graph` planned with `po` is the model whose record keeps the verdict.
   Planned settle(const Graph& graph, const PlanOptions& po, std::shared_ptr<const Plan> model_plan,
                  std::shared_ptr<const Plan> rules_plan);
+  // `winograd` keeps pruned convs on Winograd whose cores share an image's weights: tried against
+  // the same plan with every pruned conv on the pruned GEMM, or planned by an earlier trial's
+  // record (runtime/plan_trial.h). No lock held.
+  Planned settle_pruning(const Graph& graph, const PlanOptions& po, Planned winograd);
+  // The two plans run in turns on inputs of their bound shapes, each on its own buffers (or
+  // those given), about 0.2 s of runs in all and at most `most_runs` timed runs each; nothing
+  // when they cannot be tried (a sequence input, a run that fails). No lock held.
+  struct Tried {
+    PlanTrialVerdict verdict;
+    Planned kept;  // with the buffers its trial runs warmed
+  };
+  std::optional<Tried> try_plans(Planned first, Planned second, const TrialTerms& terms, int most_runs);
   std::vector<Cached> plans;
   std::shared_ptr<WorkerScratch> scratch;  // the tile rules' working memory, per worker slot, for every run
   // Packed weights the plans of every input shape share (plan/shared_weights.h).
@@ -396,58 +408,97 @@ Session::Impl::Planned Session::Impl::make_plan(const Graph& graph) {
   measuring.unlock();  // sessions plan side by side; only the measuring is one at a time
   po.feature_pruning = pruning;
   po.shared_prepared = shared_prepared;  // one packed copy of the weights for every shape
-  std::shared_ptr<const Plan> plan;
-  try {
-    plan = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
-    // Choices a performance model predicted, with no one asking for them by name: tried
-    // against the rules' plan before the first run (plan_trial.h), and the verdict kept as
-    // this machine's record of the model. A record, measured by grove tune or by an earlier
-    // trial, and --tuning model are taken as they are.
-    if (options.tuning == "auto" && options.choices.empty() && plan->options.choices_from == DecisionSource::model &&
-        !plan->options.choices.empty()) {
-      const std::string record = tune::record_path(graph, po);
-      // One process at a time tries a model on this machine; one that waited here finds the
-      // verdict the other wrote, and plans by it.
-      tune::RecordLock trying(record);
-      std::error_code ec;
-      if (!record.empty() && std::filesystem::exists(record, ec)) {
-        auto recorded = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
-        if (recorded->options.choices_from == DecisionSource::record) return {recorded, nullptr, ""};
-      }
-      return settle(graph, po, plan, tune::plan_with_tuning(graph, po, "off", {}));
+  // Choices a performance model predicted, with no one asking for them by name: tried
+  // against the rules' plan before the first run (plan_trial.h), and the verdict kept as this
+  // machine's record of the model. A record, measured by grove tune or by an earlier trial,
+  // and --tuning model are taken as they are.
+  auto choose = [&]() -> Planned {
+    std::shared_ptr<const Plan> plan = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
+    if (options.tuning != "auto" || !options.choices.empty() || plan->options.choices_from != DecisionSource::model ||
+        plan->options.choices.empty())
+      return {plan, nullptr, ""};
+    const std::string record = tune::record_path(graph, po);
+    // One process at a time tries a model on this machine; one that waited here finds the
+    // verdict the other wrote, and plans by it.
+    tune::RecordLock trying(record);
+    std::error_code ec;
+    if (!record.empty() && std::filesystem::exists(record, ec)) {
+      auto recorded = tune::plan_with_tuning(graph, po, options.tuning, options.choices);
+      if (recorded->options.choices_from == DecisionSource::record) return {recorded, nullptr, ""};
     }
+    return settle(graph, po, plan, tune::plan_with_tuning(graph, po, "off", {}));
+  };
+  try {
+    Planned planned = choose();
+    if (options.tuning == "auto" && planned.plan->pruning.winograd_sharing_images > 0)
+      planned = settle_pruning(graph, po, std::move(planned));
+    return planned;
   } catch (const Error& e) {
     const std::string& path = model.path();
     if (path.empty() || std::string(e.what()).rfind(path, 0) == 0) throw;
     throw e.prefixed(path + ": ");
   }
-  return {plan, nullptr, ""};
 }
 
 Session::Impl::Planned Session::Impl::settle(const Graph& graph, const PlanOptions& po,
                                              std::shared_ptr<const Plan> model_plan,
                                              std::shared_ptr<const Plan> rules_plan) {
+  // At most 21 runs each: a wrong choice costs its layers tens of percent, which 21 runs show.
+  std::optional<Tried> tried = try_plans({model_plan, nullptr, ""}, {std::move(rules_plan), nullptr, ""}, {}, 21);
+  if (!tried) return {model_plan, nullptr, ""};  // a real run meets the same error, and says so
+  const PlanTrialVerdict& trial = tried->verdict;
+  tried->kept.trial_verdict = model_plan->options.choices_source + "; tried against the rules' plan: " + trial.line;
+  const std::string unkept = tune::keep_trial_verdict(graph, po, model_plan->options.choices, trial.first_kept,
+                                                      trial.first_ms, trial.second_ms);
+  if (!unkept.empty()) tried->kept.trial_verdict += " (not kept for later processes: " + unkept + ")";
+  return std::move(tried->kept);
+}
+
+Session::Impl::Planned Session::Impl::settle_pruning(const Graph& graph, const PlanOptions& po, Planned winograd) {
+  // The one-thread probe that put these convs on Winograd (plan/feature_pruning.h) prices a
+  // core with its own images. Where the cores share an image, each streams all of a conv's
+  // transformed weights at once, and the pruned GEMM, reading only the kept channels' weights,
+  // can win: c75 of the Fashion-MNIST kit at batch 1 on 2 threads ran 1.019x dense on the
+  // GEMM and 0.975x on Winograd (Zen 5, docs/dynamic.md).
+  PlanOptions gemm_options = winograd.plan->options;
+  gemm_options.pruned_winograd = false;
+  const std::string record = tune::pruning_record_path(graph, po);
+  tune::RecordLock trying(record);  // one process at a time tries it; the others plan by its verdict
+  if (const std::optional<bool> on_winograd = tune::recorded_pruned_winograd(graph, po))
+    return *on_winograd ? std::move(winograd) : Planned{grove::make_plan(graph, gemm_options), nullptr, winograd.trial_verdict};
+  Planned gemm{grove::make_plan(graph, gemm_options), nullptr, ""};
+  // Either plan is as right as the other, so the faster is kept however little it wins by; up
+  // to 201 runs each, as a pruned model's runs are short and the two differ by a few percent.
+  std::optional<Tried> tried = try_plans(winograd, std::move(gemm), {"Winograd", "pruned GEMM", 1.0}, 201);
+  if (!tried) return winograd;  // a real run meets the same error, and says so
+  const PlanTrialVerdict& trial = tried->verdict;
+  std::string verdict = (winograd.trial_verdict.empty() ? "" : winograd.trial_verdict + "; ") +
+                        "pruned convs on Winograd tried against the pruned GEMM: " + trial.line;
+  const std::string unkept = tune::keep_pruning_verdict(graph, po, trial.first_kept, trial.first_ms, trial.second_ms);
+  if (!unkept.empty()) verdict += " (not kept for later processes: " + unkept + ")";
+  tried->kept.trial_verdict = verdict;
+  return std::move(tried->kept);
+}
+
+std::optional<Session::Impl::Tried> Session::Impl::try_plans(Planned first, Planned second, const TrialTerms& terms,
+                                                             int most_runs) {
   // Inputs of the bound shapes: 0.5 in floats (no denormals on the way), zeros elsewhere (valid
-  // indices). Only tensors: a model with sequence inputs keeps the model's plan untried.
+  // indices). Only tensors: a model with sequence inputs cannot be tried.
   TensorMap inputs;
-  for (const ValueDecl& in : model_plan->graph.inputs) {
-    auto shape = model_plan->graph.bound_inputs.find(in.name);
-    if (in.kind != ValueKind::tensor || shape == model_plan->graph.bound_inputs.end())
-      return {model_plan, nullptr, ""};
+  for (const ValueDecl& in : first.plan->graph.inputs) {
+    auto shape = first.plan->graph.bound_inputs.find(in.name);
+    if (in.kind != ValueKind::tensor || shape == first.plan->graph.bound_inputs.end()) return std::nullopt;
     Tensor t(in.dtype, shape->second);
     if (in.dtype == DType::f32) std::fill_n(t.data<float>(), t.numel(), 0.5f);
     inputs[in.name] = std::move(t);
   }
   // Each plan runs on buffers of its own; the plan not kept goes, with the weights only it
   // packed, when this returns.
-  struct Candidate {
-    std::shared_ptr<const Plan> plan;
-    std::shared_ptr<BufferPool> buffers;
-  };
-  const Candidate candidates[2] = {{model_plan, std::make_shared<BufferPool>()},
-                                   {std::move(rules_plan), std::make_shared<BufferPool>()}};
+  Planned candidates[2] = {std::move(first), std::move(second)};
+  for (Planned& c : candidates)
+    if (!c.buffers) c.buffers = std::make_shared<BufferPool>();
   auto timed_run = [&](int index) {
-    const Candidate& candidate = candidates[index];
+    const Planned& candidate = candidates[index];
     const auto start = std::chrono::steady_clock::now();
     auto job = std::make_shared<PlannedRun>(
         candidate.plan, inputs,
@@ -457,22 +508,16 @@ Session::Impl::Planned Session::Impl::settle(const Graph& graph, const PlanOptio
     job->outputs();  // a run that failed throws here
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
-  PlanTrialVerdict trial;
   try {
-    // A first run of the model's plan (its buffers filled) sets how many runs each plan gets:
-    // about 0.2 s of them, 5 to 21, so a quick model's medians are not a few runs' noise.
-    const double first_ms = timed_run(kTrialModel);
-    const int runs = std::clamp(static_cast<int>(200.0 / std::max(first_ms, 1e-3)), 5, 21);
-    trial = run_plan_trial(timed_run, 1, runs);
+    // A first run of the first plan (its buffers filled) sets how many runs each plan gets:
+    // about 0.2 s of them, at least 5, so a quick model's medians are not a few runs' noise.
+    const double first_ms = timed_run(kTrialFirst);
+    const int runs = std::clamp(static_cast<int>(200.0 / std::max(first_ms, 1e-3)), 5, std::max(5, most_runs));
+    const PlanTrialVerdict verdict = run_plan_trial(timed_run, 1, runs, terms);
+    return Tried{verdict, std::move(candidates[verdict.first_kept ? kTrialFirst : kTrialSecond])};
   } catch (const Error&) {
-    return {model_plan, nullptr, ""};  // a real run meets the same error, and says so
+    return std::nullopt;
   }
-  const Candidate& kept = candidates[trial.model_kept ? kTrialModel : kTrialRules];
-  std::string verdict = model_plan->options.choices_source + "; tried against the rules' plan: " + trial.line;
-  const std::string unkept = tune::keep_trial_verdict(graph, po, model_plan->options.choices, trial.model_kept,
-                                                      trial.model_ms, trial.rules_ms);
-  if (!unkept.empty()) verdict += " (not kept for later processes: " + unkept + ")";
-  return {kept.plan, kept.buffers, verdict};
 }
 
 BufferStats Session::buffer_stats() {

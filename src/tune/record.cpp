@@ -76,6 +76,7 @@ std::string save_record(const TuningRecord& r) {
         << c.node << "\n";
   }
   if (!r.measured_by.empty()) out << "measured_by " << r.measured_by << "\n";
+  if (!r.pruned_convs.empty()) out << "pruned_convs " << r.pruned_convs << "\n";
   return out.str();
 }
 
@@ -137,6 +138,12 @@ TuningRecord parse_record(std::string_view text, const std::string& source) {
   if (std::getline(in, line) && (++line_no, !line.empty())) {
     if (line.rfind("measured_by ", 0) != 0) throw fail("expected 'measured_by ...' or the end");
     r.measured_by = line.substr(12);
+    // Optional after it: a pruning trial's verdict.
+    if (std::getline(in, line) && (++line_no, !line.empty())) {
+      if (line != "pruned_convs winograd" && line != "pruned_convs gemm")
+        throw fail("expected 'pruned_convs winograd', 'pruned_convs gemm' or the end");
+      r.pruned_convs = line.substr(13);
+    }
   }
   return r;
 }

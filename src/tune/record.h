@@ -28,9 +28,15 @@ struct TuningRecord {
   // rules' plan, tuned_ms the performance model's, and the choices the model's where its plan
   // was kept. Empty for grove tune's.
   std::string measured_by;
+  // kMeasuredByPruningTrial (runtime/plan_trial.h): pruned convs on Winograd against the
+  // pruned GEMM, for one model pruned one way. default_ms is then the Winograd plan's,
+  // tuned_ms the GEMM's, there are no choices, and this says which plan was kept: "winograd"
+  // or "gemm". Empty for every other record.
+  std::string pruned_convs;
 };
 
 inline constexpr const char* kMeasuredByTrial = "plan-trial";
+inline constexpr const char* kMeasuredByPruningTrial = "pruning-trial";
 
 // The planned graph's structure: nodes, attributes, value shapes and dtypes, initializer
 // shapes and dtypes, but not weight values (a retrained model of one architecture keeps its

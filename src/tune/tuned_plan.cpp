@@ -6,6 +6,7 @@
 #include <iterator>
 #include <optional>
 
+#include "graph/graph_hash.h"
 #include "kernels/cpu_info.h"
 #include "kernels/isa.h"
 #include "tune/perf_select.h"
@@ -124,6 +125,67 @@ std::string keep_trial_verdict(const Graph& graph, const PlanOptions& po, const 
     return e.what();
   }
   return "";
+}
+
+namespace {
+
+// The model's key with the pruning statements hashed in: a model pruned another way is
+// another trial.
+std::string pruned_model_key(const Graph& graph, const PlanOptions& po) {
+  std::string statements;
+  char line[96];
+  for (const FeatureMapPruning& p : po.feature_pruning) {
+    std::snprintf(line, sizeof line, " %.17g %.17g %lld\n", p.channels, p.positions, static_cast<long long>(p.block));
+    statements += p.value + line;
+  }
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx",
+                static_cast<unsigned long long>(bytes_hash(statements.data(), statements.size())));
+  return model_key(graph) + "-pruned-" + key;
+}
+
+}  // namespace
+
+std::string pruning_record_path(const Graph& graph, const PlanOptions& po) {
+  const std::string dir = machine_tuning_dir();
+  if (dir.empty()) return "";
+  return dir + "/" + record_file_name(pruned_model_key(graph, po), po.threads, precision_name(po.precision));
+}
+
+std::string keep_pruning_verdict(const Graph& graph, const PlanOptions& po, bool winograd_kept, double winograd_ms,
+                                 double gemm_ms) {
+  const std::string path = pruning_record_path(graph, po);
+  if (path.empty()) return "no cache folder to keep it in";
+  TuningRecord r;
+  r.machine = kernels::machine_key();
+  r.model = pruned_model_key(graph, po);
+  r.threads = po.threads;
+  r.precision = precision_name(po.precision);
+  r.default_ms = winograd_ms;
+  r.tuned_ms = gemm_ms;
+  r.measured_by = kMeasuredByPruningTrial;
+  r.pruned_convs = winograd_kept ? "winograd" : "gemm";
+  try {
+    write_record_file(r, path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::optional<bool> recorded_pruned_winograd(const Graph& graph, const PlanOptions& po) {
+  const std::string path = pruning_record_path(graph, po);
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return std::nullopt;
+  try {
+    const TuningRecord r = load_record_file(path);
+    if (r.measured_by != kMeasuredByPruningTrial || r.pruned_convs.empty() ||
+        !record_mismatch(r, pruned_model_key(graph, po), po.threads, precision_name(po.precision)).empty())
+      return std::nullopt;
+    return r.pruned_convs == "winograd";
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 TuningDecisions model_choices(const Graph& graph, const PlanOptions& po, const PerfModel& model, const std::string& name,

@@ -2,6 +2,7 @@
 // Planning with a tuning record (docs/tuning.md): what sessions and grove plan call instead of
 // make_plan.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,20 @@ std::string record_path(const Graph& graph, const PlanOptions& po);
 // it could not be written (the verdict then holds for this process only).
 std::string keep_trial_verdict(const Graph& graph, const PlanOptions& po, const std::vector<NodeChoice>& choices,
                                bool model_kept, double model_ms, double rules_ms);
+
+// A pruning trial's record (runtime/plan_trial.h): for `graph` pruned as po.feature_pruning
+// says, at po's threads and precision, in a file of its own beside the model's record ("" when
+// there is no cache folder). The record's model key covers the pruning statements too.
+std::string pruning_record_path(const Graph& graph, const PlanOptions& po);
+
+// Writes a pruning trial's verdict there. Returns "" or why it could not be written.
+std::string keep_pruning_verdict(const Graph& graph, const PlanOptions& po, bool winograd_kept, double winograd_ms,
+                                 double gemm_ms);
+
+// What the pruning record says: true where the trial kept pruned convs on Winograd, false
+// where it kept the pruned GEMM; nothing where there is no record, or none that fits
+// (unreadable, of another machine: the trial then runs again and replaces it).
+std::optional<bool> recorded_pruned_winograd(const Graph& graph, const PlanOptions& po);
 
 // The choices `model` prices lowest (source `name`), with layout changes priced by
 // `layout_model` where given, or none where its plan is predicted to save less than

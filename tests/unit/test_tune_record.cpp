@@ -63,6 +63,23 @@ TEST(TuneRecord, APlanTrialsRecordSaysItWasOne) {
   EXPECT_THROW(tune::parse_record(bad, "test"), Error);
 }
 
+// A pruning trial's record (runtime/plan_trial.h) says which plan it kept; nothing else may
+// stand in that line.
+TEST(TuneRecord, APruningTrialsRecordSaysWhichPlanItKept) {
+  tune::TuningRecord r = sample_record();
+  r.choices.clear();
+  r.measured_by = tune::kMeasuredByPruningTrial;
+  for (const char* kept : {"winograd", "gemm"}) {
+    r.pruned_convs = kept;
+    const tune::TuningRecord back = tune::parse_record(tune::save_record(r), "test");
+    EXPECT_EQ(back.measured_by, tune::kMeasuredByPruningTrial);
+    EXPECT_EQ(back.pruned_convs, kept);
+  }
+  std::string bad = tune::save_record(r);
+  bad.replace(bad.find("pruned_convs gemm"), 17, "pruned_convs rows");
+  EXPECT_THROW(tune::parse_record(bad, "test"), Error);
+}
+
 TEST(TuneRecord, DamagedTextIsAnErrorNamingTheLine) {
   const std::string good = tune::save_record(sample_record());
   auto refused = [](const std::string& text, const std::string& says) {
