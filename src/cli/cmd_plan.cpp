@@ -173,6 +173,20 @@ int run_plan(const PlanCliOptions& o) {
   } catch (const Error& e) {
     throw e.prefixed(o.model + ": ");
   }
+  // Pruned convs on Winograd where the cores share an image: as a session plans them, by the
+  // pruning trial's record where there is one (runtime/plan_trial.h).
+  std::string pruning_trial;
+  if (o.tuning == "auto" && plan->pruning.winograd_sharing_images > 0) {
+    const std::optional<bool> on_winograd = tune::recorded_pruned_winograd(bound_graph(model), options);
+    if (on_winograd && !*on_winograd) {
+      PlanOptions gemm = plan->options;
+      gemm.pruned_winograd = false;
+      plan = make_plan(bound_graph(model), gemm);
+    }
+    pruning_trial = !on_winograd ? "a session tries the pruned convs on Winograd against the pruned GEMM before its first run"
+                    : *on_winograd ? "a pruning trial's record keeps the pruned convs on Winograd"
+                                   : "a pruning trial's record puts the pruned convs on the pruned GEMM";
+  }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const Plan& p = *plan;
@@ -214,6 +228,7 @@ int run_plan(const PlanCliOptions& o) {
                 p.options.machine.winograd_nhwc_small_planes ? ", also on 13x13 and 14x14 planes" : "");
   }
   if (p.pruning.gates > 0) std::printf("%s\n", pruning_summary(p.pruning).c_str());
+  if (!pruning_trial.empty()) std::printf("pruning: %s\n", pruning_trial.c_str());
   std::set<std::string> tuned;
   for (const NodeChoice& c : p.options.choices) tuned.insert(c.node);
   if (!o.totals_only) {

@@ -3,12 +3,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "../unit/pruned_winograd_model.h"
 #include "cli_harness.h"
 #include "npy/npy.h"
 
@@ -159,6 +162,41 @@ TEST(CliPlan, JsonIsTheSameInTenProcesses) {
     if (entry.path().filename() == "machine.probes") write_bytes(entry.path(), "grove machine probes 1\nmachine x\n");
   Result r = run_grove({"plan", GROVE_MODELS_DIR "/default.onnx", "--json", "--threads", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A pruned conv on Winograd whose cores share an image: grove plan says a session tries it
+// against the pruned GEMM; grove run does (and says which it kept), and the record it leaves
+// is what grove plan then plans by, either way.
+TEST(CliPlan, APrunedWinogradConvFollowsThePruningTrialsRecord) {
+  TempDir dir;
+  TuneDirFor tune(dir);
+  grove::test::store_probes_for_winograd();
+  const std::string model = (dir / "pruned.onnx").string();
+  write_bytes(model, grove::test::pruned_winograd_model(1));
+  Result plan = run_grove({"plan", model, "--threads", "2"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("1 of them on Winograd"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("pruning: a session tries the pruned convs on Winograd against the pruned GEMM"),
+            std::string::npos) << plan.out;
+  Result run = run_grove({"run", model, "--threads", "2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("pruned convs on Winograd tried against the pruned GEMM: the "), std::string::npos) << run.out;
+  std::filesystem::path record;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "tune"))
+    if (entry.path().extension() == ".record") record = entry.path();
+  ASSERT_FALSE(record.empty()) << "grove run left no pruning record";
+  for (const char* kept : {"gemm", "winograd"}) {
+    std::ifstream in(record);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text = text.substr(0, text.find("pruned_convs ")) + "pruned_convs " + kept + "\n";
+    write_bytes(record, text);
+    plan = run_grove({"plan", model, "--threads", "2"});
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    EXPECT_EQ(plan.out.find("1 of them on Winograd") != std::string::npos, std::string(kept) == "winograd") << plan.out;
+    EXPECT_NE(plan.out.find(std::string(kept) == "gemm" ? "record puts the pruned convs on the pruned GEMM"
+                                                         : "record keeps the pruned convs on Winograd"),
+              std::string::npos) << plan.out;
+  }
 }
 
 namespace {

@@ -12,11 +12,8 @@
 #include <fstream>
 #include <thread>
 
-#include "kernels/cpu_info.h"
 #include "onnx/import.h"
-#include "onnx_builder.h"
-#include "plan/feature_pruning.h"
-#include "runtime/machine_probes.h"
+#include "pruned_winograd_model.h"
 #include "runtime/plan_trial.h"
 #include "runtime/session.h"
 #include "tune/record.h"
@@ -203,37 +200,6 @@ TEST(PlanTrial, SessionsWaitingOnATrialPlanByItsVerdict) {
   }
 }
 
-// A 32-channel 14x14 map "a" that the conv after it prunes by the model's metadata; `batch`
-// images.
-std::string pruned_winograd_model(int64_t batch) {
-  test::OnnxBuilder b;
-  b.input("x", onnx::TensorProto::FLOAT, {batch, 32, 14, 14}).output("y", onnx::TensorProto::FLOAT, {batch, 32, 14, 14});
-  auto values = [](int64_t n, uint32_t seed) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = float((i * 2654435761u + seed) % 2001) / 1000.0f - 1.0f;
-    return v;
-  };
-  b.initializer_f32("w0", {32, 32, 3, 3}, values(32 * 32 * 9, 1));
-  b.initializer_f32("w1", {32, 32, 3, 3}, values(32 * 32 * 9, 2));
-  test::OnnxBuilder::attr_ints(b.node("Conv", {"x", "w0"}, {"c0"}, "conv0"), "pads", {1, 1, 1, 1});
-  b.node("Relu", {"c0"}, {"a"}, "relu0");
-  test::OnnxBuilder::attr_ints(b.node("Conv", {"a", "w1"}, {"y"}, "conv1"), "pads", {1, 1, 1, 1});
-  auto* p = b.proto().add_metadata_props();
-  p->set_key(kFeaturePruningKey);
-  p->set_value("prune a channels=0.75");
-  return b.bytes();
-}
-
-// This machine's probes as a stored file that says Winograd on 14x14 planes from 32 channels
-// runs 100x faster than the row GEMM, so a pruned conv stays on Winograd whatever this CPU
-// measures. (The header is machine_probes.cpp's; a new version there fails this test.)
-void store_probes_for_winograd() {
-  std::ofstream(machine_probes_path()) << "grove machine probes 2\nmachine " << kernels::machine_key()
-                                       << "\ntranspose_flops 32\nwinograd_nhwc_min_channels 32\n"
-                                          "winograd_nhwc_small_planes 1\nwinograd_nhwc_small_plane_gain 100\n"
-                                          "winograd_nhwc_small_plane_half_kept 0.5\n";
-}
-
 std::vector<std::string> record_files() {
   std::vector<std::string> records;
   for (const auto& entry : std::filesystem::directory_iterator(tune::machine_tuning_dir()))
@@ -248,9 +214,8 @@ std::vector<std::string> record_files() {
 // without a trial. With a core per image, or one thread, nothing is tried.
 TEST(PruningTrial, PrunedWinogradConvsSharingAnImageAreTriedAgainstThePrunedGemm) {
   TuneDir dir;
-  std::filesystem::create_directories(tune::machine_tuning_dir());
-  store_probes_for_winograd();
-  const std::string bytes = pruned_winograd_model(1);
+  test::store_probes_for_winograd();
+  const std::string bytes = test::pruned_winograd_model(1);
   auto model = [&] { return model_from_graph(load_onnx_bytes(bytes, "pruned.onnx")); };
   const Tensor x = [] {
     Tensor t(DType::f32, {1, 32, 14, 14});
@@ -294,7 +259,7 @@ TEST(PruningTrial, PrunedWinogradConvsSharingAnImageAreTriedAgainstThePrunedGemm
   EXPECT_EQ(plan_trial_verdict(edited), "");
 
   // A core per image, or one core: the probe's price holds, and nothing is tried.
-  const std::string pair = pruned_winograd_model(2);
+  const std::string pair = test::pruned_winograd_model(2);
   Session images(engine, model_from_graph(load_onnx_bytes(pair, "pair.onnx")));
   EXPECT_EQ(plan_for(images, {{"x", {2, 32, 14, 14}}})->pruning.pruned_winograd, 1);
   EXPECT_EQ(plan_trial_verdict(images), "");
