@@ -509,8 +509,10 @@ std::optional<Session::Impl::Tried> Session::Impl::try_plans(Planned first, Plan
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
   try {
-    // A first run of the first plan (its buffers filled) sets how many runs each plan gets:
-    // about 0.2 s of them, at least 5, so a quick model's medians are not a few runs' noise.
+    // A run of the first plan after the one that fills its buffers sets how many runs each plan
+    // gets: about 0.2 s of them, at least 5, so a quick model's medians are not a few runs'
+    // noise (the filling run took 2.9 ms where the others took 0.15).
+    timed_run(kTrialFirst);
     const double first_ms = timed_run(kTrialFirst);
     const int runs = std::clamp(static_cast<int>(200.0 / std::max(first_ms, 1e-3)), 5, std::max(5, most_runs));
     const PlanTrialVerdict verdict = run_plan_trial(timed_run, 1, runs, terms);
