@@ -35,7 +35,7 @@ struct FeaturePruningReport {
   // Of those, the ones whose images do not split evenly over the threads: their tiles cut one
   // image's rows or channels, so every core streams all of the conv's transformed weights at
   // once, which the one-thread probe behind `gain` does not see (a session tries the pruned
-  // GEMM against them before the first run, runtime/pruning_trial.h).
+  // GEMM against them before the first run, runtime/plan_trial.h).
   int winograd_sharing_images = 0;
   // The convs that became PrunedConv or PrunedConvNhwc: a tile grid a tuning choice gave the
   // conv does not fit them (they keep their names).

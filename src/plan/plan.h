@@ -104,7 +104,7 @@ struct PlanOptions {
   std::vector<FeatureMapPruning> feature_pruning;  // dynamic feature-map pruning (plan/feature_pruning.h)
   // A pruned conv the layout pass put on Winograd stays on it where the machine's probes price
   // that cheaper than the pruned GEMM (apply_feature_pruning); false: every pruned conv takes
-  // the pruned GEMM (the alternative a session's pruning trial times, runtime/pruning_trial.h).
+  // the pruned GEMM (the alternative a session's pruning trial times, runtime/plan_trial.h).
   bool pruned_winograd = true;
   // Per-node primitives and tile grids that override the rules (a tuning record's, src/tune).
   std::vector<NodeChoice> choices;

@@ -6,7 +6,7 @@
 //   trained on another CPU, or before a kernel got faster, can price a layer 2x off
 //   (docs/tuning.md has a plan predicted to save 17% that ran 2.3x slower).
 // - Pruned convs kept on Winograd against the pruned GEMM, where cores share an image
-//   (runtime/pruning_trial.h).
+//   (Session::Impl::settle_pruning, docs/tuning.md "The pruning trial").
 // The session writes each verdict as a record on this machine (tune/tuned_plan.h), so every
 // run and every later process plans the model alike and their outputs stay the same bits.
 #include <functional>

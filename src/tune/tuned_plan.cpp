@@ -102,15 +102,29 @@ std::string record_path(const Graph& graph, const PlanOptions& po) {
   return dir + "/" + record_file_name(model_key(graph), po.threads, precision_name(po.precision));
 }
 
-std::string keep_trial_verdict(const Graph& graph, const PlanOptions& po, const std::vector<NodeChoice>& choices,
-                               bool model_kept, double model_ms, double rules_ms) {
-  const std::string path = record_path(graph, po);
+namespace {
+
+// A session's trial verdict as a record for `key` at po's threads and precision, written to
+// `path`: "" or why it could not be.
+std::string write_trial_record(TuningRecord r, const std::string& key, const PlanOptions& po, const std::string& path) {
   if (path.empty()) return "no cache folder to keep it in";
-  TuningRecord r;
   r.machine = kernels::machine_key();
-  r.model = model_key(graph);
+  r.model = key;
   r.threads = po.threads;
   r.precision = precision_name(po.precision);
+  try {
+    write_record_file(r, path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string keep_trial_verdict(const Graph& graph, const PlanOptions& po, const std::vector<NodeChoice>& choices,
+                               bool model_kept, double model_ms, double rules_ms) {
+  TuningRecord r;
   r.default_ms = rules_ms;
   r.tuned_ms = model_ms;
   if (model_kept) {
@@ -119,12 +133,7 @@ std::string keep_trial_verdict(const Graph& graph, const PlanOptions& po, const 
     r.rule_us.assign(choices.size(), 0);
   }
   r.measured_by = kMeasuredByTrial;
-  try {
-    write_record_file(r, path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return write_trial_record(std::move(r), model_key(graph), po, record_path(graph, po));
 }
 
 namespace {
@@ -154,33 +163,25 @@ std::string pruning_record_path(const Graph& graph, const PlanOptions& po) {
 
 std::string keep_pruning_verdict(const Graph& graph, const PlanOptions& po, bool winograd_kept, double winograd_ms,
                                  double gemm_ms) {
-  const std::string path = pruning_record_path(graph, po);
-  if (path.empty()) return "no cache folder to keep it in";
   TuningRecord r;
-  r.machine = kernels::machine_key();
-  r.model = pruned_model_key(graph, po);
-  r.threads = po.threads;
-  r.precision = precision_name(po.precision);
   r.default_ms = winograd_ms;
   r.tuned_ms = gemm_ms;
   r.measured_by = kMeasuredByPruningTrial;
   r.pruned_convs = winograd_kept ? "winograd" : "gemm";
-  try {
-    write_record_file(r, path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return write_trial_record(std::move(r), pruned_model_key(graph, po), po, pruning_record_path(graph, po));
 }
 
 std::optional<bool> recorded_pruned_winograd(const Graph& graph, const PlanOptions& po) {
-  const std::string path = pruning_record_path(graph, po);
+  const std::string dir = machine_tuning_dir();
+  if (dir.empty()) return std::nullopt;
+  const std::string key = pruned_model_key(graph, po);
+  const std::string path = dir + "/" + record_file_name(key, po.threads, precision_name(po.precision));
   std::error_code ec;
-  if (path.empty() || !std::filesystem::exists(path, ec)) return std::nullopt;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
   try {
     const TuningRecord r = load_record_file(path);
     if (r.measured_by != kMeasuredByPruningTrial || r.pruned_convs.empty() ||
-        !record_mismatch(r, pruned_model_key(graph, po), po.threads, precision_name(po.precision)).empty())
+        !record_mismatch(r, key, po.threads, precision_name(po.precision)).empty())
       return std::nullopt;
     return r.pruned_convs == "winograd";
   } catch (const Error&) {
