@@ -10,9 +10,9 @@ FLOPs grove runs, and measured latency pruned vs unpruned (interleaved, same eng
 DIR holds what tools/dynamic/train_antidote.py wrote (NAME.onnx per setting, report.json). Each
 setting's model is timed with `grove bench --prune both`, so every pair is measured side by
 side; --layout nchw runs the dense convs on the same NCHW GEMM path as the pruned ones. "keep-all" prunes nothing
-(ratio 1 everywhere): what the decision tiles and the gathers cost by themselves. The pruned
-layers' own time (the convs that read a pruned map, with the decision and mask nodes) comes
-from traced runs, pruned and unpruned alternating.
+(ratio 1 everywhere): what the decisions and the gathers cost by themselves. The pruned
+layers' own time (the convs that read a pruned map, whose tiles rank it where only convs read
+it, with any decision and mask nodes) comes from traced runs, pruned and unpruned alternating.
 
 A process's timings can sit a few percent apart from another's of the same plan (on this VM
 c50's batch-1 drop moved from 2% to 9% between two processes), so --rounds repeats the whole
@@ -62,9 +62,9 @@ def tile_times(cmd, trace):
 
 
 def layer_times(base_cmd, path, rounds):
-    """Summed tile time of the pruned layers (the convs that read a pruned map, the decision
-    and mask nodes), pruned and unpruned, from `rounds` traced runs of each, alternating;
-    medians. At 1 thread this is the layers' latency; at more, their CPU time with every run
+    """Summed tile time of the pruned layers (the convs that read a pruned map, whose tiles
+    rank it, and any decision and mask nodes), pruned and unpruned, from `rounds` traced
+    runs of each, alternating; medians. At 1 thread this is the layers' latency; at more, their CPU time with every run
     shared across the workers."""
     import tempfile
     dense, pruned, convs = [], [], []

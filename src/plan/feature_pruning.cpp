@@ -278,6 +278,19 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
     }
     if (report.pruned_convs == convs_before)
       throw Error(where + "no 2-D Conv of one group reads it as x, so pruning it would skip nothing");
+    ++report.gates;
+    // Where only pruned convs read the map, each of their tiles ranks its own images' maps
+    // (the rows a decision node would write: ops/pruning/feature_pruning.h). With no node
+    // between the map and the convs, no core waits while another decides and hands the rows
+    // over, as one image's cores do at each pruned map.
+    if (!needs_masked && !needs_masked_nhwc) {
+      for (Node& n : graph.nodes) {
+        if (!reads(n, keep)) continue;
+        n.inputs.resize(kPrunedConvKeepInput);
+        while (n.inputs.size() > 2 && n.inputs.back().empty()) n.inputs.pop_back();
+      }
+      continue;
+    }
     Node gate;
     gate.name = s.value + "@attention";
     gate.op_type = gate_nhwc ? kAttentionKeepNhwc : kAttentionKeep;
@@ -301,7 +314,6 @@ FeaturePruningReport apply_feature_pruning(Graph& graph, const std::vector<Featu
     };
     if (needs_masked) add_mask(kApplyKeep, s.value, masked, "@mask");
     if (needs_masked_nhwc) add_mask(kApplyKeepNhwc, nhwc, masked_nhwc, "@mask/nhwc");
-    ++report.gates;
   }
   return report;
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Dynamic feature-map pruning (Antidote, docs/dynamic.md): after a chosen feature map, a
-// decision node ranks its channels and positions per image, and every Conv that reads it
-// reduces over the kept ones only (ops/pruning/feature_pruning.h has the two ops).
+// Dynamic feature-map pruning (Antidote, docs/dynamic.md): a chosen feature map's channels and
+// positions are ranked per image, and every Conv that reads it reduces over the kept ones only
+// (ops/pruning/feature_pruning.h has the ops).
 #include <set>
 #include <string>
 #include <vector>
@@ -29,7 +29,7 @@ struct FeatureMapPruning {
 std::vector<FeatureMapPruning> parse_feature_pruning(const std::string& text);
 
 struct FeaturePruningReport {
-  int gates = 0;                  // AttentionKeep nodes inserted
+  int gates = 0;                  // maps pruned: each an AttentionKeep node, or ranked by its convs' tiles
   int pruned_convs = 0;           // Convs that now reduce over kept channels only
   int pruned_winograd = 0;        // pruned convs on Winograd (kept channels, blocks with a kept centre)
   // Of those, the ones whose images do not split evenly over the threads: their tiles cut one
@@ -47,9 +47,10 @@ struct FeaturePruningReport {
 // One line for the CLI: "pruning: 3 feature maps, 3 convs reduce over ... (2 on Winograd)".
 std::string pruning_summary(const FeaturePruningReport& report);
 
-// Rewrites a bound graph (the plan's own copy): after each named value an AttentionKeep
-// node; each 2-D group-1 Conv reading it as x becomes a PrunedConv, and every other reader
-// reads it through an ApplyKeep node (the map with the pruned channels and positions zeroed).
+// Rewrites a bound graph (the plan's own copy): each 2-D group-1 Conv reading a named value as
+// x becomes a PrunedConv, and every other reader reads it through an ApplyKeep node (the map
+// with the pruned channels and positions zeroed) after an AttentionKeep node that ranks it.
+// Where only pruned convs read it there is no AttentionKeep: they rank it themselves.
 // The value must be a float [N, C, H, W] map that at least one such Conv reads; a graph output
 // stays unpruned. Anything else is an Error naming it.
 // What the machine's probes say of a channels-last Winograd conv against the pruned row GEMM

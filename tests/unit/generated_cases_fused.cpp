@@ -276,7 +276,8 @@ Case attention(Draw& d, const std::string& op) {
 
 // The feature-pruning ops: AttentionKeep (each image's kept channels and positions),
 // ApplyKeep (x zeroed outside them) and PrunedConv (the conv of the zeroed map, with an
-// epilogue), keep drawn as AttentionKeep computes it; and their channels-last forms (x and the
+// epilogue), keep drawn as AttentionKeep computes it, or for a third of the PrunedConvs left
+// out (each tile then ranks its images' maps itself); and their channels-last forms (x and the
 // residual rotated), whose references are the NCHW ops'.
 Case feature_pruning(Draw& d, const std::string& op) {
   const bool channels_last = op.ends_with("Nhwc");
@@ -322,6 +323,11 @@ Case feature_pruning(Draw& d, const std::string& op) {
   c.inputs = {image(x), d.f32(w, -0.5, 0.5), d.chance(0.8) ? d.f32({cout}) : Tensor(),
               residual ? image(d.f32({images, cout, g.oh, g.ow})) : Tensor(), keep};
   c.constant = {false, true, true, false, false};
+  if (d.chance(0.35)) {  // no keep input: the op ranks x itself
+    c.node.inputs.pop_back();
+    c.inputs.pop_back();
+    c.constant.pop_back();
+  }
   return c;
 }
 

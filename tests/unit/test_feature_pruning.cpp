@@ -173,20 +173,21 @@ TEST(PrunedConv, TilesEqualTheReference) {
   tiletest::check_tiling(pruned_conv(350, 10, 1, false), {x, w, b, Tensor(), keep_of(x, 350, 10)}, 1e-4);
 }
 
-// x[N,2,6,6] -> conv0(8) -> BN -> Relu (a2) -> conv1(6) -> Relu (a4) -> GlobalAveragePool -> Flatten -> fc(3)
-test::OnnxBuilder chain(const std::string& metadata, int64_t batch = 2) {
+// x[N,2,S,S] -> conv0(C) -> BN -> Relu (a2) -> conv1(6) -> Relu (a4) -> GlobalAveragePool -> Flatten -> fc(3)
+// (S = 6, C = 8 unless given; from 16 channels a2 is channels-last)
+test::OnnxBuilder chain(const std::string& metadata, int64_t batch = 2, int64_t channels = 8, int64_t side = 6) {
   test::OnnxBuilder b;
-  b.input("x", onnx::TensorProto::FLOAT, {batch, 2, 6, 6}).output("y", onnx::TensorProto::FLOAT, {batch, 3});
-  auto values = [](size_t n, uint32_t seed) {
-    const Tensor t = random_f32({int64_t(n)}, seed);
+  b.input("x", onnx::TensorProto::FLOAT, {batch, 2, side, side}).output("y", onnx::TensorProto::FLOAT, {batch, 3});
+  auto values = [](int64_t n, uint32_t seed) {
+    const Tensor t = random_f32({n}, seed);
     return std::vector<float>(t.data<float>(), t.data<float>() + n);
   };
-  b.initializer_f32("w0", {8, 2, 3, 3}, values(144, 1));
-  b.initializer_f32("scale", {8}, values(8, 2));
-  b.initializer_f32("shift", {8}, values(8, 3));
-  b.initializer_f32("mean", {8}, values(8, 4));
-  b.initializer_f32("var", {8}, std::vector<float>(8, 0.5f));
-  b.initializer_f32("w1", {6, 8, 3, 3}, values(432, 5));
+  b.initializer_f32("w0", {channels, 2, 3, 3}, values(channels * 18, 1));
+  b.initializer_f32("scale", {channels}, values(channels, 2));
+  b.initializer_f32("shift", {channels}, values(channels, 3));
+  b.initializer_f32("mean", {channels}, values(channels, 4));
+  b.initializer_f32("var", {channels}, std::vector<float>(size_t(channels), 0.5f));
+  b.initializer_f32("w1", {6, channels, 3, 3}, values(6 * channels * 9, 5));
   b.initializer_f32("fc", {3, 6}, values(18, 6));
   test::OnnxBuilder::attr_ints(b.node("Conv", {"x", "w0"}, {"a0"}, "conv0"), "pads", {1, 1, 1, 1});
   b.node("BatchNormalization", {"a0", "scale", "shift", "mean", "var"}, {"a1"}, "bn0");
@@ -236,6 +237,51 @@ TEST(FeaturePruning, MetadataPrunesTheRunAndThePlanSaysWhat) {
   EXPECT_EQ((plan->pruning.kept_flops - relu) * 4, plan->pruning.dense_flops - relu);
   EXPECT_EQ(plan_for(whole, {{"x", x.shape()}})->pruning.gates, 0);
   expect_pruned_run(pruned, whole, *plan, x, 1e-5, 1e-4);
+}
+
+// A map that only convs read has no decision node: each pruned conv's tile waits for its
+// image's whole map and ranks it itself, so no core waits while another decides. Both
+// layouts, cut into more tiles than the window needs rows of the map.
+TEST(FeaturePruning, AMapOnlyConvsReadIsRankedByEachConvTile) {
+  for (int threads : {1, 2, 3}) {
+    Engine engine({.threads = threads, .pin = false});
+    for (int64_t channels : {8, 32}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, " + std::to_string(channels) + " channels");
+      const Tensor x = random_f32({1, 2, 16, 16}, 31);
+      const auto bytes = chain("prune a2 channels=0.5 positions=0.5", 1, channels, 16).bytes();
+      Session pruned(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.tiles_per_op = 4});
+      Session whole(engine, model_from_graph(load_onnx_bytes(bytes, "m.onnx")), SessionOptions{.feature_pruning = "off"});
+      const auto plan = plan_for(pruned, {{"x", x.shape()}});
+      ASSERT_TRUE(plan);
+      EXPECT_EQ(plan->pruning.gates, 1);
+      const Graph& g = plan->graph;
+      int conv = -1;
+      for (size_t i = 0; i < g.nodes.size(); ++i) {
+        EXPECT_FALSE(g.nodes[i].op_type.starts_with("AttentionKeep")) << g.nodes[i].name;
+        if (g.nodes[i].op_type.starts_with("PrunedConv")) conv = int(i);
+      }
+      ASSERT_GE(conv, 0);
+      const Node& pc = g.nodes[size_t(conv)];
+      EXPECT_EQ(pc.op_type, channels >= 16 ? "PrunedConvNhwc" : "PrunedConv");
+      EXPECT_LE(pc.inputs.size(), kPrunedConvKeepInput);
+      const auto producer = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+        return std::find(n.outputs.begin(), n.outputs.end(), pc.inputs[0]) != n.outputs.end();
+      });
+      ASSERT_NE(producer, g.nodes.end());
+      const auto p = producer - g.nodes.begin();
+      const TileGraph& tg = plan->tiles;
+      EXPECT_GT(tg.tile_count[size_t(conv)], 1);
+      EXPECT_GT(tg.tile_count[size_t(p)], 2);
+      // Every tile of the conv waits for every tile of the map's producer (one image).
+      std::map<int32_t, int> from_producer;
+      for (int32_t t = tg.first_tile[size_t(p)]; t < tg.first_tile[size_t(p)] + tg.tile_count[size_t(p)]; ++t)
+        for (int64_t c = tg.child_begin[size_t(t)]; c < tg.child_begin[size_t(t) + 1]; ++c)
+          if (tg.node[size_t(tg.children[size_t(c)])] == conv) ++from_producer[tg.children[size_t(c)]];
+      EXPECT_EQ(int(from_producer.size()), tg.tile_count[size_t(conv)]);
+      for (const auto& [tile, parents] : from_producer) EXPECT_EQ(parents, tg.tile_count[size_t(p)]) << tile;
+      expect_pruned_run(pruned, whole, *plan, x, 1e-5, 1e-4);
+    }
+  }
 }
 
 TEST(ApplyKeep, TilesEqualTheReference) {

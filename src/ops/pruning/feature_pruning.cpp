@@ -9,15 +9,17 @@
 //    (kernels/keep_scores.h), so every ISA and layout makes the same choice.
 //  - ApplyKeep(x, keep): x with every channel and position that keep does not name set to 0,
 //    for the map's readers that are not pruned convs (a residual Add, a pool);
-//  - PrunedConv(x, w, [bias], [residual], keep): the Conv (attributes and fused epilogue as
+//  - PrunedConv(x, w, [bias], [residual], [keep]): the Conv (attributes and fused epilogue as
 //    on Conv) of x with every channel and position that `keep` does not name set to 0, at
 //    the output positions whose window centre is kept (computed_outputs); the other outputs
-//    are 0. Attribute `channels` says how many of keep's columns are channels.
+//    are 0. Attribute `channels` says how many of keep's columns are channels. Without keep
+//    it ranks x itself, as AttentionKeep with its attributes would.
 // The references spell that out; the tile rule (tile_pruned_conv.cpp) reduces over the kept
 // channels only, and computes the kept output positions only.
 #include "ops/pruning/feature_pruning.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -208,6 +210,19 @@ void keep_flags(const Node& node, const int64_t* keep, int64_t keep_channels, in
   }
 }
 
+const int64_t* pruned_conv_keep_row(const Node& node, const Tensor& x, const Tensor* keep, int64_t n, bool nhwc,
+                                    std::vector<int64_t>& row, AttentionKeepScratch& scratch) {
+  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
+  if (keep && !keep->empty()) return keep->data<int64_t>() + n * (kc + kp);
+  const int64_t channels = nhwc ? x.dim(3) : x.dim(1), height = nhwc ? x.dim(1) : x.dim(2);
+  const int64_t width = nhwc ? x.dim(2) : x.dim(3);
+  row.resize(size_t(kc + kp));
+  const auto rank = nhwc ? &attention_keep_nhwc : &attention_keep;
+  rank(x.data<float>() + n * channels * height * width, channels, height, width, kc, kp, row.data(), scratch,
+       keep_block(node));
+  return row.data();
+}
+
 namespace {
 
 // x with the channels and positions keep does not name set to 0.
@@ -269,22 +284,37 @@ void reference_apply_keep(const Node& node, std::span<const Tensor* const> in, s
 }
 
 void infer_pruned_conv(const Node& node, std::span<const ValueInfo> in, std::span<ValueInfo> out) {
-  if (in.size() != kPrunedConvKeepInput + 1 || !in[kPrunedConvKeepInput].present)
-    throw Error(node.describe() + ": needs x, w, bias, residual (either may be empty) and keep");
+  if (in.size() < 2 || in.size() > kPrunedConvKeepInput + 1)
+    throw Error(node.describe() + ": needs x, w, bias, residual (either may be empty) and keep (or none: x ranked)");
   if (in[0].dtype != DType::f32) throw Unsupported(node.describe() + ": x must be float32");
   check_counts(node, in[0].shape);
-  const ValueInfo& keep = in[kPrunedConvKeepInput];
   const int64_t columns = node.attr_int(kAttrKeepChannels, 0) + node.attr_int(kAttrKeepPositions, 0);
-  if (keep.dtype != DType::i64 || keep.shape != Shape{in[0].shape[0], columns})
-    throw Error(node.describe() + ": keep must be int64 [" + std::to_string(in[0].shape[0]) + ", " + std::to_string(columns) + "]");
+  if (pruned_conv_reads_keep(in)) {
+    const ValueInfo& keep = in[kPrunedConvKeepInput];
+    if (keep.dtype != DType::i64 || keep.shape != Shape{in[0].shape[0], columns})
+      throw Error(node.describe() + ": keep must be int64 [" + std::to_string(in[0].shape[0]) + ", " + std::to_string(columns) + "]");
+  }
   if (node.attr_int("group", 1) != 1) throw Unsupported(node.describe() + ": only group 1 is pruned");
   std::vector<ValueInfo> conv_in(in.begin(), in.begin() + std::ptrdiff_t(pruned_conv_twin(node).inputs.size()));
   std::vector<ValueInfo> y = infer_node(pruned_conv_twin(node), conv_in);
   out[0] = y.at(0);
 }
 
+// A PrunedConv's keep rows: its keep input, or without one AttentionKeep's reference on x.
+Tensor keep_rows(const Node& node, std::span<const Tensor* const> in) {
+  const Tensor* given = optional_input(in, kPrunedConvKeepInput);
+  if (given && !given->empty()) return *given;
+  const int64_t kc = node.attr_int(kAttrKeepChannels, 0), kp = node.attr_int(kAttrKeepPositions, 0);
+  Tensor keep(DType::i64, {in[0]->dim(0), kc + kp});
+  Node gate = node;
+  gate.op_type = "AttentionKeep";
+  reference_keep(gate, in.first(1), std::span<Tensor* const>(std::array<Tensor*, 1>{&keep}));
+  return keep;
+}
+
 void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, std::span<Tensor* const> out) {
-  const Tensor masked = masked_map(node, *in[0], *in[kPrunedConvKeepInput]);
+  const Tensor keep = keep_rows(node, in);
+  const Tensor masked = masked_map(node, *in[0], keep);
   const Node twin = pruned_conv_twin(node);
   std::vector<const Tensor*> conv_in(in.begin(), in.begin() + std::ptrdiff_t(twin.inputs.size()));
   conv_in[0] = &masked;
@@ -302,8 +332,7 @@ void reference_pruned_conv(const Node& node, std::span<const Tensor* const> in, 
   std::vector<unsigned char> computed(static_cast<size_t>(out_plane));
   KeepFlags flags;
   for (int64_t n = 0; n < x.dim(0); ++n) {
-    keep_flags(node, in[kPrunedConvKeepInput]->data<int64_t>() + n * (kc + kp), kc, kp, x.dim(1), x.dim(2), x.dim(3),
-               flags);
+    keep_flags(node, keep.data<int64_t>() + n * (kc + kp), kc, kp, x.dim(1), x.dim(2), x.dim(3), flags);
     computed_outputs(s, flags.kept_position.data(), computed.data());
     float* yn = out[0]->data<float>() + n * m * out_plane;
     for (int64_t o = 0; o < m; ++o)

@@ -2,6 +2,7 @@
 // grove.internal AttentionKeep, ApplyKeep and PrunedConv: dynamic feature-map pruning
 // (feature_pruning.cpp says what each computes; passes/feature_pruning.h makes them).
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "graph/graph.h"
@@ -50,6 +51,18 @@ void attention_keep(const float* x, int64_t channels, int64_t height, int64_t wi
 // the order attention_keep sums it, so both layouts keep the same channels and positions.
 void attention_keep_nhwc(const float* x, int64_t channels, int64_t height, int64_t width, int64_t keep_channels,
                          int64_t keep_positions, int64_t* keep, AttentionKeepScratch& scratch, int64_t block = 1);
+
+// Whether a PrunedConv(Nhwc) reads its keep rows from the keep input (an AttentionKeep node's
+// output) or, without one, ranks x itself as AttentionKeep would. The plan leaves the decision
+// node out where only pruned convs read the map (plan/feature_pruning.h), so that each conv
+// tile decides for its own images instead of waiting for a node of its own.
+inline bool pruned_conv_reads_keep(std::span<const ValueInfo> in) {
+  return in.size() > kPrunedConvKeepInput && in[kPrunedConvKeepInput].present;
+}
+// Image n's keep row for a PrunedConv(Nhwc): keep's row where keep is given, else the row
+// attention_keep (attention_keep_nhwc with nhwc: x [N, H, W, C]) ranks from x into `row`.
+const int64_t* pruned_conv_keep_row(const Node& node, const Tensor& x, const Tensor* keep, int64_t n, bool nhwc,
+                                    std::vector<int64_t>& row, AttentionKeepScratch& scratch);
 
 // One image's keep row as flags, 1 where kept: kept_channel per channel, kept_position per
 // position of the H x W plane (a kept block's positions, where the node has a block). An index

@@ -14,8 +14,9 @@
 // scattered back; the other outputs are 0.
 //
 // A tile waits for its image's keep row (the AttentionKeep tile, cut by images too), which is
-// how the decision gates the consumer in the tile graph. ApplyKeep gives the map's other
-// readers the zeroed map.
+// how the decision gates the consumer in the tile graph; without a keep input it waits for its
+// images' whole maps and ranks them itself, as AttentionKeep would. ApplyKeep gives the map's
+// other readers the zeroed map.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -34,7 +35,7 @@ namespace grove::tiling {
 namespace pruned_conv_rule {
 
 bool claimed(const Node& node, std::span<const ValueInfo> in) {
-  return in.size() == kPrunedConvKeepInput + 1 && in[0].shape.size() == 4 && in[1].shape.size() == 4 &&
+  return in.size() >= 2 && in.size() <= kPrunedConvKeepInput + 1 && in[0].shape.size() == 4 && in[1].shape.size() == 4 &&
          node.attr_int("group", 1) == 1;
 }
 
@@ -59,8 +60,9 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   if (!claimed(node, in)) return;
   const WindowGeometry g = geometry(node, in[0].shape, in[1].shape);
   in_regions[0][0] = out_region[0];
-  for (size_t d = 0; d < 2; ++d) in_regions[0][d + 2] = window_input_range(g, d, out_region[d + 2]);
   if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;
+  if (!pruned_conv_reads_keep(in)) return;  // the tile ranks its images' whole maps itself
+  for (size_t d = 0; d < 2; ++d) in_regions[0][d + 2] = window_input_range(g, d, out_region[d + 2]);
   in_regions[kPrunedConvKeepInput][0] = out_region[0];
 }
 
@@ -87,6 +89,8 @@ int64_t prepared_bytes(const Node&, std::span<const ValueInfo>, const void* prep
 }
 
 struct Workspace {
+  std::vector<int64_t> keep;        // the image's keep row, where the tile ranks x
+  AttentionKeepScratch ranking;     // and the scores it ranks
   std::vector<float> x;             // the kept channels of one image, [kept][H][W]
   KeepFlags flags;                  // the image's kept channels and positions
   kernels::PackedA a;               // a block of the kept channels' weights, packed as A
@@ -293,7 +297,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   if (r[1].begin != 0 || r[1].end != out[0]->dim(1) || r[3].begin != 0 || r[3].end != out[0]->dim(3))
     return reference_whole(node, in, out, r);
   Workspace& ws = scratch.get<Workspace>();
-  const Tensor &x = *in[0], &w = *in[1], &keep = *in[kPrunedConvKeepInput];
+  const Tensor &x = *in[0], &w = *in[1];
+  const Tensor* keep = pruned_conv_reads_keep(infos) ? in[kPrunedConvKeepInput] : nullptr;
   const Tensor* bias = optional_input(in, kEpilogueBiasInput);
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
   const WindowGeometry g = geometry(node, x.shape(), w.shape());
@@ -319,7 +324,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   const double pixels = skip_positions ? double(q1 - q0) * double(kp) / double(units) : double(q1 - q0);
   const bool gather = !packed || 2.0 * pixels * double(channels - kc) >= flops_per_load * double(kc);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-    const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
+    const int64_t* kept = pruned_conv_keep_row(node, x, keep, n, false, ws.keep, ws.ranking);
     keep_flags(node, kept, kc, kp, channels, x.dim(2), width, ws.flags);
     const int64_t planes = gather ? kc : channels;
     ws.x.resize(static_cast<size_t>(planes * in_plane));

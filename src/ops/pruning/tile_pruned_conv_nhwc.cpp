@@ -22,6 +22,9 @@
 //    used over too few positions to pay for their copy, it keeps every channel (pruned ones
 //    zero in the map) and reads the packed weights as they are.
 //
+// A tile reads its images' keep rows, or without a keep input waits for its images' whole maps
+// and ranks them itself (ops/pruning/feature_pruning.h pruned_conv_keep_row).
+//
 // AttentionKeepNhwc and ApplyKeepNhwc share their NCHW twins' rules (tile_pruned_conv.cpp).
 #include <algorithm>
 #include <cstdint>
@@ -43,7 +46,7 @@ namespace grove::tiling {
 namespace pruned_conv_nhwc_rule {
 
 bool claimed(const Node& node, std::span<const ValueInfo> in) {
-  return in.size() == kPrunedConvKeepInput + 1 && in[0].shape.size() == 4 && in[0].dtype == DType::f32 &&
+  return in.size() >= 2 && in.size() <= kPrunedConvKeepInput + 1 && in[0].shape.size() == 4 && in[0].dtype == DType::f32 &&
          in[1].shape.size() == 4 && node.attr_int("group", 1) == 1;
 }
 
@@ -84,9 +87,10 @@ void needs(const Node& node, std::span<const ValueInfo> in, std::span<const Valu
   if (const int64_t b = winograd_block(node, in); b > 0 && rows.size() > 0)  // the whole patches of the rows' blocks
     rows = {rows.begin / b * b, (rows.end + b - 1) / b * b};
   in_regions[0][0] = out_region[0];
-  in_regions[0][1] = window_input_range(g, 0, rows);
+  // Without a keep input the tile ranks its images' whole maps itself.
+  if (pruned_conv_reads_keep(in)) in_regions[0][1] = window_input_range(g, 0, rows);
   if (has_input(in, kEpilogueResidualInput)) in_regions[kEpilogueResidualInput] = out_region;
-  in_regions[kPrunedConvKeepInput][0] = out_region[0];
+  if (pruned_conv_reads_keep(in)) in_regions[kPrunedConvKeepInput][0] = out_region[0];
 }
 
 std::shared_ptr<const void> prepare(const Node& node, std::span<const ValueInfo> in,
@@ -103,6 +107,8 @@ int64_t prepared_bytes(const Node& node, std::span<const ValueInfo> in, const vo
 
 // A worker's buffers for this rule.
 struct Workspace {
+  std::vector<int64_t> keep;                               // the image's keep row, where the tile ranks x
+  AttentionKeepScratch ranking;                            // and the scores it ranks
   KeepFlags flags;                                         // the image's kept channels and positions
   std::vector<unsigned char> computed;                     // per output position: 1 when computed
   std::vector<uint32_t> outputs;                           // the tile's computed output positions
@@ -232,7 +238,8 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   for (const Range& d : r)
     if (d.size() <= 0) return;
   Workspace& ws = scratch.get<Workspace>();
-  const Tensor &x = *in[0], &keep = *in[kPrunedConvKeepInput];
+  const Tensor& x = *in[0];
+  const Tensor* keep = pruned_conv_reads_keep(infos) ? in[kPrunedConvKeepInput] : nullptr;
   const Tensor* bias = optional_input(in, kEpilogueBiasInput);
   const Tensor* residual = optional_input(in, kEpilogueResidualInput);
   const WindowGeometry g = geometry(node, x.shape(), in[1]->shape());
@@ -254,7 +261,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
     e.residual = residual ? residual->data<float>() : nullptr;
     e.activation = activation;
     for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-      const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
+      const int64_t* kept = pruned_conv_keep_row(node, x, keep, n, true, ws.keep, ws.ranking);
       keep_flags(node, kept, kc, kp, channels, x.dim(1), width, ws.flags);  // checks the row
       ws.kept_channels.assign(kept, kept + kc);  // ascending, as AttentionKeep writes them
       Region image = r;
@@ -275,7 +282,7 @@ void run_tile(const Node& node, std::span<const Tensor* const> in, std::span<Ten
   }
   const kernels::PackedB& full = conv_nhwc_packed_b(prepared);
   for (int64_t n = r[0].begin; n < r[0].end; ++n) {
-    const int64_t* kept = keep.data<int64_t>() + n * (kc + kp);
+    const int64_t* kept = pruned_conv_keep_row(node, x, keep, n, true, ws.keep, ws.ranking);
     keep_flags(node, kept, kc, kp, channels, x.dim(1), width, ws.flags);
     // With every position kept, every output is computed (a window centred in the padding too).
     ws.computed.assign(out_plane, 1);
